@@ -1,0 +1,117 @@
+"""Configuration: YAML at user level, overridable per project, validated with JSON Schema.
+
+Files, later ones overriding earlier ones key by key:
+1. user: `$CAIRN_CONFIG`, else `config.yaml` in the platform's user config folder (platformdirs);
+2. project: `.cairn.yaml` at the project root.
+An unknown key or a wrong type is a ConfigError naming the key and the file.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import platformdirs
+import yaml
+
+from .errors import ConfigError
+
+DEFAULTS: dict[str, Any] = {
+    "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "device": "cpu", "batch_size": 32,
+                  "enabled": True},
+    "store": {"busy_timeout_ms": 10_000, "vector_backend": "auto"},
+    "recall": {"k": 10, "candidates": 50},
+    "supersession": {"enabled": True},
+    "hooks": {"enabled": True, "brief_chars": 1500, "prompt_k": 5, "prompt_chars": 1200},
+}
+
+_INT = {"type": "integer"}
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "embedding": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "model": {"type": "string", "minLength": 1},
+                "device": {"type": "string"},
+                "batch_size": {**_INT, "minimum": 1, "maximum": 4096},
+                "enabled": {"type": "boolean"},
+            },
+        },
+        "store": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "busy_timeout_ms": {**_INT, "minimum": 5000},
+                "vector_backend": {"enum": ["auto", "sqlite-vec", "numpy"]},
+            },
+        },
+        "recall": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"k": {**_INT, "minimum": 1, "maximum": 1000},
+                           "candidates": {**_INT, "minimum": 1, "maximum": 10000}},
+        },
+        "supersession": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"enabled": {"type": "boolean"}},
+        },
+        "hooks": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "enabled": {"type": "boolean"},
+                "brief_chars": {**_INT, "minimum": 0, "maximum": 10_000},
+                "prompt_k": {**_INT, "minimum": 0, "maximum": 50},
+                "prompt_chars": {**_INT, "minimum": 0, "maximum": 10_000},
+            },
+        },
+    },
+}
+
+PROJECT_FILE = ".cairn.yaml"
+
+
+def user_config_path() -> Path:
+    explicit = os.environ.get("CAIRN_CONFIG")
+    return Path(explicit) if explicit else Path(platformdirs.user_config_dir("cairn")) / "config.yaml"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read ({exc})") from None
+    data = {} if data is None else data
+    try:
+        jsonschema.validate(data, SCHEMA)
+    except jsonschema.ValidationError as exc:
+        key = ".".join(str(p) for p in exc.absolute_path) or "(top level)"
+        if exc.validator == "additionalProperties":
+            extra = sorted(set(exc.instance) - set(exc.schema.get("properties", {})))
+            key = ".".join([*map(str, exc.absolute_path), extra[0]]) if extra else key
+            raise ConfigError(f"{path}: unknown key {key!r}") from None
+        raise ConfigError(f"{path}: key {key!r}: {exc.message}") from None
+    return data
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def load_config(project_root: Path | None = None) -> dict[str, Any]:
+    """Defaults, then the user file, then the project's `.cairn.yaml`. Raises ConfigError."""
+    config = copy.deepcopy(DEFAULTS)
+    candidates = [user_config_path()]
+    if project_root is not None:
+        candidates.append(project_root / PROJECT_FILE)
+    for path in candidates:
+        if path.is_file():
+            config = _merge(config, _read(path))
+    return config

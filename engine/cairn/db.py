@@ -1,0 +1,98 @@
+"""SQLite connections: which binding, which pragmas, and write transactions.
+
+Python's stdlib `sqlite3` is often built without extension loading (macOS system Python, pyenv,
+this project's CI image), so the sqlite-vec extension cannot load there. `sqlean.py` ships an SQLite
+that can, with wheels for Linux, macOS and Windows; it is the first choice. When neither it nor
+`pysqlite3` imports, the stdlib binding is used and the vector index falls back to numpy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+from .errors import StoreCorrupted
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000  # many sessions, hooks and MCP servers share a file; wait, don't fail
+
+
+def _load_binding() -> ModuleType:
+    forced = os.environ.get("CAIRN_SQLITE_BINDING")  # for tests of the fallback path
+    names = [forced] if forced else ["sqlean", "pysqlite3.dbapi2", "sqlite3"]
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise ImportError(f"no SQLite binding importable from {names}")
+
+
+sqlite = _load_binding()
+Connection = Any  # the binding's Connection class; bindings differ, the DB-API surface does not
+DatabaseError = sqlite.DatabaseError
+IntegrityError = sqlite.IntegrityError
+OperationalError = sqlite.OperationalError
+
+
+def load_sqlite_vec(conn: Connection) -> str | None:
+    """Load the sqlite-vec extension into `conn`. Returns None on success, else why it failed."""
+    try:
+        import sqlite_vec
+
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        return None
+    except Exception as exc:  # AttributeError on bindings without enable_load_extension, too
+        return f"{type(exc).__name__}: {exc}"
+
+
+def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
+    """Open `path` in WAL mode with a busy timeout; autocommit, transactions are explicit.
+
+    Raises StoreCorrupted when the file is not an SQLite database.
+    """
+    conn = sqlite.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")  # durable at each checkpoint; safe with WAL
+        conn.execute("PRAGMA foreign_keys = ON")
+    except DatabaseError as exc:
+        conn.close()
+        raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
+    return conn
+
+
+@contextlib.contextmanager
+def write_transaction(conn: Connection) -> Iterator[Connection]:
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception.
+
+    The write lock is taken up front: in WAL mode a transaction that reads and then upgrades to a
+    write fails at once with SQLITE_BUSY under contention, whatever the busy timeout.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def read_snapshot(conn: Connection) -> Iterator[Connection]:
+    """A deferred transaction, so several SELECTs see one consistent snapshot."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")

@@ -1,0 +1,82 @@
+"""Every error Cairn raises on purpose, as one tree.
+
+    CairnError
+    ├── InvalidInput            bad input from a caller; nothing was written (CLI exit 2)
+    │   ├── InvalidMemory       empty or oversized text, unknown kind, importance out of range
+    │   ├── InvalidTime         a time that cannot be parsed
+    │   ├── InvalidStoreName    a store name that is empty or escapes the data root
+    │   ├── InvalidImport       an import file that is not valid UTF-8 JSON Lines of memories
+    │   └── ConfigError         a config file that fails its schema (names the key)
+    ├── MemoryNotFound          no memory with that id in this store
+    ├── NotCurrent              the memory was already superseded or forgotten
+    ├── StoreError              the store file cannot be used as it is
+    │   ├── StoreNotFound       an explicitly named store that does not exist
+    │   ├── StoreCorrupted      the file is not a readable Cairn database
+    │   ├── SchemaTooNew        written by a newer Cairn; refuse rather than guess
+    │   └── EmbeddingMismatch   the store's vectors come from another model; run `cairn reembed`
+    └── EmbedderUnavailable     no embedding model could be loaded
+
+Callers catch by meaning. The CLI turns any CairnError into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+
+class CairnError(Exception):
+    """Base of every error Cairn raises on purpose."""
+
+
+class InvalidInput(CairnError):
+    """The caller's input was rejected; nothing was written."""
+
+
+class InvalidMemory(InvalidInput):
+    pass
+
+
+class InvalidTime(InvalidInput):
+    pass
+
+
+class InvalidStoreName(InvalidInput):
+    pass
+
+
+class InvalidImport(InvalidInput):
+    pass
+
+
+class ConfigError(InvalidInput):
+    pass
+
+
+class MemoryNotFound(CairnError):
+    pass
+
+
+class NotCurrent(CairnError):
+    pass
+
+
+class StoreError(CairnError):
+    pass
+
+
+class StoreNotFound(StoreError):
+    pass
+
+
+class StoreCorrupted(StoreError):
+    pass
+
+
+class SchemaTooNew(StoreError):
+    pass
+
+
+class EmbeddingMismatch(StoreError):
+    pass
+
+
+class EmbedderUnavailable(CairnError):
+    pass

@@ -1,0 +1,110 @@
+"""Numbered schema migrations, recorded in the database they were applied to.
+
+Each migration is a function `mNNN_name(conn)`, registered in order by `@migration`. Adding a
+column is adding a function. `PRAGMA user_version` holds the number of the last one applied, so a
+file written by a newer Cairn is recognised and refused instead of being misread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .db import Connection, DatabaseError, write_transaction
+from .errors import SchemaTooNew, StoreCorrupted
+from .timeutil import END_OF_TIME, now_ms
+
+Migration = Callable[[Connection], None]
+MIGRATIONS: list[tuple[int, str, Migration]] = []
+
+
+def migration(fn: Migration) -> Migration:
+    number = int(fn.__name__[1:4])
+    assert number == len(MIGRATIONS) + 1, f"migration {fn.__name__} out of order"
+    MIGRATIONS.append((number, fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_initial(conn: Connection) -> None:
+    conn.execute(
+        f"""
+        CREATE TABLE memories (
+            seq INTEGER PRIMARY KEY,              -- rowid shared with the FTS and vector indexes
+            id TEXT NOT NULL UNIQUE,              -- ULID: sortable by creation time
+            text TEXT,                            -- NULL once forgotten (the row is then a tombstone)
+            text_key TEXT,                        -- normalised text, for exact duplicates
+            kind TEXT NOT NULL,
+            importance INTEGER NOT NULL CHECK (importance BETWEEN 1 AND 5),
+            source TEXT NOT NULL,
+            session_id TEXT,
+            valid_from INTEGER NOT NULL,          -- valid time: when it holds in the world (epoch ms)
+            valid_to INTEGER NOT NULL DEFAULT {END_OF_TIME},
+            asserted_valid_to INTEGER NOT NULL DEFAULT {END_OF_TIME},  -- valid_to as first recorded
+            recorded_at INTEGER NOT NULL,         -- transaction time: when the store learned it
+            retired_at INTEGER NOT NULL DEFAULT {END_OF_TIME},  -- ... and when it stopped believing it
+            superseded_by TEXT REFERENCES memories(id),
+            forgotten_at INTEGER,
+            CHECK (valid_from < valid_to)
+        )"""
+    )
+    conn.execute("CREATE INDEX memories_by_retired ON memories(retired_at, valid_from)")
+    conn.execute("CREATE INDEX memories_by_recorded ON memories(recorded_at)")
+    # One current memory per normalised text: the database itself refuses an exact duplicate, so two
+    # sessions racing to store the same text cannot both succeed.
+    conn.execute(
+        f"CREATE UNIQUE INDEX memories_current_text ON memories(text_key) "
+        f"WHERE retired_at = {END_OF_TIME} AND text_key IS NOT NULL"
+    )
+    conn.execute(
+        """CREATE TABLE memory_tags (
+            tag TEXT NOT NULL,
+            seq INTEGER NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
+            PRIMARY KEY (tag, seq)
+        ) WITHOUT ROWID"""
+    )
+    conn.execute("CREATE INDEX memory_tags_by_seq ON memory_tags(seq)")
+    conn.execute(
+        "CREATE VIRTUAL TABLE memory_fts USING fts5("
+        "body, tags, tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+    # Memories stored while no embedder was loaded; embedded when one is.
+    conn.execute("CREATE TABLE vector_backlog (seq INTEGER PRIMARY KEY REFERENCES memories(seq) ON DELETE CASCADE)")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+def _user_tables(conn: Connection) -> set[str]:
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+    return {r[0] for r in rows}
+
+
+def migrate(conn: Connection, path: str) -> int:
+    """Bring the database at `conn` up to the newest schema; returns the schema version.
+
+    Raises SchemaTooNew for a file written by a newer Cairn, StoreCorrupted for a file that is not
+    a Cairn store (or not a database).
+    """
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = _user_tables(conn)
+    except DatabaseError as exc:
+        raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
+    latest = len(MIGRATIONS)
+    if version > latest:
+        raise SchemaTooNew(
+            f"{path} has schema version {version}, newer than this Cairn understands ({latest}); "
+            "upgrade Cairn to open it"
+        )
+    if version == 0 and tables:
+        raise StoreCorrupted(f"{path} is an SQLite database but not a Cairn store")
+    if version == latest:
+        return version
+    with write_transaction(conn):
+        # Re-read under the write lock: another process may have migrated meanwhile.
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
+        for number, name, fn in MIGRATIONS[version:]:
+            fn(conn)
+            conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now_ms()))
+            conn.execute(f"PRAGMA user_version = {number}")
+    return latest

@@ -1,0 +1,110 @@
+"""The records Cairn hands out: memories, recall hits, and what a write did."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .timeutil import END_OF_TIME, format_time
+
+# Closed sets, documented in docs/cli.md. A new kind is a schema decision, not a free-form string.
+KINDS = ("decision", "convention", "preference", "fact", "task", "insight")
+SOURCES = ("user", "agent", "capture", "import")
+MAX_TEXT_BYTES = 8 * 1024  # UTF-8 bytes of one memory's text
+IMPORTANCE_RANGE = (1, 5)
+DEFAULT_IMPORTANCE = 3
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One stored memory, current, superseded or forgotten (a tombstone, whose text is None).
+
+    Times are epoch milliseconds, UTC. valid_to / retired_at are None while open.
+    valid_from/valid_to: valid time, when the fact holds in the world.
+    recorded_at/retired_at: transaction time, when the store learned it and when it stopped
+    holding it as current (superseded or forgotten).
+    """
+
+    id: str
+    text: str | None
+    kind: str
+    tags: tuple[str, ...]
+    importance: int
+    source: str
+    session_id: str | None
+    valid_from: int
+    valid_to: int | None
+    recorded_at: int
+    retired_at: int | None
+    superseded_by: str | None
+    forgotten_at: int | None
+    store: str = ""
+
+    @property
+    def status(self) -> str:
+        """`current`, `superseded`, `expired` (valid_to passed) or `forgotten`."""
+        if self.forgotten_at is not None:
+            return "forgotten"
+        if self.superseded_by is not None:
+            return "superseded"
+        if self.retired_at is not None:
+            return "retired"
+        if self.valid_to is not None:
+            from .timeutil import now_ms
+
+            if self.valid_to <= now_ms():
+                return "expired"
+        return "current"
+
+    def to_json(self) -> dict[str, Any]:
+        """Stable JSON keys (docs/cli.md): times as epoch ms plus ISO 8601 twins (`*_iso`)."""
+        data = asdict(self)
+        data["tags"] = list(self.tags)
+        data["status"] = self.status
+        for key in ("valid_from", "valid_to", "recorded_at", "retired_at", "forgotten_at"):
+            data[f"{key}_iso"] = format_time(data[key])
+        return data
+
+    @staticmethod
+    def open_end(value: int) -> int | None:
+        return None if value >= END_OF_TIME else value
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A recall result: the memory, its final score, and why it ranked.
+
+    `reasons` maps each retriever that matched ("bm25", "vector") to its rank (1-based) and raw
+    score (BM25 as FTS5 reports it, higher is better; cosine similarity in [-1, 1]), plus the
+    fused score and the prior applied.
+    """
+
+    memory: Memory
+    score: float
+    reasons: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"memory": self.memory.to_json(), "score": round(self.score, 6), "reasons": self.reasons}
+
+
+@dataclass(frozen=True)
+class RememberResult:
+    """What a write did.
+
+    status: "created", or "duplicate" (an identical current memory exists; nothing was written and
+    `memory` is that one). superseded: ids this write retired (by --replaces or detection).
+    conflicts: similar current memories left untouched, each {"id", "reason"}, for review.
+    """
+
+    memory: Memory
+    status: str
+    superseded: list[str] = field(default_factory=list)
+    conflicts: list[dict[str, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "memory": self.memory.to_json(),
+            "superseded": self.superseded,
+            "conflicts": self.conflicts,
+        }

@@ -1,0 +1,393 @@
+"""The store: one SQLite file holding memories, their FTS5 index and their vector index.
+
+This module owns every SQL statement on those tables. It knows nothing of embedding models or
+ranking; `engine.py` composes it with both.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import db
+from .errors import MemoryNotFound, StoreCorrupted, StoreNotFound
+from .migrations import migrate
+from .models import Memory
+from .text import index_text
+from .timeutil import END_OF_TIME, now_ms
+from .vectors import BACKENDS, NumpyIndex, SqliteVecIndex, VectorIndex
+
+_COLUMNS = (
+    "seq, id, text, kind, importance, source, session_id, valid_from, valid_to, recorded_at, "
+    "retired_at, superseded_by, forgotten_at"
+)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which memories a read considers. Times are epoch ms, UTC.
+
+    as_of: valid time; only memories that held at that moment (superseded ones included, since
+        their validity ended when they were superseded). None: what is current now.
+    known_at: transaction time; the store as it was then (None: now).
+    since/until: bounds on valid_from. kinds/tags: any of. include_superseded: with as_of None,
+        also superseded and expired memories. Forgotten memories are never returned.
+    """
+
+    as_of: int | None = None
+    known_at: int | None = None
+    kinds: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    since: int | None = None
+    until: int | None = None
+    include_superseded: bool = False
+
+    def where(self) -> tuple[str, list[object]]:
+        """SQL boolean over `memories m` and its parameters."""
+        known = self.known_at if self.known_at is not None else now_ms()
+        clauses = ["m.forgotten_at IS NULL", "m.recorded_at <= ?"]
+        params: list[object] = [known]
+        # At transaction time `known`, a memory retired later was still believed with the valid
+        # time it was first asserted with; a supersession closes valid_to only from then on.
+        valid_to = "(CASE WHEN m.retired_at > ? THEN m.asserted_valid_to ELSE m.valid_to END)"
+        if self.as_of is not None:
+            clauses.append(f"m.valid_from <= ? AND {valid_to} > ?")
+            params += [self.as_of, known, self.as_of]
+        elif not self.include_superseded:
+            clauses.append(f"m.retired_at > ? AND {valid_to} > ?")
+            params += [known, known, now_ms() if self.known_at is None else known]
+        if self.kinds:
+            clauses.append(f"m.kind IN ({','.join('?' * len(self.kinds))})")
+            params += list(self.kinds)
+        if self.tags:
+            clauses.append(
+                f"m.seq IN (SELECT seq FROM memory_tags WHERE tag IN ({','.join('?' * len(self.tags))}))"
+            )
+            params += list(self.tags)
+        if self.since is not None:
+            clauses.append("m.valid_from >= ?")
+            params.append(self.since)
+        if self.until is not None:
+            clauses.append("m.valid_from < ?")
+            params.append(self.until)
+        return " AND ".join(clauses), params
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A validated memory about to be inserted (see engine.validate)."""
+
+    id: str
+    text: str
+    text_key: str
+    kind: str
+    tags: tuple[str, ...]
+    importance: int
+    source: str
+    session_id: str | None
+    valid_from: int
+    valid_to: int
+    recorded_at: int
+
+
+class Store:
+    """One open store file. Not thread-safe for concurrent writes from one object; use one per thread.
+
+    Attributes: name, path, vector_index (None when no backend can serve this file),
+    vector_unavailable (why not, or None).
+    """
+
+    def __init__(self, conn: db.Connection, path: Path, name: str):
+        self.conn = conn
+        self.path = path
+        self.name = name
+        self.vector_index: VectorIndex | None = None
+        self.vector_unavailable: str | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        name: str,
+        create: bool,
+        busy_timeout_ms: int = db.BUSY_TIMEOUT_MS,
+        vector_backend: str = "auto",
+        meta: dict[str, str] | None = None,
+    ) -> Store:
+        """Open (and migrate) the store file at `path`.
+
+        create: make the file if missing (else raise StoreNotFound). meta: key/values recorded on
+        creation (project path, ...). vector_backend: "auto", "sqlite-vec" or "numpy"; an existing
+        store keeps the backend it was created with.
+        Raises StoreNotFound, StoreCorrupted, SchemaTooNew.
+        """
+        if not path.exists():
+            if not create:
+                raise StoreNotFound(f"store {name!r} does not exist ({path})")
+            path.parent.mkdir(parents=True, exist_ok=True)
+        elif path.is_dir():
+            raise StoreCorrupted(f"{path} is a directory, not a store file")
+        conn = db.connect(str(path), busy_timeout_ms=busy_timeout_ms)
+        try:
+            migrate(conn, str(path))
+            store = cls(conn, path, name)
+            store._init_meta(meta or {})
+            store._choose_vector_index(vector_backend)
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _init_meta(self, meta: dict[str, str]) -> None:
+        if self.get_meta("created_at") is None:
+            with db.write_transaction(self.conn):
+                for key, value in {"created_at": str(now_ms()), "name": self.name, **meta}.items():
+                    self.conn.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    def _choose_vector_index(self, preference: str) -> None:
+        recorded = self.get_meta("vector_backend")
+        wanted = recorded or preference
+        vec_error = db.load_sqlite_vec(self.conn) if wanted in ("auto", "sqlite-vec") else "not requested"
+        if wanted == "auto":
+            wanted = "sqlite-vec" if vec_error is None else "numpy"
+        if wanted == "sqlite-vec" and vec_error is not None:
+            self.vector_unavailable = f"this store's vectors are in sqlite-vec, which failed to load ({vec_error})"
+            return
+        self.vector_index = BACKENDS[wanted]()
+        if recorded is None:
+            self.set_meta("vector_backend", wanted)
+
+    # -- meta --------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with db.write_transaction(self.conn):
+            self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    # -- reads -------------------------------------------------------------------------------
+    def _memories(self, rows: Iterable[Sequence[object]]) -> list[Memory]:
+        rows = list(rows)
+        tags = self._tags([r[0] for r in rows])
+        return [
+            Memory(
+                id=r[1], text=r[2], kind=r[3], tags=tags.get(r[0], ()), importance=r[4], source=r[5],
+                session_id=r[6], valid_from=r[7], valid_to=Memory.open_end(r[8]), recorded_at=r[9],
+                retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name,
+            )
+            for r in rows
+        ]
+
+    def _tags(self, seqs: list[int]) -> dict[int, tuple[str, ...]]:
+        out: dict[int, list[str]] = {}
+        for start in range(0, len(seqs), 500):
+            chunk = seqs[start : start + 500]
+            rows = self.conn.execute(
+                f"SELECT seq, tag FROM memory_tags WHERE seq IN ({','.join('?' * len(chunk))}) ORDER BY tag", chunk
+            )
+            for seq, tag in rows:
+                out.setdefault(seq, []).append(tag)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def get(self, memory_id: str) -> Memory:
+        """The memory with that id (tombstones included). Raises MemoryNotFound."""
+        row = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            raise MemoryNotFound(f"no memory {memory_id!r} in store {self.name!r}")
+        return self._memories([row])[0]
+
+    def seq_of(self, memory_id: str) -> int:
+        row = self.conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        if row is None:
+            raise MemoryNotFound(f"no memory {memory_id!r} in store {self.name!r}")
+        return row[0]
+
+    def by_seqs(self, seqs: Sequence[int]) -> dict[int, Memory]:
+        out: dict[int, Memory] = {}
+        for start in range(0, len(seqs), 500):
+            chunk = list(seqs[start : start + 500])
+            rows = self.conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE seq IN ({','.join('?' * len(chunk))})", chunk
+            ).fetchall()
+            for row, memory in zip(rows, self._memories(rows)):
+                out[row[0]] = memory
+        return out
+
+    def current_by_text_key(self, text_key: str) -> Memory | None:
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE text_key = ? AND retired_at = ?", (text_key, END_OF_TIME)
+        ).fetchone()
+        return self._memories([row])[0] if row else None
+
+    def list(self, filters: Filters, *, limit: int | None = None, order: str = "recorded_at DESC") -> list[Memory]:
+        where, params = filters.where()
+        sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY {order}, seq DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return self._memories(self.conn.execute(sql, params).fetchall())
+
+    def keyword_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """BM25 over text and tags: [(seq, score)], best first; score = -bm25 (higher is better)."""
+        where, params = filters.where()
+        rows = self.conn.execute(
+            f"SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts f JOIN memories m ON m.seq = f.rowid "
+            f"WHERE memory_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+            (match, *params, int(limit)),
+        ).fetchall()
+        return [(int(seq), -float(rank)) for seq, rank in rows]
+
+    def vector_search(self, query: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """Nearest neighbours among the filtered memories: [(seq, cosine)], best first."""
+        if self.vector_index is None or not self.vector_index.exists(self.conn):
+            return []
+        where, params = filters.where()
+        return self.vector_index.search(self.conn, query, limit, f"SELECT m.seq FROM memories m WHERE {where}", params)
+
+    def vectors_of(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
+        """Stored vectors of those memories (absent ones are left out)."""
+        if self.vector_index is None or not self.vector_index.exists(self.conn) or not seqs:
+            return {}
+        marks = ",".join("?" * len(seqs))
+        if isinstance(self.vector_index, SqliteVecIndex):
+            sql = f"SELECT rowid, embedding FROM {SqliteVecIndex.table} WHERE rowid IN ({marks})"
+        else:
+            sql = f"SELECT seq, embedding FROM {NumpyIndex.table} WHERE seq IN ({marks})"
+        return {int(s): np.frombuffer(b, dtype=np.float32) for s, b in self.conn.execute(sql, list(seqs))}
+
+    def chain_ids(self, memory_id: str) -> list[str]:
+        """Ids of the supersession chain through `memory_id`, oldest first."""
+        self.seq_of(memory_id)
+        back = self.conn.execute(
+            """WITH RECURSIVE up(id, depth) AS (
+                   SELECT ?, 0
+                   UNION SELECT m.id, up.depth + 1 FROM memories m JOIN up ON m.superseded_by = up.id
+                   WHERE up.depth < 10000)
+               SELECT id FROM up ORDER BY depth DESC""",
+            (memory_id,),
+        ).fetchall()
+        forward = self.conn.execute(
+            """WITH RECURSIVE down(id, depth) AS (
+                   SELECT superseded_by, 1 FROM memories WHERE id = ? AND superseded_by IS NOT NULL
+                   UNION SELECT m.superseded_by, down.depth + 1 FROM memories m JOIN down ON m.id = down.id
+                   WHERE m.superseded_by IS NOT NULL AND down.depth < 10000)
+               SELECT id FROM down ORDER BY depth""",
+            (memory_id,),
+        ).fetchall()
+        # A memory may have several predecessors (two facts merged into one); keep all, in order.
+        return [r[0] for r in back] + [r[0] for r in forward]
+
+    def counts(self) -> dict[str, int]:
+        end = END_OF_TIME
+        row = self.conn.execute(
+            f"""SELECT
+                  sum(forgotten_at IS NULL AND retired_at = {end}),
+                  sum(superseded_by IS NOT NULL AND forgotten_at IS NULL),
+                  sum(forgotten_at IS NOT NULL),
+                  count(*)
+                FROM memories"""
+        ).fetchone()
+        backlog = self.conn.execute("SELECT count(*) FROM vector_backlog").fetchone()[0]
+        return {
+            "current": row[0] or 0, "superseded": row[1] or 0, "forgotten": row[2] or 0,
+            "total": row[3] or 0, "awaiting_embedding": backlog,
+        }
+
+    def backlog(self, limit: int) -> list[tuple[int, str]]:
+        return self.conn.execute(
+            "SELECT b.seq, m.text FROM vector_backlog b JOIN memories m ON m.seq = b.seq "
+            "WHERE m.text IS NOT NULL ORDER BY b.seq LIMIT ?",
+            (int(limit),),
+        ).fetchall()
+
+    def all_text_seqs(self) -> list[tuple[int, str]]:
+        return self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL ORDER BY seq").fetchall()
+
+    # -- writes (call inside db.write_transaction) ---------------------------------------------------
+    def insert(self, new: NewMemory, vector: np.ndarray | None) -> int:
+        """Insert a memory with its index entries; returns its seq. Raises db.IntegrityError on an
+        exact duplicate of a current memory."""
+        cur = self.conn.execute(
+            "INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, "
+            "valid_to, asserted_valid_to, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (new.id, new.text, new.text_key, new.kind, new.importance, new.source, new.session_id,
+             new.valid_from, new.valid_to, new.valid_to, new.recorded_at),
+        )
+        seq = int(cur.lastrowid)
+        self.conn.executemany("INSERT INTO memory_tags(tag, seq) VALUES (?, ?)", [(t, seq) for t in new.tags])
+        self.conn.execute(
+            "INSERT INTO memory_fts(rowid, body, tags) VALUES (?, ?, ?)",
+            (seq, index_text(new.text), " ".join(new.tags)),
+        )
+        self.put_vector(seq, vector)
+        return seq
+
+    def put_vector(self, seq: int, vector: np.ndarray | None) -> None:
+        """Store `vector` for `seq`, or queue the memory for embedding when there is none."""
+        if vector is not None and self.vector_index is not None:
+            if not self.vector_index.exists(self.conn):
+                self.vector_index.create(self.conn, len(vector))
+            self.vector_index.upsert(self.conn, seq, vector)
+            self.conn.execute("DELETE FROM vector_backlog WHERE seq = ?", (seq,))
+        else:
+            self.conn.execute("INSERT OR IGNORE INTO vector_backlog(seq) VALUES (?)", (seq,))
+
+    def supersede(self, old_seq: int, new_id: str, at: int, valid_until: int) -> None:
+        """Retire `old_seq` at transaction time `at`, its validity ending at `valid_until`."""
+        self.conn.execute(
+            "UPDATE memories SET retired_at = ?, superseded_by = ?, "
+            "valid_to = max(valid_from + 1, min(valid_to, ?)) WHERE seq = ?",
+            (at, new_id, valid_until, old_seq),
+        )
+
+    def erase(self, seq: int, at: int) -> None:
+        """Forget: text, tags, FTS row and vector gone; the row stays as a tombstone."""
+        self.conn.execute(
+            "UPDATE memories SET text = NULL, text_key = NULL, forgotten_at = ?, retired_at = min(retired_at, ?) "
+            "WHERE seq = ?",
+            (at, at, seq),
+        )
+        self.conn.execute("DELETE FROM memory_tags WHERE seq = ?", (seq,))
+        self.conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+        self.conn.execute("DELETE FROM vector_backlog WHERE seq = ?", (seq,))
+        if self.vector_index is not None and self.vector_index.exists(self.conn):
+            self.vector_index.delete(self.conn, seq)
+
+    def insert_raw(self, memory: Memory, text_key: str | None, asserted_valid_to: int) -> int:
+        """Insert a memory exactly as exported (import); index entries follow for live ones."""
+        end = END_OF_TIME
+        cur = self.conn.execute(
+            "INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, valid_to, "
+            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (memory.id, memory.text, text_key, memory.kind, memory.importance, memory.source, memory.session_id,
+             memory.valid_from, memory.valid_to or end, asserted_valid_to, memory.recorded_at,
+             memory.retired_at or end, memory.superseded_by, memory.forgotten_at),
+        )
+        seq = int(cur.lastrowid)
+        if memory.text is not None:
+            self.conn.executemany("INSERT INTO memory_tags(tag, seq) VALUES (?, ?)", [(t, seq) for t in memory.tags])
+            self.conn.execute(
+                "INSERT INTO memory_fts(rowid, body, tags) VALUES (?, ?, ?)",
+                (seq, index_text(memory.text), " ".join(memory.tags)),
+            )
+            self.conn.execute("INSERT INTO vector_backlog(seq) VALUES (?)", (seq,))
+        return seq
+
+    def asserted_valid_to(self, seq: int) -> int:
+        return self.conn.execute("SELECT asserted_valid_to FROM memories WHERE seq = ?", (seq,)).fetchone()[0]
+
+    def file_size(self) -> int:
+        """Bytes on disk: the database plus its WAL."""
+        wal = Path(str(self.path) + "-wal")
+        return os.path.getsize(self.path) + (os.path.getsize(wal) if wal.exists() else 0)

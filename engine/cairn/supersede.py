@@ -1,0 +1,223 @@
+"""Automatic supersession: does a new memory retire an older, similar one?
+
+The engine calls `classify(old, new, cosine)` for each current memory of the same kind whose
+all-MiniLM-L6-v2 cosine to the new one is at least SIMILARITY_THRESHOLD (or, without a model, for
+keyword-search neighbours with cosine=None). The verdict is one of
+
+  supersede  the new text states a change of the same subject: the old memory is retired;
+  conflict   same-ish subject but no clear change (duplicate, elaboration, hedge, contradiction):
+             both stay current and the pair is reported for review;
+  unrelated  different subjects.
+
+Precision comes first: a wrong "supersede" silently hides a true memory, a missed one only leaves a
+stale memory next to the new one. The embedding alone cannot tell these apart (MiniLM scores
+"We deploy with Capistrano" / "We now deploy with Kamal" at 0.48 but "The test suite passes on
+Python 3.12" / "... fails on Python 3.13" at 0.83), so the cosine only gates candidates and the
+verdict rests on lexical evidence:
+
+1. Tokens: normalised text split into words and version numbers (`3.11`, `1.75.0` stay whole;
+   `node:fs`, `GB/s`, `ubuntu-22.04` split at punctuation), lightly stemmed. Articles, copulas and
+   "we/our" are dropped; prepositions and negations are kept because they mark scope ("for the API")
+   and polarity.
+2. Person: the people a text is about ("I"/"the user", "my sister", "their colleague") must match,
+   otherwise the subjects differ.
+3. Hedges ("might", "plan to", "?") and approximations ("about 10 minutes") are never a change.
+4. With a change marker in the new text only ("now", "switched", "moved to", "no longer",
+   "instead of X", "from X to Y", ...): the old text's words missing from the new one (ignoring
+   generic words) must form one contiguous run, the old value, and the texts must share a subject
+   word. If "instead of X" / "from X to Y" / "replaced X" names X, X must be a word of the old text
+   that the old text does not itself reject ("use pnpm, not npm"). A replacing marker needs the old
+   value to be gone from the new text; a retiring marker ("no longer") may repeat it.
+5. Without a marker: difflib.SequenceMatcher aligns the token lists; a change is exactly one
+   replaced span (the value) after a shared, non-empty prefix (the subject), with no time words
+   ("this week" / "next week") in the span. Anything else is not a change.
+6. Not a change: "conflict" when the texts share most of their subject words (Dice >=
+   CONFLICT_OVERLAP) or the cosine says they are near-paraphrases (>= PARAPHRASE_COSINE),
+   otherwise "unrelated".
+Without a model (cosine=None) rule 5 additionally requires the prefix to hold at least two tokens.
+
+Constants were calibrated on tests/data/supersession_pairs.yaml (146 hand-labelled pairs written
+before this module) with bench/supersession_eval.py; `--threshold-sweep` reproduces the choice.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from typing import Literal
+
+from .text import normalise
+
+# Lowest cosine of a supersede pair in the labelled set is 0.43 (tool swaps such as "CI runs on
+# Travis CI" -> "CI moved to GitHub Actions": different product names pull MiniLM apart). Gating
+# lower admits more candidates but the lexical rules decide; see the eval's threshold sweep.
+SIMILARITY_THRESHOLD = 0.40
+# Above this cosine two texts without a detected change are treated as paraphrases ("conflict").
+# Paraphrased duplicates in the labelled set sit at 0.63-1.0, hard negatives mostly below 0.76.
+PARAPHRASE_COSINE = 0.80
+# Dice overlap of subject words above which a non-change is a possible duplicate ("conflict").
+CONFLICT_OVERLAP = 0.6
+
+Label = Literal["supersede", "conflict", "unrelated"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: Label
+    reason: str  # one short human-readable sentence
+
+
+# Versions first so `3.11` and `1.75.0` stay one token; words keep an inner apostrophe (don't, user's).
+_TOKEN = re.compile(r"\d+(?:\.\d+)+|[^\W_]+(?:'[^\W_]+)?|\w+")
+_DROPPED = frozenset(
+    "a an the is are was were be been being am do does did has have had to of and or as its it "
+    "that which we our us we're please always just also".split()
+)
+# Shared only by grammar, never a subject on its own: prepositions and all-purpose verbs.
+_GENERIC = frozenset(
+    "for in on at with from by after before through via into inside outside over under per "
+    "use run go get make need not no never don't".split()
+)
+_NEGATIONS = frozenset("not no never don't doesn't isn't aren't".split())
+_SELF = frozenset("i me my mine myself user user's".split())
+_POSSESSIVES = frozenset("my our their his her user's".split())
+_RELATIONS = frozenset(
+    "sister brother wife husband partner parents parent mother mom father dad son daughter "
+    "colleague coworker friend boss manager mentor cousin family".split()
+)
+_TIME_WORDS = frozenset("this next last today tomorrow yesterday week month year quarter".split())
+
+_HEDGE = re.compile(
+    r"\?|\b(might|maybe|perhaps|probably|could|would|may|will|should we|plan(s|ned|ning)? to"
+    r"|consider(ing)?|thinking|i think|propos\w*|soon)\b"
+)
+_APPROX = re.compile(r"~|\b(about|around|roughly|approximately|approx)\b")
+# Markers whose words are removed from the new text before comparing (they carry no subject).
+_REPLACE = re.compile(
+    r"\b(now|from now on|going forward|switch(ed|ing)?|mov(e|ed|ing)|migrat(ed|e|ing)|replac(ed|e|ing)"
+    r"|instead|rather than|chang(ed|e)( their mind)?|renamed|upgraded|downgraded|bumped"
+    r"|rewritten|rewrote|took over|prefer\w* .+ over)\b"
+)
+_RETIRE = re.compile(r"\b(no longer|anymore|any more|stopped|dropped|removed|deprecated)\b")
+# "instead of X", "rather than X", "from X to Y", "replaced X with Y", "prefer Y over X": X is the
+# old value the new text names explicitly.
+_NAMED_OLD = re.compile(
+    r"\b(?:instead of|rather than|over) (?P<a>[^,;.()]+?)(?=$|[,;.()]| for | in | now)"
+    r"|\bfrom (?P<b>[^,;]+?) to\b|\breplaced (?:the )?(?P<c>[^,;]+?) (?:with|by|as)\b"
+)
+
+
+def _stem(word: str) -> str:
+    """Crude suffix stripping so 'deploys'/'deployed'/'deploy' and 'lives'/'live' compare equal."""
+    if not word.isalpha() or len(word) < 4:
+        return word
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) >= 6 and word.endswith(("ing", "ed")):
+        word = word[:-3] if word.endswith("ing") else word[:-2]
+        return word[:-1] if len(word) > 2 and word[-1] == word[-2] else word
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _tokens(text: str) -> list[str]:
+    return [_stem(t) for t in _TOKEN.findall(text) if t not in _DROPPED]
+
+
+def _persons(text: str) -> frozenset[str]:
+    """Who the text is about: 'self' for I/the user, 'rel:<noun>' for 'my sister', 'their colleague'."""
+    words = _TOKEN.findall(text)
+    found = set()
+    for i, word in enumerate(words):
+        following = words[i + 1] if i + 1 < len(words) else ""
+        if word in _POSSESSIVES and following in _RELATIONS:
+            found.add("rel:" + following)
+        elif word in _SELF:
+            found.add("self")
+    return frozenset(found)
+
+
+def _subject_words(tokens: list[str]) -> set[str]:
+    return {t for t in tokens if t not in _GENERIC}
+
+
+def _dice(a: set[str], b: set[str]) -> float:
+    return 2 * len(a & b) / (len(a) + len(b)) if a or b else 1.0
+
+
+def _marker_change(old: str, new: str, old_tokens: list[str]) -> str | None:
+    """Reason if `new` states, with an explicit marker, a change of what `old` says; else None."""
+    replace, retire = _REPLACE.search(new), _RETIRE.search(new)
+    if replace and _REPLACE.search(old) and replace.group() in old:
+        replace = None  # the old text already says "now ..."; the marker is not news
+    if not (replace or retire):
+        return None
+    new_tokens = _tokens(_RETIRE.sub(" ", _REPLACE.sub(" ", new)))
+    shared = _subject_words(old_tokens) & _subject_words(new_tokens)
+    if not shared:
+        return None
+    named = _NAMED_OLD.search(new)
+    if named:
+        value = _tokens(next(g for g in named.groups() if g))
+        if not set(value) & set(old_tokens) or _rejects(old, value):
+            return None
+        return f"new text replaces '{' '.join(value)}' (same subject '{' '.join(sorted(shared))}')"
+    new_set = set(new_tokens)
+    missing = [i for i, t in enumerate(old_tokens) if t not in new_set and t not in _GENERIC]
+    if not missing and not retire:
+        return None  # old fully restated with "now"/"instead": a duplicate, not a change
+    if missing and missing[-1] - missing[0] + 1 != len(missing):
+        return None  # old words missing in two places: subject and value both differ
+    gone = " ".join(old_tokens[i] for i in missing) or "the old statement"
+    marker = (retire or replace).group()
+    return f"'{marker}': {gone} no longer holds (same subject '{' '.join(sorted(shared))}')"
+
+
+def _rejects(old: str, value: list[str]) -> bool:
+    """True if the old text itself negates the named old value ('use pnpm, not npm')."""
+    words = _TOKEN.findall(old)
+    return any(w in value and i > 0 and words[i - 1] in _NEGATIONS for i, w in enumerate(words))
+
+
+def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int) -> str | None:
+    """Reason if the texts differ in exactly one replaced span after a shared subject; else None."""
+    ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    prefix = old_tokens[:i1]
+    if len(prefix) < min_prefix or not _subject_words(prefix):
+        return None  # the differing words open the sentence: they are its subject, not a value
+    before, after = old_tokens[i1:i2], new_tokens[j1:j2]
+    if _TIME_WORDS & set(before + after) or _NEGATIONS & set(before + after):
+        return None  # another time period, or a flipped polarity: not a new value of a setting
+    subject = " ".join(t for t in old_tokens if t not in before)
+    return f"same subject '{subject}', value {' '.join(before)} -> {' '.join(after)}"
+
+
+def classify(old_text: str, new_text: str, cosine: float | None) -> Verdict:
+    """Decide whether `new_text` supersedes `old_text`; see the module docstring for the method."""
+    if cosine is not None and cosine < SIMILARITY_THRESHOLD:
+        return Verdict("unrelated", f"embedding similarity {cosine:.2f} is below {SIMILARITY_THRESHOLD}")
+    old, new = normalise(old_text), normalise(new_text)
+    if _persons(old) != _persons(new):
+        return Verdict("unrelated", "the texts are about different people")
+    old_tokens, new_tokens = _tokens(old), _tokens(new)
+    if old_tokens == new_tokens:
+        return Verdict("conflict", "the texts state the same thing")
+
+    tentative = _HEDGE.search(new) or _APPROX.search(old) or _APPROX.search(new)
+    if not tentative:
+        change = _marker_change(old, new, old_tokens) or _value_change(
+            old_tokens, new_tokens, min_prefix=1 if cosine is not None else 2)
+        if change:
+            return Verdict("supersede", change)
+
+    overlap = _dice(_subject_words(old_tokens), _subject_words(new_tokens))
+    if overlap >= CONFLICT_OVERLAP or (cosine is not None and cosine >= PARAPHRASE_COSINE):
+        why = "hedged or approximate" if tentative else "no clear statement of change"
+        return Verdict("conflict", f"similar texts ({why}, word overlap {overlap:.2f})")
+    return Verdict("unrelated", f"different subjects (word overlap {overlap:.2f})")

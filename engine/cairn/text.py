@@ -1,0 +1,107 @@
+"""Text normalisation and the keyword side's tokens: index text and FTS5 queries.
+
+FTS5's `unicode61` tokenizer splits on anything that is not a letter or digit and keeps a run of
+Chinese, Japanese or Korean characters as one token, so a two-character word inside a sentence
+written without spaces would never match. Runs of those scripts are therefore rewritten, both in
+the index and in queries, as overlapping character bigrams (the standard CJK approach of Lucene's
+CJKBigramFilter) followed by their unigrams; a query run becomes the OR of its bigrams.
+
+A query is never FTS5 syntax: every term is emitted as a double-quoted phrase of its sub-tokens, so
+quotes, AND/OR/NOT/NEAR, `*`, `:`, `^` and parentheses are searched as text, and a term with
+punctuation inside (`pre-commit`, `GB/s`, `node:fs`) becomes the phrase of its parts, which is
+exactly how the indexed text was tokenized.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Han, Hiragana, Katakana (and phonetic extensions), Hangul syllables and jamo, CJK compatibility.
+_CJK = (
+    "\u1100-\u11ff\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
+)
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+# What unicode61 treats as token characters: letters, digits, and marks (remove_diacritics handles
+# accents). Everything else separates tokens.
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+
+# Function words that carry no topic; dropped from OR queries (kept if the query is nothing else).
+# The list is the common core of the SMART and Lucene English stop lists.
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not of off on once only or other our ours ourselves out over own
+    same she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up very was we were what when where which while who whom
+    why will with would you your yours yourself yourselves s t d ll m re ve y ok okay hey hi""".split()
+)
+
+
+def normalise(text: str) -> str:
+    """Unicode NFC, casefold and collapsed whitespace: the key for exact duplicates and subjects."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFC", text).casefold()).strip()
+
+
+def _cjk_tokens(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    bigrams = [run[i : i + 2] for i in range(len(run) - 1)]
+    return bigrams + list(run)
+
+
+def index_text(text: str) -> str:
+    """The text FTS5 indexes: the original, with CJK runs rewritten as bigrams then unigrams."""
+    text = unicodedata.normalize("NFC", text)
+    return _CJK_RUN.sub(lambda m: " " + " ".join(_cjk_tokens(m.group())) + " ", text)
+
+
+def _quote(tokens: list[str]) -> str:
+    return '"' + " ".join(t.replace('"', '""') for t in tokens) + '"'
+
+
+def query_terms(query: str) -> list[list[str]]:
+    """Split a free-text query into terms, each a list of sub-tokens searched as one phrase.
+
+    `pre-commit` -> [["pre", "commit"]]; `東京に行った` -> [["東京"], ["京に"], ["に行"], ["行っ"], ["った"]].
+    """
+    terms: list[list[str]] = []
+    for chunk in unicodedata.normalize("NFC", query).split():
+        pieces: list[str] = []
+        for part in _CJK_RUN.split(chunk):
+            pieces.extend(_WORD.findall(part))
+        # Each bigram of a CJK run is its own term: a question written without spaces then matches
+        # a memory that shares any of its words, and BM25 ranks those sharing more of them higher.
+        for run in _CJK_RUN.findall(chunk):
+            terms.extend([[b] for b in _cjk_tokens(run)[: max(1, len(run) - 1)]])
+        if pieces:
+            terms.append([p.casefold() for p in pieces])
+    return terms
+
+
+def fts_query(query: str, *, drop_stopwords: bool = True) -> str | None:
+    """An FTS5 MATCH expression: the OR of the query's terms, each a quoted phrase.
+
+    Stopwords are dropped unless nothing else is left. Duplicate terms are sent once. Returns None
+    when the query has no searchable characters at all.
+    """
+    terms = query_terms(query)
+    if drop_stopwords:
+        content = [t for t in terms if not (len(t) == 1 and t[0] in STOPWORDS)]
+        terms = content or terms
+    seen: set[str] = set()
+    phrases: list[str] = []
+    for term in terms:
+        phrase = _quote(term)
+        if phrase not in seen:
+            seen.add(phrase)
+            phrases.append(phrase)
+    return " OR ".join(phrases) if phrases else None
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased words of `text` without stopwords (CJK runs as bigrams), in order."""
+    return [w for term in query_terms(text) for w in term if w not in STOPWORDS]
