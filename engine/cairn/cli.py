@@ -286,7 +286,10 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("cairn: aborted", err=True)
         sys.exit(1)
     except click.ClickException as exc:
-        exc.show()
+        # One line, like every other error; usage errors point at the command's --help.
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        click.echo(f"cairn: error: {exc.format_message()}{hint}", err=True)
         sys.exit(2)
     except CairnError as exc:
         click.echo(f"cairn: error: {exc}", err=True)

@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_DIM = 384
+_LOADED: dict[tuple[str, str], object] = {}  # one copy of each model per process, shared by stores
+_LOADED_LOCK = threading.Lock()
 
 
 class Embedder(ABC):
@@ -87,11 +89,15 @@ class SentenceTransformerEmbedder(Embedder):
         return self._model is not None
 
     def load(self) -> None:
-        with self._lock:
+        with self._lock, _LOADED_LOCK:
             if self._model is not None:
                 return
             if self._error is not None:
                 raise EmbedderUnavailable(self._error)
+            cached = _LOADED.get((self._source, self.device))
+            if cached is not None:
+                self._model, self.dim = cached, _dimension(cached)
+                return
             try:
                 # Keep stderr clean: no download or weight-loading progress bars from a library.
                 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -105,9 +111,8 @@ class SentenceTransformerEmbedder(Embedder):
             except Exception as exc:
                 self._error = f"cannot load embedding model {self._source!r}: {type(exc).__name__}: {exc}"
                 raise EmbedderUnavailable(self._error) from None
-            dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-            self.dim = int(dimension())
-            self._model = model
+            self.dim = _dimension(model)
+            self._model = _LOADED[(self._source, self.device)] = model
 
     def embed(self, texts: list[str]) -> np.ndarray:
         self.load()
@@ -116,6 +121,11 @@ class SentenceTransformerEmbedder(Embedder):
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+def _dimension(model) -> int:
+    dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    return int(dimension())
 
 
 class HashingEmbedder(Embedder):

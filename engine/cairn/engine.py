@@ -234,7 +234,8 @@ class Cairn:
 
     # -- writes ----------------------------------------------------------------------------------------
     def remember(self, text: str, **fields: Any) -> RememberResult:
-        """Store one memory (fields as in Draft; scope="global" writes to the global store).
+        """Store one memory (fields as in Draft; scope="global" writes to the global store;
+        detect=False turns automatic supersession off for this write).
 
         Exact duplicates (after normalisation) of a current memory write nothing and return it with
         status "duplicate". `replaces=ID` supersedes that memory; otherwise a memory of the same kind
@@ -242,7 +243,8 @@ class Cairn:
         Raises InvalidMemory, InvalidTime, MemoryNotFound, NotCurrent.
         """
         scope = fields.pop("scope", "project")
-        return self.remember_many([Draft(text=text, **fields)], scope=scope)[0]
+        detect = fields.pop("detect", None)
+        return self.remember_many([Draft(text=text, **fields)], scope=scope, detect=detect)[0]
 
     def remember_many(self, drafts: list[Draft], *, scope: str = "project", detect: bool | None = None) -> list[RememberResult]:
         """Store several memories, embedded in one batch, each in its own short transaction.

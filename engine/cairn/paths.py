@@ -90,7 +90,7 @@ def project_store_name(root: Path) -> str:
 def choose_store(explicit: str | None = None, *, cwd: Path | None = None, env: dict | None = None) -> StoreChoice:
     """Pick the store by the documented order. Raises InvalidStoreName."""
     env = os.environ if env is None else env
-    if explicit:
+    if explicit is not None:
         return StoreChoice(validate_store_name(explicit), store_path(explicit), "--store option", True, None)
     if env.get("CAIRN_STORE"):
         name = env["CAIRN_STORE"]

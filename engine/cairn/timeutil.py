@@ -59,11 +59,11 @@ def _datetime_ms(moment: datetime) -> int:
 
 
 def format_time(ms: int | None) -> str | None:
-    """Epoch milliseconds to ISO 8601 UTC (`2026-11-01T09:30:00Z`); None and END_OF_TIME give None."""
+    """Epoch milliseconds to ISO 8601 UTC (`2026-11-01T09:30:00.000Z`); None and END_OF_TIME give None."""
     if ms is None or ms >= END_OF_TIME:
         return None
     moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def format_date(ms: int) -> str:

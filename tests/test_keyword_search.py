@@ -1,0 +1,80 @@
+"""The keyword side: queries are never FTS5 syntax; punctuation and CJK text are found."""
+
+from __future__ import annotations
+
+import pytest
+
+from cairn import Cairn
+from cairn.text import fts_query
+
+PUNCTUATED = [
+    ("Run pre-commit before every push", "pre-commit"),
+    ("The NVMe array sustains 3.2 GB/s sequential reads", "GB/s"),
+    ("It's fine to squash fixup commits", "it's"),
+    ("The renderer core is written in C++ for speed", "C++"),
+    ("Import node:fs/promises instead of the callback API", "node:fs"),
+    ("The config key is server.http.port", "server.http.port"),
+    ("Semantic version a.b.c tags are cut from main", "a.b.c"),
+]
+
+
+@pytest.mark.parametrize(("text", "query"), PUNCTUATED)
+def test_punctuation_inside_terms_still_finds_the_memory(kw_memory, text, query):
+    target = kw_memory.remember(text, kind="fact").memory
+    kw_memory.remember("Unrelated: lunch is at noon on Fridays", kind="fact")
+    hits = kw_memory.recall(query, k=3)
+    assert hits and hits[0].memory.id == target.id
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"unbalanced', "deploy AND", "OR", "NOT deploy", "NEAR(deploy, fly)", "deploy*", "col:deploy", "^deploy",
+     "(deploy", "deploy)", '"" AND OR NOT', "-deploy", "+", "*"],
+)
+def test_fts5_syntax_in_a_query_is_searched_as_text(kw_memory, query):
+    target = kw_memory.remember("Deploy with Kamal, not by hand", kind="decision").memory
+    kw_memory.remember("Reviews need two approvals", kind="convention")
+    hits = kw_memory.recall(query, k=5)  # must not raise an FTS5 syntax error
+    if "deploy" in query.casefold():
+        assert hits[0].memory.id == target.id
+
+
+def test_operator_words_are_found_as_words(kw_memory):
+    target = kw_memory.remember("Use NOT NULL constraints and OR-mapping only where needed", kind="convention").memory
+    assert kw_memory.recall("NOT NULL")[0].memory.id == target.id
+
+
+@pytest.mark.parametrize(
+    ("text", "query"),
+    [
+        ("昨日は東京で新しいデータベースを設定しました", "東京"),
+        ("昨日は東京で新しいデータベースを設定しました", "設定"),
+        ("我们决定使用数据库迁移工具来管理模式", "迁移"),
+        ("我们决定使用数据库迁移工具来管理模式", "数据库"),
+        ("우리는 서울에서 새 서버를 배포했습니다", "서울"),
+        ("우리는 서울에서 새 서버를 배포했습니다", "배포"),
+    ],
+)
+def test_cjk_two_character_words_inside_sentences_are_found(kw_memory, text, query):
+    target = kw_memory.remember(text, kind="fact").memory
+    kw_memory.remember("English filler about deploys", kind="fact")
+    kw_memory.remember("大阪の天気は晴れです", kind="fact")
+    hits = kw_memory.recall(query, k=3)
+    assert hits and hits[0].memory.id == target.id
+
+
+def test_cjk_question_without_spaces_finds_the_sentence(kw_memory):
+    target = kw_memory.remember("昨日は東京で新しいデータベースを設定しました", kind="fact").memory
+    kw_memory.remember("大阪の天気は晴れです", kind="fact")
+    assert kw_memory.recall("東京のデータベースはどうなった")[0].memory.id == target.id
+
+
+def test_stopword_only_query_still_searches():
+    assert fts_query("the") == '"the"'
+    assert fts_query("how do we deploy?") == '"deploy"'
+    assert fts_query("?!") is None
+
+
+def test_tags_are_searchable(kw_memory):
+    target = kw_memory.remember("Blue-green switch is manual", kind="decision", tags=["release-process"]).memory
+    assert kw_memory.recall("release process")[0].memory.id == target.id

@@ -1,0 +1,171 @@
+"""Write path and read path of the engine, used the way the CLI and MCP server use them."""
+
+from __future__ import annotations
+
+import pytest
+
+from cairn import Cairn, MemoryNotFound, NotCurrent
+
+
+def test_recall_ranks_the_relevant_memory_first_and_says_why(memory):
+    deploy = memory.remember("Deploys go through blue-green on Fly; never restart the DB in business hours",
+                             kind="decision", tags=["deploy"]).memory
+    memory.remember("We use pytest for the API tests", kind="convention")
+    memory.remember("Alice prefers tabs over spaces in Go code", kind="preference")
+    hits = memory.recall("how do we deploy?", k=3)
+    assert hits[0].memory.id == deploy.id
+    assert hits[0].reasons["bm25"]["rank"] == 1
+    assert hits[0].reasons["vector"]["rank"] == 1
+    assert hits[0].reasons["vector"]["cosine"] > 0.3
+    assert hits[0].score > hits[1].score
+
+
+def test_exact_duplicate_writes_nothing_and_returns_the_existing_id(memory):
+    first = memory.remember("We use   Ruff for linting", kind="convention")
+    again = memory.remember("we use ruff for LINTING", kind="convention")
+    assert again.status == "duplicate"
+    assert again.memory.id == first.memory.id
+    assert memory.store.counts()["total"] == 1
+
+
+def test_replaces_retires_the_old_memory_and_keeps_it_for_history(memory):
+    old = memory.remember("We deploy with Capistrano", kind="decision").memory
+    new = memory.remember("We deploy with Kamal", kind="decision", replaces=old.id)
+    assert new.superseded == [old.id]
+    current = [h.memory.id for h in memory.recall("deploy", k=5)]
+    assert current == [new.memory.id]
+    chain = memory.history(old.id)
+    assert [m.id for m in chain] == [old.id, new.memory.id]
+    assert chain[0].superseded_by == new.memory.id
+    assert chain[0].retired_at == new.memory.recorded_at
+    assert chain[0].valid_to == new.memory.valid_from
+    assert memory.history(new.memory.id) == chain
+
+
+def test_replacing_a_superseded_memory_is_refused(memory):
+    old = memory.remember("The staging DB is Postgres 15", kind="fact").memory
+    memory.replace(old.id, "The staging DB is Postgres 16")
+    with pytest.raises(NotCurrent, match="already superseded"):
+        memory.replace(old.id, "The staging DB is Postgres 17")
+    assert memory.store.counts()["total"] == 2
+
+
+def test_automatic_supersession_of_a_changed_setting(memory):
+    old = memory.remember("The API listens on port 8080", kind="fact").memory
+    new = memory.remember("The API now listens on port 9090", kind="fact")
+    assert new.superseded == [old.id]
+    assert memory.get(old.id).status == "superseded"
+
+
+@pytest.mark.parametrize(
+    ("old_text", "new_text"),
+    [
+        ("I live in Berlin", "My sister lives in Paris"),
+        ("We use vitest for the web app", "We use pytest for the API"),
+    ],
+)
+def test_unrelated_subjects_never_retire_each_other(memory, old_text, new_text):
+    old = memory.remember(old_text, kind="fact").memory
+    result = memory.remember(new_text, kind="fact")
+    assert result.superseded == []
+    assert memory.get(old.id).status == "current"
+
+
+def test_other_kinds_are_never_superseded_automatically(memory):
+    old = memory.remember("The API listens on port 8080", kind="decision").memory
+    result = memory.remember("The API now listens on port 9090", kind="fact")
+    assert result.superseded == []
+    assert memory.get(old.id).status == "current"
+
+
+def test_forget_erases_text_vector_and_index_but_leaves_a_tombstone(memory):
+    kept = memory.remember("Builds run on GitHub Actions", kind="fact").memory
+    gone = memory.remember("The staging password rotates monthly", kind="fact", tags=["secrets"]).memory
+    tomb = memory.forget(gone.id)
+    assert tomb.text is None and tomb.tags == () and tomb.forgotten_at is not None
+    conn = memory.store.conn
+    seq = memory.store.seq_of(gone.id)
+    assert conn.execute("SELECT count(*) FROM memory_fts WHERE rowid = ?", (seq,)).fetchone()[0] == 0
+    assert memory.store.vectors_of([seq]) == {}
+    assert conn.execute("SELECT count(*) FROM memory_tags WHERE seq = ?", (seq,)).fetchone()[0] == 0
+    for query in ("staging password", "rotates monthly"):
+        assert gone.id not in {h.memory.id for h in memory.recall(query, include_superseded=True)}
+    assert [m.id for m in memory.list(include_superseded=True)] == [kept.id]
+    assert memory.forget(gone.id).forgotten_at == tomb.forgotten_at  # idempotent
+    with pytest.raises(MemoryNotFound):
+        memory.forget("01NOTANID")
+
+
+def test_forgotten_superseded_memory_stays_out_of_as_of_queries(memory):
+    old = memory.remember("The release branch is main", kind="convention", valid_from="2026-01-01").memory
+    memory.remember("The release branch is release/2026", kind="convention", replaces=old.id, valid_from="2026-06-01")
+    assert [h.memory.id for h in memory.recall("release branch", as_of="2026-03-01")] == [old.id]
+    memory.forget(old.id)
+    assert memory.recall("release branch", as_of="2026-03-01") == []
+
+
+def test_filters_apply_before_the_k_cut(memory):
+    from cairn import Draft
+
+    memory.remember_many(
+        [Draft(f"Service number {n} writes its logs to the central collector", kind="fact") for n in range(30)],
+        detect=False,
+    )
+    rare = memory.remember("Service payments writes its logs to the audit bucket", kind="decision").memory
+    hits = memory.recall("where do services write logs", k=5, kinds=["decision"])
+    assert [h.memory.id for h in hits] == [rare.id]
+    assert len(memory.recall("where do services write logs", k=25, kinds=["fact"])) == 25
+
+
+def test_tags_filter(memory):
+    tagged = memory.remember("Use the blue-green script to deploy", kind="convention", tags=["deploy", "ops"]).memory
+    memory.remember("Use the release script to publish docs", kind="convention", tags=["docs"])
+    assert [h.memory.id for h in memory.recall("script", tags=["OPS"])] == [tagged.id]
+
+
+def test_scope_global_and_all(project, minilm):
+    with Cairn.open(cwd=project, embedder=minilm) as memory:
+        memory.remember("I prefer concise commit messages", kind="preference", scope="global")
+        memory.remember("This repo squashes commits on merge", kind="convention")
+        assert [h.memory.text for h in memory.recall("commit messages", scope="project")] == [
+            "This repo squashes commits on merge"]
+        assert {h.memory.store for h in memory.recall("commit", scope="all")} == {memory.store.name, "global"}
+        assert [h.memory.text for h in memory.recall("commit messages", scope="global")] == [
+            "I prefer concise commit messages"]
+
+
+def test_keyword_only_mode_writes_a_backlog_that_is_embedded_later(project, minilm):
+    with Cairn.open(cwd=project, embedder=None) as memory:
+        memory.remember("Feature flags live in LaunchDarkly", kind="fact")
+        status = memory.status()
+        assert status["keyword_only"] is True
+        assert status["counts"]["awaiting_embedding"] == 1
+        assert [h.reasons.keys() - {"fused", "prior"} for h in memory.recall("feature flags")] == [{"bm25"}]
+    with Cairn.open(cwd=project, embedder=minilm) as memory:
+        assert memory.flush_backlog() == 1
+        assert memory.status()["counts"]["awaiting_embedding"] == 0
+        hit = memory.recall("toggles for features")[0]
+        assert "vector" in hit.reasons
+
+
+def test_unloadable_model_falls_back_to_keyword_only_and_says_so(project):
+    from cairn.embedder import SentenceTransformerEmbedder
+
+    broken = SentenceTransformerEmbedder("/nonexistent/model/dir")
+    with Cairn.open(cwd=project, embedder=broken) as memory:
+        memory.remember("Cache keys include the tenant id", kind="convention")
+        assert memory.recall("tenant cache")[0].memory.text == "Cache keys include the tenant id"
+        status = memory.status()
+        assert status["keyword_only"] is True
+        assert "cannot load embedding model" in status["keyword_only_reason"]
+
+
+def test_reads_never_write_the_memory_row(memory):
+    memory.remember("Errors are reported to Sentry", kind="fact")
+    before = memory.store.conn.execute("SELECT * FROM memories").fetchall()
+    changes = memory.store.conn.total_changes
+    memory.recall("sentry errors")
+    memory.list()
+    memory.status()
+    assert memory.store.conn.total_changes == changes
+    assert memory.store.conn.execute("SELECT * FROM memories").fetchall() == before

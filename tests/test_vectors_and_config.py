@@ -1,0 +1,109 @@
+"""Vector backends agree; configuration is validated; concurrent writers do not lose memories."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+import numpy as np
+import pytest
+
+from cairn import Cairn, ConfigError, Draft
+from cairn.config import load_config
+from cairn.vectors import NumpyIndex, SqliteVecIndex
+
+
+def _build(tmp_path, backend: str, hashing):
+    (tmp_path / f"{backend}.yaml").write_text(f"store:\n  vector_backend: {backend}\n")
+    os.environ["CAIRN_CONFIG"] = str(tmp_path / f"{backend}.yaml")
+    memory = Cairn.open(f"vec-{backend}", create=True, embedder=hashing)
+    memory.remember_many([Draft(f"memory about topic {n} and subject {n % 7} with detail {n * 13 % 11}",
+                                kind=("fact", "decision")[n % 2], valid_from=1_700_000_000_000 + n * 1000)
+                          for n in range(120)], detect=False)
+    return memory
+
+
+def test_numpy_fallback_returns_the_same_results_as_sqlite_vec(tmp_path, minilm):
+    hashing = minilm  # a real model: distinct similarities, so the order is fully determined
+    vec = _build(tmp_path, "sqlite-vec", hashing)
+    npy = _build(tmp_path, "numpy", hashing)
+    assert isinstance(vec.store.vector_index, SqliteVecIndex)
+    assert isinstance(npy.store.vector_index, NumpyIndex)
+    from cairn.store import Filters
+
+    for query in ("topic 5 subject 3", "detail 7", "memory about subject 2"):
+        q = hashing.embed_one(query)
+        for filters in (Filters(), Filters(kinds=("decision",)), Filters(as_of=1_700_000_050_000)):
+            a = vec.store.vector_search(q, filters, 10)
+            b = npy.store.vector_search(q, filters, 10)
+            assert [s for s, _ in a] == [s for s, _ in b]
+            assert np.allclose([c for _, c in a], [c for _, c in b], atol=1e-5)
+        assert [h.memory.text for h in vec.recall(query)] == [h.memory.text for h in npy.recall(query)]
+    vec.close()
+    npy.close()
+
+
+def test_stdlib_sqlite_without_extensions_falls_back_to_numpy(tmp_path, hashing):
+    import subprocess
+    import sys
+
+    code = (
+        "import os; os.environ['CAIRN_SQLITE_BINDING']='sqlite3'\n"
+        "from cairn import Cairn; from cairn.embedder import HashingEmbedder\n"
+        "m = Cairn.open('fallback', create=True, embedder=HashingEmbedder())\n"
+        "m.remember('The queue is RabbitMQ', kind='fact')\n"
+        "print(m.store.vector_index.name, m.recall('queue rabbitmq')[0].reasons['vector']['rank'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)
+    assert out.stdout.split() == ["numpy", "1"]
+
+
+def test_config_rejects_unknown_keys_and_wrong_types_naming_the_key(tmp_path, monkeypatch):
+    path = tmp_path / "config.yaml"
+    monkeypatch.setenv("CAIRN_CONFIG", str(path))
+    path.write_text("recall:\n  k: 5\n  depth: 3\n")
+    with pytest.raises(ConfigError, match="unknown key 'recall.depth'"):
+        load_config()
+    path.write_text("hooks:\n  brief_chars: lots\n")
+    with pytest.raises(ConfigError, match="key 'hooks.brief_chars'"):
+        load_config()
+    path.write_text("hooks:\n  brief_chars: 20000\n")
+    with pytest.raises(ConfigError, match="hooks.brief_chars"):
+        load_config()
+    path.write_text("recall: [\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config()
+
+
+def test_project_config_overrides_user_config(tmp_path, monkeypatch):
+    user = tmp_path / "user.yaml"
+    user.write_text("recall:\n  k: 7\nhooks:\n  prompt_k: 2\n")
+    monkeypatch.setenv("CAIRN_CONFIG", str(user))
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / ".cairn.yaml").write_text("hooks:\n  prompt_k: 4\n")
+    config = load_config(project)
+    assert config["recall"]["k"] == 7
+    assert config["hooks"]["prompt_k"] == 4
+    assert config["hooks"]["brief_chars"] == 1500
+
+
+def _writer(home: str, worker: int, count: int) -> None:
+    os.environ["CAIRN_HOME"] = home
+    with Cairn.open("busy", embedder=None) as memory:
+        for n in range(count):
+            memory.remember(f"worker {worker} note {n}", kind="fact", detect=False)
+
+
+def test_concurrent_writers_from_several_processes_lose_nothing(cairn_home):
+    with Cairn.open("busy", create=True, embedder=None):
+        pass
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(cairn_home), w, 40)) for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    with Cairn.open("busy", embedder=None) as memory:
+        assert memory.store.counts()["current"] == 160
