@@ -19,10 +19,12 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .errors import EmbedderUnavailable
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +118,8 @@ class SentenceTransformerEmbedder(Embedder):
 
     def embed(self, texts: list[str]) -> np.ndarray:
         self.load()
+        import numpy as np
+
         vectors = self._model.encode(
             texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
             show_progress_bar=False,
@@ -136,6 +140,8 @@ class HashingEmbedder(Embedder):
         self.model_name = model_name
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in text.casefold().split():

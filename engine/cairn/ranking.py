@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .models import Hit, Memory
 from .store import Filters, Store
 from .text import fts_query
 from .timeutil import now_ms
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DAY_MS = 86_400_000
 

@@ -10,8 +10,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from . import db
 from .errors import MemoryNotFound, StoreCorrupted, StoreNotFound
@@ -20,6 +19,9 @@ from .models import Memory
 from .text import index_text
 from .timeutil import END_OF_TIME, now_ms
 from .vectors import BACKENDS, NumpyIndex, SqliteVecIndex, VectorIndex
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _COLUMNS = (
     "seq, id, text, kind, importance, source, session_id, valid_from, valid_to, recorded_at, "
@@ -258,6 +260,8 @@ class Store:
         """Stored vectors of those memories (absent ones are left out)."""
         if self.vector_index is None or not self.vector_index.exists(self.conn) or not seqs:
             return {}
+        import numpy as np
+
         marks = ",".join("?" * len(seqs))
         if isinstance(self.vector_index, SqliteVecIndex):
             sql = f"SELECT rowid, embedding FROM {SqliteVecIndex.table} WHERE rowid IN ({marks})"

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .db import Connection
+
+if TYPE_CHECKING:  # numpy costs ~150 ms to import; a keyword-only hook never needs it
+    import numpy as np
 
 
 class VectorIndex(ABC):
@@ -51,7 +53,12 @@ class VectorIndex(ABC):
     def count(self, conn: Connection) -> int: ...
 
 
-def _blob(vector: np.ndarray) -> bytes:
+def _blob(vector) -> bytes:
+    """float32 bytes of `vector` (a numpy array, or bytes already in that layout)."""
+    if isinstance(vector, (bytes, bytearray)):
+        return bytes(vector)
+    import numpy as np
+
     return np.ascontiguousarray(vector, dtype=np.float32).tobytes()
 
 
@@ -111,11 +118,15 @@ class NumpyIndex(VectorIndex):
         conn.execute(f"DELETE FROM {self.table} WHERE seq = ?", (seq,))
 
     def search(self, conn, query, k, filter_sql, params):
+        import numpy as np
+
         rows = conn.execute(
             f"SELECT seq, embedding FROM {self.table} WHERE seq IN ({filter_sql})", tuple(params)
         ).fetchall()
         if not rows:
             return []
+        if isinstance(query, (bytes, bytearray)):
+            query = np.frombuffer(query, dtype=np.float32)
         seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
         similarity = matrix @ np.asarray(query, dtype=np.float32)
