@@ -1,0 +1,116 @@
+"""Claude Code hook events, handled with the engine: what to inject at SessionStart and on each prompt.
+
+The same `handle` runs in the warm process (with the embedding model, for hybrid recall) and, when
+that is not ready, in the hook process itself (keyword-only). It never raises for a missing store:
+a project with no memories gets nothing injected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from .config import load_config
+from .context import prompt_context, session_brief
+from .paths import choose_store, data_root
+
+log = logging.getLogger(__name__)
+
+DISABLE_MARKER = ".cairn-disable"  # a file at a project's root: no injection in that project
+COMPACT_SHARE = 2  # after compaction, a brief of 1/2 the budget: the summary kept the gist
+SESSION_START = "SessionStart"
+USER_PROMPT_SUBMIT = "UserPromptSubmit"
+
+
+def paused_marker(session_id: str) -> Path:
+    safe = "".join(c for c in session_id if c.isalnum() or c in "-_")[:100] or "unknown"
+    return data_root() / "paused" / safe
+
+
+def set_paused(session_id: str, paused: bool) -> None:
+    marker = paused_marker(session_id)
+    if paused:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+    else:
+        marker.unlink(missing_ok=True)
+
+
+def _project_dir(payload: dict[str, Any], env: dict[str, str]) -> Path:
+    # The session's project, fixed for the whole session: a `cd` never switches stores.
+    return Path(env.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or os.getcwd())
+
+
+def _disabled(root: Path | None, config: dict[str, Any], env: dict[str, str], session_id: str) -> str | None:
+    if env.get("CAIRN_PAUSE", "").lower() in ("1", "true", "yes", "on"):
+        return "CAIRN_PAUSE is set"
+    if session_id and paused_marker(session_id).exists():
+        return "paused for this session"
+    if root is not None and (root / DISABLE_MARKER).exists():
+        return f"{DISABLE_MARKER} in {root}"
+    if not config["hooks"]["enabled"]:
+        return "hooks.enabled is false"
+    return None
+
+
+def _brief_changed(session_id: str, brief: str) -> bool:
+    """Whether `brief` differs from the one last injected into this session (and remember it)."""
+    if not session_id:
+        return True
+    path = data_root() / "sessions" / f"{paused_marker(session_id).name}.json"
+    digest = hashlib.sha256(brief.encode()).hexdigest()
+    try:
+        if json.loads(path.read_text()).get("brief") == digest:
+            return False
+    except (OSError, ValueError):
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"brief": digest}))
+    return True
+
+
+def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder=None) -> dict[str, Any] | None:
+    """The hook's JSON output for `event`, or None to inject nothing.
+
+    payload: the hook's stdin JSON. env: the hook's environment (CLAUDE_PROJECT_DIR, CAIRN_STORE,
+    CAIRN_PAUSE ...). embedder: a loaded Embedder for hybrid recall, or None for keyword-only.
+    Raises whatever the engine raises; the caller fails open.
+    """
+    from .engine import Cairn
+
+    session_id = str(payload.get("session_id") or "")
+    choice = choose_store(None, cwd=_project_dir(payload, env), env=env)
+    config = load_config(choice.project_root)
+    reason = _disabled(choice.project_root, config, env, session_id)
+    if reason:
+        log.info("%s: nothing injected (%s)", event, reason)
+        return None
+    if not choice.path.exists():
+        return None  # no memories yet; do not create a store just by starting a session
+    with Cairn.open(cwd=_project_dir(payload, env), env=env, embedder=embedder, config=config) as memory:
+        hooks = config["hooks"]
+        if event == SESSION_START:
+            source = payload.get("source", "startup")
+            budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
+            text = session_brief(memory, budget=budget)
+            if text and source == "resume" and not _brief_changed(session_id, text):
+                return None  # the transcript already holds this brief
+            if text and source != "resume":
+                _brief_changed(session_id, text)
+        elif event == USER_PROMPT_SUBMIT:
+            prompt = str(payload.get("prompt") or "")
+            vector = None
+            if embedder is not None and prompt.strip():
+                vector = memory.embed([prompt[:2000]])
+                vector = None if vector is None else vector[0]
+            text = prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"],
+                                  query_vector=vector)
+        else:
+            return None
+    if not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}

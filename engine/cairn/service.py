@@ -1,0 +1,138 @@
+"""The warm process: one per user and data root, holding the embedding model.
+
+Hooks ask it (over a Unix socket, see warm.py) to handle their event with hybrid recall, and MCP
+servers ask it for embeddings, so the model (and `import sentence_transformers`, ~5 s) is paid once
+per machine rather than in every hook or session. It:
+- is single-instance by an exclusive lock file, so two starters cannot both bind;
+- creates its socket only once the model is loaded: no socket means "not ready", and callers fall
+  back to keyword-only at once;
+- exits after `CAIRN_SERVICE_IDLE_SECONDS` (default 900) without a request, when asked to, or when
+  a request carries another code version (a plugin update), so no stale or orphaned process stays.
+
+Run as `python -m cairn.service`.
+
+Protocol: one JSON object per line each way.
+    {"op": "ping"}                                      -> {"ok": true, "model": ..., "pid": ...}
+    {"op": "embed", "texts": [str]}                     -> {"ok": true, "vectors": [base64 float32[dim]]}
+    {"op": "hook", "event": str, "payload": {}, "env": {}} -> {"ok": true, "output": {...} | null}
+    {"op": "shutdown"}                                  -> {"ok": true}
+Every request carries "code" (warm.code_version()); a mismatch answers {"ok": false, "error": "stale"}.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socketserver
+import sys
+import threading
+import time
+from typing import Any
+
+from . import warm
+from .embedder import SentenceTransformerEmbedder
+
+log = logging.getLogger("cairn.service")
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
+HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG")
+
+
+class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+    def __init__(self, path: str, embedder: SentenceTransformerEmbedder, code: str, idle_seconds: float):
+        self.embedder = embedder
+        self.code = code
+        self.idle_seconds = idle_seconds
+        self.last_request = time.monotonic()
+        super().__init__(path, Handler)
+
+    def reply(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.last_request = time.monotonic()
+        if request.get("code") != self.code:
+            self.stop("a request came from other code (plugin updated)")
+            return {"ok": False, "error": "stale"}
+        op = request.get("op")
+        if op == "ping":
+            return {"ok": True, "model": self.embedder.model_name, "pid": os.getpid()}
+        if op == "embed":
+            texts = [str(t) for t in request.get("texts", [])]
+            vectors = self.embedder.embed(texts) if texts else []
+            return {"ok": True, "model": self.embedder.model_name, "dim": self.embedder.dim,
+                    "vectors": [warm.encode_vector(v.tobytes()) for v in vectors]}
+        if op == "hook":
+            from .claude_hooks import handle
+
+            env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in HOOK_ENV_KEYS}
+            output = handle(str(request.get("event")), request.get("payload") or {}, env, embedder=self.embedder)
+            return {"ok": True, "output": output}
+        if op == "shutdown":
+            self.stop("asked to")
+            return {"ok": True}
+        return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def stop(self, why: str) -> None:
+        log.info("stopping: %s", why)
+        threading.Thread(target=self.shutdown, daemon=True).start()
+
+    def watch_idle(self) -> None:
+        while True:
+            time.sleep(min(5.0, self.idle_seconds))
+            if time.monotonic() - self.last_request > self.idle_seconds:
+                self.stop(f"idle for {self.idle_seconds:.0f} s")
+                return
+
+
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        line = self.rfile.readline(MAX_REQUEST_BYTES)
+        try:
+            reply = self.server.reply(json.loads(line))
+        except Exception as exc:  # one bad request must not take the process down
+            log.exception("request failed")
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        self.wfile.write(json.dumps(reply).encode() + b"\n")
+
+
+def serve() -> int:
+    """Run the warm process until idle. Returns the exit status."""
+    import fcntl
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s cairn.service: %(message)s")
+    warm.runtime_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+    lock = open(warm.lock_path(), "a")  # noqa: SIM115 - held for the life of the process
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        log.info("another warm process is running")
+        return 0
+    from .config import load_config
+
+    emb = load_config()["embedding"]
+    embedder = SentenceTransformerEmbedder(emb["model"], device=emb["device"], batch_size=emb["batch_size"])
+    started = time.monotonic()
+    try:
+        embedder.load()
+    except Exception as exc:
+        log.error("cannot load the embedding model: %s", exc)
+        return 1
+    log.info("model %s loaded in %.1f s", embedder.model_name, time.monotonic() - started)
+    path = warm.socket_path()
+    path.unlink(missing_ok=True)  # a socket left by a killed process; we hold the lock
+    idle = float(os.environ.get("CAIRN_SERVICE_IDLE_SECONDS", "900"))
+    server = WarmServer(str(path), embedder, warm.code_version(), idle)
+    os.chmod(path, 0o600)
+    threading.Thread(target=server.watch_idle, daemon=True).start()
+    log.info("listening on %s (pid %d)", path, os.getpid())
+    try:
+        server.serve_forever(poll_interval=0.5)
+    finally:
+        server.server_close()
+        path.unlink(missing_ok=True)
+        lock.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(serve())

@@ -1,0 +1,171 @@
+"""The client side of the warm process (service.py): where its socket is, and how to ask it.
+
+This module imports only the standard library and cairn.paths, so a hook process can use it in a
+few milliseconds. The warm process is per user and per data root: one Unix socket in a private
+(0700) folder, so there are no ports to collide and no other user can connect.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .paths import data_root
+
+ENGINE_DIR = Path(__file__).resolve().parent
+PROTOCOL = 1
+
+
+def runtime_dir() -> Path:
+    """A short private folder for the socket and lock (Unix socket paths are limited to ~104 bytes)."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    uid = os.getuid() if hasattr(os, "getuid") else os.getlogin()
+    return Path(base) / f"cairn-{uid}"
+
+
+def _key() -> str:
+    return hashlib.sha256(str(data_root().expanduser().resolve()).encode()).hexdigest()[:12]
+
+
+def socket_path() -> Path:
+    return runtime_dir() / f"{_key()}.sock"
+
+
+def lock_path() -> Path:
+    return runtime_dir() / f"{_key()}.lock"
+
+
+def code_version() -> str:
+    """Fingerprint of the engine's source files: a warm process running older code is replaced."""
+    digest = hashlib.sha256(str(PROTOCOL).encode())
+    for path in sorted(ENGINE_DIR.glob("*.py")):
+        stat = path.stat()
+        digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
+
+
+def request(payload: dict[str, Any], *, timeout: float = 1.0) -> dict[str, Any] | None:
+    """Send one JSON request to the warm process; its JSON reply, or None if it is not there."""
+    if not hasattr(socket, "AF_UNIX"):
+        return None
+    path = socket_path()
+    if not path.exists():
+        return None
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.settimeout(timeout)
+            conn.connect(str(path))
+            conn.sendall(json.dumps({**payload, "code": code_version()}).encode() + b"\n")
+            chunks = []
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                if chunk.endswith(b"\n"):
+                    break
+        reply = json.loads(b"".join(chunks) or b"null")
+    except (OSError, ValueError):
+        return None
+    return reply if isinstance(reply, dict) and reply.get("ok") else None
+
+
+def is_running() -> bool:
+    """True when a warm process holds the lock (it may still be loading its model)."""
+    if not hasattr(os, "getuid"):
+        return False
+    import fcntl
+
+    try:
+        with open(lock_path(), "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return False
+    except OSError:
+        return False
+
+
+def spawn(python: str | None = None) -> bool:
+    """Start the warm process in the background unless one is running or starting. Returns whether
+    it spawned one. Never waits for the model to load."""
+    if not hasattr(socket, "AF_UNIX") or is_running():
+        return False
+    runtime_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+    log_dir = data_root() / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ENGINE_DIR.parent),
+                                                                       os.environ.get("PYTHONPATH")]))}
+    with open(log_dir / "service.log", "ab") as log:
+        subprocess.Popen(
+            [python or sys.executable, "-m", "cairn.service"], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            env=env, cwd=str(runtime_dir()), start_new_session=True, close_fds=True,
+        )
+    return True
+
+
+def decode_vectors(reply: dict[str, Any]) -> list[bytes]:
+    """float32 bytes, one item per embedded text."""
+    return [base64.b64decode(v) for v in reply["vectors"]]
+
+
+def encode_vector(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def wait_until_ready(seconds: float) -> bool:
+    """Poll until the warm process answers (or `seconds` pass)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if request({"op": "ping"}, timeout=1.0) is not None:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def session_embedder(model: str | None = None, *, wait_seconds: float = 60.0):
+    """The embedder for a long-lived session process (the MCP server): through the warm process,
+    started on first use; in-process if the warm process cannot run here (e.g. no Unix sockets)."""
+    from .embedder import Embedder, SentenceTransformerEmbedder
+
+    class WarmEmbedder(Embedder):
+        def __init__(self) -> None:
+            self.local = SentenceTransformerEmbedder(model)
+            self.model_name, self.dim = self.local.model_name, self.local.dim
+            self.remote_ok = hasattr(socket, "AF_UNIX")
+
+        @property
+        def loaded(self) -> bool:
+            return self.local.loaded or socket_path().exists()
+
+        def load(self) -> None:
+            self.embed(["warm up"])
+
+        def embed(self, texts: list[str]):
+            import numpy as np
+
+            if self.remote_ok and not self.local.loaded:
+                reply = request({"op": "embed", "texts": texts}, timeout=60)
+                if reply is None and (spawn() or is_running()) and wait_until_ready(wait_seconds):
+                    reply = request({"op": "embed", "texts": texts}, timeout=60)
+                if reply is not None and reply.get("model") == self.model_name:
+                    self.dim = int(reply["dim"])
+                    return np.stack([np.frombuffer(v, dtype=np.float32) for v in decode_vectors(reply)])
+                self.remote_ok = False  # not available here: stop trying, load in-process
+            vectors = self.local.embed(texts)
+            self.dim = self.local.dim
+            return vectors
+
+    return WarmEmbedder()

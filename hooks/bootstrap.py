@@ -1,0 +1,185 @@
+"""Install Cairn's Python runtime into ${CLAUDE_PLUGIN_DATA}/venv, outside any hook's time budget.
+
+Standard library only, and runnable by any Python 3.8+, because it runs before the runtime exists.
+    bootstrap.py hook EVENT   called by hooks/cairn-hook while no runtime is ready: starts the
+                              installer in the background (once) and, at SessionStart, says so
+    bootstrap.py install      the installer itself (detached; logs to install.log)
+    bootstrap.py mcp          a placeholder MCP server (no tools) until the runtime is ready
+
+The venv is built in a temporary folder and moved into place only after an import check, so a
+half-finished install is never used. The lock (engine/runtime-requirements.txt) is copied into the
+venv last; hooks/cairn-hook treats the runtime as ready only when that copy equals the plugin's lock.
+Set CAIRN_PIP_ARGS for extra pip arguments (e.g. an index serving CPU-only PyTorch wheels).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCK = ROOT / "engine" / "runtime-requirements.txt"
+DATA = Path(os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("CAIRN_PLUGIN_DATA")
+            or Path.home() / ".cairn-plugin")
+VENV = DATA / "venv"
+LOG = DATA / "install.log"
+FAILED = DATA / "install-failed.json"
+APPROX_MB = 1300  # measured: the venv with CPU PyTorch on Linux x86_64 (docs/plugin.md)
+RETRY_AFTER_S = 3600
+IMPORT_CHECK = "import mcp, numpy, platformdirs, sentence_transformers, sqlean, sqlite_vec, yaml, jsonschema, ulid"
+
+
+def _lock_held() -> bool:
+    """Is an installer running? (It holds an exclusive lock on install.lock.)"""
+    try:
+        import fcntl
+    except ImportError:  # Windows: fall back to the marker's age
+        marker = DATA / "install.running"
+        return marker.exists() and time.time() - marker.stat().st_mtime < 3 * 3600
+    with open(DATA / "install.lock", "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
+
+
+def _recent_failure() -> dict | None:
+    try:
+        failure = json.loads(FAILED.read_text())
+    except (OSError, ValueError):
+        return None
+    if failure.get("lock") == LOCK.read_text() and time.time() - failure.get("at", 0) < RETRY_AFTER_S:
+        return failure
+    return None
+
+
+def hook(event: str) -> None:
+    DATA.mkdir(parents=True, exist_ok=True)
+    failure = _recent_failure()
+    if failure is None and not _lock_held():
+        subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "install"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                         close_fds=True, cwd=str(DATA))
+    if event != "SessionStart":
+        return
+    if failure is not None:
+        line = f"Cairn could not install its runtime ({failure.get('error')}); see {LOG}. Memory is off."
+    else:
+        line = f"Cairn is installing its runtime, about {APPROX_MB} MB; memory starts when it is ready."
+    print(json.dumps({"systemMessage": line,
+                      "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": line}}))
+
+
+def _base_python() -> list[str] | None:
+    """A command that creates a venv with Python 3.11+: uv if present (it can fetch a Python), else
+    the first python3.x on PATH that is new enough."""
+    uv = shutil.which("uv")
+    if uv:
+        return [uv, "venv", "--python", ">=3.11", "--seed"]
+    candidates = [sys.executable] + [shutil.which(n) for n in ("python3.13", "python3.12", "python3.11", "python3")]
+    for exe in filter(None, candidates):
+        out = subprocess.run([exe, "-c", "import sys; print(sys.version_info >= (3, 11))"],
+                             capture_output=True, text=True)
+        if out.stdout.strip() == "True":
+            return [exe, "-m", "venv"]
+    return None
+
+
+def _venv_python(venv: Path) -> Path:
+    windows = venv / "Scripts" / "python.exe"
+    return windows if windows.exists() else venv / "bin" / "python"
+
+
+def install() -> int:
+    DATA.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+
+        lock = open(DATA / "install.lock", "a")  # noqa: SIM115 - held until the process exits
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return 0  # another installer is at work
+    except ImportError:
+        (DATA / "install.running").touch()
+    with open(LOG, "a") as log:
+        def run(cmd: list[str]) -> None:
+            log.write(f"$ {' '.join(shlex.quote(c) for c in cmd)}\n")
+            log.flush()
+            subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True)
+
+        log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} installing the Cairn runtime into {VENV}\n")
+        staging = DATA / f"venv.tmp-{os.getpid()}"
+        try:
+            creator = _base_python()
+            if creator is None:
+                raise RuntimeError("no Python 3.11+ and no uv on PATH")
+            shutil.rmtree(staging, ignore_errors=True)
+            run([*creator, str(staging)])
+            python = str(_venv_python(staging))
+            extra = shlex.split(os.environ.get("CAIRN_PIP_ARGS", ""))
+            run([python, "-m", "pip", "install", "--disable-pip-version-check", "-r", str(LOCK), *extra])
+            run([python, "-c", IMPORT_CHECK])
+            shutil.copyfile(LOCK, staging / "requirements.txt")
+            old = DATA / f"venv.old-{os.getpid()}"
+            if VENV.exists():
+                VENV.rename(old)  # processes still running from it keep their open files
+            staging.rename(VENV)
+            shutil.rmtree(old, ignore_errors=True)
+            FAILED.unlink(missing_ok=True)
+            log.write("=== ready\n")
+            return 0
+        except Exception as exc:  # noqa: BLE001 - recorded for the next SessionStart to report
+            log.write(f"=== failed: {exc}\n")
+            FAILED.write_text(json.dumps({"at": time.time(), "error": str(exc)[:300], "lock": LOCK.read_text()}))
+            shutil.rmtree(staging, ignore_errors=True)
+            return 1
+        finally:
+            (DATA / "install.running").unlink(missing_ok=True)
+
+
+def placeholder_mcp() -> None:
+    """Answer MCP's handshake with no tools, so Claude Code shows the server as starting up rather than
+    failed, until the next session picks up the real one."""
+    for line in sys.stdin:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if "id" not in message:
+            continue
+        method = message.get("method")
+        if method == "initialize":
+            result = {"protocolVersion": message.get("params", {}).get("protocolVersion", "2025-06-18"),
+                      "capabilities": {"tools": {}}, "serverInfo": {"name": "cairn", "version": "installing"},
+                      "instructions": "Cairn is installing its runtime; memory tools arrive in a later session."}
+        elif method == "tools/list":
+            result = {"tools": []}
+        else:
+            result = {}
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if command == "hook":
+        try:
+            hook(sys.argv[2] if len(sys.argv) > 2 else "")
+        except Exception:  # noqa: BLE001 - a hook fails open
+            pass
+        sys.exit(0)
+    if command == "install":
+        sys.exit(install())
+    if command == "mcp":
+        placeholder_mcp()
+        sys.exit(0)
+    sys.exit(f"usage: {sys.argv[0]} hook EVENT | install | mcp")

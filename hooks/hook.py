@@ -1,0 +1,71 @@
+"""Cairn's hook process (run by hooks/cairn-hook with the plugin's runtime Python).
+
+Fail open, fast, bounded: exit 0 always, print valid JSON or nothing, never block the prompt.
+1. Ask the warm process (one per user, holding the embedding model) to handle the event with
+   hybrid recall. It answers in tens of milliseconds.
+2. If it is not there or not ready, start it in the background and answer keyword-only here.
+sentence-transformers is never imported in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "engine"))
+
+WARM_TIMEOUT_S = {"SessionStart": 2.0, "UserPromptSubmit": 1.0}
+ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG")
+
+
+def run(event: str, payload: dict) -> dict | None:
+    from cairn import warm
+
+    env = {k: os.environ[k] for k in ENV_KEYS if k in os.environ}
+    reply = warm.request({"op": "hook", "event": event, "payload": payload, "env": env},
+                         timeout=WARM_TIMEOUT_S.get(event, 1.0))
+    if reply is not None:
+        return reply.get("output")
+    if os.environ.get("CAIRN_NO_WARM") != "1":
+        warm.spawn()
+    from cairn.claude_hooks import handle
+
+    return handle(event, payload, env, embedder=None)
+
+
+def main() -> None:
+    started = time.monotonic()
+    event = sys.argv[1] if len(sys.argv) > 1 else ""
+    try:
+        raw = sys.stdin.read()
+        payload = json.loads(raw) if raw.strip() else {}
+        output = run(event, payload if isinstance(payload, dict) else {})
+        if output:
+            sys.stdout.write(json.dumps(output) + "\n")
+    except BaseException as exc:  # noqa: BLE001 - the contract is to fail open, whatever happened
+        _log_failure(event, exc)
+    finally:
+        if os.environ.get("CAIRN_HOOK_TIMING"):
+            sys.stderr.write(f"cairn hook {event}: {1000 * (time.monotonic() - started):.1f} ms\n")
+    sys.exit(0)
+
+
+def _log_failure(event: str, exc: BaseException) -> None:
+    try:
+        from cairn.paths import data_root
+
+        logs = data_root() / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        logging.basicConfig(filename=str(logs / "hooks.log"), level=logging.INFO,
+                            format="%(asctime)s %(levelname)s %(message)s")
+        logging.getLogger("cairn.hook").error("%s hook failed open", event, exc_info=exc)
+    except BaseException:  # noqa: BLE001 - nowhere to log; still never break the prompt
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,20 @@
+# Sourced by hooks/cairn-hook and mcp/cairn-mcp: sets $data (the plugin's persistent folder) and
+# $python (the runtime interpreter, empty while it is not installed or out of date).
+# The runtime is ready once bootstrap.py has copied the lock it installed into the venv, and that
+# copy equals this plugin version's lock.
+plugin_root=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
+data=${CLAUDE_PLUGIN_DATA:-${CAIRN_PLUGIN_DATA:-$HOME/.cairn-plugin}}
+mkdir -p "$data" 2>/dev/null || data=${TMPDIR:-/tmp}
+python=${CAIRN_RUNTIME_PYTHON:-}
+if [ -z "$python" ]; then
+  for candidate in "$data/venv/bin/python" "$data/venv/Scripts/python.exe"; do
+    if [ -x "$candidate" ] && cmp -s "$plugin_root/engine/runtime-requirements.txt" "$data/venv/requirements.txt"; then
+      python=$candidate
+      break
+    fi
+  done
+fi
+base_python=""
+for name in python3 python; do
+  if command -v "$name" >/dev/null 2>&1; then base_python=$name; break; fi
+done
