@@ -182,3 +182,11 @@ def test_keyword_only_precision_on_the_labelled_set():
                        if v == "supersede" and p["label"] != "supersede"]
     assert tp / (tp + fp) >= 0.95, false_positives
     assert tp / gold >= 0.75
+
+
+@pytest.mark.parametrize("cosine", [0.95, None])
+def test_a_value_that_names_which_subject_is_not_a_change(cosine):
+    # Found by the engine tests: thirty "Service number N writes its logs ..." retired each other.
+    verdict = classify("Service number 0 writes its logs to the central collector",
+                       "Service number 1 writes its logs to the central collector", cosine)
+    assert verdict.label != "supersede"

@@ -236,6 +236,9 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int)
     if len(prefix) < min_prefix or not _subject_words(prefix):
         return None  # the differing words open the sentence: they are its subject, not a value
     before, after = old_tokens[i1:i2], new_tokens[j1:j2]
+    if len(old_tokens) - i2 >= max(3, 2 * len(prefix)):
+        return None  # a short prefix and a shared predicate twice as long: the span names *which* subject
+        # ("service 0 writes its logs to ..." vs "service 1 ..."), not a new value of one subject
     if prefix[-1] == "for" and not any(t[0].isdigit() for t in before + after):
         return None  # "used for caching" / "for rate limiting": another purpose or scope, not a value
     if (_TIME_WORDS | _ENVIRONMENTS | _NEGATIONS) & set(before + after):
