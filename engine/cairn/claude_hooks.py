@@ -11,12 +11,16 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import load_config
 from .context import prompt_context, session_brief
 from .paths import choose_store, data_root
+
+if TYPE_CHECKING:
+    from .engine import Cairn
 
 log = logging.getLogger(__name__)
 
@@ -73,17 +77,21 @@ def _brief_changed(session_id: str, brief: str) -> bool:
     return True
 
 
-def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder=None) -> dict[str, Any] | None:
+def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder=None,
+           open_memory: Callable[[Path, dict[str, str], dict[str, Any]], Cairn] | None = None) -> dict[str, Any] | None:
     """The hook's JSON output for `event`, or None to inject nothing.
 
     payload: the hook's stdin JSON. env: the hook's environment (CLAUDE_PROJECT_DIR, CAIRN_STORE,
     CAIRN_PAUSE ...). embedder: a loaded Embedder for hybrid recall, or None for keyword-only.
+    open_memory(project_dir, env, config): an opener that may reuse open stores (the warm process
+    keeps them open); by default each call opens and closes the store.
     Raises whatever the engine raises; the caller fails open.
     """
     from .engine import Cairn
 
     session_id = str(payload.get("session_id") or "")
-    choice = choose_store(None, cwd=_project_dir(payload, env), env=env)
+    project_dir = _project_dir(payload, env)
+    choice = choose_store(None, cwd=project_dir, env=env)
     config = load_config(choice.project_root)
     reason = _disabled(choice.project_root, config, env, session_id)
     if reason:
@@ -91,26 +99,33 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         return None
     if not choice.path.exists():
         return None  # no memories yet; do not create a store just by starting a session
-    with Cairn.open(cwd=_project_dir(payload, env), env=env, embedder=embedder, config=config) as memory:
-        hooks = config["hooks"]
-        if event == SESSION_START:
-            source = payload.get("source", "startup")
-            budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
-            text = session_brief(memory, budget=budget)
-            if text and source == "resume" and not _brief_changed(session_id, text):
-                return None  # the transcript already holds this brief
-            if text and source != "resume":
-                _brief_changed(session_id, text)
-        elif event == USER_PROMPT_SUBMIT:
-            prompt = str(payload.get("prompt") or "")
-            vector = None
-            if embedder is not None and prompt.strip():
-                vector = memory.embed([prompt[:2000]])
-                vector = None if vector is None else vector[0]
-            text = prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"],
-                                  query_vector=vector)
-        else:
-            return None
+    if open_memory is not None:
+        text = _respond(open_memory(project_dir, env, config), event, payload, config, embedder)
+    else:
+        with Cairn.open(cwd=project_dir, env=env, embedder=embedder, config=config) as memory:
+            text = _respond(memory, event, payload, config, embedder)
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[str, Any], embedder) -> str | None:
+    hooks = config["hooks"]
+    session_id = str(payload.get("session_id") or "")
+    if event == SESSION_START:
+        source = payload.get("source", "startup")
+        budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
+        text = session_brief(memory, budget=budget)
+        if text and source == "resume" and not _brief_changed(session_id, text):
+            return None  # the transcript already holds this brief
+        if text and source != "resume":
+            _brief_changed(session_id, text)
+        return text
+    if event == USER_PROMPT_SUBMIT:
+        prompt = str(payload.get("prompt") or "")
+        vector = None
+        if embedder is not None and prompt.strip():
+            vectors = memory.embed([prompt[:2000]])
+            vector = None if vectors is None else vectors[0]
+        return prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"], query_vector=vector)
+    return None

@@ -43,6 +43,8 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
     def __init__(self, path: str, embedder: SentenceTransformerEmbedder, code: str, idle_seconds: float):
         self.embedder = embedder
+        self.stores: dict[tuple[str, ...], Any] = {}  # open Cairn per (store file, config); reads stay fresh
+        self.stores_lock = threading.Lock()  # held for a whole hook request
         self.code = code
         self.idle_seconds = idle_seconds
         self.last_request = time.monotonic()
@@ -65,12 +67,27 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             from .claude_hooks import handle
 
             env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in HOOK_ENV_KEYS}
-            output = handle(str(request.get("event")), request.get("payload") or {}, env, embedder=self.embedder)
+            with self.stores_lock:  # the open stores' connections serve one request at a time
+                output = handle(str(request.get("event")), request.get("payload") or {}, env,
+                                embedder=self.embedder, open_memory=self.memory_for)
             return {"ok": True, "output": output}
         if op == "shutdown":
             self.stop("asked to")
             return {"ok": True}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def memory_for(self, project_dir, env: dict[str, str], config: dict[str, Any]):
+        """An open engine for that project, kept open across requests. SQLite reads see every commit,
+        so a memory replaced or forgotten by another process is never served from here."""
+        from .engine import Cairn
+        from .paths import choose_store
+
+        choice = choose_store(None, cwd=project_dir, env=env)
+        key = (str(choice.path), json.dumps(config, sort_keys=True))
+        memory = self.stores.get(key)
+        if memory is None:
+            memory = self.stores[key] = Cairn.open(cwd=project_dir, env=env, embedder=self.embedder, config=config)
+        return memory
 
     def stop(self, why: str) -> None:
         log.info("stopping: %s", why)
@@ -110,7 +127,10 @@ def serve() -> int:
     from .config import load_config
 
     emb = load_config()["embedding"]
-    embedder = SentenceTransformerEmbedder(emb["model"], device=emb["device"], batch_size=emb["batch_size"])
+    # One torch thread: a one-sentence query takes ~10 ms either way on an idle machine, but with two
+    # threads its p95 grew to ~700 ms while other processes used the cores (measured; docs/benchmarks.md).
+    embedder = SentenceTransformerEmbedder(emb["model"], device=emb["device"], batch_size=emb["batch_size"],
+                                           threads=1)
     started = time.monotonic()
     try:
         embedder.load()

@@ -1,0 +1,136 @@
+"""Latency of Cairn's UserPromptSubmit hook, measured as whole processes the way Claude Code runs them.
+
+Builds a store of N realistic memories (default 10,000) through the engine, then runs
+`hooks/cairn-hook UserPromptSubmit` with the hook's stdin JSON and Claude Code's environment, for
+two paths:
+- warm: the per-user warm process is running with the model loaded (hybrid recall);
+- cold: no warm process exists (CAIRN_NO_WARM=1 keeps it from being started, so every run is
+  cold): the hook answers keyword-only by itself.
+Prints p50/p95/max in milliseconds per path, and the median over --runs repetitions.
+
+    python bench/hook_latency.py [--memories 10000] [--prompts 100] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "engine"))
+
+SUBJECTS = ["the API", "the web app", "the billing service", "the worker queue", "the auth service", "the CLI",
+            "the mobile client", "the search index", "the data pipeline", "the admin console", "the gateway"]
+TOOLS = ["pytest", "vitest", "Postgres 16", "Redis", "Kafka", "Terraform", "Kamal", "GitHub Actions", "Sentry",
+         "OpenTelemetry", "ruff", "mypy", "Docker", "Helm", "SQLite", "Celery", "FastAPI", "Django", "React"]
+TEMPLATES = [
+    "We decided that {s} uses {t} because the team already knows it and it cut build times by {n}%.",
+    "Convention: every change to {s} needs a test with {t} and a review from someone on the {t2} rota.",
+    "The user prefers {t} over {t2} for {s}; keep functions short and avoid global state where possible.",
+    "Fact: {s} runs on port {p} in staging and talks to {t} through a connection pool of {n} connections.",
+    "Open task: migrate {s} from {t2} to {t} before the {n}th; the old path stays behind a feature flag.",
+    "Insight: most incidents in {s} came from {t} timeouts; we raised the limit to {n} seconds after review.",
+]
+PROMPTS = [
+    "how do we deploy {s}?", "which test runner does {s} use?", "why did we pick {t} for {s}?",
+    "fix the flaky test in {s}", "what port does {s} listen on in staging?", "add retries around the {t} client",
+    "write a migration for {s}", "what should I know before touching {s}?", "refactor the {t} config in {s}",
+    "explain the incident history of {s}",
+]
+
+
+def memory_text(rng: random.Random) -> str:
+    return rng.choice(TEMPLATES).format(s=rng.choice(SUBJECTS), t=rng.choice(TOOLS), t2=rng.choice(TOOLS),
+                                        n=rng.randint(2, 99), p=rng.randint(3000, 9999))
+
+
+def build_store(home: Path, project: Path, count: int) -> None:
+    from cairn import Cairn, Draft
+
+    rng = random.Random(7)
+    texts = list(dict.fromkeys(f"{memory_text(rng)} (#{i})" for i in range(count)))
+    kinds = ["decision", "convention", "preference", "fact", "task", "insight"]
+    with Cairn.open(cwd=project) as memory:
+        for start in range(0, len(texts), 512):
+            memory.remember_many([Draft(t, kind=kinds[i % 6]) for i, t in enumerate(texts[start:start + 512])],
+                                 detect=False)
+        assert memory.status()["counts"]["current"] == len(texts)
+
+
+def run_hook(env: dict[str, str], prompt: str) -> tuple[float, str]:
+    payload = json.dumps({"session_id": "bench", "prompt": prompt, "hook_event_name": "UserPromptSubmit",
+                          "cwd": env["CLAUDE_PROJECT_DIR"], "transcript_path": "/dev/null"})
+    started = time.perf_counter()
+    out = subprocess.run([str(ROOT / "hooks" / "cairn-hook"), "UserPromptSubmit"], input=payload,
+                         capture_output=True, text=True, env=env, check=True)
+    return 1000 * (time.perf_counter() - started), out.stdout
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def measure(env: dict[str, str], prompts: list[str]) -> dict[str, float]:
+    times, injected = [], 0
+    for prompt in prompts:
+        ms, out = run_hook(env, prompt)
+        times.append(ms)
+        injected += bool(out.strip())
+    return {"p50": statistics.median(times), "p95": percentile(times, 0.95), "max": max(times),
+            "injected": injected / len(prompts)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--prompts", type=int, default=100)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="cairn-hook-bench-"))
+    home, project, plugin_data = work / "home", work / "project", work / "plugin-data"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    os.environ.update({"CAIRN_HOME": str(home), "HF_HUB_OFFLINE": "1", "CAIRN_CONFIG": str(work / "none.yaml")})
+    started = time.perf_counter()
+    build_store(home, project, args.memories)
+    print(f"built a store of {args.memories} memories in {time.perf_counter() - started:.0f} s")
+
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project), "CLAUDE_PLUGIN_DATA": str(plugin_data),
+           "CLAUDE_PLUGIN_ROOT": str(ROOT), "CAIRN_RUNTIME_PYTHON": sys.executable}
+    rng = random.Random(11)
+    prompts = [rng.choice(PROMPTS).format(s=rng.choice(SUBJECTS), t=rng.choice(TOOLS)) for _ in range(args.prompts)]
+
+    from cairn import warm
+
+    results: dict[str, list[dict[str, float]]] = {"cold (keyword-only)": [], "warm (hybrid)": []}
+    for run in range(args.runs):
+        results["cold (keyword-only)"].append(measure({**env, "CAIRN_NO_WARM": "1"}, prompts))
+        warm.spawn(sys.executable)
+        if not warm.wait_until_ready(120):
+            sys.exit("the warm process did not start; see the data root's logs/service.log")
+        run_hook(env, "warm up the store cache")
+        results["warm (hybrid)"].append(measure(env, prompts))
+        warm.request({"op": "shutdown"})
+        while warm.is_running():
+            time.sleep(0.1)
+        print(f"run {run + 1}: " + "; ".join(f"{k} p95 {v[-1]['p95']:.0f} ms" for k, v in results.items()))
+
+    print(f"\nUserPromptSubmit hook, {args.memories} memories, {args.prompts} prompts, median of {args.runs} runs")
+    print(f"{'path':<22}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}{'injected':>10}")
+    for path, runs in results.items():
+        med = {k: statistics.median(r[k] for r in runs) for k in ("p50", "p95", "max", "injected")}
+        print(f"{path:<22}{med['p50']:>9.0f}{med['p95']:>9.0f}{med['max']:>9.0f}{med['injected']:>10.0%}")
+
+
+if __name__ == "__main__":
+    main()
