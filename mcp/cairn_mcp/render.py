@@ -1,0 +1,90 @@
+"""Tool results as compact JSON: the model pays a token for every character, so only what it uses.
+
+A memory is {id, text, kind, date, status} plus until, tags, importance, superseded_by and store
+only when they say something (set, non-empty, not the default, not the project store). `date` is
+valid_from and `until` valid_to, as YYYY-MM-DD, UTC.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+from cairn import Hit, Memory, RememberResult
+from cairn.models import DEFAULT_IMPORTANCE
+
+GLOBAL_STORE = "global"
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def day(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
+
+
+def moment(ms: int | None) -> str | None:
+    """ISO 8601 to the second, UTC; None for an open end."""
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def memory(m: Memory) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": m.id, "text": m.text, "kind": m.kind, "date": day(m.valid_from), "status": m.status}
+    if m.valid_to is not None:
+        out["until"] = day(m.valid_to)
+    if m.tags:
+        out["tags"] = list(m.tags)
+    if m.importance != DEFAULT_IMPORTANCE:
+        out["importance"] = m.importance
+    if m.superseded_by:
+        out["superseded_by"] = m.superseded_by
+    if m.store == GLOBAL_STORE:
+        out["store"] = GLOBAL_STORE
+    return out
+
+
+def why(hit: Hit) -> str:
+    """Which retrievers found it and at which rank, e.g. "bm25 #1, vector #2 cos 0.71"."""
+    parts = []
+    if "bm25" in hit.reasons:
+        parts.append(f"bm25 #{hit.reasons['bm25']['rank']}")
+    if "vector" in hit.reasons:
+        parts.append(f"vector #{hit.reasons['vector']['rank']} cos {hit.reasons['vector']['cosine']:.2f}")
+    return ", ".join(parts)
+
+
+def hit(h: Hit) -> dict[str, Any]:
+    return {**memory(h.memory), "score": round(h.score, 4), "why": why(h)}
+
+
+def history_entry(m: Memory) -> dict[str, Any]:
+    """A memory with both times: when it held in the world, and when the store believed it."""
+    out: dict[str, Any] = {"id": m.id, "text": m.text, "kind": m.kind, "status": m.status,
+                           "valid_from": moment(m.valid_from)}
+    for key, value in (("valid_to", m.valid_to), ("recorded_at", m.recorded_at), ("retired_at", m.retired_at),
+                       ("forgotten_at", m.forgotten_at)):
+        if value is not None:
+            out[key] = moment(value)
+    if m.superseded_by:
+        out["superseded_by"] = m.superseded_by
+    return out
+
+
+def remembered(result: RememberResult, conflicts: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a write did. `conflicts`: similar current memories, each {id, text, reason}."""
+    out: dict[str, Any] = {"id": result.memory.id, "status": result.status}
+    if result.status == "duplicate":
+        out["note"] = "an identical current memory exists; nothing was written"
+    if result.superseded:
+        out["superseded"] = result.superseded
+    if conflicts:
+        out["conflicts"] = conflicts
+        out["note"] = ("similar current memories were kept beside this one; "
+                       "the user can resolve them with /cairn:review-memory")
+    return out

@@ -1,0 +1,149 @@
+"""One MCP server's hold on the engine: the store opened lazily, calls serialised, the model warmed.
+
+The store is opened on first use and, while opening fails (a CAIRN_STORE naming a missing store, a
+corrupted file, a bad config), on every later call again: fixing the cause needs no restart, and
+each tool answers with the reason in the meantime. Calls run on the SDK's worker threads, and one
+engine (one SQLite connection) must not interleave transactions, so every call holds one lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from cairn import Cairn, CairnError
+
+log = logging.getLogger("cairn.mcp")
+
+T = TypeVar("T")
+
+MODEL_WAIT_S = 120.0  # a call needing vectors waits this long for the warm-up, then lets the engine decide
+
+
+class Unavailable(Exception):
+    """The store cannot be opened; the message says why and what to do."""
+
+
+def shared_embedder(model: str) -> Any:
+    """The embedder for `model` that a session process should use: the per-user warm process
+    (cairn.warm), which loads the model once per machine and falls back to loading it in-process.
+    None keeps the engine's own lazy in-process embedder (an engine without cairn.warm)."""
+    try:
+        from cairn.warm import session_embedder
+    except ImportError:
+        return None
+    return session_embedder(model)
+
+
+class Session:
+    """The engine for one project folder, opened on first use and shared by all tool calls."""
+
+    def __init__(self, project_dir: Path, embedder_for: Callable[[str], Any] = shared_embedder):
+        self.project_dir = project_dir
+        self._embedder_for = embedder_for
+        self._engine: Cairn | None = None
+        self._lock = threading.RLock()
+        self._warm_lock = threading.Lock()  # never the engine lock: the event loop takes this one
+        self._warm_thread: threading.Thread | None = None
+        self._warmed = threading.Event()
+        self.warm_state = "not started"  # not started | loading | ready | keyword-only | failed
+
+    # -- the engine ----------------------------------------------------------------------------
+    def _open(self) -> Cairn:
+        """The open engine. Call with the lock held. Raises Unavailable."""
+        if self._engine is not None:
+            return self._engine
+        try:
+            # "auto" resolves the configured model (or None when embedding is disabled) without loading it.
+            engine = Cairn.open(cwd=self.project_dir, embedder="auto")
+            try:
+                if engine.embedder is not None:
+                    engine.embedder = self._embedder_for(engine.config["embedding"]["model"]) or engine.embedder
+            except BaseException:
+                engine.close()
+                raise
+            self._engine = engine
+        except CairnError as exc:
+            raise Unavailable(str(exc)) from None
+        except Exception as exc:  # an unreadable folder, a broken SQLite binding: still say what
+            log.exception("cannot open the memory store")
+            raise Unavailable(f"cannot open the memory store: {type(exc).__name__}: {exc}") from None
+        log.info("store %s (%s)", self._engine.store.name, self._engine.choice.reason)
+        return self._engine
+
+    def call(self, fn: Callable[[Cairn], T], *, embeds: bool = False) -> T:
+        """Run fn(engine) alone. embeds: fn needs the model, so first wait for the warm-up, without
+        holding the engine (memory_status must still answer meanwhile).
+        Raises Unavailable, or what fn raises."""
+        if embeds and self._warm_thread is not None:
+            self._warmed.wait(MODEL_WAIT_S)
+        with self._lock:
+            return fn(self._open())
+
+    def try_call(self, fn: Callable[[Cairn], T], timeout: float) -> T | None:
+        """Like call, but None if another call holds the engine for longer than `timeout` seconds
+        (e.g. a first recall waiting for the model): status must answer while that happens."""
+        if not self._lock.acquire(timeout=timeout):
+            return None
+        try:
+            return fn(self._open())
+        finally:
+            self._lock.release()
+
+    def close(self, timeout: float = 1.0) -> None:
+        """Close the store unless a call still holds it (the process is about to exit anyway)."""
+        if self._lock.acquire(timeout=timeout):
+            try:
+                if self._engine is not None:
+                    self._engine.close()
+                    self._engine = None
+            finally:
+                self._lock.release()
+
+    # -- warming the model ------------------------------------------------------------------------
+    def start_warmup(self) -> None:
+        """Load the embedding model in a daemon thread, once. Never blocks the caller."""
+        if self._warm_thread is not None:
+            return
+        with self._warm_lock:
+            if self._warm_thread is not None:
+                return
+            self._warm_thread = threading.Thread(target=self._warm, name="cairn-warmup", daemon=True)
+            self.warm_state = "loading"
+            self._warm_thread.start()
+
+    def _warm(self) -> None:
+        try:
+            self.warm_state = self._load_model()
+        except Exception as exc:
+            self.warm_state = "failed"
+            log.exception("warming the embedding model failed: %s", exc)
+        finally:
+            self._warmed.set()
+        if self.warm_state != "ready":
+            return
+        try:  # memories written while no model was available get their vectors now, in batches
+            for _ in range(10_000):  # bounded: a backlog row that never clears must not spin forever
+                if self.call(lambda e: e.flush_backlog()) == 0:
+                    break
+        except Exception:
+            log.exception("embedding the backlog failed")
+
+    def _load_model(self) -> str:
+        started = time.monotonic()
+        try:
+            engine = self.call(lambda e: e)
+        except Unavailable as exc:
+            log.warning("not warming the model: %s", exc)
+            return "failed"
+        if engine.embedder is None:
+            return "keyword-only"
+        # Outside the engine lock: loading takes seconds and the embedder has its own lock.
+        if engine.embed(["warm-up"]) is None:
+            return "keyword-only"
+        log.info("embedding model ready in %.1f s", time.monotonic() - started)
+        return "ready"
