@@ -8,30 +8,17 @@ valid_from and `until` valid_to, as YYYY-MM-DD, UTC.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
 from typing import Any
 
 from cairn import Hit, Memory, RememberResult
 from cairn.models import DEFAULT_IMPORTANCE
-
-GLOBAL_STORE = "global"
+from cairn.paths import GLOBAL_STORE
+from cairn.timeutil import format_date as day
+from cairn.timeutil import format_time as moment
 
 
 def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
-def day(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
-
-
-def moment(ms: int | None) -> str | None:
-    """ISO 8601 to the second, UTC; None for an open end."""
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def memory(m: Memory) -> dict[str, Any]:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from cairn import Cairn, Memory
+from cairn.paths import GLOBAL_STORE
 from cairn.supersede import classify
-
-from .render import day
+from cairn.timeutil import format_date as day
 
 REVIEW_MIN_COSINE = 0.6
 NEIGHBOURS = 3        # nearest memories checked per memory
@@ -41,8 +41,8 @@ class Pair:
         }
         if self.cosine is not None:
             out["cosine"] = round(self.cosine, 2)
-        if self.newer.store == "global":
-            out["store"] = "global"
+        if self.newer.store == GLOBAL_STORE:
+            out["store"] = GLOBAL_STORE
         return out
 
     def sort_key(self) -> tuple[int, float, str]:
