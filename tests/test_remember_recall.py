@@ -169,3 +169,40 @@ def test_reads_never_write_the_memory_row(memory):
     memory.status()
     assert memory.store.conn.total_changes == changes
     assert memory.store.conn.execute("SELECT * FROM memories").fetchall() == before
+
+
+def test_replace_with_the_text_of_another_current_memory_retires_the_old_one(memory):
+    older = memory.remember("CI runs on Travis CI", kind="fact", detect=False).memory
+    newer = memory.remember("CI runs on GitHub Actions", kind="fact", detect=False).memory
+    result = memory.replace(older.id, "CI runs on GitHub Actions")
+    assert result.status == "duplicate" and result.memory.id == newer.id
+    assert result.superseded == [older.id]
+    assert memory.get(older.id).superseded_by == newer.id
+    assert memory.store.counts()["total"] == 2
+
+
+def test_replace_several_memories_merges_them(memory):
+    a = memory.remember("Run ruff before committing", kind="convention", detect=False).memory
+    b = memory.remember("Format Python with ruff format", kind="convention", detect=False).memory
+    merged = memory.replace([a.id, b.id], "Run ruff check and ruff format before committing")
+    assert sorted(merged.superseded) == sorted([a.id, b.id])
+    assert [m.id for m in memory.history(a.id)] == [a.id, merged.memory.id]
+    chain = [m.id for m in memory.history(merged.memory.id)]
+    assert sorted(chain[:2]) == sorted([a.id, b.id]) and chain[2] == merged.memory.id
+    assert {m.id for m in memory.list()} == {merged.memory.id}
+
+
+def test_replace_finds_a_global_memory(memory):
+    pref = memory.remember("I prefer tabs", kind="preference", scope="global").memory
+    new = memory.replace(pref.id, "I prefer four spaces")
+    assert new.memory.store == "global" and new.superseded == [pref.id]
+
+
+def test_dismissed_review_pairs_are_remembered(memory):
+    a = memory.remember("Use Postgres for the API", kind="decision", detect=False).memory
+    b = memory.remember("The API stores data in PostgreSQL", kind="decision", detect=False).memory
+    assert not memory.is_dismissed(a.id, b.id)
+    memory.dismiss_pair(b.id, a.id)
+    assert memory.is_dismissed(a.id, b.id) and memory.is_dismissed(b.id, a.id)
+    with pytest.raises(MemoryNotFound):
+        memory.dismiss_pair(a.id, "01NOPE")

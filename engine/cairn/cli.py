@@ -18,7 +18,7 @@ import click
 
 from .engine import SCOPES, Cairn
 from .errors import CairnError
-from .models import KINDS, SOURCES, Hit, Memory
+from .models import KINDS, SOURCES, Memory
 from .paths import choose_store, data_root, stores_dir
 from .store import Store
 from .timeutil import format_date
@@ -57,15 +57,6 @@ def _memory_line(m: Memory) -> str:
     tags = f" #{' #'.join(m.tags)}" if m.tags else ""
     text = m.text if m.text is not None else "[forgotten]"
     return f"{m.id}  [{m.kind}] {format_date(m.valid_from)}{status}{tags}\n    {text}"
-
-
-def _why(hit: Hit) -> str:
-    parts = []
-    if "bm25" in hit.reasons:
-        parts.append(f"bm25 #{hit.reasons['bm25']['rank']}")
-    if "vector" in hit.reasons:
-        parts.append(f"vector #{hit.reasons['vector']['rank']} cos {hit.reasons['vector']['cosine']:.2f}")
-    return ", ".join(parts)
 
 
 def _split_tags(values: tuple[str, ...]) -> list[str]:
@@ -136,7 +127,7 @@ def recall(memory: Cairn, as_json: bool, query: str, tags, **options) -> None:
         if not hits:
             click.echo("no memories match")
         for n, hit in enumerate(hits, 1):
-            click.echo(f"{n}. {_memory_line(hit.memory)}\n    score {hit.score:.4f}: {_why(hit)}")
+            click.echo(f"{n}. {_memory_line(hit.memory)}\n    score {hit.score:.4f}: {hit.why()}")
 
     _emit(as_json, [h.to_json() for h in hits], human)
 

@@ -54,7 +54,13 @@ class Draft:
     session_id: str | None = None
     valid_from: Any = None
     valid_to: Any = None
-    replaces: str | None = None
+    replaces: str | tuple[str, ...] | None = None  # one id, or several (a merge)
+
+    @property
+    def replaced_ids(self) -> tuple[str, ...]:
+        if not self.replaces:
+            return ()
+        return (self.replaces,) if isinstance(self.replaces, str) else tuple(self.replaces)
 
 
 def normalise_tags(tags: Iterable[str]) -> tuple[str, ...]:
@@ -259,8 +265,8 @@ class Cairn:
         recorded_at = now_ms()
         rows = [validate(d, recorded_at=recorded_at) for d in drafts]
         for draft in drafts:
-            if draft.replaces:
-                self._require_current(store, draft.replaces)
+            for old_id in draft.replaced_ids:
+                self._require_current(store, old_id)
         vectors = self.embed([r.text for r in rows])
         if vectors is not None:
             self._record_fingerprint(store)
@@ -268,7 +274,7 @@ class Cairn:
         results = []
         for i, (draft, row) in enumerate(zip(drafts, rows)):
             vector = None if vectors is None else vectors[i]
-            results.append(self._write(store, row, vector, replaces=draft.replaces, detect=detect))
+            results.append(self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect))
         return results
 
     def _require_current(self, store: Store, memory_id: str) -> Memory:
@@ -281,17 +287,22 @@ class Cairn:
             )
         return memory
 
-    def _write(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, replaces: str | None,
+    def _write(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, replaces: tuple[str, ...],
                detect: bool) -> RememberResult:
         with db.write_transaction(store.conn):
+            olds = [self._require_current(store, i) for i in replaces]  # re-checked under the write lock
             existing = store.current_by_text_key(row.text_key)
             if existing is not None:
-                return RememberResult(existing, "duplicate")
+                # The text is already remembered. Replacing other memories by it still retires them
+                # (the review verdict "keep the newer one"): nothing new is written.
+                retired = [o.id for o in olds if o.id != existing.id]
+                for old_id in retired:
+                    store.supersede(store.seq_of(old_id), existing.id, at=row.recorded_at, valid_until=row.recorded_at)
+                return RememberResult(store.get(existing.id), "duplicate", retired)
             superseded: list[str] = []
             conflicts: list[dict[str, str]] = []
-            if replaces:
-                old = self._require_current(store, replaces)  # re-checked under the write lock
-                targets = [(store.seq_of(old.id), old, "replaced explicitly")]
+            if olds:
+                targets = [(store.seq_of(old.id), old, "replaced explicitly") for old in olds]
             elif detect:
                 targets, conflicts = self._detect(store, row, vector)
             else:
@@ -321,13 +332,36 @@ class Cairn:
                 conflicts.append({"id": old.id, "reason": verdict.reason})
         return targets, conflicts
 
-    def replace(self, memory_id: str, text: str, **fields: Any) -> RememberResult:
-        """Supersede `memory_id` with a new memory (kind, tags and importance default to the old one's)."""
-        old = self._require_current(self.store, memory_id)
+    def replace(self, memory_id: str | list[str], text: str, **fields: Any) -> RememberResult:
+        """Supersede `memory_id` (or several ids: a merge) with a new memory, in the store that holds
+        the (first) old one. Kind, tags and importance default to the first old memory's. If `text`
+        is already a current memory, the old ones are superseded by that one and nothing new is
+        written. Raises MemoryNotFound, NotCurrent, InvalidMemory."""
+        ids = [memory_id] if isinstance(memory_id, str) else list(memory_id)
+        if not ids:
+            raise InvalidMemory("replace needs at least one memory id")
+        store = self._store_holding(ids[0])
+        old = self._require_current(store, ids[0])
         fields.setdefault("kind", old.kind)
         fields.setdefault("tags", old.tags)
         fields.setdefault("importance", old.importance)
-        return self.remember(text, replaces=memory_id, **fields)
+        scope = "global" if store.name == GLOBAL_STORE and self.store.name != GLOBAL_STORE else "project"
+        return self.remember(text, replaces=tuple(ids), scope=scope, **fields)
+
+    # -- review -----------------------------------------------------------------------------------
+    def dismiss_pair(self, first_id: str, second_id: str) -> None:
+        """Record the user's verdict "keep both" on a review pair, so it is not proposed again."""
+        store = self._store_holding(first_id)
+        store.get(second_id)  # both must exist in that store (raises MemoryNotFound)
+        pair = tuple(sorted((first_id, second_id)))
+        with db.write_transaction(store.conn):
+            store.conn.execute("INSERT OR IGNORE INTO review_dismissals(first_id, second_id, dismissed_at) "
+                               "VALUES (?, ?, ?)", (*pair, now_ms()))
+
+    def is_dismissed(self, first_id: str, second_id: str) -> bool:
+        pair = tuple(sorted((first_id, second_id)))
+        return any(s.conn.execute("SELECT 1 FROM review_dismissals WHERE first_id = ? AND second_id = ?", pair)
+                   .fetchone() for s in self._stores("all"))
 
     def forget(self, memory_id: str) -> Memory:
         """Erase a memory: its text, tags, keyword and vector index entries. A tombstone row remains

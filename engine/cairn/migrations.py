@@ -72,6 +72,20 @@ def m001_initial(conn: Connection) -> None:
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
+@migration
+def m002_review_dismissals(conn: Connection) -> None:
+    # A pair the user reviewed and chose to keep both of: /cairn:review-memory does not ask again.
+    # The first piece of the durable review queue (proposals and verdicts come with maintenance).
+    conn.execute(
+        """CREATE TABLE review_dismissals (
+            first_id TEXT NOT NULL,               -- the older memory's id (ids are sortable ULIDs)
+            second_id TEXT NOT NULL,
+            dismissed_at INTEGER NOT NULL,
+            PRIMARY KEY (first_id, second_id)
+        ) WITHOUT ROWID"""
+    )
+
+
 def _user_tables(conn: Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     return {r[0] for r in rows}

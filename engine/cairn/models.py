@@ -83,6 +83,15 @@ class Hit:
     score: float
     reasons: dict[str, Any]
 
+    def why(self) -> str:
+        """The reasons in one line: "bm25 #1, vector #2 cos 0.71"."""
+        parts = []
+        if "bm25" in self.reasons:
+            parts.append(f"bm25 #{self.reasons['bm25']['rank']}")
+        if "vector" in self.reasons:
+            parts.append(f"vector #{self.reasons['vector']['rank']} cos {self.reasons['vector']['cosine']:.2f}")
+        return ", ".join(parts)
+
     def to_json(self) -> dict[str, Any]:
         return {"memory": self.memory.to_json(), "score": round(self.score, 6), "reasons": self.reasons}
 

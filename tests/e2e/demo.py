@@ -1,0 +1,143 @@
+"""`make demo`: Cairn at work inside the real Claude Code CLI, end to end, on real input.
+
+What it does, all on this machine (the model is a scripted fake Messages API on 127.0.0.1; every
+hook, the MCP server and the warm process are the real ones, started by Claude Code):
+1. installs the pinned Claude Code from npm (once, into .cache/claude-code) and installs this
+   repository as a plugin marketplace: `claude plugin marketplace add`, `claude plugin install cairn@cairn`;
+2. imports this repository's own git history (one memory per commit) into the project's store;
+3. session 1: the user states a decision and the model stores it with memory_remember (MCP);
+4. session 2 (a restart): prints the SessionStart brief Claude Code injected, then the memories
+   injected for a related prompt and for an unrelated one (nothing);
+5. session 3: the decision changes; the model calls memory_replace; the brief and recall now carry
+   only the new text, and memory_history shows both, with their valid and transaction times.
+The runtime is this checkout's virtualenv (CAIRN_RUNTIME_PYTHON); hooks/bootstrap.py, which
+installs it for real users, is tested separately.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path[:0] = [str(HERE), str(REPO / "engine")]
+
+from fake_api import FakeAnthropicAPI, Text, ToolUse, steps, tool_result_text  # noqa: E402
+from harness import ClaudeHarness, claude_code_dir, ensure_claude_code, npm_executable  # noqa: E402
+
+TOOL = "mcp__plugin_cairn_cairn__{}".format
+DECISION = "Deploys go through blue-green on Fly.io; never restart the primary database during business hours."
+NEW_DECISION = "Deploys now go through Kamal on our own servers; the database rule is unchanged."
+
+
+def show(title: str, text: str | None) -> None:
+    print(f"\n--- {title} ---")
+    print(textwrap.indent(text.strip(), "  ") if text else "  (nothing injected)")
+
+
+def injected(api: FakeAnthropicAPI, event: str) -> str | None:
+    """What Cairn's hook injected for `event`: Claude Code puts it in a system message, followed by a
+    blank line and other context (the environment block, skills), so cut at the first blank line."""
+    found = api.hook_context(event)
+    return found[0].split("\n\n")[0] if found else None
+
+
+def import_git_history(env: dict[str, str], project: Path) -> int:
+    """One memory per commit of this repository: subject line, dated by the commit."""
+    log = subprocess.run(["git", "-C", str(REPO), "log", "--reverse", "--format=%ct%x09%s"],
+                         capture_output=True, text=True, check=True).stdout
+    lines = []
+    for row in log.splitlines():
+        stamp, subject = row.split("\t", 1)
+        lines.append(json.dumps({"text": subject, "valid_from": int(stamp) * 1000}))
+    code = (
+        "import json, sys\n"
+        "from cairn import Cairn, Draft\n"
+        "rows = [json.loads(l) for l in sys.stdin]\n"
+        "with Cairn.open() as m:\n"
+        "    res = m.remember_many([Draft(r['text'], kind='insight', source='import', valid_from=r['valid_from'])"
+        " for r in rows], detect=False)\n"
+        "print(sum(r.status == 'created' for r in res))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], input="\n".join(lines), capture_output=True, text=True,
+                         env={**env, "PYTHONPATH": str(REPO / "engine")}, cwd=project, check=True)
+    return int(out.stdout.strip())
+
+
+def main() -> int:
+    npm = npm_executable()
+    if npm is None:
+        sys.exit("the demo needs npm (Node.js) to install Claude Code")
+    print("installing Claude Code (pinned) ...", flush=True)
+    claude = ensure_claude_code(claude_code_dir(REPO), npm)
+    work = Path(tempfile.mkdtemp(prefix="cairn-demo-"))
+    home, project, tmp = work / "home", work / "my-service", work / "tmp"
+    for folder in (home, project, tmp):
+        folder.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    cairn_home = work / "cairn-data"
+    base_env = {"CAIRN_HOME": str(cairn_home), "CAIRN_RUNTIME_PYTHON": sys.executable, "HF_HUB_OFFLINE": "1",
+                "CAIRN_CONFIG": str(work / "no-config.yaml")}
+
+    with FakeAnthropicAPI() as api:
+        harness = ClaudeHarness(claude_bin=claude, home=home, project=project, tmp=tmp, api=api, base_env=base_env)
+        try:
+            ref = harness.install_plugin_from_marketplace(REPO)
+            print(f"installed plugin {ref} from the marketplace in {REPO}")
+            count = import_git_history({**os.environ, **base_env}, project)
+            print(f"imported {count} memories from this repository's git history into {project.name}'s store")
+            allow = [TOOL("memory_remember"), TOOL("memory_replace"), TOOL("memory_history"), TOOL("memory_recall")]
+
+            # Session 1: the user states a decision; the (scripted) model remembers it over MCP.
+            remember = ToolUse(TOOL("memory_remember"), {"text": DECISION, "kind": "decision", "tags": ["deploy"],
+                                                          "importance": 4})
+            api.set_script(steps(remember, final=Text("Noted; I stored that decision.")))
+            harness.run_claude(f"Remember this decision: {DECISION}", allowed_tools=allow)
+            result = api.find_tool_result(remember.id)
+            stored = json.loads(tool_result_text(result)) if result else {}
+            stored = json.loads(stored["result"]) if isinstance(stored.get("result"), str) else stored
+            print(f"\nsession 1: memory_remember answered: {json.dumps(stored)[:300]}")
+
+            # Session 2, after a restart: the brief, a related prompt, an unrelated prompt.
+            api.requests.clear()
+            api.set_script(steps(final=Text("(fake model reply)")))
+            harness.run_claude("How do we ship a new version to production?", allowed_tools=allow)
+            show("session 2: SessionStart brief injected by Cairn", injected(api, "SessionStart"))
+            show("session 2: injected for 'How do we ship a new version to production?'",
+                 injected(api, "UserPromptSubmit"))
+            api.requests.clear()
+            harness.run_claude("Write a haiku about autumn leaves.", allowed_tools=allow)
+            show("session 2: injected for 'Write a haiku about autumn leaves.'",
+                 injected(api, "UserPromptSubmit"))
+
+            # Session 3: the decision changes; the model supersedes the old memory.
+            old_id = (stored.get("id") or "")
+            replace = ToolUse(TOOL("memory_replace"), {"id": old_id, "text": NEW_DECISION})
+            history = ToolUse(TOOL("memory_history"), {"id": old_id})
+            api.requests.clear()
+            api.set_script(steps(replace, history, final=Text("Updated.")))
+            harness.run_claude(f"We moved off Fly. {NEW_DECISION}", allowed_tools=allow)
+            hist = api.find_tool_result(history.id)
+            show("session 3: memory_history after memory_replace", tool_result_text(hist) if hist else None)
+            api.requests.clear()
+            api.set_script(steps(final=Text("(fake model reply)")))
+            harness.run_claude("How do we deploy?", allowed_tools=allow)
+            brief = injected(api, "SessionStart") or ""
+            show("session 4: injected for 'How do we deploy?'", injected(api, "UserPromptSubmit"))
+            print("\nold decision still in the brief:", "Fly.io" in brief)
+        finally:
+            harness.kill_leftovers()
+    print(f"\ndemo data left in {work} (delete it when done)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
