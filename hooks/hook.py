@@ -37,9 +37,23 @@ def run(event: str, payload: dict) -> dict | None:
     return handle(event, payload, env, embedder=None)
 
 
+def pause(args: list[str]) -> None:
+    """`hook.py pause SESSION_ID [on|off]`: the per-session pause behind /cairn:pause."""
+    from cairn.claude_hooks import set_paused
+
+    session_id, state = (args + ["", "on"])[:2]
+    if not session_id:
+        sys.exit("cairn: pause needs the session id")
+    set_paused(session_id, state != "off")
+    print(f"Cairn memory injection is {'paused' if state != 'off' else 'back on'} for this session.")
+
+
 def main() -> None:
     started = time.monotonic()
     event = sys.argv[1] if len(sys.argv) > 1 else ""
+    if event == "pause":
+        pause(sys.argv[2:])
+        return
     try:
         raw = sys.stdin.read()
         payload = json.loads(raw) if raw.strip() else {}
