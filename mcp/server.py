@@ -34,6 +34,7 @@ from pydantic import Field, ValidationError  # noqa: E402
 
 import cairn  # noqa: E402
 from cairn import KINDS, CairnError  # noqa: E402
+from cairn.errors import InvalidMemory, NotCurrent  # noqa: E402
 from cairn.models import DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, MAX_TEXT_BYTES  # noqa: E402
 from cairn_mcp import render, review  # noqa: E402
 from cairn_mcp.session import Session, Unavailable  # noqa: E402
@@ -67,6 +68,7 @@ TagFilter = Annotated[list[Tag], Field(max_length=20, description="Only memories
 Kinds = Annotated[list[Kind], Field(max_length=len(KINDS), description="Only these kinds (default: all).")]
 When = Annotated[str | None, Field(max_length=40, description="ISO 8601 date or time, e.g. 2026-03-01.")]
 IncludeSuperseded = Annotated[bool, Field(description="Also replaced and expired memories (history).")]
+Verdict = Literal["keep_both", "replace_older", "replace_newer", "merge", "forget_older", "forget_newer"]
 
 
 def _memory_id(raw: str) -> str:
@@ -94,7 +96,7 @@ def _describe(name: str, exc: ValidationError) -> str:
     return f"invalid arguments for {name}: " + "; ".join(problems)
 
 
-WRITE_TOOLS = {"memory_remember", "memory_replace", "memory_forget"}
+WRITE_TOOLS = {"memory_remember", "memory_replace", "memory_forget", "memory_review_decide"}
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -175,23 +177,10 @@ def build_server(session: Session) -> MCPServer:
         text: Text,
         valid_from: When = None,
     ) -> str:
-        """Supersede a memory whose fact has changed: writes the new text (same kind, tags and importance) and retires the old one, which stays in history (memory_history, as_of) but no longer comes back in recall or list. valid_from: when the change took effect (default now). Use it instead of memory_remember whenever the new statement replaces an old one."""  # noqa: E501
+        """Supersede a memory whose fact has changed: writes the new text (same kind, tags and importance, in the store that holds the old one) and retires the old one, which stays in history (memory_history, as_of) but no longer comes back in recall or list. valid_from: when the change took effect (default now). Use it instead of memory_remember whenever the new statement replaces an old one. Returns status created (new id, superseded: [old id]), or duplicate: the text is already a current memory (its id), the old one is now superseded by it, and nothing new was written."""  # noqa: E501
 
         def do(engine):
-            old = engine.get(_memory_id(id))
-            if old.store == render.GLOBAL_STORE and engine.store.name != render.GLOBAL_STORE:
-                # Cairn.replace looks only in the project store; a global memory is replaced in place.
-                result = engine.remember(text, replaces=old.id, scope="global", kind=old.kind, tags=old.tags,
-                                         importance=old.importance, valid_from=valid_from)
-            else:
-                result = engine.replace(old.id, text, valid_from=valid_from)
-            out = render.remembered(result, [])
-            if result.status == "duplicate":
-                # The engine writes nothing when the text is already a current memory, and cannot yet
-                # mark the old one as superseded by that existing memory.
-                out["note"] = (f"memory {result.memory.id} already states this; nothing was written and "
-                               f"{old.id} is still current")
-            return out
+            return render.replaced(engine.replace(_memory_id(id), text, valid_from=valid_from))
 
         return run(do, embeds=True)
 
@@ -250,7 +239,7 @@ def build_server(session: Session) -> MCPServer:
         topic: Annotated[str | None, Field(max_length=500, description="Only memories about this topic.")] = None,
         scope: Annotated[Literal["project", "global", "all"], Field(description="Which store(s) to scan.")] = "project",
     ) -> str:
-        """For /cairn:review-memory: pairs of current memories of the same kind that may duplicate or contradict each other, strongest first. verdict supersede: the newer seems to state a change of the older; conflict: a near-duplicate, elaboration or contradiction. Each pair has both memories (id, text, date) and the evidence (cosine, reason). Changes nothing: the user decides, then memory_replace or memory_forget applies it."""  # noqa: E501
+        """For /cairn:review-memory: pairs of current memories of the same kind that may duplicate or contradict each other, strongest first. verdict supersede: the newer seems to state a change of the older; conflict: a near-duplicate, elaboration or contradiction. Each pair has both memories (id, text, date) and the evidence (cosine, reason). Pairs the user chose to keep both of are left out. Changes nothing: the user decides, then memory_review_decide applies that verdict."""  # noqa: E501
 
         def do(engine):
             pairs, scanned, with_vectors = review.candidates(engine, kinds=tuple(kinds), topic=topic, scope=scope)
@@ -259,6 +248,47 @@ def build_server(session: Session) -> MCPServer:
             if not with_vectors:
                 out["keyword_only"] = True
             return out
+
+        return run(do, embeds=True)
+
+    def memory_review_decide(
+        older_id: MemoryId,
+        newer_id: MemoryId,
+        verdict: Annotated[Verdict, Field(description="The verdict the user chose for this pair.")],
+        text: Annotated[str | None, Field(min_length=1, max_length=MAX_TEXT_BYTES,
+                                          description="merge only: the merged text the user agreed to.")] = None,
+    ) -> str:
+        """ONLY for /cairn:review-memory: apply the one verdict the user explicitly gave on one pair from memory_review_candidates (older_id and newer_id as listed there). Never choose or infer a verdict yourself, and never call it outside that review. keep_both: both stay current and the pair is not proposed again. replace_older: the older is superseded by the newer (nothing new is written). replace_newer: the newer is superseded by the older. merge: one new memory with `text` (required, as the user agreed it) supersedes both. forget_older / forget_newer: erase that memory for good, IRREVERSIBLE: only after the user confirmed it. Both memories must still be current; otherwise nothing changes and the error says why."""  # noqa: E501
+
+        def do(engine):
+            older, newer = _memory_id(older_id), _memory_id(newer_id)
+            if older == newer:
+                raise InvalidMemory("older_id and newer_id are the same memory")
+            if verdict == "merge" and text is None:
+                raise InvalidMemory("merge needs text: the merged statement the user agreed to")
+            if verdict != "merge" and text is not None:
+                raise InvalidMemory(f"text is only for merge, not {verdict}")
+            pair = {m.id: m for m in (engine.get(older), engine.get(newer))}
+            for m in pair.values():
+                if m.status != "current":
+                    by = f" by {m.superseded_by}" if m.superseded_by else ""
+                    raise NotCurrent(f"memory {m.id} is already {m.status}{by}; this pair is out of date")
+            if verdict == "keep_both":
+                engine.dismiss_pair(older, newer)
+                return {"verdict": verdict, "kept": [older, newer],
+                        "note": "both stay current; this pair will not be proposed again"}
+            if verdict in ("forget_older", "forget_newer"):
+                gone = engine.forget(older if verdict == "forget_older" else newer)
+                return {"verdict": verdict, "forgotten": gone.id}
+            if verdict == "merge":
+                both = pair.values()
+                tags = sorted({t for m in both for t in m.tags})
+                result = engine.replace([older, newer], text, tags=tags, importance=max(m.importance for m in both))
+                return {"verdict": verdict, "superseded": result.superseded, "by": result.memory.id,
+                        "created": result.status == "created"}
+            old, new = (older, newer) if verdict == "replace_older" else (newer, older)
+            result = engine.replace(old, pair[new].text)
+            return {"verdict": verdict, "superseded": result.superseded, "by": result.memory.id}
 
         return run(do, embeds=True)
 
@@ -279,6 +309,8 @@ def build_server(session: Session) -> MCPServer:
         tool(memory_list, "List memories", READ_ONLY),
         tool(memory_status, "Memory status", READ_ONLY),
         tool(memory_review_candidates, "Review candidates", READ_ONLY),
+        tool(memory_review_decide, "Apply a review verdict", ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)),
     ]
 
     async def warm_after_handshake(ctx, call_next):

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.model
 REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / "mcp" / "server.py"
 TOOLS = {"memory_remember", "memory_recall", "memory_replace", "memory_forget", "memory_history", "memory_list",
-         "memory_status", "memory_review_candidates"}
+         "memory_status", "memory_review_candidates", "memory_review_decide"}
 CALL_TIMEOUT = 120  # seconds: the first call may wait for the model, on a busy machine
 
 
@@ -177,6 +177,12 @@ def test_tools_are_listed_with_constrained_schemas(shared):
     assert tools["memory_forget"].annotations.destructive_hint is True
     for name in ("memory_recall", "memory_list", "memory_history", "memory_status", "memory_review_candidates"):
         assert tools[name].annotations.read_only_hint is True, name
+    decide = tools["memory_review_decide"]
+    assert "ONLY for /cairn:review-memory" in decide.description and "explicitly gave" in decide.description
+    assert "irreversible" in decide.description.lower() and decide.annotations.destructive_hint is True
+    assert decide.input_schema["properties"]["verdict"]["enum"] == [
+        "keep_both", "replace_older", "replace_newer", "merge", "forget_older", "forget_newer"]
+    assert decide.input_schema["required"] == ["older_id", "newer_id", "verdict"]
     assert "title" not in json.dumps(tools["memory_remember"].input_schema)
 
 
@@ -219,13 +225,18 @@ def test_replace_hides_the_old_version_from_recall_and_history_keeps_both(shared
 def test_replacing_with_the_text_of_another_current_memory_says_what_happened(shared):
     older = shared.ok("memory_remember", text="Feature flags live in LaunchDarkly", tags=["flags"])
     newer = shared.ok("memory_remember", text="Feature flags are configured in config/flags.yaml", tags=["flags"])
+    assert "superseded" not in newer
+    before = count(shared)
     result = shared.ok("memory_replace", id=older["id"], text="Feature flags are configured in config/flags.yaml")
-    current = [m["id"] for m in shared.ok("memory_list", tags=["flags"])["memories"]]
-    if result["status"] == "duplicate":  # the engine cannot link a memory to an existing one (yet)
-        assert result["id"] == newer["id"] and f"{older['id']} is still current" in result["note"]
-        assert older["id"] in current
-    else:
-        assert older["id"] not in current
+    assert (result["id"], result["status"], result["superseded"]) == (newer["id"], "duplicate", [older["id"]])
+    assert f"{older['id']} is now superseded by it" in result["note"] and "nothing new was written" in result["note"]
+    assert count(shared) == before
+    assert [m["id"] for m in shared.ok("memory_list", tags=["flags"])["memories"]] == [newer["id"]]
+    chain = shared.ok("memory_history", id=newer["id"])["chain"]
+    assert [m["id"] for m in chain] == [older["id"], newer["id"]] and chain[0]["superseded_by"] == newer["id"]
+    same = shared.ok("memory_replace", id=newer["id"], text="Feature flags are configured in config/flags.yaml")
+    assert (same["id"], same["status"], "superseded" in same) == (newer["id"], "duplicate", False)
+    assert "nothing was changed" in same["note"]
 
 
 def test_as_of_recalls_what_was_true_then(shared):
@@ -283,6 +294,121 @@ def test_conflicts_are_reported_and_offered_for_review(shared):
     assert all(p["kind"] == "decision" for p in narrowed["pairs"])
 
 
+# -- /cairn:review-memory verdicts: memory_review_decide ------------------------------------------------
+def remember_pair(client: Client, older_text: str, newer_text: str, tag: str) -> tuple[str, str]:
+    """Two current memories (neither retired the other on write): (older id, newer id)."""
+    older = client.ok("memory_remember", text=older_text, tags=[tag], importance=2)
+    newer = client.ok("memory_remember", text=newer_text, tags=[tag, "review"], importance=4)
+    assert (older["status"], newer["status"], "superseded" in newer) == ("created", "created", False)
+    return older["id"], newer["id"]
+
+
+def current_ids(client: Client, tag: str) -> set[str]:
+    return {m["id"] for m in client.ok("memory_list", tags=[tag])["memories"]}
+
+
+def reviewed_pairs(client: Client) -> set[frozenset[str]]:
+    pairs = client.ok("memory_review_candidates", limit=50)["pairs"]
+    return {frozenset((p["older"]["id"], p["newer"]["id"])) for p in pairs}
+
+
+def test_keep_both_leaves_both_current_and_the_pair_is_not_proposed_again(shared):
+    older, newer = remember_pair(shared, "The Redis session cache keeps entries for 300 seconds",
+                                 "The Redis session cache might keep entries for 300 seconds", "cache")
+    assert frozenset((older, newer)) in reviewed_pairs(shared)
+    before = count(shared)
+    kept = shared.ok("memory_review_decide", older_id=older, newer_id=f"[mem:{newer}]", verdict="keep_both")
+    assert kept["verdict"] == "keep_both" and kept["kept"] == [older, newer]
+    assert current_ids(shared, "cache") == {older, newer} and count(shared) == before
+    assert frozenset((older, newer)) not in reviewed_pairs(shared)
+    # Deciding again is harmless; the other memories' pairs are still proposed.
+    shared.ok("memory_review_decide", older_id=older, newer_id=newer, verdict="keep_both")
+    assert frozenset((older, newer)) not in reviewed_pairs(shared)
+
+
+@pytest.mark.parametrize(("verdict", "survivor", "older_text", "newer_text"), [
+    ("replace_older", "newer", "Continuous integration runs on Travis CI",
+     "Continuous integration runs on GitHub Actions since the 2025 migration"),
+    ("replace_newer", "older", "Error reports go to Sentry", "Error reports might also go to Rollbar"),
+], ids=["replace_older", "replace_newer"])
+def test_replace_verdicts_supersede_one_by_the_other_and_write_nothing_new(shared, verdict, survivor, older_text,
+                                                                           newer_text):
+    tag = f"ci-{verdict.replace('_', '-')}"
+    older, newer = remember_pair(shared, older_text, newer_text, tag)
+    kept, retired = (newer, older) if survivor == "newer" else (older, newer)
+    before = count(shared)
+    result = shared.ok("memory_review_decide", older_id=older, newer_id=newer, verdict=verdict)
+    assert result == {"verdict": verdict, "superseded": [retired], "by": kept}
+    assert count(shared) == before
+    assert current_ids(shared, tag) == {kept}
+    chain = shared.ok("memory_history", id=kept)["chain"]
+    assert [m["id"] for m in chain] == [retired, kept] and chain[0]["superseded_by"] == kept
+    # The pair is out of date now: a second verdict on it changes nothing.
+    message = shared.error("memory_review_decide", older_id=older, newer_id=newer, verdict="forget_older")
+    assert f"memory {retired} is already superseded by {kept}" in message and message.endswith("nothing was changed")
+    assert current_ids(shared, tag) == {kept}
+
+
+def test_merge_writes_one_memory_that_supersedes_both(shared):
+    older, newer = remember_pair(shared, "The orders database is backed up every night",
+                                 "Database backups are retained for thirty days in cold storage", "backups")
+    before = count(shared)
+    message = shared.error("memory_review_decide", older_id=older, newer_id=newer, verdict="merge")
+    assert "merge needs text" in message and message.endswith("nothing was changed")
+    assert count(shared) == before and current_ids(shared, "backups") == {older, newer}
+    merged_text = "The orders database is backed up every night and the backups are retained for thirty days"
+    result = shared.ok("memory_review_decide", older_id=older, newer_id=newer, verdict="merge", text=merged_text)
+    assert result["verdict"] == "merge" and result["created"] is True
+    assert result["superseded"] == [older, newer]
+    merged = result["by"]
+    assert current_ids(shared, "backups") == {merged} and count(shared) == before + 1
+    memory = shared.ok("memory_list", tags=["backups"])["memories"][0]
+    assert memory["text"] == merged_text
+    # Both memories' tags, and the higher importance.
+    assert memory["tags"] == ["backups", "review"] and memory["importance"] == 4
+    for old in (older, newer):
+        assert shared.ok("memory_history", id=old)["chain"][0]["superseded_by"] == merged
+
+
+def test_merge_into_the_text_of_one_of_the_pair_keeps_that_one(shared):
+    older, newer = remember_pair(shared, "The mobile app supports iOS 16 and later",
+                                 "The mobile app targets iOS 16 or newer", "ios")
+    before = count(shared)
+    result = shared.ok("memory_review_decide", older_id=older, newer_id=newer, verdict="merge",
+                       text="The mobile app supports iOS 16 and later")
+    assert result == {"verdict": "merge", "superseded": [newer], "by": older, "created": False}
+    assert current_ids(shared, "ios") == {older} and count(shared) == before
+
+
+@pytest.mark.parametrize(("verdict", "older_text", "newer_text"), [
+    ("forget_older", "Python code is linted with flake8 in CI", "Python code is formatted with black before commits"),
+    ("forget_newer", "Release notes are written in CHANGELOG.md", "Every release is tagged vX.Y.Z in git"),
+], ids=["forget_older", "forget_newer"])
+def test_forget_verdicts_erase_only_the_chosen_memory(shared, verdict, older_text, newer_text):
+    tag = f"lint-{verdict.replace('_', '-')}"
+    older, newer = remember_pair(shared, older_text, newer_text, tag)
+    gone, kept = (older, newer) if verdict == "forget_older" else (newer, older)
+    message = shared.error("memory_review_decide", older_id=older, newer_id=newer, verdict=verdict, text="x")
+    assert "text is only for merge" in message and current_ids(shared, tag) == {older, newer}
+    result = shared.ok("memory_review_decide", older_id=older, newer_id=newer, verdict=verdict)
+    assert result == {"verdict": verdict, "forgotten": gone}
+    assert current_ids(shared, tag) == {kept}
+    chain = shared.ok("memory_history", id=gone)["chain"]
+    assert chain[0]["status"] == "forgotten" and chain[0]["text"] is None
+
+
+def test_a_verdict_on_a_pair_that_is_not_two_current_memories_changes_nothing(shared):
+    older, newer = remember_pair(shared, "Invoices are generated on the first day of the month",
+                                 "Invoices are emailed to customers as PDF attachments", "invoices")
+    before = count(shared)
+    assert "same memory" in shared.error("memory_review_decide", older_id=older, newer_id=older, verdict="keep_both")
+    assert "no memory 'nope'" in shared.error("memory_review_decide", older_id=older, newer_id="nope",
+                                              verdict="replace_older")
+    assert "verdict: Input should be" in shared.error("memory_review_decide", older_id=older, newer_id=newer,
+                                                      verdict="delete_both")
+    assert count(shared) == before and current_ids(shared, "invoices") == {older, newer}
+
+
 # -- bad input: a tool error with a clear message, and nothing written ------------------------------------
 @pytest.mark.parametrize(("tool", "arguments", "expected"), [
     ("memory_remember", {"text": ""}, "text: String should have at least 1 character"),
@@ -304,7 +430,7 @@ def test_bad_input_is_a_tool_error_with_a_clear_message_and_writes_nothing(share
     message = shared.error(tool, **arguments)
     assert expected in message
     assert "Error executing tool" not in message and "errors.pydantic.dev" not in message
-    if tool in ("memory_remember", "memory_replace", "memory_forget"):
+    if tool in ("memory_remember", "memory_replace", "memory_forget", "memory_review_decide"):
         assert message.endswith("nothing was changed")
     assert count(shared) == before
 

@@ -36,18 +36,8 @@ def memory(m: Memory) -> dict[str, Any]:
     return out
 
 
-def why(hit: Hit) -> str:
-    """Which retrievers found it and at which rank, e.g. "bm25 #1, vector #2 cos 0.71"."""
-    parts = []
-    if "bm25" in hit.reasons:
-        parts.append(f"bm25 #{hit.reasons['bm25']['rank']}")
-    if "vector" in hit.reasons:
-        parts.append(f"vector #{hit.reasons['vector']['rank']} cos {hit.reasons['vector']['cosine']:.2f}")
-    return ", ".join(parts)
-
-
 def hit(h: Hit) -> dict[str, Any]:
-    return {**memory(h.memory), "score": round(h.score, 4), "why": why(h)}
+    return {**memory(h.memory), "score": round(h.score, 4), "why": h.why()}
 
 
 def history_entry(m: Memory) -> dict[str, Any]:
@@ -74,4 +64,21 @@ def remembered(result: RememberResult, conflicts: list[dict[str, Any]]) -> dict[
         out["conflicts"] = conflicts
         out["note"] = ("similar current memories were kept beside this one; "
                        "the user can resolve them with /cairn:review-memory")
+    return out
+
+
+def replaced(result: RememberResult) -> dict[str, Any]:
+    """What a replace (or merge) did: a new memory superseding the old ones, or, when the text is
+    already a current memory, the old ones superseded by that one and nothing new written."""
+    out: dict[str, Any] = {"id": result.memory.id, "status": result.status}
+    if result.superseded:
+        out["superseded"] = result.superseded
+    if result.status == "duplicate":
+        if result.superseded:
+            retired = " and ".join(result.superseded)
+            verb = "is" if len(result.superseded) == 1 else "are"
+            out["note"] = (f"memory {result.memory.id} already states this: {retired} {verb} now superseded "
+                           "by it and nothing new was written")
+        else:
+            out["note"] = f"memory {result.memory.id} already states this; nothing was changed"
     return out

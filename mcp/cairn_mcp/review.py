@@ -3,10 +3,11 @@
 For each current memory, its nearest current neighbours of the same kind (hybrid recall with the
 memory's own text as the query) are candidates when their cosine is at least REVIEW_MIN_COSINE, or
 when one is the best keyword match. The supersession classifier (cairn.supersede.classify, the rule
-the engine applies on each write) labels each pair; "unrelated" pairs are dropped. Only the engine
-API is used: list, embed, recall.
+the engine applies on each write) labels each pair; "unrelated" pairs are dropped, and so are pairs
+the user already chose to keep both of (Cairn.dismiss_pair). Only the engine API is used: list,
+embed, recall, is_dismissed.
 
-Nothing here changes a memory: the user decides, and memory_replace / memory_forget apply it.
+Nothing here changes a memory: the user decides, and memory_review_decide applies the verdict.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def candidates(engine: Cairn, *, kinds: tuple[str, ...] = (), topic: str | None 
     """(pairs, strongest first; memories scanned; whether vectors were available)."""
     scopes = ["project", "global"] if scope == "all" else [scope]
     pairs: dict[tuple[str, str], Pair] = {}
+    dismissed: dict[tuple[str, str], bool] = {}
     scanned = 0
     with_vectors = True
     for store_scope in scopes:
@@ -82,6 +84,10 @@ def candidates(engine: Cairn, *, kinds: tuple[str, ...] = (), topic: str | None 
                 other = h.memory
                 key = tuple(sorted((m.id, other.id)))
                 if key in pairs:
+                    continue
+                if key not in dismissed:
+                    dismissed[key] = engine.is_dismissed(*key)
+                if dismissed[key]:
                     continue
                 cosine = h.reasons.get("vector", {}).get("cosine")
                 if vector is not None and by_id.get(other.id) is not None:
