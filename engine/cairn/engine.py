@@ -297,7 +297,7 @@ class Cairn:
                 # (the review verdict "keep the newer one"): nothing new is written.
                 retired = [o.id for o in olds if o.id != existing.id]
                 for old_id in retired:
-                    store.supersede(store.seq_of(old_id), existing.id, at=row.recorded_at, valid_until=row.recorded_at)
+                    store.supersede(store.seq_of(old_id), existing.id, at=row.recorded_at, valid_until=row.valid_from)
                 return RememberResult(store.get(existing.id), "duplicate", retired)
             superseded: list[str] = []
             conflicts: list[dict[str, str]] = []
