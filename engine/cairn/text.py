@@ -10,6 +10,11 @@ A query is never FTS5 syntax: every term is emitted as a double-quoted phrase of
 quotes, AND/OR/NOT/NEAR, `*`, `:`, `^` and parentheses are searched as text, and a term with
 punctuation inside (`pre-commit`, `GB/s`, `node:fs`) becomes the phrase of its parts, which is
 exactly how the indexed text was tokenized.
+
+Query formation for English drops stopwords (function words carry no topic) and, optionally, clitics:
+`Melanie's` is searched as `melanie`, `we'll` as `we`, like Lucene's EnglishPossessiveFilter, so a
+possessive in a question matches the plain name in a memory. `n't` is kept (`don't` stays a phrase):
+its stem is not a word.
 """
 
 from __future__ import annotations
@@ -27,6 +32,13 @@ _CJK_RUN = re.compile(f"[{_CJK}]+")
 # accents). Everything else separates tokens.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _SPACE = re.compile(r"\s+")
+# A word with apostrophes inside (don't, O'Brien, rock'n'roll), maybe with punctuation around it.
+_APOSTROPHE_WORD = re.compile(r"\W*[^\W_]+(?:['\u2019][^\W_]+)+\W*")
+# What separates query terms: whitespace, brackets, quotes and sentence punctuation. Other
+# punctuation (- / : . _ + @ # ') joins the parts of one term: `pre-commit`, `node:fs`, `GB/s`.
+_TERM_SEP = re.compile(r"[\s()\[\]{}<>\"\u201c\u201d\u00ab\u00bb,;!?]+")
+# An English clitic after a letter or digit, at the end of a word: 's, 're, 've, 'll, 'd, 'm.
+_CLITIC = re.compile(r"(?<=[^\W_])['\u2019](?:s|re|ve|ll|d|m)(?![^\W_])", re.IGNORECASE)
 
 # Function words that carry no topic; dropped from OR queries (kept if the query is nothing else).
 # The list is the common core of the SMART and Lucene English stop lists.
@@ -63,43 +75,51 @@ def _quote(tokens: list[str]) -> str:
     return '"' + " ".join(t.replace('"', '""') for t in tokens) + '"'
 
 
-def query_terms(query: str) -> list[list[str]]:
-    """Split a free-text query into terms, each a list of sub-tokens searched as one phrase.
-
-    `pre-commit` -> [["pre", "commit"]]; `東京に行った` -> [["東京"], ["京に"], ["に行"], ["行っ"], ["った"]].
-    """
-    terms: list[list[str]] = []
-    for chunk in unicodedata.normalize("NFC", query).split():
+def _terms(query: str, strip_clitics: bool) -> list[tuple[list[str], bool]]:
+    """query_terms, each with whether it is a compound whose parts are words of their own."""
+    terms: list[tuple[list[str], bool]] = []
+    for chunk in _TERM_SEP.split(unicodedata.normalize("NFC", query)):
+        if strip_clitics:
+            chunk = _CLITIC.sub("", chunk)
         pieces: list[str] = []
         for part in _CJK_RUN.split(chunk):
             pieces.extend(_WORD.findall(part))
         # Each bigram of a CJK run is its own term: a question written without spaces then matches
         # a memory that shares any of its words, and BM25 ranks those sharing more of them higher.
         for run in _CJK_RUN.findall(chunk):
-            terms.extend([[b] for b in _cjk_tokens(run)[: max(1, len(run) - 1)]])
+            terms.extend(([b], False) for b in _cjk_tokens(run)[: max(1, len(run) - 1)])
         if pieces:
-            terms.append([p.casefold() for p in pieces])
+            # `pre-commit`, `node:fs` are compounds; `don't`, `O'Brien` are single words.
+            compound = len(pieces) > 1 and not _APOSTROPHE_WORD.fullmatch(chunk)
+            terms.append(([p.casefold() for p in pieces], compound))
     return terms
 
 
-def fts_query(query: str, *, drop_stopwords: bool = True) -> str | None:
+def query_terms(query: str, *, strip_clitics: bool = False) -> list[list[str]]:
+    """Split a free-text query into terms, each a list of sub-tokens searched as one phrase.
+
+    `pre-commit` -> [["pre", "commit"]]; `東京に行った` -> [["東京"], ["京に"], ["に行"], ["行っ"], ["った"]].
+    strip_clitics: `Melanie's` -> [["melanie"]] instead of [["melanie", "s"]].
+    """
+    return [tokens for tokens, _ in _terms(query, strip_clitics)]
+
+
+def fts_query(query: str, *, drop_stopwords: bool = True, strip_clitics: bool = True) -> str | None:
     """An FTS5 MATCH expression: the OR of the query's terms, each a quoted phrase.
 
-    Stopwords are dropped unless nothing else is left. Duplicate terms are sent once. Returns None
-    when the query has no searchable characters at all.
+    A compound term (`pre-commit`, `node:fs`) is sent as its phrase and as each part of two or more
+    characters, so the exact form ranks first and a memory with only some of its parts is still
+    found. Stopwords are dropped and clitics stripped unless nothing else is left (then the query's
+    terms are searched as written: `it's` -> "it s"). Duplicates are sent once. Returns None when
+    the query has no searchable characters at all.
     """
-    terms = query_terms(query)
-    if drop_stopwords:
-        content = [t for t in terms if not (len(t) == 1 and t[0] in STOPWORDS)]
-        terms = content or terms
-    seen: set[str] = set()
     phrases: list[str] = []
-    for term in terms:
-        phrase = _quote(term)
-        if phrase not in seen:
-            seen.add(phrase)
-            phrases.append(phrase)
-    return " OR ".join(phrases) if phrases else None
+    for tokens, compound in _terms(query, strip_clitics):
+        parts = [[p] for p in tokens if len(p) > 1] if compound else []
+        phrases += [_quote(t) for t in [tokens, *parts]
+                    if not (drop_stopwords and len(t) == 1 and t[0] in STOPWORDS)]
+    phrases = phrases or [_quote(t) for t in query_terms(query)]
+    return " OR ".join(dict.fromkeys(phrases)) if phrases else None
 
 
 def content_words(text: str) -> list[str]:
