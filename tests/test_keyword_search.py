@@ -78,3 +78,36 @@ def test_stopword_only_query_still_searches():
 def test_tags_are_searchable(kw_memory):
     target = kw_memory.remember("Blue-green switch is manual", kind="decision", tags=["release-process"]).memory
     assert kw_memory.recall("release process")[0].memory.id == target.id
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("pre-commit", '"pre commit" OR "pre" OR "commit"'),
+        ("What did Melanie's sister paint?", '"melanie" OR "sister" OR "paint"'),
+        ("NEAR(deploy, fly)", '"near" OR "deploy" OR "fly"'),
+        ("node:fs", '"node fs" OR "node" OR "fs"'),
+        ("東京", '"東京"'),
+    ],
+)
+def test_query_formation(query, expected):
+    assert fts_query(query) == expected
+
+
+def test_exact_compound_ranks_above_its_parts(kw_memory):
+    parts = kw_memory.remember("Commit often, and run the pre-flight checks", kind="convention").memory
+    exact = kw_memory.remember("Run pre-commit before pushing", kind="convention").memory
+    assert [h.memory.id for h in kw_memory.recall("pre-commit")][:2] == [exact.id, parts.id]
+
+
+def test_each_ranking_stage_can_be_switched_off(memory):
+    from cairn import RankingConfig
+
+    target = memory.remember("Melanie's sister paints landscapes in oil", kind="fact").memory
+    memory.remember("The sister project paints the build badge green", kind="fact")
+    full = RankingConfig()
+    for stage in ("stopwords", "clitics", "bm25", "vector", "convex", "prior"):
+        cfg = full.without(stage)
+        assert not cfg.has(stage)
+        hits = memory.recall("What does Melanie's sister paint?", ranking=cfg)
+        assert hits and hits[0].memory.id == target.id, stage
