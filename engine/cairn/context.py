@@ -7,7 +7,9 @@ Claude can recall, replace or forget it.
 
 from __future__ import annotations
 
+import math
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .models import Hit, Memory
@@ -17,32 +19,72 @@ from .timeutil import format_date
 if TYPE_CHECKING:
     from .engine import Cairn
 
-# Prompts that carry no topic: acknowledgements and continuations. Matched after normalisation.
-TRIVIAL_PROMPTS = frozenset({
-    "ok", "okay", "k", "kk", "yes", "y", "yep", "yeah", "no", "n", "nope", "sure", "thanks", "thank you",
-    "thx", "ty", "continue", "go", "go on", "go ahead", "proceed", "next", "done", "lgtm", "sounds good",
-    "do it", "please", "retry", "again", "try again", "keep going", "carry on",
-})
+# Words of prompts that carry no topic: acknowledgements and continuations ("ok", "yes please",
+# "sure, go ahead", "looks good, continue"). A prompt made only of these is trivial.
+TRIVIAL_WORDS = frozenset("""
+    ok okay k kk yes y yep yeah yup ya no n nope nah sure thanks thank you thx ty cheers continue go on
+    ahead proceed next done lgtm sounds looks good great fine cool nice perfect awesome alright right
+    do it that this please pls plz retry again try keep going carry now then and so lets let's
+    """.split())
+# A slash command: "/name" or "/plugin:name" as the first word (a path such as /etc/hosts is not).
+_SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w.:-]*(?:\s|$)")
 
-# Relevance gate for per-prompt injection, on all-MiniLM-L6-v2 cosine. With this model unrelated
-# English sentences score about -0.1..0.25 and topical matches about 0.3..0.8, so a cosine alone
-# counts from 0.45, and from 0.25 when a content word (Snowball stem) is shared too.
-# Calibrated on tests/data/prompt_relevance.yaml; tests/test_context.py holds the figures.
-STRONG_COSINE = 0.45
-WEAK_COSINE = 0.25
+# Relevance gate for per-prompt injection (`passes`). Precision first: a memory injected for
+# nothing costs the user tokens and attention; a memory missed can still be found with memory_recall.
+# With the prompt's vector (all-MiniLM-L6-v2), a memory passes with
+#   cosine >= STRONG_COSINE, or
+#   cosine >= WEAK_COSINE and at least MIN_SHARED_STEMS content stems (Snowball) shared with the prompt;
+# keyword-only (no model, or a memory still awaiting its vector), with at least
+# KEYWORD_MIN_SHARED_STEMS shared stems: no cosine backs the words, so one more is asked for.
+# Either count is raised to SHARED_FRACTION of the prompt's stems for long prompts (a pasted
+# traceback shares a few words with almost anything) and lowered to all of them for short ones
+# ("deploy?" needs its one stem).
+#
+# Calibrated with bench/prompt_gate.py on tests/data/prompt_relevance.yaml: 32 memories of one
+# project, 79 developer prompts labelled before tuning (84 relevant (prompt, memory) pairs; 20
+# prompts with nothing relevant, 10 of them sharing a word with some memory). Micro precision /
+# recall over pairs, "silence" = share of those 20 prompts that get nothing, k = 5:
+#   before (0.45 / 0.25 with one shared stem; keyword-only two):
+#     hybrid 0.39 / 0.68, silence 0.45, 1.84 memories a prompt; keyword-only 0.47 / 0.55, silence 0.70
+#   these constants:
+#     hybrid 0.88 / 0.33, silence 1.00, 0.41 a prompt;        keyword-only 0.84 / 0.19, silence 1.00
+#   unchanged with 600 unrelated LoCoMo dialogue turns added to the store (--distractors 600).
+# The values are round points on a plateau of the sweep: with MIN_SHARED_STEMS 3, STRONG 0.50 and
+# WEAK 0.25-0.40 all give precision 0.85-0.93 and recall 0.30-0.35; STRONG 0.45 lets unrelated
+# memories at cosine 0.45-0.49 through (precision <= 0.82), 0.55 only loses recall. MIN_SHARED_STEMS
+# 2 gives 0.80 / 0.42 with one unrelated prompt answered, 4 gives 1.00 / 0.29. Keyword-only: 3 stems
+# give 0.75 / 0.29 (0.62 precision with the distractors), 4 give 0.82-0.84 / 0.17-0.19 for
+# SHARED_FRACTION 0.25-0.30, with or without the distractors (without the fraction: 0.64 with them).
+# What limits recall is the model: relevant pairs have a median cosine of 0.36 while 1% of unrelated
+# ones reach 0.35, and paraphrases sharing no word with the memory (12 prompts) get nothing at
+# this precision. Recall ranking costs nothing here: every labelled memory is among the hits the
+# gate reads (3 of 84 are not with the distractors, none of which the gate would pass).
+STRONG_COSINE = 0.50
+WEAK_COSINE = 0.35
+MIN_SHARED_STEMS = 3
+KEYWORD_MIN_SHARED_STEMS = 4
+SHARED_FRACTION = 0.25
+# How many recall hits the gate reads. Hybrid: as many as recall keeps per retriever, because the
+# gate judges cosines and convex fusion weights BM25 at 0.65, so in a large store a memory with a
+# strong cosine but no shared word can rank below many weak lexical matches. Keyword-only: 3k,
+# since BM25 already orders by shared words (and every hit read costs a stemming).
+HYBRID_DEPTH = 50
+MAX_PROMPT_CHARS = 2000  # of a prompt, embedded, searched and stemmed (a pasted log can be huge)
 MAX_MEMORY_CHARS = 300  # one memory's text in an injection, before the "…"
 
-_BRIEF_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("preference", "Preferences"),
-                   ("task", "Open tasks"), ("fact", "Facts"), ("insight", "Insights"))
+# Session brief: the kinds listed by importance, each under its title; then the most recent memories.
+BRIEF_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("preference", "Preferences"))
+BRIEF_MEMORY_CHARS = 200  # one memory's text in the brief: more lines fit; memory_recall has the rest
+RECENT_SHARE = 3  # the most recent memories always get at least 1/3 of the brief's budget
 
 
 def is_trivial(prompt: str) -> bool:
     """Slash commands, acknowledgements, and prompts without a single content word."""
     text = prompt.strip()
-    if not text or text.startswith("/"):
+    if not text or _SLASH_COMMAND.match(text):
         return True
-    key = re.sub(r"[^\w\s]", "", text.casefold()).strip()
-    if key in TRIVIAL_PROMPTS or len(key) < 3:
+    words = re.findall(r"[\w']+", text.casefold())
+    if all(w in TRIVIAL_WORDS for w in words):
         return True
     return not content_words(text)
 
@@ -52,9 +94,10 @@ def _shorten(text: str, limit: int = MAX_MEMORY_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def memory_line(memory: Memory, *, with_kind: bool = True) -> str:
+def memory_line(memory: Memory, *, with_kind: bool = True, limit: int = MAX_MEMORY_CHARS) -> str:
+    """`- [mem:ID] YYYY-MM-DD kind: text` (the date is valid_from, UTC), text cut to `limit`."""
     kind = f" {memory.kind}:" if with_kind else ""
-    return f"- [mem:{memory.id}] {format_date(memory.valid_from)}{kind} {_shorten(memory.text or '')}"
+    return f"- [mem:{memory.id}] {format_date(memory.valid_from)}{kind} {_shorten(memory.text or '', limit)}"
 
 
 def _fill(header: str, lines: list[str], budget: int) -> str | None:
@@ -68,62 +111,120 @@ def _fill(header: str, lines: list[str], budget: int) -> str | None:
     return "\n".join(out) if len(out) > 1 else None
 
 
-def session_brief(memory: Cairn, *, budget: int = 1500, per_section: int = 6, recent: int = 5) -> str | None:
-    """The project's most important current decisions, conventions, preferences and open tasks, then
-    the most recent memories, within `budget` characters. None when the store is empty."""
+def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
+    """The project's most important current decisions, conventions and preferences (importance,
+    then newest first), then the most recent other memories, within `budget` characters.
+
+    The important ones may fill the budget up to 1/RECENT_SHARE short of it, so the recent ones
+    always get a part. Whole lines only. None when the store has no current memory or nothing fits."""
     counts = memory.store.counts()
     if counts["current"] == 0 or budget <= 0:
         return None
     header = (f"Cairn project memory ({counts['current']} current memories in store {memory.store.name}). "
               "Cite as [mem:ID]; the memory_recall tool finds more.")
-    lines: list[str] = []
+    limit = budget // 40 + 1  # more memories than can fit: a line is longer than 40 characters
+    important = memory.list(kinds=[kind for kind, _ in BRIEF_SECTIONS], limit=limit,
+                            order="importance DESC, recorded_at DESC")
+    titles = dict(BRIEF_SECTIONS)
+    sections: dict[str, list[str]] = {kind: [] for kind, _ in BRIEF_SECTIONS}
+    sections["recent"] = []
+    titles["recent"] = "Recent"
+    used = len(header)
     shown: set[str] = set()
-    for kind, title in _BRIEF_SECTIONS:
-        items = memory.list(kinds=[kind], limit=per_section, order="importance DESC, recorded_at DESC")
-        if kind in ("fact", "insight"):
-            items = [m for m in items if m.importance >= 4]  # only the important ones up front
+
+    def add(m: Memory, section: str, cap: int) -> bool:
+        nonlocal used
+        line = memory_line(m, with_kind=section == "recent", limit=BRIEF_MEMORY_CHARS)
+        cost = 1 + len(line) + (0 if sections[section] else 2 + len(titles[section]))
+        if used + cost > cap:
+            return False
+        sections[section].append(line)
+        shown.add(m.id)
+        used += cost
+        return True
+
+    # In order of priority, stopping at the first line that does not fit: a shorter, less important
+    # memory never takes the place of a more important one.
+    for m in important:
+        if not add(m, m.kind, budget - budget // RECENT_SHARE):
+            break
+    for m in memory.list(limit=limit + len(shown)):
+        if m.id not in shown and not add(m, "recent", budget):
+            break
+    lines = [header]
+    for section, items in sections.items():
         if items:
-            lines.append(f"{title}:")
-            lines += [memory_line(m, with_kind=False) for m in items]
-            shown.update(m.id for m in items)
-    latest = [m for m in memory.list(limit=recent + len(shown)) if m.id not in shown][:recent]
-    if latest:
-        lines.append("Recent:")
-        lines += [memory_line(m) for m in latest]
-    # Drop section titles left without a line when the budget cut their items.
-    text = _fill(header, lines, budget)
-    if text is None:
-        return None
-    kept = text.split("\n")
-    cleaned = [l for i, l in enumerate(kept) if not (l.endswith(":") and not l.startswith("- ")
-                                                      and (i + 1 == len(kept) or not kept[i + 1].startswith("- ")))]
-    return "\n".join(cleaned) if len(cleaned) > 1 else None
+            lines += [f"{titles[section]}:", *items]
+    return "\n".join(lines) if len(lines) > 1 else None
 
 
 def stems(text: str) -> set[str]:
     """Snowball (Porter 2) stems of the content words of `text`: "Deploys" and "deploy" share one."""
+    return set(_stem_text(text))
+
+
+@lru_cache(maxsize=4096)
+def _stem_text(text: str) -> frozenset[str]:
+    # Memories recur across prompts in the warm process; the pure-Python stemmer costs ~1 ms a text.
     import snowballstemmer
 
-    return set(snowballstemmer.stemmer("english").stemWords(content_words(text)))
+    return frozenset(snowballstemmer.stemmer("english").stemWords(content_words(text)))
+
+
+def shares_enough(prompt_stems: set[str], memory_text: str, minimum: int) -> bool:
+    """At least `minimum` content stems in common and SHARED_FRACTION of the prompt's (a long prompt
+    shares a few words with almost anything), or every stem of a prompt with fewer."""
+    if not prompt_stems:
+        return False
+    shared = len(prompt_stems & _stem_text(memory_text))
+    need = max(minimum, math.ceil(SHARED_FRACTION * len(prompt_stems)))
+    return shared >= min(need, len(prompt_stems))
+
+
+def passes(cosine: float | None, prompt_stems: set[str], memory_text: str) -> bool:
+    """The relevance gate (constants above). cosine None (keyword-only recall, or a memory still
+    awaiting its vector): the shared stems alone decide, with the keyword-only minimum."""
+    if cosine is None:
+        return shares_enough(prompt_stems, memory_text, KEYWORD_MIN_SHARED_STEMS)
+    if cosine >= STRONG_COSINE:
+        return True
+    return cosine >= WEAK_COSINE and shares_enough(prompt_stems, memory_text, MIN_SHARED_STEMS)
 
 
 def is_relevant(hit: Hit, prompt_stems: set[str]) -> bool:
-    """The relevance gate. With a vector: a strong cosine, or a weaker one plus a shared content
-    word. Keyword-only: every content word of a one-word prompt, else at least two shared."""
-    shared = len(prompt_stems & stems(hit.memory.text or ""))
-    cosine = hit.reasons.get("vector", {}).get("cosine")
-    if cosine is not None:
-        return cosine >= STRONG_COSINE or (cosine >= WEAK_COSINE and shared >= 1)
-    return shared >= min(2, len(prompt_stems)) and shared > 0
+    """The gate on a recall hit, with the cosine recall reported for it (if any)."""
+    return passes(hit.reasons.get("vector", {}).get("cosine"), prompt_stems, hit.memory.text or "")
+
+
+def _cosines(memory: Cairn, hits: list[Hit], query_vector) -> dict[str, float]:
+    """Cosines of the hits, including those only BM25 found: a memory outside the vector candidates
+    has a low cosine, not an unknown one, and must not be judged by its words alone. Memories
+    without a vector (awaiting embedding) are left out."""
+    out = {h.memory.id: c for h in hits if (c := h.reasons.get("vector", {}).get("cosine")) is not None}
+    missing = [h.memory.id for h in hits if h.memory.id not in out]
+    if not missing:
+        return out
+    store = memory.store
+    seqs = {store.seq_of(memory_id): memory_id for memory_id in missing}
+    for seq, vector in store.vectors_of(list(seqs)).items():
+        out[seqs[seq]] = float(vector @ query_vector)
+    return out
 
 
 def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None) -> list[Hit]:
-    """Up to k current memories that pass the relevance gate, best first; [] for trivial prompts."""
+    """Up to k current memories that pass the relevance gate, in recall order; [] for trivial prompts.
+
+    query_vector: the prompt's vector (hybrid), or None for keyword-only recall."""
     if k <= 0 or is_trivial(prompt):
         return []
-    words = stems(prompt[:2000])
-    hits = memory.recall(prompt[:2000], k=k * 3, query_vector=query_vector, use_vectors=query_vector is not None)
-    return [h for h in hits if is_relevant(h, words)][:k]
+    text = prompt[:MAX_PROMPT_CHARS]
+    words = stems(text)
+    if query_vector is None:
+        hits = memory.recall(text, k=k * 3, use_vectors=False)
+        return [h for h in hits if is_relevant(h, words)][:k]
+    hits = memory.recall(text, k=max(k * 3, HYBRID_DEPTH), query_vector=query_vector)
+    cosines = _cosines(memory, hits, query_vector)
+    return [h for h in hits if passes(cosines.get(h.memory.id), words, h.memory.text or "")][:k]
 
 
 def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200, query_vector=None) -> str | None:
