@@ -365,9 +365,6 @@ def test_project_without_a_store_gives_nothing_and_creates_none(project):
     assert not stores_dir().exists() or not any(stores_dir().iterdir())
 
 
-@pytest.mark.xfail(strict=True,
-                   reason="claude_hooks.handle returns None for any missing store file, explicit or not; "
-                          "an explicit CAIRN_STORE naming a missing store should raise StoreNotFound")
 def test_cairn_store_naming_a_missing_store_raises(project):
     env = _env(project, CAIRN_STORE="no-such-store")
     for event, payload in (("SessionStart", _payload(project, source="startup")),

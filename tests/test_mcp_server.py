@@ -530,9 +530,10 @@ def test_stdout_carries_only_protocol_and_the_server_exits_at_stdin_eof(tmp_path
         _rpc(proc, INITIALIZED)
         _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                     "params": {"name": "memory_remember", "arguments": {"text": "Lint with ruff, not flake8"}}})
+        # One call at a time, as a client waits for a result: concurrent calls may finish in any order.
+        assert not _read_until_id(proc, 2, CALL_TIMEOUT, lines)["result"]["isError"]
         _rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                     "params": {"name": "memory_recall", "arguments": {"query": "which linter?"}}})
-        assert not _read_until_id(proc, 2, CALL_TIMEOUT, lines)["result"]["isError"]
         recalled = _read_until_id(proc, 3, CALL_TIMEOUT, lines)
         assert "ruff" in recalled["result"]["content"][0]["text"]
         proc.stdin.close()

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import load_config
-from .context import prompt_context, session_brief
+from .context import is_trivial, prompt_context, session_brief
+from .errors import StoreNotFound
 from .paths import choose_store, data_root
 
 if TYPE_CHECKING:
@@ -98,6 +99,9 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         log.info("%s: nothing injected (%s)", event, reason)
         return None
     if not choice.path.exists():
+        if choice.explicit:  # CAIRN_STORE names a store that does not exist: say so (in the log)
+            raise StoreNotFound(f"store {choice.name!r} (from {choice.reason}) does not exist; "
+                                f"create it with `cairn stores create {choice.name}`")
         return None  # no memories yet; do not create a store just by starting a session
     if open_memory is not None:
         text = _respond(open_memory(project_dir, env, config), event, payload, config, embedder)
@@ -123,8 +127,10 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         return text
     if event == USER_PROMPT_SUBMIT:
         prompt = str(payload.get("prompt") or "")
+        if is_trivial(prompt):
+            return None
         vector = None
-        if embedder is not None and prompt.strip():
+        if embedder is not None:
             vectors = memory.embed([prompt[:2000]])
             vector = None if vectors is None else vectors[0]
         return prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"], query_vector=vector)

@@ -295,7 +295,7 @@ class Store:
         end = END_OF_TIME
         row = self.conn.execute(
             f"""SELECT
-                  sum(forgotten_at IS NULL AND retired_at = {end}),
+                  sum(forgotten_at IS NULL AND retired_at = {end} AND valid_to > {now_ms()}),
                   sum(superseded_by IS NOT NULL AND forgotten_at IS NULL),
                   sum(forgotten_at IS NOT NULL),
                   count(*)
