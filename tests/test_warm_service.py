@@ -1,0 +1,69 @@
+"""The warm process: started on demand, serves hooks with hybrid recall, never serves a forgotten or
+replaced memory, steps down for new code, and exits when idle."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import pytest
+
+from cairn import Cairn
+from cairn import warm
+
+
+@pytest.fixture
+def service(monkeypatch, cairn_home):
+    monkeypatch.setenv("CAIRN_SERVICE_IDLE_SECONDS", "60")
+    assert warm.spawn(sys.executable)
+    assert warm.wait_until_ready(120), (cairn_home / "logs" / "service.log").read_text()
+    yield warm
+    warm.request({"op": "shutdown"})
+    deadline = time.monotonic() + 20
+    while warm.is_running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not warm.is_running()
+
+
+def ask(project, prompt: str) -> str:
+    reply = warm.request({"op": "hook", "event": "UserPromptSubmit", "env": {"CLAUDE_PROJECT_DIR": str(project)},
+                          "payload": {"prompt": prompt, "session_id": "s"}}, timeout=30)
+    assert reply is not None
+    output = reply["output"]
+    return output["hookSpecificOutput"]["additionalContext"] if output else ""
+
+
+def test_one_instance_serves_hooks_with_vectors_and_never_a_forgotten_or_replaced_memory(service, project, minilm):
+    assert not warm.spawn(sys.executable)  # already running: a second start does nothing
+    with Cairn.open(cwd=project, embedder=minilm) as memory:
+        old = memory.remember("Production deploys go through blue-green on Fly.io", kind="decision").memory
+        assert old.id in ask(project, "How do production deploys work here?")
+        new = memory.replace(old.id, "Production deploys go through Kamal on our own servers").memory
+        context = ask(project, "How do production deploys work here?")
+        assert new.id in context and old.id not in context and "Fly.io" not in context
+        memory.forget(new.id)
+        assert ask(project, "How do production deploys work here?") == ""
+    vectors = warm.decode_vectors(warm.request({"op": "embed", "texts": ["a", "b"]}, timeout=30))
+    assert [len(v) for v in vectors] == [384 * 4, 384 * 4]
+
+
+def test_a_request_from_other_code_makes_it_step_down(service, monkeypatch):
+    monkeypatch.setattr(warm, "code_version", lambda: "another-version")
+    assert warm.request({"op": "ping"}) is None
+    deadline = time.monotonic() + 20
+    while warm.is_running() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not warm.is_running()
+    assert not warm.socket_path().exists()
+
+
+def test_it_exits_when_idle(monkeypatch, cairn_home):
+    monkeypatch.setenv("CAIRN_SERVICE_IDLE_SECONDS", "2")
+    assert warm.spawn(sys.executable)
+    assert warm.wait_until_ready(120)
+    deadline = time.monotonic() + 30
+    while warm.is_running() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not warm.is_running() and not warm.socket_path().exists()
+    assert "idle for 2 s" in (cairn_home / "logs" / "service.log").read_text()
