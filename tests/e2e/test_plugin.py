@@ -1,0 +1,631 @@
+"""The Cairn plugin inside the real Claude Code CLI, installed from this repository as a marketplace.
+
+Each test gets its own HOME, project and Cairn data root (CAIRN_HOME from tests/conftest.py), and
+installs the plugin as a user would: `claude plugin marketplace add <this repo>` then
+`claude plugin install cairn@cairn`. The model is the scripted fake Messages API; every hook, the
+MCP server and the warm process (python -m cairn.service) are the real ones, started by Claude Code.
+The runtime is this test venv (CAIRN_RUNTIME_PYTHON): tests/e2e/test_bootstrap.py covers the
+installer that real users get.
+
+The hook falls back to keyword-only recall while the warm process loads its model, so prompts and
+memories here share enough words to pass the relevance gate on both paths; where a test needs the
+hybrid path it waits for the warm process first.
+
+After every CLI run the `cairn` fixture checks that no hook or MCP server process of that run is
+left; the warm process outlives sessions by design, and at teardown it is asked to shut down and
+must exit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fake_api import FakeAnthropicAPI, Reply, Text, ToolUse, steps, tool_result_text
+from harness import ClaudeHarness, ClaudeResult, ClaudeTurns
+
+pytestmark = pytest.mark.e2e
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENGINE_DIR = REPO_ROOT / "engine"
+SERVER = "mcp__plugin_cairn_cairn"
+TOOL = f"{SERVER}__{{}}".format
+ULID = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+WARM_LOAD_S = 90.0  # the warm process loads MiniLM in ~6-12 s on an idle machine; 2 shared vCPUs here
+
+DECISION = "Deploys go through blue-green on Fly.io; never restart the primary database during business hours."
+NEW_DECISION = ("Deploys now go through Kamal on our own servers; "
+                "never restart the primary database during business hours.")
+# Shares restart, primary, database, business, hours with both decisions (keyword gate: >= 3 stems).
+RELATED = "Is it fine to restart the primary database during business hours today?"
+UNRELATED = "Write a haiku about autumn leaves falling in the park."
+
+# The plugin's runtime is this venv; the warm process exits on its own after a minute idle as a backstop.
+RUNTIME_ENV = {"CAIRN_RUNTIME_PYTHON": sys.executable, "HF_HUB_OFFLINE": "1", "CAIRN_SERVICE_IDLE_SECONDS": "60"}
+
+WARM_CLIENT = """\
+import json, sys
+from cairn import warm
+op = sys.argv[1]
+if op == "wait":
+    print(json.dumps(warm.wait_until_ready(float(sys.argv[2]))))
+else:
+    print(json.dumps(warm.request(json.loads(op), timeout=float(sys.argv[2]))))
+"""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def is_warm_service(pid: int) -> bool:
+    return "-m cairn.service" in cmdline(pid)
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def tool_json(api: FakeAnthropicAPI, call: ToolUse) -> Any:
+    """The JSON a Cairn tool returned for `call` (its tool_result), failing if it was an error."""
+    block = api.find_tool_result(call.id)
+    assert block is not None, f"no tool_result for {call.name}"
+    text = tool_result_text(block)
+    assert not block.get("is_error"), f"{call.name} failed: {text}"
+    data = json.loads(text)
+    if isinstance(data, dict) and set(data) == {"result"} and isinstance(data["result"], str):
+        data = json.loads(data["result"])  # an MCP str result may arrive wrapped as {"result": "..."}
+    return data
+
+
+def injected(api: FakeAnthropicAPI, event: str) -> list[str]:
+    """Every context Cairn's hook injected for `event`, cut where Claude Code's own system text begins
+    (a blank line: Cairn's contexts never contain one)."""
+    return [ctx.split("\n\n")[0] for ctx in api.hook_context(event)]
+
+
+def user_texts(message: dict[str, Any]) -> list[str]:
+    """The texts of a user message (a string, or its text blocks)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    return [b["text"] for b in content or [] if isinstance(b, dict) and isinstance(b.get("text"), str)]
+
+
+def requests_text(api: FakeAnthropicAPI) -> str:
+    return json.dumps(api.message_bodies())
+
+
+def git_init(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+    return path
+
+
+def store_file(cwd: Path, env: Mapping[str, str] | None = None) -> Path:
+    """The store file the engine picks for `cwd` (CAIRN_HOME is the test's, from tests/conftest.py)."""
+    from cairn.paths import choose_store
+
+    return choose_store(None, cwd=cwd, env=dict(env or {})).path
+
+
+class CairnSession:
+    """One test's Claude Code + Cairn world: runs the CLI, checks for orphans, talks to the warm process."""
+
+    def __init__(self, harness: ClaudeHarness, data_root: Path) -> None:
+        self.harness = harness
+        self.api = harness.api
+        self.data_root = data_root
+        self.project = harness.project
+        self.warm_pids: set[int] = set()
+
+    # running -------------------------------------------------------------------------------
+
+    def script(self, *replies: Reply, final: Reply | None = None) -> None:
+        """Start a fresh request log and script for the next run."""
+        with self.api._lock:
+            self.api.requests.clear()
+            self.api.replies.clear()
+        self.api.set_script(steps(*replies, final=final))
+
+    def run(self, prompt: str, *, cwd: Path | None = None, env_extra: Mapping[str, str] | None = None,
+            allowed_tools: Sequence[str] = (SERVER,), check: bool = True,
+            extra_args: Sequence[str] = ()) -> ClaudeResult:
+        run = self.harness.run_claude(prompt, cwd=cwd, env_extra=env_extra, allowed_tools=allowed_tools,
+                                      extra_args=extra_args, timeout=180)
+        if check:
+            assert run.proc.returncode == 0, f"claude exited {run.proc.returncode}\n{run.proc.stderr[-3000:]}"
+        self.assert_no_orphans()
+        return run
+
+    def run_turns(self, prompts: Sequence[str], *, cwd: Path | None = None,
+                  env_extra: Mapping[str, str] | None = None) -> ClaudeTurns:
+        turns = self.harness.run_claude_turns(prompts, cwd=cwd, env_extra=env_extra, allowed_tools=[SERVER],
+                                              timeout=180)
+        assert turns.returncode == 0, turns.stderr[-3000:]
+        self.assert_no_orphans()
+        return turns
+
+    def assert_no_orphans(self, grace: float = 5.0) -> None:
+        """Only the warm process may outlive a CLI run; hooks and the MCP server must be gone."""
+        deadline = time.monotonic() + grace
+        while True:
+            pids = self.harness.leftover_processes()
+            warm = {p for p in pids if is_warm_service(p)}
+            self.warm_pids |= warm
+            others = [p for p in pids if p not in warm]
+            if not others or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert others == [], "processes left by the CLI run: " + "; ".join(f"{p}: {cmdline(p)}" for p in others)
+
+    # the warm process ------------------------------------------------------------------------
+
+    def _warm_client(self, op: str, timeout: float, env_extra: Mapping[str, str] | None = None) -> Any:
+        # A subprocess with the CLI's environment: the same data root and TMPDIR, so the same socket.
+        env = {**self.harness.env(env_extra), "PYTHONPATH": str(ENGINE_DIR)}
+        out = subprocess.run([sys.executable, "-c", WARM_CLIENT, op, str(timeout)], env=env, cwd=self.project,
+                             capture_output=True, text=True, timeout=timeout + 60)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    def wait_warm(self, seconds: float = WARM_LOAD_S) -> None:
+        """Wait until the warm process answers (hooks then use hybrid recall)."""
+        assert self._warm_client("wait", seconds), f"the warm process was not ready within {seconds} s"
+
+    def warm_request(self, payload: dict[str, Any], timeout: float = 5.0) -> dict[str, Any] | None:
+        return self._warm_client(json.dumps(payload), timeout)
+
+    def shutdown_warm(self) -> None:
+        """Ask every warm process of this test to stop, and check that it exits."""
+        pids = {p for p in self.harness.leftover_processes() if is_warm_service(p)} | self.warm_pids
+        pids = {p for p in pids if alive(p)}
+        if not pids:
+            return
+        self.wait_warm()  # one still loading its model has no socket yet
+        reply = self.warm_request({"op": "shutdown"})
+        deadline = time.monotonic() + 15
+        while any(alive(p) for p in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        left = [p for p in pids if alive(p)]
+        # Only the exit is checked here; test_no_orphans_and_warm_process_stops_when_asked checks the reply.
+        assert left == [], (f"the warm process did not stop when asked: reply {reply}, still running "
+                            f"{[cmdline(p) for p in left]}\n{self.service_log()}")
+
+    def service_log(self) -> str:
+        path = self.data_root / "logs" / "service.log"
+        return path.read_text()[-3000:] if path.exists() else "(no service.log)"
+
+    # seeding -----------------------------------------------------------------------------------
+
+    def seed(self, embedder: Any, *texts: str, cwd: Path | None = None, kind: str = "decision",
+             env: Mapping[str, str] | None = None) -> list[str]:
+        """Write memories straight into the store with the engine (real model, so they have vectors)."""
+        from cairn import Cairn
+
+        ids = []
+        with Cairn.open(cwd=cwd or self.project, embedder=embedder, env=dict(env or {})) as memory:
+            for text in texts:
+                result = memory.remember(text, kind=kind)
+                assert result.status == "created", result
+                ids.append(result.memory.id)
+        return ids
+
+
+@pytest.fixture
+def cairn(claude_env: ClaudeHarness, cairn_home: Path) -> Iterator[CairnSession]:
+    """Claude Code with cairn@cairn installed from this repository's marketplace."""
+    claude_env.base_env.update(RUNTIME_ENV)
+    assert claude_env.install_plugin_from_marketplace(REPO_ROOT) == "cairn@cairn"
+    session = CairnSession(claude_env, cairn_home)
+    yield session
+    session.shutdown_warm()
+
+
+# --------------------------------------------------------------------------- 1. remember, restart, brief
+
+
+def test_remember_over_mcp_then_brief_at_next_session(cairn: CairnSession) -> None:
+    api = cairn.api
+    remember = ToolUse(TOOL("memory_remember"), {"text": DECISION, "kind": "decision", "tags": ["deploy"]})
+    cairn.script(remember, final=Text("Stored it. MARK-S1"))
+    run = cairn.run(f"Please remember this decision: {DECISION}")
+
+    assert run.result_text == "Stored it. MARK-S1"
+    assert TOOL("memory_remember") in api.tool_names(0)
+    first = json.dumps(api.message_bodies()[0])
+    assert "Cairn is this project's long-term memory" in first  # the MCP server's instructions
+    assert "cairn:cairn-memory" in first  # the skill is listed
+    assert injected(api, "SessionStart") == []  # an empty project gets no brief
+    stored = tool_json(api, remember)
+    assert stored["status"] == "created" and ULID.match(stored["id"]), stored
+    memory_id = stored["id"]
+
+    # Session 2, a restart in the same repository: the brief carries the memory.
+    cairn.script(final=Text("Hello. MARK-S2"))
+    run = cairn.run("Good morning, what are we working on?")
+    assert run.result_text == "Hello. MARK-S2"
+    briefs = injected(api, "SessionStart")
+    assert len(briefs) == 1, briefs
+    assert briefs[0].startswith("Cairn project memory (1 current memories in store project-"), briefs[0]
+    assert f"[mem:{memory_id}]" in briefs[0] and DECISION in briefs[0], briefs[0]
+    assert "Decisions:" in briefs[0]
+
+
+# --------------------------------------------------------------------------- 2. per-prompt recall
+
+
+def test_related_prompt_gets_the_memory_unrelated_gets_nothing(cairn: CairnSession, minilm) -> None:
+    api = cairn.api
+    (memory_id,) = cairn.seed(minilm, DECISION)
+    line = f"[mem:{memory_id}]"
+
+    # First session: the warm process is not loaded yet, so the hook answers keyword-only.
+    assert cairn.harness.leftover_processes() == [] and cairn.warm_request({"op": "ping"}) is None
+    for path in ("keyword-only (warm process loading)", "hybrid (warm process ready)"):
+        cairn.script(final=Text("ok MARK-REL"))
+        cairn.run(RELATED)
+        contexts = injected(api, "UserPromptSubmit")
+        assert len(contexts) == 1, (path, contexts)
+        assert contexts[0].startswith("Cairn memories that may be relevant to this prompt"), (path, contexts)
+        assert line in contexts[0] and DECISION in contexts[0], (path, contexts)
+
+        cairn.script(final=Text("ok MARK-UNREL"))
+        cairn.run(UNRELATED)
+        assert UNRELATED in requests_text(api)
+        assert api.hook_context("UserPromptSubmit") == [], (path, api.hook_context("UserPromptSubmit"))
+        assert line in injected(api, "SessionStart")[0]  # the brief is still there: the hook did run
+        cairn.wait_warm()
+
+
+# --------------------------------------------------------------------------- 3. replace and history
+
+
+def test_replaced_memory_leaves_context_and_history_keeps_the_chain(cairn: CairnSession, minilm) -> None:
+    api = cairn.api
+    (old_id,) = cairn.seed(minilm, DECISION)
+
+    replace = ToolUse(TOOL("memory_replace"), {"id": old_id, "text": NEW_DECISION})
+    history = ToolUse(TOOL("memory_history"), {"id": f"[mem:{old_id}]"})
+    cairn.script(replace, history, final=Text("Replaced. MARK-R"))
+    cairn.run(f"We moved off Fly. {NEW_DECISION}")
+    replaced = tool_json(api, replace)
+    assert replaced["status"] == "created" and replaced.get("superseded") == [old_id], replaced
+    new_id = replaced["id"]
+    chain = tool_json(api, history)["chain"]
+    assert [(m["id"], m["text"], m["status"]) for m in chain] == [
+        (old_id, DECISION, "superseded"), (new_id, NEW_DECISION, "current")], chain
+    assert chain[0]["superseded_by"] == new_id
+    assert chain[0]["valid_to"] == chain[1]["valid_from"] and "retired_at" in chain[0]
+    assert "retired_at" not in chain[1] and "valid_to" not in chain[1]
+
+    # The next session (and the one after, once the warm process serves hybrid recall).
+    for _ in range(2):
+        cairn.script(final=Text("ok MARK-R2"))
+        cairn.run(RELATED)
+        (brief,) = injected(api, "SessionStart")
+        (recalled,) = injected(api, "UserPromptSubmit")
+        for context in (brief, recalled):
+            assert f"[mem:{new_id}]" in context and NEW_DECISION in context, context
+            assert old_id not in context and "Fly.io" not in context, context
+        assert "(1 current memories" in brief
+        cairn.wait_warm()
+
+
+# --------------------------------------------------------------------------- 4. which store
+
+
+def test_same_folder_name_in_two_places_gets_two_stores(cairn: CairnSession, tmp_path: Path) -> None:
+    api = cairn.api
+    api_a, api_b = git_init(tmp_path / "a" / "api"), git_init(tmp_path / "b" / "api")
+    store_a, store_b = store_file(api_a), store_file(api_b)
+    assert store_a != store_b and store_a.name.startswith("api-") and store_b.name.startswith("api-")
+
+    remember = ToolUse(TOOL("memory_remember"), {"text": DECISION, "kind": "decision"})
+    cairn.script(remember, final=Text("Stored. MARK-A"))
+    cairn.run(f"Remember: {DECISION}", cwd=api_a)
+    memory_id = tool_json(api, remember)["id"]
+    assert store_a.exists()
+
+    cairn.script(final=Text("ok MARK-B"))
+    cairn.run(RELATED, cwd=api_b)
+    assert RELATED in requests_text(api)
+    assert api.hook_context("SessionStart") == [] and api.hook_context("UserPromptSubmit") == []
+    assert memory_id not in requests_text(api)
+
+    cairn.script(final=Text("ok MARK-A2"))  # the control: folder a still gets it
+    cairn.run(RELATED, cwd=api_a)
+    assert f"[mem:{memory_id}]" in injected(api, "SessionStart")[0]
+    assert f"[mem:{memory_id}]" in injected(api, "UserPromptSubmit")[0]
+
+
+def test_subfolder_and_linked_worktree_use_the_repository_store(cairn: CairnSession, tmp_path: Path) -> None:
+    api = cairn.api
+    remember = ToolUse(TOOL("memory_remember"), {"text": DECISION, "kind": "decision"})
+    cairn.script(remember, final=Text("Stored. MARK-ROOT"))
+    cairn.run(f"Remember: {DECISION}")
+    memory_id = tool_json(api, remember)["id"]
+
+    subfolder = cairn.project / "services" / "billing"
+    subfolder.mkdir(parents=True)
+    git = ["git", "-C", str(cairn.project), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "init"], check=True)
+    worktree = tmp_path / "elsewhere" / "project-feature"
+    subprocess.run([*git, "worktree", "add", "-q", str(worktree)], check=True)
+    for where in (subfolder, worktree):
+        cairn.script(final=Text(f"ok MARK-{where.name}"))
+        cairn.run(RELATED, cwd=where)
+        briefs = injected(api, "SessionStart")
+        assert len(briefs) == 1 and f"[mem:{memory_id}]" in briefs[0], (where, briefs)
+        assert f"[mem:{memory_id}]" in injected(api, "UserPromptSubmit")[0], where
+
+
+@pytest.mark.xfail(strict=True, reason="bug: the MCP server's model warm-up opens the engine, which creates the "
+                   "project's store file at every session start (the hook deliberately does not)")
+def test_starting_a_session_creates_no_store(cairn: CairnSession) -> None:
+    cairn.script(final=Text("ok MARK-EMPTY"))
+    cairn.run(RELATED)
+    assert cairn.api.hook_context("SessionStart") == []
+    time.sleep(3)  # the MCP server warms its model right after the handshake; let it get that far
+    assert not store_file(cairn.project).exists(), "a session that stored nothing created a store"
+
+
+def test_cairn_store_points_two_folders_at_one_store(cairn: CairnSession, tmp_path: Path) -> None:
+    api = cairn.api
+    created = subprocess.run([sys.executable, "-m", "cairn.cli", "stores", "create", "team-notes"],
+                             capture_output=True, text=True, env={**cairn.harness.env(), "PYTHONPATH": str(ENGINE_DIR)})
+    assert created.returncode == 0, created.stderr
+    # As direnv would set it: an environment variable on the Claude Code process, per folder.
+    shared = {"CAIRN_STORE": "team-notes"}
+    first, second = git_init(tmp_path / "service-one"), tmp_path / "notes" / "service-two"
+    second.mkdir(parents=True)  # not even a git repository
+
+    remember = ToolUse(TOOL("memory_remember"), {"text": DECISION, "kind": "decision"})
+    status = ToolUse(TOOL("memory_status"))
+    cairn.script(remember, status, final=Text("Stored. MARK-ONE"))
+    cairn.run(f"Remember: {DECISION}", cwd=first, env_extra=shared)
+    memory_id = tool_json(api, remember)["id"]
+    state = tool_json(api, status)
+    assert state["store"] == "team-notes" and state["chosen_by"] == "CAIRN_STORE environment variable", state
+    assert not store_file(first).exists()  # the folder's own store was not used
+
+    cairn.script(final=Text("ok MARK-TWO"))
+    cairn.run(RELATED, cwd=second, env_extra=shared)
+    (brief,) = injected(api, "SessionStart")
+    assert brief.startswith("Cairn project memory (1 current memories in store team-notes)"), brief
+    assert f"[mem:{memory_id}]" in brief
+    assert f"[mem:{memory_id}]" in injected(api, "UserPromptSubmit")[0]
+
+    cairn.script(final=Text("ok MARK-THREE"))  # the control: without CAIRN_STORE, the folder's own (empty) store
+    cairn.run(RELATED, cwd=second)
+    assert api.hook_context("SessionStart") == [] and api.hook_context("UserPromptSubmit") == []
+
+
+# --------------------------------------------------------------------------- 5. /cairn:review-memory
+
+
+def test_review_memory_command_expands_and_lists_the_pair(cairn: CairnSession, minilm) -> None:
+    api = cairn.api
+    older, newer = cairn.seed(minilm, "Integration tests run against a real PostgreSQL 16 container, never SQLite.",
+                              "Integration tests must use a real PostgreSQL 16 container instead of SQLite.",
+                              kind="convention")
+    review = ToolUse(TOOL("memory_review_candidates"), {"limit": 20, "kinds": ["convention"]})
+    cairn.script(review, final=Text("Pair 1 of 1 MARK-REVIEW"))
+    # No --allowedTools: the command's own allowed-tools frontmatter must let its tool calls run.
+    run = cairn.run("/cairn:review-memory convention", allowed_tools=())
+
+    assert run.result_text == "Pair 1 of 1 MARK-REVIEW"
+    first = requests_text(api)
+    assert "Walk the user through pairs of Cairn memories that may be duplicates" in first
+    assert 'Narrowing requested by the user: \\"convention\\"' in first
+    assert api.hook_context("UserPromptSubmit") == []  # a slash command is not a topic
+    result = tool_json(api, review)
+    assert result["found"] == 1, result
+    (pair,) = result["pairs"]
+    assert (pair["older"]["id"], pair["newer"]["id"]) == (older, newer), pair
+    assert pair["kind"] == "convention" and pair["verdict"] in ("conflict", "supersede")
+    assert "keyword_only" not in result  # the MCP server waited for its model
+
+
+# --------------------------------------------------------------------------- 6. fails open
+
+
+def _garbage(cairn: CairnSession) -> tuple[dict[str, str], str, str]:
+    path = store_file(cairn.project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"this is not a database\0" + bytes(range(256)) * 64)
+    return {}, "StoreCorrupted", str(path)
+
+
+def _newer_schema(cairn: CairnSession) -> tuple[dict[str, str], str, str]:
+    path = store_file(cairn.project)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE memories (seq INTEGER PRIMARY KEY)")
+        conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    return {}, "SchemaTooNew", str(path)
+
+
+def _missing_named_store(cairn: CairnSession) -> tuple[dict[str, str], str, str]:
+    return {"CAIRN_STORE": "no-such-store"}, "StoreNotFound", "'no-such-store' does not exist"
+
+
+@pytest.mark.parametrize("breakage", [_garbage, _newer_schema, _missing_named_store],
+                         ids=["garbage-bytes", "newer-schema", "missing-named-store"])
+def test_broken_store_fails_open(cairn: CairnSession, breakage) -> None:
+    api = cairn.api
+    env_extra, error, reason = breakage(cairn)
+    status = ToolUse(TOOL("memory_status"))
+    cairn.script(status, final=Text("Answered anyway. MARK-BROKEN"))
+    run = cairn.run(RELATED, env_extra=env_extra)
+
+    assert run.result_text == "Answered anyway. MARK-BROKEN"
+    assert RELATED in requests_text(api)
+    assert api.hook_context("SessionStart") == [] and api.hook_context("UserPromptSubmit") == []
+    # The MCP server still runs and says what is wrong.
+    state = tool_json(api, status)
+    assert state["ok"] is False and reason in state["error"], state
+    # The failure went to the log, not to the user.
+    log_file = cairn.data_root / "logs" / "hooks.log"
+    log = log_file.read_text() if log_file.exists() else "(no hooks.log)"
+    assert "SessionStart hook failed open" in log and "UserPromptSubmit hook failed open" in log, log
+    assert log.count(error) >= 2, log
+    for text in (run.proc.stdout, run.proc.stderr):
+        assert error not in text and "Traceback" not in text, text
+    hook_errors = cairn.harness.home / ".claude" / "plugins" / "data" / "cairn-cairn" / "hook-errors.log"
+    assert not hook_errors.exists() or hook_errors.read_text() == "", hook_errors.read_text()
+    assert not (cairn.data_root / "stores" / "no-such-store.db").exists()
+
+
+# --------------------------------------------------------------------------- 7. manifests, trivial prompts
+
+
+def test_manifests(claude_env: ClaudeHarness) -> None:
+    validated = claude_env.validate_plugin(REPO_ROOT)
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+
+    marketplace = json.loads((REPO_ROOT / ".claude-plugin" / "marketplace.json").read_text())
+    plugin = json.loads((REPO_ROOT / ".claude-plugin" / "plugin.json").read_text())
+    assert marketplace["name"] == "cairn"
+    (entry,) = marketplace["plugins"]
+    assert entry["name"] == plugin["name"] == "cairn" and entry["source"] == "./"
+    assert re.fullmatch(r"\d+\.\d+\.\d+", plugin["version"]), plugin.get("version")
+    # The version lives in plugin.json only (Claude Code lets plugin.json win over the marketplace entry).
+    assert "version" not in entry and "version" not in marketplace.get("metadata", {})
+    manifests = [p.relative_to(REPO_ROOT).as_posix() for p in REPO_ROOT.rglob("plugin.json")
+                 if ".cache" not in p.parts and "node_modules" not in p.parts]
+    assert manifests == [".claude-plugin/plugin.json"], manifests
+
+    hooks = json.loads((REPO_ROOT / "hooks" / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit"}
+    for event, groups in hooks.items():
+        for group in groups:
+            for hook in group["hooks"]:
+                assert isinstance(hook.get("timeout"), (int, float)) and 0 < hook["timeout"] <= 30, (event, hook)
+
+
+def test_slash_commands_and_trivial_prompts_inject_nothing(cairn: CairnSession, minilm) -> None:
+    api = cairn.api
+    (memory_id,) = cairn.seed(minilm, DECISION)
+    # Each slash prompt names the memory's topic word for word: only the slash keeps it out.
+    prompts = ["ok", "thanks", "/help", "/not-a-command restart the primary database during business hours",
+               "/cairn:review-memory restart primary database business hours", "continue", RELATED]
+    cairn.script(final=Text("fine MARK-TRIVIAL"))
+    turns = cairn.run_turns(prompts, env_extra={"CAIRN_HOOK_TIMING": "1"})
+    assert len(turns.results) == len(prompts)
+    # The hook did run for each of them (Claude Code answers /help itself: no hook, no request) ...
+    timing = (cairn.harness.home / ".claude" / "plugins" / "data" / "cairn-cairn" / "hook-errors.log").read_text()
+    assert timing.count("cairn hook UserPromptSubmit:") == len(prompts) - 1, timing
+
+    contexts = injected(api, "UserPromptSubmit")
+    # ... and only the last, real question got context.
+    assert len(contexts) == 1 and f"[mem:{memory_id}]" in contexts[0], contexts
+    last = api.message_bodies()[-1]["messages"]
+    with_context = [i for i, m in enumerate(last) if "UserPromptSubmit hook additional context" in json.dumps(m)]
+    related_at = max(i for i, m in enumerate(last) if m["role"] == "user" and RELATED in user_texts(m))
+    assert with_context == [related_at + 1], (with_context, related_at)
+
+
+# --------------------------------------------------------------------------- 8. processes
+
+
+def test_no_orphans_and_warm_process_stops_when_asked(cairn: CairnSession) -> None:
+    remember = ToolUse(TOOL("memory_remember"), {"text": DECISION, "kind": "decision"})
+    cairn.script(remember, final=Text("Stored. MARK-P1"))
+    cairn.run(f"Remember: {DECISION}")  # checks that no hook or MCP server process is left
+    cairn.script(final=Text("ok MARK-P2"))
+    cairn.run(RELATED)
+
+    # What remains is exactly one warm process (hooks and MCP servers may both have started one).
+    cairn.wait_warm()
+    warm = [p for p in cairn.harness.leftover_processes() if is_warm_service(p)]
+    assert len(warm) == 1, [cmdline(p) for p in warm]
+    ping = cairn.warm_request({"op": "ping"})
+    assert ping is not None and ping["pid"] == warm[0]
+    reply = cairn.warm_request({"op": "shutdown"})
+    deadline = time.monotonic() + 15
+    while alive(warm[0]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(warm[0]), f"the warm process did not exit when asked\n{cairn.service_log()}"
+    assert cairn.harness.leftover_processes() == []
+    assert cairn.warm_request({"op": "ping"}) is None  # its socket is gone
+    assert "stopping: asked to" in cairn.service_log()
+    if reply is None:
+        # Known bug (engine/cairn/service.py): handler threads are daemons and serve() returns as soon
+        # as serve_forever stops, so the process can exit before the shutdown reply is written
+        # (about 1 request in 10). Report it as such rather than pass.
+        pytest.xfail("the warm process stopped but its shutdown reply was lost (service.py daemon_threads race)")
+    assert reply == {"ok": True}
+
+
+def test_pause_command_stops_injection_for_the_session(cairn: CairnSession, minilm) -> None:
+    api = cairn.api
+    (memory_id,) = cairn.seed(minilm, DECISION)
+    cairn.script(final=Text("fine MARK-PAUSE"))
+    asked = [RELATED, "/cairn:pause", f"{RELATED} (paused)", "/cairn:pause off", f"{RELATED} (back on)"]
+    cairn.run_turns(asked)
+
+    sent = requests_text(api)
+    assert "Cairn memory injection is paused for this session." in sent
+    assert "Cairn memory injection is back on for this session." in sent
+    messages = api.message_bodies()[-1]["messages"]
+
+    def context_after(prompt: str) -> str | None:
+        at = max(i for i, m in enumerate(messages) if m["role"] == "user" and prompt in user_texts(m))
+        following = messages[at + 1] if at + 1 < len(messages) else {}
+        text = json.dumps(following.get("content")) if following.get("role") == "system" else ""
+        return text if "UserPromptSubmit hook additional context" in text else None
+
+    assert f"[mem:{memory_id}]" in (context_after(asked[0]) or ""), messages[:2]
+    assert context_after(asked[2]) is None
+    assert f"[mem:{memory_id}]" in (context_after(asked[4]) or "")
+    assert not any((cairn.data_root / "paused").iterdir())
+
+
+def test_resumed_session_gets_the_brief_again_only_when_it_changed(cairn: CairnSession, minilm) -> None:
+    api = cairn.api
+    (first_id,) = cairn.seed(minilm, DECISION)
+    cairn.script(final=Text("first MARK-RES1"))
+    run = cairn.run("Good morning, what is on the list today?")
+    session_id = run.json["session_id"] if run.json else ""
+    assert len(injected(api, "SessionStart")) == 1
+
+    def briefs_in_last_request() -> list[str]:
+        marker = "SessionStart hook additional context: "
+        texts = [t for m in api.message_bodies()[-1]["messages"] if m["role"] == "system"
+                 for t in user_texts(m) if marker in t]
+        return [t.split(marker, 1)[1].split("\n\n")[0] for t in texts]
+
+    # Resumed with nothing new: the transcript already holds the brief, so it is not injected twice.
+    cairn.script(final=Text("second MARK-RES2"))
+    run = cairn.run("And what else is there?", extra_args=["--resume", session_id])
+    assert run.json and run.json["session_id"] == session_id
+    briefs = briefs_in_last_request()
+    assert len(briefs) == 1 and f"[mem:{first_id}]" in briefs[0], briefs
+
+    # A memory was added since: resuming injects the new brief.
+    (second_id,) = cairn.seed(minilm, "Every pull request needs one approving review before merge.",
+                              kind="convention")
+    cairn.script(final=Text("third MARK-RES3"))
+    cairn.run("Anything new since then?", extra_args=["--resume", session_id])
+    briefs = briefs_in_last_request()
+    assert len(briefs) == 2 and f"[mem:{second_id}]" in briefs[1] and f"[mem:{first_id}]" in briefs[1], briefs
