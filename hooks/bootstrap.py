@@ -30,7 +30,7 @@ DATA = Path(os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("CAIRN_PLUGIN
 VENV = DATA / "venv"
 LOG = DATA / "install.log"
 FAILED = DATA / "install-failed.json"
-APPROX_MB = 1300  # measured: the venv with CPU PyTorch on Linux x86_64 (docs/plugin.md)
+APPROX_MB = 1500  # measured: the venv with CPU PyTorch on Linux x86_64 (tests/e2e/test_bootstrap.py prints it)
 RETRY_AFTER_S = 3600
 IMPORT_CHECK = "import mcp, numpy, platformdirs, sentence_transformers, sqlean, sqlite_vec, yaml, jsonschema, ulid"
 
@@ -117,6 +117,8 @@ def install() -> int:
             subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, check=True)
 
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} installing the Cairn runtime into {VENV}\n")
+        for leftover in [*DATA.glob("venv.tmp-*"), *DATA.glob("venv.old-*")]:
+            shutil.rmtree(leftover, ignore_errors=True)  # from an installer killed mid-way; we hold the lock
         staging = DATA / f"venv.tmp-{os.getpid()}"
         try:
             creator = _base_python()

@@ -39,7 +39,9 @@ HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONF
 
 
 class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-    daemon_threads = True
+    # Join request threads on close, so the reply to "shutdown" (or "stale") is sent before exit.
+    daemon_threads = False
+    block_on_close = True
 
     def __init__(self, path: str, embedder: SentenceTransformerEmbedder, code: str, idle_seconds: float):
         self.embedder = embedder
@@ -102,6 +104,8 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
 
 class Handler(socketserver.StreamRequestHandler):
+    timeout = 60  # seconds; a client that connects and never sends cannot hold the process open
+
     def handle(self) -> None:
         line = self.rfile.readline(MAX_REQUEST_BYTES)
         try:

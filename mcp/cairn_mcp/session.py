@@ -126,6 +126,8 @@ class Session:
             self._warmed.set()
         if self.warm_state != "ready":
             return
+        if self._engine is None and not self._store_exists():
+            return  # no store, so no backlog
         try:  # memories written while no model was available get their vectors now, in batches
             for _ in range(10_000):  # bounded: a backlog row that never clears must not spin forever
                 if self.call(lambda e: e.flush_backlog()) == 0:
@@ -133,8 +135,33 @@ class Session:
         except Exception:
             log.exception("embedding the backlog failed")
 
+    def _store_exists(self) -> bool:
+        from cairn.paths import choose_store
+
+        try:
+            return choose_store(None, cwd=self.project_dir).path.exists()
+        except CairnError:
+            return True  # let opening report the bad name
+
+    def _warm_without_store(self) -> str:
+        """Warm the model without opening the store: opening creates a project's store, and a
+        session that never writes must leave none behind."""
+        from cairn.config import load_config
+        from cairn.paths import choose_store
+
+        embedding = load_config(choose_store(None, cwd=self.project_dir).project_root)["embedding"]
+        embedder = self._embedder_for(embedding["model"]) if embedding["enabled"] else None
+        if embedder is None:
+            return "keyword-only"
+        embedder.embed(["warm-up"])
+        return "ready"
+
     def _load_model(self) -> str:
         started = time.monotonic()
+        if self._engine is None and not self._store_exists():
+            state = self._warm_without_store()
+            log.info("embedding model %s in %.1f s (no store yet)", state, time.monotonic() - started)
+            return state
         try:
             engine = self.call(lambda e: e)
         except Unavailable as exc:

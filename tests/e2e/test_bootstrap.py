@@ -402,8 +402,6 @@ def test_failed_install_is_reported_and_not_retried_at_once(runner: Runner) -> N
     assert log == (runner.data / "install.log").read_text()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: an installer removes only its own staging folder, so the half-built "
-                   "venv.tmp-<pid> of an installer that was killed (reboot, kill) stays on disk for good")
 def test_installer_removes_what_a_killed_installer_left(runner: Runner) -> None:
     """Holding the install lock, an installer knows that no other one runs: leftovers are stale."""
     for name in ("venv.tmp-424242", "venv.old-424242"):
