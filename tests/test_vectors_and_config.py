@@ -107,3 +107,24 @@ def test_concurrent_writers_from_several_processes_lose_nothing(cairn_home):
         assert p.exitcode == 0
     with Cairn.open("busy", embedder=None) as memory:
         assert memory.store.counts()["current"] == 160
+
+
+def test_the_exact_shortcut_for_the_current_view_matches_the_filtered_search(tmp_path, minilm, monkeypatch):
+    from cairn.store import Filters, Store
+
+    memory = Cairn.open("shortcut", create=True, embedder=minilm)
+    results = memory.remember_many([Draft(f"Service {n} stores its sessions in Redis cluster {n % 5}", kind="fact")
+                                    for n in range(60)], detect=False)
+    for result in results[:20]:  # 20 superseded, 5 expired: all must stay out, in both paths
+        memory.replace(result.memory.id, result.memory.text + " (moved to Valkey)")
+    memory.remember_many([Draft(f"Old note {n} about Redis sessions", kind="fact", valid_from="2020-01-01",
+                                valid_to="2021-01-01") for n in range(5)], detect=False)
+    store = memory.store
+    assert store.not_current_count() == 25
+    query = minilm.embed_one("where are sessions stored?")
+    fast_vec, fast_kw = store.vector_search(query, Filters(), 10), store.keyword_search('"redis"', Filters(), 10)
+    monkeypatch.setattr(Store, "FAST_PATH_MAX_EXCLUDED", -1)
+    assert store.vector_search(query, Filters(), 10) == fast_vec
+    assert store.keyword_search('"redis"', Filters(), 10) == fast_kw
+    assert len(fast_vec) == len(fast_kw) == 10
+    memory.close()

@@ -86,6 +86,13 @@ def m002_review_dismissals(conn: Connection) -> None:
     )
 
 
+@migration
+def m003_valid_to_index(conn: Connection) -> None:
+    # Counting the live memories that are not current (superseded or expired) must be an index
+    # lookup: recall uses that count to search the indexes without a filter, exactly (store.py).
+    conn.execute("CREATE INDEX memories_by_valid_to ON memories(valid_to)")
+
+
 def _user_tables(conn: Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     return {r[0] for r in rows}

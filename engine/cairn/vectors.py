@@ -47,7 +47,8 @@ class VectorIndex(ABC):
     def search(
         self, conn: Connection, query: np.ndarray, k: int, filter_sql: str, params: Sequence[object]
     ) -> list[tuple[int, float]]:
-        """The k memories nearest `query` among `filter_sql`'s seqs: [(seq, cosine similarity)], best first."""
+        """The k memories nearest `query` among `filter_sql`'s seqs (all, when None):
+        [(seq, cosine similarity)], best first."""
 
     @abstractmethod
     def count(self, conn: Connection) -> int: ...
@@ -87,9 +88,9 @@ class SqliteVecIndex(VectorIndex):
         conn.execute(f"DELETE FROM {self.table} WHERE rowid = ?", (seq,))
 
     def search(self, conn, query, k, filter_sql, params):
+        restrict = f" AND rowid IN ({filter_sql})" if filter_sql else ""
         rows = conn.execute(
-            f"SELECT rowid, distance FROM {self.table} "
-            f"WHERE embedding MATCH ? AND k = ? AND rowid IN ({filter_sql}) ORDER BY distance",
+            f"SELECT rowid, distance FROM {self.table} WHERE embedding MATCH ? AND k = ?{restrict} ORDER BY distance",
             (_blob(query), int(k), *params),
         ).fetchall()
         return [(int(seq), 1.0 - float(distance)) for seq, distance in rows]
@@ -120,9 +121,8 @@ class NumpyIndex(VectorIndex):
     def search(self, conn, query, k, filter_sql, params):
         import numpy as np
 
-        rows = conn.execute(
-            f"SELECT seq, embedding FROM {self.table} WHERE seq IN ({filter_sql})", tuple(params)
-        ).fetchall()
+        restrict = f" WHERE seq IN ({filter_sql})" if filter_sql else ""
+        rows = conn.execute(f"SELECT seq, embedding FROM {self.table}{restrict}", tuple(params)).fetchall()
         if not rows:
             return []
         if isinstance(query, (bytes, bytearray)):
