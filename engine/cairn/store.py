@@ -249,7 +249,8 @@ class Store:
         end, now = END_OF_TIME, now_ms()
         return self.conn.execute(
             f"SELECT (SELECT count(*) FROM memories WHERE retired_at < {end} AND text IS NOT NULL)"
-            f"     + (SELECT count(*) FROM memories WHERE valid_to <= ? AND retired_at = {end} AND text IS NOT NULL)",
+            # `+retired_at`: else the planner walks every current row through memories_by_retired (24 ms at 100k).
+            f"     + (SELECT count(*) FROM memories WHERE valid_to <= ? AND +retired_at = {end} AND text IS NOT NULL)",
             (now,),
         ).fetchone()[0]
 
