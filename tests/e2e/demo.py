@@ -35,7 +35,8 @@ from harness import ClaudeHarness, claude_code_dir, ensure_claude_code, npm_exec
 
 TOOL = "mcp__plugin_cairn_cairn__{}".format
 DECISION = "Deploys go through blue-green on Fly.io; never restart the primary database during business hours."
-NEW_DECISION = "Deploys now go through Kamal on our own servers; the database rule is unchanged."
+NEW_DECISION = "Deploys now go through Kamal on our own servers; never restart the primary database during business hours."
+RELATED = "Can I restart the primary database now to apply the migration?"
 
 
 def show(title: str, text: str | None) -> None:
@@ -109,9 +110,9 @@ def main() -> int:
             # Session 2, after a restart: the brief, a related prompt, an unrelated prompt.
             api.requests.clear()
             api.set_script(steps(final=Text("(fake model reply)")))
-            harness.run_claude("How do we ship a new version to production?", allowed_tools=allow)
+            harness.run_claude(RELATED, allowed_tools=allow)
             show("session 2: SessionStart brief injected by Cairn", injected(api, "SessionStart"))
-            show("session 2: injected for 'How do we ship a new version to production?'",
+            show(f"session 2: injected for {RELATED!r}",
                  injected(api, "UserPromptSubmit"))
             api.requests.clear()
             harness.run_claude("Write a haiku about autumn leaves.", allowed_tools=allow)
@@ -129,9 +130,9 @@ def main() -> int:
             show("session 3: memory_history after memory_replace", tool_result_text(hist) if hist else None)
             api.requests.clear()
             api.set_script(steps(final=Text("(fake model reply)")))
-            harness.run_claude("How do we deploy?", allowed_tools=allow)
+            harness.run_claude(RELATED, allowed_tools=allow)
             brief = injected(api, "SessionStart") or ""
-            show("session 4: injected for 'How do we deploy?'", injected(api, "UserPromptSubmit"))
+            show(f"session 4: injected for {RELATED!r}", injected(api, "UserPromptSubmit"))
             print("\nold decision still in the brief:", "Fly.io" in brief)
         finally:
             harness.kill_leftovers()
