@@ -123,6 +123,25 @@ def _describe(argv: Sequence[str], proc: subprocess.CompletedProcess[str] | None
     return f"$ {' '.join(argv)}\n--- stdout ---\n{stdout[-4000:]}\n--- stderr ---\n{stderr[-4000:]}"
 
 
+def pristine_copy(repo: Path, dest: Path) -> Path:
+    """Copy the files git would ship (tracked, plus untracked ones not ignored) from `repo` into `dest`.
+
+    `claude plugin install` copies a directory marketplace's whole folder into the plugin cache: a
+    checkout's .venv and .cache (about 2 GB) would be copied for every test. Users install from a
+    clone, which has neither. Modification times are kept, so the warm process's code version
+    (cairn.warm.code_version) is the same for the copy and the checkout.
+    """
+    listed = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = repo / name
+        if source.is_file():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    return dest
+
+
 @dataclass
 class ClaudeResult:
     """A finished ``claude -p`` run: ``proc`` (returncode/stdout/stderr) and ``json`` (parsed stdout).
@@ -355,6 +374,8 @@ class ClaudeHarness:
         manifest = json.loads((marketplace_dir / ".claude-plugin" / "marketplace.json").read_text())
         plugin = plugin or manifest["plugins"][0]["name"]
         ref = f"{plugin}@{manifest['name']}"
+        if (marketplace_dir / ".git").exists():
+            marketplace_dir = pristine_copy(marketplace_dir, self.tmp / "marketplace")
         self.cli("plugin", "marketplace", "add", str(marketplace_dir.resolve()))
         self.cli("plugin", "install", ref)
         return ref
