@@ -19,13 +19,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "engine"))
 
 WARM_TIMEOUT_S = {"SessionStart": 2.0, "UserPromptSubmit": 1.0}
-ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG")
 
 
 def run(event: str, payload: dict) -> dict | None:
     from cairn import warm
 
-    env = {k: os.environ[k] for k in ENV_KEYS if k in os.environ}
+    env = {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ}
     reply = warm.request({"op": "hook", "event": event, "payload": payload, "env": env},
                          timeout=WARM_TIMEOUT_S.get(event, 1.0))
     if reply is not None:

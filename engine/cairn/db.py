@@ -86,13 +86,3 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
         raise
     else:
         conn.execute("COMMIT")
-
-
-@contextlib.contextmanager
-def read_snapshot(conn: Connection) -> Iterator[Connection]:
-    """A deferred transaction, so several SELECTs see one consistent snapshot."""
-    conn.execute("BEGIN")
-    try:
-        yield conn
-    finally:
-        conn.execute("COMMIT")

@@ -35,7 +35,6 @@ from .embedder import SentenceTransformerEmbedder
 
 log = logging.getLogger("cairn.service")
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
-HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG")
 
 
 class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -68,7 +67,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         if op == "hook":
             from .claude_hooks import handle
 
-            env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in HOOK_ENV_KEYS}
+            env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
             with self.stores_lock:  # the open stores' connections serve one request at a time
                 output = handle(str(request.get("event")), request.get("payload") or {}, env,
                                 embedder=self.embedder, open_memory=self.memory_for)

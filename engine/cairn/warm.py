@@ -22,6 +22,8 @@ from .paths import data_root
 
 ENGINE_DIR = Path(__file__).resolve().parent
 PROTOCOL = 1
+# The hook environment a hook forwards with its event (and the warm process accepts).
+HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG")
 
 
 def runtime_dir() -> Path:
