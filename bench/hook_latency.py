@@ -110,7 +110,7 @@ def main() -> None:
     rng = random.Random(11)
     prompts = [rng.choice(PROMPTS).format(s=rng.choice(SUBJECTS), t=rng.choice(TOOLS)) for _ in range(args.prompts)]
 
-    from cairn import warm
+    from cairn.adapters import warm
 
     results: dict[str, list[dict[str, float]]] = {"cold (keyword-only)": [], "warm (hybrid)": []}
     for run in range(args.runs):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.cli import main
+from cairn.adapters.cli import main
 
 
 @pytest.fixture

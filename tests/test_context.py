@@ -1,5 +1,5 @@
 """What Cairn injects: the session brief, per-prompt memories behind the relevance gate, and the
-Claude Code hook events that deliver them (cairn.context, cairn.claude_hooks).
+Claude Code hook events that deliver them (cairn.context, cairn.adapters.claude).
 
 The gate's figures on the labelled set come from the real model (the `minilm` fixture); the bars
 sit below what the shipped constants reach (bench/prompt_gate.py prints the figures: hybrid
@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from cairn import Cairn, StoreNotFound
-from cairn import claude_hooks, context
+from cairn import context, render
+from cairn.adapters import claude as claude_hooks
 from cairn.context import is_trivial, passes, prompt_context, relevant_hits, session_brief, stems
 from cairn.models import Hit
 from cairn.paths import choose_store, stores_dir
@@ -122,7 +123,7 @@ def test_prompt_context_respects_k_and_the_budget(kw_memory):
     assert prompt_context(kw_memory, prompt, budget=0) is None
     assert prompt_context(kw_memory, prompt, budget=60) is None  # not even one line fits
     line = memory_lines(prompt_context(kw_memory, prompt, k=1, budget=10_000))[0]
-    assert line.endswith("…") and len(line.split(": ", 1)[1]) <= context.MAX_MEMORY_CHARS
+    assert line.endswith("…") and len(line.split(": ", 1)[1]) <= render.CONTEXT_MEMORY_CHARS
 
 
 def test_brief_respects_the_budget(kw_memory):

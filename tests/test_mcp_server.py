@@ -116,7 +116,7 @@ def home(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("mcp-home")
     yield path
     # A warm process still loading has no socket yet: wait for it, or it would idle on for minutes.
-    stop = ("from cairn import warm\n"
+    stop = ("from cairn.adapters import warm\n"
             "if warm.is_running():\n    warm.wait_until_ready(90)\n    warm.request({'op': 'shutdown'})\n")
     subprocess.run([sys.executable, "-c", stop], env={**os.environ, "CAIRN_HOME": str(path)}, timeout=120)
 
@@ -170,7 +170,10 @@ def test_tools_are_listed_with_constrained_schemas(shared):
     assert remember["scope"]["enum"] == ["project", "global"]
     assert tools["memory_remember"].input_schema["required"] == ["text"]
     recall = tools["memory_recall"].input_schema["properties"]
-    assert (recall["k"]["minimum"], recall["k"]["maximum"]) == (1, 50)
+    # k and scope default to the config (recall.k, recall.scope): optional, never a default of the adapter's
+    (k_schema,) = [s for s in recall["k"]["anyOf"] if s.get("type") == "integer"]
+    assert (k_schema["minimum"], k_schema["maximum"]) == (1, 50)
+    assert "default" not in recall["k"] or recall["k"]["default"] is None
     assert recall["kinds"]["items"]["enum"] == list(KINDS)
     assert set(recall) >= {"query", "k", "as_of", "kinds", "tags", "scope", "include_superseded"}
     assert "irreversible" in tools["memory_forget"].description.lower()
@@ -450,7 +453,7 @@ def test_missing_cairn_store_is_a_tool_error_naming_the_fix(tmp_path, home):
         assert status["CAIRN_STORE"] == "team-notes"
         assert not (home / "stores" / "team-notes.db").exists()
         # Fixing the cause needs no restart.
-        subprocess.run([sys.executable, "-m", "cairn.cli", "stores", "create", "team-notes"], env=env, check=True,
+        subprocess.run([sys.executable, "-m", "cairn", "stores", "create", "team-notes"], env=env, check=True,
                        capture_output=True, timeout=60)
         assert client.ok("memory_remember", text="Builds use Bazel")["status"] == "created"
         assert client.ok("memory_status")["chosen_by"] == "CAIRN_STORE environment variable"
@@ -514,7 +517,7 @@ def _children(pid: int) -> list[int]:
             command = Path(f"/proc/{child}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"cairn.service" not in command:
+        if b"cairn.adapters.service" not in command:
             children.append(child)
     return children
 

@@ -138,12 +138,12 @@ def test_keyword_only_mode_writes_a_backlog_that_is_embedded_later(project, mini
     with Cairn.open(cwd=project, embedder=None) as memory:
         memory.remember("Feature flags live in LaunchDarkly", kind="fact")
         status = memory.status()
-        assert status["keyword_only"] is True
-        assert status["counts"]["awaiting_embedding"] == 1
+        assert status.keyword_only is True
+        assert status.counts["awaiting_embedding"] == 1
         assert [h.reasons.keys() - {"fused", "prior"} for h in memory.recall("feature flags")] == [{"bm25"}]
     with Cairn.open(cwd=project, embedder=minilm) as memory:
         assert memory.flush_backlog() == 1
-        assert memory.status()["counts"]["awaiting_embedding"] == 0
+        assert memory.status().counts["awaiting_embedding"] == 0
         hit = memory.recall("toggles for features")[0]
         assert "vector" in hit.reasons
 
@@ -156,8 +156,8 @@ def test_unloadable_model_falls_back_to_keyword_only_and_says_so(project):
         memory.remember("Cache keys include the tenant id", kind="convention")
         assert memory.recall("tenant cache")[0].memory.text == "Cache keys include the tenant id"
         status = memory.status()
-        assert status["keyword_only"] is True
-        assert "cannot load embedding model" in status["keyword_only_reason"]
+        assert status.keyword_only is True
+        assert "cannot load embedding model" in status.keyword_only_reason
 
 
 def test_reads_never_write_the_memory_row(memory):

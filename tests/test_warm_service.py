@@ -10,7 +10,7 @@ import time
 import pytest
 
 from cairn import Cairn
-from cairn import warm
+from cairn.adapters import warm
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@
         for hit in memory.recall("how do we deploy?"):
             print(hit.memory.id, hit.score, hit.memory.text)
 
-Names are resolved lazily (PEP 562), so `import cairn.warm` in a hook costs milliseconds rather
+Names are resolved lazily (PEP 562), so `import cairn.adapters.warm` in a hook costs milliseconds rather
 than the engine's imports.
 """
 
@@ -17,19 +17,33 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# The public API: every name an adapter (CLI, hooks, warm process, MCP server) may use, and the
+# module that defines it. tests/test_architecture.py holds adapters to this list.
 _EXPORTS = {
-    "Cairn": "engine", "Draft": "engine", "SCOPES": "engine",
-    "Hit": "models", "Memory": "models", "RememberResult": "models", "KINDS": "models", "SOURCES": "models",
+    "Cairn": "engine", "SCOPES": "engine", "create_store": "engine", "list_stores": "engine",
+    "Draft": "records",
+    "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
+    "Embedder": "embedder",
+    "Hit": "models", "Memory": "models", "RememberResult": "models", "Status": "models", "Order": "models",
+    "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
+    "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
     "RankingConfig": "ranking",
+    "GLOBAL_STORE": "paths", "data_root": "paths",
+    "is_trivial": "context", "prompt_context": "context", "session_brief": "context",
+    "Verdict": "review", "review_candidates": "review", "review_decide": "review",
+    "format_date": "timeutil", "format_time": "timeutil",
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
         "StoreCorrupted", "StoreError", "StoreNotFound")},
 }
-__all__ = sorted(_EXPORTS)
+_MODULES = ("render",)  # public modules, used whole: `from cairn import render`
+__all__ = sorted([*_EXPORTS, *_MODULES])
 
 
 def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return importlib.import_module(f".{name}", __name__)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'cairn' has no attribute {name!r}")
@@ -37,7 +51,19 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
-    from .engine import SCOPES, Cairn, Draft
+    from . import render
+    from .compose import Resolved, embedder_from_config, resolve
+    from .config import load_config
+    from .context import is_trivial, prompt_context, session_brief
+    from .embedder import Embedder
+    from .engine import SCOPES, Cairn, create_store, list_stores
     from .errors import *  # noqa: F403
-    from .models import KINDS, SOURCES, Hit, Memory, RememberResult
+    from .models import (
+        DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SOURCES, STATUSES, Hit, Memory, Order,
+        RememberResult, Status,
+    )
+    from .paths import GLOBAL_STORE, data_root
     from .ranking import RankingConfig
+    from .records import Draft
+    from .review import Verdict, review_candidates, review_decide
+    from .timeutil import format_date, format_time

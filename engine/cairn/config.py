@@ -21,7 +21,8 @@ DEFAULTS: dict[str, Any] = {
     "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "device": "cpu", "batch_size": 32,
                   "enabled": True},
     "store": {"busy_timeout_ms": 10_000, "vector_backend": "auto"},
-    "recall": {"k": 10, "candidates": 50},
+    "recall": {"k": 10, "candidates": 50, "scope": "all"},
+    "list": {"limit": 50, "scope": "project"},
     "supersession": {"enabled": True},
     "hooks": {"enabled": True, "brief_chars": 1500, "prompt_k": 5, "prompt_chars": 1200},
 }
@@ -50,7 +51,13 @@ SCHEMA: dict[str, Any] = {
         "recall": {
             "type": "object", "additionalProperties": False,
             "properties": {"k": {**_INT, "minimum": 1, "maximum": 1000},
-                           "candidates": {**_INT, "minimum": 1, "maximum": 10000}},
+                           "candidates": {**_INT, "minimum": 1, "maximum": 10000},
+                           "scope": {"enum": ["project", "global", "all"]}},
+        },
+        "list": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"limit": {**_INT, "minimum": 1, "maximum": 10000},
+                           "scope": {"enum": ["project", "global", "all"]}},
         },
         "supersession": {
             "type": "object", "additionalProperties": False,
@@ -84,7 +91,10 @@ def _read(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read ({exc})") from None
     data = {} if data is None else data

@@ -12,9 +12,9 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from .models import Hit, Memory
+from .models import Hit, Memory, Order
+from .render import context_line as memory_line
 from .text import content_words
-from .timeutil import format_date
 
 if TYPE_CHECKING:
     from .engine import Cairn
@@ -70,7 +70,6 @@ SHARED_FRACTION = 0.25
 # since BM25 already orders by shared words (and every hit read costs a stemming).
 HYBRID_DEPTH = 50
 MAX_PROMPT_CHARS = 2000  # of a prompt, embedded, searched and stemmed (a pasted log can be huge)
-MAX_MEMORY_CHARS = 300  # one memory's text in an injection, before the "…"
 
 # Session brief: the kinds listed by importance, each under its title; then the most recent memories.
 BRIEF_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("preference", "Preferences"))
@@ -87,17 +86,6 @@ def is_trivial(prompt: str) -> bool:
     if all(w in TRIVIAL_WORDS for w in words):
         return True
     return not content_words(text)
-
-
-def _shorten(text: str, limit: int = MAX_MEMORY_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def memory_line(memory: Memory, *, with_kind: bool = True, limit: int = MAX_MEMORY_CHARS) -> str:
-    """`- [mem:ID] YYYY-MM-DD kind: text` (the date is valid_from, UTC), text cut to `limit`."""
-    kind = f" {memory.kind}:" if with_kind else ""
-    return f"- [mem:{memory.id}] {format_date(memory.valid_from)}{kind} {_shorten(memory.text or '', limit)}"
 
 
 def _fill(header: str, lines: list[str], budget: int) -> str | None:
@@ -117,14 +105,14 @@ def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
 
     The important ones may fill the budget up to 1/RECENT_SHARE short of it, so the recent ones
     always get a part. Whole lines only. None when the store has no current memory or nothing fits."""
-    counts = memory.store.counts()
+    counts = memory.counts()
     if counts["current"] == 0 or budget <= 0:
         return None
-    header = (f"Cairn project memory ({counts['current']} current memories in store {memory.store.name}). "
+    header = (f"Cairn project memory ({counts['current']} current memories in store {memory.name}). "
               "Cite as [mem:ID]; the memory_recall tool finds more.")
     limit = budget // 40 + 1  # more memories than can fit: a line is longer than 40 characters
-    important = memory.list(kinds=[kind for kind, _ in BRIEF_SECTIONS], limit=limit,
-                            order="importance DESC, recorded_at DESC")
+    important = memory.list(kinds=[kind for kind, _ in BRIEF_SECTIONS], limit=limit, scope="project",
+                            order=Order.IMPORTANCE)
     titles = dict(BRIEF_SECTIONS)
     sections: dict[str, list[str]] = {kind: [] for kind, _ in BRIEF_SECTIONS}
     sections["recent"] = []
@@ -148,7 +136,7 @@ def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
     for m in important:
         if not add(m, m.kind, budget - budget // RECENT_SHARE):
             break
-    for m in memory.list(limit=limit + len(shown)):
+    for m in memory.list(limit=limit + len(shown), scope="project"):
         if m.id not in shown and not add(m, "recent", budget):
             break
     lines = [header]
@@ -202,12 +190,8 @@ def _cosines(memory: Cairn, hits: list[Hit], query_vector) -> dict[str, float]:
     without a vector (awaiting embedding) are left out."""
     out = {h.memory.id: c for h in hits if (c := h.reasons.get("vector", {}).get("cosine")) is not None}
     missing = [h.memory.id for h in hits if h.memory.id not in out]
-    if not missing:
-        return out
-    store = memory.store
-    seqs = {store.seq_of(memory_id): memory_id for memory_id in missing}
-    for seq, vector in store.vectors_of(list(seqs)).items():
-        out[seqs[seq]] = float(vector @ query_vector)
+    if missing:
+        out.update(memory.cosines(missing, query_vector))
     return out
 
 
@@ -220,9 +204,9 @@ def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None) 
     text = prompt[:MAX_PROMPT_CHARS]
     words = stems(text)
     if query_vector is None:
-        hits = memory.recall(text, k=k * 3, use_vectors=False)
+        hits = memory.recall(text, k=k * 3, use_vectors=False, scope="project")
         return [h for h in hits if is_relevant(h, words)][:k]
-    hits = memory.recall(text, k=max(k * 3, HYBRID_DEPTH), query_vector=query_vector)
+    hits = memory.recall(text, k=max(k * 3, HYBRID_DEPTH), query_vector=query_vector, scope="project")
     cosines = _cosines(memory, hits, query_vector)
     return [h for h in hits if passes(cosines.get(h.memory.id), words, h.memory.text or "")][:k]
 

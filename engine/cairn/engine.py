@@ -1,31 +1,29 @@
 """The engine API: remember, recall, replace, forget, history, list, status, export, import, reembed.
 
-Every adapter (CLI, MCP server, hooks) calls this module; nothing above it knows SQL.
+Every adapter (CLI, MCP server, hooks, warm process) calls this module; the SQL lives in store.py
+(with db.py, vectors.py and migrations.py), and nothing above the engine touches it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from . import db
-from .config import load_config
-from .embedder import Embedder, SentenceTransformerEmbedder, resolve_model
-from .errors import (
-    CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidImport, InvalidMemory, MemoryNotFound, NotCurrent,
-    StoreNotFound,
-)
+from .compose import Resolved, embedder_from_config, resolve
+from .embedder import Embedder
+from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
+from .errors import StoreNotFound
 from .migrations import MIGRATIONS
-from .models import DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SOURCES, Hit, Memory, RememberResult
-from .paths import GLOBAL_STORE, StoreChoice, choose_store, store_path
+from .models import DEFAULT_IMPORTANCE, KINDS, Hit, Memory, Order, RememberResult, Status
+from .paths import GLOBAL_STORE, StoreChoice, store_path, stores_dir, validate_store_name
 from .ranking import RankingConfig, rank
-from .store import Filters, NewMemory, Store
+from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
+from .store import Filters, Store
 from .supersede import SIMILARITY_THRESHOLD, classify
-from .text import fts_query, normalise
+from .text import fts_query
 from .timeutil import END_OF_TIME, now_ms, parse_time
 
 if TYPE_CHECKING:
@@ -42,67 +40,31 @@ def _no_progress(items: Iterable[Any], total: int) -> Iterable[Any]:
     return items
 
 
-@dataclass(frozen=True)
-class Draft:
-    """A memory as a caller states it, before validation. Times: epoch ms or ISO 8601."""
-
-    text: str
-    kind: str = "fact"
-    tags: tuple[str, ...] = ()
-    importance: int = DEFAULT_IMPORTANCE
-    source: str = "agent"
-    session_id: str | None = None
-    valid_from: Any = None
-    valid_to: Any = None
-    replaces: str | tuple[str, ...] | None = None  # one id, or several (a merge)
-
-    @property
-    def replaced_ids(self) -> tuple[str, ...]:
-        if not self.replaces:
-            return ()
-        return (self.replaces,) if isinstance(self.replaces, str) else tuple(self.replaces)
-
-
-def normalise_tags(tags: Iterable[str]) -> tuple[str, ...]:
-    out: list[str] = []
-    for tag in tags:
-        key = normalise(str(tag)).strip(",")
-        if not key:
+def list_stores() -> list[dict[str, Any]]:
+    """Every store file in the data root: {name, path, project_root, and its counts}, or {name,
+    path, error} for one that cannot be opened. Opens nothing for writing, creates nothing."""
+    rows: list[dict[str, Any]] = []
+    for path in sorted(stores_dir().glob("*.db")):
+        try:
+            store = Store.open(path, name=path.stem, create=False)
+        except CairnError as exc:
+            rows.append({"name": path.stem, "path": str(path), "error": str(exc)})
             continue
-        if len(key) > 64 or any(c.isspace() or c == "," for c in key):
-            raise InvalidMemory(f"invalid tag {tag!r}: at most 64 characters, no spaces or commas")
-        if key not in out:
-            out.append(key)
-    return tuple(sorted(out))
+        try:
+            rows.append({"name": path.stem, "path": str(path), "project_root": store.get_meta("project_root"),
+                         **store.counts()})
+        finally:
+            store.close()
+    return rows
 
 
-def validate(draft: Draft, *, recorded_at: int) -> NewMemory:
-    """Check a draft and turn it into an insertable row. Raises InvalidMemory / InvalidTime."""
-    if not isinstance(draft.text, str) or not draft.text.strip():
-        raise InvalidMemory("memory text is empty")
-    size = len(draft.text.encode("utf-8", "strict"))
-    if size > MAX_TEXT_BYTES:
-        raise InvalidMemory(f"memory text is {size} bytes of UTF-8; the limit is {MAX_TEXT_BYTES}")
-    if draft.kind not in KINDS:
-        raise InvalidMemory(f"unknown kind {draft.kind!r}; expected one of: {', '.join(KINDS)}")
-    if draft.source not in SOURCES:
-        raise InvalidMemory(f"unknown source {draft.source!r}; expected one of: {', '.join(SOURCES)}")
-    low, high = IMPORTANCE_RANGE
-    if isinstance(draft.importance, bool) or not isinstance(draft.importance, int) or not low <= draft.importance <= high:
-        raise InvalidMemory(f"importance must be an integer from {low} to {high}, got {draft.importance!r}")
-    valid_from = parse_time(draft.valid_from, field="valid_from")
-    valid_to = parse_time(draft.valid_to, field="valid_to")
-    valid_from = recorded_at if valid_from is None else valid_from
-    if valid_to is not None and valid_to <= valid_from:
-        raise InvalidMemory("valid_to must be later than valid_from")
-    from ulid import ULID  # imported on the write path only: it costs ~50 ms
-
-    text = draft.text.strip()
-    return NewMemory(
-        id=str(ULID()), text=text, text_key=normalise(text), kind=draft.kind, tags=normalise_tags(draft.tags),
-        importance=draft.importance, source=draft.source, session_id=draft.session_id,
-        valid_from=valid_from, valid_to=END_OF_TIME if valid_to is None else valid_to, recorded_at=recorded_at,
-    )
+def create_store(name: str) -> tuple[Path, bool]:
+    """Create the named store (for --store / CAIRN_STORE). Returns (path, whether it was created
+    now: False when it already existed). Raises InvalidStoreName."""
+    path = store_path(validate_store_name(name))
+    existed = path.exists()
+    Store.open(path, name=name, create=True).close()
+    return path, not existed
 
 
 class Cairn:
@@ -136,23 +98,22 @@ class Cairn:
         config: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
         check_model: bool = True,
+        resolved: Resolved | None = None,
     ) -> Cairn:
-        """Open the store chosen by `choose_store` (explicit name > CAIRN_STORE > git toplevel > cwd).
+        """Open the chosen store (explicit name > CAIRN_STORE > git toplevel > cwd).
 
-        create: allow creating an explicitly named store. Stores derived from the working directory
-        and the global store are created on first open. embedder: "auto" (configured model, loaded
-        lazily), None (keyword-only), or an Embedder. check_model: refuse a store embedded with
-        another model (False only for `reembed`).
+        resolved: what the caller's composition root already decided (compose.resolve); then store,
+        cwd, env and config are not consulted. create: allow creating an explicitly named store.
+        Stores derived from the working directory and the global store are created on first open.
+        embedder: "auto" (compose.embedder_from_config: the configured model, loaded lazily), None
+        (keyword-only), or an Embedder. check_model: refuse a store embedded with another model
+        (False only for `reembed`).
         Raises StoreNotFound, InvalidStoreName, StoreCorrupted, SchemaTooNew, EmbeddingMismatch, ConfigError.
         """
-        choice = choose_store(store, cwd=cwd, env=env)
-        config = config or load_config(choice.project_root)
+        resolved = resolved or resolve(store, cwd=cwd, env=env, config=config)
+        choice, config = resolved.choice, resolved.config
         if embedder == "auto":
-            emb = config["embedding"]
-            embedder = (
-                SentenceTransformerEmbedder(emb["model"], device=emb["device"], batch_size=emb["batch_size"])
-                if emb["enabled"] else None
-            )
+            embedder = embedder_from_config(config)
         allowed = create or not choice.explicit or choice.name == GLOBAL_STORE
         if not allowed and not choice.path.exists():
             raise StoreNotFound(
@@ -169,6 +130,11 @@ class Cairn:
         except BaseException:
             opened.close()
             raise
+
+    @property
+    def name(self) -> str:
+        """The project store's name."""
+        return self.store.name
 
     def close(self) -> None:
         self.store.close()
@@ -189,24 +155,30 @@ class Cairn:
                 f"{self.embedder.model_name!r}; run `cairn reembed` to re-embed it with the configured model"
             )
 
-    def global_store(self) -> Store:
+    def global_store(self, *, create: bool = True) -> Store | None:
+        """The user's global store, opened once; None when it does not exist and create is False."""
         if self.store.name == GLOBAL_STORE:
             return self.store
         if self._global is None:
-            self._global = Store.open(store_path(GLOBAL_STORE), name=GLOBAL_STORE, create=True,
+            path = store_path(GLOBAL_STORE)
+            if not create and not path.exists():
+                return None
+            self._global = Store.open(path, name=GLOBAL_STORE, create=True,
                                       busy_timeout_ms=self.config["store"]["busy_timeout_ms"],
                                       vector_backend=self.config["store"]["vector_backend"])
             self._check_fingerprint(self._global)
         return self._global
 
-    def _stores(self, scope: str) -> list[Store]:
+    def _stores(self, scope: str | None, *, write: bool = False) -> list[Store]:
+        """The stores a scope covers. Reads skip a global store that does not exist yet."""
         if scope not in SCOPES:
             raise InvalidMemory(f"unknown scope {scope!r}; expected one of: {', '.join(SCOPES)}")
         if scope == "project":
             return [self.store]
+        glob = self.global_store(create=write)
         if scope == "global":
-            return [self.global_store()]
-        return [self.store] if self.store.name == GLOBAL_STORE else [self.store, self.global_store()]
+            return [glob] if glob is not None else []
+        return [self.store] + ([glob] if glob is not None and glob is not self.store else [])
 
     # -- embeddings ----------------------------------------------------------------------------------
     def embed(self, texts: list[str]) -> np.ndarray | None:
@@ -226,33 +198,47 @@ class Cairn:
             store.set_meta("embedding_fingerprint", self.embedder.fingerprint)
 
     def flush_backlog(self, limit: int = 256, store: Store | None = None) -> int:
-        """Embed up to `limit` memories stored while no model was loaded. Returns how many."""
+        """Embed up to `limit` memories stored while no model was loaded. Returns how many were
+        embedded (0 when none waits or no model is available)."""
         store = store or self.store
         pending = store.backlog(limit)
         vectors = self.embed([text for _, text in pending]) if pending and store.vector_index else None
         if vectors is None:
             return 0
         self._record_fingerprint(store)
-        with db.write_transaction(store.conn):
-            alive = {s for (s,) in store.conn.execute("SELECT seq FROM vector_backlog")}
-            for (seq, _), vector in zip(pending, vectors):
-                if seq in alive:  # forgotten meanwhile: never resurrect a vector
-                    store.put_vector(seq, vector)
+        store.fill_backlog({seq: vector for (seq, _), vector in zip(pending, vectors)})
         return len(pending)
 
     # -- writes ----------------------------------------------------------------------------------------
-    def remember(self, text: str, **fields: Any) -> RememberResult:
-        """Store one memory (fields as in Draft; scope="global" writes to the global store;
-        detect=False turns automatic supersession off for this write).
+    def remember(
+        self,
+        text: str,
+        *,
+        kind: str = "fact",
+        tags: Iterable[str] = (),
+        importance: int = DEFAULT_IMPORTANCE,
+        source: str = "agent",
+        session_id: str | None = None,
+        valid_from: Any = None,
+        valid_to: Any = None,
+        replaces: str | Iterable[str] | None = None,
+        scope: str = "project",
+        detect: bool | None = None,
+    ) -> RememberResult:
+        """Store one memory. Times: ISO 8601 or epoch ms (UTC); valid_from defaults to now.
 
-        Exact duplicates (after normalisation) of a current memory write nothing and return it with
-        status "duplicate". `replaces=ID` supersedes that memory; otherwise a memory of the same kind
-        stating a change to a similar current one supersedes it automatically (supersede.classify).
-        Raises InvalidMemory, InvalidTime, MemoryNotFound, NotCurrent.
+        scope: "project" or "global" (the user's store for every project). detect: automatic
+        supersession (default: config `supersession.enabled`). Exact duplicates (after
+        normalisation) of a current memory write nothing and return it with status "duplicate".
+        `replaces` (an id, or several: a merge) supersedes those; otherwise a memory of the same kind
+        stating a change to a similar current one supersedes it (supersede.classify).
+        Raises InvalidMemory (every problem named), InvalidTime, MemoryNotFound, NotCurrent.
         """
-        scope = fields.pop("scope", "project")
-        detect = fields.pop("detect", None)
-        return self.remember_many([Draft(text=text, **fields)], scope=scope, detect=detect)[0]
+        if replaces is not None and not isinstance(replaces, str):
+            replaces = tuple(replaces)
+        draft = Draft(text=text, kind=kind, tags=tuple(tags), importance=importance, source=source,
+                      session_id=session_id, valid_from=valid_from, valid_to=valid_to, replaces=replaces)
+        return self.remember_many([draft], scope=scope, detect=detect)[0]
 
     def remember_many(self, drafts: list[Draft], *, scope: str = "project", detect: bool | None = None) -> list[RememberResult]:
         """Store several memories, embedded in one batch, each in its own short transaction.
@@ -261,7 +247,7 @@ class Cairn:
         """
         if scope not in ("project", "global"):
             raise InvalidMemory(f"memories are written to scope 'project' or 'global', not {scope!r}")
-        store = self._stores(scope)[0]
+        store = self._stores(scope, write=True)[0]
         recorded_at = now_ms()
         rows = [validate(d, recorded_at=recorded_at) for d in drafts]
         for draft in drafts:
@@ -289,7 +275,7 @@ class Cairn:
 
     def _write(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, replaces: tuple[str, ...],
                detect: bool) -> RememberResult:
-        with db.write_transaction(store.conn):
+        with store.transaction():
             olds = [self._require_current(store, i) for i in replaces]  # re-checked under the write lock
             existing = store.current_by_text_key(row.text_key)
             if existing is not None:
@@ -332,7 +318,19 @@ class Cairn:
                 conflicts.append({"id": old.id, "reason": verdict.reason})
         return targets, conflicts
 
-    def replace(self, memory_id: str | list[str], text: str, **fields: Any) -> RememberResult:
+    def replace(
+        self,
+        memory_id: str | Iterable[str],
+        text: str,
+        *,
+        kind: str | None = None,
+        tags: Iterable[str] | None = None,
+        importance: int | None = None,
+        source: str = "agent",
+        session_id: str | None = None,
+        valid_from: Any = None,
+        valid_to: Any = None,
+    ) -> RememberResult:
         """Supersede `memory_id` (or several ids: a merge) with a new memory, in the store that holds
         the (first) old one. Kind, tags and importance default to the first old memory's. If `text`
         is already a current memory, the old ones are superseded by that one and nothing new is
@@ -342,33 +340,27 @@ class Cairn:
             raise InvalidMemory("replace needs at least one memory id")
         store = self._store_holding(ids[0])
         old = self._require_current(store, ids[0])
-        fields.setdefault("kind", old.kind)
-        fields.setdefault("tags", old.tags)
-        fields.setdefault("importance", old.importance)
         scope = "global" if store.name == GLOBAL_STORE and self.store.name != GLOBAL_STORE else "project"
-        return self.remember(text, replaces=tuple(ids), scope=scope, **fields)
+        return self.remember(
+            text, kind=old.kind if kind is None else kind, tags=old.tags if tags is None else tags,
+            importance=old.importance if importance is None else importance, source=source, session_id=session_id,
+            valid_from=valid_from, valid_to=valid_to, replaces=tuple(ids), scope=scope)
 
     # -- review -----------------------------------------------------------------------------------
     def dismiss_pair(self, first_id: str, second_id: str) -> None:
-        """Record the user's verdict "keep both" on a review pair, so it is not proposed again."""
-        store = self._store_holding(first_id)
-        store.get(second_id)  # both must exist in that store (raises MemoryNotFound)
-        pair = tuple(sorted((first_id, second_id)))
-        with db.write_transaction(store.conn):
-            store.conn.execute("INSERT OR IGNORE INTO review_dismissals(first_id, second_id, dismissed_at) "
-                               "VALUES (?, ?, ?)", (*pair, now_ms()))
+        """Record the user's verdict "keep both" on a review pair, so it is not proposed again.
+        Raises MemoryNotFound unless both are in one store."""
+        self._store_holding(first_id).dismiss_pair(first_id, second_id, now_ms())
 
     def is_dismissed(self, first_id: str, second_id: str) -> bool:
-        pair = tuple(sorted((first_id, second_id)))
-        return any(s.conn.execute("SELECT 1 FROM review_dismissals WHERE first_id = ? AND second_id = ?", pair)
-                   .fetchone() for s in self._stores("all"))
+        return any(s.is_dismissed(first_id, second_id) for s in self._stores("all"))
 
     def forget(self, memory_id: str) -> Memory:
         """Erase a memory: its text, tags, keyword and vector index entries. A tombstone row remains
         (id, kind, times, links) so history shows that something was forgotten, and when.
         Forgetting twice is harmless. Raises MemoryNotFound."""
         store = self._store_holding(memory_id)
-        with db.write_transaction(store.conn):
+        with store.transaction():
             seq = store.seq_of(memory_id)
             if store.get(memory_id).forgotten_at is None:
                 store.erase(seq, now_ms())
@@ -404,7 +396,7 @@ class Cairn:
         as_of: Any = None,
         known_at: Any = None,
         include_superseded: bool = False,
-        scope: str = "project",
+        scope: str | None = None,
         query_vector: np.ndarray | None = None,
         ranking: RankingConfig | None = None,
         use_vectors: bool = True,
@@ -412,12 +404,14 @@ class Cairn:
         """Hybrid recall: the k best memories for `query` among those the filters admit.
 
         as_of: valid time (what was true then); known_at: transaction time (what the store knew
-        then); since/until bound valid_from. Times: ISO 8601 or epoch ms. query_vector:
+        then); since/until bound valid_from. Times: ISO 8601 or epoch ms. k and scope default to the
+        config's `recall.k` and `recall.scope`. query_vector:
         float32[dim], L2-normalised, when the caller already has it (a warm process); otherwise the
         query is embedded here unless use_vectors is False (keyword-only).
         Raises InvalidMemory (unknown kind or scope), InvalidTime.
         """
         k = self.config["recall"]["k"] if k is None else int(k)
+        scope = self.config["recall"]["scope"] if scope is None else scope
         kinds = tuple(kinds)
         for kind in kinds:
             if kind not in KINDS:
@@ -439,47 +433,65 @@ class Cairn:
 
     def list(
         self, *, kinds: Iterable[str] = (), tags: Iterable[str] = (), as_of: Any = None, known_at: Any = None,
-        include_superseded: bool = False, limit: int | None = 50, scope: str = "project",
-        order: str = "recorded_at DESC",
+        include_superseded: bool = False, limit: int | None = None, scope: str | None = None,
+        order: Order = Order.NEWEST,
     ) -> list[Memory]:
-        """Memories matching the filters, newest first (or by `order`: a fixed set of SQL orders)."""
-        if order not in ("recorded_at DESC", "importance DESC, recorded_at DESC", "recorded_at ASC"):
-            raise InvalidMemory(f"unsupported order {order!r}")
+        """Memories matching the filters, in `order` (newest first by default). limit and scope
+        default to the config's `list.limit` and `list.scope`. Raises InvalidMemory, InvalidTime."""
+        limit = self.config["list"]["limit"] if limit is None else int(limit)
+        scope = self.config["list"]["scope"] if scope is None else scope
+        try:
+            order = Order(order)
+        except ValueError:
+            raise InvalidMemory(f"unknown order {order!r}; expected one of: {', '.join(o.value for o in Order)}") from None
+        kinds = tuple(kinds)
+        for kind in kinds:
+            if kind not in KINDS:
+                raise InvalidMemory(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
         filters = Filters(as_of=parse_time(as_of, field="as_of"), known_at=parse_time(known_at, field="known_at"),
-                          kinds=tuple(kinds), tags=normalise_tags(tags), include_superseded=include_superseded)
+                          kinds=kinds, tags=normalise_tags(tags), include_superseded=include_superseded)
         out: list[Memory] = []
         for store in self._stores(scope):
             out += store.list(filters, limit=limit, order=order)
-        return out[:limit] if limit is not None else out
+        return out[:limit]
 
-    def status(self) -> dict[str, Any]:
+    def counts(self) -> dict[str, int]:
+        """The project store's counts: current, superseded, forgotten, total, awaiting_embedding."""
+        return self.store.counts()
+
+    def cosines(self, memory_ids: Iterable[str], query_vector: np.ndarray) -> dict[str, float]:
+        """Cosine of each memory's stored vector with `query_vector` (float32[dim], L2-normalised),
+        for the memories of the project store that have one (others are left out)."""
+        ids = [i for i in memory_ids]
+        seqs: dict[int, str] = {}
+        for memory_id in ids:
+            try:
+                seqs[self.store.seq_of(memory_id)] = memory_id
+            except MemoryNotFound:
+                continue
+        return {seqs[seq]: float(vector @ query_vector) for seq, vector in self.store.vectors_of(list(seqs)).items()}
+
+    def status(self) -> Status:
         """Which store and why, counts, vector backend, model and whether recall is keyword-only."""
         store = self.store
         model = self.embedder.model_name if self.embedder else None
         loaded = bool(getattr(self.embedder, "loaded", self.embedder is not None))
         reasons = [r for r in (store.vector_unavailable, self.embedder_error) if r]
-        return {
-            "store": store.name,
-            "path": str(store.path),
-            "chosen_by": self.choice.reason,
-            "project_root": str(self.choice.project_root) if self.choice.project_root else None,
-            "schema_version": len(MIGRATIONS),
-            "counts": store.counts(),
-            "bytes": store.file_size(),
-            "vector_backend": store.vector_index.name if store.vector_index else None,
-            "embedding_model": model,
-            "store_embedding_model": store.get_meta("embedding_model"),
-            "model_loaded": loaded,
-            "keyword_only": bool(reasons) or self.embedder is None,
-            "keyword_only_reason": "; ".join(reasons) or None,
-        }
+        return Status(
+            store=store.name, path=str(store.path), chosen_by=self.choice.reason,
+            project_root=str(self.choice.project_root) if self.choice.project_root else None,
+            schema_version=len(MIGRATIONS), counts=store.counts(), bytes=store.file_size(),
+            vector_backend=store.vector_index.name if store.vector_index else None,
+            embedding_model=model, store_embedding_model=store.get_meta("embedding_model"), model_loaded=loaded,
+            keyword_only=bool(reasons) or self.embedder is None, keyword_only_reason="; ".join(reasons) or None,
+        )
 
     # -- export / import / reembed --------------------------------------------------------------------
     def export(self, out: IO[str], *, include_forgotten: bool = True) -> int:
         """Write every memory of the project store as JSON Lines (Memory.to_json keys plus
         `asserted_valid_to`), oldest first. Vectors are not exported (they are derived). Returns the count."""
         count = 0
-        for memory, asserted in self._all_rows():
+        for memory, asserted in self.store.iter_rows():
             if memory.forgotten_at is not None and not include_forgotten:
                 continue
             data = memory.to_json()
@@ -488,42 +500,12 @@ class Cairn:
             count += 1
         return count
 
-    def _all_rows(self) -> Iterator[tuple[Memory, int]]:
-        store = self.store
-        seqs = [r[0] for r in store.conn.execute("SELECT seq FROM memories ORDER BY seq")]
-        for start in range(0, len(seqs), 500):
-            chunk = seqs[start : start + 500]
-            by_seq = store.by_seqs(chunk)
-            for seq in chunk:
-                yield by_seq[seq], store.asserted_valid_to(seq)
-
     def import_(self, source: IO[bytes], *, progress: Progress = _no_progress) -> dict[str, int]:
-        """Read JSON Lines written by `export` (bytes, strict UTF-8). All or nothing: any bad line
-        raises InvalidImport naming the line, and nothing is written. Memories whose id exists are
+        """Read JSON Lines written by `export` (bytes, strict UTF-8), validated by the same rules as
+        `remember` (records.parse_record). All or nothing: any bad line raises InvalidImport naming
+        the line and each of its problems, and nothing is written. Memories whose id exists are
         skipped. Imported memories are embedded afterwards. Returns {"imported", "skipped"}."""
-        from .transfer import parse_export_lines
-
-        records = parse_export_lines(source)
-        store = self.store
-        imported = skipped = 0
-        with db.write_transaction(store.conn):
-            store.conn.execute("PRAGMA defer_foreign_keys = ON")  # chains may point forward in the file
-            for memory, asserted in records:
-                if store.conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone():
-                    skipped += 1
-                    continue
-                key = normalise(memory.text) if memory.text is not None and memory.retired_at is None else None
-                if key is not None and store.current_by_text_key(key) is not None:
-                    skipped += 1
-                    continue
-                try:
-                    store.insert_raw(memory, key, asserted)
-                except db.IntegrityError as exc:
-                    raise InvalidImport(f"memory {memory.id}: {exc}") from None
-                imported += 1
-            bad = store.conn.execute("PRAGMA foreign_key_check(memories)").fetchone()
-            if bad:
-                raise InvalidImport("superseded_by points to a memory that is neither in the file nor the store")
+        imported, skipped = self.store.import_rows(parse_export_lines(source))
         self._embed_all_backlog(progress)
         return {"imported": imported, "skipped": skipped}
 
@@ -545,26 +527,11 @@ class Cairn:
         rows = store.all_text_seqs()
         batch = self.config["embedding"]["batch_size"] * 8
         chunks = [rows[i : i + batch] for i in range(0, len(rows), batch)]
-        vectors: list[np.ndarray] = []
+        vectors: dict[int, np.ndarray] = {}
         for chunk in progress(chunks, len(chunks)):
-            embedded = self.embedder.embed([text for _, text in chunk])
-            vectors.extend(embedded)
-        with db.write_transaction(store.conn):
-            store.vector_index.drop(store.conn)
-            store.conn.execute("DELETE FROM vector_backlog")
-            for (seq, _), vector in zip(rows, vectors):
-                store.put_vector(seq, vector)
-            # Anything written meanwhile (by another process) waits in the backlog.
-            live = store.conn.execute("SELECT seq FROM memories WHERE text IS NOT NULL").fetchall()
-            done = {seq for seq, _ in rows}
-            for (seq,) in live:
-                if seq not in done:
-                    store.put_vector(seq, None)
-            store.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)",
-                               (self.embedder.model_name,))
-            store.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_fingerprint', ?)",
-                               (self.embedder.fingerprint,))
+            vectors.update(zip((seq for seq, _ in chunk), self.embedder.embed([text for _, text in chunk])))
+        store.replace_vectors(vectors, model_name=self.embedder.model_name, fingerprint=self.embedder.fingerprint)
         return len(rows)
 
 
-__all__ = ["Cairn", "Draft", "SCOPES", "validate", "CairnError", "resolve_model"]
+__all__ = ["Cairn", "Draft", "SCOPES", "create_store", "list_stores"]

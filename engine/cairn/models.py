@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
 from .timeutil import END_OF_TIME, format_time
@@ -13,6 +14,22 @@ SOURCES = ("user", "agent", "capture", "import")
 MAX_TEXT_BYTES = 8 * 1024  # UTF-8 bytes of one memory's text
 IMPORTANCE_RANGE = (1, 5)
 DEFAULT_IMPORTANCE = 3
+# A memory's status, from its times (Memory.status is the one definition; the store's current view,
+# store.Filters, is the same rule in SQL):
+#   current     not retired, not forgotten, valid_to not yet passed
+#   superseded  retired by a newer memory (superseded_by names it)
+#   expired     valid_to has passed, nothing replaced it
+#   retired     retired without a successor (only from an imported export that says so)
+#   forgotten   erased by `forget`: a tombstone without text
+STATUSES = ("current", "superseded", "expired", "retired", "forgotten")
+
+
+class Order(str, Enum):
+    """How `list` orders memories."""
+
+    NEWEST = "newest"          # recorded_at, newest first
+    OLDEST = "oldest"          # recorded_at, oldest first
+    IMPORTANCE = "importance"  # importance, then newest first
 
 
 @dataclass(frozen=True)
@@ -42,7 +59,7 @@ class Memory:
 
     @property
     def status(self) -> str:
-        """`current`, `superseded`, `expired` (valid_to passed) or `forgotten`."""
+        """One of STATUSES (see there)."""
         if self.forgotten_at is not None:
             return "forgotten"
         if self.superseded_by is not None:
@@ -117,3 +134,28 @@ class RememberResult:
             "superseded": self.superseded,
             "conflicts": self.conflicts,
         }
+
+
+@dataclass(frozen=True)
+class Status:
+    """What `Cairn.status()` reports: which store and why, its counts and size, and how recall runs.
+
+    counts: current, superseded, forgotten, total, awaiting_embedding. bytes: database plus WAL.
+    keyword_only: recall uses BM25 alone (keyword_only_reason says why)."""
+
+    store: str
+    path: str
+    chosen_by: str
+    project_root: str | None
+    schema_version: int
+    counts: dict[str, int]
+    bytes: int
+    vector_backend: str | None
+    embedding_model: str | None
+    store_embedding_model: str | None
+    model_loaded: bool
+    keyword_only: bool
+    keyword_only_reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

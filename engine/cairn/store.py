@@ -6,17 +6,19 @@ ranking; `engine.py` composes it with both.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import db
-from .errors import MemoryNotFound, StoreCorrupted, StoreNotFound
+from .errors import InvalidImport, MemoryNotFound, StoreCorrupted, StoreError, StoreNotFound
 from .migrations import migrate
-from .models import Memory
-from .text import index_text
+from .models import Memory, Order
+from .records import NewMemory
+from .text import index_text, normalise
 from .timeutil import END_OF_TIME, now_ms
 from .vectors import BACKENDS, NumpyIndex, SqliteVecIndex, VectorIndex
 
@@ -84,23 +86,6 @@ class Filters:
         return " AND ".join(clauses), params
 
 
-@dataclass(frozen=True)
-class NewMemory:
-    """A validated memory about to be inserted (see engine.validate)."""
-
-    id: str
-    text: str
-    text_key: str
-    kind: str
-    tags: tuple[str, ...]
-    importance: int
-    source: str
-    session_id: str | None
-    valid_from: int
-    valid_to: int
-    recorded_at: int
-
-
 class Store:
     """One open store file. Not thread-safe for concurrent writes from one object; use one per thread.
 
@@ -153,6 +138,10 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+    def transaction(self) -> contextlib.AbstractContextManager:
+        """A short write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on any exception."""
+        return db.write_transaction(self.conn)
 
     def _init_meta(self, meta: dict[str, str]) -> None:
         if self.get_meta("created_at") is None:
@@ -236,9 +225,12 @@ class Store:
         ).fetchone()
         return self._memories([row])[0] if row else None
 
-    def list(self, filters: Filters, *, limit: int | None = None, order: str = "recorded_at DESC") -> list[Memory]:
+    _ORDER_SQL = {Order.NEWEST: "recorded_at DESC, seq DESC", Order.OLDEST: "recorded_at ASC, seq ASC",
+                  Order.IMPORTANCE: "importance DESC, recorded_at DESC, seq DESC"}
+
+    def list(self, filters: Filters, *, limit: int | None = None, order: Order = Order.NEWEST) -> list[Memory]:
         where, params = filters.where()
-        sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY {order}, seq DESC"
+        sql = f"SELECT {_COLUMNS} FROM memories m WHERE {where} ORDER BY {self._ORDER_SQL[Order(order)]}"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(int(limit))
@@ -437,6 +429,84 @@ class Store:
 
     def asserted_valid_to(self, seq: int) -> int:
         return self.conn.execute("SELECT asserted_valid_to FROM memories WHERE seq = ?", (seq,)).fetchone()[0]
+
+    # -- review dismissals -----------------------------------------------------------------------
+    def dismiss_pair(self, first_id: str, second_id: str, at: int) -> None:
+        """Record "keep both" for the unordered pair. Raises MemoryNotFound for an unknown id."""
+        self.seq_of(first_id), self.seq_of(second_id)
+        pair = tuple(sorted((first_id, second_id)))
+        with self.transaction():
+            self.conn.execute("INSERT OR IGNORE INTO review_dismissals(first_id, second_id, dismissed_at) "
+                              "VALUES (?, ?, ?)", (*pair, at))
+
+    def is_dismissed(self, first_id: str, second_id: str) -> bool:
+        pair = tuple(sorted((first_id, second_id)))
+        return self.conn.execute("SELECT 1 FROM review_dismissals WHERE first_id = ? AND second_id = ?",
+                                 pair).fetchone() is not None
+
+    # -- bulk: export, import, embedding ------------------------------------------------------------
+    def iter_rows(self, batch: int = 500) -> Iterator[tuple[Memory, int]]:
+        """Every memory, tombstones included, oldest first, with its asserted_valid_to (epoch ms)."""
+        seqs = [r[0] for r in self.conn.execute("SELECT seq FROM memories ORDER BY seq")]
+        for start in range(0, len(seqs), batch):
+            chunk = seqs[start : start + batch]
+            by_seq = self.by_seqs(chunk)
+            asserted = dict(self.conn.execute(
+                f"SELECT seq, asserted_valid_to FROM memories WHERE seq IN ({','.join('?' * len(chunk))})", chunk))
+            for seq in chunk:
+                yield by_seq[seq], asserted[seq]
+
+    def import_rows(self, records: Sequence[tuple[Memory, int]]) -> tuple[int, int]:
+        """Insert exported memories in one transaction: (imported, skipped). A memory whose id
+        exists, or a live one whose text is already current, is skipped. Raises InvalidImport when
+        a row breaks a constraint or a superseded_by points nowhere; then nothing is written."""
+        imported = skipped = 0
+        with self.transaction():
+            self.conn.execute("PRAGMA defer_foreign_keys = ON")  # chains may point forward in the file
+            for memory, asserted in records:
+                if self.conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory.id,)).fetchone():
+                    skipped += 1
+                    continue
+                key = normalise(memory.text) if memory.text is not None and memory.retired_at is None else None
+                if key is not None and self.current_by_text_key(key) is not None:
+                    skipped += 1
+                    continue
+                try:
+                    self.insert_raw(memory, key, asserted)
+                except db.IntegrityError as exc:
+                    raise InvalidImport(f"memory {memory.id}: {exc}") from None
+                imported += 1
+            if self.conn.execute("PRAGMA foreign_key_check(memories)").fetchone():
+                raise InvalidImport("superseded_by points to a memory that is neither in the file nor the store")
+        return imported, skipped
+
+    def fill_backlog(self, vectors: dict[int, np.ndarray]) -> int:
+        """Store vectors for memories still in the backlog (one forgotten meanwhile is never
+        given a vector back). Returns how many were stored."""
+        stored = 0
+        with self.transaction():
+            alive = {s for (s,) in self.conn.execute("SELECT seq FROM vector_backlog")}
+            for seq, vector in vectors.items():
+                if seq in alive:
+                    self.put_vector(seq, vector)
+                    stored += 1
+        return stored
+
+    def replace_vectors(self, vectors: dict[int, np.ndarray], *, model_name: str, fingerprint: str) -> None:
+        """Drop the vector index and rebuild it from `vectors` (seq -> float32[dim]); live memories
+        missing from it (written meanwhile by another process) wait in the backlog. Records the model."""
+        if self.vector_index is None:
+            raise StoreError(self.vector_unavailable or "no vector index available")
+        with self.transaction():
+            self.vector_index.drop(self.conn)
+            self.conn.execute("DELETE FROM vector_backlog")
+            for seq, vector in vectors.items():
+                self.put_vector(seq, vector)
+            for (seq,) in self.conn.execute("SELECT seq FROM memories WHERE text IS NOT NULL").fetchall():
+                if seq not in vectors:
+                    self.put_vector(seq, None)
+            self.conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                                  [("embedding_model", model_name), ("embedding_fingerprint", fingerprint)])
 
     def file_size(self) -> int:
         """Bytes on disk: the database plus its WAL."""

@@ -124,7 +124,7 @@ class Runner:
 
     def warm(self, payload: dict[str, Any] | str, timeout: float = 5.0) -> Any:
         """Talk to the warm process of this data root (a client with the hooks' environment)."""
-        code = ("import json, sys\nfrom cairn import warm\n"
+        code = ("import json, sys\nfrom cairn.adapters import warm\n"
                 "print(json.dumps(warm.wait_until_ready(float(sys.argv[2])) if sys.argv[1] == 'wait' "
                 "else warm.request(json.loads(sys.argv[1]), timeout=float(sys.argv[2]))))")
         op = payload if isinstance(payload, str) else json.dumps(payload)
@@ -255,7 +255,7 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
     assert (proc.returncode, proc.stdout) == (0, "")
     # ... and it started the warm process with the installed interpreter; once that is ready, hybrid recall.
     assert runner.warm("wait", 120.0), "the warm process of the installed runtime never became ready"
-    (warm_pid,) = runner.pids("-m cairn.service")
+    (warm_pid,) = runner.pids("-m cairn.adapters.service")
     assert cmdline(warm_pid).startswith(str(data / "venv" / "bin" / "python")), cmdline(warm_pid)
     proc, _ = runner.hook("UserPromptSubmit", RELATED)
     assert f"[mem:{memory_id}]" in hook_context(proc, "UserPromptSubmit")
@@ -290,9 +290,9 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
 
     # 7. Nothing is left but the warm process, which stops when asked.
     deadline = time.monotonic() + 5
-    while [p for p in tagged_pids(runner.run_id) if "cairn.service" not in cmdline(p)] and time.monotonic() < deadline:
+    while [p for p in tagged_pids(runner.run_id) if "cairn.adapters.service" not in cmdline(p)] and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert [cmdline(p) for p in tagged_pids(runner.run_id) if "cairn.service" not in cmdline(p)] == []
+    assert [cmdline(p) for p in tagged_pids(runner.run_id) if "cairn.adapters.service" not in cmdline(p)] == []
     runner.warm({"op": "shutdown"})  # its reply can be lost (see test_plugin.py); the exit is what counts
     deadline = time.monotonic() + 15
     while alive(warm_pid) and time.monotonic() < deadline:

@@ -3,7 +3,7 @@
 Each test gets its own HOME, project and Cairn data root (CAIRN_HOME from tests/conftest.py), and
 installs the plugin as a user would: `claude plugin marketplace add <this repo>` then
 `claude plugin install cairn@cairn`. The model is the scripted fake Messages API; every hook, the
-MCP server and the warm process (python -m cairn.service) are the real ones, started by Claude Code.
+MCP server and the warm process (python -m cairn.adapters.service) are the real ones, started by Claude Code.
 The runtime is this test venv (CAIRN_RUNTIME_PYTHON): tests/e2e/test_bootstrap.py covers the
 installer that real users get.
 
@@ -54,7 +54,7 @@ RUNTIME_ENV = {"CAIRN_RUNTIME_PYTHON": sys.executable, "HF_HUB_OFFLINE": "1", "C
 
 WARM_CLIENT = """\
 import json, sys
-from cairn import warm
+from cairn.adapters import warm
 op = sys.argv[1]
 if op == "wait":
     print(json.dumps(warm.wait_until_ready(float(sys.argv[2]))))
@@ -74,7 +74,7 @@ def cmdline(pid: int) -> str:
 
 
 def is_warm_service(pid: int) -> bool:
-    return "-m cairn.service" in cmdline(pid)
+    return "-m cairn.adapters.service" in cmdline(pid)
 
 
 def alive(pid: int) -> bool:
@@ -388,7 +388,7 @@ def test_starting_a_session_creates_no_store(cairn: CairnSession) -> None:
 
 def test_cairn_store_points_two_folders_at_one_store(cairn: CairnSession, tmp_path: Path) -> None:
     api = cairn.api
-    created = subprocess.run([sys.executable, "-m", "cairn.cli", "stores", "create", "team-notes"],
+    created = subprocess.run([sys.executable, "-m", "cairn", "stores", "create", "team-notes"],
                              capture_output=True, text=True, env={**cairn.harness.env(), "PYTHONPATH": str(ENGINE_DIR)})
     assert created.returncode == 0, created.stderr
     # As direnv would set it: an environment variable on the Claude Code process, per folder.

@@ -1,7 +1,8 @@
 """The `cairn` command line: a thin layer over the engine API.
 
-Every command takes --store NAME (else $CAIRN_STORE, else the project of the working directory)
-and --json (stable keys, documented in docs/cli.md). Errors: one line on stderr, exit code 2.
+Every command that works on a store takes --store NAME (else $CAIRN_STORE, else the project of the
+working directory) and --create; every command takes --json (stable keys, docs/cli.md). Errors:
+one line on stderr, exit code 2. Defaults (k, scope, limit) come from the config, never from here.
 """
 
 from __future__ import annotations
@@ -16,12 +17,10 @@ from typing import Any
 
 import click
 
-from .engine import SCOPES, Cairn
-from .errors import CairnError
-from .models import KINDS, SOURCES, Memory
-from .paths import choose_store, data_root, stores_dir
-from .store import Store
-from .timeutil import format_date
+from cairn import (
+    KINDS, SCOPES, SOURCES, Cairn, CairnError, Draft, Verdict, create_store, data_root, list_stores, render, resolve,
+    review_candidates, review_decide,
+)
 
 
 def _emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
@@ -34,11 +33,12 @@ def _emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
 def _progress(items, total):
     from tqdm import tqdm
 
-    return tqdm(items, total=total, file=sys.stderr, unit="batch", disable=not sys.stderr.isatty() and total < 2)
+    # Only on a terminal: a progress bar's carriage returns do not belong in a log file.
+    return tqdm(items, total=total, file=sys.stderr, unit="batch", disable=not sys.stderr.isatty() or total < 2)
 
 
 def store_options(fn: Callable) -> Callable:
-    """--store, --create and --json on every command; opens the engine as `memory`."""
+    """--store, --create and --json; resolves the store and config once and opens the engine as `memory`."""
 
     @click.option("--store", "store_name", metavar="NAME", help="Store to use (default: $CAIRN_STORE, else this project's).")
     @click.option("--create", is_flag=True, help="Create the named store if it does not exist.")
@@ -46,17 +46,12 @@ def store_options(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(store_name: str | None, create: bool, as_json: bool, **kwargs: Any) -> None:
         embedder = None if kwargs.pop("keyword_only", False) else "auto"
-        with Cairn.open(store_name, create=create, embedder=embedder, check_model=fn.__name__ != "reembed") as memory:
+        resolved = resolve(store_name)
+        with Cairn.open(resolved=resolved, create=create, embedder=embedder,
+                        check_model=fn.__name__ != "reembed") as memory:
             fn(memory, as_json=as_json, **kwargs)
 
     return wrapper
-
-
-def _memory_line(m: Memory) -> str:
-    status = "" if m.status == "current" else f" ({m.status}{' by ' + m.superseded_by if m.superseded_by else ''})"
-    tags = f" #{' #'.join(m.tags)}" if m.tags else ""
-    text = m.text if m.text is not None else "[forgotten]"
-    return f"{m.id}  [{m.kind}] {format_date(m.valid_from)}{status}{tags}\n    {text}"
 
 
 def _split_tags(values: tuple[str, ...]) -> list[str]:
@@ -90,8 +85,6 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, sco
     if text == "-":
         text = sys.stdin.read()
     draft = {k: v for k, v in fields.items() if v is not None}
-    from .engine import Draft
-
     result = memory.remember_many([Draft(text=text, tags=tuple(_split_tags(tags)), **draft)], scope=scope,
                                   detect=False if no_detect else None)[0]
 
@@ -108,7 +101,7 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, sco
 
 @cli.command()
 @click.argument("query")
-@click.option("-k", "k", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("-k", "k", type=click.IntRange(1, 1000), help="How many at most (default: config recall.k, 10).")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
 @click.option("--tag", "tags", multiple=True)
 @click.option("--since", help="Only memories valid from this time on.")
@@ -116,7 +109,8 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, sco
 @click.option("--as-of", help="What was true at this time (valid time).")
 @click.option("--known-at", help="What the store knew at this time (transaction time).")
 @click.option("--include-superseded", is_flag=True)
-@click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True)
+@click.option("--scope", type=click.Choice(SCOPES),
+              help="project, global or all (default: config recall.scope, all).")
 @click.option("--keyword-only", is_flag=True, help="BM25 only; do not load the embedding model.")
 @store_options
 def recall(memory: Cairn, as_json: bool, query: str, tags, **options) -> None:
@@ -127,7 +121,7 @@ def recall(memory: Cairn, as_json: bool, query: str, tags, **options) -> None:
         if not hits:
             click.echo("no memories match")
         for n, hit in enumerate(hits, 1):
-            click.echo(f"{n}. {_memory_line(hit.memory)}\n    score {hit.score:.4f}: {hit.why()}")
+            click.echo(f"{n}. {render.line(hit.memory)}\n    score {hit.score:.4f}: {hit.why()}")
 
     _emit(as_json, [h.to_json() for h in hits], human)
 
@@ -141,12 +135,12 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
 
     def human() -> None:
         for m in chain:
-            d = m.to_json()
-            click.echo(_memory_line(m))
+            d = render.full(m)
+            click.echo(render.line(m))
             click.echo(f"    valid {d['valid_from_iso']} .. {d['valid_to_iso'] or 'open'}; "
                        f"recorded {d['recorded_at_iso']}, retired {d['retired_at_iso'] or '-'}")
 
-    _emit(as_json, [m.to_json() for m in chain], human)
+    _emit(as_json, [render.full(m) for m in chain], human)
 
 
 @cli.command()
@@ -155,7 +149,7 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
 def forget(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """Erase MEMORY_ID: its text, vector and index entries; a tombstone remains."""
     tomb = memory.forget(memory_id)
-    _emit(as_json, tomb.to_json(), lambda: click.echo(f"forgot {tomb.id}"))
+    _emit(as_json, render.full(tomb), lambda: click.echo(f"forgot {tomb.id}"))
 
 
 @cli.command()
@@ -164,7 +158,7 @@ def forget(memory: Cairn, as_json: bool, memory_id: str) -> None:
 def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """One memory, whatever its status."""
     m = memory.get(memory_id)
-    _emit(as_json, m.to_json(), lambda: click.echo(_memory_line(m)))
+    _emit(as_json, render.full(m), lambda: click.echo(render.line(m)))
 
 
 @cli.command(name="list")
@@ -172,20 +166,20 @@ def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
 @click.option("--tag", "tags", multiple=True)
 @click.option("--as-of", help="What was true at this time (valid time).")
 @click.option("--include-superseded", is_flag=True)
-@click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True)
-@click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--scope", type=click.Choice(SCOPES), help="Default: config list.scope, project.")
+@click.option("--limit", type=click.IntRange(1), help="How many at most (default: config list.limit, 50).")
 @store_options
 def list_(memory: Cairn, as_json: bool, tags, **options) -> None:
     """Memories, newest first."""
     items = memory.list(tags=_split_tags(tags), **options)
-    _emit(as_json, [m.to_json() for m in items], lambda: [click.echo(_memory_line(m)) for m in items])
+    _emit(as_json, [render.full(m) for m in items], lambda: [click.echo(render.line(m)) for m in items])
 
 
 @cli.command()
 @store_options
 def status(memory: Cairn, as_json: bool) -> None:
     """Which store and why, counts, size, vector backend and model."""
-    info = memory.status()
+    info = memory.status().to_json()
 
     def human() -> None:
         c = info["counts"]
@@ -229,24 +223,14 @@ def reembed(memory: Cairn, as_json: bool) -> None:
 
 
 @cli.group(invoke_without_command=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 @click.pass_context
 def stores(ctx: click.Context, as_json: bool) -> None:
-    """List stores (with `create NAME`: make a named store)."""
+    """List stores (`*` marks this folder's); `stores create NAME` makes a named store."""
     if ctx.invoked_subcommand:
         return
-    rows = []
-    for path in sorted(stores_dir().glob("*.db")):
-        try:
-            store = Store.open(path, name=path.stem, create=False)
-        except CairnError as exc:
-            rows.append({"name": path.stem, "path": str(path), "error": str(exc)})
-            continue
-        with_counts = {"name": path.stem, "path": str(path), "project_root": store.get_meta("project_root"),
-                       **store.counts()}
-        store.close()
-        rows.append(with_counts)
-    current = choose_store(None).name
+    rows = list_stores()
+    current = resolve().choice.name
 
     def human() -> None:
         click.echo(f"data root {data_root()}")
@@ -260,13 +244,77 @@ def stores(ctx: click.Context, as_json: bool) -> None:
 
 @stores.command(name="create")
 @click.argument("name")
-def stores_create(name: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
+def stores_create(name: str, as_json: bool) -> None:
     """Create the named store NAME (for CAIRN_STORE / --store)."""
-    from .paths import store_path, validate_store_name
+    path, created = create_store(name)
+    _emit(as_json, {"name": name, "path": str(path), "created": created},
+          lambda: click.echo(f"{'created' if created else 'already exists:'} store {name} ({path})"))
 
-    path = store_path(validate_store_name(name))
-    Store.open(path, name=name, create=True).close()
-    click.echo(f"created store {name} ({path})")
+
+@cli.group()
+def review() -> None:
+    """Possible duplicates and contradictions, and your verdict on each (as /cairn:review-memory)."""
+
+
+@review.command(name="list")
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
+@click.option("--topic", help="Only memories about this topic.")
+@click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True)
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@click.option("--keyword-only", is_flag=True, help="Do not load the embedding model.")
+@store_options
+def review_list(memory: Cairn, as_json: bool, kinds, topic: str | None, scope: str, limit: int) -> None:
+    """Pairs of current memories that may duplicate or contradict each other, strongest first. Changes nothing."""
+    pairs, scanned, with_vectors = review_candidates(memory, kinds=tuple(kinds), topic=topic, scope=scope)
+    data = {"pairs": [p.to_json() for p in pairs[:limit]], "found": len(pairs), "scanned": scanned,
+            "keyword_only": not with_vectors}
+
+    def human() -> None:
+        if not pairs:
+            click.echo(f"nothing to review ({scanned} memories scanned)")
+        for n, p in enumerate(pairs[:limit], 1):
+            cos = f", cosine {p.cosine:.2f}" if p.cosine is not None else ""
+            click.echo(f"{n}. {p.label}: {p.reason}{cos}\n   older {render.line(p.older)}\n   newer {render.line(p.newer)}")
+        if pairs:
+            click.echo("decide with: cairn review decide OLDER_ID NEWER_ID VERDICT "
+                       f"({', '.join(v.value for v in Verdict)})")
+
+    _emit(as_json, data, human)
+
+
+@review.command(name="decide")
+@click.argument("older_id")
+@click.argument("newer_id")
+@click.argument("verdict", type=click.Choice([v.value for v in Verdict]))
+@click.option("--text", help="merge only: the merged statement.")
+@click.option("--keyword-only", is_flag=True, help="Do not load the embedding model.")
+@store_options
+def review_decide_(memory: Cairn, as_json: bool, older_id: str, newer_id: str, verdict: str,
+                   text: str | None) -> None:
+    """Apply VERDICT to the pair OLDER_ID NEWER_ID (as `review list` shows it); both must still be current."""
+    done = review_decide(memory, older_id, newer_id, verdict, text)
+
+    def human() -> None:
+        if "kept" in done:
+            click.echo(f"kept both {older_id} and {newer_id}; this pair will not be proposed again")
+        elif "forgotten" in done:
+            click.echo(f"forgot {done['forgotten']}")
+        else:
+            click.echo(f"superseded {', '.join(done['superseded'])} by {done['by']}")
+
+    _emit(as_json, done, human)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("event")
+@click.argument("args", nargs=-1)
+def hook(event: str, args: tuple[str, ...]) -> None:
+    """Run a Claude Code hook: EVENT is SessionStart or UserPromptSubmit (stdin: the hook's JSON),
+    or `pause SESSION_ID [off]`. Fails open: exit 0 whatever happens; errors go to hooks.log."""
+    from .claude import hook_main
+
+    hook_main([event, *args])
 
 
 def main(argv: list[str] | None = None) -> None:

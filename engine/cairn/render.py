@@ -1,8 +1,12 @@
-"""Tool results as compact JSON: the model pays a token for every character, so only what it uses.
+"""Render once: every way a memory is shown, in one place.
 
-A memory is {id, text, kind, date, status} plus until, tags, importance, superseded_by and store
-only when they say something (set, non-empty, not the default, not the project store). `date` is
-valid_from and `until` valid_to, as YYYY-MM-DD, UTC.
+- full JSON (`full`, `Memory.to_json`): every field, times as epoch ms plus ISO twins; the CLI's
+  --json and export (keys documented in docs/cli.md).
+- compact JSON (`memory`, `hit`, ...): MCP tool results. The model pays a token for every character,
+  so a memory is {id, text, kind, date, status} plus until, tags, importance, superseded_by and
+  store only when they say something (set, non-empty, not the default, not the project store).
+  `date` is valid_from and `until` valid_to, as YYYY-MM-DD, UTC.
+- one line (`line`): the CLI's human output; `context_line`: what hooks inject, cited as [mem:ID].
 """
 
 from __future__ import annotations
@@ -10,11 +14,37 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cairn import Hit, Memory, RememberResult
-from cairn.models import DEFAULT_IMPORTANCE
-from cairn.paths import GLOBAL_STORE
-from cairn.timeutil import format_date as day
-from cairn.timeutil import format_time as moment
+from .models import DEFAULT_IMPORTANCE, Hit, Memory, RememberResult
+from .paths import GLOBAL_STORE
+from .timeutil import format_date as day
+from .timeutil import format_time as moment
+
+CONTEXT_MEMORY_CHARS = 300  # one memory's text in an injection, before the "…"
+
+
+def full(m: Memory) -> dict[str, Any]:
+    """Every field (docs/cli.md, "JSON keys")."""
+    return m.to_json()
+
+
+def line(m: Memory) -> str:
+    """Two lines for a terminal: `ID  [kind] YYYY-MM-DD (status by ID) #tags` then the text."""
+    status = "" if m.status == "current" else f" ({m.status}{' by ' + m.superseded_by if m.superseded_by else ''})"
+    tags = f" #{' #'.join(m.tags)}" if m.tags else ""
+    text = m.text if m.text is not None else "[forgotten]"
+    return f"{m.id}  [{m.kind}] {day(m.valid_from)}{status}{tags}\n    {text}"
+
+
+def shorten(text: str, limit: int) -> str:
+    """Whitespace collapsed, cut to `limit` characters with "…"."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def context_line(m: Memory, *, with_kind: bool = True, limit: int = CONTEXT_MEMORY_CHARS) -> str:
+    """`- [mem:ID] YYYY-MM-DD kind: text` (the date is valid_from, UTC), text cut to `limit`."""
+    kind = f" {m.kind}:" if with_kind else ""
+    return f"- [mem:{m.id}] {day(m.valid_from)}{kind} {shorten(m.text or '', limit)}"
 
 
 def dumps(data: Any) -> str:

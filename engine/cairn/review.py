@@ -1,4 +1,5 @@
-"""Review candidates: pairs of current memories that may duplicate or contradict each other.
+"""Review: pairs of current memories that may duplicate or contradict each other, and the user's
+verdict on each. The CLI (`cairn review`) and the MCP tools (/cairn:review-memory) both call this.
 
 For each current memory, its nearest current neighbours of the same kind (hybrid recall with the
 memory's own text as the query) are candidates when their cosine is at least REVIEW_MIN_COSINE, or
@@ -7,18 +8,35 @@ the engine applies on each write) labels each pair; "unrelated" pairs are droppe
 the user already chose to keep both of (Cairn.dismiss_pair). Only the engine API is used: list,
 embed, recall, is_dismissed.
 
-Nothing here changes a memory: the user decides, and memory_review_decide applies the verdict.
+`review_candidates` changes nothing. `review_decide` applies one verdict the user gave on one pair,
+and only while both memories are still current (else NotCurrent, and nothing changes).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
+from typing import TYPE_CHECKING, Any
 
-from cairn import Cairn, Memory
-from cairn.paths import GLOBAL_STORE
-from cairn.supersede import classify
-from cairn.timeutil import format_date as day
+from .errors import InvalidMemory, NotCurrent
+from .models import Memory
+from .paths import GLOBAL_STORE
+from .supersede import classify
+from .timeutil import format_date as day
+
+if TYPE_CHECKING:
+    from .engine import Cairn
+
+
+class Verdict(str, Enum):
+    """The user's verdict on a pair (older, newer)."""
+
+    KEEP_BOTH = "keep_both"          # both stay current; the pair is not proposed again
+    REPLACE_OLDER = "replace_older"  # the older is superseded by the newer; nothing new is written
+    REPLACE_NEWER = "replace_newer"  # the newer is superseded by the older
+    MERGE = "merge"                  # one new memory with the agreed text supersedes both
+    FORGET_OLDER = "forget_older"    # erase the older for good
+    FORGET_NEWER = "forget_newer"    # erase the newer for good
 
 REVIEW_MIN_COSINE = 0.6
 NEIGHBOURS = 3        # nearest memories checked per memory
@@ -54,9 +72,9 @@ def _order(a: Memory, b: Memory) -> tuple[Memory, Memory]:
     return (a, b) if (a.valid_from, a.recorded_at, a.id) <= (b.valid_from, b.recorded_at, b.id) else (b, a)
 
 
-def candidates(engine: Cairn, *, kinds: tuple[str, ...] = (), topic: str | None = None,
-               scope: str = "project") -> tuple[list[Pair], int, bool]:
-    """(pairs, strongest first; memories scanned; whether vectors were available)."""
+def review_candidates(engine: Cairn, *, kinds: tuple[str, ...] = (), topic: str | None = None,
+                      scope: str = "project") -> tuple[list[Pair], int, bool]:
+    """(pairs, strongest first; memories scanned; whether vectors were available). Changes nothing."""
     scopes = ["project", "global"] if scope == "all" else [scope]
     pairs: dict[tuple[str, str], Pair] = {}
     dismissed: dict[tuple[str, str], bool] = {}
@@ -99,3 +117,45 @@ def candidates(engine: Cairn, *, kinds: tuple[str, ...] = (), topic: str | None 
                 if verdict.label != "unrelated":
                     pairs[key] = Pair(older, newer, verdict.label, verdict.reason, cosine)
     return sorted(pairs.values(), key=Pair.sort_key), scanned, with_vectors
+
+
+def review_decide(engine: Cairn, older_id: str, newer_id: str, verdict: Verdict | str,
+                  text: str | None = None) -> dict[str, Any]:
+    """Apply the user's verdict on the pair (older_id, newer_id), as listed by review_candidates.
+
+    text: the merged statement, for Verdict.MERGE only. Returns what was done: {"verdict", and
+    "kept" | "forgotten" | "superseded" + "by" (+ "created" for a merge)}.
+    Raises InvalidMemory (bad verdict, same id twice, text missing or not allowed), MemoryNotFound,
+    NotCurrent (either memory is no longer current: the pair is out of date; nothing changes)."""
+    try:
+        verdict = Verdict(verdict)
+    except ValueError:
+        raise InvalidMemory(f"unknown verdict {verdict!r}; expected one of: "
+                            f"{', '.join(v.value for v in Verdict)}") from None
+    if older_id == newer_id:
+        raise InvalidMemory("older_id and newer_id are the same memory")
+    if verdict is Verdict.MERGE and text is None:
+        raise InvalidMemory("merge needs text: the merged statement the user agreed to")
+    if verdict is not Verdict.MERGE and text is not None:
+        raise InvalidMemory(f"text is only for merge, not {verdict.value}")
+    pair = {m.id: m for m in (engine.get(older_id), engine.get(newer_id))}
+    for m in pair.values():
+        if m.status != "current":
+            by = f" by {m.superseded_by}" if m.superseded_by else ""
+            raise NotCurrent(f"memory {m.id} is already {m.status}{by}; this pair is out of date")
+    if verdict is Verdict.KEEP_BOTH:
+        engine.dismiss_pair(older_id, newer_id)
+        return {"verdict": verdict.value, "kept": [older_id, newer_id],
+                "note": "both stay current; this pair will not be proposed again"}
+    if verdict in (Verdict.FORGET_OLDER, Verdict.FORGET_NEWER):
+        gone = engine.forget(older_id if verdict is Verdict.FORGET_OLDER else newer_id)
+        return {"verdict": verdict.value, "forgotten": gone.id}
+    if verdict is Verdict.MERGE:
+        both = list(pair.values())
+        tags = sorted({t for m in both for t in m.tags})
+        result = engine.replace([older_id, newer_id], text, tags=tags, importance=max(m.importance for m in both))
+        return {"verdict": verdict.value, "superseded": result.superseded, "by": result.memory.id,
+                "created": result.status == "created"}
+    old, new = (older_id, newer_id) if verdict is Verdict.REPLACE_OLDER else (newer_id, older_id)
+    result = engine.replace(old, pair[new].text)
+    return {"verdict": verdict.value, "superseded": result.superseded, "by": result.memory.id}

@@ -1,7 +1,7 @@
 """The client side of the warm process (service.py): where its socket is, and how to ask it.
 
-This module imports only the standard library and cairn.paths, so a hook process can use it in a
-few milliseconds. The warm process is per user and per data root: one Unix socket in a private
+This module imports only the standard library and `cairn.data_root`, so a hook process can use it
+in a few milliseconds. The warm process is per user and per data root: one Unix socket in a private
 (0700) folder, so there are no ports to collide and no other user can connect.
 """
 
@@ -18,10 +18,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .paths import data_root
+from cairn import data_root
 
-ENGINE_DIR = Path(__file__).resolve().parent
-PROTOCOL = 1
+PACKAGE_DIR = Path(__file__).resolve().parent.parent  # engine/cairn
+PROTOCOL = 2
+SERVICE_MODULE = "cairn.adapters.service"  # `python -m` this to run the warm process
 # The hook environment a hook forwards with its event (and the warm process accepts).
 HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG")
 
@@ -48,9 +49,9 @@ def lock_path() -> Path:
 def code_version() -> str:
     """Fingerprint of the engine's source files: a warm process running older code is replaced."""
     digest = hashlib.sha256(str(PROTOCOL).encode())
-    for path in sorted(ENGINE_DIR.glob("*.py")):
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
         stat = path.stat()
-        digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+        digest.update(f"{path.relative_to(PACKAGE_DIR)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
     return digest.hexdigest()[:16]
 
 
@@ -106,11 +107,11 @@ def spawn(python: str | None = None) -> bool:
     runtime_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     log_dir = data_root() / "logs"
     log_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ENGINE_DIR.parent),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent),
                                                                        os.environ.get("PYTHONPATH")]))}
     with open(log_dir / "service.log", "ab") as log:
         subprocess.Popen(
-            [python or sys.executable, "-m", "cairn.service"], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            [python or sys.executable, "-m", SERVICE_MODULE], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             env=env, cwd=str(runtime_dir()), start_new_session=True, close_fds=True,
         )
     return True
@@ -137,15 +138,23 @@ def wait_until_ready(seconds: float) -> bool:
     return False
 
 
-def session_embedder(model: str | None = None, *, wait_seconds: float = 60.0):
-    """The embedder for a long-lived session process (the MCP server): through the warm process,
-    started on first use; in-process if the warm process cannot run here (e.g. no Unix sockets)."""
-    from .embedder import Embedder, SentenceTransformerEmbedder
+def session_embedder(config: dict[str, Any], *, wait_seconds: float = 60.0):
+    """The embedder a long-lived session process (the MCP server) should use for a project with
+    this config: through the warm process, started on first use, which loads the project's model
+    once per machine; in-process if the warm process cannot serve it (no Unix sockets, another
+    model). None when the config disables embedding."""
+    from cairn import Embedder, embedder_from_config
+
+    local = embedder_from_config(config)
+    if local is None:
+        return None
+    emb = config["embedding"]
+    spec = {"model": emb["model"], "device": emb["device"], "batch_size": emb["batch_size"]}
 
     class WarmEmbedder(Embedder):
         def __init__(self) -> None:
-            self.local = SentenceTransformerEmbedder(model)
-            self.model_name, self.dim = self.local.model_name, self.local.dim
+            self.local = local
+            self.model_name, self.dim = local.model_name, local.dim
             self.remote_ok = hasattr(socket, "AF_UNIX")
 
         @property
@@ -159,9 +168,10 @@ def session_embedder(model: str | None = None, *, wait_seconds: float = 60.0):
             import numpy as np
 
             if self.remote_ok and not self.local.loaded:
-                reply = request({"op": "embed", "texts": texts}, timeout=60)
+                ask = {"op": "embed", "texts": texts, "embedding": spec}
+                reply = request(ask, timeout=120)
                 if reply is None and (spawn() or is_running()) and wait_until_ready(wait_seconds):
-                    reply = request({"op": "embed", "texts": texts}, timeout=60)
+                    reply = request(ask, timeout=120)
                 if reply is not None and reply.get("model") == self.model_name:
                     self.dim = int(reply["dim"])
                     return np.stack([np.frombuffer(v, dtype=np.float32) for v in decode_vectors(reply)])

@@ -1,4 +1,4 @@
-"""The warm process: one per user and data root, holding the embedding model.
+"""The warm process: one per user and data root, holding the embedding models.
 
 Hooks ask it (over a Unix socket, see warm.py) to handle their event with hybrid recall, and MCP
 servers ask it for embeddings, so the model (and `import sentence_transformers`, ~5 s) is paid once
@@ -9,11 +9,16 @@ per machine rather than in every hook or session. It:
 - exits after `CAIRN_SERVICE_IDLE_SECONDS` (default 900) without a request, when asked to, or when
   a request carries another code version (a plugin update), so no stale or orphaned process stays.
 
-Run as `python -m cairn.service`.
+It loads the user-level model at start; a project whose config names another model gets it loaded
+in the background on its first hook (that hook answers keyword-only), or at once for an embed.
+
+Run as `python -m cairn.adapters.service`.
 
 Protocol: one JSON object per line each way.
     {"op": "ping"}                                      -> {"ok": true, "model": ..., "pid": ...}
-    {"op": "embed", "texts": [str]}                     -> {"ok": true, "vectors": [base64 float32[dim]]}
+    {"op": "embed", "texts": [str], "embedding": {model, device, batch_size}}
+                                                        -> {"ok": true, "model": ..., "dim": ...,
+                                                            "vectors": [base64 float32[dim]]}
     {"op": "hook", "event": str, "payload": {}, "env": {}} -> {"ok": true, "output": {...} | null}
     {"op": "shutdown"}                                  -> {"ok": true}
 Every request carries "code" (warm.code_version()); a mismatch answers {"ok": false, "error": "stale"}.
@@ -30,11 +35,16 @@ import threading
 import time
 from typing import Any
 
+from cairn import Embedder, Resolved, embedder_from_config
+
 from . import warm
-from .embedder import SentenceTransformerEmbedder
 
 log = logging.getLogger("cairn.service")
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
+
+
+def _model_key(embedding: dict[str, Any]) -> tuple[str, str, int]:
+    return str(embedding.get("model")), str(embedding.get("device", "cpu")), int(embedding.get("batch_size", 32))
 
 
 class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -42,14 +52,44 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = False
     block_on_close = True
 
-    def __init__(self, path: str, embedder: SentenceTransformerEmbedder, code: str, idle_seconds: float):
-        self.embedder = embedder
-        self.stores: dict[tuple[str, ...], Any] = {}  # open Cairn per (store file, config); reads stay fresh
+    def __init__(self, path: str, config: dict[str, Any], embedder: Embedder, code: str, idle_seconds: float):
+        self.default_key = _model_key(config["embedding"])
+        self.embedders: dict[tuple[str, str, int], Embedder] = {self.default_key: embedder}
+        self.embedders_lock = threading.Lock()
+        self.stores: dict[tuple[str, ...], Any] = {}  # open Cairn per (store file, config, model); reads stay fresh
         self.stores_lock = threading.Lock()  # held for a whole hook request
         self.code = code
         self.idle_seconds = idle_seconds
         self.last_request = time.monotonic()
         super().__init__(path, Handler)
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.embedders[self.default_key]
+
+    def embedder_for(self, config: dict[str, Any], *, wait: bool = False) -> Embedder | None:
+        """The loaded embedder for this config's model. A model not loaded yet is loaded in the
+        background (wait=False: None meanwhile, so a hook answers keyword-only within its budget)."""
+        if not config["embedding"]["enabled"]:
+            return None
+        key = _model_key(config["embedding"])
+        with self.embedders_lock:
+            embedder = self.embedders.get(key)
+            if embedder is None:
+                embedder = self.embedders[key] = embedder_from_config(config, threads=1)
+                if not wait:
+                    threading.Thread(target=self._load, args=(embedder,), daemon=True).start()
+        if wait:
+            embedder.load()
+        return embedder if getattr(embedder, "loaded", True) else None
+
+    @staticmethod
+    def _load(embedder: Embedder) -> None:
+        try:
+            embedder.load()
+            log.info("model %s loaded", embedder.model_name)
+        except Exception as exc:
+            log.error("cannot load embedding model: %s", exc)
 
     def reply(self, request: dict[str, Any]) -> dict[str, Any]:
         self.last_request = time.monotonic()
@@ -61,33 +101,34 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             return {"ok": True, "model": self.embedder.model_name, "pid": os.getpid()}
         if op == "embed":
             texts = [str(t) for t in request.get("texts", [])]
-            vectors = self.embedder.embed(texts) if texts else []
-            return {"ok": True, "model": self.embedder.model_name, "dim": self.embedder.dim,
+            spec = request.get("embedding") or {}
+            embedder = (self.embedder if not spec else
+                        self.embedder_for({"embedding": {"enabled": True, **spec}}, wait=True))
+            vectors = embedder.embed(texts) if texts else []
+            return {"ok": True, "model": embedder.model_name, "dim": embedder.dim,
                     "vectors": [warm.encode_vector(v.tobytes()) for v in vectors]}
         if op == "hook":
-            from .claude_hooks import handle
+            from .claude import handle
 
             env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
             with self.stores_lock:  # the open stores' connections serve one request at a time
                 output = handle(str(request.get("event")), request.get("payload") or {}, env,
-                                embedder=self.embedder, open_memory=self.memory_for)
+                                embedder_for=self.embedder_for, open_memory=self.memory_for)
             return {"ok": True, "output": output}
         if op == "shutdown":
             self.stop("asked to")
             return {"ok": True}
         return {"ok": False, "error": f"unknown op {op!r}"}
 
-    def memory_for(self, project_dir, env: dict[str, str], config: dict[str, Any]):
+    def memory_for(self, resolved: Resolved, embedder: Embedder | None):
         """An open engine for that project, kept open across requests. SQLite reads see every commit,
         so a memory replaced or forgotten by another process is never served from here."""
-        from .engine import Cairn
-        from .paths import choose_store
+        from cairn import Cairn
 
-        choice = choose_store(None, cwd=project_dir, env=env)
-        key = (str(choice.path), json.dumps(config, sort_keys=True))
+        key = (str(resolved.choice.path), json.dumps(resolved.config, sort_keys=True), str(id(embedder)))
         memory = self.stores.get(key)
         if memory is None:
-            memory = self.stores[key] = Cairn.open(cwd=project_dir, env=env, embedder=self.embedder, config=config)
+            memory = self.stores[key] = Cairn.open(resolved=resolved, embedder=embedder)
         return memory
 
     def stop(self, why: str) -> None:
@@ -127,13 +168,17 @@ def serve() -> int:
     except OSError:
         log.info("another warm process is running")
         return 0
-    from .config import load_config
+    from cairn import ConfigError, load_config
 
-    emb = load_config()["embedding"]
+    try:
+        config = load_config()  # the user-level config
+    except ConfigError as exc:
+        log.error("cannot read the configuration: %s", exc)
+        return 1
     # One torch thread: a one-sentence query takes ~10 ms either way on an idle machine, but with two
     # threads its p95 grew to ~700 ms while other processes used the cores (measured; docs/benchmarks.md).
-    embedder = SentenceTransformerEmbedder(emb["model"], device=emb["device"], batch_size=emb["batch_size"],
-                                           threads=1)
+    config["embedding"]["enabled"] = True  # a project may still enable it
+    embedder = embedder_from_config(config, threads=1)
     started = time.monotonic()
     try:
         embedder.load()
@@ -144,7 +189,7 @@ def serve() -> int:
     path = warm.socket_path()
     path.unlink(missing_ok=True)  # a socket left by a killed process; we hold the lock
     idle = float(os.environ.get("CAIRN_SERVICE_IDLE_SECONDS", "900"))
-    server = WarmServer(str(path), embedder, warm.code_version(), idle)
+    server = WarmServer(str(path), config, embedder, warm.code_version(), idle)
     os.chmod(path, 0o600)
     threading.Thread(target=server.watch_idle, daemon=True).start()
     log.info("listening on %s (pid %d)", path, os.getpid())

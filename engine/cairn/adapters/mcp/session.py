@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cairn import Cairn, CairnError
+from cairn import Cairn, CairnError, Resolved, resolve
 
 log = logging.getLogger("cairn.mcp")
 
@@ -28,21 +28,19 @@ class Unavailable(Exception):
     """The store cannot be opened; the message says why and what to do."""
 
 
-def shared_embedder(model: str) -> Any:
-    """The embedder for `model` that a session process should use: the per-user warm process
-    (cairn.warm), which loads the model once per machine and falls back to loading it in-process.
-    None keeps the engine's own lazy in-process embedder (an engine without cairn.warm)."""
-    try:
-        from cairn.warm import session_embedder
-    except ImportError:
-        return None
-    return session_embedder(model)
+def shared_embedder(config: dict[str, Any]) -> Any:
+    """The embedder a session process should use for a project with this config: through the
+    per-user warm process (cairn.adapters.warm), which loads the model once per machine and falls
+    back to loading it in-process. None when the config disables embedding."""
+    from ..warm import session_embedder
+
+    return session_embedder(config)
 
 
 class Session:
     """The engine for one project folder, opened on first use and shared by all tool calls."""
 
-    def __init__(self, project_dir: Path, embedder_for: Callable[[str], Any] = shared_embedder):
+    def __init__(self, project_dir: Path, embedder_for: Callable[[dict[str, Any]], Any] = shared_embedder):
         self.project_dir = project_dir
         self._embedder_for = embedder_for
         self._engine: Cairn | None = None
@@ -58,15 +56,10 @@ class Session:
         if self._engine is not None:
             return self._engine
         try:
-            # "auto" resolves the configured model (or None when embedding is disabled) without loading it.
-            engine = Cairn.open(cwd=self.project_dir, embedder="auto")
-            try:
-                if engine.embedder is not None:
-                    engine.embedder = self._embedder_for(engine.config["embedding"]["model"]) or engine.embedder
-            except BaseException:
-                engine.close()
-                raise
-            self._engine = engine
+            # Resolved once for the session: the store, its config, and the embedder for that config
+            # (not loaded yet), passed in at open.
+            resolved = self._resolve()
+            self._engine = Cairn.open(resolved=resolved, embedder=self._embedder_for(resolved.config))
         except CairnError as exc:
             raise Unavailable(str(exc)) from None
         except Exception as exc:  # an unreadable folder, a broken SQLite binding: still say what
@@ -135,22 +128,19 @@ class Session:
         except Exception:
             log.exception("embedding the backlog failed")
 
-    def _store_exists(self) -> bool:
-        from cairn.paths import choose_store
+    def _resolve(self) -> Resolved:
+        return resolve(None, cwd=self.project_dir)
 
+    def _store_exists(self) -> bool:
         try:
-            return choose_store(None, cwd=self.project_dir).path.exists()
+            return self._resolve().choice.path.exists()
         except CairnError:
-            return True  # let opening report the bad name
+            return True  # let opening report the bad name or config
 
     def _warm_without_store(self) -> str:
         """Warm the model without opening the store: opening creates a project's store, and a
         session that never writes must leave none behind."""
-        from cairn.config import load_config
-        from cairn.paths import choose_store
-
-        embedding = load_config(choose_store(None, cwd=self.project_dir).project_root)["embedding"]
-        embedder = self._embedder_for(embedding["model"]) if embedding["enabled"] else None
+        embedder = self._embedder_for(self._resolve().config)
         if embedder is None:
             return "keyword-only"
         embedder.embed(["warm-up"])

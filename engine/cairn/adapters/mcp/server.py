@@ -1,0 +1,334 @@
+"""Cairn's MCP server (stdio): the memory tools Claude Code calls, over the cairn engine API.
+
+    python mcp/server.py        # the plugin's launcher; stdin/stdout carry JSON-RPC, logs go to stderr
+
+Every tool is a thin wrapper: arguments checked against the schema the model sees, one engine API
+call, the result rendered by cairn.render. Defaults (k, scope, limit) come from the config.
+
+- initialize is answered at once; the embedding model is loaded by a daemon thread that starts
+  after the handshake, and nothing imports sentence-transformers before that.
+- The store is the one the engine picks for CLAUDE_PROJECT_DIR (else the working directory):
+  explicit > CAIRN_STORE > git toplevel > folder. A store that cannot be opened does not stop the
+  server: every tool answers with the reason, and memory_status says what is wrong.
+- The process ends with its client: at stdin EOF, SIGINT or SIGTERM it closes the store and exits
+  at once, whatever a worker thread is still doing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.types import ToolAnnotations
+from pydantic import Field, ValidationError
+
+import cairn
+from cairn import (
+    DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, CairnError, Verdict, render, review_candidates,
+    review_decide,
+)
+
+from .session import Session, Unavailable
+
+log = logging.getLogger("cairn.mcp")
+
+INSTRUCTIONS = """\
+Cairn is this project's long-term memory: decisions, conventions, preferences and facts kept \
+across sessions in a local store.
+- Recall (memory_recall) before answering questions about the project's past decisions, \
+conventions or the user's preferences, and before deciding something that may already be settled.
+- Remember (memory_remember) a decision with its reason, a convention, a user preference or a \
+non-obvious fact: one self-contained statement. Not what the code or git history already records. \
+Never secrets (tokens, passwords, keys).
+- When a remembered fact has changed, call memory_replace with the old id instead of adding a \
+memory beside it.
+- Cite the memories you rely on as [mem:ID].
+- Replaced and forgotten memories never come back in recall or list; history needs \
+include_superseded, as_of or memory_history.
+- memory_forget erases for good: only when the user asks."""
+
+# -- argument types: the JSON schemas the model sees ----------------------------------------------
+Kind = Literal[KINDS]  # type: ignore[valid-type]
+MemoryId = Annotated[str, Field(min_length=1, max_length=64,
+                                description="A memory id as shown in results (also accepted as [mem:ID]).")]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_BYTES,
+                            description="One self-contained statement, understandable without this conversation.")]
+Tag = Annotated[str, Field(min_length=1, max_length=64)]
+Tags = Annotated[list[Tag], Field(max_length=20, description="Short topic words, no spaces (e.g. deploy, testing).")]
+TagFilter = Annotated[list[Tag], Field(max_length=20, description="Only memories with any of these tags.")]
+Kinds = Annotated[list[Kind], Field(max_length=len(KINDS), description="Only these kinds (default: all).")]
+When = Annotated[str | None, Field(max_length=40, description="ISO 8601 date or time, e.g. 2026-03-01.")]
+IncludeSuperseded = Annotated[bool, Field(description="Also replaced and expired memories (history).")]
+VerdictName = Literal[tuple(v.value for v in Verdict)]  # type: ignore[valid-type]
+
+
+def _memory_id(raw: str) -> str:
+    """Accept an id as cited: "[mem:01J...]" or "mem:01J..." mean "01J..."."""
+    text = raw.strip().strip("[]").strip()
+    return text[4:].strip() if text.lower().startswith("mem:") else text
+
+
+def _drop_titles(schema: Any) -> Any:
+    """Pydantic titles every property ("Text", "Kind"): tokens the model pays for, saying nothing."""
+    if isinstance(schema, dict):
+        return {k: _drop_titles(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [_drop_titles(v) for v in schema]
+    return schema
+
+
+def _describe(name: str, exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        field = ".".join(str(p) for p in error["loc"]) or "arguments"
+        given = error.get("input")
+        shown = f" (got {given!r})" if isinstance(given, (int, float, str)) and len(repr(given)) <= 40 else ""
+        problems.append(f"{field}: {error['msg']}{shown}")
+    return f"invalid arguments for {name}: " + "; ".join(problems)
+
+
+WRITE_TOOLS = {"memory_remember", "memory_replace", "memory_forget", "memory_review_decide"}
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+class CairnServer(MCPServer):
+    """MCPServer whose tool errors read as one plain sentence: the engine's message, or which
+    argument is wrong and why, without the SDK's "Error executing tool" prefix and pydantic's URLs.
+    A refused write says that nothing was changed (engine writes are all-or-nothing)."""
+
+    async def call_tool(self, name, arguments, context=None):  # type: ignore[override]
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise  # a crash: the SDK keeps its text on the server and logs the traceback
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                message = _describe(name, cause)
+            elif isinstance(cause, ToolError):
+                message = str(cause)
+            else:
+                raise
+            if name in WRITE_TOOLS:
+                message += "; nothing was changed"
+            raise ToolError(message) from cause
+
+
+def build_server(session: Session) -> MCPServer:
+    def run(fn, *, embeds: bool = False) -> str:
+        try:
+            return render.dumps(session.call(fn, embeds=embeds))
+        except (Unavailable, CairnError) as exc:
+            raise ToolError(str(exc)) from None
+
+    def memory_remember(
+        text: Text,
+        kind: Annotated[Kind, Field(description="decision (with its reason), convention, preference, fact, "
+                                                "task or insight.")] = "fact",
+        tags: Tags = [],  # noqa: B006 - never mutated; the schema shows the default
+        importance: Annotated[int, Field(ge=IMPORTANCE_RANGE[0], le=IMPORTANCE_RANGE[1],
+                                         description="1 trivia .. 3 normal .. 5 critical.")] = DEFAULT_IMPORTANCE,
+        valid_from: When = None,
+        scope: Annotated[Literal["project", "global"],
+                         Field(description="global: a preference of the user's that holds in every project.")] = "project",
+    ) -> str:
+        """Store one memory: a decision with its reason, a convention, a user preference or a non-obvious fact, as one self-contained statement. Not what the code or git history already records; never secrets. If it restates a changed fact, use memory_replace instead. valid_from: when it became true (default now). Returns id and status (created, or duplicate: nothing written); a clear change of a similar memory supersedes it (superseded ids); similar ones kept beside it are listed as conflicts."""  # noqa: E501
+
+        def do(engine):
+            result = engine.remember(text, kind=kind, tags=tags, importance=importance, valid_from=valid_from,
+                                     scope=scope)
+            conflicts = [{"id": c["id"], "text": engine.get(c["id"]).text, "reason": c["reason"]}
+                         for c in result.conflicts]
+            return render.remembered(result, conflicts)
+
+        return run(do, embeds=True)
+
+    def memory_recall(
+        query: Annotated[str, Field(min_length=1, max_length=2000, description="What you want to know, in words.")],
+        k: Annotated[int | None, Field(ge=1, le=50, description="How many memories at most (default 10).")] = None,
+        as_of: Annotated[str | None, Field(max_length=40, description="ISO 8601: what was true then "
+                                                                      "(includes since-replaced memories).")] = None,
+        kinds: Kinds = [],  # noqa: B006
+        tags: TagFilter = [],  # noqa: B006
+        scope: Annotated[Literal["all", "project", "global"] | None,
+                         Field(description="all (default): this project's memories and the user's global ones.")] = None,
+        include_superseded: IncludeSuperseded = False,
+    ) -> str:
+        """Search memory by meaning and keywords. Use before answering questions about this project's past decisions, conventions or the user's preferences, and before deciding something that may already be settled. Returns current memories, best first: id, text, kind, date (valid from), status, score, why (which retrievers matched, at which rank). Cite what you use as [mem:ID]."""  # noqa: E501
+
+        def do(engine):
+            hits = engine.recall(query, k=k, as_of=as_of, kinds=kinds, tags=tags, scope=scope,
+                                 include_superseded=include_superseded)
+            return {"hits": [render.hit(h) for h in hits]}
+
+        return run(do, embeds=True)
+
+    def memory_replace(
+        id: MemoryId,  # noqa: A002 - the name the model sees
+        text: Text,
+        valid_from: When = None,
+    ) -> str:
+        """Supersede a memory whose fact has changed: writes the new text (same kind, tags and importance, in the store that holds the old one) and retires the old one, which stays in history (memory_history, as_of) but no longer comes back in recall or list. valid_from: when the change took effect (default now). Use it instead of memory_remember whenever the new statement replaces an old one. Returns status created (new id, superseded: [old id]), or duplicate: the text is already a current memory (its id), the old one is now superseded by it, and nothing new was written."""  # noqa: E501
+
+        def do(engine):
+            return render.replaced(engine.replace(_memory_id(id), text, valid_from=valid_from))
+
+        return run(do, embeds=True)
+
+    def memory_forget(id: MemoryId) -> str:  # noqa: A002
+        """Erase a memory for good: its text, tags and index entries are deleted and cannot be recovered; only a tombstone (id, times) stays in history. IRREVERSIBLE: only when the user asks to forget it. To correct a fact that changed, use memory_replace instead."""  # noqa: E501
+
+        def do(engine):
+            forgotten = engine.forget(_memory_id(id))
+            return {"id": forgotten.id, "status": forgotten.status}
+
+        return run(do)
+
+    def memory_history(id: MemoryId) -> str:  # noqa: A002
+        """The supersession chain through a memory, oldest first: each version's text, status, valid time (valid_from, valid_to: when it held in the world) and transaction time (recorded_at, retired_at: when the store believed it)."""  # noqa: E501
+
+        def do(engine):
+            return {"chain": [render.history_entry(m) for m in engine.history(_memory_id(id))]}
+
+        return run(do)
+
+    def memory_list(
+        kinds: Kinds = [],  # noqa: B006
+        tags: TagFilter = [],  # noqa: B006
+        limit: Annotated[int | None, Field(ge=1, le=200, description="How many at most (default 50).")] = None,
+        include_superseded: IncludeSuperseded = False,
+        scope: Annotated[Literal["all", "project", "global"] | None,
+                         Field(description="project (default), or all: project memories first, then the user's "
+                                           "global ones.")] = None,
+    ) -> str:
+        """List memories, newest first, optionally filtered by kind and tag: for browsing, not searching (use memory_recall to find something)."""  # noqa: E501
+
+        def do(engine):
+            memories = engine.list(kinds=kinds, tags=tags, limit=limit, include_superseded=include_superseded,
+                                   scope=scope)
+            return {"memories": [render.memory(m) for m in memories]}
+
+        return run(do)
+
+    def memory_status() -> str:
+        """Which store this project uses and why (chosen_by), memory counts, the embedding model and whether it is loaded, and whether recall is keyword-only (and why). Use when memory seems missing or wrong."""  # noqa: E501
+        base = {"project_dir": str(session.project_dir), "model_warmup": session.warm_state}
+        try:
+            status = session.try_call(lambda engine: engine.status().to_json(), timeout=2.0)
+        except Unavailable as exc:
+            env = {k: os.environ[k] for k in ("CAIRN_STORE", "CAIRN_HOME") if os.environ.get(k)}
+            return render.dumps({"ok": False, "error": str(exc), **base, **env})
+        if status is None:
+            return render.dumps({"ok": True, "busy": "another call holds the store (probably waiting for the "
+                                                     "embedding model to load); ask again shortly", **base})
+        keep = ("store", "path", "chosen_by", "counts", "vector_backend", "embedding_model", "model_loaded",
+                "keyword_only", "keyword_only_reason", "store_embedding_model")
+        return render.dumps({"ok": True, **{k: status[k] for k in keep if status.get(k) is not None}, **base})
+
+    def memory_review_candidates(
+        limit: Annotated[int, Field(ge=1, le=50, description="How many pairs at most.")] = 10,
+        kinds: Kinds = [],  # noqa: B006
+        topic: Annotated[str | None, Field(max_length=500, description="Only memories about this topic.")] = None,
+        scope: Annotated[Literal["project", "global", "all"], Field(description="Which store(s) to scan.")] = "project",
+    ) -> str:
+        """For /cairn:review-memory: pairs of current memories of the same kind that may duplicate or contradict each other, strongest first. verdict supersede: the newer seems to state a change of the older; conflict: a near-duplicate, elaboration or contradiction. Each pair has both memories (id, text, date) and the evidence (cosine, reason). Pairs the user chose to keep both of are left out. Changes nothing: the user decides, then memory_review_decide applies that verdict."""  # noqa: E501
+
+        def do(engine):
+            pairs, scanned, with_vectors = review_candidates(engine, kinds=tuple(kinds), topic=topic, scope=scope)
+            out: dict[str, Any] = {"pairs": [p.to_json() for p in pairs[:limit]], "found": len(pairs),
+                                   "scanned": scanned}
+            if not with_vectors:
+                out["keyword_only"] = True
+            return out
+
+        return run(do, embeds=True)
+
+    def memory_review_decide(
+        older_id: MemoryId,
+        newer_id: MemoryId,
+        verdict: Annotated[VerdictName, Field(description="The verdict the user chose for this pair.")],
+        text: Annotated[str | None, Field(min_length=1, max_length=MAX_TEXT_BYTES,
+                                          description="merge only: the merged text the user agreed to.")] = None,
+    ) -> str:
+        """ONLY for /cairn:review-memory: apply the one verdict the user explicitly gave on one pair from memory_review_candidates (older_id and newer_id as listed there). Never choose or infer a verdict yourself, and never call it outside that review. keep_both: both stay current and the pair is not proposed again. replace_older: the older is superseded by the newer (nothing new is written). replace_newer: the newer is superseded by the older. merge: one new memory with `text` (required, as the user agreed it) supersedes both. forget_older / forget_newer: erase that memory for good, IRREVERSIBLE: only after the user confirmed it. Both memories must still be current; otherwise nothing changes and the error says why."""  # noqa: E501
+
+        def do(engine):
+            return review_decide(engine, _memory_id(older_id), _memory_id(newer_id), verdict, text)
+
+        return run(do, embeds=True)
+
+    def tool(fn, title: str, annotations: ToolAnnotations) -> Tool:
+        made = Tool.from_function(fn, title=title, annotations=annotations, structured_output=False)
+        made.parameters = _drop_titles(made.parameters)
+        return made
+
+    tools = [
+        tool(memory_remember, "Remember", ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                                                           idempotent_hint=True, open_world_hint=False)),
+        tool(memory_recall, "Recall", READ_ONLY),
+        tool(memory_replace, "Replace a changed memory", ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)),
+        tool(memory_forget, "Forget (irreversible)", ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)),
+        tool(memory_history, "Memory history", READ_ONLY),
+        tool(memory_list, "List memories", READ_ONLY),
+        tool(memory_status, "Memory status", READ_ONLY),
+        tool(memory_review_candidates, "Review candidates", READ_ONLY),
+        tool(memory_review_decide, "Apply a review verdict", ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)),
+    ]
+
+    async def warm_after_handshake(ctx, call_next):
+        result = await call_next(ctx)
+        if ctx.method != "initialize":  # the client has its answer: now the model may take the CPU
+            session.start_warmup()
+        return result
+
+    return CairnServer("cairn", version=cairn.__version__, instructions=INSTRUCTIONS, tools=tools,
+                       middleware=[warm_after_handshake], log_level="WARNING")
+
+
+def project_dir() -> Path:
+    """CLAUDE_PROJECT_DIR, else the working directory (an unexpanded "${...}" counts as unset)."""
+    value = os.environ.get("CLAUDE_PROJECT_DIR", "")
+    if value and "${" not in value and Path(value).is_dir():
+        return Path(value)
+    if value:
+        log.warning("CLAUDE_PROJECT_DIR=%r is not a folder; using the working directory", value)
+    return Path.cwd()
+
+
+def main() -> None:
+    level = os.environ.get("CAIRN_LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(stream=sys.stderr, level=logging.getLevelNamesMapping().get(level, logging.WARNING),
+                        format="cairn-mcp %(levelname)s %(name)s: %(message)s")
+    session = Session(project_dir())
+
+    def stop(code: int) -> None:
+        # os._exit: a worker thread blocked on stdin or in a model load must not keep the process alive.
+        session.close(timeout=0.5)
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(code)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop(0))
+    server = build_server(session)
+    code = 0
+    try:
+        server.run("stdio")  # returns at stdin EOF
+    except Exception:
+        log.exception("the MCP server stopped")
+        code = 1
+    stop(code)
+
+
+if __name__ == "__main__":
+    main()

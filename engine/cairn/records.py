@@ -1,0 +1,198 @@
+"""Parse once: the one validator of a memory's fields, for `remember` and for `import` alike.
+
+Both paths apply the same rules and the same normalisation (tags casefolded, NFC, deduplicated,
+sorted), and both report every problem of a record at once, not the first one only.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import IO, Any
+
+from .errors import InvalidImport, InvalidMemory, InvalidTime
+from .models import DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SOURCES, Memory
+from .text import normalise
+from .timeutil import END_OF_TIME, parse_time
+
+MAX_TAG_CHARS = 64
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A memory as a caller states it, before validation. Times: epoch ms (UTC) or ISO 8601.
+
+    replaces: one id, or several (a merge)."""
+
+    text: str
+    kind: str = "fact"
+    tags: tuple[str, ...] = ()
+    importance: int = DEFAULT_IMPORTANCE
+    source: str = "agent"
+    session_id: str | None = None
+    valid_from: Any = None
+    valid_to: Any = None
+    replaces: str | tuple[str, ...] | None = None
+
+    @property
+    def replaced_ids(self) -> tuple[str, ...]:
+        if not self.replaces:
+            return ()
+        return (self.replaces,) if isinstance(self.replaces, str) else tuple(self.replaces)
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A validated memory about to be inserted: times in epoch ms, UTC; valid_to END_OF_TIME while open."""
+
+    id: str
+    text: str
+    text_key: str
+    kind: str
+    tags: tuple[str, ...]
+    importance: int
+    source: str
+    session_id: str | None
+    valid_from: int
+    valid_to: int
+    recorded_at: int
+
+
+def _tag_problems(tags: Any) -> tuple[list[str], tuple[str, ...]]:
+    if isinstance(tags, str) or not isinstance(tags, Iterable):
+        return ["tags must be a list of strings"], ()
+    problems: list[str] = []
+    out: list[str] = []
+    for tag in tags:
+        if not isinstance(tag, str):
+            problems.append(f"tag {tag!r} is not a string")
+            continue
+        key = normalise(tag).strip(",")
+        if not key:
+            continue
+        if len(key) > MAX_TAG_CHARS or any(c.isspace() or c == "," for c in key):
+            problems.append(f"invalid tag {tag!r}: at most {MAX_TAG_CHARS} characters, no spaces or commas")
+        elif key not in out:
+            out.append(key)
+    return problems, tuple(sorted(out))
+
+
+def normalise_tags(tags: Iterable[str]) -> tuple[str, ...]:
+    """Tags as stored: NFC, casefolded, deduplicated, sorted. Raises InvalidMemory."""
+    problems, out = _tag_problems(tags)
+    if problems:
+        raise InvalidMemory("; ".join(problems))
+    return out
+
+
+def field_problems(*, text: Any, kind: Any, source: Any, importance: Any, tags: Any,
+                   tombstone: bool = False) -> tuple[list[str], tuple[str, ...]]:
+    """Every problem with these fields, and the normalised tags. tombstone: text may be None."""
+    problems: list[str] = []
+    if text is None and tombstone:
+        pass
+    elif not isinstance(text, str) or not text.strip():
+        problems.append("memory text is empty" if isinstance(text, str) or text is None else "text must be a string")
+    else:
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_TEXT_BYTES:
+            problems.append(f"memory text is {size} bytes of UTF-8; the limit is {MAX_TEXT_BYTES}")
+    if kind not in KINDS:
+        problems.append(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
+    if source not in SOURCES:
+        problems.append(f"unknown source {source!r}; expected one of: {', '.join(SOURCES)}")
+    low, high = IMPORTANCE_RANGE
+    if isinstance(importance, bool) or not isinstance(importance, int) or not low <= importance <= high:
+        problems.append(f"importance must be an integer from {low} to {high}, got {importance!r}")
+    tag_problems, normalised = _tag_problems(tags)
+    return problems + tag_problems, normalised
+
+
+def validate(draft: Draft, *, recorded_at: int) -> NewMemory:
+    """Check a draft and turn it into an insertable row (a new ULID, valid_from defaulting to
+    `recorded_at`, epoch ms). Raises InvalidMemory naming every problem, or InvalidTime."""
+    problems, tags = field_problems(text=draft.text, kind=draft.kind, source=draft.source,
+                                    importance=draft.importance, tags=draft.tags)
+    times: dict[str, int | None] = {}
+    for name in ("valid_from", "valid_to"):
+        try:
+            times[name] = parse_time(getattr(draft, name), field=name)
+        except InvalidTime as exc:
+            problems.append(str(exc))
+            times[name] = None
+    valid_from = recorded_at if times["valid_from"] is None else times["valid_from"]
+    valid_to = times["valid_to"]
+    if valid_to is not None and valid_to <= valid_from:
+        problems.append("valid_to must be later than valid_from")
+    if problems:
+        raise InvalidMemory("; ".join(problems))
+    from ulid import ULID  # imported on the write path only: it costs ~50 ms
+
+    text = draft.text.strip()
+    return NewMemory(
+        id=str(ULID()), text=text, text_key=normalise(text), kind=draft.kind, tags=tags,
+        importance=draft.importance, source=draft.source, session_id=draft.session_id,
+        valid_from=valid_from, valid_to=END_OF_TIME if valid_to is None else valid_to, recorded_at=recorded_at,
+    )
+
+
+# -- import: the export format, JSON Lines, one memory per line (see Cairn.export) -----------------
+_REQUIRED = ("id", "text", "kind", "importance", "source", "valid_from", "recorded_at")
+_TIMES = ("valid_from", "valid_to", "recorded_at", "retired_at", "forgotten_at", "asserted_valid_to")
+
+
+def parse_record(record: Any, line: int) -> tuple[Memory, int]:
+    """One exported object to (Memory, asserted_valid_to, epoch ms). Raises InvalidImport naming the
+    line and every problem of the record."""
+    if not isinstance(record, dict):
+        raise InvalidImport(f"line {line}: expected a JSON object")
+    problems = [f"missing {key}" for key in _REQUIRED if key not in record]
+    times: dict[str, int | None] = {}
+    for key in _TIMES:
+        value = record.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            problems.append(f"{key} must be epoch milliseconds (an integer) or null")
+            value = None
+        times[key] = value
+    for key in ("valid_from", "recorded_at"):
+        if key in record and times[key] is None and not any(p.startswith(key) for p in problems):
+            problems.append(f"{key} is required")
+    text = record.get("text")
+    if "text" in record and text is None and times["forgotten_at"] is None:
+        problems.append("text is null but the memory is not forgotten")
+    field_issues, tags = field_problems(
+        text=text, kind=record.get("kind"), source=record.get("source"), importance=record.get("importance"),
+        tags=record.get("tags") or [], tombstone=text is None)
+    problems += field_issues
+    if (times["valid_to"] is not None and times["valid_from"] is not None
+            and times["valid_to"] <= times["valid_from"]):
+        problems.append("valid_to must be later than valid_from")
+    if problems:
+        raise InvalidImport(f"line {line}: " + "; ".join(problems))
+    memory = Memory(
+        id=str(record["id"]), text=text.strip() if text is not None else None, kind=record["kind"],
+        tags=tags, importance=record["importance"], source=record["source"], session_id=record.get("session_id"),
+        valid_from=times["valid_from"], valid_to=times["valid_to"], recorded_at=times["recorded_at"],
+        retired_at=times["retired_at"], superseded_by=record.get("superseded_by"), forgotten_at=times["forgotten_at"],
+    )
+    asserted = times["asserted_valid_to"]
+    return memory, END_OF_TIME if asserted is None else asserted
+
+
+def parse_export_lines(source: IO[bytes]) -> list[tuple[Memory, int]]:
+    """Parse a whole export file (bytes). Raises InvalidImport on invalid UTF-8, invalid JSON or a bad record."""
+    out = []
+    for number, raw in enumerate(source, start=1):
+        try:
+            line = raw.decode("utf-8", "strict") if isinstance(raw, bytes) else raw
+        except UnicodeDecodeError as exc:
+            raise InvalidImport(f"line {number}: invalid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InvalidImport(f"line {number}: invalid JSON ({exc.msg})") from None
+        out.append(parse_record(record, number))
+    return out
