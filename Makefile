@@ -1,11 +1,13 @@
 # Two commands on a fresh machine (see README):
 #   make demo   set up, then run Cairn end to end inside the real Claude Code CLI on real input
 #   make test   set up, then run the whole test suite (fully offline)
+#   make lint   ruff, and a check that the generated parts of the docs are current
+#   make docs   regenerate those parts (docs/cli.md, docs/python-api.md) from the code
 VENV ?= .venv
 PYTHON ?= python3
 export HF_HUB_OFFLINE = 1
 
-.PHONY: setup demo test e2e bench
+.PHONY: setup demo test e2e bench lint docs
 
 $(VENV)/.installed: pyproject.toml engine/runtime-requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +22,15 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/pytest -q
+
+COGGED = docs/cli.md docs/python-api.md
+
+lint: setup
+	$(VENV)/bin/ruff check engine tests bench mcp hooks
+	$(VENV)/bin/python -m cogapp --check --check-fail-msg="run make docs" $(COGGED)
+
+docs: setup
+	$(VENV)/bin/python -m cogapp -r $(COGGED)
 
 e2e: setup
 	$(VENV)/bin/pytest -q -m e2e tests/e2e

@@ -170,7 +170,8 @@ def methods(ablate: bool) -> dict[str, RankingConfig]:
 
 
 def run(folder: Path, names: list[str] | None, ablate: bool) -> None:
-    paths = sorted(folder.glob("*.json"), key=lambda p: (not p.stem.isdigit(), int(p.stem) if p.stem.isdigit() else 0, p.stem))
+    paths = sorted(folder.glob("*.json"),
+                   key=lambda p: (not p.stem.isdigit(), int(p.stem) if p.stem.isdigit() else 0, p.stem))
     if names:
         paths = [p for p in paths if p.stem in names]
     if not paths:
@@ -233,7 +234,8 @@ def run(folder: Path, names: list[str] | None, ablate: bool) -> None:
     print("counts: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     n_recalls = counts["questions"]
     print(f"time: total {elapsed:.1f} s; " + "; ".join(
-        f"{k} {v:.1f} s" + (f" ({1000 * v / n_recalls:.1f} ms/question)" if k.startswith("recall") and n_recalls else "")
+        f"{k} {v:.1f} s"
+        + (f" ({1000 * v / n_recalls:.1f} ms/question)" if k.startswith("recall") and n_recalls else "")
         for k, v in clock.items()))
 
 

@@ -165,3 +165,117 @@ def test_other_model_is_refused_and_names_reembed(cairn, cairn_home, project):
         assert memory.reembed() == 1
     with Cairn.open(cwd=project, embedder=HashingEmbedder()) as memory:
         assert memory.recall("existing memory")[0].reasons["vector"]["rank"] == 1
+
+
+# -- one composition root: defaults come from the config, the same for every entry point ------------
+def test_recall_and_list_defaults_come_from_the_config(cairn, cairn_home, tmp_path, monkeypatch):
+    for i in range(4):
+        assert cairn("remember", f"Deploy note {i}: the deploy job waits for the smoke tests {i}",
+                     "--no-detect", "--keyword-only")[0] == 0
+    config = tmp_path / "config.yaml"
+    config.write_text("recall: {k: 2}\nlist: {limit: 3}\n")
+    monkeypatch.setenv("CAIRN_CONFIG", str(config))
+    assert len(json.loads(cairn("recall", "deploy note", "--keyword-only", "--json")[1])) == 2
+    assert len(json.loads(cairn("recall", "deploy note", "--keyword-only", "-k", "4", "--json")[1])) == 4
+    assert len(json.loads(cairn("list", "--json")[1])) == 3
+
+
+def test_an_invalid_yaml_config_is_one_line_naming_the_file_and_place(cairn, tmp_path, monkeypatch):
+    config = tmp_path / "config.yaml"
+    config.write_text("recall:\n  k: [1,\n")
+    monkeypatch.setenv("CAIRN_CONFIG", str(config))
+    code, _, err = cairn("status")
+    assert code == 2
+    assert err.count("\n") == 1 and str(config) in err and "not valid YAML at line" in err
+
+
+def test_stores_create_says_when_the_store_already_exists(cairn):
+    code, out, _ = cairn("stores", "create", "client-acme", "--json")
+    assert code == 0 and json.loads(out)["created"] is True
+    code, out, _ = cairn("stores", "create", "client-acme", "--json")
+    assert code == 0 and json.loads(out)["created"] is False
+    code, out, _ = cairn("stores", "create", "client-acme")
+    assert "already exists" in out
+
+
+# -- review from the CLI ---------------------------------------------------------------------------
+def test_review_lists_a_pair_and_applies_the_users_verdict(cairn):
+    older = json.loads(cairn("remember", "Deploys go through blue-green on Fly; never restart the DB in business hours",
+                             "--kind", "decision", "--json")[1])["memory"]["id"]
+    made = json.loads(cairn("remember", "We deploy with blue-green on Fly and never restart the database during "
+                            "business hours", "--kind", "decision", "--json")[1])
+    newer = made["memory"]["id"]
+    assert [c["id"] for c in made["conflicts"]] == [older]  # similar, no statement of change: both current
+
+    code, out, _ = cairn("review", "list", "--json")
+    listing = json.loads(out)
+    assert code == 0 and listing["found"] == 1
+    pair = listing["pairs"][0]
+    assert (pair["older"]["id"], pair["newer"]["id"], pair["verdict"]) == (older, newer, "conflict")
+
+    code, out, _ = cairn("review", "decide", older, newer, "keep_both", "--json")
+    assert code == 0 and json.loads(out)["kept"] == [older, newer]
+    assert json.loads(cairn("review", "list", "--json")[1])["found"] == 0  # not proposed again
+
+    code, out, _ = cairn("review", "decide", older, newer, "replace_older", "--json")
+    assert code == 0 and json.loads(out)["superseded"] == [older]
+    code, _, err = cairn("review", "decide", older, newer, "forget_newer")
+    assert code == 2 and "out of date" in err  # nothing changes on a stale pair
+    assert json.loads(cairn("show", newer, "--json")[1])["status"] == "current"
+
+
+def test_review_decide_refuses_text_outside_merge_and_merge_without_text(cairn):
+    a = json.loads(cairn("remember", "The API listens on port 8080", "--no-detect", "--json")[1])["memory"]["id"]
+    b = json.loads(cairn("remember", "The API port is 8080 in every environment", "--no-detect",
+                         "--json")[1])["memory"]["id"]
+    code, _, err = cairn("review", "decide", a, b, "merge")
+    assert code == 2 and "merge needs text" in err
+    code, _, err = cairn("review", "decide", a, b, "keep_both", "--text", "x")
+    assert code == 2 and "only for merge" in err
+    code, out, _ = cairn("review", "decide", a, b, "merge", "--text", "The API listens on port 8080 everywhere",
+                         "--json")
+    merged = json.loads(out)
+    assert code == 0 and sorted(merged["superseded"]) == sorted([a, b]) and merged["created"] is True
+
+
+# -- parse once: remember and import apply the same rules ------------------------------------------
+def _record(**overrides) -> str:
+    base = {"id": "01J0000000000000000000000A", "text": "Deploys run from tags", "kind": "fact", "importance": 3,
+            "source": "import", "valid_from": 1_700_000_000_000, "recorded_at": 1_700_000_000_000, "tags": []}
+    return json.dumps({**base, **overrides}) + "\n"
+
+
+def test_import_normalises_tags_as_remember_does(cairn, tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text(_record(tags=["Deploy", "PROD"]))
+    assert cairn("import", str(path))[0] == 0
+    code, out, _ = cairn("list", "--tag", "deploy", "--json")
+    assert [m["tags"] for m in json.loads(out)] == [["deploy", "prod"]]
+
+
+def test_import_refuses_a_tag_remember_refuses(cairn, tmp_path, cairn_home):
+    path = tmp_path / "in.jsonl"
+    path.write_text(_record(tags=["Deploy Prod"]))
+    code, _, err = cairn("import", str(path))
+    assert code == 2 and "line 1" in err and "invalid tag 'Deploy Prod'" in err
+    code, _, err = cairn("remember", "x y", "--tags", "ok", "--tags", "Deploy Prod")
+    assert code == 2
+
+
+def test_import_names_every_problem_of_a_record_at_once(cairn, tmp_path):
+    path = tmp_path / "in.jsonl"
+    path.write_text(_record(kind="opinion", importance=9, source="rumour", tags=["a b"], valid_from="yesterday"))
+    code, _, err = cairn("import", str(path))
+    assert code == 2
+    for problem in ("unknown kind 'opinion'", "importance must be", "unknown source 'rumour'", "invalid tag 'a b'",
+                    "valid_from must be epoch milliseconds"):
+        assert problem in err, problem
+
+
+def test_remember_names_every_problem_at_once(cairn):
+    from cairn import Cairn, InvalidMemory
+
+    with Cairn.open(embedder=None) as memory, pytest.raises(InvalidMemory) as error:
+        memory.remember("", kind="opinion", importance=0, tags=["a b"])
+    for problem in ("empty", "unknown kind", "importance must be", "invalid tag"):
+        assert problem in str(error.value), problem

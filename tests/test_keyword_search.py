@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from cairn import Cairn
 from cairn.text import fts_query
 
 PUNCTUATED = [

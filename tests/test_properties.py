@@ -6,7 +6,6 @@ import io
 import json
 import tempfile
 from contextlib import contextmanager
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -40,7 +40,8 @@ def test_mandatory_negatives_are_unrelated(old, new, real_cosine):
 @pytest.mark.parametrize(
     ("old", "new", "real_cosine"),
     [
-        ("The user prefers dark mode in the terminal UI.", "Their colleague Ana prefers light mode in the terminal UI.", 0.76),
+        ("The user prefers dark mode in the terminal UI.",
+         "Their colleague Ana prefers light mode in the terminal UI.", 0.76),
         ("I work at Acme Corp.", "My wife works at Globex.", 0.45),
         ("My manager is Carla.", "My mentor is Dev.", 0.32),
     ],

@@ -40,25 +40,9 @@ _SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w.:-]*(?:\s|$)")
 # traceback shares a few words with almost anything) and lowered to all of them for short ones
 # ("deploy?" needs its one stem).
 #
-# Calibrated with bench/prompt_gate.py on tests/data/prompt_relevance.yaml: 32 memories of one
-# project, 79 developer prompts labelled before tuning (84 relevant (prompt, memory) pairs; 20
-# prompts with nothing relevant, 10 of them sharing a word with some memory). Micro precision /
-# recall over pairs, "silence" = share of those 20 prompts that get nothing, k = 5:
-#   before (0.45 / 0.25 with one shared stem; keyword-only two):
-#     hybrid 0.39 / 0.68, silence 0.45, 1.84 memories a prompt; keyword-only 0.47 / 0.55, silence 0.70
-#   these constants:
-#     hybrid 0.88 / 0.33, silence 1.00, 0.41 a prompt;        keyword-only 0.84 / 0.19, silence 1.00
-#   unchanged with 600 unrelated LoCoMo dialogue turns added to the store (--distractors 600).
-# The values are round points on a plateau of the sweep: with MIN_SHARED_STEMS 3, STRONG 0.50 and
-# WEAK 0.25-0.40 all give precision 0.85-0.93 and recall 0.30-0.35; STRONG 0.45 lets unrelated
-# memories at cosine 0.45-0.49 through (precision <= 0.82), 0.55 only loses recall. MIN_SHARED_STEMS
-# 2 gives 0.80 / 0.42 with one unrelated prompt answered, 4 gives 1.00 / 0.29. Keyword-only: 3 stems
-# give 0.75 / 0.29 (0.62 precision with the distractors), 4 give 0.82-0.84 / 0.17-0.19 for
-# SHARED_FRACTION 0.25-0.30, with or without the distractors (without the fraction: 0.64 with them).
-# What limits recall is the model: relevant pairs have a median cosine of 0.36 while 1% of unrelated
-# ones reach 0.35, and paraphrases sharing no word with the memory (12 prompts) get nothing at
-# this precision. Recall ranking costs nothing here: every labelled memory is among the hits the
-# gate reads (3 of 84 are not with the distractors, none of which the gate would pass).
+# The values are round points on a plateau of a sweep with bench/prompt_gate.py on
+# tests/data/prompt_relevance.yaml (prompts labelled before tuning); the figures, the sweep and what
+# limits recall are in docs/benchmarks.md, "Per-prompt injection", "Calibration history".
 STRONG_COSINE = 0.50
 WEAK_COSINE = 0.35
 MIN_SHARED_STEMS = 3

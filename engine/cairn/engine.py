@@ -240,7 +240,8 @@ class Cairn:
                       session_id=session_id, valid_from=valid_from, valid_to=valid_to, replaces=replaces)
         return self.remember_many([draft], scope=scope, detect=detect)[0]
 
-    def remember_many(self, drafts: list[Draft], *, scope: str = "project", detect: bool | None = None) -> list[RememberResult]:
+    def remember_many(self, drafts: list[Draft], *, scope: str = "project",
+                      detect: bool | None = None) -> list[RememberResult]:
         """Store several memories, embedded in one batch, each in its own short transaction.
 
         All drafts are validated before anything is written: one bad draft writes nothing.
@@ -303,7 +304,8 @@ class Cairn:
         """Current memories of the same kind that `row` supersedes, and those it only resembles."""
         same_kind = Filters(kinds=(row.kind,))
         if vector is not None and store.vector_index is not None:
-            near = [(s, c) for s, c in store.vector_search(vector, same_kind, DETECTION_CANDIDATES) if c >= SIMILARITY_THRESHOLD]
+            near = [(s, c) for s, c in store.vector_search(vector, same_kind, DETECTION_CANDIDATES)
+                    if c >= SIMILARITY_THRESHOLD]
         else:
             match = fts_query(row.text)
             near = [(s, None) for s, _ in store.keyword_search(match, same_kind, DETECTION_CANDIDATES)] if match else []
@@ -443,7 +445,8 @@ class Cairn:
         try:
             order = Order(order)
         except ValueError:
-            raise InvalidMemory(f"unknown order {order!r}; expected one of: {', '.join(o.value for o in Order)}") from None
+            expected = ", ".join(o.value for o in Order)
+            raise InvalidMemory(f"unknown order {order!r}; expected one of: {expected}") from None
         kinds = tuple(kinds)
         for kind in kinds:
             if kind not in KINDS:

@@ -104,7 +104,8 @@ def bm25_candidates(store: Store, query: str, filters: Filters, cfg: RankingConf
     return store.keyword_search(match, filters, cfg.candidates)
 
 
-def vector_candidates(store: Store, query_vector: np.ndarray | None, filters: Filters, cfg: RankingConfig) -> Candidates:
+def vector_candidates(store: Store, query_vector: np.ndarray | None, filters: Filters,
+                      cfg: RankingConfig) -> Candidates:
     if not cfg.use_vector or query_vector is None:
         return []
     return store.vector_search(query_vector, filters, cfg.candidates)

@@ -31,6 +31,13 @@ _COLUMNS = (
 )
 
 
+def current_sql(alias: str = "") -> str:
+    """The one SQL definition of "current" (models.STATUSES), with one `?` for now (epoch ms):
+    not forgotten, not retired, valid_to not yet passed. Memory.status is the same rule in Python."""
+    m = f"{alias}." if alias else ""
+    return f"{m}forgotten_at IS NULL AND {m}retired_at = {END_OF_TIME} AND {m}valid_to > ?"
+
+
 @dataclass(frozen=True)
 class Filters:
     """Which memories a read considers. Times are epoch ms, UTC.
@@ -66,9 +73,13 @@ class Filters:
         if self.as_of is not None:
             clauses.append(f"m.valid_from <= ? AND {valid_to} > ?")
             params += [self.as_of, known, self.as_of]
+        elif not self.include_superseded and self.known_at is None:
+            clauses.append(current_sql("m"))  # the current view
+            params.append(known)
         elif not self.include_superseded:
+            # What was current at transaction time `known`: the same rule, as the store believed then.
             clauses.append(f"m.retired_at > ? AND {valid_to} > ?")
-            params += [known, known, now_ms() if self.known_at is None else known]
+            params += [known, known, known]
         if self.kinds:
             clauses.append(f"m.kind IN ({','.join('?' * len(self.kinds))})")
             params += list(self.kinds)
@@ -331,14 +342,13 @@ class Store:
         return [r[0] for r in back] + [r[0] for r in forward]
 
     def counts(self) -> dict[str, int]:
-        end = END_OF_TIME
         row = self.conn.execute(
             f"""SELECT
-                  sum(forgotten_at IS NULL AND retired_at = {end} AND valid_to > {now_ms()}),
+                  sum({current_sql()}),
                   sum(superseded_by IS NOT NULL AND forgotten_at IS NULL),
                   sum(forgotten_at IS NOT NULL),
                   count(*)
-                FROM memories"""
+                FROM memories""", (now_ms(),)
         ).fetchone()
         backlog = self.conn.execute("SELECT count(*) FROM vector_backlog").fetchone()[0]
         return {

@@ -56,24 +56,18 @@ from typing import Literal
 
 from .text import normalise
 
-# Lowest cosine of a supersede pair in the dev split is 0.43 (tool swaps such as "CI runs on Travis
-# CI" -> "CI moved to GitHub Actions": different product names pull MiniLM apart). The sweep shows
-# the same precision from 0.30 to 0.40 and recall falling from 0.45 up (0.45 loses that pair and
-# "The database is MySQL 5.7" -> "We migrated the database to PostgreSQL 16"), so 0.40: the
-# highest gate that keeps every change the lexical rules can detect.
+# Calibrated on tests/data/supersession_pairs.yaml with bench/supersession_eval.py; the sweep figures
+# behind each value are in docs/benchmarks.md, "Supersession detector", "Calibration history".
+# Cosine gate for candidates: the highest that keeps every change the lexical rules can detect.
 SIMILARITY_THRESHOLD = 0.40
-# Above this cosine two texts without a detected change are treated as paraphrases ("conflict").
-# In the labelled set conflict pairs span 0.53-1.0 and same-template unrelated pairs reach 0.83;
-# 0.80 keeps most of the latter out of the review queue at the price of some low-cosine paraphrases.
+# Above this cosine two texts without a detected change are treated as paraphrases ("conflict"); high
+# enough to keep most same-template unrelated pairs out of the review queue.
 PARAPHRASE_COSINE = 0.80
 # Dice overlap of subject words above which a non-change is a possible duplicate ("conflict"). Set
 # by hand, not swept: it only moves pairs between conflict and unrelated, never into supersede.
 CONFLICT_OVERLAP = 0.6
-# Tokens a value change must share before the differing span (its subject). One is not enough:
-# "Max upload size is 10 MB" / "Max request body ... is 1 MB" share only "max". Without a model the
-# candidate came from keyword search alone, so demand one more: on the labelled set 3 removes the
-# two false positives of 2 ("Priya owns the billing/auth service", "pins torch/numpy") and five true
-# value changes; the cosine does not separate those (0.55-0.89 vs 0.67-0.69), so with a model 2.
+# Tokens a value change must share before the differing span (its subject): one is not enough.
+# Without a model the candidate came from keyword search alone, so one more is asked for.
 MIN_PREFIX = 2
 MIN_PREFIX_KEYWORD_ONLY = 3
 

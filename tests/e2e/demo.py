@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import textwrap
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -35,7 +33,8 @@ from harness import ClaudeHarness, claude_code_dir, ensure_claude_code, npm_exec
 
 TOOL = "mcp__plugin_cairn_cairn__{}".format
 DECISION = "Deploys go through blue-green on Fly.io; never restart the primary database during business hours."
-NEW_DECISION = "Deploys now go through Kamal on our own servers; never restart the primary database during business hours."
+NEW_DECISION = ("Deploys now go through Kamal on our own servers; "
+                "never restart the primary database during business hours.")
 RELATED = "Can I restart the primary database now to apply the migration?"
 
 

@@ -12,7 +12,6 @@ import json
 import logging
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -40,7 +39,8 @@ def _progress(items, total):
 def store_options(fn: Callable) -> Callable:
     """--store, --create and --json; resolves the store and config once and opens the engine as `memory`."""
 
-    @click.option("--store", "store_name", metavar="NAME", help="Store to use (default: $CAIRN_STORE, else this project's).")
+    @click.option("--store", "store_name", metavar="NAME",
+                  help="Store to use (default: $CAIRN_STORE, else this project's).")
     @click.option("--create", is_flag=True, help="Create the named store if it does not exist.")
     @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
     @functools.wraps(fn)
@@ -94,7 +94,8 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, sco
         for old in result.superseded:
             click.echo(f"superseded {old}")
         for c in result.conflicts:
-            click.echo(f"possible conflict with {c['id']}: {c['reason']} (review with /cairn:review-memory)")
+            click.echo(f"possible conflict with {c['id']}: {c['reason']} "
+                       "(review with `cairn review list` or /cairn:review-memory)")
 
     _emit(as_json, result.to_json(), human)
 
@@ -201,7 +202,8 @@ def status(memory: Cairn, as_json: bool) -> None:
 def export_(memory: Cairn, as_json: bool, output) -> None:
     """Write every memory (tombstones included) as JSON Lines to OUTPUT (default stdout)."""
     count = memory.export(output)
-    click.echo(json.dumps({"exported": count}) if as_json else f"exported {count} memories", err=output.name == "<stdout>")
+    click.echo(json.dumps({"exported": count}) if as_json else f"exported {count} memories",
+               err=output.name == "<stdout>")
 
 
 @cli.command(name="import")
@@ -275,7 +277,8 @@ def review_list(memory: Cairn, as_json: bool, kinds, topic: str | None, scope: s
             click.echo(f"nothing to review ({scanned} memories scanned)")
         for n, p in enumerate(pairs[:limit], 1):
             cos = f", cosine {p.cosine:.2f}" if p.cosine is not None else ""
-            click.echo(f"{n}. {p.label}: {p.reason}{cos}\n   older {render.line(p.older)}\n   newer {render.line(p.newer)}")
+            click.echo(f"{n}. {p.label}: {p.reason}{cos}\n"
+                       f"   older {render.line(p.older)}\n   newer {render.line(p.newer)}")
         if pairs:
             click.echo("decide with: cairn review decide OLDER_ID NEWER_ID VERDICT "
                        f"({', '.join(v.value for v in Verdict)})")

@@ -65,7 +65,7 @@ class Session:
         except Exception as exc:  # an unreadable folder, a broken SQLite binding: still say what
             log.exception("cannot open the memory store")
             raise Unavailable(f"cannot open the memory store: {type(exc).__name__}: {exc}") from None
-        log.info("store %s (%s)", self._engine.store.name, self._engine.choice.reason)
+        log.info("store %s (%s)", self._engine.name, self._engine.choice.reason)
         return self._engine
 
     def call(self, fn: Callable[[Cairn], T], *, embeds: bool = False) -> T:

@@ -1,0 +1,125 @@
+"""The picture is the code: hook / MCP / CLI / warm process -> engine API (`cairn`) -> store.
+
+Checked on the source's syntax trees (ast), so a new module is held to the same rules the day it
+is added:
+- the core (engine/cairn outside adapters/) never imports an adapter, nor an adapter's framework;
+- only the storage modules run SQL (`.execute`, `.executemany`, `.executescript` calls);
+- adapters use only the names `cairn` exports (`cairn.__all__`), never a core module directly, and
+  never reach into the engine's store, connection or internals.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import cairn
+
+PACKAGE = Path(cairn.__file__).resolve().parent
+STORAGE = {"cairn.db", "cairn.store", "cairn.vectors", "cairn.migrations"}
+ADAPTER_FRAMEWORKS = {"click", "mcp", "pydantic", "socketserver", "tqdm"}
+SQL_CALLS = {"execute", "executemany", "executescript"}
+# What an adapter may not touch on an engine: its store and connection, and the store's row ids.
+INTERNALS = {"store", "conn", "seq_of", "vectors_of", "by_seqs", "_stores", "_store_holding", "global_store"}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, ast.Module]:
+    return {_module_name(p): ast.parse(p.read_text(encoding="utf-8"), str(p)) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+MODULES = _modules()
+# `python -m cairn` is an entry point: it dispatches to the CLI and hook adapters.
+ADAPTERS = {name for name in MODULES if name.startswith("cairn.adapters") or name == "cairn.__main__"}
+CORE = set(MODULES) - ADAPTERS
+
+
+def _imports(name: str, tree: ast.Module) -> list[tuple[str, list[str], int]]:
+    """(absolute module, imported names, line) for every import in the module, at any depth."""
+    package = name if name.endswith("__init__") or (PACKAGE / "/".join(name.split(".")[1:]) / "__init__.py").exists() \
+        else name.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, [], node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            out.append((module, [alias.name for alias in node.names], node.lineno))
+    return out
+
+
+def test_the_tree_is_what_this_test_expects():
+    assert {"cairn.engine", "cairn.store", "cairn.db"} <= CORE
+    assert {"cairn.adapters.cli", "cairn.adapters.claude", "cairn.adapters.warm", "cairn.adapters.service",
+            "cairn.adapters.mcp.server", "cairn.adapters.mcp.session"} <= ADAPTERS
+
+
+@pytest.mark.parametrize("name", sorted(CORE))
+def test_the_core_never_imports_an_adapter(name):
+    for module, names, line in _imports(name, MODULES[name]):
+        top = module.split(".")[0]
+        assert not module.startswith("cairn.adapters"), f"{name}:{line} imports {module}"
+        assert top not in ADAPTER_FRAMEWORKS, f"{name}:{line} imports the adapter framework {module}"
+        if module == "cairn":
+            assert "adapters" not in names, f"{name}:{line} imports cairn.adapters"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_only_storage_modules_run_sql(name):
+    if name in STORAGE:
+        return
+    for node in ast.walk(MODULES[name]):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            assert node.func.attr not in SQL_CALLS, f"{name}:{node.lineno} runs SQL (.{node.func.attr})"
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_adapters_use_only_what_cairn_exports(name):
+    exported = set(cairn.__all__) | {"__version__"}
+    for module, names, line in _imports(name, MODULES[name]):
+        if not module.startswith("cairn"):
+            continue
+        if module.startswith("cairn.adapters"):
+            continue  # one adapter using another (the hook uses the warm client)
+        assert module == "cairn", f"{name}:{line} imports {module} directly; use `from cairn import ...`"
+        unknown = set(names) - exported
+        assert not unknown, f"{name}:{line} imports {sorted(unknown)}, which cairn does not export"
+    for node in ast.walk(MODULES[name]):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "cairn":
+            assert node.attr in exported, f"{name}:{node.lineno} uses cairn.{node.attr}, which cairn does not export"
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_adapters_never_reach_past_the_engine(name):
+    for node in ast.walk(MODULES[name]):
+        if isinstance(node, ast.Attribute) and node.attr in INTERNALS:
+            assert False, f"{name}:{node.lineno} reaches past the engine API (.{node.attr})"
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Attribute) and target.attr == "embedder":
+                    assert False, f"{name}:{node.lineno} reassigns an engine's embedder; pass it at open"
+
+
+def test_every_exported_name_resolves():
+    for name in cairn.__all__:
+        assert getattr(cairn, name) is not None, name
+
+
+def test_the_plugin_launchers_go_through_the_adapters():
+    root = PACKAGE.parent.parent
+    assert "-m cairn hook" in (root / "hooks" / "cairn-hook").read_text()
+    launcher = ast.parse((root / "mcp" / "server.py").read_text())
+    imported = {n.module for n in ast.walk(launcher) if isinstance(n, ast.ImportFrom)}
+    assert {m for m in imported if m.startswith("cairn")} == {"cairn.adapters.mcp.server"}
