@@ -98,6 +98,24 @@ def _venv_python(venv: Path) -> Path:
     return windows if windows.exists() else venv / "bin" / "python"
 
 
+def _sync(handle) -> None:
+    """Flush a file to disk, so that whoever sees what comes next can read it."""
+    handle.flush()
+    try:
+        os.fsync(handle.fileno())
+    except OSError:
+        pass
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write a file that readers see either whole or not at all (a temporary file, then rename)."""
+    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "w") as handle:
+        handle.write(text)
+        _sync(handle)
+    os.replace(tmp, path)
+
+
 def install() -> int:
     DATA.mkdir(parents=True, exist_ok=True)
     try:
@@ -138,11 +156,14 @@ def install() -> int:
             shutil.rmtree(old, ignore_errors=True)
             FAILED.unlink(missing_ok=True)
             log.write("=== ready\n")
+            _sync(log)
             return 0
         except Exception as exc:  # noqa: BLE001 - recorded for the next SessionStart to report
             log.write(f"=== failed: {exc}\n")
-            FAILED.write_text(json.dumps({"at": time.time(), "error": str(exc)[:300], "lock": LOCK.read_text()}))
+            _sync(log)  # the log says why before the marker that points the user at it exists
             shutil.rmtree(staging, ignore_errors=True)
+            _write_atomically(FAILED, json.dumps({"at": time.time(), "error": str(exc)[:300],
+                                                  "lock": LOCK.read_text()}))
             return 1
         finally:
             (DATA / "install.running").unlink(missing_ok=True)

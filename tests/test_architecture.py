@@ -61,7 +61,8 @@ def _imports(name: str, tree: ast.Module) -> list[tuple[str, list[str], int]]:
 
 def test_the_tree_is_what_this_test_expects():
     assert {"cairn.engine", "cairn.store", "cairn.db"} <= CORE
-    assert {"cairn.adapters.cli", "cairn.adapters.claude", "cairn.adapters.warm", "cairn.adapters.service",
+    assert {"cairn.adapters.cli", "cairn.adapters.claude", "cairn.adapters.hook", "cairn.adapters.warm",
+            "cairn.adapters.service",
             "cairn.adapters.mcp.server", "cairn.adapters.mcp.session"} <= ADAPTERS
 
 
@@ -123,3 +124,16 @@ def test_the_plugin_launchers_go_through_the_adapters():
     launcher = ast.parse((root / "mcp" / "server.py").read_text())
     imported = {n.module for n in ast.walk(launcher) if isinstance(n, ast.ImportFrom)}
     assert {m for m in imported if m.startswith("cairn")} == {"cairn.adapters.mcp.server"}
+
+
+def test_the_hook_process_imports_nothing_heavy_before_it_needs_to():
+    # The warm path of `cairn hook EVENT`: the hook module and the warm client only.
+    import subprocess
+    import sys
+
+    heavy = ("click", "numpy", "sentence_transformers", "torch", "sqlean", "sqlite3", "yaml", "jsonschema", "mcp",
+             "cairn.engine", "cairn.store")
+    code = ("import sys, cairn.adapters.hook, cairn.adapters.warm\n"
+            f"print([m for m in {heavy!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"

@@ -40,7 +40,9 @@ CALL_TIMEOUT = 120  # seconds: the first call may wait for the model, on a busy 
 
 def server_env(home: Path, project: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "CAIRN_STORE"}
-    env.update(CAIRN_HOME=str(home), CAIRN_CONFIG=str(home / "no-config.yaml"), CLAUDE_PROJECT_DIR=str(project),
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "empty-config.yaml").touch()  # no settings (a CAIRN_CONFIG naming a missing file is an error)
+    env.update(CAIRN_HOME=str(home), CAIRN_CONFIG=str(home / "empty-config.yaml"), CLAUDE_PROJECT_DIR=str(project),
                HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", CAIRN_SERVICE_IDLE_SECONDS="120", **extra)
     return env
 
@@ -560,7 +562,10 @@ def test_server_exits_promptly_when_stdin_closes_during_model_load(tmp_path, hom
         _rpc(proc, INITIALIZED)  # starts the warm-up thread
         _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",  # a call that waits for the model
                     "params": {"name": "memory_recall", "arguments": {"query": "anything"}}})
-        time.sleep(0.5)
+        # A ping sent after it: its answer means the server has taken the call up and the warm-up has
+        # started (the server's middleware starts it before answering any request after initialize).
+        _rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        _read_until_id(proc, 3, 30, [])
         children = _children(proc.pid)
         started = time.monotonic()
         proc.stdin.close()
@@ -581,7 +586,8 @@ def test_server_exits_on_signal(tmp_path, home, signum):
         _rpc(proc, INITIALIZE)
         _read_until_id(proc, 1, 30, [])
         _rpc(proc, INITIALIZED)
-        time.sleep(0.3)
+        _rpc(proc, {"jsonrpc": "2.0", "id": 2, "method": "ping"})  # answered once the warm-up has started
+        _read_until_id(proc, 2, 30, [])
         proc.send_signal(signum)
         assert proc.wait(timeout=5) == 0
     finally:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 
 import pytest
 
 from cairn import Cairn
 from cairn.adapters import warm
+
+from .conftest import WAIT_S, wait_for
 
 
 @pytest.fixture
@@ -20,10 +21,7 @@ def service(monkeypatch, cairn_home):
     assert warm.wait_until_ready(120), (cairn_home / "logs" / "service.log").read_text()
     yield warm
     warm.request({"op": "shutdown"})
-    deadline = time.monotonic() + 20
-    while warm.is_running() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not warm.is_running()
+    wait_for(lambda: not warm.is_running(), WAIT_S, "the warm process to stop when asked")
 
 
 def ask(project, prompt: str) -> str:
@@ -51,19 +49,15 @@ def test_one_instance_serves_hooks_with_vectors_and_never_a_forgotten_or_replace
 def test_a_request_from_other_code_makes_it_step_down(service, monkeypatch):
     monkeypatch.setattr(warm, "code_version", lambda: "another-version")
     assert warm.request({"op": "ping"}) is None
-    deadline = time.monotonic() + 20
-    while warm.is_running() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not warm.is_running()
-    assert not warm.socket_path().exists()
+    wait_for(lambda: not warm.is_running() and not warm.socket_path().exists(), WAIT_S,
+             "the warm process to step down and remove its socket")
 
 
 def test_it_exits_when_idle(monkeypatch, cairn_home):
     monkeypatch.setenv("CAIRN_SERVICE_IDLE_SECONDS", "2")
     assert warm.spawn(sys.executable)
     assert warm.wait_until_ready(120)
-    deadline = time.monotonic() + 30
-    while warm.is_running() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not warm.is_running() and not warm.socket_path().exists()
-    assert "idle for 2 s" in (cairn_home / "logs" / "service.log").read_text()
+    log = cairn_home / "logs" / "service.log"
+    wait_for(lambda: not warm.is_running() and not warm.socket_path().exists(), WAIT_S,
+             lambda: f"the warm process to exit when idle\n{log.read_text()[-3000:]}")
+    assert "idle for 2 s" in log.read_text()

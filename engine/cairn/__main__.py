@@ -8,7 +8,7 @@ import sys
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["hook"]:
-        from cairn.adapters.claude import hook_main
+        from cairn.adapters.hook import hook_main
 
         hook_main(sys.argv[2:])
     from cairn.adapters.cli import main

@@ -20,9 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidMemory, NotCurrent
 from .models import Memory
-from .paths import GLOBAL_STORE
 from .supersede import classify
-from .timeutil import format_date as day
 
 if TYPE_CHECKING:
     from .engine import Cairn
@@ -53,16 +51,10 @@ class Pair:
     cosine: float | None
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "verdict": self.label, "reason": self.reason, "kind": self.newer.kind,
-            "older": {"id": self.older.id, "text": self.older.text, "date": day(self.older.valid_from)},
-            "newer": {"id": self.newer.id, "text": self.newer.text, "date": day(self.newer.valid_from)},
-        }
-        if self.cosine is not None:
-            out["cosine"] = round(self.cosine, 2)
-        if self.newer.store == GLOBAL_STORE:
-            out["store"] = GLOBAL_STORE
-        return out
+        """Compact JSON (render.review_pair): the CLI's --json and the MCP tool result."""
+        from .render import review_pair
+
+        return review_pair(self)
 
     def sort_key(self) -> tuple[int, float, str]:
         return (0 if self.label == "supersede" else 1, -(self.cosine or 0.0), self.newer.id)

@@ -31,6 +31,7 @@ import pytest
 
 from fake_api import Text, ToolUse, steps, tool_result_text
 from harness import RUN_ID_VAR, ClaudeHarness, tagged_pids
+from tests.conftest import WAIT_S, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -43,6 +44,10 @@ INSTALLING = re.compile(r"^Cairn is installing its runtime, about (\d+) MB; memo
 DECISION = "Deploys go through blue-green on Fly.io; never restart the primary database during business hours."
 RELATED = "Is it fine to restart the primary database during business hours today?"
 TOOL = "mcp__plugin_cairn_cairn__{}".format
+# A hook, or the placeholder MCP server's handshake (sh, the launcher, a Python start), must answer at
+# once, never wait for the install (minutes). Measured on two cores, both kept busy by tests/load.py:
+# at most 0.54 s (median 0.19 s; idle 0.26 s, median 0.15 s). The bound leaves room for more load.
+HOOK_S = 5.0
 
 
 # --------------------------------------------------------------------------- helpers
@@ -60,6 +65,20 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
     except (OSError, IndexError):
         return False
+
+
+def tail(path: Path, chars: int = 4000) -> str:
+    return path.read_text()[-chars:] if path.exists() else f"(no {path.name})"
+
+
+def read_when(path: Path, needle: str, timeout: float = WAIT_S) -> str:
+    """The text of `path` once it holds `needle`: a line another process writes (and may not have
+    flushed yet) when it sees a marker file or exits is waited for, not assumed."""
+    def text() -> str:
+        content = path.read_text() if path.exists() else ""
+        return content if needle in content else ""
+
+    return wait_for(text, timeout, lambda: f"{needle!r} in {path}\n{tail(path)}")
 
 
 class Runner:
@@ -112,7 +131,7 @@ class Runner:
                     break
                 replies.append(json.loads(line))
             proc.stdin.close()
-            code = proc.wait(timeout=10)
+            code = proc.wait(timeout=WAIT_S)
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -193,7 +212,7 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
     started = time.monotonic()
     proc, seconds = runner.hook("SessionStart")
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    assert seconds < 2.0, f"SessionStart took {seconds:.2f} s while starting the install"
+    assert seconds < HOOK_S, f"SessionStart took {seconds:.2f} s while starting the install"
     lines = proc.stdout.splitlines()
     assert len(lines) == 1, proc.stdout
     notice = json.loads(lines[0])
@@ -204,15 +223,12 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
     announced_mb = int(announced.group(1))
 
     # 2. While it installs: prompts get nothing, another session gets the notice, one installer runs.
-    deadline = time.monotonic() + 10
-    while not runner.pids("bootstrap.py install") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    installers = runner.pids("bootstrap.py install")
+    installers = wait_for(lambda: runner.pids("bootstrap.py install"), WAIT_S, "the installer to start")
     assert len(installers) == 1, [cmdline(p) for p in installers]
     proc, seconds = runner.hook("UserPromptSubmit", RELATED)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "") and seconds < 2.0, (proc, seconds)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "") and seconds < HOOK_S, (proc, seconds)
     proc, seconds = runner.hook("SessionStart")
-    assert proc.returncode == 0 and INSTALLING.match(json.loads(proc.stdout)["systemMessage"]) and seconds < 2.0
+    assert proc.returncode == 0 and INSTALLING.match(json.loads(proc.stdout)["systemMessage"]) and seconds < HOOK_S
     assert runner.pids("bootstrap.py install") == installers, "a second installer was started"
     replies, code = runner.mcp([INITIALIZE, INITIALIZED, TOOLS_LIST], wait_for=2)
     assert code == 0 and replies[1]["result"] == {"tools": []}, replies  # the placeholder meanwhile
@@ -228,11 +244,8 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
             f"the installer exited without a runtime\n{log[-4000:]}")
         time.sleep(2)
     install_s = time.monotonic() - started
-    deadline = time.monotonic() + 30
-    while runner.pids("bootstrap.py install") and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert runner.pids("bootstrap.py install") == [], "the installer did not exit after the install"
-    log = (data / "install.log").read_text()
+    wait_for(lambda: not runner.pids("bootstrap.py install"), WAIT_S, "the installer to exit after the install")
+    log = read_when(data / "install.log", "=== ready")
     assert "installing the Cairn runtime into" in log and "=== ready" in log and "=== failed" not in log, log[-4000:]
     assert f"pip install --disable-pip-version-check -r {LOCK}" in log.replace("'", ""), log[-4000:]
     assert not list(data.glob("venv.tmp-*")) and not list(data.glob("venv.old-*")), list(data.iterdir())
@@ -289,15 +302,12 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
     assert '"status":"created"' in tool_result_text(result).replace('\\"', '"'), tool_result_text(result)
 
     # 7. Nothing is left but the warm process, which stops when asked.
-    deadline = time.monotonic() + 5
-    while [p for p in tagged_pids(runner.run_id) if "cairn.adapters.service" not in cmdline(p)] and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert [cmdline(p) for p in tagged_pids(runner.run_id) if "cairn.adapters.service" not in cmdline(p)] == []
+    def others() -> list[str]:
+        return [cmdline(p) for p in tagged_pids(runner.run_id) if "cairn.adapters.service" not in cmdline(p)]
+
+    wait_for(lambda: not others(), WAIT_S, lambda: f"no process but the warm one: {others()}")
     runner.warm({"op": "shutdown"})  # its reply can be lost (see test_plugin.py); the exit is what counts
-    deadline = time.monotonic() + 15
-    while alive(warm_pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(warm_pid), "the warm process did not exit when asked"
+    wait_for(lambda: not alive(warm_pid), WAIT_S, "the warm process to exit when asked")
 
 
 # --------------------------------------------------------------------------- no install needed
@@ -308,7 +318,7 @@ def test_placeholder_mcp_server_answers_with_no_tools(runner: Runner) -> None:
     ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
     started = time.monotonic()
     replies, code = runner.mcp([INITIALIZE, INITIALIZED, TOOLS_LIST, ping], wait_for=3, timeout=10)
-    assert code == 0 and time.monotonic() - started < 5
+    assert code == 0 and time.monotonic() - started < HOOK_S
     assert [r["id"] for r in replies] == [1, 2, 3]  # the notification got no reply
     init = replies[0]["result"]
     assert init["protocolVersion"] == "2025-06-18" and init["serverInfo"]["name"] == "cairn"
@@ -363,10 +373,8 @@ def test_claude_code_session_while_the_runtime_installs(claude_env: ClaudeHarnes
     assert RELATED in json.dumps(api.message_bodies())
     assert not any(name.startswith("mcp__plugin_cairn") for name in api.tool_names(0)), api.tool_names(0)
     assert not (plugin_data / "venv").exists()
-    deadline = time.monotonic() + 5
-    while claude_env.leftover_processes() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert [cmdline(p) for p in claude_env.leftover_processes()] == []
+    wait_for(lambda: not claude_env.leftover_processes(), WAIT_S,
+             lambda: f"no process left: {[cmdline(p) for p in claude_env.leftover_processes()]}")
 
 
 def test_failed_install_is_reported_and_not_retried_at_once(runner: Runner) -> None:
@@ -374,22 +382,18 @@ def test_failed_install_is_reported_and_not_retried_at_once(runner: Runner) -> N
     so in one line, prompts still get nothing, and no installer is started again within the hour."""
     runner.env["CAIRN_PIP_ARGS"] = "--no-index"  # only --find-links (torch alone) remains: pip fails
     proc, seconds = runner.hook("SessionStart")
-    assert proc.returncode == 0 and INSTALLING.match(json.loads(proc.stdout)["systemMessage"]) and seconds < 2.0
+    assert proc.returncode == 0 and INSTALLING.match(json.loads(proc.stdout)["systemMessage"]) and seconds < HOOK_S
     failed = runner.data / "install-failed.json"
-    deadline = time.monotonic() + 300
-    while not failed.exists() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    log = (runner.data / "install.log").read_text()
-    assert failed.exists(), log[-4000:]
-    deadline = time.monotonic() + 30
-    while runner.pids("bootstrap.py install") and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert runner.pids() == [], [cmdline(p) for p in runner.pids()]
+    log_file = runner.data / "install.log"
+    read_when(log_file, "=== failed:", 300)
+    wait_for(failed.exists, WAIT_S, lambda: f"{failed.name}\n{tail(log_file)}")
+    wait_for(lambda: not runner.pids(), WAIT_S, lambda: f"no process left: {[cmdline(p) for p in runner.pids()]}")
+    log = log_file.read_text()  # the installer has exited: the log is complete
     assert "=== failed:" in log and "=== ready" not in log, log[-4000:]
     assert not (runner.data / "venv").exists() and not list(runner.data.glob("venv.tmp-*"))
 
     proc, seconds = runner.hook("SessionStart")
-    assert proc.returncode == 0 and seconds < 2.0, proc.stderr
+    assert proc.returncode == 0 and seconds < HOOK_S, proc.stderr
     notice = json.loads(proc.stdout)
     message = notice["systemMessage"]
     assert message.startswith("Cairn could not install its runtime (") and message.endswith(
@@ -397,9 +401,10 @@ def test_failed_install_is_reported_and_not_retried_at_once(runner: Runner) -> N
     assert notice["hookSpecificOutput"]["additionalContext"] == message
     proc, _ = runner.hook("UserPromptSubmit", RELATED)
     assert (proc.returncode, proc.stdout) == (0, "")
-    time.sleep(1)
+    # No wait needed: a hook starts the installer before it returns (Popen returns once the installer's
+    # exec succeeded), so one would be listed now; one that had already exited would have logged.
     assert runner.pids("bootstrap.py install") == [], "an installer was started again right after a failure"
-    assert log == (runner.data / "install.log").read_text()
+    assert log == log_file.read_text()
 
 
 def test_installer_removes_what_a_killed_installer_left(runner: Runner) -> None:
@@ -410,11 +415,7 @@ def test_installer_removes_what_a_killed_installer_left(runner: Runner) -> None:
     runner.env["CAIRN_PIP_ARGS"] = "--no-index"  # fail fast: the cleanup must not depend on success
     proc, _ = runner.hook("SessionStart")
     assert proc.returncode == 0
-    deadline = time.monotonic() + 300
-    while not (runner.data / "install-failed.json").exists() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    deadline = time.monotonic() + 30
-    while runner.pids("bootstrap.py install") and time.monotonic() < deadline:
-        time.sleep(0.2)
+    read_when(runner.data / "install.log", "=== failed:", 300)
+    wait_for(lambda: not runner.pids("bootstrap.py install"), WAIT_S, "the installer to exit")
     assert (runner.data / "install-failed.json").exists()
     assert sorted(p.name for p in runner.data.glob("venv.*")) == []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,8 @@ import pytest
 
 from fake_api import FakeAnthropicAPI, Text, ToolUse, steps, tool_result_text
 from harness import ClaudeHarness, HarnessError
+
+from tests.conftest import WAIT_S, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -169,10 +170,7 @@ def test_timeout_kills_every_process_it_started(claude_env: ClaudeHarness, tmp_p
         claude_env.run_claude("hi", plugin_dir=plugin, timeout=4)
 
     pid = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pid), "the hook process outlived the timed-out CLI"
+    wait_for(lambda: not _alive(pid), WAIT_S, "the hook process to end with the timed-out CLI")
     assert claude_env.leftover_processes() == []
 
 
@@ -186,7 +184,5 @@ def _alive(pid: int) -> bool:
 
 def _assert_nothing_left(claude_env: ClaudeHarness) -> None:
     """Claude Code itself stops its hooks and MCP servers when it exits (allow it a moment)."""
-    deadline = time.monotonic() + 5
-    while claude_env.leftover_processes() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert claude_env.leftover_processes() == []
+    wait_for(lambda: claude_env.leftover_processes() == [], WAIT_S,
+             lambda: f"the CLI's processes to end: {claude_env.leftover_processes()}")

@@ -32,6 +32,7 @@ import pytest
 
 from fake_api import FakeAnthropicAPI, Reply, Text, ToolUse, steps, tool_result_text
 from harness import ClaudeHarness, ClaudeResult, ClaudeTurns
+from tests.conftest import WAIT_S, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -164,7 +165,7 @@ class CairnSession:
         self.assert_no_orphans()
         return turns
 
-    def assert_no_orphans(self, grace: float = 5.0) -> None:
+    def assert_no_orphans(self, grace: float = WAIT_S) -> None:
         """Only the warm process may outlive a CLI run; hooks and the MCP server must be gone."""
         deadline = time.monotonic() + grace
         while True:
@@ -191,7 +192,7 @@ class CairnSession:
         """Wait until the warm process answers (hooks then use hybrid recall)."""
         assert self._warm_client("wait", seconds), f"the warm process was not ready within {seconds} s"
 
-    def warm_request(self, payload: dict[str, Any], timeout: float = 5.0) -> dict[str, Any] | None:
+    def warm_request(self, payload: dict[str, Any], timeout: float = 30.0) -> dict[str, Any] | None:
         return self._warm_client(json.dumps(payload), timeout)
 
     def shutdown_warm(self) -> None:
@@ -202,13 +203,10 @@ class CairnSession:
             return
         self.wait_warm()  # one still loading its model has no socket yet
         reply = self.warm_request({"op": "shutdown"})
-        deadline = time.monotonic() + 15
-        while any(alive(p) for p in pids) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        left = [p for p in pids if alive(p)]
         # Only the exit is checked here; test_no_orphans_and_warm_process_stops_when_asked checks the reply.
-        assert left == [], (f"the warm process did not stop when asked: reply {reply}, still running "
-                            f"{[cmdline(p) for p in left]}\n{self.service_log()}")
+        wait_for(lambda: not any(alive(p) for p in pids), WAIT_S,
+                 lambda: (f"the warm process to stop when asked: reply {reply}, still running "
+                          f"{[cmdline(p) for p in pids if alive(p)]}\n{self.service_log()}"))
 
     def service_log(self) -> str:
         path = self.data_root / "logs" / "service.log"
@@ -382,7 +380,11 @@ def test_starting_a_session_creates_no_store(cairn: CairnSession) -> None:
     cairn.script(final=Text("ok MARK-EMPTY"))
     cairn.run(RELATED)
     assert cairn.api.hook_context("SessionStart") == []
-    time.sleep(3)  # the MCP server warms its model right after the handshake; let it get that far
+    # The MCP server warms its model right after the handshake, through the warm process. run() saw
+    # the server exit; wait until the warm process it (or a hook) started has loaded the model too:
+    # then everything the session set going has got as far as it will.
+    assert cairn.harness.leftover_processes() != [], "no warm process was started"
+    cairn.wait_warm()
     assert not store_file(cairn.project).exists(), "a session that stored nothing created a store"
 
 
@@ -560,10 +562,7 @@ def test_no_orphans_and_warm_process_stops_when_asked(cairn: CairnSession) -> No
     ping = cairn.warm_request({"op": "ping"})
     assert ping is not None and ping["pid"] == warm[0]
     reply = cairn.warm_request({"op": "shutdown"})
-    deadline = time.monotonic() + 15
-    while alive(warm[0]) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not alive(warm[0]), f"the warm process did not exit when asked\n{cairn.service_log()}"
+    wait_for(lambda: not alive(warm[0]), WAIT_S, lambda: f"the warm process to exit when asked\n{cairn.service_log()}")
     assert cairn.harness.leftover_processes() == []
     assert cairn.warm_request({"op": "ping"}) is None  # its socket is gone
     assert "stopping: asked to" in cairn.service_log()

@@ -1,14 +1,8 @@
-"""Claude Code hooks: `cairn hook EVENT`, and what to inject at SessionStart and on each prompt.
+"""Claude Code hook events, handled with the engine: what to inject at SessionStart and on each prompt.
 
-`hook_main` is the hook process (hooks/cairn-hook runs `python -m cairn hook EVENT`). Fail open,
-fast, bounded: exit 0 always, print valid JSON or nothing, never block the prompt.
-1. Ask the warm process (one per user, holding the embedding model) to handle the event with
-   hybrid recall. It answers in tens of milliseconds.
-2. If it is not there or not ready, start it in the background and answer keyword-only here.
-sentence-transformers is never imported in the hook process.
-
-The same `handle` runs in the warm process (with the embedding model) and in the hook process
-(keyword-only). It never raises for a missing store: a project with no memories gets nothing.
+The same `handle` runs in the warm process (with the embedding model, for hybrid recall) and, when
+that is not ready, in the hook process itself (keyword-only; see hook.py). It never raises for a
+missing store: a project with no memories gets nothing injected.
 """
 
 from __future__ import annotations
@@ -17,8 +11,6 @@ import hashlib
 import json
 import logging
 import os
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,7 +22,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WARM_TIMEOUT_S = {"SessionStart": 2.0, "UserPromptSubmit": 1.0}
 DISABLE_MARKER = ".cairn-disable"  # a file at a project's root: no injection in that project
 COMPACT_SHARE = 2  # after compaction, a brief of 1/2 the budget: the summary kept the gist
 SESSION_START = "SessionStart"
@@ -146,61 +137,3 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
             vector = None if vectors is None else vectors[0]
         return prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"], query_vector=vector)
     return None
-
-
-# -- the hook process ------------------------------------------------------------------------------
-def run(event: str, payload: dict[str, Any]) -> dict[str, Any] | None:
-    """Through the warm process if it answers in time, else keyword-only in this process."""
-    from . import warm
-
-    env = {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ}
-    reply = warm.request({"op": "hook", "event": event, "payload": payload, "env": env},
-                         timeout=WARM_TIMEOUT_S.get(event, 1.0))
-    if reply is not None:
-        return reply.get("output")
-    if os.environ.get("CAIRN_NO_WARM") != "1":
-        warm.spawn()
-    return handle(event, payload, env, embedder=None)
-
-
-def pause(args: list[str]) -> None:
-    """`cairn hook pause SESSION_ID [on|off]`: the per-session pause behind /cairn:pause."""
-    session_id, state = (args + ["", "on"])[:2]
-    if not session_id:
-        sys.stderr.write("cairn: pause needs the session id\n")
-        return
-    set_paused(session_id, state != "off")
-    print(f"Cairn memory injection is {'paused' if state != 'off' else 'back on'} for this session.")
-
-
-def hook_main(argv: list[str]) -> None:
-    """`cairn hook EVENT` (stdin: the hook's JSON). Exits 0 whatever happens."""
-    started = time.monotonic()
-    event = argv[0] if argv else ""
-    try:
-        if event == "pause":
-            pause(argv[1:])
-        else:
-            raw = sys.stdin.buffer.read().decode("utf-8", "replace")
-            payload = json.loads(raw) if raw.strip() else {}
-            output = run(event, payload if isinstance(payload, dict) else {})
-            if output:
-                sys.stdout.write(json.dumps(output) + "\n")
-    except BaseException as exc:  # noqa: BLE001 - the contract is to fail open, whatever happened
-        _log_failure(event, exc)
-    finally:
-        if os.environ.get("CAIRN_HOOK_TIMING"):
-            sys.stderr.write(f"cairn hook {event}: {1000 * (time.monotonic() - started):.1f} ms\n")
-    sys.stdout.flush()
-    sys.exit(0)
-
-
-def _log_failure(event: str, exc: BaseException) -> None:
-    try:
-        logs = data_root() / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        logging.basicConfig(filename=str(logs / "hooks.log"), level=logging.INFO,
-                            format="%(asctime)s %(levelname)s %(message)s")
-        logging.getLogger("cairn.hook").error("%s hook failed open", event, exc_info=exc)
-    except BaseException:  # noqa: BLE001 - nowhere to log; still never break the prompt
-        pass
