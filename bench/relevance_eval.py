@@ -49,7 +49,8 @@ from cairn import context  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "relevance"
 PARAPHRASE = DATA / "paraphrase.yaml"
-PROMPT_K, PROMPT_CHARS, EMBED_CHARS = 5, 1200, 2000  # config hooks.prompt_k / prompt_chars; claude.py embeds prompt[:2000]
+# config hooks.prompt_k / prompt_chars; the hook embeds prompt[:2000]
+PROMPT_K, PROMPT_CHARS, EMBED_CHARS = 5, 1200, 2000
 MODES = ("hybrid", "keyword")
 
 
