@@ -100,7 +100,8 @@ def main() -> None:
     home, project, plugin_data = work / "home", work / "project", work / "plugin-data"
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
-    os.environ.update({"CAIRN_HOME": str(home), "HF_HUB_OFFLINE": "1", "CAIRN_CONFIG": str(work / "none.yaml")})
+    (work / "empty-config.yaml").touch()  # no settings (a missing CAIRN_CONFIG file is an error)
+    os.environ.update({"CAIRN_HOME": str(home), "HF_HUB_OFFLINE": "1", "CAIRN_CONFIG": str(work / "empty-config.yaml")})
     started = time.perf_counter()
     build_store(home, project, args.memories)
     print(f"built a store of {args.memories} memories in {time.perf_counter() - started:.0f} s")

@@ -42,7 +42,8 @@ CHUNK = 256  # turns embedded per remember_many batch
 # Before cairn (and sentence-transformers) is imported: a throwaway home, no user config, no hub.
 _HOME = tempfile.TemporaryDirectory(prefix="cairn-locomo-")
 os.environ["CAIRN_HOME"] = _HOME.name
-os.environ["CAIRN_CONFIG"] = str(Path(_HOME.name) / "no-config.yaml")
+(Path(_HOME.name) / "empty-config.yaml").touch()  # no settings (a missing CAIRN_CONFIG file is an error)
+os.environ["CAIRN_CONFIG"] = str(Path(_HOME.name) / "empty-config.yaml")
 os.environ.pop("CAIRN_STORE", None)
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

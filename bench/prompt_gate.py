@@ -280,7 +280,8 @@ def main() -> None:
     prompts = data["prompts"]
     with tempfile.TemporaryDirectory() as home:
         os.environ["CAIRN_HOME"] = home
-        os.environ["CAIRN_CONFIG"] = str(Path(home) / "no-config.yaml")
+        (Path(home) / "empty-config.yaml").touch()  # no settings (a missing CAIRN_CONFIG file is an error)
+        os.environ["CAIRN_CONFIG"] = str(Path(home) / "empty-config.yaml")
         os.environ.pop("CAIRN_STORE", None)
         from cairn.embedder import SentenceTransformerEmbedder
 

@@ -48,7 +48,8 @@ from pathlib import Path
 WORK = Path(tempfile.mkdtemp(prefix="cairn-speed-"))
 os.environ["HF_HUB_OFFLINE"] = "1"  # before sentence_transformers is imported: never reach a hub
 os.environ["CAIRN_HOME"] = str(WORK / "home")
-os.environ["CAIRN_CONFIG"] = str(WORK / "no-user-config.yaml")  # defaults only, whatever the user has
+(WORK / "empty-user-config.yaml").touch()
+os.environ["CAIRN_CONFIG"] = str(WORK / "empty-user-config.yaml")  # defaults only, whatever the user has
 os.environ.pop("CAIRN_STORE", None)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

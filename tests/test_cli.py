@@ -14,8 +14,10 @@ from cairn.adapters.cli import main
 
 @pytest.fixture
 def cairn(project, monkeypatch, capsys, minilm):
-    """Run `cairn ARGS...` in-process from the project folder; returns (exit code, stdout, stderr)."""
+    """Run `cairn ARGS...` in-process from the project folder; returns (exit code, stdout, stderr).
+    The model is loaded in this process (CAIRN_NO_WARM=1): no warm process per test's data root."""
     monkeypatch.chdir(project)
+    monkeypatch.setenv("CAIRN_NO_WARM", "1")
 
     def run(*args: str, stdin: str | bytes | None = None) -> tuple[int, str, str]:
         if stdin is not None:
@@ -98,8 +100,13 @@ BAD_INPUTS = [
     (("remember", "fine text", "--kind", "opinion"), "opinion"),
     (("remember", "fine text", "--importance", "6"), "importance must be an integer from 1 to 5"),
     (("remember", "fine text", "--importance", "0"), "importance must be an integer from 1 to 5"),
-    (("remember", "fine text", "--valid-from", "last tuesday"), "valid_from: cannot read"),
-    (("recall", "deploy", "--as-of", "2026-13-45"), "as_of: cannot read"),
+    (("remember", "fine text", "--valid-from", "last tuesday"), "--valid-from: cannot read 'last tuesday'"),
+    (("recall", "deploy", "--as-of", "2026-13-45"), "--as-of: cannot read '2026-13-45'"),
+    (("recall", "deploy", "--as-of", "yesterday"), "--as-of: cannot read 'yesterday'"),
+    (("recall", "deploy", "--known-at", "soon"), "--known-at: cannot read 'soon'"),
+    (("list", "--as-of", "soon"), "--as-of: cannot read 'soon'"),
+    (("recall", ""), "query is empty"),
+    (("recall", "  \t "), "query is empty"),
     (("remember", "fine text", "--store", "../escape", "--create"), "invalid store name"),
     (("remember", "fine text", "--store", "a/b", "--create"), "invalid store name"),
     (("remember", "fine text", "--replaces", "01NOSUCHMEMORY"), "no memory"),
@@ -279,3 +286,176 @@ def test_remember_names_every_problem_at_once(cairn):
         memory.remember("", kind="opinion", importance=0, tags=["a b"])
     for problem in ("empty", "unknown kind", "importance must be", "invalid tag"):
         assert problem in str(error.value), problem
+
+
+# -- fast where people wait, honest when they look --------------------------------------------------
+READ_ONLY = [("recall", "deploy"), ("list",), ("history", "01J0000000000000000000000A"),
+             ("show", "01J0000000000000000000000A"), ("status",), ("export",), ("review", "list"),
+             ("recall", "deploy", "--keyword-only", "--json"), ("status", "--json")]
+
+
+@pytest.mark.parametrize("args", READ_ONLY, ids=[" ".join(a) for a in READ_ONLY])
+def test_read_only_commands_never_create_a_store(cairn, cairn_home, args):
+    code, out, err = cairn(*args)
+    assert store_files(cairn_home) == {}
+    if args[0] in ("history", "show"):
+        assert code == 2 and "no memory" in err
+    else:
+        assert code == 0, err
+
+
+def test_a_store_that_does_not_exist_answers_as_empty(cairn, cairn_home):
+    assert cairn("recall", "deploy")[1] == "no memories match\n"
+    assert cairn("list")[1] == "no memories match\n"
+    code, out, _ = cairn("status")
+    assert code == 0 and "does not exist yet" in out and str(cairn_home / "stores") in out
+    info = json.loads(cairn("status", "--json")[1])
+    assert info["exists"] is False and info["counts"]["total"] == 0 and info["bytes"] == 0
+    assert json.loads(cairn("review", "list", "--json")[1])["found"] == 0
+    assert store_files(cairn_home) == {}
+    assert cairn("remember", "The first memory creates the store")[0] == 0  # writes still create it
+    assert len(store_files(cairn_home)) == 1
+    assert json.loads(cairn("status", "--json")[1])["exists"] is True
+
+
+def test_list_says_when_nothing_matches(cairn):
+    cairn("remember", "A memory tagged deploy", "--tags", "deploy", "--keyword-only")
+    assert cairn("list", "--tag", "nothing")[1] == "no memories match\n"
+
+
+def test_recall_leaves_out_unrelated_filler(project, hashing):
+    from cairn import VECTOR_FLOOR, Cairn, Draft
+
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        memory.remember_many([Draft("alpha beta"), Draft("beta alpha gamma")], detect=False)
+        # No word in common: the vector side returns both memories with cosine 0, which is no evidence.
+        assert memory.recall("delta epsilon") == []
+        hits = memory.recall("alpha")
+        assert len(hits) == 2 and all("bm25" in h.reasons for h in hits)
+    assert 0 < VECTOR_FLOOR < 0.3
+
+
+def test_recall_with_the_real_model_answers_nothing_for_an_unrelated_query(cairn):
+    cairn("remember", "Deploys go through blue-green on Fly; never restart the DB in business hours")
+    cairn("remember", "Use pytest with the -x flag in CI")
+    code, out, _ = cairn("recall", "banana bread recipe with walnuts", "--json")
+    assert code == 0 and json.loads(out) == []
+    hits = json.loads(cairn("recall", "how do we ship releases to production?", "--json")[1])
+    assert hits and "blue-green" in hits[0]["memory"]["text"]  # related without a shared word: still found
+
+
+def test_replaces_keeps_the_old_tags_kind_and_importance_unless_given(cairn):
+    old = json.loads(cairn("remember", "Deploys go through blue-green on Fly", "--kind", "decision", "--tags",
+                           "deploy,infra", "--importance", "5", "--json")[1])["memory"]
+    new = json.loads(cairn("remember", "We now deploy with Kamal", "--replaces", old["id"], "--json")[1])
+    assert new["superseded"] == [old["id"]]
+    assert (new["memory"]["kind"], new["memory"]["tags"], new["memory"]["importance"]) == ("decision",
+                                                                                           ["deploy", "infra"], 5)
+    newer = json.loads(cairn("remember", "We deploy with Kamal 2", "--replaces", new["memory"]["id"], "--tags",
+                             "kamal", "--kind", "fact", "--json")[1])["memory"]
+    assert (newer["kind"], newer["tags"], newer["importance"]) == ("fact", ["kamal"], 5)
+    plain = json.loads(cairn("remember", "An unrelated fact about ports", "--json")[1])["memory"]
+    assert (plain["kind"], plain["tags"], plain["importance"]) == ("fact", [], 3)
+
+
+def test_edit_saves_the_edited_text_as_a_replacement(cairn, monkeypatch):
+    old = json.loads(cairn("remember", "The API listens on port 8080", "--tags", "api", "--json")[1])["memory"]
+    monkeypatch.setattr("click.edit", lambda text, **_: text)  # saved unchanged
+    code, out, _ = cairn("edit", old["id"])
+    assert code == 0 and "unchanged" in out
+    assert json.loads(cairn("list", "--json")[1])[0]["id"] == old["id"]
+    monkeypatch.setattr("click.edit", lambda text, **_: None)  # closed without saving
+    assert "unchanged" in cairn("edit", old["id"])[1]
+
+    monkeypatch.setattr("click.edit", lambda text, **_: text.replace("8080", "9090") + "\n")
+    code, out, _ = cairn("edit", old["id"], "--json")
+    done = json.loads(out)
+    assert code == 0 and done["changed"] is True and done["superseded"] == [old["id"]]
+    assert done["memory"]["text"] == "The API listens on port 9090" and done["memory"]["tags"] == ["api"]
+    code, _, err = cairn("edit", old["id"])
+    assert code == 2 and "not current" in err
+
+
+def test_stores_delete_asks_and_deletes_the_files(cairn, cairn_home, monkeypatch):
+    assert cairn("stores", "create", "scratch")[0] == 0
+    assert cairn("remember", "A scratch note", "--store", "scratch", "--keyword-only")[0] == 0
+    path = cairn_home / "stores" / "scratch.db"
+    code, _, err = cairn("stores", "delete", "scratch")  # no terminal and no --yes: refused
+    assert code == 2 and "--yes" in err and path.exists()
+    monkeypatch.setattr("cairn.adapters.cli._interactive", lambda: True)
+    code, _, err = cairn("stores", "delete", "scratch", stdin="n\n")
+    assert code == 1 and path.exists()
+    code, out, _ = cairn("stores", "delete", "scratch", stdin="y\n")
+    assert code == 0 and "deleted store scratch" in out
+    assert not any(p.name.startswith("scratch.db") for p in (cairn_home / "stores").iterdir())
+    code, _, err = cairn("stores", "delete", "scratch", "--yes")
+    assert code == 2 and "does not exist" in err
+
+
+def test_stores_rename_moves_files_and_recorded_name(cairn, cairn_home):
+    assert cairn("stores", "create", "old-name")[0] == 0
+    assert cairn("stores", "create", "taken")[0] == 0
+    mid = json.loads(cairn("remember", "Kept across the rename", "--store", "old-name", "--keyword-only",
+                           "--json")[1])["memory"]["id"]
+    code, _, err = cairn("stores", "rename", "old-name", "taken")
+    assert code == 2 and "already exists" in err
+    code, _, err = cairn("stores", "rename", "missing", "other")
+    assert code == 2 and "does not exist" in err
+    assert cairn("stores", "rename", "old-name", "new-name")[0] == 0
+    assert not (cairn_home / "stores" / "old-name.db").exists()
+    rows = {s["name"]: s for s in json.loads(cairn("stores", "--json")[1])["stores"]}
+    assert "old-name" not in rows and rows["new-name"]["current"] == 1
+    shown = json.loads(cairn("show", mid, "--store", "new-name", "--json")[1])
+    assert shown["store"] == "new-name"
+
+
+def test_a_cairn_config_naming_a_missing_file_is_an_error(cairn, tmp_path, monkeypatch, cairn_home):
+    missing = tmp_path / "typo-config.yaml"
+    monkeypatch.setenv("CAIRN_CONFIG", str(missing))
+    code, _, err = cairn("status")
+    assert code == 2 and err == f"cairn: error: CAIRN_CONFIG names {missing}, which does not exist\n"
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    monkeypatch.setenv("CAIRN_CONFIG", str(empty))
+    assert cairn("status", "--json")[0] == 0
+
+
+def test_status_says_keyword_only_when_the_model_cannot_load(cairn, tmp_path, monkeypatch):
+    config = tmp_path / "config.yaml"
+    config.write_text(f"embedding: {{model: {tmp_path / 'no-such-model'}}}\n")
+    monkeypatch.setenv("CAIRN_CONFIG", str(config))
+    info = json.loads(cairn("status", "--json")[1])
+    assert info["keyword_only"] is True and "cannot load embedding model" in info["keyword_only_reason"]
+    code, out, _ = cairn("status")
+    assert "KEYWORD-ONLY" in out
+    ok = json.loads(cairn("status", "--json", "--store", "other", "--create")[1])
+    assert ok["keyword_only"] is True  # the same configuration, whatever the store
+
+
+def test_status_with_the_model_is_not_keyword_only(cairn):
+    info = json.loads(cairn("status", "--json")[1])
+    assert info["keyword_only"] is False and info["model_loaded"] is True
+
+
+def test_status_timings_says_where_the_time_went(cairn):
+    cairn("remember", "A memory to search", "--keyword-only")
+    code, out, _ = cairn("status", "--timings")
+    assert code == 0
+    lines = [line for line in out.splitlines() if line.startswith("time ")]
+    names = " | ".join(lines)
+    for part in ("interpreter and imports", "config and store resolution", "store open", "model", "sample search"):
+        assert part in names, part
+    timings = json.loads(cairn("status", "--timings", "--json")[1])["timings_ms"]
+    assert all(v >= 0 for v in timings.values()) and "sample search" in timings
+
+
+def test_loading_notice_only_on_a_terminal(cairn, monkeypatch):
+    from cairn.adapters.cli import LOADING_NOTICE
+
+    code, _, err = cairn("remember", "A memory embedded in this process")
+    assert code == 0 and err == ""  # not a terminal: nothing on stderr
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    code, _, err = cairn("recall", "memory embedded")
+    assert code == 0 and err == LOADING_NOTICE + "\n"
+    code, _, err = cairn("recall", "memory embedded", "--keyword-only")
+    assert code == 0 and err == ""  # no model, no notice

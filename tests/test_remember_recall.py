@@ -17,7 +17,8 @@ def test_recall_ranks_the_relevant_memory_first_and_says_why(memory):
     assert hits[0].reasons["bm25"]["rank"] == 1
     assert hits[0].reasons["vector"]["rank"] == 1
     assert hits[0].reasons["vector"]["cosine"] > 0.3
-    assert hits[0].score > hits[1].score
+    # The others share no word with the query and their cosines are below VECTOR_FLOOR: no filler.
+    assert [h.memory.id for h in hits] == [deploy.id]
 
 
 def test_exact_duplicate_writes_nothing_and_returns_the_existing_id(memory):
@@ -206,3 +207,14 @@ def test_dismissed_review_pairs_are_remembered(memory):
     assert memory.is_dismissed(a.id, b.id) and memory.is_dismissed(b.id, a.id)
     with pytest.raises(MemoryNotFound):
         memory.dismiss_pair(a.id, "01NOPE")
+
+
+def test_fusion_never_erases_a_keyword_hit():
+    # Min-max alone gives the weakest hit of a list 0: a memory that is BM25's #2 of 2 and the vector
+    # retriever's last would fuse to 0.0000, below memories that share no word with the query.
+    from cairn.ranking import FOUND_FLOOR, RankingConfig, convex
+
+    lists = {"bm25": [(1, 8.0), (2, 1.5)], "vector": [(3, 0.41), (1, 0.40), (4, 0.30), (2, 0.12)]}
+    fused = convex(lists, RankingConfig())
+    assert fused[2] >= FOUND_FLOOR > 0
+    assert fused[1] == max(fused.values())

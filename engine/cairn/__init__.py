@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 # module that defines it. tests/test_architecture.py holds adapters to this list.
 _EXPORTS = {
     "Cairn": "engine", "SCOPES": "engine", "create_store": "engine", "list_stores": "engine",
+    "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine",
     "Draft": "records",
     "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
     "Embedder": "embedder",
@@ -31,7 +32,7 @@ _EXPORTS = {
     "GLOBAL_STORE": "paths", "data_root": "paths",
     "is_trivial": "context", "prompt_context": "context", "session_brief": "context",
     "Verdict": "review", "review_candidates": "review", "review_decide": "review",
-    "format_date": "timeutil", "format_time": "timeutil",
+    "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
@@ -56,7 +57,7 @@ if TYPE_CHECKING:
     from .config import load_config
     from .context import is_trivial, prompt_context, session_brief
     from .embedder import Embedder
-    from .engine import SCOPES, Cairn, create_store, list_stores
+    from .engine import SCOPES, VECTOR_FLOOR, Cairn, create_store, delete_store, list_stores, rename_store
     from .errors import *  # noqa: F403
     from .models import (
         DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SOURCES, STATUSES, Hit, Memory, Order,
@@ -66,4 +67,4 @@ if TYPE_CHECKING:
     from .ranking import RankingConfig
     from .records import Draft
     from .review import Verdict, review_candidates, review_decide
-    from .timeutil import format_date, format_time
+    from .timeutil import format_date, format_time, parse_time

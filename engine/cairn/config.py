@@ -1,7 +1,8 @@
 """Configuration: YAML at user level, overridable per project, validated with JSON Schema.
 
 Files, later ones overriding earlier ones key by key:
-1. user: `$CAIRN_CONFIG`, else `config.yaml` in the platform's user config folder (platformdirs);
+1. user: `$CAIRN_CONFIG` (which must exist), else `config.yaml` in the platform's user config folder
+   (platformdirs);
 2. project: `.cairn.yaml` at the project root.
 An unknown key or a wrong type is a ConfigError naming the key and the file.
 """
@@ -79,12 +80,22 @@ PROJECT_FILE = ".cairn.yaml"
 
 
 def user_config_path() -> Path:
+    """$CAIRN_CONFIG, else config.yaml in the user config folder. Raises ConfigError when
+    $CAIRN_CONFIG names a file that does not exist: a typo must not silently mean "no settings"
+    (an empty file is a valid config with none)."""
     explicit = os.environ.get("CAIRN_CONFIG")
-    return Path(explicit) if explicit else Path(platformdirs.user_config_dir("cairn")) / "config.yaml"
+    if not explicit:
+        return Path(platformdirs.user_config_dir("cairn")) / "config.yaml"
+    path = Path(explicit)
+    if not path.exists():
+        raise ConfigError(f"CAIRN_CONFIG names {path}, which does not exist")
+    return path
 
 
 def _read(path: Path) -> dict[str, Any]:
     # Imported only when a config file exists: together they cost ~100 ms of a hook's budget.
+    if path.stat().st_size == 0:
+        return {}  # an empty file: no settings, and no YAML parser to import
     import jsonschema
     import yaml
 

@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .compose import Resolved, embedder_from_config, resolve
 from .embedder import Embedder
 from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
-from .errors import StoreNotFound
+from .errors import StoreError, StoreNotFound
 from .migrations import MIGRATIONS
 from .models import DEFAULT_IMPORTANCE, KINDS, Hit, Memory, Order, RememberResult, Status
 from .paths import GLOBAL_STORE, StoreChoice, store_path, stores_dir, validate_store_name
@@ -33,6 +33,15 @@ log = logging.getLogger(__name__)
 
 SCOPES = ("project", "global", "all")
 DETECTION_CANDIDATES = 5  # nearest current memories of the same kind checked for supersession
+VECTOR_FLOOR = 0.15
+"""Recall's relevance floor for a hit whose only evidence is the vector retriever.
+
+The vector retriever always returns its `candidates` nearest memories, however unrelated: on a small
+store every memory comes back for any query. A hit with no keyword match and a cosine at or below
+this floor is filler (for all-MiniLM-L6-v2, unrelated sentences fall around 0.0-0.15; negative
+cosines never mean anything), so recall drops it. Kept low on purpose: a memory that shares no word with
+the question but is about it scores well above 0.15, and LoCoMo recall@10 (docs/benchmarks.md)
+does not move with this floor. Hits with a keyword match are never dropped by it."""
 Progress = Callable[[Iterable[Any], int], Iterable[Any]]  # (items, total) -> items, e.g. a tqdm wrapper
 
 
@@ -58,6 +67,36 @@ def list_stores() -> list[dict[str, Any]]:
     return rows
 
 
+def delete_store(name: str) -> Path:
+    """Delete the store NAME: its database file and its -wal/-shm files. Returns the path.
+    Raises InvalidStoreName, StoreNotFound."""
+    path = store_path(validate_store_name(name))
+    if not path.exists():
+        raise StoreNotFound(f"store {name!r} does not exist ({path})")
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    return path
+
+
+def rename_store(old: str, new: str) -> Path:
+    """Rename the store OLD to NEW: its files and its recorded name. Returns the new path.
+    Raises InvalidStoreName, StoreNotFound, StoreError (NEW exists)."""
+    source, target = store_path(validate_store_name(old)), store_path(validate_store_name(new))
+    if not source.exists():
+        raise StoreNotFound(f"store {old!r} does not exist ({source})")
+    if target.exists():
+        raise StoreError(f"store {new!r} already exists ({target}); delete or rename it first")
+    store = Store.open(source, name=old, create=False)
+    try:
+        store.set_meta("name", new)
+    finally:
+        store.close()  # the last connection checkpoints the WAL into the database file
+    for suffix in ("-wal", "-shm", ""):  # the database file last: its name is what marks the store
+        if Path(str(source) + suffix).exists():
+            Path(str(source) + suffix).rename(str(target) + suffix)
+    return target
+
+
 def create_store(name: str) -> tuple[Path, bool]:
     """Create the named store (for --store / CAIRN_STORE). Returns (path, whether it was created
     now: False when it already existed). Raises InvalidStoreName."""
@@ -65,6 +104,14 @@ def create_store(name: str) -> tuple[Path, bool]:
     existed = path.exists()
     Store.open(path, name=name, create=True).close()
     return path, not existed
+
+
+def _relevant(hit: Hit) -> bool:
+    """Whether a hit has evidence beyond a vector retriever's filler (see VECTOR_FLOOR)."""
+    if "bm25" in hit.reasons:
+        return True
+    cosine = hit.reasons.get("vector", {}).get("cosine")
+    return cosine is None or cosine > VECTOR_FLOOR
 
 
 class Cairn:
@@ -84,6 +131,7 @@ class Cairn:
         self.embedder_error: str | None = None if embedder else "embedding disabled by configuration"
         self._global: Store | None = None
         self._check_model = check_model
+        self.exists = True  # False: opened read-only on a store file that does not exist (an empty stand-in)
         self._check_fingerprint(store)
 
     # -- opening ---------------------------------------------------------------------------------
@@ -99,6 +147,7 @@ class Cairn:
         env: dict[str, str] | None = None,
         check_model: bool = True,
         resolved: Resolved | None = None,
+        read_only: bool = False,
     ) -> Cairn:
         """Open the chosen store (explicit name > CAIRN_STORE > git toplevel > cwd).
 
@@ -107,7 +156,8 @@ class Cairn:
         Stores derived from the working directory and the global store are created on first open.
         embedder: "auto" (compose.embedder_from_config: the configured model, loaded lazily), None
         (keyword-only), or an Embedder. check_model: refuse a store embedded with another model
-        (False only for `reembed`).
+        (False only for `reembed`). read_only: for commands that only read: a project store that does
+        not exist is not created; the engine answers as for an empty store (`exists` is False).
         Raises StoreNotFound, InvalidStoreName, StoreCorrupted, SchemaTooNew, EmbeddingMismatch, ConfigError.
         """
         resolved = resolved or resolve(store, cwd=cwd, env=env, config=config)
@@ -121,12 +171,15 @@ class Cairn:
                 f"create it with `cairn stores create {choice.name}` or pass --create"
             )
         meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
+        missing = read_only and not choice.path.exists()
         opened = Store.open(
-            choice.path, name=choice.name, create=allowed, meta=meta,
+            Path(":memory:") if missing else choice.path, name=choice.name, create=allowed or missing, meta=meta,
             busy_timeout_ms=config["store"]["busy_timeout_ms"], vector_backend=config["store"]["vector_backend"],
         )
         try:
-            return cls(opened, choice=choice, embedder=embedder, config=config, check_model=check_model)
+            engine = cls(opened, choice=choice, embedder=embedder, config=config, check_model=check_model)
+            engine.exists = not missing
+            return engine
         except BaseException:
             opened.close()
             raise
@@ -410,8 +463,11 @@ class Cairn:
         config's `recall.k` and `recall.scope`. query_vector:
         float32[dim], L2-normalised, when the caller already has it (a warm process); otherwise the
         query is embedded here unless use_vectors is False (keyword-only).
-        Raises InvalidMemory (unknown kind or scope), InvalidTime.
+        Hits whose only evidence is a vector cosine at or below VECTOR_FLOOR are left out: no filler.
+        Raises InvalidMemory (empty query, unknown kind or scope), InvalidTime.
         """
+        if not query or not query.strip():
+            raise InvalidMemory("query is empty")
         k = self.config["recall"]["k"] if k is None else int(k)
         scope = self.config["recall"]["scope"] if scope is None else scope
         kinds = tuple(kinds)
@@ -429,7 +485,8 @@ class Cairn:
             query_vector = None if vectors is None else vectors[0]
         hits: list[Hit] = []
         for store in stores:
-            hits += rank(store, query, query_vector, filters, k, ranking or self.ranking)
+            ranked = rank(store, query, query_vector, filters, k, ranking or self.ranking)
+            hits += [h for h in ranked if _relevant(h)]
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         return hits[:k]
 
@@ -481,9 +538,10 @@ class Cairn:
         loaded = bool(getattr(self.embedder, "loaded", self.embedder is not None))
         reasons = [r for r in (store.vector_unavailable, self.embedder_error) if r]
         return Status(
-            store=store.name, path=str(store.path), chosen_by=self.choice.reason,
+            store=store.name, path=str(store.path if self.exists else self.choice.path),
+            chosen_by=self.choice.reason,
             project_root=str(self.choice.project_root) if self.choice.project_root else None,
-            schema_version=len(MIGRATIONS), counts=store.counts(), bytes=store.file_size(),
+            schema_version=len(MIGRATIONS), counts=store.counts(), bytes=store.file_size() if self.exists else 0,
             vector_backend=store.vector_index.name if store.vector_index else None,
             embedding_model=model, store_embedding_model=store.get_meta("embedding_model"), model_loaded=loaded,
             keyword_only=bool(reasons) or self.embedder is None, keyword_only_reason="; ".join(reasons) or None,
@@ -537,4 +595,4 @@ class Cairn:
         return len(rows)
 
 
-__all__ = ["Cairn", "Draft", "SCOPES", "create_store", "list_stores"]
+__all__ = ["Cairn", "Draft", "SCOPES", "VECTOR_FLOOR", "create_store", "delete_store", "list_stores", "rename_store"]

@@ -111,13 +111,21 @@ def vector_candidates(store: Store, query_vector: np.ndarray | None, filters: Fi
     return store.vector_search(query_vector, filters, cfg.candidates)
 
 
+FOUND_FLOOR = 0.05
+"""The normalised score of the weakest memory a retriever found. Plain min-max gives it 0, which
+erases the evidence: a memory that shares a query's rare words but is the weakest BM25 hit would
+fuse below memories that share no word at all. Found by a retriever always counts for something."""
+
+
 def min_max(cands: Candidates) -> dict[int, float]:
-    """Scores mapped to [0, 1] within one list: best 1, worst 0 (a list of equal scores: all 1)."""
+    """Scores mapped to [FOUND_FLOOR, 1] within one list: best 1, worst FOUND_FLOOR (a list of equal
+    scores: all 1)."""
     if not cands:
         return {}
     scores = [s for _, s in cands]
     low, high = min(scores), max(scores)
-    return {seq: (1.0 if high == low else (s - low) / (high - low)) for seq, s in cands}
+    span = 1.0 - FOUND_FLOOR
+    return {seq: (1.0 if high == low else FOUND_FLOOR + span * (s - low) / (high - low)) for seq, s in cands}
 
 
 def convex(lists: dict[str, Candidates], cfg: RankingConfig) -> dict[int, float]:

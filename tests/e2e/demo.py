@@ -84,8 +84,9 @@ def main() -> int:
         folder.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     cairn_home = work / "cairn-data"
+    (work / "empty-config.yaml").touch()  # no user settings (a CAIRN_CONFIG naming a missing file is an error)
     base_env = {"CAIRN_HOME": str(cairn_home), "CAIRN_RUNTIME_PYTHON": sys.executable, "HF_HUB_OFFLINE": "1",
-                "CAIRN_CONFIG": str(work / "no-config.yaml")}
+                "CAIRN_CONFIG": str(work / "empty-config.yaml")}
 
     with FakeAnthropicAPI() as api:
         harness = ClaudeHarness(claude_bin=claude, home=home, project=project, tmp=tmp, api=api, base_env=base_env)

@@ -10,16 +10,93 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 import click
 
 from cairn import (
-    KINDS, SCOPES, SOURCES, Cairn, CairnError, Draft, Verdict, create_store, data_root, list_stores, render, resolve,
+    DEFAULT_IMPORTANCE, KINDS, SCOPES, SOURCES, Cairn, CairnError, Draft, Embedder, InvalidInput, Verdict, create_store,
+    data_root, delete_store, embedder_from_config, list_stores, parse_time, rename_store, render, resolve,
     review_candidates, review_decide,
 )
+
+from . import warm
+from .warm import session_embedder
+
+LOADING_NOTICE = "cairn: loading the embedding model (first call after a while: a few seconds)…"
+# Where the call spent its time (`status --timings`): name -> seconds, in the order measured.
+_TIMINGS: dict[str, float] = {}
+
+
+def _since_process_start() -> float | None:
+    """Seconds since this process started (Linux /proc, 10 ms resolution), or None elsewhere."""
+    try:
+        with open("/proc/self/stat") as f:
+            start_ticks = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+class TimeParam(click.ParamType):
+    """A time option (ISO 8601 or epoch ms), read by cairn's parse_time; errors name the option."""
+
+    name = "TIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value is None or isinstance(value, int):
+            return value
+        # Not click's BadParameter: the engine's own message, led by the option as the user typed it.
+        return parse_time(value, field=param.opts[0] if param is not None and param.opts else "time")
+
+
+TIME = TimeParam()
+
+
+class _NoticeEmbedder(Embedder):
+    """Wraps the session embedder: says once, on a terminal, that the model is loading when the
+    warm process is not ready yet (the first embed then waits for it, or loads in-process)."""
+
+    def __init__(self, inner: Embedder):
+        self.inner = inner
+        self.model_name, self.dim = inner.model_name, inner.dim
+        self._told = False
+
+    @property
+    def loaded(self) -> bool:
+        return bool(getattr(self.inner, "loaded", True))
+
+    def load(self) -> None:
+        self.embed(["warm up"])
+
+    def embed(self, texts: list[str]):
+        if not self._told and sys.stderr.isatty() and not warm.socket_path().exists():
+            click.echo(LOADING_NOTICE, err=True)
+        self._told = True
+        vectors = self.inner.embed(texts)
+        self.dim = self.inner.dim
+        return vectors
+
+
+def _interactive() -> bool:
+    """Whether someone at a terminal can answer a question."""
+    return sys.stdin.isatty()
+
+
+def _cli_embedder(config: dict[str, Any]) -> Embedder | None:
+    """The warm process's model (started if it is not up; in-process if it cannot serve), or the
+    in-process model when CAIRN_NO_WARM=1 (tests, benchmarks of the cold path)."""
+    if os.environ.get("CAIRN_NO_WARM") == "1":
+        inner = embedder_from_config(config)
+    else:
+        inner = session_embedder(config)
+    return None if inner is None else _NoticeEmbedder(inner)
 
 
 def _emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
@@ -36,8 +113,14 @@ def _progress(items, total):
     return tqdm(items, total=total, file=sys.stderr, unit="batch", disable=not sys.stderr.isatty() or total < 2)
 
 
-def store_options(fn: Callable) -> Callable:
-    """--store, --create and --json; resolves the store and config once and opens the engine as `memory`."""
+def store_options(fn: Callable | None = None, *, read_only: bool = False, use_warm: bool = False) -> Callable:
+    """--store, --create and --json; resolves the store and config once and opens the engine as `memory`.
+
+    read_only: the command only reads, so a store file that does not exist is not created; the
+    command answers as for an empty store. use_warm: embed through the warm process (started when it
+    is not up) rather than by loading the model in this process."""
+    if fn is None:
+        return functools.partial(store_options, read_only=read_only, use_warm=use_warm)
 
     @click.option("--store", "store_name", metavar="NAME",
                   help="Store to use (default: $CAIRN_STORE, else this project's).")
@@ -45,10 +128,18 @@ def store_options(fn: Callable) -> Callable:
     @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
     @functools.wraps(fn)
     def wrapper(store_name: str | None, create: bool, as_json: bool, **kwargs: Any) -> None:
-        embedder = None if kwargs.pop("keyword_only", False) else "auto"
+        started = time.perf_counter()
         resolved = resolve(store_name)
-        with Cairn.open(resolved=resolved, create=create, embedder=embedder,
+        _TIMINGS["config and store resolution"] = time.perf_counter() - started
+        embedder: Embedder | None | str = "auto"
+        if kwargs.pop("keyword_only", False):
+            embedder = None
+        elif use_warm:
+            embedder = _cli_embedder(resolved.config)
+        started = time.perf_counter()
+        with Cairn.open(resolved=resolved, create=create, embedder=embedder, read_only=read_only,
                         check_model=fn.__name__ != "reembed") as memory:
+            _TIMINGS["store open"] = time.perf_counter() - started
             fn(memory, as_json=as_json, **kwargs)
 
     return wrapper
@@ -69,24 +160,33 @@ def cli(verbose: bool) -> None:
 
 @cli.command()
 @click.argument("text")
-@click.option("--kind", type=click.Choice(KINDS), default="fact", show_default=True)
-@click.option("--tags", "tags", multiple=True, help="Comma-separated; may repeat.")
-@click.option("--importance", type=int, default=3, show_default=True, help="1 (trivia) to 5 (critical).")
+@click.option("--kind", type=click.Choice(KINDS), help="Default: fact (with --replaces: the replaced memory's).")
+@click.option("--tags", "tags", multiple=True,
+              help="Comma-separated; may repeat (with --replaces, default: the replaced memory's).")
+@click.option("--importance", type=int,
+              help=f"1 (trivia) to 5 (critical). Default: {DEFAULT_IMPORTANCE} (with --replaces: the replaced "
+                   "memory's).")
 @click.option("--source", type=click.Choice(SOURCES), default="user", show_default=True)
-@click.option("--valid-from", help="When it became true (ISO 8601; default: now).")
-@click.option("--valid-to", help="When it stops being true (ISO 8601; default: open).")
+@click.option("--valid-from", type=TIME, help="When it became true (ISO 8601; default: now).")
+@click.option("--valid-to", type=TIME, help="When it stops being true (ISO 8601; default: open).")
 @click.option("--replaces", metavar="ID", help="Supersede this memory.")
 @click.option("--scope", type=click.Choice(["project", "global"]), default="project", show_default=True)
 @click.option("--no-detect", is_flag=True, help="Do not supersede similar memories automatically.")
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model (embedded later).")
-@store_options
-def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, scope: str, **fields) -> None:
+@store_options(use_warm=True)
+def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, scope: str, replaces: str | None,
+             **fields) -> None:
     """Store TEXT as a memory ("-" reads it from stdin)."""
     if text == "-":
         text = sys.stdin.read()
-    draft = {k: v for k, v in fields.items() if v is not None}
-    result = memory.remember_many([Draft(text=text, tags=tuple(_split_tags(tags)), **draft)], scope=scope,
-                                  detect=False if no_detect else None)[0]
+    tags = tuple(_split_tags(tags))
+    if replaces is not None:
+        # As Cairn.replace: kind, tags and importance default to the replaced memory's.
+        result = memory.replace(replaces, text, tags=tags or None, **fields)
+    else:
+        draft = {k: v for k, v in fields.items() if v is not None}
+        result = memory.remember_many([Draft(text=text, tags=tags, **draft)], scope=scope,
+                                      detect=False if no_detect else None)[0]
 
     def human() -> None:
         verb = "already remembered as" if result.status == "duplicate" else "remembered"
@@ -105,15 +205,15 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, sco
 @click.option("-k", "k", type=click.IntRange(1, 1000), help="How many at most (default: config recall.k, 10).")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
 @click.option("--tag", "tags", multiple=True)
-@click.option("--since", help="Only memories valid from this time on.")
-@click.option("--until", help="Only memories valid from before this time.")
-@click.option("--as-of", help="What was true at this time (valid time).")
-@click.option("--known-at", help="What the store knew at this time (transaction time).")
+@click.option("--since", type=TIME, help="Only memories valid from this time on.")
+@click.option("--until", type=TIME, help="Only memories valid from before this time.")
+@click.option("--as-of", type=TIME, help="What was true at this time (valid time).")
+@click.option("--known-at", type=TIME, help="What the store knew at this time (transaction time).")
 @click.option("--include-superseded", is_flag=True)
 @click.option("--scope", type=click.Choice(SCOPES),
               help="project, global or all (default: config recall.scope, all).")
 @click.option("--keyword-only", is_flag=True, help="BM25 only; do not load the embedding model.")
-@store_options
+@store_options(read_only=True, use_warm=True)
 def recall(memory: Cairn, as_json: bool, query: str, tags, **options) -> None:
     """Ranked memories for QUERY, each with why it ranked."""
     hits = memory.recall(query, tags=_split_tags(tags), **options)
@@ -129,7 +229,7 @@ def recall(memory: Cairn, as_json: bool, query: str, tags, **options) -> None:
 
 @cli.command()
 @click.argument("memory_id")
-@store_options
+@store_options(read_only=True)
 def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """The supersession chain through MEMORY_ID, oldest first, with valid and transaction times."""
     chain = memory.history(memory_id)
@@ -155,7 +255,7 @@ def forget(memory: Cairn, as_json: bool, memory_id: str) -> None:
 
 @cli.command()
 @click.argument("memory_id")
-@store_options
+@store_options(read_only=True)
 def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """One memory, whatever its status."""
     m = memory.get(memory_id)
@@ -165,26 +265,69 @@ def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
 @cli.command(name="list")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
 @click.option("--tag", "tags", multiple=True)
-@click.option("--as-of", help="What was true at this time (valid time).")
+@click.option("--as-of", type=TIME, help="What was true at this time (valid time).")
 @click.option("--include-superseded", is_flag=True)
 @click.option("--scope", type=click.Choice(SCOPES), help="Default: config list.scope, project.")
 @click.option("--limit", type=click.IntRange(1), help="How many at most (default: config list.limit, 50).")
-@store_options
+@store_options(read_only=True)
 def list_(memory: Cairn, as_json: bool, tags, **options) -> None:
     """Memories, newest first."""
     items = memory.list(tags=_split_tags(tags), **options)
-    _emit(as_json, [render.full(m) for m in items], lambda: [click.echo(render.line(m)) for m in items])
+
+    def human() -> None:
+        if not items:
+            click.echo("no memories match")
+        for m in items:
+            click.echo(render.line(m))
+
+    _emit(as_json, [render.full(m) for m in items], human)
 
 
 @cli.command()
-@store_options
-def status(memory: Cairn, as_json: bool) -> None:
-    """Which store and why, counts, size, vector backend and model."""
-    info = memory.status().to_json()
+@click.argument("memory_id")
+@click.option("--keyword-only", is_flag=True, help="Do not load the embedding model (embedded later).")
+@store_options(use_warm=True)
+def edit(memory: Cairn, as_json: bool, memory_id: str) -> None:
+    """Open $EDITOR on MEMORY_ID's text and save the result as its replacement (unchanged: nothing written)."""
+    old = memory.get(memory_id)
+    if old.forgotten_at is not None or old.superseded_by is not None:
+        raise InvalidInput(f"memory {memory_id} is not current; edit the current one (see `cairn history {memory_id}`)")
+    edited = click.edit(old.text or "", extension=".txt")
+    if edited is None or edited.strip() == (old.text or "").strip():
+        _emit(as_json, {"changed": False, "id": old.id}, lambda: click.echo(f"unchanged; nothing written ({old.id})"))
+        return
+    result = memory.replace(old.id, edited.strip(), source="user")
+    _emit(as_json, {"changed": True, **result.to_json()},
+          lambda: click.echo(f"replaced {old.id} by {result.memory.id}"))
+
+
+@cli.command()
+@click.option("--timings", is_flag=True, help="Also print where this call spent its time.")
+@store_options(read_only=True, use_warm=True)
+def status(memory: Cairn, as_json: bool, timings: bool) -> None:
+    """Which store and why, counts, size, vector backend and model.
+
+    Whether recall is keyword-only is checked, not assumed: the embedding model is asked for one
+    vector (through the warm process, started if need be), so the first status after a while may
+    take a few seconds."""
+    started = time.perf_counter()
+    memory.embed(["cairn status"])  # a model that cannot load sets the keyword-only reason
+    _TIMINGS["model (warm process or load)"] = time.perf_counter() - started
+    if timings:
+        started = time.perf_counter()
+        memory.recall("where does the time go", k=10)
+        _TIMINGS["sample search"] = time.perf_counter() - started
+    info = {**memory.status().to_json(), "exists": memory.exists}
+    if timings:
+        info["timings_ms"] = {name: round(1000 * s, 1) for name, s in _TIMINGS.items()}
 
     def human() -> None:
         c = info["counts"]
-        click.echo(f"store     {info['store']}  ({info['path']})")
+        if not info["exists"]:
+            click.echo(f"store     {info['store']} does not exist yet ({info['path']}); "
+                       "it is created by the first write")
+        else:
+            click.echo(f"store     {info['store']}  ({info['path']})")
         click.echo(f"chosen by {info['chosen_by']}")
         click.echo(f"memories  {c['current']} current, {c['superseded']} superseded, {c['forgotten']} forgotten"
                    + (f", {c['awaiting_embedding']} awaiting embedding" if c["awaiting_embedding"] else ""))
@@ -192,18 +335,20 @@ def status(memory: Cairn, as_json: bool) -> None:
         click.echo(f"vectors   {info['vector_backend'] or 'unavailable'}; model {info['embedding_model'] or 'none'}")
         if info["keyword_only"]:
             click.echo(f"recall is KEYWORD-ONLY: {info['keyword_only_reason'] or 'no embedding model'}")
+        for name, ms in info.get("timings_ms", {}).items():
+            click.echo(f"time      {name:<30} {ms:8.1f} ms")
 
     _emit(as_json, info, human)
 
 
 @cli.command(name="export")
 @click.argument("output", type=click.File("w", encoding="utf-8"), default="-")
-@store_options
+@store_options(read_only=True)
 def export_(memory: Cairn, as_json: bool, output) -> None:
     """Write every memory (tombstones included) as JSON Lines to OUTPUT (default stdout)."""
     count = memory.export(output)
     click.echo(json.dumps({"exported": count}) if as_json else f"exported {count} memories",
-               err=output.name == "<stdout>")
+               err=getattr(output, "name", "<stdout>") == "<stdout>")
 
 
 @cli.command(name="import")
@@ -244,6 +389,38 @@ def stores(ctx: click.Context, as_json: bool) -> None:
     _emit(as_json, {"data_root": str(data_root()), "current": current, "stores": rows}, human)
 
 
+@stores.command(name="delete")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
+def stores_delete(name: str, yes: bool, as_json: bool) -> None:
+    """Delete the store NAME and every memory in it (its .db, -wal and -shm files). Asks first on a
+    terminal; without one, --yes is required."""
+    rows = {r["name"]: r for r in list_stores()}
+    if name not in rows:
+        raise InvalidInput(f"store {name!r} does not exist (see `cairn stores`)")
+    if not yes:
+        if not _interactive():
+            raise InvalidInput(f"deleting store {name!r} needs confirmation: pass --yes")
+        current = rows[name].get("current")
+        what = f"{current} current memories" if current is not None else "its memories"
+        click.confirm(f"Delete store {name!r} and {what}? This cannot be undone", abort=True, err=True)
+    path = delete_store(name)
+    _emit(as_json, {"name": name, "path": str(path), "deleted": True},
+          lambda: click.echo(f"deleted store {name} ({path})"))
+
+
+@stores.command(name="rename")
+@click.argument("old")
+@click.argument("new")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
+def stores_rename(old: str, new: str, as_json: bool) -> None:
+    """Rename the store OLD to NEW (its files and its recorded name); refuses when NEW exists."""
+    path = rename_store(old, new)
+    _emit(as_json, {"old": old, "name": new, "path": str(path)},
+          lambda: click.echo(f"renamed store {old} to {new} ({path})"))
+
+
 @stores.command(name="create")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
@@ -265,7 +442,7 @@ def review() -> None:
 @click.option("--scope", type=click.Choice(SCOPES), default="project", show_default=True)
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model.")
-@store_options
+@store_options(read_only=True)
 def review_list(memory: Cairn, as_json: bool, kinds, topic: str | None, scope: str, limit: int) -> None:
     """Pairs of current memories that may duplicate or contradict each other, strongest first. Changes nothing."""
     pairs, scanned, with_vectors = review_candidates(memory, kinds=tuple(kinds), topic=topic, scope=scope)
@@ -315,13 +492,17 @@ def review_decide_(memory: Cairn, as_json: bool, older_id: str, newer_id: str, v
 def hook(event: str, args: tuple[str, ...]) -> None:
     """Run a Claude Code hook: EVENT is SessionStart or UserPromptSubmit (stdin: the hook's JSON),
     or `pause SESSION_ID [off]`. Fails open: exit 0 whatever happens; errors go to hooks.log."""
-    from .claude import hook_main
+    from .hook import hook_main
 
     hook_main([event, *args])
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: CairnError -> one line on stderr, exit 2."""
+    _TIMINGS.clear()
+    age = _since_process_start()
+    if age is not None:
+        _TIMINGS["interpreter and imports"] = age
     try:
         cli.main(args=argv, prog_name="cairn", standalone_mode=False)
     except click.exceptions.Abort:

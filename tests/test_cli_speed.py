@@ -1,0 +1,45 @@
+"""`cairn remember` / `cairn recall` as whole processes: they use the warm process's model (starting it
+when it is not up) rather than importing sentence-transformers themselves."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from cairn.adapters import warm
+
+from .conftest import wait_for
+
+RUN = ("import sys, json\n"
+       "from cairn.adapters.cli import main\n"
+       "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code or 0\nelse:\n    code = 0\n"
+       "print(json.dumps({'code': code, 'model_imported': 'sentence_transformers' in sys.modules}), file=sys.stderr)\n")
+
+
+def _cairn(project, *args: str) -> tuple[dict, str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CAIRN_NO_WARM", "CAIRN_STORE")}
+    env.update(HF_HUB_OFFLINE="1", CAIRN_SERVICE_IDLE_SECONDS="120")
+    out = subprocess.run([sys.executable, "-c", RUN, *args], cwd=project, env=env, capture_output=True, text=True,
+                         timeout=300)
+    *lines, last = out.stderr.strip().splitlines()
+    return json.loads(last), out.stdout, "\n".join(lines)
+
+
+def test_remember_and_recall_go_through_the_warm_process(project, cairn_home):
+    assert not warm.is_running()
+    try:
+        done, out, err = _cairn(project, "remember", "Deploys go through blue-green on Fly", "--json")
+        assert done == {"code": 0, "model_imported": False} and json.loads(out)["status"] == "created"
+        assert err == ""  # not a terminal: no loading notice
+        wait_for(lambda: warm.socket_path().exists(), what="the warm process's socket")
+        done, out, err = _cairn(project, "recall", "how do we deploy?", "--json")
+        assert done == {"code": 0, "model_imported": False}, err
+        hits = json.loads(out)
+        assert hits and "vector" in hits[0]["reasons"]  # hybrid: the query was embedded, by the warm process
+        done, out, _ = _cairn(project, "recall", "how do we deploy?", "--keyword-only", "--json")
+        assert done == {"code": 0, "model_imported": False} and "vector" not in json.loads(out)[0]["reasons"]
+    finally:
+        warm.request({"op": "shutdown"})
+        wait_for(lambda: not warm.is_running(), what="the warm process to exit")
