@@ -15,7 +15,8 @@ from .conftest import wait_for
 RUN = ("import sys, json\n"
        "from cairn.adapters.cli import main\n"
        "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code or 0\nelse:\n    code = 0\n"
-       "print(json.dumps({'code': code, 'model_imported': 'sentence_transformers' in sys.modules}), file=sys.stderr)\n")
+       "print(json.dumps({'code': code, 'model_imported': 'sentence_transformers' in sys.modules,\n"
+       "                  'engine_imported': 'cairn.engine' in sys.modules}), file=sys.stderr)\n")
 
 
 def _cairn(project, *args: str) -> tuple[dict, str, str]:
@@ -31,15 +32,20 @@ def test_remember_and_recall_go_through_the_warm_process(project, cairn_home):
     assert not warm.is_running()
     try:
         done, out, err = _cairn(project, "remember", "Deploys go through blue-green on Fly", "--json")
-        assert done == {"code": 0, "model_imported": False} and json.loads(out)["status"] == "created"
+        assert done["code"] == 0 and not done["model_imported"] and json.loads(out)["status"] == "created"
         assert err == ""  # not a terminal: no loading notice
         wait_for(lambda: warm.socket_path().exists(), what="the warm process's socket")
         done, out, err = _cairn(project, "recall", "how do we deploy?", "--json")
-        assert done == {"code": 0, "model_imported": False}, err
+        # The warm process answered the whole recall: this process imported neither the model nor the engine.
+        assert done == {"code": 0, "model_imported": False, "engine_imported": False}, err
         hits = json.loads(out)
         assert hits and "vector" in hits[0]["reasons"]  # hybrid: the query was embedded, by the warm process
+        done, out, err = _cairn(project, "recall", "how do we deploy?")
+        assert done["code"] == 0 and "Deploys go through blue-green on Fly" in out and "vector #1" in out
+        done, _, err = _cairn(project, "recall", "deploy", "--store", "no-such-store")
+        assert done["code"] == 2 and "'no-such-store' does not exist" in err
         done, out, _ = _cairn(project, "recall", "how do we deploy?", "--keyword-only", "--json")
-        assert done == {"code": 0, "model_imported": False} and "vector" not in json.loads(out)[0]["reasons"]
+        assert done["code"] == 0 and not done["model_imported"] and "vector" not in json.loads(out)[0]["reasons"]
     finally:
         warm.request({"op": "shutdown"})
         wait_for(lambda: not warm.is_running(), what="the warm process to exit")

@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 # The public API: every name an adapter (CLI, hooks, warm process, MCP server) may use, and the
 # module that defines it. tests/test_architecture.py holds adapters to this list.
 _EXPORTS = {
-    "Cairn": "engine", "SCOPES": "engine", "create_store": "engine", "list_stores": "engine",
+    "Cairn": "engine", "SCOPES": "models", "VERDICTS": "models", "create_store": "engine", "list_stores": "engine",
     "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine",
     "Draft": "records",
     "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
@@ -57,10 +57,11 @@ if TYPE_CHECKING:
     from .config import load_config
     from .context import is_trivial, prompt_context, session_brief
     from .embedder import Embedder
-    from .engine import SCOPES, VECTOR_FLOOR, Cairn, create_store, delete_store, list_stores, rename_store
+    from .engine import VECTOR_FLOOR, Cairn, create_store, delete_store, list_stores, rename_store
     from .errors import *  # noqa: F403
     from .models import (
-        DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SOURCES, STATUSES, Hit, Memory, Order,
+        DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SCOPES, SOURCES, STATUSES, VERDICTS, Hit,
+        Memory, Order,
         RememberResult, Status,
     )
     from .paths import GLOBAL_STORE, data_root

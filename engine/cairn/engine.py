@@ -17,7 +17,7 @@ from .embedder import Embedder
 from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
 from .errors import StoreError, StoreNotFound
 from .migrations import MIGRATIONS
-from .models import DEFAULT_IMPORTANCE, KINDS, Hit, Memory, Order, RememberResult, Status
+from .models import DEFAULT_IMPORTANCE, KINDS, SCOPES, Hit, Memory, Order, RememberResult, Status
 from .paths import GLOBAL_STORE, StoreChoice, store_path, stores_dir, validate_store_name
 from .ranking import RankingConfig, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCOPES = ("project", "global", "all")
 DETECTION_CANDIDATES = 5  # nearest current memories of the same kind checked for supersession
 VECTOR_FLOOR = 0.15
 """Recall's relevance floor for a hit whose only evidence is the vector retriever.

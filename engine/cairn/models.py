@@ -22,6 +22,9 @@ DEFAULT_IMPORTANCE = 3
 #   retired     retired without a successor (only from an imported export that says so)
 #   forgotten   erased by `forget`: a tombstone without text
 STATUSES = ("current", "superseded", "expired", "retired", "forgotten")
+SCOPES = ("project", "global", "all")  # which stores a read covers: this project's, the user's global one, both
+# The user's verdicts on a review pair (review.Verdict): see there.
+VERDICTS = ("keep_both", "replace_older", "replace_newer", "merge", "forget_older", "forget_newer")
 
 
 class Order(str, Enum):

@@ -19,7 +19,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidMemory, NotCurrent
-from .models import Memory
+from .models import VERDICTS, Memory
 from .supersede import classify
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 
 class Verdict(str, Enum):
-    """The user's verdict on a pair (older, newer)."""
+    """The user's verdict on a pair (older, newer). Its values are models.VERDICTS."""
 
     KEEP_BOTH = "keep_both"          # both stay current; the pair is not proposed again
     REPLACE_OLDER = "replace_older"  # the older is superseded by the newer; nothing new is written
@@ -151,3 +151,6 @@ def review_decide(engine: Cairn, older_id: str, newer_id: str, verdict: Verdict 
     old, new = (older_id, newer_id) if verdict is Verdict.REPLACE_OLDER else (newer_id, older_id)
     result = engine.replace(old, pair[new].text)
     return {"verdict": verdict.value, "superseded": result.superseded, "by": result.memory.id}
+
+
+assert tuple(v.value for v in Verdict) == VERDICTS

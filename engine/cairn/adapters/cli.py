@@ -14,15 +14,15 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from cairn import (
-    DEFAULT_IMPORTANCE, KINDS, SCOPES, SOURCES, Cairn, CairnError, Draft, Embedder, InvalidInput, Verdict, create_store,
-    data_root, delete_store, embedder_from_config, list_stores, parse_time, rename_store, render, resolve,
-    review_candidates, review_decide,
-)
+import cairn
+from cairn import DEFAULT_IMPORTANCE, KINDS, SCOPES, SOURCES, VERDICTS, Embedder
+
+if TYPE_CHECKING:
+    from cairn import Cairn
 
 from . import warm
 from .warm import session_embedder
@@ -45,7 +45,7 @@ def _since_process_start() -> float | None:
 
 
 class TimeParam(click.ParamType):
-    """A time option (ISO 8601 or epoch ms), read by cairn's parse_time; errors name the option."""
+    """A time option (ISO 8601 or epoch ms), read by cairn's cairn.parse_time; errors name the option."""
 
     name = "TIME"
 
@@ -53,7 +53,7 @@ class TimeParam(click.ParamType):
         if value is None or isinstance(value, int):
             return value
         # Not click's BadParameter: the engine's own message, led by the option as the user typed it.
-        return parse_time(value, field=param.opts[0] if param is not None and param.opts else "time")
+        return cairn.parse_time(value, field=param.opts[0] if param is not None and param.opts else "time")
 
 
 TIME = TimeParam()
@@ -93,7 +93,7 @@ def _cli_embedder(config: dict[str, Any]) -> Embedder | None:
     """The warm process's model (started if it is not up; in-process if it cannot serve), or the
     in-process model when CAIRN_NO_WARM=1 (tests, benchmarks of the cold path)."""
     if os.environ.get("CAIRN_NO_WARM") == "1":
-        inner = embedder_from_config(config)
+        inner = cairn.embedder_from_config(config)
     else:
         inner = session_embedder(config)
     return None if inner is None else _NoticeEmbedder(inner)
@@ -128,8 +128,18 @@ def store_options(fn: Callable | None = None, *, read_only: bool = False, use_wa
     @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
     @functools.wraps(fn)
     def wrapper(store_name: str | None, create: bool, as_json: bool, **kwargs: Any) -> None:
+        if fn.__name__ in warm.CLI_OPS and not kwargs.get("keyword_only") and os.environ.get("CAIRN_NO_WARM") != "1":
+            # The warm process is up: it has the store open and the model loaded, so it answers in
+            # milliseconds; this process then imports neither the engine nor SQLite.
+            reply = warm.request({"op": "cli", "command": fn.__name__, "store": store_name, "cwd": os.getcwd(),
+                                  "env": {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ},
+                                  "options": kwargs}, timeout=60)
+            if reply is not None:
+                if reply.get("error"):
+                    raise cairn.CairnError(reply["error"])
+                return _WARM_VIEWS[fn.__name__](as_json, reply["result"])
         started = time.perf_counter()
-        resolved = resolve(store_name)
+        resolved = cairn.resolve(store_name)
         _TIMINGS["config and store resolution"] = time.perf_counter() - started
         embedder: Embedder | None | str = "auto"
         if kwargs.pop("keyword_only", False):
@@ -137,8 +147,8 @@ def store_options(fn: Callable | None = None, *, read_only: bool = False, use_wa
         elif use_warm:
             embedder = _cli_embedder(resolved.config)
         started = time.perf_counter()
-        with Cairn.open(resolved=resolved, create=create, embedder=embedder, read_only=read_only,
-                        check_model=fn.__name__ != "reembed") as memory:
+        with cairn.Cairn.open(resolved=resolved, create=create, embedder=embedder, read_only=read_only,
+                              check_model=fn.__name__ != "reembed") as memory:
             _TIMINGS["store open"] = time.perf_counter() - started
             fn(memory, as_json=as_json, **kwargs)
 
@@ -185,7 +195,7 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, sco
         result = memory.replace(replaces, text, tags=tags or None, **fields)
     else:
         draft = {k: v for k, v in fields.items() if v is not None}
-        result = memory.remember_many([Draft(text=text, tags=tags, **draft)], scope=scope,
+        result = memory.remember_many([cairn.Draft(text=text, tags=tags, **draft)], scope=scope,
                                       detect=False if no_detect else None)[0]
 
     def human() -> None:
@@ -217,14 +227,27 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, sco
 def recall(memory: Cairn, as_json: bool, query: str, tags, **options) -> None:
     """Ranked memories for QUERY, each with why it ranked."""
     hits = memory.recall(query, tags=_split_tags(tags), **options)
+    _show_hits(as_json, [h.to_json() for h in hits])
+
+
+def _show_hits(as_json: bool, hits: list[dict[str, Any]]) -> None:
+    """Recall results (Hit.to_json, from this process or the warm one), as JSON or for a terminal."""
 
     def human() -> None:
+        from cairn import Hit, Memory
+
         if not hits:
             click.echo("no memories match")
-        for n, hit in enumerate(hits, 1):
-            click.echo(f"{n}. {render.line(hit.memory)}\n    score {hit.score:.4f}: {hit.why()}")
+        for n, data in enumerate(hits, 1):
+            fields = {k: v for k, v in data["memory"].items() if k in Memory.__dataclass_fields__}
+            hit = Hit(Memory(**{**fields, "tags": tuple(fields["tags"])}), data["score"], data["reasons"])
+            click.echo(f"{n}. {cairn.render.line(hit.memory)}\n    score {hit.score:.4f}: {hit.why()}")
 
-    _emit(as_json, [h.to_json() for h in hits], human)
+    _emit(as_json, hits, human)
+
+
+# Commands the warm process answers when it is up (service.WarmServer.cli), and how to show its answer.
+_WARM_VIEWS = {"recall": _show_hits}
 
 
 @cli.command()
@@ -236,12 +259,12 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
 
     def human() -> None:
         for m in chain:
-            d = render.full(m)
-            click.echo(render.line(m))
+            d = cairn.render.full(m)
+            click.echo(cairn.render.line(m))
             click.echo(f"    valid {d['valid_from_iso']} .. {d['valid_to_iso'] or 'open'}; "
                        f"recorded {d['recorded_at_iso']}, retired {d['retired_at_iso'] or '-'}")
 
-    _emit(as_json, [render.full(m) for m in chain], human)
+    _emit(as_json, [cairn.render.full(m) for m in chain], human)
 
 
 @cli.command()
@@ -250,7 +273,7 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
 def forget(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """Erase MEMORY_ID: its text, vector and index entries; a tombstone remains."""
     tomb = memory.forget(memory_id)
-    _emit(as_json, render.full(tomb), lambda: click.echo(f"forgot {tomb.id}"))
+    _emit(as_json, cairn.render.full(tomb), lambda: click.echo(f"forgot {tomb.id}"))
 
 
 @cli.command()
@@ -259,7 +282,7 @@ def forget(memory: Cairn, as_json: bool, memory_id: str) -> None:
 def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """One memory, whatever its status."""
     m = memory.get(memory_id)
-    _emit(as_json, render.full(m), lambda: click.echo(render.line(m)))
+    _emit(as_json, cairn.render.full(m), lambda: click.echo(cairn.render.line(m)))
 
 
 @cli.command(name="list")
@@ -278,9 +301,9 @@ def list_(memory: Cairn, as_json: bool, tags, **options) -> None:
         if not items:
             click.echo("no memories match")
         for m in items:
-            click.echo(render.line(m))
+            click.echo(cairn.render.line(m))
 
-    _emit(as_json, [render.full(m) for m in items], human)
+    _emit(as_json, [cairn.render.full(m) for m in items], human)
 
 
 @cli.command()
@@ -291,7 +314,8 @@ def edit(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """Open $EDITOR on MEMORY_ID's text and save the result as its replacement (unchanged: nothing written)."""
     old = memory.get(memory_id)
     if old.forgotten_at is not None or old.superseded_by is not None:
-        raise InvalidInput(f"memory {memory_id} is not current; edit the current one (see `cairn history {memory_id}`)")
+        raise cairn.InvalidInput(f"memory {memory_id} is not current; "
+                                 f"edit the current one (see `cairn history {memory_id}`)")
     edited = click.edit(old.text or "", extension=".txt")
     if edited is None or edited.strip() == (old.text or "").strip():
         _emit(as_json, {"changed": False, "id": old.id}, lambda: click.echo(f"unchanged; nothing written ({old.id})"))
@@ -376,17 +400,17 @@ def stores(ctx: click.Context, as_json: bool) -> None:
     """List stores (`*` marks this folder's); `stores create NAME` makes a named store."""
     if ctx.invoked_subcommand:
         return
-    rows = list_stores()
-    current = resolve().choice.name
+    rows = cairn.list_stores()
+    current = cairn.resolve().choice.name
 
     def human() -> None:
-        click.echo(f"data root {data_root()}")
+        click.echo(f"data root {cairn.data_root()}")
         for r in rows:
             mark = "*" if r["name"] == current else " "
             detail = r.get("error") or f"{r['current']} current  {r.get('project_root') or ''}"
             click.echo(f"{mark} {r['name']:<40} {detail}")
 
-    _emit(as_json, {"data_root": str(data_root()), "current": current, "stores": rows}, human)
+    _emit(as_json, {"cairn.data_root": str(cairn.data_root()), "current": current, "stores": rows}, human)
 
 
 @stores.command(name="delete")
@@ -396,16 +420,16 @@ def stores(ctx: click.Context, as_json: bool) -> None:
 def stores_delete(name: str, yes: bool, as_json: bool) -> None:
     """Delete the store NAME and every memory in it (its .db, -wal and -shm files). Asks first on a
     terminal; without one, --yes is required."""
-    rows = {r["name"]: r for r in list_stores()}
+    rows = {r["name"]: r for r in cairn.list_stores()}
     if name not in rows:
-        raise InvalidInput(f"store {name!r} does not exist (see `cairn stores`)")
+        raise cairn.InvalidInput(f"store {name!r} does not exist (see `cairn stores`)")
     if not yes:
         if not _interactive():
-            raise InvalidInput(f"deleting store {name!r} needs confirmation: pass --yes")
+            raise cairn.InvalidInput(f"deleting store {name!r} needs confirmation: pass --yes")
         current = rows[name].get("current")
         what = f"{current} current memories" if current is not None else "its memories"
         click.confirm(f"Delete store {name!r} and {what}? This cannot be undone", abort=True, err=True)
-    path = delete_store(name)
+    path = cairn.delete_store(name)
     _emit(as_json, {"name": name, "path": str(path), "deleted": True},
           lambda: click.echo(f"deleted store {name} ({path})"))
 
@@ -416,7 +440,7 @@ def stores_delete(name: str, yes: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 def stores_rename(old: str, new: str, as_json: bool) -> None:
     """Rename the store OLD to NEW (its files and its recorded name); refuses when NEW exists."""
-    path = rename_store(old, new)
+    path = cairn.rename_store(old, new)
     _emit(as_json, {"old": old, "name": new, "path": str(path)},
           lambda: click.echo(f"renamed store {old} to {new} ({path})"))
 
@@ -426,7 +450,7 @@ def stores_rename(old: str, new: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 def stores_create(name: str, as_json: bool) -> None:
     """Create the named store NAME (for CAIRN_STORE / --store)."""
-    path, created = create_store(name)
+    path, created = cairn.create_store(name)
     _emit(as_json, {"name": name, "path": str(path), "created": created},
           lambda: click.echo(f"{'created' if created else 'already exists:'} store {name} ({path})"))
 
@@ -445,7 +469,7 @@ def review() -> None:
 @store_options(read_only=True)
 def review_list(memory: Cairn, as_json: bool, kinds, topic: str | None, scope: str, limit: int) -> None:
     """Pairs of current memories that may duplicate or contradict each other, strongest first. Changes nothing."""
-    pairs, scanned, with_vectors = review_candidates(memory, kinds=tuple(kinds), topic=topic, scope=scope)
+    pairs, scanned, with_vectors = cairn.review_candidates(memory, kinds=tuple(kinds), topic=topic, scope=scope)
     data = {"pairs": [p.to_json() for p in pairs[:limit]], "found": len(pairs), "scanned": scanned,
             "keyword_only": not with_vectors}
 
@@ -455,10 +479,10 @@ def review_list(memory: Cairn, as_json: bool, kinds, topic: str | None, scope: s
         for n, p in enumerate(pairs[:limit], 1):
             cos = f", cosine {p.cosine:.2f}" if p.cosine is not None else ""
             click.echo(f"{n}. {p.label}: {p.reason}{cos}\n"
-                       f"   older {render.line(p.older)}\n   newer {render.line(p.newer)}")
+                       f"   older {cairn.render.line(p.older)}\n   newer {cairn.render.line(p.newer)}")
         if pairs:
             click.echo("decide with: cairn review decide OLDER_ID NEWER_ID VERDICT "
-                       f"({', '.join(v.value for v in Verdict)})")
+                       f"({', '.join(VERDICTS)})")
 
     _emit(as_json, data, human)
 
@@ -466,14 +490,14 @@ def review_list(memory: Cairn, as_json: bool, kinds, topic: str | None, scope: s
 @review.command(name="decide")
 @click.argument("older_id")
 @click.argument("newer_id")
-@click.argument("verdict", type=click.Choice([v.value for v in Verdict]))
+@click.argument("verdict", type=click.Choice(VERDICTS))
 @click.option("--text", help="merge only: the merged statement.")
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model.")
 @store_options
 def review_decide_(memory: Cairn, as_json: bool, older_id: str, newer_id: str, verdict: str,
                    text: str | None) -> None:
     """Apply VERDICT to the pair OLDER_ID NEWER_ID (as `review list` shows it); both must still be current."""
-    done = review_decide(memory, older_id, newer_id, verdict, text)
+    done = cairn.review_decide(memory, older_id, newer_id, verdict, text)
 
     def human() -> None:
         if "kept" in done:
@@ -498,7 +522,7 @@ def hook(event: str, args: tuple[str, ...]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: CairnError -> one line on stderr, exit 2."""
+    """Entry point: cairn.CairnError -> one line on stderr, exit 2."""
     _TIMINGS.clear()
     age = _since_process_start()
     if age is not None:
@@ -514,7 +538,7 @@ def main(argv: list[str] | None = None) -> None:
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         click.echo(f"cairn: error: {exc.format_message()}{hint}", err=True)
         sys.exit(2)
-    except CairnError as exc:
+    except cairn.CairnError as exc:
         click.echo(f"cairn: error: {exc}", err=True)
         sys.exit(2)
     except BrokenPipeError:

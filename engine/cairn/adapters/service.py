@@ -115,10 +115,40 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                 output = handle(str(request.get("event")), request.get("payload") or {}, env,
                                 embedder_for=self.embedder_for, open_memory=self.memory_for)
             return {"ok": True, "output": output}
+        if op == "cli":
+            return self.cli(request)
         if op == "shutdown":
             self.stop("asked to")
             return {"ok": True}
         return {"ok": False, "error": f"unknown op {op!r}"}
+
+    def cli(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A CLI command (warm.CLI_OPS) run here, where the store is open and the model loaded:
+        {"ok": true, "result": ...} or {"ok": true, "error": "..."} (the CLI's exit 2)."""
+        from pathlib import Path
+
+        from cairn import CairnError, StoreNotFound, resolve
+
+        command, options = request.get("command"), dict(request.get("options") or {})
+        if command not in warm.CLI_OPS:
+            return {"ok": False, "error": f"unknown command {command!r}"}
+        env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
+        try:
+            with self.stores_lock:
+                resolved = resolve(request.get("store"), cwd=Path(str(request.get("cwd") or ".")), env=env)
+                if not resolved.choice.path.exists():  # a read never creates a store
+                    if resolved.choice.explicit:
+                        raise StoreNotFound(f"store {resolved.choice.name!r} does not exist (chosen by "
+                                            f"{resolved.choice.reason}); create it with "
+                                            f"`cairn stores create {resolved.choice.name}`")
+                    return {"ok": True, "result": []}
+                memory = self.memory_for(resolved, self.embedder_for(resolved.config, wait=True))
+                tags = [t for v in options.pop("tags", ()) for t in str(v).split(",") if t.strip()]
+                options.pop("keyword_only", None)
+                hits = memory.recall(str(options.pop("query", "")), tags=tags, **options)
+                return {"ok": True, "result": [h.to_json() for h in hits]}
+        except CairnError as exc:
+            return {"ok": True, "error": str(exc)}
 
     def memory_for(self, resolved: Resolved, embedder: Embedder | None):
         """An open engine for that project, kept open across requests. SQLite reads see every commit,

@@ -25,6 +25,8 @@ PROTOCOL = 2
 SERVICE_MODULE = "cairn.adapters.service"  # `python -m` this to run the warm process
 # The hook environment a hook forwards with its event (and the warm process accepts).
 HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG")
+# CLI commands the warm process answers itself (op "cli"), so the CLI process stays light.
+CLI_OPS = ("recall",)
 
 
 def runtime_dir() -> Path:
