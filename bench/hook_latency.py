@@ -62,7 +62,7 @@ def build_store(home: Path, project: Path, count: int) -> None:
         for start in range(0, len(texts), 512):
             memory.remember_many([Draft(t, kind=kinds[i % 6]) for i, t in enumerate(texts[start:start + 512])],
                                  detect=False)
-        assert memory.status()["counts"]["current"] == len(texts)
+        assert memory.counts()["current"] == len(texts)
 
 
 def run_hook(env: dict[str, str], prompt: str) -> tuple[float, str]:
