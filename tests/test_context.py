@@ -199,7 +199,8 @@ def test_brief_lists_important_decisions_conventions_preferences_then_recent(kw_
     brief = session_brief(kw_memory)
     lines = brief.split("\n")
     titles = [line for line in lines[1:] if not line.startswith("- ")]
-    assert titles == ["Decisions:", "Conventions:", "Preferences:", "Recent:"]
+    assert titles == ["Decisions:", "Conventions:", "Preferences:", "Recent:",
+                      "In memory: 10 decisions, 2 facts, 1 convention, 1 preference, 1 task."]
 
     def section(title: str) -> list[str]:
         start = lines.index(title) + 1
@@ -326,15 +327,40 @@ def test_compact_gives_a_brief_within_half_the_budget(stocked):
 
 
 def test_prompt_events(stocked, minilm):
-    for embedder in (None, minilm):
-        related = claude_hooks.handle("UserPromptSubmit", _payload(stocked, prompt="How do I deploy a release?"),
+    for session, embedder in (("keyword-only", None), ("hybrid", minilm)):
+        related = claude_hooks.handle("UserPromptSubmit",
+                                      _payload(stocked, session, prompt="How do I deploy a release?"),
                                       _env(stocked), embedder=embedder)
         assert related["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
         assert "release workflow" in _context(related)
         assert len(_context(related)) <= 1200
         for prompt in ("Write a haiku about autumn.", "What is branch prediction in CPUs?", "ok", "/compact"):
-            assert claude_hooks.handle("UserPromptSubmit", _payload(stocked, prompt=prompt), _env(stocked),
+            assert claude_hooks.handle("UserPromptSubmit", _payload(stocked, session, prompt=prompt), _env(stocked),
                                        embedder=embedder) is None
+
+
+def test_a_memory_already_in_the_sessions_context_is_not_injected_again(stocked):
+    ask = "How do I deploy a release?"
+    first = claude_hooks.handle("UserPromptSubmit", _payload(stocked, prompt=ask), _env(stocked))
+    (memory_id,) = context.cited_ids(_context(first))
+    # The same session asks again, in other words: that memory is in its context already.
+    assert claude_hooks.handle("UserPromptSubmit", _payload(stocked, prompt=ask), _env(stocked)) is None
+    assert claude_hooks.handle("UserPromptSubmit", _payload(stocked, prompt="deploy a release from a tag: how?"),
+                               _env(stocked)) is None
+    # Another session has not seen it.
+    assert memory_id in _context(claude_hooks.handle("UserPromptSubmit", _payload(stocked, "session-2", prompt=ask),
+                                                     _env(stocked)))
+    # After /clear (or compaction) the context no longer holds it; the brief then cites it again.
+    brief = _context(claude_hooks.handle("SessionStart", _payload(stocked, source="clear"), _env(stocked)))
+    assert memory_id in context.cited_ids(brief)
+    assert claude_hooks.handle("UserPromptSubmit", _payload(stocked, prompt=ask), _env(stocked)) is None
+    # A changed fact is a new memory: injected, though the one it replaced was.
+    with Cairn.open(cwd=stocked, embedder=None) as engine:
+        new = engine.replace(memory_id, "Production deploys go through the release workflow on every merge to main, "
+                                        "no tag needed").memory
+    again = _context(claude_hooks.handle("UserPromptSubmit", _payload(stocked, "session-2", prompt=ask),
+                                         _env(stocked)))
+    assert context.cited_ids(again) == [new.id]
 
 
 @pytest.mark.parametrize("how", ["marker file", "CAIRN_PAUSE", "paused session"])
@@ -373,3 +399,17 @@ def test_cairn_store_naming_a_missing_store_raises(project):
         with pytest.raises(StoreNotFound):
             claude_hooks.handle(event, payload, env)
     assert not (stores_dir() / "no-such-store.db").exists()
+
+
+def test_the_brief_ends_with_a_map_of_the_store(kw_memory):
+    kw_memory.remember("Production deploys go through the release workflow", kind="decision", tags=["deploy"])
+    kw_memory.remember("The staging database is reset every night", kind="fact", tags=["deploy", "db"])
+    kw_memory.remember("Migrate billing to Postgres 16", kind="task", tags=["db"])
+    for i in range(3):
+        kw_memory.remember(f"Service {i} logs to stdout in JSON", kind="fact", tags=["logging"], detect=False)
+    brief = session_brief(kw_memory, budget=1500)
+    assert brief.splitlines()[-1] == ("In memory: 4 facts, 1 decision, 1 task; "
+                                      "tags: logging 3, db 2, deploy 2.")
+    small = session_brief(kw_memory, budget=150)  # no room for the map: the memories come first
+    assert small is None or "In memory:" not in small
+    assert all(len(b) <= n for b, n in ((brief, 1500), (small or "", 150)))

@@ -30,7 +30,7 @@ _EXPORTS = {
     "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
     "RankingConfig": "ranking",
     "GLOBAL_STORE": "paths", "data_root": "paths",
-    "is_trivial": "context", "prompt_context": "context", "session_brief": "context",
+    "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
     "Verdict": "review", "review_candidates": "review", "review_decide": "review",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from . import render
     from .compose import Resolved, embedder_from_config, resolve
     from .config import load_config
-    from .context import is_trivial, prompt_context, session_brief
+    from .context import cited_ids, is_trivial, prompt_context, session_brief
     from .embedder import Embedder
     from .engine import VECTOR_FLOOR, Cairn, create_store, delete_store, list_stores, rename_store
     from .errors import *  # noqa: F403

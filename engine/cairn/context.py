@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -26,6 +27,7 @@ TRIVIAL_WORDS = frozenset("""
     ahead proceed next done lgtm sounds looks good great fine cool nice perfect awesome alright right
     do it that this please pls plz retry again try keep going carry now then and so lets let's
     """.split())
+_CITED = re.compile(r"\[mem:([0-9A-HJKMNP-TV-Z]{26})\]")  # a ULID, not the "[mem:ID]" of a header
 # A slash command: "/name" or "/plugin:name" as the first word (a path such as /etc/hosts is not).
 _SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w.:-]*(?:\s|$)")
 
@@ -59,6 +61,7 @@ MAX_PROMPT_CHARS = 2000  # of a prompt, embedded, searched and stemmed (a pasted
 BRIEF_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("preference", "Preferences"))
 BRIEF_MEMORY_CHARS = 200  # one memory's text in the brief: more lines fit; memory_recall has the rest
 RECENT_SHARE = 3  # the most recent memories always get at least 1/3 of the brief's budget
+MAP_TAGS = 8  # tags named in the brief's map of the store
 
 
 def is_trivial(prompt: str) -> bool:
@@ -88,12 +91,19 @@ def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
     then newest first), then the most recent other memories, within `budget` characters.
 
     The important ones may fill the budget up to 1/RECENT_SHARE short of it, so the recent ones
-    always get a part. Whole lines only. None when the store has no current memory or nothing fits."""
+    always get a part. Whole lines only. It ends with a map of the rest (`store_map`), so Claude
+    knows when memory_recall is worth a call. None when the store has no current memory or nothing
+    fits."""
     counts = memory.counts()
     if counts["current"] == 0 or budget <= 0:
         return None
     header = (f"Cairn project memory ({counts['current']} current memories in store {memory.name}). "
               "Cite as [mem:ID]; the memory_recall tool finds more.")
+    footer = store_map(memory)
+    if len(header) + 1 + len(footer) < budget // 2:  # the map never crowds out the memories
+        budget -= 1 + len(footer)
+    else:
+        footer = ""
     limit = budget // 40 + 1  # more memories than can fit: a line is longer than 40 characters
     important = memory.list(kinds=[kind for kind, _ in BRIEF_SECTIONS], limit=limit, scope="project",
                             order=Order.IMPORTANCE)
@@ -127,7 +137,21 @@ def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
     for section, items in sections.items():
         if items:
             lines += [f"{titles[section]}:", *items]
-    return "\n".join(lines) if len(lines) > 1 else None
+    if len(lines) == 1:
+        return None
+    return "\n".join(lines + ([footer] if footer else []))
+
+
+def store_map(memory: Cairn, *, tags: int = MAP_TAGS) -> str:
+    """One line on what the store holds: current memories per kind and the most used tags, e.g.
+    "In memory: 12 decisions, 30 facts, 3 tasks; tags: deploy 12, testing 5"."""
+    topics = memory.topics(tags=tags)
+    kinds = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in
+                      sorted(topics["kinds"].items(), key=lambda kv: (-kv[1], kv[0])))
+    line = f"In memory: {kinds}"
+    if topics["tags"]:
+        line += "; tags: " + ", ".join(f"{tag} {n}" for tag, n in topics["tags"])
+    return line + "."
 
 
 def stems(text: str) -> set[str]:
@@ -179,26 +203,36 @@ def _cosines(memory: Cairn, hits: list[Hit], query_vector) -> dict[str, float]:
     return out
 
 
-def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None) -> list[Hit]:
+def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None,
+                  exclude: Collection[str] = ()) -> list[Hit]:
     """Up to k current memories that pass the relevance gate, in recall order; [] for trivial prompts.
 
-    query_vector: the prompt's vector (hybrid), or None for keyword-only recall."""
+    query_vector: the prompt's vector (hybrid), or None for keyword-only recall. exclude: ids never
+    returned (memories already in the session's context), left out before the k cut."""
     if k <= 0 or is_trivial(prompt):
         return []
     text = prompt[:MAX_PROMPT_CHARS]
     words = stems(text)
     if query_vector is None:
-        hits = memory.recall(text, k=k * 3, use_vectors=False, scope="project")
-        return [h for h in hits if is_relevant(h, words)][:k]
-    hits = memory.recall(text, k=max(k * 3, HYBRID_DEPTH), query_vector=query_vector, scope="project")
+        hits = memory.recall(text, k=k * 3 + len(exclude), use_vectors=False, scope="project")
+        return [h for h in hits if h.memory.id not in exclude and is_relevant(h, words)][:k]
+    hits = memory.recall(text, k=max(k * 3, HYBRID_DEPTH) + len(exclude), query_vector=query_vector, scope="project")
+    hits = [h for h in hits if h.memory.id not in exclude]
     cosines = _cosines(memory, hits, query_vector)
     return [h for h in hits if passes(cosines.get(h.memory.id), words, h.memory.text or "")][:k]
 
 
-def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200, query_vector=None) -> str | None:
-    """The memories relevant to `prompt`, formatted within `budget` characters; None when none is."""
-    hits = relevant_hits(memory, prompt, k=k, query_vector=query_vector)
+def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200, query_vector=None,
+                   exclude: Collection[str] = ()) -> str | None:
+    """The memories relevant to `prompt`, formatted within `budget` characters; None when none is.
+    exclude: ids already in the session's context (see relevant_hits)."""
+    hits = relevant_hits(memory, prompt, k=k, query_vector=query_vector, exclude=exclude)
     if not hits or budget <= 0:
         return None
     return _fill("Cairn memories that may be relevant to this prompt (cite as [mem:ID]):",
                  [memory_line(h.memory) for h in hits], budget)
+
+
+def cited_ids(text: str | None) -> list[str]:
+    """The memory ids an injected text cites as [mem:ID], in order."""
+    return _CITED.findall(text or "")

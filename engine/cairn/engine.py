@@ -518,6 +518,12 @@ class Cairn:
         """The project store's counts: current, superseded, forgotten, total, awaiting_embedding."""
         return self.store.counts()
 
+    def topics(self, *, tags: int = 8) -> dict[str, Any]:
+        """What the project store holds, for a map of it: {"kinds": {kind: current count},
+        "tags": [(tag, current count)], the `tags` most used first}."""
+        kinds, top = self.store.current_kinds_and_tags(tags)
+        return {"kinds": kinds, "tags": top}
+
     def cosines(self, memory_ids: Iterable[str], query_vector: np.ndarray) -> dict[str, float]:
         """Cosine of each memory's stored vector with `query_vector` (float32[dim], L2-normalised),
         for the memories of the project store that have one (others are left out)."""

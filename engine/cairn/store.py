@@ -356,6 +356,17 @@ class Store:
             "total": row[3] or 0, "awaiting_embedding": backlog,
         }
 
+    def current_kinds_and_tags(self, tag_limit: int) -> tuple[dict[str, int], list[tuple[str, int]]]:
+        """Current memories per kind, and the `tag_limit` most used tags of current memories with
+        their counts (most used first, then by name)."""
+        now = now_ms()
+        kinds = dict(self.conn.execute(
+            f"SELECT kind, count(*) FROM memories m WHERE {current_sql('m')} GROUP BY kind", (now,)).fetchall())
+        tags = self.conn.execute(
+            f"SELECT t.tag, count(*) AS n FROM memory_tags t JOIN memories m ON m.seq = t.seq "
+            f"WHERE {current_sql('m')} GROUP BY t.tag ORDER BY n DESC, t.tag LIMIT ?", (now, int(tag_limit))).fetchall()
+        return kinds, [(tag, n) for tag, n in tags]
+
     def backlog(self, limit: int) -> list[tuple[int, str]]:
         return self.conn.execute(
             "SELECT b.seq, m.text FROM vector_backlog b JOIN memories m ON m.seq = b.seq "

@@ -6,8 +6,10 @@ hook, the MCP server and the warm process are the real ones, started by Claude C
    repository as a plugin marketplace: `claude plugin marketplace add`, `claude plugin install cairn@cairn`;
 2. imports this repository's own git history (one memory per commit) into the project's store;
 3. session 1: the user states a decision and the model stores it with memory_remember (MCP);
-4. session 2 (a restart): prints the SessionStart brief Claude Code injected, then the memories
-   injected for a related prompt and for an unrelated one (nothing);
+4. session 2 (a restart): prints the SessionStart brief Claude Code injected, then what a prompt
+   about the decision gets (nothing more: the brief holds it, and each memory reaches a session's
+   context once); then, in new sessions, the memory injected for a question about an older commit
+   (one the brief does not hold) and nothing for an unrelated prompt;
 5. session 3: the decision changes; the model calls memory_replace; the brief and recall now carry
    only the new text, and memory_history shows both, with their valid and transaction times.
 The runtime is this checkout's virtualenv (CAIRN_RUNTIME_PYTHON); hooks/bootstrap.py, which
@@ -36,6 +38,8 @@ DECISION = "Deploys go through blue-green on Fly.io; never restart the primary d
 NEW_DECISION = ("Deploys now go through Kamal on our own servers; "
                 "never restart the primary database during business hours.")
 RELATED = "Can I restart the primary database now to apply the migration?"
+# About an older commit of this repository (imported below), which the brief has no room for.
+HISTORY = "Does the supersession detector let an additive marker like 'as well' replace a memory?"
 
 
 def show(title: str, text: str | None) -> None:
@@ -112,11 +116,14 @@ def main() -> int:
             api.set_script(steps(final=Text("(fake model reply)")))
             harness.run_claude(RELATED, allowed_tools=allow)
             show("session 2: SessionStart brief injected by Cairn", injected(api, "SessionStart"))
-            show(f"session 2: injected for {RELATED!r}",
+            show(f"session 2: injected for {RELATED!r} (the brief already holds the decision)",
                  injected(api, "UserPromptSubmit"))
             api.requests.clear()
+            harness.run_claude(HISTORY, allowed_tools=allow)
+            show(f"session 2b: injected for {HISTORY!r}", injected(api, "UserPromptSubmit"))
+            api.requests.clear()
             harness.run_claude("Write a haiku about autumn leaves.", allowed_tools=allow)
-            show("session 2: injected for 'Write a haiku about autumn leaves.'",
+            show("session 2c: injected for 'Write a haiku about autumn leaves.'",
                  injected(api, "UserPromptSubmit"))
 
             # Session 3: the decision changes; the model supersedes the old memory.

@@ -49,6 +49,8 @@ NEW_DECISION = ("Deploys now go through Kamal on our own servers; "
 # Shares restart, primary, database, business, hours with both decisions (keyword gate: >= 3 stems).
 RELATED = "Is it fine to restart the primary database during business hours today?"
 UNRELATED = "Write a haiku about autumn leaves falling in the park."
+FLAGS = "Feature flags are read from flags.yaml in the platform-config repository, reloaded every 60 seconds."
+FLAGS_RELATED = "Where are the feature flags read from, and how often is flags.yaml reloaded?"
 
 # The plugin's runtime is this venv; the warm process exits on its own after a minute idle as a backstop.
 RUNTIME_ENV = {"CAIRN_RUNTIME_PYTHON": sys.executable, "HF_HUB_OFFLINE": "1", "CAIRN_SERVICE_IDLE_SECONDS": "60"}
@@ -214,6 +216,11 @@ class CairnSession:
 
     # seeding -----------------------------------------------------------------------------------
 
+    def without_brief(self) -> None:
+        """No SessionStart brief in this project (`hooks.brief_chars: 0`), so that a memory reaches the
+        context only through the per-prompt hook: a memory the brief holds is not injected again."""
+        (self.project / ".cairn.yaml").write_text("hooks:\n  brief_chars: 0\n")
+
     def seed(self, embedder: Any, *texts: str, cwd: Path | None = None, kind: str = "decision",
              env: Mapping[str, str] | None = None) -> list[str]:
         """Write memories straight into the store with the engine (real model, so they have vectors)."""
@@ -274,6 +281,7 @@ def test_remember_over_mcp_then_brief_at_next_session(cairn: CairnSession) -> No
 def test_related_prompt_gets_the_memory_unrelated_gets_nothing(cairn: CairnSession, minilm) -> None:
     api = cairn.api
     (memory_id,) = cairn.seed(minilm, DECISION)
+    cairn.without_brief()
     line = f"[mem:{memory_id}]"
 
     # First session: the warm process is not loaded yet, so the hook answers keyword-only.
@@ -290,8 +298,14 @@ def test_related_prompt_gets_the_memory_unrelated_gets_nothing(cairn: CairnSessi
         cairn.run(UNRELATED)
         assert UNRELATED in requests_text(api)
         assert api.hook_context("UserPromptSubmit") == [], (path, api.hook_context("UserPromptSubmit"))
-        assert line in injected(api, "SessionStart")[0]  # the brief is still there: the hook did run
         cairn.wait_warm()
+
+    # With the brief on, the brief holds the memory: the related prompt does not get it a second time.
+    (cairn.project / ".cairn.yaml").unlink()
+    cairn.script(final=Text("ok MARK-REL2"))
+    cairn.run(RELATED)
+    assert line in injected(api, "SessionStart")[0]
+    assert api.hook_context("UserPromptSubmit") == []
 
 
 # --------------------------------------------------------------------------- 3. replace and history
@@ -320,11 +334,10 @@ def test_replaced_memory_leaves_context_and_history_keeps_the_chain(cairn: Cairn
         cairn.script(final=Text("ok MARK-R2"))
         cairn.run(RELATED)
         (brief,) = injected(api, "SessionStart")
-        (recalled,) = injected(api, "UserPromptSubmit")
-        for context in (brief, recalled):
-            assert f"[mem:{new_id}]" in context and NEW_DECISION in context, context
-            assert old_id not in context and "Fly.io" not in context, context
+        assert f"[mem:{new_id}]" in brief and NEW_DECISION in brief, brief
+        assert old_id not in brief and "Fly.io" not in brief, brief
         assert "(1 current memories" in brief
+        assert api.hook_context("UserPromptSubmit") == []  # the brief holds it: not injected again
         cairn.wait_warm()
 
 
@@ -352,7 +365,6 @@ def test_same_folder_name_in_two_places_gets_two_stores(cairn: CairnSession, tmp
     cairn.script(final=Text("ok MARK-A2"))  # the control: folder a still gets it
     cairn.run(RELATED, cwd=api_a)
     assert f"[mem:{memory_id}]" in injected(api, "SessionStart")[0]
-    assert f"[mem:{memory_id}]" in injected(api, "UserPromptSubmit")[0]
 
 
 def test_subfolder_and_linked_worktree_use_the_repository_store(cairn: CairnSession, tmp_path: Path) -> None:
@@ -373,7 +385,6 @@ def test_subfolder_and_linked_worktree_use_the_repository_store(cairn: CairnSess
         cairn.run(RELATED, cwd=where)
         briefs = injected(api, "SessionStart")
         assert len(briefs) == 1 and f"[mem:{memory_id}]" in briefs[0], (where, briefs)
-        assert f"[mem:{memory_id}]" in injected(api, "UserPromptSubmit")[0], where
 
 
 def test_starting_a_session_creates_no_store(cairn: CairnSession) -> None:
@@ -412,7 +423,6 @@ def test_cairn_store_points_two_folders_at_one_store(cairn: CairnSession, tmp_pa
     (brief,) = injected(api, "SessionStart")
     assert brief.startswith("Cairn project memory (1 current memories in store team-notes)"), brief
     assert f"[mem:{memory_id}]" in brief
-    assert f"[mem:{memory_id}]" in injected(api, "UserPromptSubmit")[0]
 
     cairn.script(final=Text("ok MARK-THREE"))  # the control: without CAIRN_STORE, the folder's own (empty) store
     cairn.run(RELATED, cwd=second)
@@ -526,6 +536,7 @@ def test_manifests(claude_env: ClaudeHarness) -> None:
 def test_slash_commands_and_trivial_prompts_inject_nothing(cairn: CairnSession, minilm) -> None:
     api = cairn.api
     (memory_id,) = cairn.seed(minilm, DECISION)
+    cairn.without_brief()
     # Each slash prompt names the memory's topic word for word: only the slash keeps it out.
     prompts = ["ok", "thanks", "/help", "/not-a-command restart the primary database during business hours",
                "/cairn:review-memory restart primary database business hours", "continue", RELATED]
@@ -571,9 +582,11 @@ def test_no_orphans_and_warm_process_stops_when_asked(cairn: CairnSession) -> No
 
 def test_pause_command_stops_injection_for_the_session(cairn: CairnSession, minilm) -> None:
     api = cairn.api
-    (memory_id,) = cairn.seed(minilm, DECISION)
+    memory_id, flags_id = cairn.seed(minilm, DECISION, FLAGS)
+    cairn.without_brief()
     cairn.script(final=Text("fine MARK-PAUSE"))
-    asked = [RELATED, "/cairn:pause", f"{RELATED} (paused)", "/cairn:pause off", f"{RELATED} (back on)"]
+    # Each memory reaches a session's context once, so the prompt after the pause asks about the other.
+    asked = [RELATED, "/cairn:pause", f"{FLAGS_RELATED} (paused)", "/cairn:pause off", f"{FLAGS_RELATED} (back on)"]
     cairn.run_turns(asked)
 
     sent = requests_text(api)
@@ -589,7 +602,7 @@ def test_pause_command_stops_injection_for_the_session(cairn: CairnSession, mini
 
     assert f"[mem:{memory_id}]" in (context_after(asked[0]) or ""), messages[:2]
     assert context_after(asked[2]) is None
-    assert f"[mem:{memory_id}]" in (context_after(asked[4]) or "")
+    assert f"[mem:{flags_id}]" in (context_after(asked[4]) or "")
     assert not any((cairn.data_root / "paused").iterdir())
 
 

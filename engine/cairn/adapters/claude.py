@@ -15,7 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn import Resolved, StoreNotFound, data_root, is_trivial, prompt_context, resolve, session_brief
+from cairn import (
+    Resolved, StoreNotFound, cited_ids, data_root, is_trivial, prompt_context, resolve, session_brief,
+)
 
 if TYPE_CHECKING:
     from cairn import Cairn, Embedder
@@ -59,20 +61,35 @@ def _disabled(root: Path | None, config: dict[str, Any], env: dict[str, str], se
     return None
 
 
-def _brief_changed(session_id: str, brief: str) -> bool:
-    """Whether `brief` differs from the one last injected into this session (and remember it)."""
-    if not session_id:
-        return True
-    path = data_root() / "sessions" / f"{paused_marker(session_id).name}.json"
-    digest = hashlib.sha256(brief.encode()).hexdigest()
-    try:
-        if json.loads(path.read_text()).get("brief") == digest:
-            return False
-    except (OSError, ValueError):
-        pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"brief": digest}))
-    return True
+class SessionState:
+    """What this session's context already holds: the digest of the last brief and the ids of the
+    memories injected since the context was last cleared or compacted. Kept in
+    <data root>/sessions/<session id>.json, written atomically; a missing or unreadable file is a
+    fresh session."""
+
+    def __init__(self, session_id: str):
+        self.path = (data_root() / "sessions" / f"{paused_marker(session_id).name}.json") if session_id else None
+        self.brief: str | None = None
+        self.injected: list[str] = []
+        if self.path is not None:
+            try:
+                data = json.loads(self.path.read_text())
+                self.brief = data.get("brief")
+                self.injected = [str(i) for i in data.get("injected", [])]
+            except (OSError, ValueError, AttributeError):
+                pass
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"brief": self.brief, "injected": self.injected[-500:]}))
+        os.replace(tmp, self.path)
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder | None = None,
@@ -117,15 +134,19 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
 def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[str, Any],
              embedder: Embedder | None) -> str | None:
     hooks = config["hooks"]
-    session_id = str(payload.get("session_id") or "")
+    state = SessionState(str(payload.get("session_id") or ""))
     if event == SESSION_START:
         source = payload.get("source", "startup")
         budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
         text = session_brief(memory, budget=budget)
-        if text and source == "resume" and not _brief_changed(session_id, text):
-            return None  # the transcript already holds this brief
-        if text and source != "resume":
-            _brief_changed(session_id, text)
+        if source == "resume":
+            if text is None or state.brief == _digest(text):
+                return None  # the transcript already holds this brief
+            state.injected += [i for i in cited_ids(text) if i not in state.injected]
+        else:  # startup, clear, compact: the context holds nothing of ours but this brief
+            state.injected = cited_ids(text)
+        state.brief = _digest(text) if text else None
+        state.save()
         return text
     if event == USER_PROMPT_SUBMIT:
         prompt = str(payload.get("prompt") or "")
@@ -135,5 +156,12 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         if embedder is not None:
             vectors = memory.embed([prompt[:2000]])
             vector = None if vectors is None else vectors[0]
-        return prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"], query_vector=vector)
+        # A memory already in the session's context (the brief, an earlier prompt) is not injected
+        # again; a changed fact has a new id, so it is.
+        text = prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"],
+                              query_vector=vector, exclude=frozenset(state.injected))
+        if text:
+            state.injected += cited_ids(text)
+            state.save()
+        return text
     return None
