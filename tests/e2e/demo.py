@@ -139,7 +139,10 @@ def main() -> int:
             api.set_script(steps(final=Text("(fake model reply)")))
             harness.run_claude(RELATED, allowed_tools=allow)
             brief = injected(api, "SessionStart") or ""
-            show(f"session 4: injected for {RELATED!r}", injected(api, "UserPromptSubmit"))
+            show("session 4: the decisions in the brief", "\n".join(
+                line for line in brief.splitlines() if "decision" in line.lower() or "Kamal" in line))
+            show(f"session 4: injected for {RELATED!r} (the brief already holds the new decision)",
+                 injected(api, "UserPromptSubmit"))
             print("\nold decision still in the brief:", "Fly.io" in brief)
         finally:
             harness.kill_leftovers()
