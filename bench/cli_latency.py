@@ -31,22 +31,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "engine"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from hook_latency import PROMPTS, SUBJECTS, TOOLS, memory_text  # noqa: E402
+import hook_latency  # noqa: E402
+from hook_latency import PROMPTS, SUBJECTS, TOOLS  # noqa: E402
 
 BAR_P95_MS = 300.0
 
 
 def build_store(project: Path, count: int) -> None:
-    from cairn import Cairn, Draft
-
-    rng = random.Random(7)
-    texts = list(dict.fromkeys(f"{memory_text(rng)} (#{i})" for i in range(count)))
-    kinds = ["decision", "convention", "preference", "fact", "task", "insight"]
-    with Cairn.open(cwd=project) as memory:
-        for start in range(0, len(texts), 512):
-            memory.remember_many([Draft(t, kind=kinds[i % 6]) for i, t in enumerate(texts[start:start + 512])],
-                                 detect=False)
-        assert memory.counts()["current"] == len(texts)
+    """The store of bench/hook_latency.py: the same texts, kinds and seed."""
+    hook_latency.build_store(project.parent, project, count)
 
 
 def percentile(values: list[float], q: float) -> float:
