@@ -98,8 +98,12 @@ class Runner:
             "HF_HUB_OFFLINE": "1", "CAIRN_SERVICE_IDLE_SECONDS": "60", RUN_ID_VAR: self.run_id,
         })
 
-    def hook(self, event: str, prompt: str | None = None, **env: str) -> tuple[subprocess.CompletedProcess[str], float]:
-        payload: dict[str, Any] = {"session_id": self.session_id, "transcript_path": str(self.data / "t.jsonl"),
+    def hook(self, event: str, prompt: str | None = None, *, session: str | None = None,
+             **env: str) -> tuple[subprocess.CompletedProcess[str], float]:
+        """Run the hook launcher as Claude Code does. session: another session id than the runner's
+        (a memory already in a session's context, e.g. in its brief, is not injected again)."""
+        payload: dict[str, Any] = {"session_id": session or self.session_id,
+                                   "transcript_path": str(self.data / "t.jsonl"),
                                    "cwd": str(self.project), "hook_event_name": event}
         if event == "SessionStart":
             payload["source"] = "startup"
@@ -263,6 +267,8 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
     brief = hook_context(proc, "SessionStart")
     assert "installing" not in proc.stdout and f"[mem:{memory_id}]" in brief and DECISION in brief, proc.stdout
     proc, _ = runner.hook("UserPromptSubmit", RELATED)
+    assert proc.stdout == ""  # this session's brief already holds it
+    proc, _ = runner.hook("UserPromptSubmit", RELATED, session=str(uuid.uuid4()))
     assert f"[mem:{memory_id}]" in hook_context(proc, "UserPromptSubmit")
     proc, _ = runner.hook("UserPromptSubmit", "ok")
     assert (proc.returncode, proc.stdout) == (0, "")
@@ -270,7 +276,7 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
     assert runner.warm("wait", 120.0), "the warm process of the installed runtime never became ready"
     (warm_pid,) = runner.pids("-m cairn.adapters.service")
     assert cmdline(warm_pid).startswith(str(data / "venv" / "bin" / "python")), cmdline(warm_pid)
-    proc, _ = runner.hook("UserPromptSubmit", RELATED)
+    proc, _ = runner.hook("UserPromptSubmit", RELATED, session=str(uuid.uuid4()))
     assert f"[mem:{memory_id}]" in hook_context(proc, "UserPromptSubmit")
     errors = data / "hook-errors.log"
     assert not errors.exists() or errors.read_text() == "", errors.read_text()
@@ -343,7 +349,7 @@ def test_launchers_work_from_paths_with_spaces(tmp_path: Path) -> None:
         memory_id = seed_memory(project)
         proc, _ = runner.hook("SessionStart")
         assert f"[mem:{memory_id}]" in hook_context(proc, "SessionStart")
-        proc, _ = runner.hook("UserPromptSubmit", RELATED)
+        proc, _ = runner.hook("UserPromptSubmit", RELATED, session=str(uuid.uuid4()))
         assert f"[mem:{memory_id}]" in hook_context(proc, "UserPromptSubmit")
         replies, code = runner.mcp([INITIALIZE, INITIALIZED, TOOLS_LIST], wait_for=2)
         assert code == 0 and "memory_recall" in {t["name"] for t in replies[1]["result"]["tools"]}, replies
