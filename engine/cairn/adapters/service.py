@@ -142,7 +142,12 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                                             f"{resolved.choice.reason}); create it with "
                                             f"`cairn stores create {resolved.choice.name}`")
                     return {"ok": True, "result": []}
-                memory = self.memory_for(resolved, self.embedder_for(resolved.config, wait=True))
+                try:
+                    embedder = self.embedder_for(resolved.config, wait=True)
+                except CairnError as exc:  # the project's model cannot load: keyword-only, as in-process
+                    log.warning("keyword-only recall for %s: %s", resolved.choice.name, exc)
+                    embedder = None
+                memory = self.memory_for(resolved, embedder)
                 tags = [t for v in options.pop("tags", ()) for t in str(v).split(",") if t.strip()]
                 options.pop("keyword_only", None)
                 hits = memory.recall(str(options.pop("query", "")), tags=tags, **options)
