@@ -75,3 +75,16 @@ def test_the_warm_process_honours_a_projects_own_model(project, tmp_path, cairn_
     finally:
         warm.request({"op": "shutdown"})
         wait_for(lambda: not warm.is_running(), 30, "the warm process to exit")
+
+
+def test_a_hook_honours_the_cairn_config_it_forwards(project, tmp_path):
+    # The warm process serves hooks of many sessions: the config is the one the hook's own
+    # environment names, not the one the warm process happened to start with.
+    with Cairn.open(cwd=project, embedder=None) as engine:
+        engine.remember("Production deploys go through the release workflow, triggered by a tag", kind="decision")
+    payload = {"prompt": "how do production deploys and the release workflow work?", "session_id": "s"}
+    assert claude.handle("UserPromptSubmit", payload, {"CLAUDE_PROJECT_DIR": str(project)}) is not None
+    off = tmp_path / "hooks-off.yaml"
+    off.write_text("hooks:\n  enabled: false\n")
+    env = {"CLAUDE_PROJECT_DIR": str(project), "CAIRN_CONFIG": str(off)}
+    assert claude.handle("UserPromptSubmit", {**payload, "session_id": "s2"}, env) is None

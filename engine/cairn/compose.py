@@ -36,11 +36,12 @@ class Resolved:
 
 def resolve(store: str | None = None, *, cwd: Path | None = None, env: dict[str, str] | None = None,
             config: dict[str, Any] | None = None) -> Resolved:
-    """Choose the store and load its project's config (unless `config` is given).
+    """Choose the store and load its project's config (unless `config` is given). env: the
+    environment that names CAIRN_STORE and CAIRN_CONFIG (default: this process's).
 
     Raises InvalidStoreName, ConfigError."""
     choice = choose_store(store, cwd=cwd, env=env)
-    return Resolved(choice, config if config is not None else load_config(choice.project_root))
+    return Resolved(choice, config if config is not None else load_config(choice.project_root, env=env))
 
 
 def embedder_from_config(config: dict[str, Any], *, threads: int | None = None) -> Embedder | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -79,11 +80,11 @@ SCHEMA: dict[str, Any] = {
 PROJECT_FILE = ".cairn.yaml"
 
 
-def user_config_path() -> Path:
-    """$CAIRN_CONFIG, else config.yaml in the user config folder. Raises ConfigError when
-    $CAIRN_CONFIG names a file that does not exist: a typo must not silently mean "no settings"
-    (an empty file is a valid config with none)."""
-    explicit = os.environ.get("CAIRN_CONFIG")
+def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """$CAIRN_CONFIG (from `env`, else this process's environment), else config.yaml in the user
+    config folder. Raises ConfigError when $CAIRN_CONFIG names a file that does not exist: a typo
+    must not silently mean "no settings" (an empty file is a valid config with none)."""
+    explicit = (os.environ if env is None else env).get("CAIRN_CONFIG")
     if not explicit:
         return Path(platformdirs.user_config_dir("cairn")) / "config.yaml"
     path = Path(explicit)
@@ -128,10 +129,12 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_config(project_root: Path | None = None) -> dict[str, Any]:
-    """Defaults, then the user file, then the project's `.cairn.yaml`. Raises ConfigError."""
+def load_config(project_root: Path | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Defaults, then the user file, then the project's `.cairn.yaml`. env: the environment whose
+    $CAIRN_CONFIG counts (a hook's, forwarded to the warm process); default this process's.
+    Raises ConfigError."""
     config = copy.deepcopy(DEFAULTS)
-    candidates = [user_config_path()]
+    candidates = [user_config_path(env)]
     if project_root is not None:
         candidates.append(project_root / PROJECT_FILE)
     for path in candidates:
