@@ -459,3 +459,27 @@ def test_loading_notice_only_on_a_terminal(cairn, monkeypatch):
     assert code == 0 and err == LOADING_NOTICE + "\n"
     code, _, err = cairn("recall", "memory embedded", "--keyword-only")
     assert code == 0 and err == ""  # no model, no notice
+
+
+def test_the_verdicts_the_cli_offers_are_the_engines():
+    # The CLI builds its choices from models.VERDICTS without importing the engine's review module.
+    from cairn import VERDICTS, Verdict
+
+    assert tuple(v.value for v in Verdict) == VERDICTS
+
+
+def test_stores_json_names_the_data_root(cairn, cairn_home):
+    cairn("remember", "Deploys go through blue-green on Fly", "--keyword-only")
+    code, out, _ = cairn("stores", "--json")
+    listing = json.loads(out)
+    assert code == 0 and set(listing) == {"data_root", "current", "stores"}
+    assert listing["data_root"] == str(cairn_home) and [s["name"] for s in listing["stores"]] == [listing["current"]]
+
+
+def test_comma_separated_tags_filter_recall_and_list(cairn):
+    cairn("remember", "Deploys go through blue-green on Fly", "--tags", "deploy,ops", "--keyword-only")
+    cairn("remember", "Tests run with pytest", "--tags", "testing", "--keyword-only")
+    code, out, _ = cairn("list", "--tag", "ops,testing", "--json")
+    assert code == 0 and len(json.loads(out)) == 2
+    code, out, _ = cairn("recall", "deploys", "--tag", "deploy,nothing", "--keyword-only", "--json")
+    assert [h["memory"]["tags"] for h in json.loads(out)] == [["deploy", "ops"]]

@@ -42,6 +42,9 @@ def test_remember_and_recall_go_through_the_warm_process(project, cairn_home):
         assert hits and "vector" in hits[0]["reasons"]  # hybrid: the query was embedded, by the warm process
         done, out, err = _cairn(project, "recall", "how do we deploy?")
         assert done["code"] == 0 and "Deploys go through blue-green on Fly" in out and "vector #1" in out
+        # Tags are split before the request: the warm process filters by each of them.
+        done, out, err = _cairn(project, "recall", "how do we deploy?", "--tag", "ops,unused", "--json")
+        assert done == {"code": 0, "model_imported": False, "engine_imported": False} and json.loads(out) == [], err
         done, _, err = _cairn(project, "recall", "deploy", "--store", "no-such-store")
         assert done["code"] == 2 and "'no-such-store' does not exist" in err
         done, out, _ = _cairn(project, "recall", "how do we deploy?", "--keyword-only", "--json")

@@ -27,12 +27,6 @@ class Resolved:
     choice: StoreChoice
     config: dict[str, Any]
 
-    @property
-    def model_key(self) -> tuple[str, str, int]:
-        """(model, device, batch_size): the embedding settings that make two embedders the same."""
-        emb = self.config["embedding"]
-        return emb["model"], emb["device"], emb["batch_size"]
-
 
 def resolve(store: str | None = None, *, cwd: Path | None = None, env: dict[str, str] | None = None,
             config: dict[str, Any] | None = None) -> Resolved:

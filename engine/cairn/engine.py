@@ -105,6 +105,15 @@ def create_store(name: str) -> tuple[Path, bool]:
     return path, not existed
 
 
+def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
+    """The kinds of a read's filter, each one of KINDS. Raises InvalidMemory."""
+    kinds = tuple(kinds)
+    for kind in kinds:
+        if kind not in KINDS:
+            raise InvalidMemory(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
+    return kinds
+
+
 def _relevant(hit: Hit) -> bool:
     """Whether a hit has evidence beyond a vector retriever's filler (see VECTOR_FLOOR)."""
     if "bm25" in hit.reasons:
@@ -469,10 +478,7 @@ class Cairn:
             raise InvalidMemory("query is empty")
         k = self.config["recall"]["k"] if k is None else int(k)
         scope = self.config["recall"]["scope"] if scope is None else scope
-        kinds = tuple(kinds)
-        for kind in kinds:
-            if kind not in KINDS:
-                raise InvalidMemory(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
+        kinds = _known_kinds(kinds)
         filters = Filters(
             as_of=parse_time(as_of, field="as_of"), known_at=parse_time(known_at, field="known_at"),
             kinds=kinds, tags=normalise_tags(tags), since=parse_time(since, field="since"),
@@ -503,10 +509,7 @@ class Cairn:
         except ValueError:
             expected = ", ".join(o.value for o in Order)
             raise InvalidMemory(f"unknown order {order!r}; expected one of: {expected}") from None
-        kinds = tuple(kinds)
-        for kind in kinds:
-            if kind not in KINDS:
-                raise InvalidMemory(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
+        kinds = _known_kinds(kinds)
         filters = Filters(as_of=parse_time(as_of, field="as_of"), known_at=parse_time(known_at, field="known_at"),
                           kinds=kinds, tags=normalise_tags(tags), include_superseded=include_superseded)
         out: list[Memory] = []
@@ -527,9 +530,8 @@ class Cairn:
     def cosines(self, memory_ids: Iterable[str], query_vector: np.ndarray) -> dict[str, float]:
         """Cosine of each memory's stored vector with `query_vector` (float32[dim], L2-normalised),
         for the memories of the project store that have one (others are left out)."""
-        ids = [i for i in memory_ids]
         seqs: dict[int, str] = {}
-        for memory_id in ids:
+        for memory_id in memory_ids:
             try:
                 seqs[self.store.seq_of(memory_id)] = memory_id
             except MemoryNotFound:

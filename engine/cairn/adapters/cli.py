@@ -45,7 +45,7 @@ def _since_process_start() -> float | None:
 
 
 class TimeParam(click.ParamType):
-    """A time option (ISO 8601 or epoch ms), read by cairn's cairn.parse_time; errors name the option."""
+    """A time option (ISO 8601 or epoch ms), read by cairn.parse_time; errors name the option."""
 
     name = "TIME"
 
@@ -155,8 +155,10 @@ def store_options(fn: Callable | None = None, *, read_only: bool = False, use_wa
     return wrapper
 
 
-def _split_tags(values: tuple[str, ...]) -> list[str]:
-    return [t for v in values for t in v.split(",") if t.strip()]
+def _split_tags(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """--tag/--tags values, each comma-separated, as one tuple: split once, before the command runs,
+    so a recall answered by the warm process gets the same tags as one answered here."""
+    return tuple(t for v in values for t in v.split(",") if t.strip())
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -171,7 +173,7 @@ def cli(verbose: bool) -> None:
 @cli.command()
 @click.argument("text")
 @click.option("--kind", type=click.Choice(KINDS), help="Default: fact (with --replaces: the replaced memory's).")
-@click.option("--tags", "tags", multiple=True,
+@click.option("--tags", "tags", multiple=True, callback=_split_tags,
               help="Comma-separated; may repeat (with --replaces, default: the replaced memory's).")
 @click.option("--importance", type=int,
               help=f"1 (trivia) to 5 (critical). Default: {DEFAULT_IMPORTANCE} (with --replaces: the replaced "
@@ -189,7 +191,6 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, sco
     """Store TEXT as a memory ("-" reads it from stdin)."""
     if text == "-":
         text = sys.stdin.read()
-    tags = tuple(_split_tags(tags))
     if replaces is not None:
         # As Cairn.replace: kind, tags and importance default to the replaced memory's.
         result = memory.replace(replaces, text, tags=tags or None, **fields)
@@ -214,7 +215,7 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, sco
 @click.argument("query")
 @click.option("-k", "k", type=click.IntRange(1, 1000), help="How many at most (default: config recall.k, 10).")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
-@click.option("--tag", "tags", multiple=True)
+@click.option("--tag", "tags", multiple=True, callback=_split_tags)
 @click.option("--since", type=TIME, help="Only memories valid from this time on.")
 @click.option("--until", type=TIME, help="Only memories valid from before this time.")
 @click.option("--as-of", type=TIME, help="What was true at this time (valid time).")
@@ -226,7 +227,7 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, sco
 @store_options(read_only=True, use_warm=True)
 def recall(memory: Cairn, as_json: bool, query: str, tags, **options) -> None:
     """Ranked memories for QUERY, each with why it ranked."""
-    hits = memory.recall(query, tags=_split_tags(tags), **options)
+    hits = memory.recall(query, tags=tags, **options)
     _show_hits(as_json, [h.to_json() for h in hits])
 
 
@@ -287,7 +288,7 @@ def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
 
 @cli.command(name="list")
 @click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
-@click.option("--tag", "tags", multiple=True)
+@click.option("--tag", "tags", multiple=True, callback=_split_tags)
 @click.option("--as-of", type=TIME, help="What was true at this time (valid time).")
 @click.option("--include-superseded", is_flag=True)
 @click.option("--scope", type=click.Choice(SCOPES), help="Default: config list.scope, project.")
@@ -295,7 +296,7 @@ def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
 @store_options(read_only=True)
 def list_(memory: Cairn, as_json: bool, tags, **options) -> None:
     """Memories, newest first."""
-    items = memory.list(tags=_split_tags(tags), **options)
+    items = memory.list(tags=tags, **options)
 
     def human() -> None:
         if not items:
@@ -410,7 +411,7 @@ def stores(ctx: click.Context, as_json: bool) -> None:
             detail = r.get("error") or f"{r['current']} current  {r.get('project_root') or ''}"
             click.echo(f"{mark} {r['name']:<40} {detail}")
 
-    _emit(as_json, {"cairn.data_root": str(cairn.data_root()), "current": current, "stores": rows}, human)
+    _emit(as_json, {"data_root": str(cairn.data_root()), "current": current, "stores": rows}, human)
 
 
 @stores.command(name="delete")
@@ -522,7 +523,7 @@ def hook(event: str, args: tuple[str, ...]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: cairn.CairnError -> one line on stderr, exit 2."""
+    """Entry point: CairnError -> one line on stderr, exit 2."""
     _TIMINGS.clear()
     age = _since_process_start()
     if age is not None:

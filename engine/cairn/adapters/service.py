@@ -148,9 +148,8 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                     log.warning("keyword-only recall for %s: %s", resolved.choice.name, exc)
                     embedder = None
                 memory = self.memory_for(resolved, embedder)
-                tags = [t for v in options.pop("tags", ()) for t in str(v).split(",") if t.strip()]
                 options.pop("keyword_only", None)
-                hits = memory.recall(str(options.pop("query", "")), tags=tags, **options)
+                hits = memory.recall(str(options.pop("query", "")), **options)
                 return {"ok": True, "result": [h.to_json() for h in hits]}
         except CairnError as exc:
             return {"ok": True, "error": str(exc)}
