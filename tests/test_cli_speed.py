@@ -1,5 +1,6 @@
-"""`cairn remember` / `cairn recall` as whole processes: they use the warm process's model (starting it
-when it is not up) rather than importing sentence-transformers themselves."""
+"""`cairn remember` / `cairn recall` as whole processes: they use the warm process's model when it is
+up, start it when it is not, and never import sentence-transformers themselves for the default model
+(its ONNX backend loads in-process in well under a second)."""
 
 from __future__ import annotations
 

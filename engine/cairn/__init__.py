@@ -24,7 +24,7 @@ _EXPORTS = {
     "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine",
     "Draft": "records",
     "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
-    "Embedder": "embedder",
+    "Embedder": "embedder", "parse_fingerprint": "embedder",
     "Hit": "models", "Memory": "models", "RememberResult": "models", "Status": "models", "Order": "models",
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
     "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from .compose import Resolved, embedder_from_config, resolve
     from .config import load_config
     from .context import cited_ids, is_trivial, prompt_context, session_brief
-    from .embedder import Embedder
+    from .embedder import Embedder, parse_fingerprint
     from .engine import VECTOR_FLOOR, Cairn, create_store, delete_store, list_stores, rename_store
     from .errors import *  # noqa: F403
     from .models import (

@@ -41,11 +41,16 @@ def resolve(store: str | None = None, *, cwd: Path | None = None, env: dict[str,
 def embedder_from_config(config: dict[str, Any], *, threads: int | None = None) -> Embedder | None:
     """The embedder the config asks for (not loaded yet), or None when embedding is disabled.
 
-    threads: torch intra-op threads (the warm process uses 1; None keeps torch's default)."""
+    threads: intra-op threads (the warm process uses 1; None keeps the library's default).
+    Raises ConfigError when the configured backend cannot run the configured model."""
     emb = config["embedding"]
     if not emb["enabled"]:
         return None
-    from .embedder import SentenceTransformerEmbedder
+    from .embedder import make_embedder
+    from .errors import ConfigError
 
-    return SentenceTransformerEmbedder(emb["model"], device=emb["device"], batch_size=emb["batch_size"],
-                                       threads=threads)
+    try:
+        return make_embedder(emb["model"], backend=emb["backend"], device=emb["device"],
+                             batch_size=emb["batch_size"], threads=threads)
+    except ValueError as exc:
+        raise ConfigError(f"embedding: {exc}") from None

@@ -17,11 +17,12 @@ from typing import Any
 
 import platformdirs
 
+from .embedder import BACKENDS
 from .errors import ConfigError
 
 DEFAULTS: dict[str, Any] = {
-    "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "device": "cpu", "batch_size": 32,
-                  "enabled": True},
+    "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "backend": "auto", "device": "cpu",
+                  "batch_size": 32, "enabled": True},
     "store": {"busy_timeout_ms": 10_000, "vector_backend": "auto"},
     "recall": {"k": 10, "candidates": 50, "scope": "all"},
     "list": {"limit": 50, "scope": "project"},
@@ -38,6 +39,7 @@ SCHEMA: dict[str, Any] = {
             "type": "object", "additionalProperties": False,
             "properties": {
                 "model": {"type": "string", "minLength": 1},
+                "backend": {"enum": list(BACKENDS)},
                 "device": {"type": "string"},
                 "batch_size": {**_INT, "minimum": 1, "maximum": 4096},
                 "enabled": {"type": "boolean"},

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .compose import Resolved, embedder_from_config, resolve
-from .embedder import Embedder
+from .embedder import Embedder, compatible, parse_fingerprint
 from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
 from .errors import StoreError, StoreNotFound
 from .migrations import MIGRATIONS
@@ -209,12 +209,17 @@ class Cairn:
         self.close()
 
     def _check_fingerprint(self, store: Store) -> None:
+        """At open: the store's vectors and the configured model must share a space. Only the model
+        name is compared here (cheap, no load); the weights are checked once they are known
+        (`_claim_space`)."""
         recorded = store.get_meta("embedding_model")
         if self._check_model and recorded and self.embedder is not None and recorded != self.embedder.model_name:
             raise EmbeddingMismatch(
                 f"store {store.name!r} holds vectors from {recorded!r}, but the configured model is "
                 f"{self.embedder.model_name!r}; run `cairn reembed` to re-embed it with the configured model"
             )
+        if self._check_model and self.embedder is not None and getattr(self.embedder, "loaded", False):
+            self._claim_space(store)
 
     def global_store(self, *, create: bool = True) -> Store | None:
         """The user's global store, opened once; None when it does not exist and create is False."""
@@ -242,21 +247,40 @@ class Cairn:
         return [self.store] + ([glob] if glob is not None and glob is not self.store else [])
 
     # -- embeddings ----------------------------------------------------------------------------------
-    def embed(self, texts: list[str]) -> np.ndarray | None:
-        """Vectors for `texts`, or None when no model is available (the reason goes to status)."""
+    def embed(self, texts: list[str], *, query: bool = False) -> np.ndarray | None:
+        """float32[len(texts), dim], L2-normalised, or None when no model is available (the reason
+        goes to status). query: the texts are search queries (some models embed those differently)."""
         if self.embedder is None or not texts:
             return None
         try:
-            return self.embedder.embed(texts)
+            return self.embedder.embed_queries(texts) if query else self.embedder.embed(texts)
         except EmbedderUnavailable as exc:
             self.embedder_error = str(exc)
             log.warning("keyword-only: %s", exc)
             return None
 
-    def _record_fingerprint(self, store: Store) -> None:
-        if self.embedder is not None and store.get_meta("embedding_model") is None:
+    def _claim_space(self, store: Store, *, record: bool = True) -> None:
+        """Before the loaded embedder's vectors meet a store's: record its fingerprint in a store
+        that has none (or an older one without weights), and refuse a store whose vectors come from
+        an incompatible space (embedder.compatible: other weights of the same model, a replaced
+        model at the same path). Raises EmbeddingMismatch."""
+        if self.embedder is None or not self._check_model:
+            return
+        current = self.embedder.fingerprint
+        recorded = store.get_meta("embedding_fingerprint")
+        if store.get_meta("embedding_model") is None or recorded is None:
+            if not record:  # a read: nothing to compare with, and reads write nothing
+                return
             store.set_meta("embedding_model", self.embedder.model_name)
-            store.set_meta("embedding_fingerprint", self.embedder.fingerprint)
+            store.set_meta("embedding_fingerprint", current)
+            return
+        if not compatible(recorded, current):
+            raise EmbeddingMismatch(
+                f"store {store.name!r} holds vectors of {recorded!r}, which this model's vectors "
+                f"({current!r}) cannot be mixed with; run `cairn reembed` to re-embed it with the configured model"
+            )
+        if record and "weights" not in parse_fingerprint(recorded) and self.embedder.weights:
+            store.set_meta("embedding_fingerprint", current)  # recorded before fingerprints named the weights
 
     def flush_backlog(self, limit: int = 256, store: Store | None = None) -> int:
         """Embed up to `limit` memories stored while no model was loaded. Returns how many were
@@ -266,7 +290,7 @@ class Cairn:
         vectors = self.embed([text for _, text in pending]) if pending and store.vector_index else None
         if vectors is None:
             return 0
-        self._record_fingerprint(store)
+        self._claim_space(store)
         store.fill_backlog({seq: vector for (seq, _), vector in zip(pending, vectors)})
         return len(pending)
 
@@ -317,7 +341,7 @@ class Cairn:
                 self._require_current(store, old_id)
         vectors = self.embed([r.text for r in rows])
         if vectors is not None:
-            self._record_fingerprint(store)
+            self._claim_space(store)
         detect = self.config["supersession"]["enabled"] if detect is None else detect
         results = []
         for i, (draft, row) in enumerate(zip(drafts, rows)):
@@ -486,8 +510,12 @@ class Cairn:
         )
         stores = self._stores(scope)
         if query_vector is None and use_vectors and any(s.vector_index for s in stores):
-            vectors = self.embed([query])
+            vectors = self.embed([query], query=True)
             query_vector = None if vectors is None else vectors[0]
+        if query_vector is not None:
+            for store in stores:
+                if store.vector_index:
+                    self._claim_space(store, record=False)
         hits: list[Hit] = []
         for store in stores:
             ranked = rank(store, query, query_vector, filters, k, ranking or self.ranking)

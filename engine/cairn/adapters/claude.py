@@ -154,7 +154,7 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
             return None
         vector = None
         if embedder is not None:
-            vectors = memory.embed([prompt[:2000]])
+            vectors = memory.embed([prompt[:2000]], query=True)
             vector = None if vectors is None else vectors[0]
         # A memory already in the session's context (the brief, an earlier prompt) is not injected
         # again; a changed fact has a new id, so it is.

@@ -65,7 +65,7 @@ class _NoticeEmbedder(Embedder):
 
     def __init__(self, inner: Embedder):
         self.inner = inner
-        self.model_name, self.dim = inner.model_name, inner.dim
+        self.model_name, self.dim, self.backend = inner.model_name, inner.dim, inner.backend
         self._told = False
 
     @property
@@ -76,11 +76,17 @@ class _NoticeEmbedder(Embedder):
         self.embed(["warm up"])
 
     def embed(self, texts: list[str]):
+        return self._embed(texts, self.inner.embed)
+
+    def embed_queries(self, texts: list[str]):
+        return self._embed(texts, self.inner.embed_queries)
+
+    def _embed(self, texts: list[str], embed):
         if not self._told and sys.stderr.isatty() and not warm.socket_path().exists():
             click.echo(LOADING_NOTICE, err=True)
         self._told = True
-        vectors = self.inner.embed(texts)
-        self.dim = self.inner.dim
+        vectors = embed(texts)
+        self.dim, self.backend, self.weights = self.inner.dim, self.inner.backend, self.inner.weights
         return vectors
 
 

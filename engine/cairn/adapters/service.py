@@ -43,8 +43,9 @@ log = logging.getLogger("cairn.service")
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
-def _model_key(embedding: dict[str, Any]) -> tuple[str, str, int]:
-    return str(embedding.get("model")), str(embedding.get("device", "cpu")), int(embedding.get("batch_size", 32))
+def _model_key(embedding: dict[str, Any]) -> tuple[str, str, str, int]:
+    return (str(embedding.get("model")), str(embedding.get("backend", "auto")), str(embedding.get("device", "cpu")),
+            int(embedding.get("batch_size", 32)))
 
 
 class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -54,7 +55,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
     def __init__(self, path: str, config: dict[str, Any], embedder: Embedder, code: str, idle_seconds: float):
         self.default_key = _model_key(config["embedding"])
-        self.embedders: dict[tuple[str, str, int], Embedder] = {self.default_key: embedder}
+        self.embedders: dict[tuple[str, str, str, int], Embedder] = {self.default_key: embedder}
         self.embedders_lock = threading.Lock()
         self.stores: dict[tuple[str, ...], Any] = {}  # open Cairn per (store file, config, model); reads stay fresh
         self.stores_lock = threading.Lock()  # held for a whole hook request
@@ -103,10 +104,11 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             texts = [str(t) for t in request.get("texts", [])]
             spec = request.get("embedding") or {}
             embedder = (self.embedder if not spec else
-                        self.embedder_for({"embedding": {"enabled": True, **spec}}, wait=True))
-            vectors = embedder.embed(texts) if texts else []
+                        self.embedder_for({"embedding": {"enabled": True, "backend": "auto", **spec}}, wait=True))
+            embed = embedder.embed_queries if request.get("query") else embedder.embed
+            vectors = embed(texts) if texts else []
             return {"ok": True, "model": embedder.model_name, "dim": embedder.dim,
-                    "vectors": [warm.encode_vector(v.tobytes()) for v in vectors]}
+                    "fingerprint": embedder.fingerprint, "vectors": [warm.encode_vector(v.tobytes()) for v in vectors]}
         if op == "hook":
             from .claude import handle
 

