@@ -45,6 +45,10 @@ _SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w.:-]*(?:\s|$)")
 # The values are round points on a plateau of a sweep with bench/prompt_gate.py on
 # tests/data/prompt_relevance.yaml (prompts labelled before tuning); the figures, the sweep and what
 # limits recall are in docs/benchmarks.md, "Per-prompt injection", "Calibration history".
+# The cosines are all-MiniLM-L6-v2's (either backend: their vectors agree within 0.01). Another model
+# spreads cosines differently (multilingual-e5-small puts unrelated texts near 0.75), so with it the
+# gate judges by shared words alone, as keyword-only, until its own thresholds are fitted.
+GATE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 STRONG_COSINE = 0.50
 WEAK_COSINE = 0.35
 MIN_SHARED_STEMS = 3
@@ -207,12 +211,15 @@ def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None,
                   exclude: Collection[str] = ()) -> list[Hit]:
     """Up to k current memories that pass the relevance gate, in recall order; [] for trivial prompts.
 
-    query_vector: the prompt's vector (hybrid), or None for keyword-only recall. exclude: ids never
-    returned (memories already in the session's context), left out before the k cut."""
+    query_vector: the prompt's vector (hybrid), or None for keyword-only recall; ignored for a model
+    the gate has no thresholds for (GATE_MODEL). exclude: ids never returned (memories already in the
+    session's context), left out before the k cut."""
     if k <= 0 or is_trivial(prompt):
         return []
     text = prompt[:MAX_PROMPT_CHARS]
     words = stems(text)
+    if memory.embedder is None or memory.embedder.model_name != GATE_MODEL:
+        query_vector = None  # no thresholds for this model's cosines (see GATE_MODEL)
     if query_vector is None:
         hits = memory.recall(text, k=k * 3 + len(exclude), use_vectors=False, scope="project")
         return [h for h in hits if h.memory.id not in exclude and is_relevant(h, words)][:k]

@@ -19,6 +19,7 @@ must exit.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -53,7 +54,10 @@ FLAGS = "Feature flags are read from flags.yaml in the platform-config repositor
 FLAGS_RELATED = "Where are the feature flags read from, and how often is flags.yaml reloaded?"
 
 # The plugin's runtime is this venv; the warm process exits on its own after a minute idle as a backstop.
-RUNTIME_ENV = {"CAIRN_RUNTIME_PYTHON": sys.executable, "HF_HUB_OFFLINE": "1", "CAIRN_SERVICE_IDLE_SECONDS": "60"}
+# CAIRN_E2E_RUNTIME_PYTHON: run the plugin on another runtime, e.g. a venv of engine/runtime-requirements.txt
+# alone (no PyTorch, no sentence-transformers), as the plugin's bootstrap installs it.
+RUNTIME_ENV = {"CAIRN_RUNTIME_PYTHON": os.environ.get("CAIRN_E2E_RUNTIME_PYTHON", sys.executable),
+               "HF_HUB_OFFLINE": "1", "CAIRN_SERVICE_IDLE_SECONDS": "60"}
 
 WARM_CLIENT = """\
 import json, sys
