@@ -65,10 +65,20 @@ def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # durable at each checkpoint; safe with WAL
         conn.execute("PRAGMA foreign_keys = ON")
+        # Deleted content is overwritten with zeros, not left in free pages: forget means gone.
+        conn.execute("PRAGMA secure_delete = ON")
     except DatabaseError as exc:
         conn.close()
         raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
     return conn
+
+
+def checkpoint_truncate(conn: Connection) -> bool:
+    """Copy the WAL into the database file and truncate the WAL to zero bytes, so that pages a
+    transaction overwrote (a forgotten memory's text) survive in no file. Waits for readers up to
+    the busy timeout. Returns whether the WAL was emptied (False: a reader kept it in use)."""
+    busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return busy == 0
 
 
 @contextlib.contextmanager

@@ -421,12 +421,19 @@ class Cairn:
     def forget(self, memory_id: str) -> Memory:
         """Erase a memory: its text, tags, keyword and vector index entries. A tombstone row remains
         (id, kind, times, links) so history shows that something was forgotten, and when.
+
+        The erased bytes are overwritten (SQLite secure_delete, FTS5 secure-delete, vec0 zeroes a
+        deleted vector) and the WAL is checkpointed and truncated before this returns, so the text
+        is in no file of the data root; if another process is mid-read the WAL is emptied at the
+        next checkpoint instead (logged). Backups made before, and filesystem snapshots, keep it.
         Forgetting twice is harmless. Raises MemoryNotFound."""
         store = self._store_holding(memory_id)
         with store.transaction():
             seq = store.seq_of(memory_id)
             if store.get(memory_id).forgotten_at is None:
                 store.erase(seq, now_ms())
+        if not store.flush_to_disk():
+            log.warning("forget %s: a reader kept the WAL in use; the next checkpoint empties it", memory_id)
         return store.get(memory_id)
 
     def _store_holding(self, memory_id: str) -> Store:

@@ -427,6 +427,12 @@ class Store:
         if self.vector_index is not None and self.vector_index.exists(self.conn):
             self.vector_index.delete(self.conn, seq)
 
+    def flush_to_disk(self) -> bool:
+        """Checkpoint the WAL into the database file and truncate it (after a forget: the erased
+        text then survives in no file). Returns False when a reader kept the WAL in use; the next
+        checkpoint empties it."""
+        return db.checkpoint_truncate(self.conn)
+
     def insert_raw(self, memory: Memory, text_key: str | None, asserted_valid_to: int) -> int:
         """Insert a memory exactly as exported (import); index entries follow for live ones."""
         end = END_OF_TIME
