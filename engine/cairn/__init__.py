@@ -29,14 +29,15 @@ _EXPORTS = {
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
     "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
     "RankingConfig": "ranking",
-    "GLOBAL_STORE": "paths", "data_root": "paths",
+    "GLOBAL_STORE": "paths", "data_root": "paths", "ensure_data_root": "paths", "private_dir": "paths",
+    "private_file": "paths", "write_private": "paths",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
     "Verdict": "review", "review_candidates": "review", "review_decide": "review",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
-        "StoreCorrupted", "StoreError", "StoreNotFound")},
+        "StoreCorrupted", "StoreError", "StoreNotFound", "UnsafeDataRoot")},
 }
 _MODULES = ("render",)  # public modules, used whole: `from cairn import render`
 __all__ = sorted([*_EXPORTS, *_MODULES])
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
         Memory, Order,
         RememberResult, Status,
     )
-    from .paths import GLOBAL_STORE, data_root
+    from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig
     from .records import Draft
     from .review import Verdict, review_candidates, review_decide

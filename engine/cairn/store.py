@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import db
+from . import db, paths
 from .errors import InvalidImport, MemoryNotFound, StoreCorrupted, StoreError, StoreNotFound
 from .migrations import migrate
 from .models import Memory, Order
@@ -36,6 +36,22 @@ def current_sql(alias: str = "") -> str:
     not forgotten, not retired, valid_to not yet passed. Memory.status is the same rule in Python."""
     m = f"{alias}." if alias else ""
     return f"{m}forgotten_at IS NULL AND {m}retired_at = {END_OF_TIME} AND {m}valid_to > ?"
+
+
+def _in_data_root(path: Path) -> bool:
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(paths.data_root()))
+
+
+def secure_files(path: Path) -> None:
+    """Make the store file at `path` (created empty if missing: SQLite takes an empty file for a new
+    database) and its -wal and -shm files 0600. SQLite creates -wal and -shm with the database
+    file's mode, so a store created here stays private whatever the umask."""
+    paths.private_file(path)
+    for suffix in ("-wal", "-shm"):
+        side = Path(f"{path}{suffix}")
+        with contextlib.suppress(FileNotFoundError):
+            if side.stat().st_mode & 0o777 != paths.FILE_MODE:
+                os.chmod(side, paths.FILE_MODE)
 
 
 @dataclass(frozen=True)
@@ -130,12 +146,20 @@ class Store:
         store keeps the backend it was created with.
         Raises StoreNotFound, StoreCorrupted, SchemaTooNew.
         """
-        if not path.exists():
+        in_memory = str(path) == ":memory:"
+        if not in_memory and _in_data_root(path):
+            paths.ensure_data_root()  # refuses a root owned by another user; tightens an old install
+        if not path.exists() and not in_memory:
             if not create:
                 raise StoreNotFound(f"store {name!r} does not exist ({path})")
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if _in_data_root(path):
+                paths.private_dir(path.parent)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
         elif path.is_dir():
             raise StoreCorrupted(f"{path} is a directory, not a store file")
+        if not in_memory:
+            secure_files(path)
         conn = db.connect(str(path), busy_timeout_ms=busy_timeout_ms)
         try:
             migrate(conn, str(path))

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import (
-    Resolved, StoreNotFound, cited_ids, data_root, is_trivial, prompt_context, resolve, session_brief,
+    Resolved, StoreNotFound, cited_ids, data_root, is_trivial, private_dir, private_file, prompt_context, resolve,
+    session_brief, write_private,
 )
 
 if TYPE_CHECKING:
@@ -38,8 +39,8 @@ def paused_marker(session_id: str) -> Path:
 def set_paused(session_id: str, paused: bool) -> None:
     marker = paused_marker(session_id)
     if paused:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
+        private_dir(marker.parent)
+        private_file(marker)
     else:
         marker.unlink(missing_ok=True)
 
@@ -82,10 +83,7 @@ class SessionState:
     def save(self) -> None:
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"brief": self.brief, "injected": self.injected[-500:]}))
-        os.replace(tmp, self.path)
+        write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:]}).encode())
 
 
 def _digest(text: str) -> str:
