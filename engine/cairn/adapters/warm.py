@@ -1,8 +1,8 @@
 """The client side of the warm process (service.py): where its socket is, and how to ask it.
 
 This module imports only the standard library and `cairn.paths` (data root, private files), so a
-hook process can use it in a few milliseconds. The warm process is per user and per data root: one Unix socket in a private
-(0700) folder, so there are no ports to collide and no other user can connect.
+hook process can use it in a few milliseconds. The warm process is per user and per data root: one
+Unix socket in a private (0700) folder, so there are no ports to collide and no other user can connect.
 """
 
 from __future__ import annotations
