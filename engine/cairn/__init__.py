@@ -21,7 +21,8 @@ __version__ = "0.1.0"
 # module that defines it. tests/test_architecture.py holds adapters to this list.
 _EXPORTS = {
     "Cairn": "engine", "SCOPES": "models", "VERDICTS": "models", "create_store": "engine", "list_stores": "engine",
-    "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine",
+    "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine", "backup_store": "engine",
+    "backups_of": "engine", "restore_store": "engine",
     "Draft": "records",
     "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
     "Embedder": "embedder",
@@ -58,7 +59,10 @@ if TYPE_CHECKING:
     from .config import load_config
     from .context import cited_ids, is_trivial, prompt_context, session_brief
     from .embedder import Embedder
-    from .engine import VECTOR_FLOOR, Cairn, create_store, delete_store, list_stores, rename_store
+    from .engine import (
+        VECTOR_FLOOR, Cairn, backup_store, backups_of, create_store, delete_store, list_stores, rename_store,
+        restore_store,
+    )
     from .errors import *  # noqa: F403
     from .models import (
         DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SCOPES, SOURCES, STATUSES, VERDICTS, Hit,

@@ -73,6 +73,17 @@ def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
     return conn
 
 
+def connect_read_only(path: str) -> Connection:
+    """Open `path` read-only, without changing it (no journal mode switch, no -wal created).
+    Raises StoreCorrupted when it cannot be opened as a database."""
+    try:
+        conn = sqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except DatabaseError as exc:
+        raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
+    return conn
+
+
 def checkpoint_truncate(conn: Connection) -> bool:
     """Copy the WAL into the database file and truncate the WAL to zero bytes, so that pages a
     transaction overwrote (a forgotten memory's text) survive in no file. Waits for readers up to

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import db, paths
-from .errors import InvalidImport, MemoryNotFound, StoreCorrupted, StoreError, StoreNotFound
-from .migrations import migrate
+from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreCorrupted, StoreError, StoreNotFound
+from .migrations import MIGRATIONS, migrate
 from .models import Memory, Order
 from .records import NewMemory
 from .text import index_text, normalise
@@ -558,6 +558,78 @@ class Store:
                     self.put_vector(seq, None)
             self.conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                                   [("embedding_model", model_name), ("embedding_fingerprint", fingerprint)])
+
+    # -- backup and restore --------------------------------------------------------------------------
+    def backup_to(self, target: Path) -> None:
+        """Copy this store into a new file `target` (0600) with SQLite's online backup API: one
+        consistent snapshot, taken while other connections keep writing (WAL readers do not block
+        writers). The copy is a single self-contained file (rollback journal, no -wal) and passes
+        `PRAGMA integrity_check`; it is written under a temporary name and renamed, so a backup
+        killed midway leaves no file that looks complete. Raises StoreError if the copy fails its check."""
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
+        paths.private_file(tmp)
+        try:
+            copy = db.sqlite.connect(str(tmp), isolation_level=None)
+            try:
+                self.conn.backup(copy)
+                copy.execute("PRAGMA journal_mode = DELETE")
+                check = copy.execute("PRAGMA integrity_check").fetchone()[0]
+            finally:
+                copy.close()
+            if check != "ok":
+                raise StoreError(f"the backup of {self.name!r} failed its integrity check: {check}")
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def restore_from(self, source: Path) -> None:
+        """Replace this store's whole content by the database at `source`, in one write transaction
+        of the backup API: every other connection to this file (the warm process, MCP servers) sees
+        the restored content at its next read, never a mix. Check `source` with inspect_file first."""
+        src = db.connect_read_only(str(source))
+        try:
+            src.backup(self.conn)
+        finally:
+            src.close()
+        db.checkpoint_truncate(self.conn)
+
+    @classmethod
+    def open_file_copy(cls, source: Path, target: Path) -> Store:
+        """Copy the database at `source` into the new file `target` (0600, WAL) and open it as a
+        store (migrated). Raises StoreCorrupted."""
+        copy = db.sqlite.connect(str(paths.private_file(target)), isolation_level=None)
+        try:
+            src = db.connect_read_only(str(source))
+            try:
+                src.backup(copy)
+            finally:
+                src.close()
+        finally:
+            copy.close()
+        return cls.open(target, name=target.stem, create=False)
+
+    @staticmethod
+    def inspect_file(path: Path) -> dict[str, object]:
+        """What a store or backup file holds, read without changing it: {"schema_version", "name"
+        (as recorded in it, or None), "integrity" ("ok" or the first problem)}. Raises StoreCorrupted
+        (not a database, or not a Cairn store), SchemaTooNew (written by a newer Cairn)."""
+        conn = db.connect_read_only(str(path))
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            latest = len(MIGRATIONS)
+            if version > latest:
+                raise SchemaTooNew(f"{path} has schema version {version}, newer than this Cairn understands "
+                                   f"({latest}); upgrade Cairn to restore it")
+            has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone()
+            if version == 0 or not has_meta:
+                raise StoreCorrupted(f"{path} is not a Cairn store")
+            row = conn.execute("SELECT value FROM meta WHERE key = 'name'").fetchone()
+            integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        except db.DatabaseError as exc:
+            raise StoreCorrupted(f"{path} cannot be read ({exc})") from None
+        finally:
+            conn.close()
+        return {"schema_version": version, "name": row[0] if row else None, "integrity": integrity}
 
     def file_size(self) -> int:
         """Bytes on disk: the database plus its WAL."""
