@@ -29,7 +29,7 @@ _EXPORTS = {
     "Hit": "models", "Memory": "models", "RememberResult": "models", "Status": "models", "Order": "models",
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
     "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
-    "RankingConfig": "ranking",
+    "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "db",
     "GLOBAL_STORE": "paths", "data_root": "paths", "ensure_data_root": "paths", "private_dir": "paths",
     "private_file": "paths", "write_private": "paths",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from . import render
     from .compose import Resolved, embedder_from_config, resolve
     from .config import load_config
+    from .db import BROKEN_STORE_ERRORS
+    from .health import Check, doctor
     from .context import cited_ids, is_trivial, prompt_context, session_brief
     from .embedder import Embedder
     from .engine import (

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from .errors import StoreCorrupted
+from .errors import StoreCorrupted, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,10 @@ Connection = Any  # the binding's Connection class; bindings differ, the DB-API 
 DatabaseError = sqlite.DatabaseError
 IntegrityError = sqlite.IntegrityError
 OperationalError = sqlite.OperationalError
+# What reading a store that cannot be used raises: the file is not a Cairn store, or SQLite finds
+# it malformed mid-query (which the engine does not wrap). For callers that must tell a broken store
+# from other failures (the session-start hook).
+BROKEN_STORE_ERRORS = (StoreError, DatabaseError)
 
 
 def load_sqlite_vec(conn: Connection) -> str | None:
@@ -52,6 +56,15 @@ def load_sqlite_vec(conn: Connection) -> str | None:
         return None
     except Exception as exc:  # AttributeError on bindings without enable_load_extension, too
         return f"{type(exc).__name__}: {exc}"
+
+
+def sqlite_vec_error() -> str | None:
+    """Whether sqlite-vec loads into this binding: None if it does, else why not."""
+    conn = sqlite.connect(":memory:")
+    try:
+        return load_sqlite_vec(conn)
+    finally:
+        conn.close()
 
 
 def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:

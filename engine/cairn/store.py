@@ -559,6 +559,58 @@ class Store:
             self.conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                                   [("embedding_model", model_name), ("embedding_fingerprint", fingerprint)])
 
+    # -- health ----------------------------------------------------------------------------------------
+    def integrity(self) -> str:
+        """`PRAGMA integrity_check`: "ok", or its problems, one per line."""
+        return "\n".join(r[0] for r in self.conn.execute("PRAGMA integrity_check").fetchall())
+
+    def index_report(self) -> dict[str, int]:
+        """How the FTS and vector indexes agree with the memory table. Live memories (with text) must
+        each have one FTS row and either a vector or a backlog entry; nothing else may be indexed.
+        {"live", "fts_missing", "fts_orphans", "vector_missing", "vector_orphans"}."""
+        live = "SELECT seq FROM memories WHERE text IS NOT NULL"
+        one = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731
+        report = {
+            "live": one(f"SELECT count(*) FROM ({live})"),
+            "fts_missing": one(f"SELECT count(*) FROM ({live}) WHERE seq NOT IN (SELECT rowid FROM memory_fts)"),
+            "fts_orphans": one(f"SELECT count(*) FROM memory_fts WHERE rowid NOT IN ({live})"),
+            "vector_missing": 0, "vector_orphans": 0,
+        }
+        index = self.vector_index
+        if index is not None and index.exists(self.conn):
+            key = "rowid" if isinstance(index, SqliteVecIndex) else "seq"
+            report["vector_missing"] = one(
+                f"SELECT count(*) FROM ({live}) WHERE seq NOT IN (SELECT {key} FROM {index.table}) "
+                "AND seq NOT IN (SELECT seq FROM vector_backlog)")
+            report["vector_orphans"] = one(f"SELECT count(*) FROM {index.table} WHERE {key} NOT IN ({live})")
+        elif index is not None:
+            report["vector_missing"] = one(f"SELECT count(*) FROM ({live}) WHERE seq NOT IN "
+                                           "(SELECT seq FROM vector_backlog)")
+        return report
+
+    def rebuild_indexes(self) -> None:
+        """Rebuild the FTS index from the memory table, drop vectors of memories that are not live,
+        and queue live memories without a vector for embedding (in one transaction)."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM memory_fts")
+            rows = self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL").fetchall()
+            tags = self._tags([seq for seq, _ in rows])
+            self.conn.executemany("INSERT INTO memory_fts(rowid, body, tags) VALUES (?, ?, ?)",
+                                  [(seq, index_text(text), " ".join(tags.get(seq, ()))) for seq, text in rows])
+            index = self.vector_index
+            live = "SELECT seq FROM memories WHERE text IS NOT NULL"
+            self.conn.execute(f"DELETE FROM vector_backlog WHERE seq NOT IN ({live})")
+            if index is not None and index.exists(self.conn):
+                key = "rowid" if isinstance(index, SqliteVecIndex) else "seq"
+                for (seq,) in self.conn.execute(f"SELECT {key} FROM {index.table} WHERE {key} NOT IN ({live})"
+                                                ).fetchall():
+                    index.delete(self.conn, seq)
+                self.conn.execute(f"INSERT OR IGNORE INTO vector_backlog(seq) SELECT seq FROM ({live}) "
+                                  f"WHERE seq NOT IN (SELECT {key} FROM {index.table})")
+            elif index is not None:
+                self.conn.execute(f"INSERT OR IGNORE INTO vector_backlog(seq) {live}")
+        self.flush_to_disk()
+
     # -- backup and restore --------------------------------------------------------------------------
     def backup_to(self, target: Path) -> None:
         """Copy this store into a new file `target` (0600) with SQLite's online backup API: one

@@ -504,6 +504,41 @@ def restore(backup_file: str, store_name: str | None, as_json: bool) -> None:
     _emit(as_json, done, human)
 
 
+def _warm_check() -> cairn.Check:
+    if not warm.is_running():
+        return cairn.Check("warm process", "ok", "not running (started on demand by the next hook or recall)")
+    reply = warm.request({"op": "ping"}, timeout=5)
+    if reply is not None:
+        return cairn.Check("warm process", "ok", f"pid {reply.get('pid')}, model {reply.get('model')}")
+    if not warm.socket_path().exists():
+        return cairn.Check("warm process", "ok", "starting (loading its model)")
+    return cairn.Check("warm process", "warn", f"running but not answering on {warm.socket_path()}",
+                       f"stop it; it is restarted on demand (see {cairn.data_root() / 'logs' / 'service.log'})")
+
+
+@cli.command()
+@click.option("--fix", is_flag=True, help="Repair what can be: indexes, file modes, pending migrations.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
+def doctor(fix: bool, as_json: bool) -> None:
+    """Check the installation and every store: versions, sqlite-vec, the model and each store's
+    fingerprint, schema, integrity, index consistency, warm process, file modes. Loads the model (a
+    few seconds). Exit 1 when a check fails (and --fix did not repair it)."""
+    checks = [*cairn.doctor(fix=fix), _warm_check()]
+    failed = [c for c in checks if c.status == "fail" and not c.fixed]
+
+    def human() -> None:
+        for c in checks:
+            click.echo(f"{c.status.upper():<4}  {c.name}: {c.detail}" + ("  [fixed]" if c.fixed else ""))
+            if c.fix and c.status != "ok" and not c.fixed:
+                click.echo(f"      fix: {c.fix}")
+        click.echo(f"{len(failed)} failed" if failed else "all checks passed" if not any(
+            c.status == "warn" for c in checks) else "no check failed (see the warnings)")
+
+    _emit(as_json, {"ok": not failed, "checks": [c.to_json() for c in checks]}, human)
+    if failed:
+        sys.exit(1)
+
+
 @cli.group()
 def review() -> None:
     """Possible duplicates and contradictions, and your verdict on each (as /cairn:review-memory)."""
