@@ -266,6 +266,18 @@ def test_forget_removes_it_from_recall_and_list(shared):
     assert "replace" in shared.error("memory_replace", id=made["id"], text="Pager rotation changes on Fridays")
 
 
+def test_forget_leaves_the_text_in_no_file_under_the_data_root(shared, home):
+    from .test_erasure import files_holding
+
+    secret = "The release signing key lives in bucket qxvortal-keys, guarded by Thandiwe"
+    needles = (secret.encode(), b"qxvortal", b"Thandiwe", secret.lower().encode())
+    made = shared.ok("memory_remember", text=secret, kind="fact", tags=["signing"])
+    assert made["id"] in [h["id"] for h in shared.ok("memory_recall", query="release signing key bucket")["hits"]]
+    assert files_holding(home, needles), "before the forget, the search must find the text"
+    shared.ok("memory_forget", id=made["id"])
+    assert files_holding(home, needles) == {}
+
+
 def test_global_memories_are_recalled_and_can_be_replaced(shared):
     made = shared.ok("memory_remember", text="The user prefers answers in British English", kind="preference",
                      scope="global")

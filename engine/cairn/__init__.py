@@ -21,22 +21,24 @@ __version__ = "0.1.0"
 # module that defines it. tests/test_architecture.py holds adapters to this list.
 _EXPORTS = {
     "Cairn": "engine", "SCOPES": "models", "VERDICTS": "models", "create_store": "engine", "list_stores": "engine",
-    "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine",
+    "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine", "backup_store": "engine",
+    "backups_of": "engine", "restore_store": "engine",
     "Draft": "records",
     "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
     "Embedder": "embedder", "parse_fingerprint": "embedder",
     "Hit": "models", "Memory": "models", "RememberResult": "models", "Status": "models", "Order": "models",
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
     "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
-    "RankingConfig": "ranking",
-    "GLOBAL_STORE": "paths", "data_root": "paths",
+    "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "db",
+    "GLOBAL_STORE": "paths", "data_root": "paths", "ensure_data_root": "paths", "private_dir": "paths",
+    "private_file": "paths", "write_private": "paths",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
     "Verdict": "review", "review_candidates": "review", "review_decide": "review",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
-        "StoreCorrupted", "StoreError", "StoreNotFound")},
+        "StoreCorrupted", "StoreError", "StoreNotFound", "UnsafeDataRoot")},
 }
 _MODULES = ("render",)  # public modules, used whole: `from cairn import render`
 __all__ = sorted([*_EXPORTS, *_MODULES])
@@ -55,16 +57,21 @@ if TYPE_CHECKING:
     from . import render
     from .compose import Resolved, embedder_from_config, resolve
     from .config import load_config
+    from .db import BROKEN_STORE_ERRORS
+    from .health import Check, doctor
     from .context import cited_ids, is_trivial, prompt_context, session_brief
     from .embedder import Embedder, parse_fingerprint
-    from .engine import VECTOR_FLOOR, Cairn, create_store, delete_store, list_stores, rename_store
+    from .engine import (
+        VECTOR_FLOOR, Cairn, backup_store, backups_of, create_store, delete_store, list_stores, rename_store,
+        restore_store,
+    )
     from .errors import *  # noqa: F403
     from .models import (
         DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SCOPES, SOURCES, STATUSES, VERDICTS, Hit,
         Memory, Order,
         RememberResult, Status,
     )
-    from .paths import GLOBAL_STORE, data_root
+    from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig
     from .records import Draft
     from .review import Verdict, review_candidates, review_decide

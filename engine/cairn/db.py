@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from .errors import StoreCorrupted
+from .errors import StoreCorrupted, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,10 @@ Connection = Any  # the binding's Connection class; bindings differ, the DB-API 
 DatabaseError = sqlite.DatabaseError
 IntegrityError = sqlite.IntegrityError
 OperationalError = sqlite.OperationalError
+# What reading a store that cannot be used raises: the file is not a Cairn store, or SQLite finds
+# it malformed mid-query (which the engine does not wrap). For callers that must tell a broken store
+# from other failures (the session-start hook).
+BROKEN_STORE_ERRORS = (StoreError, DatabaseError)
 
 
 def load_sqlite_vec(conn: Connection) -> str | None:
@@ -54,6 +58,15 @@ def load_sqlite_vec(conn: Connection) -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
+def sqlite_vec_error() -> str | None:
+    """Whether sqlite-vec loads into this binding: None if it does, else why not."""
+    conn = sqlite.connect(":memory:")
+    try:
+        return load_sqlite_vec(conn)
+    finally:
+        conn.close()
+
+
 def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
     """Open `path` in WAL mode with a busy timeout; autocommit, transactions are explicit.
 
@@ -65,10 +78,31 @@ def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")  # durable at each checkpoint; safe with WAL
         conn.execute("PRAGMA foreign_keys = ON")
+        # Deleted content is overwritten with zeros, not left in free pages: forget means gone.
+        conn.execute("PRAGMA secure_delete = ON")
     except DatabaseError as exc:
         conn.close()
         raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
     return conn
+
+
+def connect_read_only(path: str) -> Connection:
+    """Open `path` read-only, without changing it (no journal mode switch, no -wal created).
+    Raises StoreCorrupted when it cannot be opened as a database."""
+    try:
+        conn = sqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except DatabaseError as exc:
+        raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
+    return conn
+
+
+def checkpoint_truncate(conn: Connection) -> bool:
+    """Copy the WAL into the database file and truncate the WAL to zero bytes, so that pages a
+    transaction overwrote (a forgotten memory's text) survive in no file. Waits for readers up to
+    the busy timeout. Returns whether the WAL was emptied (False: a reader kept it in use)."""
+    busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return busy == 0
 
 
 @contextlib.contextmanager

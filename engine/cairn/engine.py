@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .compose import Resolved, embedder_from_config, resolve
+from .db import DatabaseError
 from .embedder import Embedder, compatible, parse_fingerprint
 from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
-from .errors import StoreError, StoreNotFound
+from .errors import InvalidInput, StoreCorrupted, StoreError, StoreNotFound
 from .migrations import MIGRATIONS
 from .models import DEFAULT_IMPORTANCE, KINDS, SCOPES, Hit, Memory, Order, RememberResult, Status
-from .paths import GLOBAL_STORE, StoreChoice, store_path, stores_dir, validate_store_name
+from .paths import GLOBAL_STORE, StoreChoice, backups_dir, private_dir, store_path, stores_dir, validate_store_name
 from .ranking import RankingConfig, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .store import Filters, Store
@@ -103,6 +107,101 @@ def create_store(name: str) -> tuple[Path, bool]:
     existed = path.exists()
     Store.open(path, name=name, create=True).close()
     return path, not existed
+
+
+_BACKUP_TIME = "%Y%m%dT%H%M%S"
+
+
+def _stamp() -> str:
+    """UTC time to the millisecond, sortable as text: 20250102T030405678Z."""
+    ms = now_ms()
+    return time.strftime(_BACKUP_TIME, time.gmtime(ms / 1000)) + f"{ms % 1000:03d}Z"
+
+
+def backups_of(name: str) -> list[Path]:
+    """The backup files `cairn backup` made of store NAME, oldest first."""
+    pattern = re.compile(rf"^{re.escape(name)}-\d{{8}}T\d{{9}}Z\.db$")
+    folder = backups_dir()
+    return sorted(p for p in folder.glob("*.db") if pattern.match(p.name)) if folder.is_dir() else []
+
+
+def backup_store(name: str, *, keep: int | None = None) -> dict[str, Any]:
+    """Back up store NAME into <data root>/backups/NAME-<UTC time>.db (0600) with SQLite's online
+    backup API: a consistent copy, safe while sessions write. keep: then delete all but the `keep`
+    newest backups of that store. Returns {"store", "path", "bytes", "counts", "removed": [paths]}.
+    Raises InvalidStoreName, StoreNotFound, StoreCorrupted, StoreError."""
+    if keep is not None and keep < 1:
+        raise InvalidInput("keep must be at least 1")
+    path = store_path(validate_store_name(name))
+    store = Store.open(path, name=name, create=False)
+    try:
+        target = private_dir(backups_dir()) / f"{name}-{_stamp()}.db"
+        store.backup_to(target)
+        counts = store.counts()
+    finally:
+        store.close()
+    removed = [str(p) for p in backups_of(name)[:-keep]] if keep else []
+    for old in removed:
+        Path(old).unlink(missing_ok=True)
+    return {"store": name, "path": str(target), "bytes": target.stat().st_size, "counts": counts, "removed": removed}
+
+
+def restore_store(source: str | Path, *, name: str | None = None) -> dict[str, Any]:
+    """Make store NAME (default: the name recorded in the backup) hold exactly what the backup file
+    `source` holds: memories, history, tombstones, review verdicts.
+
+    The backup is checked first (a Cairn store, schema not newer than this Cairn, integrity ok).
+    The store it replaces is kept aside as <data root>/backups/NAME-replaced-<UTC time>.db. A
+    readable store is overwritten in place in one transaction, so a process holding it open (the
+    warm process, an MCP server) reads the restored content from its next query on; an unreadable
+    one is moved aside (with its -wal) and the backup copied in its place. An older schema is
+    migrated. Returns {"store", "path", "source", "replaced_kept_at" (None when there was no
+    store), "schema_version", "counts"}.
+    Raises InvalidInput (no such file), InvalidStoreName, SchemaTooNew, StoreCorrupted."""
+    source = Path(source)
+    if not source.is_file():
+        raise InvalidInput(f"no backup file {source}")
+    info = Store.inspect_file(source)
+    if info["integrity"] != "ok":
+        raise StoreCorrupted(f"{source} fails its integrity check ({info['integrity']}); not restored")
+    name = validate_store_name(name or str(info["name"] or source.stem.rsplit("-", 1)[0]))
+    target = store_path(name)
+    aside: Path | None = None
+    if target.exists():
+        aside = private_dir(backups_dir()) / f"{name}-replaced-{_stamp()}.db"
+        live: Store | None = None
+        try:
+            live = Store.open(target, name=name, create=False)
+            live.backup_to(aside)
+        except (StoreError, DatabaseError) as exc:
+            # Unreadable (the usual reason to restore): nothing can be copied out of it, so its files
+            # are kept aside as they are, and the backup is copied into a new file.
+            log.warning("restore %s: the store cannot be read (%s); moving its files aside", name, exc)
+            if live is not None:
+                live.close()
+                live = None
+            for suffix in ("", "-wal"):
+                if Path(f"{target}{suffix}").exists():
+                    os.replace(f"{target}{suffix}", f"{aside}{suffix}")
+            Path(f"{target}-shm").unlink(missing_ok=True)
+        if live is not None:
+            try:
+                live.restore_from(source)
+            finally:
+                live.close()
+    if not target.exists():
+        private_dir(target.parent)
+        copy = Store.open_file_copy(source, target)
+        copy.close()
+    restored = Store.open(target, name=name, create=False)  # migrates an older schema
+    try:
+        if restored.get_meta("name") != name:
+            restored.set_meta("name", name)
+        counts = restored.counts()
+    finally:
+        restored.close()
+    return {"store": name, "path": str(target), "source": str(source),
+            "replaced_kept_at": str(aside) if aside else None, "schema_version": len(MIGRATIONS), "counts": counts}
 
 
 def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
@@ -445,12 +544,19 @@ class Cairn:
     def forget(self, memory_id: str) -> Memory:
         """Erase a memory: its text, tags, keyword and vector index entries. A tombstone row remains
         (id, kind, times, links) so history shows that something was forgotten, and when.
+
+        The erased bytes are overwritten (SQLite secure_delete, FTS5 secure-delete, vec0 zeroes a
+        deleted vector) and the WAL is checkpointed and truncated before this returns, so the text
+        is in no file of the data root; if another process is mid-read the WAL is emptied at the
+        next checkpoint instead (logged). Backups made before, and filesystem snapshots, keep it.
         Forgetting twice is harmless. Raises MemoryNotFound."""
         store = self._store_holding(memory_id)
         with store.transaction():
             seq = store.seq_of(memory_id)
             if store.get(memory_id).forgotten_at is None:
                 store.erase(seq, now_ms())
+        if not store.flush_to_disk():
+            log.warning("forget %s: a reader kept the WAL in use; the next checkpoint empties it", memory_id)
         return store.get(memory_id)
 
     def _store_holding(self, memory_id: str) -> Store:
@@ -630,4 +736,5 @@ class Cairn:
         return len(rows)
 
 
-__all__ = ["Cairn", "Draft", "SCOPES", "VECTOR_FLOOR", "create_store", "delete_store", "list_stores", "rename_store"]
+__all__ = ["Cairn", "Draft", "SCOPES", "VECTOR_FLOOR", "backup_store", "backups_of", "create_store", "delete_store",
+           "list_stores", "rename_store", "restore_store"]

@@ -13,7 +13,8 @@
     │   ├── StoreNotFound       an explicitly named store that does not exist
     │   ├── StoreCorrupted      the file is not a readable Cairn database
     │   ├── SchemaTooNew        written by a newer Cairn; refuse rather than guess
-    │   └── EmbeddingMismatch   the store's vectors come from another model; run `cairn reembed`
+    │   ├── EmbeddingMismatch   the store's vectors come from another model; run `cairn reembed`
+    │   └── UnsafeDataRoot      the data root belongs to another user
     └── EmbedderUnavailable     no embedding model could be loaded
 
 Callers catch by meaning. The CLI turns any CairnError into one line on stderr and exit code 2.
@@ -75,6 +76,10 @@ class SchemaTooNew(StoreError):
 
 
 class EmbeddingMismatch(StoreError):
+    pass
+
+
+class UnsafeDataRoot(StoreError):
     pass
 
 

@@ -7,12 +7,14 @@ file written by a newer Cairn is recognised and refused instead of being misread
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
-from .db import Connection, DatabaseError, write_transaction
+from .db import Connection, DatabaseError, checkpoint_truncate, write_transaction
 from .errors import SchemaTooNew, StoreCorrupted
 from .timeutil import END_OF_TIME, now_ms
 
+log = logging.getLogger(__name__)
 Migration = Callable[[Connection], None]
 MIGRATIONS: list[tuple[int, str, Migration]] = []
 
@@ -93,6 +95,28 @@ def m003_valid_to_index(conn: Connection) -> None:
     conn.execute("CREATE INDEX memories_by_valid_to ON memories(valid_to)")
 
 
+@migration
+def m004_fts_secure_delete(conn: Connection) -> None:
+    # FTS5 removes a deleted row's entries from its index segments instead of leaving them until a
+    # merge (a persistent option of the table, SQLite 3.42+). Entries deleted before this are purged
+    # by purge_deleted below.
+    conn.execute("INSERT INTO memory_fts(memory_fts, rank) VALUES ('secure-delete', 1)")
+
+
+# Migrations after which a store written by an older Cairn may still hold forgotten text (FTS
+# segments, free pages): purge_deleted runs once when one of them is applied to an existing store.
+PURGE_AFTER = {4}
+
+
+def purge_deleted(conn: Connection) -> None:
+    """Rewrite the FTS index and the whole file so that no deleted content remains in it: an FTS
+    'optimize' (one segment, deleted entries dropped), VACUUM (free pages gone), then an emptied WAL.
+    Outside any transaction; costs about as much as copying the file."""
+    conn.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
+    conn.execute("VACUUM")
+    checkpoint_truncate(conn)
+
+
 def _user_tables(conn: Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     return {r[0] for r in rows}
@@ -128,4 +152,10 @@ def migrate(conn: Connection, path: str) -> int:
             fn(conn)
             conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, ?)", (name, now_ms()))
             conn.execute(f"PRAGMA user_version = {number}")
+    if version > 0 and any(version < n for n in PURGE_AFTER) and conn.execute(
+            "SELECT 1 FROM memories WHERE forgotten_at IS NOT NULL LIMIT 1").fetchone():
+        try:
+            purge_deleted(conn)
+        except DatabaseError as exc:  # busy: the store works; `cairn doctor --fix` purges later
+            log.warning("%s: could not purge forgotten text left by an older Cairn (%s)", path, exc)
     return latest

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import db
-from .errors import InvalidImport, MemoryNotFound, StoreCorrupted, StoreError, StoreNotFound
-from .migrations import migrate
+from . import db, paths
+from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreCorrupted, StoreError, StoreNotFound
+from .migrations import MIGRATIONS, migrate
 from .models import Memory, Order
 from .records import NewMemory
 from .text import index_text, normalise
@@ -36,6 +36,22 @@ def current_sql(alias: str = "") -> str:
     not forgotten, not retired, valid_to not yet passed. Memory.status is the same rule in Python."""
     m = f"{alias}." if alias else ""
     return f"{m}forgotten_at IS NULL AND {m}retired_at = {END_OF_TIME} AND {m}valid_to > ?"
+
+
+def _in_data_root(path: Path) -> bool:
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(paths.data_root()))
+
+
+def secure_files(path: Path) -> None:
+    """Make the store file at `path` (created empty if missing: SQLite takes an empty file for a new
+    database) and its -wal and -shm files 0600. SQLite creates -wal and -shm with the database
+    file's mode, so a store created here stays private whatever the umask."""
+    paths.private_file(path)
+    for suffix in ("-wal", "-shm"):
+        side = Path(f"{path}{suffix}")
+        with contextlib.suppress(FileNotFoundError):
+            if side.stat().st_mode & 0o777 != paths.FILE_MODE:
+                os.chmod(side, paths.FILE_MODE)
 
 
 @dataclass(frozen=True)
@@ -130,12 +146,20 @@ class Store:
         store keeps the backend it was created with.
         Raises StoreNotFound, StoreCorrupted, SchemaTooNew.
         """
-        if not path.exists():
+        in_memory = str(path) == ":memory:"
+        if not in_memory and _in_data_root(path):
+            paths.ensure_data_root()  # refuses a root owned by another user; tightens an old install
+        if not path.exists() and not in_memory:
             if not create:
                 raise StoreNotFound(f"store {name!r} does not exist ({path})")
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if _in_data_root(path):
+                paths.private_dir(path.parent)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
         elif path.is_dir():
             raise StoreCorrupted(f"{path} is a directory, not a store file")
+        if not in_memory:
+            secure_files(path)
         conn = db.connect(str(path), busy_timeout_ms=busy_timeout_ms)
         try:
             migrate(conn, str(path))
@@ -427,6 +451,12 @@ class Store:
         if self.vector_index is not None and self.vector_index.exists(self.conn):
             self.vector_index.delete(self.conn, seq)
 
+    def flush_to_disk(self) -> bool:
+        """Checkpoint the WAL into the database file and truncate it (after a forget: the erased
+        text then survives in no file). Returns False when a reader kept the WAL in use; the next
+        checkpoint empties it."""
+        return db.checkpoint_truncate(self.conn)
+
     def insert_raw(self, memory: Memory, text_key: str | None, asserted_valid_to: int) -> int:
         """Insert a memory exactly as exported (import); index entries follow for live ones."""
         end = END_OF_TIME
@@ -528,6 +558,130 @@ class Store:
                     self.put_vector(seq, None)
             self.conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
                                   [("embedding_model", model_name), ("embedding_fingerprint", fingerprint)])
+
+    # -- health ----------------------------------------------------------------------------------------
+    def integrity(self) -> str:
+        """`PRAGMA integrity_check`: "ok", or its problems, one per line."""
+        return "\n".join(r[0] for r in self.conn.execute("PRAGMA integrity_check").fetchall())
+
+    def index_report(self) -> dict[str, int]:
+        """How the FTS and vector indexes agree with the memory table. Live memories (with text) must
+        each have one FTS row and either a vector or a backlog entry; nothing else may be indexed.
+        {"live", "fts_missing", "fts_orphans", "vector_missing", "vector_orphans"}."""
+        live = "SELECT seq FROM memories WHERE text IS NOT NULL"
+        one = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731
+        report = {
+            "live": one(f"SELECT count(*) FROM ({live})"),
+            "fts_missing": one(f"SELECT count(*) FROM ({live}) WHERE seq NOT IN (SELECT rowid FROM memory_fts)"),
+            "fts_orphans": one(f"SELECT count(*) FROM memory_fts WHERE rowid NOT IN ({live})"),
+            "vector_missing": 0, "vector_orphans": 0,
+        }
+        index = self.vector_index
+        if index is not None and index.exists(self.conn):
+            key = "rowid" if isinstance(index, SqliteVecIndex) else "seq"
+            report["vector_missing"] = one(
+                f"SELECT count(*) FROM ({live}) WHERE seq NOT IN (SELECT {key} FROM {index.table}) "
+                "AND seq NOT IN (SELECT seq FROM vector_backlog)")
+            report["vector_orphans"] = one(f"SELECT count(*) FROM {index.table} WHERE {key} NOT IN ({live})")
+        elif index is not None:
+            report["vector_missing"] = one(f"SELECT count(*) FROM ({live}) WHERE seq NOT IN "
+                                           "(SELECT seq FROM vector_backlog)")
+        return report
+
+    def rebuild_indexes(self) -> None:
+        """Rebuild the FTS index from the memory table, drop vectors of memories that are not live,
+        and queue live memories without a vector for embedding (in one transaction)."""
+        with self.transaction():
+            self.conn.execute("DELETE FROM memory_fts")
+            rows = self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL").fetchall()
+            tags = self._tags([seq for seq, _ in rows])
+            self.conn.executemany("INSERT INTO memory_fts(rowid, body, tags) VALUES (?, ?, ?)",
+                                  [(seq, index_text(text), " ".join(tags.get(seq, ()))) for seq, text in rows])
+            index = self.vector_index
+            live = "SELECT seq FROM memories WHERE text IS NOT NULL"
+            self.conn.execute(f"DELETE FROM vector_backlog WHERE seq NOT IN ({live})")
+            if index is not None and index.exists(self.conn):
+                key = "rowid" if isinstance(index, SqliteVecIndex) else "seq"
+                for (seq,) in self.conn.execute(f"SELECT {key} FROM {index.table} WHERE {key} NOT IN ({live})"
+                                                ).fetchall():
+                    index.delete(self.conn, seq)
+                self.conn.execute(f"INSERT OR IGNORE INTO vector_backlog(seq) SELECT seq FROM ({live}) "
+                                  f"WHERE seq NOT IN (SELECT {key} FROM {index.table})")
+            elif index is not None:
+                self.conn.execute(f"INSERT OR IGNORE INTO vector_backlog(seq) {live}")
+        self.flush_to_disk()
+
+    # -- backup and restore --------------------------------------------------------------------------
+    def backup_to(self, target: Path) -> None:
+        """Copy this store into a new file `target` (0600) with SQLite's online backup API: one
+        consistent snapshot, taken while other connections keep writing (WAL readers do not block
+        writers). The copy is a single self-contained file (rollback journal, no -wal) and passes
+        `PRAGMA integrity_check`; it is written under a temporary name and renamed, so a backup
+        killed midway leaves no file that looks complete. Raises StoreError if the copy fails its check."""
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
+        paths.private_file(tmp)
+        try:
+            copy = db.sqlite.connect(str(tmp), isolation_level=None)
+            try:
+                self.conn.backup(copy)
+                copy.execute("PRAGMA journal_mode = DELETE")
+                check = copy.execute("PRAGMA integrity_check").fetchone()[0]
+            finally:
+                copy.close()
+            if check != "ok":
+                raise StoreError(f"the backup of {self.name!r} failed its integrity check: {check}")
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def restore_from(self, source: Path) -> None:
+        """Replace this store's whole content by the database at `source`, in one write transaction
+        of the backup API: every other connection to this file (the warm process, MCP servers) sees
+        the restored content at its next read, never a mix. Check `source` with inspect_file first."""
+        src = db.connect_read_only(str(source))
+        try:
+            src.backup(self.conn)
+        finally:
+            src.close()
+        db.checkpoint_truncate(self.conn)
+
+    @classmethod
+    def open_file_copy(cls, source: Path, target: Path) -> Store:
+        """Copy the database at `source` into the new file `target` (0600, WAL) and open it as a
+        store (migrated). Raises StoreCorrupted."""
+        copy = db.sqlite.connect(str(paths.private_file(target)), isolation_level=None)
+        try:
+            src = db.connect_read_only(str(source))
+            try:
+                src.backup(copy)
+            finally:
+                src.close()
+        finally:
+            copy.close()
+        return cls.open(target, name=target.stem, create=False)
+
+    @staticmethod
+    def inspect_file(path: Path) -> dict[str, object]:
+        """What a store or backup file holds, read without changing it: {"schema_version", "name"
+        (as recorded in it, or None), "integrity" ("ok" or the first problem)}. Raises StoreCorrupted
+        (not a database, or not a Cairn store), SchemaTooNew (written by a newer Cairn)."""
+        conn = db.connect_read_only(str(path))
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            latest = len(MIGRATIONS)
+            if version > latest:
+                raise SchemaTooNew(f"{path} has schema version {version}, newer than this Cairn understands "
+                                   f"({latest}); upgrade Cairn to restore it")
+            has_meta = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone()
+            if version == 0 or not has_meta:
+                raise StoreCorrupted(f"{path} is not a Cairn store")
+            row = conn.execute("SELECT value FROM meta WHERE key = 'name'").fetchone()
+            integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
+        except db.DatabaseError as exc:
+            raise StoreCorrupted(f"{path} cannot be read ({exc})") from None
+        finally:
+            conn.close()
+        return {"schema_version": version, "name": row[0] if row else None, "integrity": integrity}
 
     def file_size(self) -> int:
         """Bytes on disk: the database plus its WAL."""

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import (
-    Resolved, StoreNotFound, cited_ids, data_root, is_trivial, prompt_context, resolve, session_brief,
+    BROKEN_STORE_ERRORS, Resolved, StoreNotFound, cited_ids, data_root, is_trivial, private_dir, private_file,
+    prompt_context, resolve, session_brief, write_private,
 )
 
 if TYPE_CHECKING:
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 DISABLE_MARKER = ".cairn-disable"  # a file at a project's root: no injection in that project
 COMPACT_SHARE = 2  # after compaction, a brief of 1/2 the budget: the summary kept the gist
 SESSION_START = "SessionStart"
+STORE_BROKEN = ("Cairn memory: this project's memory store cannot be used, so nothing was recalled. "
+                "Tell the user to run `cairn doctor` in a terminal to check and repair it.")
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
 
 
@@ -38,8 +41,8 @@ def paused_marker(session_id: str) -> Path:
 def set_paused(session_id: str, paused: bool) -> None:
     marker = paused_marker(session_id)
     if paused:
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
+        private_dir(marker.parent)
+        private_file(marker)
     else:
         marker.unlink(missing_ok=True)
 
@@ -82,10 +85,7 @@ class SessionState:
     def save(self) -> None:
         if self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({"brief": self.brief, "injected": self.injected[-500:]}))
-        os.replace(tmp, self.path)
+        write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:]}).encode())
 
 
 def _digest(text: str) -> str:
@@ -121,11 +121,19 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         return None  # no memories yet; do not create a store just by starting a session
     if embedder_for is not None:
         embedder = embedder_for(config)
-    if open_memory is not None:
-        text = _respond(open_memory(resolved, embedder), event, payload, config, embedder)
-    else:
-        with Cairn.open(resolved=resolved, embedder=embedder) as memory:
-            text = _respond(memory, event, payload, config, embedder)
+    try:
+        if open_memory is not None:
+            text = _respond(open_memory(resolved, embedder), event, payload, config, embedder)
+        else:
+            with Cairn.open(resolved=resolved, embedder=embedder) as memory:
+                text = _respond(memory, event, payload, config, embedder)
+    except BROKEN_STORE_ERRORS as exc:
+        # A broken store costs nothing on the healthy path: only a failure gets here. The session
+        # start says so once, in one line; a prompt fails open silently (the caller logs it).
+        if event != SESSION_START:
+            raise
+        log.error("%s: the store %s cannot be used: %s", event, choice.name, exc)
+        text = STORE_BROKEN
     if not text:
         return None
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}

@@ -462,6 +462,89 @@ def stores_create(name: str, as_json: bool) -> None:
           lambda: click.echo(f"{'created' if created else 'already exists:'} store {name} ({path})"))
 
 
+@cli.command()
+@click.option("--store", "store_name", metavar="NAME", help="Store to back up (default: $CAIRN_STORE, else this "
+              "project's).")
+@click.option("--all", "all_stores", is_flag=True, help="Back up every store in the data root.")
+@click.option("--keep", type=click.IntRange(1), metavar="N", help="Then keep only the N newest backups of each.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
+def backup(store_name: str | None, all_stores: bool, keep: int | None, as_json: bool) -> None:
+    """Copy a store into <data root>/backups/NAME-<UTC time>.db, consistent while sessions write
+    (SQLite's online backup API). A backup keeps memories forgotten after it was made."""
+    if all_stores and store_name:
+        raise cairn.InvalidInput("--store and --all exclude each other")
+    if all_stores:
+        names = [r["name"] for r in cairn.list_stores() if "error" not in r]
+    else:
+        names = [cairn.resolve(store_name).choice.name]
+    done = [cairn.backup_store(name, keep=keep) for name in names]
+
+    def human() -> None:
+        if not done:
+            click.echo("no stores to back up")
+        for b in done:
+            click.echo(f"backed up {b['store']} ({b['counts']['total']} memories, {b['bytes']:,} bytes) to {b['path']}")
+            for old in b["removed"]:
+                click.echo(f"  removed old backup {old}")
+
+    _emit(as_json, {"backups": done}, human)
+
+
+@cli.command()
+@click.argument("backup_file", metavar="FILE", type=click.Path(dir_okay=False))
+@click.option("--store", "store_name", metavar="NAME", help="Store to restore into (default: the one the backup "
+              "was made of).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
+def restore(backup_file: str, store_name: str | None, as_json: bool) -> None:
+    """Make a store hold exactly what the backup FILE holds. Refuses a backup from a newer Cairn or
+    one that fails its integrity check; the replaced store is kept in <data root>/backups/."""
+    done = cairn.restore_store(backup_file, name=store_name)
+
+    def human() -> None:
+        c = done["counts"]
+        click.echo(f"restored {done['store']} from {done['source']}: {c['current']} current, "
+                   f"{c['superseded']} superseded, {c['forgotten']} forgotten")
+        if done["replaced_kept_at"]:
+            click.echo(f"the replaced store is kept at {done['replaced_kept_at']}")
+
+    _emit(as_json, done, human)
+
+
+def _warm_check() -> cairn.Check:
+    if not warm.is_running():
+        return cairn.Check("warm process", "ok", "not running (started on demand by the next hook or recall)")
+    reply = warm.request({"op": "ping"}, timeout=5)
+    if reply is not None:
+        return cairn.Check("warm process", "ok", f"pid {reply.get('pid')}, model {reply.get('model')}")
+    if not warm.socket_path().exists():
+        return cairn.Check("warm process", "ok", "starting (loading its model)")
+    return cairn.Check("warm process", "warn", f"running but not answering on {warm.socket_path()}",
+                       f"stop it; it is restarted on demand (see {cairn.data_root() / 'logs' / 'service.log'})")
+
+
+@cli.command()
+@click.option("--fix", is_flag=True, help="Repair what can be: indexes, file modes, pending migrations.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
+def doctor(fix: bool, as_json: bool) -> None:
+    """Check the installation and every store: versions, sqlite-vec, the model and each store's
+    fingerprint, schema, integrity, index consistency, warm process, file modes. Loads the model (a
+    few seconds). Exit 1 when a check fails (and --fix did not repair it)."""
+    checks = [*cairn.doctor(fix=fix), _warm_check()]
+    failed = [c for c in checks if c.status == "fail" and not c.fixed]
+
+    def human() -> None:
+        for c in checks:
+            click.echo(f"{c.status.upper():<4}  {c.name}: {c.detail}" + ("  [fixed]" if c.fixed else ""))
+            if c.fix and c.status != "ok" and not c.fixed:
+                click.echo(f"      fix: {c.fix}")
+        click.echo(f"{len(failed)} failed" if failed else "all checks passed" if not any(
+            c.status == "warn" for c in checks) else "no check failed (see the warnings)")
+
+    _emit(as_json, {"ok": not failed, "checks": [c.to_json() for c in checks]}, human)
+    if failed:
+        sys.exit(1)
+
+
 @cli.group()
 def review() -> None:
     """Possible duplicates and contradictions, and your verdict on each (as /cairn:review-memory)."""

@@ -73,11 +73,10 @@ def _log_failure(event: str, exc: BaseException) -> None:
     try:
         import logging
 
-        from cairn import data_root
+        from cairn import data_root, private_dir, private_file
 
-        logs = data_root() / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        logging.basicConfig(filename=str(logs / "hooks.log"), level=logging.INFO,
+        logs = private_dir(data_root() / "logs")
+        logging.basicConfig(filename=str(private_file(logs / "hooks.log")), level=logging.INFO,
                             format="%(asctime)s %(levelname)s %(message)s")
         logging.getLogger("cairn.hook").error("%s hook failed open", event, exc_info=exc)
     except BaseException:  # noqa: BLE001 - nowhere to log; still never break the prompt

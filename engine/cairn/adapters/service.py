@@ -197,7 +197,10 @@ def serve() -> int:
     import fcntl
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s cairn.service: %(message)s")
-    warm.runtime_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+    # This process's files (lock, socket, store files) are private whatever the caller's umask: the
+    # socket is created by bind(), which has no mode argument.
+    os.umask(0o077)
+    warm.private_runtime_dir()
     lock = open(warm.lock_path(), "a")  # noqa: SIM115 - held for the life of the process
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -1,8 +1,8 @@
 """The client side of the warm process (service.py): where its socket is, and how to ask it.
 
-This module imports only the standard library and `cairn.data_root`, so a hook process can use it
-in a few milliseconds. The warm process is per user and per data root: one Unix socket in a private
-(0700) folder, so there are no ports to collide and no other user can connect.
+This module imports only the standard library and `cairn.paths` (data root, private files), so a
+hook process can use it in a few milliseconds. The warm process is per user and per data root: one
+Unix socket in a private (0700) folder, so there are no ports to collide and no other user can connect.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cairn import data_root
+from cairn import data_root, private_dir, private_file
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent  # engine/cairn
 PROTOCOL = 3
@@ -34,6 +34,15 @@ def runtime_dir() -> Path:
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
     uid = os.getuid() if hasattr(os, "getuid") else os.getlogin()
     return Path(base) / f"cairn-{uid}"
+
+
+def private_runtime_dir() -> Path:
+    """The runtime folder, created 0700 (tightened if it exists): only this user reaches the socket."""
+    path = runtime_dir()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o777 != 0o700:
+        path.chmod(0o700)
+    return path
 
 
 def _key() -> str:
@@ -90,6 +99,8 @@ def is_running() -> bool:
     import fcntl
 
     try:
+        if not lock_path().exists():
+            return False
         with open(lock_path(), "a") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -106,12 +117,11 @@ def spawn(python: str | None = None) -> bool:
     it spawned one. Never waits for the model to load."""
     if not hasattr(socket, "AF_UNIX") or is_running():
         return False
-    runtime_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
-    log_dir = data_root() / "logs"
-    log_dir.mkdir(parents=True, exist_ok=True)
+    private_runtime_dir()
+    log_dir = private_dir(data_root() / "logs")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent),
                                                                        os.environ.get("PYTHONPATH")]))}
-    with open(log_dir / "service.log", "ab") as log:
+    with open(private_file(log_dir / "service.log"), "ab") as log:
         subprocess.Popen(
             [python or sys.executable, "-m", SERVICE_MODULE], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             env=env, cwd=str(runtime_dir()), start_new_session=True, close_fds=True,

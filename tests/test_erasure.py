@@ -1,0 +1,116 @@
+"""Forget erases: once it returns, the forgotten text (and its vector) is in no file under the data root.
+
+Each test first checks that its search finds the text before the forget, so a search that could
+never find anything cannot pass for erasure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cairn import Cairn
+from cairn.adapters.cli import main
+
+SECRET = "The staging vault passphrase is zyxwquartz-plover-42, rotated by Ingrid"
+NEEDLES = (SECRET.encode(), b"zyxwquartz", b"Ingrid", SECRET.lower().encode())
+
+
+def files_holding(root: Path, needles) -> dict[str, list[bytes]]:
+    """{path: needles found in its bytes} over every file under root (following a symlinked root)."""
+    found: dict[str, list[bytes]] = {}
+    for folder, _, names in os.walk(root, followlinks=True):
+        for name in names:
+            path = Path(folder) / name
+            try:
+                data = path.read_bytes()
+            except OSError:  # a socket, or a file removed meanwhile
+                continue
+            hits = [n for n in needles if n in data]
+            if hits:
+                found[str(path.relative_to(root))] = hits
+    return found
+
+
+def fill(memory: Cairn) -> None:
+    for i in range(40):
+        memory.remember(f"Service {i} listens on port {8000 + i} and logs to journald", kind="fact", tags=["ports"])
+
+
+def test_forget_leaves_neither_text_nor_vector_in_any_file(project, hashing, cairn_home):
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        fill(memory)
+        secret = memory.remember(SECRET, kind="fact", tags=["zyxwquartz-vault"]).memory
+        memory.recall("vault passphrase")
+        vector = memory.store.vectors_of([memory.store.seq_of(secret.id)])
+        blob = next(iter(vector.values())).tobytes()
+        memory.store.flush_to_disk()  # the text now sits in the database file itself, not just the WAL
+        before = files_holding(cairn_home, NEEDLES + (blob,))
+        assert any(SECRET.encode() in hits for hits in before.values()) and any(blob in h for h in before.values())
+
+        tomb = memory.forget(secret.id)
+        assert files_holding(cairn_home, NEEDLES + (blob,)) == {}
+        # What remains is the tombstone: id and times, no text.
+        assert (tomb.id, tomb.text, tomb.tags) == (secret.id, None, ())
+        assert tomb.forgotten_at is not None and tomb.recorded_at == secret.recorded_at
+        assert secret.id not in [h.memory.id for h in memory.recall("vault passphrase zyxwquartz")]
+        assert memory.counts()["current"] == 40
+
+
+def test_forget_through_the_cli_leaves_no_trace_in_stores_logs_or_session_markers(project, minilm, cairn_home,
+                                                                                   monkeypatch, capsys):
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("CAIRN_NO_WARM", "1")
+
+    def cli(*args: str) -> str:
+        with pytest.raises(SystemExit) as exit_:
+            main(list(args))
+            raise SystemExit(0)
+        assert exit_.value.code in (0, None), capsys.readouterr().err
+        return capsys.readouterr().out
+
+    for i in range(10):
+        cli("remember", f"Service {i} listens on port {8000 + i}")
+    made = json.loads(cli("remember", SECRET, "--tags", "vault", "--json"))["memory"]
+    assert made["id"] in cli("recall", "vault passphrase", "--json")
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project)}
+    for event, payload in (("SessionStart", {"session_id": "s-1", "source": "startup"}),
+                           ("UserPromptSubmit", {"session_id": "s-2", "prompt": "what is the vault passphrase?"})):
+        out = subprocess.run([sys.executable, "-P", "-m", "cairn", "hook", event], input=json.dumps(payload),
+                             capture_output=True, text=True, env=env, cwd=str(project), timeout=120, check=True)
+        assert "zyxwquartz" in out.stdout  # the hook did inject it: markers were written with it in context
+    assert (cairn_home / "sessions").is_dir()
+
+    cli("forget", made["id"])
+    assert files_holding(cairn_home, NEEDLES) == {}
+    shown = json.loads(cli("show", made["id"], "--json"))
+    assert shown["id"] == made["id"] and shown["text"] is None and shown["forgotten_at"] is not None
+
+
+def test_a_store_written_before_secure_delete_is_purged_when_opened(project, hashing, cairn_home):
+    """A store from an older Cairn (schema 3: no FTS secure-delete, no secure_delete pragma) holds
+    forgotten text in free pages and FTS segments; opening it with this Cairn erases it."""
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        fill(memory)
+        secret = memory.remember(SECRET, kind="fact").memory
+        conn = memory.store.conn  # play the older Cairn: erase without overwriting
+        conn.execute("PRAGMA secure_delete = OFF")
+        conn.execute("INSERT INTO memory_fts(memory_fts, rank) VALUES ('secure-delete', 0)")
+        memory.forget(secret.id)
+        conn.execute("DELETE FROM migrations WHERE name = 'm004_fts_secure_delete'")
+        conn.execute("PRAGMA user_version = 3")
+        path = memory.store.path
+    assert files_holding(cairn_home, NEEDLES), "the older way of forgetting must leave the text behind"
+
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        assert memory.store.conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert files_holding(cairn_home, NEEDLES) == {}
+        assert memory.counts() == {"current": 40, "superseded": 0, "forgotten": 1, "total": 41,
+                                   "awaiting_embedding": 0}
+        assert len(memory.recall("port 8005 journald", k=3)) == 3
+    assert path.exists()
