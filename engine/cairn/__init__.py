@@ -25,7 +25,8 @@ _EXPORTS = {
     "Draft": "records",
     "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
     "Embedder": "embedder",
-    "Hit": "models", "Memory": "models", "RememberResult": "models", "Status": "models", "Order": "models",
+    "Hit": "models", "Memory": "models", "SessionHit": "models", "SessionInfo": "models", "Turn": "models",
+    "SESSION_MODES": "models", "RememberResult": "models", "Status": "models", "Order": "models",
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
     "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
     "RankingConfig": "ranking",
@@ -36,6 +37,7 @@ _EXPORTS = {
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
+        "SessionNotFound",
         "StoreCorrupted", "StoreError", "StoreNotFound")},
 }
 _MODULES = ("render",)  # public modules, used whole: `from cairn import render`
@@ -60,9 +62,8 @@ if TYPE_CHECKING:
     from .engine import VECTOR_FLOOR, Cairn, create_store, delete_store, list_stores, rename_store
     from .errors import *  # noqa: F403
     from .models import (
-        DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SCOPES, SOURCES, STATUSES, VERDICTS, Hit,
-        Memory, Order,
-        RememberResult, Status,
+        DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SCOPES, SESSION_MODES, SOURCES, STATUSES,
+        VERDICTS, Hit, Memory, Order, RememberResult, SessionHit, SessionInfo, Status, Turn,
     )
     from .paths import GLOBAL_STORE, data_root
     from .ranking import RankingConfig
