@@ -28,6 +28,7 @@ DISABLE_MARKER = ".cairn-disable"  # a file at a project's root: no injection in
 COMPACT_SHARE = 2  # after compaction, a brief of 1/2 the budget: the summary kept the gist
 SESSION_START = "SessionStart"
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
+CAPTURE_EVENTS = ("Stop", "PreCompact")  # events that capture the new part of the session's transcript
 
 
 def paused_marker(session_id: str) -> Path:
@@ -165,3 +166,36 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
             state.save()
         return text
     return None
+
+
+def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder | None = None,
+            embedder_for: Callable[[dict[str, Any]], Embedder | None] | None = None) -> dict[str, Any] | None:
+    """Capture the part of the session's transcript (payload `transcript_path`) not read yet into the
+    project's store (Cairn.ingest_transcript), then embed turns still waiting for a vector. Nothing
+    when capture is off: the per-session pause, CAIRN_PAUSE, the project's .cairn-disable,
+    hooks.enabled or sessions.capture false. Returns the ingestion's counts, or None when nothing
+    was done. The log gets counts, never text. Raises whatever the engine raises; the caller fails open."""
+    from cairn import Cairn
+
+    session_id = str(payload.get("session_id") or "")
+    path = payload.get("transcript_path")
+    if not session_id or not isinstance(path, str) or not Path(path).is_file():
+        return None
+    resolved = resolve(None, cwd=_project_dir(payload, env), env=env)
+    choice, config = resolved.choice, resolved.config
+    reason = _disabled(choice.project_root, config, env, session_id)
+    if reason is None and not config["sessions"]["capture"]:
+        reason = "sessions.capture is false"
+    if reason:
+        log.info("capture: nothing captured (%s)", reason)
+        return None
+    if embedder_for is not None:
+        embedder = embedder_for(config)
+    with Cairn.open(resolved=resolved, embedder=embedder) as memory:
+        done = memory.ingest_transcript(path, session_id=session_id)
+        if embedder is not None:
+            while memory.flush_turn_backlog(256):
+                pass
+    log.info("capture %s: %d turns added, skipped %s, redacted %s, %d private spans", session_id,
+             done["turns_added"], done["skipped"], done["redactions"], done["private_spans"])
+    return done
