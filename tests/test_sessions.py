@@ -201,6 +201,7 @@ def test_auto_mode_picks_exact_for_quoted_strings_and_identifiers():
     assert choose_mode("src/app/main.py") == ("exact", "src/app/main.py")
     assert choose_mode("ERR_CONNECTION_REFUSED") == ("exact", "ERR_CONNECTION_REFUSED")
     assert choose_mode("E0425") == ("exact", "E0425")
+    assert choose_mode("packages.find") == ("exact", "packages.find")
     assert choose_mode("how did we deploy to staging") == ("hybrid", "how did we deploy to staging")
 
 

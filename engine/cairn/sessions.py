@@ -236,7 +236,7 @@ _IDENTIFIER = re.compile(
     r"[\w.~-]*/[\w./-]+"                 # a path: src/app.py, ~/x, /usr/bin
     r"|\w+_\w+"                          # snake_case, ERR_CONNECTION
     r"|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*"  # camelCase, CamelCase
-    r"|\w+(?:\.\w+){2,}|\w+::\w+"        # a.b.c, mod::name
+    r"|\w+(?:\.\w+)+|\w+::\w+"           # a.b, a.b.c, mod::name
     r"|[A-Z]{1,5}-?\d{2,}"               # error codes: E0425, TS2345, ERR-42
     r"|--?[a-z][\w-]+"                   # a flag: --force
     r"|\w+\.(?:py|js|ts|go|rs|md|json|toml|yaml|yml|sh|c|h|cpp|java|rb|txt)"  # a file name

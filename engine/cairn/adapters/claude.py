@@ -199,3 +199,77 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
     log.info("capture %s: %d turns added, skipped %s, redacted %s, %d private spans", session_id,
              done["turns_added"], done["skipped"], done["redactions"], done["private_spans"])
     return done
+
+
+def claude_projects_root(root: str | Path | None = None, env: dict[str, str] | None = None) -> Path:
+    """Where Claude Code keeps transcripts: `root`, else $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects."""
+    env = os.environ if env is None else env
+    if root is not None:
+        return Path(root)
+    base = env.get("CLAUDE_CONFIG_DIR")
+    return (Path(base) if base else Path.home() / ".claude") / "projects"
+
+
+def encoded_project(path: Path) -> str:
+    """Claude Code's folder name for a project: its absolute path, every character but a letter or digit as '-'."""
+    return "".join(c if c.isascii() and c.isalnum() else "-" for c in str(path))
+
+
+def _recorded_cwd(folder: Path) -> str | None:
+    """The working directory the first transcript in `folder` records (its lines carry `cwd`)."""
+    for path in sorted(folder.glob("*.jsonl")):
+        try:
+            with open(path, "rb") as handle:
+                for raw in handle:
+                    try:
+                        cwd = json.loads(raw).get("cwd")
+                    except (ValueError, AttributeError):
+                        continue
+                    if isinstance(cwd, str) and cwd:
+                        return cwd
+        except OSError:
+            continue
+    return None
+
+
+def import_claude_transcripts(memory: Cairn, *, root: str | Path | None = None, all_projects: bool = False,
+                              progress: Callable | None = None) -> dict[str, Any]:
+    """`cairn import-sessions`: this project's Claude Code transcripts into `memory` (its store), or
+    with all_projects every project folder's into the store of the project its transcripts record
+    (a folder whose project no longer exists is counted under skipped["project folder gone"]).
+    Returns Cairn.import_transcripts' totals summed, with "projects"."""
+    from collections import Counter
+
+    from cairn import Cairn as Engine
+
+    base = claude_projects_root(root)
+    totals: dict[str, Any] = {"projects": 0, "files": 0, "turns_added": 0, "skipped": Counter(),
+                              "redactions": Counter(), "private_spans": 0}
+
+    def add(done: dict[str, Any]) -> None:
+        totals["projects"] += 1
+        for key in ("files", "turns_added", "private_spans"):
+            totals[key] += done[key]
+        totals["skipped"].update(done["skipped"])
+        totals["redactions"].update(done["redactions"])
+
+    kwargs = {"progress": progress} if progress is not None else {}
+    if not all_projects:
+        project = memory.choice.project_root or Path.cwd()
+        folder = base / encoded_project(Path(project).resolve())
+        if folder.is_dir():
+            add(memory.import_transcripts(folder, **kwargs))
+    else:
+        for folder in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []:
+            cwd = _recorded_cwd(folder)
+            if cwd is None or not Path(cwd).is_dir():
+                totals["skipped"]["project folder gone"] += 1
+                continue
+            resolved = resolve(None, cwd=Path(cwd))
+            if str(resolved.choice.path) == memory.status().path:
+                add(memory.import_transcripts(folder, **kwargs))
+                continue
+            with Engine.open(resolved=resolved, embedder=memory.embedder) as other:
+                add(other.import_transcripts(folder, **kwargs))
+    totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]))
+    return totals
