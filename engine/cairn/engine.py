@@ -27,7 +27,7 @@ from .models import (
 from .paths import GLOBAL_STORE, StoreChoice, store_path, stores_dir, validate_store_name
 from .ranking import RankingConfig, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
-from .privacy import scrub
+from .privacy import scrub_many
 from .sessions import TurnDraft, choose_mode, fuse, parse_lines, read_locomo, title_of, turn_key
 from .store import Filters, Store
 from .supersede import SIMILARITY_THRESHOLD, classify
@@ -602,8 +602,7 @@ class Cairn:
         redactions: Counter = Counter()
         private = 0
         kept: list[TurnDraft] = []
-        for d in fresh:
-            clean = scrub(d.text)
+        for d, clean in zip(fresh, scrub_many([d.text for d in fresh])):
             redactions.update(clean.redactions)
             private += clean.private_spans
             if clean.text.strip():

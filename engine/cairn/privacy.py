@@ -75,47 +75,62 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
     return found
 
 
-def redact_secrets(text: str) -> tuple[str, Counter]:
-    """`text` with each secret replaced by `[REDACTED:<type>]`, and the count per type."""
-    from detect_secrets.settings import transient_settings
-
+def _redact(text: str) -> tuple[str, Counter]:
+    """redact_secrets inside detect-secrets' settings (entered once per batch: entering costs more
+    than a line's scan)."""
     counts: Counter = Counter()
     if not text.strip():
         return text, counts
     out_lines: list[str] = []
     lines = text.split("\n")
     i = 0
-    with _lock, transient_settings({"plugins_used": _plugins()}):
-        while i < len(lines):
-            line = lines[i]
-            detections = _detections(line) if len(line) < 20_000 else []
-            if any(kind == "Private Key" for kind, _ in detections):
-                # The whole PEM block, to its END line (or the end of the text).
-                rest = "\n".join(lines[i:])
-                end = _PEM_END.search(rest)
-                block_lines = rest[: end.end()].count("\n") + 1
-                counts["Private Key"] += 1
-                start = line.find("-----BEGIN")
-                out_lines.append((line[:start] if start >= 0 else "") + "[REDACTED:Private Key]")
-                i += block_lines
-                continue
-            spans = sorted({s for _, ss in detections for s in ss})
-            for kind, _ in detections:
-                counts[kind] += 1
-            pieces, last = [], 0
-            kind_of = {s: kind for kind, ss in detections for s in ss}
-            for start, end in spans:
-                if start < last:
-                    continue  # overlaps a span already redacted
-                pieces += [line[last:start], f"[REDACTED:{kind_of[(start, end)]}]"]
-                last = end
-            out_lines.append("".join(pieces) + line[last:])
-            i += 1
+    while i < len(lines):
+        line = lines[i]
+        detections = _detections(line) if len(line) < 20_000 else []
+        if any(kind == "Private Key" for kind, _ in detections):
+            # The whole PEM block, to its END line (or the end of the text).
+            rest = "\n".join(lines[i:])
+            end = _PEM_END.search(rest)
+            block_lines = rest[: end.end()].count("\n") + 1
+            counts["Private Key"] += 1
+            start = line.find("-----BEGIN")
+            out_lines.append((line[:start] if start >= 0 else "") + "[REDACTED:Private Key]")
+            i += block_lines
+            continue
+        spans = sorted({s for _, ss in detections for s in ss})
+        for kind, _ in detections:
+            counts[kind] += 1
+        pieces, last = [], 0
+        kind_of = {s: kind for kind, ss in detections for s in ss}
+        for start, end in spans:
+            if start < last:
+                continue  # overlaps a span already redacted
+            pieces += [line[last:start], f"[REDACTED:{kind_of[(start, end)]}]"]
+            last = end
+        out_lines.append("".join(pieces) + line[last:])
+        i += 1
     return "\n".join(out_lines), counts
+
+
+def redact_secrets(text: str) -> tuple[str, Counter]:
+    """`text` with each secret replaced by `[REDACTED:<type>]`, and the count per type."""
+    out = scrub_many([text], strip=False)[0]
+    return out.text, out.redactions
 
 
 def scrub(text: str) -> Scrubbed:
     """Private spans removed, then secrets redacted (see the module docstring)."""
-    without, spans = strip_private(text)
-    redacted, counts = redact_secrets(without)
-    return Scrubbed(redacted, spans, counts)
+    return scrub_many([text])[0]
+
+
+def scrub_many(texts: list[str], *, strip: bool = True) -> list[Scrubbed]:
+    """scrub() of each text (strip=False: secrets only), detect-secrets configured once for all."""
+    from detect_secrets.settings import transient_settings
+
+    out: list[Scrubbed] = []
+    with _lock, transient_settings({"plugins_used": _plugins()}):
+        for text in texts:
+            without, spans = strip_private(text) if strip else (text, 0)
+            redacted, counts = _redact(without)
+            out.append(Scrubbed(redacted, spans, counts))
+    return out
