@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from cairn import Cairn
+from cairn.migrations import MIGRATIONS
 from cairn.adapters.cli import main
 
 SECRET = "The staging vault passphrase is zyxwquartz-plover-42, rotated by Ingrid"
@@ -108,7 +109,7 @@ def test_a_store_written_before_secure_delete_is_purged_when_opened(project, has
     assert files_holding(cairn_home, NEEDLES), "the older way of forgetting must leave the text behind"
 
     with Cairn.open(cwd=project, embedder=hashing) as memory:
-        assert memory.store.conn.execute("PRAGMA user_version").fetchone()[0] == 4
+        assert memory.store.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         assert files_holding(cairn_home, NEEDLES) == {}
         assert memory.counts() == {"current": 40, "superseded": 0, "forgotten": 1, "total": 41,
                                    "awaiting_embedding": 0}

@@ -34,7 +34,8 @@ pytestmark = pytest.mark.model
 REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / "mcp" / "server.py"
 TOOLS = {"memory_remember", "memory_recall", "memory_replace", "memory_forget", "memory_history", "memory_list",
-         "memory_status", "memory_review_candidates", "memory_review_decide"}
+         "memory_status", "memory_review_candidates", "memory_review_decide", "memory_search_sessions",
+         "memory_list_sessions", "memory_read_session"}
 CALL_TIMEOUT = 120  # seconds: the first call may wait for the model, on a busy machine
 
 
@@ -620,3 +621,27 @@ def test_importing_the_server_loads_no_model_library(tmp_path):
                          env={**os.environ, "PYTHONPATH": ""}, cwd=str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+# -- captured sessions ----------------------------------------------------------------------------------
+def test_session_tools_search_list_and_read_captured_turns(shared, home, monkeypatch, tmp_path):
+    from cairn import Cairn
+
+    from .test_sessions import conversation
+
+    project = Path(shared.ok("memory_status")["chosen_by"].split(" ", 2)[2])
+    monkeypatch.setenv("CAIRN_HOME", str(home))
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_text("".join(conversation()))
+    with Cairn.open(cwd=project, embedder=None) as memory:
+        assert memory.ingest_transcript(transcript)["turns_added"] == 5
+    hits = shared.ok("memory_search_sessions", query="\"No module named 'cairn_x'\"", window=1)["hits"]
+    assert [h["position"] for h in hits] == [0] and hits[0]["mode"] == "exact" and hits[0]["role"] == "user"
+    assert hits[0]["before"] == [] and [t["position"] for t in hits[0]["after"]] == [1]
+    assert hits[0]["after"][0]["meta"]["tools"] == ["Read", "Edit"]
+    assert shared.ok("memory_search_sessions", query="kamal staging", mode="keyword", k=1)["hits"][0]["position"] == 4
+    sessions = shared.ok("memory_list_sessions")["sessions"]
+    assert [s["session_id"] for s in sessions] == ["s1"] and sessions[0]["turn_count"] == 5
+    page = shared.ok("memory_read_session", session_id="s1", offset=1, limit=2)
+    assert [t["position"] for t in page["turns"]] == [1, 2] and page["next_offset"] == 3
+    assert "no captured session" in shared.error("memory_read_session", session_id="nope")

@@ -26,7 +26,8 @@ _EXPORTS = {
     "Draft": "records",
     "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
     "Embedder": "embedder", "parse_fingerprint": "embedder",
-    "Hit": "models", "Memory": "models", "RememberResult": "models", "Status": "models", "Order": "models",
+    "Hit": "models", "Memory": "models", "SessionHit": "models", "SessionInfo": "models", "Turn": "models",
+    "SESSION_MODES": "models", "RememberResult": "models", "Status": "models", "Order": "models",
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
     "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
     "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "db",
@@ -38,6 +39,7 @@ _EXPORTS = {
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
+        "SessionNotFound",
         "StoreCorrupted", "StoreError", "StoreNotFound", "UnsafeDataRoot")},
 }
 _MODULES = ("render",)  # public modules, used whole: `from cairn import render`
@@ -67,9 +69,8 @@ if TYPE_CHECKING:
     )
     from .errors import *  # noqa: F403
     from .models import (
-        DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SCOPES, SOURCES, STATUSES, VERDICTS, Hit,
-        Memory, Order,
-        RememberResult, Status,
+        DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SCOPES, SESSION_MODES, SOURCES, STATUSES,
+        VERDICTS, Hit, Memory, Order, RememberResult, SessionHit, SessionInfo, Status, Turn,
     )
     from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig

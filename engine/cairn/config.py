@@ -28,6 +28,8 @@ DEFAULTS: dict[str, Any] = {
     "list": {"limit": 50, "scope": "project"},
     "supersession": {"enabled": True},
     "hooks": {"enabled": True, "brief_chars": 1500, "prompt_k": 5, "prompt_chars": 1200},
+    # Captured sessions: capture on Stop/PreCompact, and search_sessions' defaults.
+    "sessions": {"capture": True, "k": 10, "window": 2, "candidates": 50},
 }
 
 _INT = {"type": "integer"}
@@ -74,6 +76,15 @@ SCHEMA: dict[str, Any] = {
                 "brief_chars": {**_INT, "minimum": 0, "maximum": 10_000},
                 "prompt_k": {**_INT, "minimum": 0, "maximum": 50},
                 "prompt_chars": {**_INT, "minimum": 0, "maximum": 10_000},
+            },
+        },
+        "sessions": {
+            "type": "object", "additionalProperties": False,
+            "properties": {
+                "capture": {"type": "boolean"},
+                "k": {**_INT, "minimum": 1, "maximum": 1000},
+                "window": {**_INT, "minimum": 0, "maximum": 50},
+                "candidates": {**_INT, "minimum": 1, "maximum": 10000},
             },
         },
     },

@@ -11,7 +11,9 @@ import logging
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -19,12 +21,17 @@ from .compose import Resolved, embedder_from_config, resolve
 from .db import DatabaseError
 from .embedder import Embedder, compatible, parse_fingerprint
 from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
-from .errors import InvalidInput, StoreCorrupted, StoreError, StoreNotFound
+from .errors import InvalidInput, SessionNotFound, StoreCorrupted, StoreError, StoreNotFound
 from .migrations import MIGRATIONS
-from .models import DEFAULT_IMPORTANCE, KINDS, SCOPES, Hit, Memory, Order, RememberResult, Status
+from .models import (
+    DEFAULT_IMPORTANCE, KINDS, SCOPES, SESSION_MODES, Hit, Memory, Order, RememberResult, SessionHit, SessionInfo,
+    Status, Turn,
+)
 from .paths import GLOBAL_STORE, StoreChoice, backups_dir, private_dir, store_path, stores_dir, validate_store_name
 from .ranking import RankingConfig, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
+from .privacy import scrub_many
+from .sessions import TurnDraft, choose_mode, fuse, parse_lines, read_locomo, title_of, turn_key
 from .store import Filters, Store
 from .supersede import SIMILARITY_THRESHOLD, classify
 from .text import fts_query
@@ -46,6 +53,27 @@ cosines never mean anything), so recall drops it. Kept low on purpose: a memory 
 the question but is about it scores well above 0.15, and LoCoMo recall@10 (docs/benchmarks.md)
 does not move with this floor. Hits with a keyword match are never dropped by it."""
 Progress = Callable[[Iterable[Any], int], Iterable[Any]]  # (items, total) -> items, e.g. a tqdm wrapper
+
+
+TRANSCRIPT_CHUNK_BYTES = 8 * 1024 * 1024  # read per step; a longer line is skipped as "oversized"
+
+
+def _skip_line(handle: IO[bytes], position: int) -> int | None:
+    """The offset just past the newline at or after `position`, or None when the line is not finished."""
+    handle.seek(position)
+    while True:
+        buf = handle.read(1024 * 1024)
+        if not buf:
+            return None
+        end = buf.find(b"\n")
+        if end >= 0:
+            return position + end + 1
+        position += len(buf)
+
+
+def _embed_text(turn: TurnDraft) -> str:
+    """What a turn's vector is computed from: its speaker's name (when known) and its text."""
+    return f"{turn.speaker}: {turn.text}" if turn.speaker else turn.text
 
 
 def _no_progress(items: Iterable[Any], total: int) -> Iterable[Any]:
@@ -686,7 +714,222 @@ class Cairn:
             vector_backend=store.vector_index.name if store.vector_index else None,
             embedding_model=model, store_embedding_model=store.get_meta("embedding_model"), model_loaded=loaded,
             keyword_only=bool(reasons) or self.embedder is None, keyword_only_reason="; ".join(reasons) or None,
+            sessions=store.session_totals(),
         )
+
+    # -- captured sessions ----------------------------------------------------------------------------
+    def add_session_turns(self, session_id: str, drafts: list[TurnDraft], *, source: str,
+                          transcript_path: str | None = None, read_bytes: int | None = None,
+                          last_uuid: str | None = None, skipped: dict[str, int] | None = None,
+                          trailing_meta: dict[str, list[str]] | None = None) -> dict[str, Any]:
+        """Scrub (privacy.scrub: `<private>` spans, secrets), index, embed and store turns of a
+        session, after those it holds; a turn whose uuid it already holds is skipped (idempotent).
+        Returns {"turns_added", "redactions": {type: n}, "private_spans"}."""
+        store = self.store
+        known = store.known_uuids(session_id, [d.uuid for d in drafts])
+        fresh, seen = [], set(known)
+        for d in drafts:
+            if d.uuid not in seen:
+                seen.add(d.uuid)
+                fresh.append(d)
+        redactions: Counter = Counter()
+        private = 0
+        kept: list[TurnDraft] = []
+        for d, clean in zip(fresh, scrub_many([d.text for d in fresh])):
+            redactions.update(clean.redactions)
+            private += clean.private_spans
+            if clean.text.strip():
+                kept.append(replace(d, text=clean.text.strip()))
+        previous = store.last_turns(session_id, 1) if kept else []
+        texts = [t.text for t in previous] + [d.text for d in kept]
+        offset = len(previous)
+        keyed = []
+        for i, d in enumerate(kept):
+            j = i + offset
+            before = texts[j - 1] if j > 0 else None
+            after = texts[j + 1] if j + 1 < len(texts) else None
+            keyed.append({**asdict(d), "key": turn_key(d, before, after)})
+        rekey = {}
+        if previous and kept:  # the stored last turn now has a turn after it
+            prev = previous[0]
+            earlier = store.last_turns(session_id, 2)
+            rekey[prev.uuid] = turn_key(TurnDraft(uuid=prev.uuid, role=prev.role, text=prev.text, at=prev.at,
+                                                  speaker=prev.speaker),
+                                        earlier[0].text if len(earlier) == 2 else None, kept[0].text)
+        vectors = self.embed([_embed_text(d) for d in kept]) if kept and store.turn_index is not None else None
+        for i, row in enumerate(keyed):
+            row["vector"] = None if vectors is None else vectors[i]
+        if vectors is not None:
+            self._claim_space(store)
+        title = title_of(kept)
+        added = store.add_turns(
+            session_id, source=source, transcript_path=transcript_path, title=title, turns=keyed,
+            read_bytes=read_bytes, last_uuid=last_uuid, skipped=dict(skipped or {}), redactions=dict(redactions),
+            private_spans=private, trailing_meta=trailing_meta or {}, rekey=rekey)
+        return {"turns_added": len(added), "redactions": dict(redactions), "private_spans": private}
+
+    def ingest_transcript(self, path: str | Path, *, session_id: str | None = None,
+                          source: str = "claude-code") -> dict[str, Any]:
+        """Capture the part of a Claude Code transcript (JSON Lines) not read yet: from the byte
+        offset the session's catalog row records, to the last complete line (a line still being
+        written is read next time). Idempotent: turns are keyed by (session id, message uuid).
+        session_id defaults to the file's stem. Bad lines are skipped and counted, never raised.
+        Returns {"session_id", "turns_added", "skipped": {reason: n}, "redactions": {type: n},
+        "private_spans", "read_bytes"}. Raises InvalidInput when the file cannot be read."""
+        path = Path(path)
+        session_id = session_id or path.stem
+        known_path, offset, _ = self.store.session_progress(session_id)
+        if known_path is not None and known_path != str(path):
+            offset = 0  # another file for this session: read it whole (uuids keep it idempotent)
+        totals: dict[str, Any] = {"session_id": session_id, "turns_added": 0, "skipped": Counter(),
+                                  "redactions": Counter(), "private_spans": 0}
+        try:
+            handle = open(path, "rb")
+        except OSError as exc:
+            raise InvalidInput(f"cannot read transcript {path}: {exc.strerror or exc}") from None
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
+            if offset > size:
+                offset = 0  # the file was rewritten
+            while offset < size:
+                handle.seek(offset)
+                buf = handle.read(TRANSCRIPT_CHUNK_BYTES)
+                end = buf.rfind(b"\n")
+                if end < 0:
+                    if len(buf) < TRANSCRIPT_CHUNK_BYTES:
+                        break  # the last line is still being written
+                    skip = _skip_line(handle, offset + len(buf))
+                    if skip is None:
+                        break
+                    self.store.add_turns(session_id, source=source, transcript_path=str(path), title=None, turns=[],
+                                         read_bytes=skip, last_uuid=None, skipped={"oversized": 1}, redactions={},
+                                         private_spans=0, trailing_meta={}, rekey={})
+                    totals["skipped"]["oversized"] += 1
+                    offset = skip
+                    continue
+                parsed = parse_lines(buf[: end + 1])
+                offset += end + 1
+                done = self.add_session_turns(
+                    session_id, parsed.turns, source=source, transcript_path=str(path), read_bytes=offset,
+                    last_uuid=parsed.last_uuid, skipped=parsed.skipped, trailing_meta=parsed.trailing_meta)
+                totals["turns_added"] += done["turns_added"]
+                totals["skipped"].update(parsed.skipped)
+                totals["redactions"].update(done["redactions"])
+                totals["private_spans"] += done["private_spans"]
+        totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]), read_bytes=offset)
+        return totals
+
+    def import_transcripts(self, folder: str | Path, *, progress: Progress = _no_progress) -> dict[str, Any]:
+        """Capture every Claude Code transcript (`*.jsonl`) in `folder`, each resuming where an earlier
+        capture or import of it stopped. Returns {"files", "turns_added", "skipped", "redactions",
+        "private_spans"}. A file that cannot be read is counted under skipped["unreadable file"]."""
+        files = sorted(Path(folder).glob("*.jsonl"))
+        totals: dict[str, Any] = {"files": len(files), "turns_added": 0, "skipped": Counter(),
+                                  "redactions": Counter(), "private_spans": 0}
+        for path in progress(files, len(files)):
+            try:
+                done = self.ingest_transcript(path)
+            except InvalidInput:
+                totals["skipped"]["unreadable file"] += 1
+                continue
+            totals["turns_added"] += done["turns_added"]
+            totals["skipped"].update(done["skipped"])
+            totals["redactions"].update(done["redactions"])
+            totals["private_spans"] += done["private_spans"]
+        totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]))
+        return totals
+
+    def import_locomo(self, path: str | Path) -> dict[str, Any]:
+        """Capture a LoCoMo conversation file (sessions.read_locomo): one session per LoCoMo
+        session, id `<file stem>/session_N`, turn uuids the dia_ids. Idempotent.
+        Returns {"sessions", "turns_added"}. Raises InvalidImport."""
+        sessions = read_locomo(Path(path))
+        added = 0
+        for session_id, turns in sessions:
+            added += self.add_session_turns(session_id, turns, source="locomo")["turns_added"]
+        return {"sessions": len(sessions), "turns_added": added}
+
+    def flush_turn_backlog(self, limit: int = 256) -> int:
+        """Embed up to `limit` turns captured while no model was loaded; returns how many."""
+        pending = self.store.turn_backlog(limit)
+        vectors = self.embed([text for _, text in pending]) if pending and self.store.turn_index else None
+        if vectors is None:
+            return 0
+        self._claim_space(self.store)
+        self.store.fill_turn_backlog({seq: v for (seq, _), v in zip(pending, vectors)})
+        return len(pending)
+
+    def search_sessions(self, query: str, *, mode: str = "auto", k: int | None = None, window: int | None = None,
+                        since: Any = None, until: Any = None, query_vector: np.ndarray | None = None
+                        ) -> list[SessionHit]:
+        """Captured turns for `query`, best first, each with its context window.
+
+        mode: "keyword" (BM25 over the turn and its index key: speaker, date, neighbouring turns),
+        "semantic" (vector cosine), "hybrid" (both, Reciprocal Rank Fusion), "exact" (the turns that
+        contain the query as a substring, ASCII case-insensitive, newest first), or "auto": exact for
+        a quoted string or an identifier-like token (a path, snake_case, an error code), else
+        hybrid; an exact search that finds nothing falls back to hybrid. k (default config
+        sessions.k): how many turns are ranked. window (default config sessions.window): turns
+        before and after each hit, returned with it but never ranked. since/until: ISO 8601 or epoch
+        ms, bounds on the turn's time. Raises InvalidInput (empty query, unknown mode), InvalidTime."""
+        if not query or not query.strip():
+            raise InvalidInput("query is empty")
+        if mode not in SESSION_MODES:
+            raise InvalidInput(f"unknown mode {mode!r}; expected one of: {', '.join(SESSION_MODES)}")
+        cfg = self.config["sessions"]
+        k = cfg["k"] if k is None else int(k)
+        window = cfg["window"] if window is None else int(window)
+        if k < 1 or window < 0:
+            raise InvalidInput("k must be at least 1 and window at least 0")
+        bounds = {"since": parse_time(since, field="since"), "until": parse_time(until, field="until")}
+        store = self.store
+        needle = query
+        if mode == "auto":
+            mode, needle = choose_mode(query)
+            if mode == "exact" and not store.turn_exact_search(needle, 1, **bounds):
+                mode, needle = "hybrid", query
+        ranked: list[tuple[int, float, dict[str, Any]]]
+        if mode == "exact":
+            ranked = [(s, v, {"exact": {"rank": i}}) for i, (s, v) in enumerate(
+                store.turn_exact_search(needle, k, **bounds), 1)]
+        else:
+            depth = k if mode != "hybrid" else max(k, cfg["candidates"])
+            lists: dict[str, list[tuple[int, float]]] = {}
+            if mode in ("keyword", "hybrid"):
+                match = fts_query(query)
+                lists["bm25"] = store.turn_keyword_search(match, depth, **bounds) if match else []
+            if mode in ("semantic", "hybrid"):
+                if query_vector is None:
+                    vectors = self.embed([query], query=True)
+                    query_vector = None if vectors is None else vectors[0]
+                if query_vector is not None:
+                    self._claim_space(store, record=False)
+                    lists["vector"] = store.turn_vector_search(query_vector, depth, **bounds)
+            ranked = fuse(lists, {"bm25": 1.0, "vector": 1.0})[:k]
+        turns = store.turns_by_seqs([s for s, _, _ in ranked])
+        hits = []
+        for seq, score, reasons in ranked:
+            turn = turns[seq]
+            start = max(0, turn.position - window)
+            around = store.session_turns(turn.session_id, start, turn.position + window + 1 - start) if window else []
+            hits.append(SessionHit(turn=turn, score=score, mode=mode, reasons=reasons,
+                                   before=tuple(t for t in around if t.position < turn.position),
+                                   after=tuple(t for t in around if t.position > turn.position)))
+        return hits
+
+    def list_sessions(self, *, limit: int = 50, since: Any = None, until: Any = None) -> list[SessionInfo]:
+        """The session catalog, most recently active first. since/until: ISO 8601 or epoch ms.
+        Raises InvalidTime."""
+        return self.store.sessions(int(limit), since=parse_time(since, field="since"),
+                                   until=parse_time(until, field="until"))
+
+    def read_session(self, session_id: str, *, offset: int = 0, limit: int = 50) -> tuple[SessionInfo, list[Turn]]:
+        """A session's catalog row and its turns at positions offset .. offset + limit - 1 (paged).
+        Raises SessionNotFound."""
+        info = self.store.session(session_id)
+        if info is None:
+            raise SessionNotFound(f"no captured session {session_id!r} in store {self.store.name!r}")
+        return info, self.store.session_turns(session_id, max(0, int(offset)), max(0, int(limit)))
 
     # -- export / import / reembed --------------------------------------------------------------------
     def export(self, out: IO[str], *, include_forgotten: bool = True) -> int:

@@ -55,6 +55,10 @@ class MemoryNotFound(CairnError):
     pass
 
 
+class SessionNotFound(CairnError):
+    """No captured session has that id."""
+
+
 class NotCurrent(CairnError):
     pass
 

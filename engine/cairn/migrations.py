@@ -117,6 +117,56 @@ def purge_deleted(conn: Connection) -> None:
     checkpoint_truncate(conn)
 
 
+@migration
+def m005_sessions(conn: Connection) -> None:
+    # Captured conversations, apart from distilled memories: their own tables, keyword index and
+    # vectors, so they never reach the brief or memory_recall.
+    conn.execute(
+        """CREATE TABLE sessions (
+            session_id TEXT PRIMARY KEY,
+            source TEXT NOT NULL,                 -- claude-code | locomo | ...
+            transcript_path TEXT,                 -- where it was read from (Claude Code JSONL)
+            title TEXT,                           -- the first user prompt, shortened
+            started_at INTEGER,                   -- first and last turn's time (epoch ms)
+            ended_at INTEGER,
+            turn_count INTEGER NOT NULL DEFAULT 0,
+            git_branch TEXT,
+            cwd TEXT,
+            read_bytes INTEGER NOT NULL DEFAULT 0,  -- byte offset of the transcript read so far
+            last_uuid TEXT,
+            skipped TEXT NOT NULL DEFAULT '{}',   -- JSON {reason: lines skipped}
+            redactions TEXT NOT NULL DEFAULT '{}',  -- JSON {secret type: count}; never a value
+            private_spans INTEGER NOT NULL DEFAULT 0,
+            updated_at INTEGER NOT NULL
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE turns (
+            seq INTEGER PRIMARY KEY,              -- rowid shared with turn_fts and the turn vectors
+            session_id TEXT NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+            uuid TEXT NOT NULL,                   -- the transcript's message uuid
+            position INTEGER NOT NULL,            -- 0, 1, ... within the session
+            role TEXT NOT NULL,                   -- user | assistant
+            speaker TEXT,
+            text TEXT NOT NULL,                   -- scrubbed (privacy.py) before it is written
+            at INTEGER,                           -- epoch ms
+            git_branch TEXT,
+            cwd TEXT,
+            meta TEXT NOT NULL DEFAULT '{}',      -- JSON {"tools": [...], "files": [...]}
+            UNIQUE (session_id, uuid),
+            UNIQUE (session_id, position)
+        )"""
+    )
+    conn.execute("CREATE INDEX turns_by_at ON turns(at)")
+    # body: the turn; key: what else it is found by (speaker, date, the turns around it).
+    conn.execute(
+        "CREATE VIRTUAL TABLE turn_fts USING fts5("
+        "body, key, tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+    conn.execute("INSERT INTO turn_fts(turn_fts, rank) VALUES ('secure-delete', 1)")  # as m004 for memories
+    conn.execute("CREATE TABLE turn_vector_backlog (seq INTEGER PRIMARY KEY REFERENCES turns(seq) ON DELETE CASCADE)")
+
+
 def _user_tables(conn: Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     return {r[0] for r in rows}

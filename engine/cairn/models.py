@@ -159,6 +159,75 @@ class Status:
     model_loaded: bool
     keyword_only: bool
     keyword_only_reason: str | None
+    sessions: dict[str, Any] = field(default_factory=dict)  # captured sessions: Store.session_totals()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+
+SESSION_MODES = ("auto", "keyword", "semantic", "exact", "hybrid")  # how search_sessions searches
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One captured conversation turn (a user prompt or an assistant's text), already scrubbed.
+
+    position: 0, 1, ... within its session. at: epoch ms, UTC (None when the source had no time).
+    meta: {"tools": [tool names], "files": [file paths]} touched by the assistant around it."""
+
+    session_id: str
+    uuid: str
+    position: int
+    role: str
+    text: str
+    at: int | None = None
+    speaker: str | None = None
+    git_branch: str | None = None
+    cwd: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "at_iso": format_time(self.at)}
+
+
+@dataclass(frozen=True)
+class SessionHit:
+    """A search_sessions result: the ranked turn, its score, how it was found (mode: keyword,
+    semantic, hybrid or exact; reasons: per-retriever rank and score), and its context window:
+    the turns just before and after it in its session (never ranked themselves)."""
+
+    turn: Turn
+    score: float
+    mode: str
+    reasons: dict[str, Any]
+    before: tuple[Turn, ...] = ()
+    after: tuple[Turn, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"turn": self.turn.to_json(), "score": round(self.score, 6), "mode": self.mode,
+                "reasons": self.reasons, "before": [t.to_json() for t in self.before],
+                "after": [t.to_json() for t in self.after]}
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """A captured session in the catalog. Times: epoch ms, UTC. title: its first user prompt,
+    shortened. skipped: transcript lines left out, by reason; redactions: secrets redacted, by type
+    (counts only, never a value); private_spans: `<private>` spans removed."""
+
+    session_id: str
+    source: str
+    title: str | None
+    started_at: int | None
+    ended_at: int | None
+    turn_count: int
+    git_branch: str | None
+    cwd: str | None
+    transcript_path: str | None
+    skipped: dict[str, int]
+    redactions: dict[str, int]
+    private_spans: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "started_at_iso": format_time(self.started_at),
+                "ended_at_iso": format_time(self.ended_at)}

@@ -7,6 +7,7 @@ ranking; `engine.py` composes it with both.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -16,11 +17,11 @@ from typing import TYPE_CHECKING
 from . import db, paths
 from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreCorrupted, StoreError, StoreNotFound
 from .migrations import MIGRATIONS, migrate
-from .models import Memory, Order
+from .models import Memory, Order, SessionInfo, Turn
 from .records import NewMemory
 from .text import index_text, normalise
 from .timeutil import END_OF_TIME, now_ms
-from .vectors import BACKENDS, NumpyIndex, SqliteVecIndex, VectorIndex
+from .vectors import BACKENDS, TURN_BACKENDS, NumpyIndex, SqliteVecIndex, VectorIndex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -125,6 +126,7 @@ class Store:
         self.path = path
         self.name = name
         self.vector_index: VectorIndex | None = None
+        self.turn_index: VectorIndex | None = None  # captured turns' vectors, same backend
         self.vector_unavailable: str | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -194,6 +196,7 @@ class Store:
             self.vector_unavailable = f"this store's vectors are in sqlite-vec, which failed to load ({vec_error})"
             return
         self.vector_index = BACKENDS[wanted]()
+        self.turn_index = TURN_BACKENDS[wanted]()
         if recorded is None:
             self.set_meta("vector_backend", wanted)
 
@@ -682,6 +685,229 @@ class Store:
         finally:
             conn.close()
         return {"schema_version": version, "name": row[0] if row else None, "integrity": integrity}
+
+    # -- captured sessions (turns, their FTS rows and vectors, the session catalog) ------------------
+    _TURN_COLUMNS = "seq, session_id, uuid, position, role, text, at, speaker, git_branch, cwd, meta"
+    _SESSION_COLUMNS = ("session_id, source, title, started_at, ended_at, turn_count, git_branch, cwd, "
+                        "transcript_path, skipped, redactions, private_spans")
+
+    @staticmethod
+    def _turn(row: Sequence[object]) -> Turn:
+        return Turn(session_id=row[1], uuid=row[2], position=row[3], role=row[4], text=row[5], at=row[6],
+                    speaker=row[7], git_branch=row[8], cwd=row[9], meta=json.loads(row[10] or "{}"))
+
+    @staticmethod
+    def _session(row: Sequence[object]) -> SessionInfo:
+        return SessionInfo(session_id=row[0], source=row[1], title=row[2], started_at=row[3], ended_at=row[4],
+                           turn_count=row[5], git_branch=row[6], cwd=row[7], transcript_path=row[8],
+                           skipped=json.loads(row[9]), redactions=json.loads(row[10]), private_spans=row[11])
+
+    def session_progress(self, session_id: str) -> tuple[str | None, int, str | None]:
+        """(transcript_path, bytes read so far, last uuid) of a captured session; (None, 0, None) if unknown."""
+        row = self.conn.execute("SELECT transcript_path, read_bytes, last_uuid FROM sessions WHERE session_id = ?",
+                                (session_id,)).fetchone()
+        return (row[0], row[1], row[2]) if row else (None, 0, None)
+
+    def known_uuids(self, session_id: str, uuids: Sequence[str]) -> set[str]:
+        """Which of `uuids` the session already holds."""
+        out: set[str] = set()
+        for start in range(0, len(uuids), 500):
+            chunk = list(uuids[start : start + 500])
+            out |= {r[0] for r in self.conn.execute(
+                f"SELECT uuid FROM turns WHERE session_id = ? AND uuid IN ({','.join('?' * len(chunk))})",
+                (session_id, *chunk))}
+        return out
+
+    def last_turns(self, session_id: str, n: int) -> list[Turn]:
+        """The session's last `n` turns, in order."""
+        rows = self.conn.execute(f"SELECT {self._TURN_COLUMNS} FROM turns WHERE session_id = ? "
+                                 "ORDER BY position DESC LIMIT ?", (session_id, int(n))).fetchall()
+        return [self._turn(r) for r in reversed(rows)]
+
+    def add_turns(self, session_id: str, *, source: str, transcript_path: str | None, title: str | None,
+                  turns: Sequence[dict], read_bytes: int | None, last_uuid: str | None, skipped: dict[str, int],
+                  redactions: dict[str, int], private_spans: int, trailing_meta: dict[str, list[str]],
+                  rekey: dict[str, str]) -> list[int]:
+        """Append turns to a session in one transaction, creating its catalog row; returns the seqs of
+        the turns inserted (a turn whose uuid the session already holds is skipped: idempotent).
+
+        turns: dicts with the Turn fields but position, plus "key" (index key) and "vector" (or None).
+        read_bytes/last_uuid: how far the transcript has been read (None: unchanged). skipped,
+        redactions (counts only), private_spans: added to the session's tallies. trailing_meta:
+        tool metadata for the session's last stored turn. rekey: {uuid: new index key} for turns
+        already stored (a turn's key names the turn after it, known only now)."""
+        now = now_ms()
+        inserted: list[int] = []
+        with self.transaction():
+            row = self.conn.execute("SELECT skipped, redactions, title FROM sessions WHERE session_id = ?",
+                                    (session_id,)).fetchone()
+            if row is None:
+                self.conn.execute(
+                    "INSERT INTO sessions (session_id, source, transcript_path, title, updated_at) VALUES (?,?,?,?,?)",
+                    (session_id, source, transcript_path, title, now))
+                row = ("{}", "{}", title)
+            tallies = [json.loads(row[0]), json.loads(row[1])]
+            for tally, extra in zip(tallies, (skipped, redactions)):
+                for k, v in extra.items():
+                    tally[k] = tally.get(k, 0) + int(v)
+            if trailing_meta:
+                last = self.conn.execute("SELECT seq, meta FROM turns WHERE session_id = ? ORDER BY position DESC "
+                                         "LIMIT 1", (session_id,)).fetchone()
+                if last is not None:
+                    meta = json.loads(last[1] or "{}")
+                    for k, values in trailing_meta.items():
+                        meta[k] = meta.get(k, []) + [v for v in values if v not in meta.get(k, [])]
+                    self.conn.execute("UPDATE turns SET meta = ? WHERE seq = ?", (json.dumps(meta), last[0]))
+            for uuid, key in rekey.items():
+                hit = self.conn.execute("SELECT seq, text FROM turns WHERE session_id = ? AND uuid = ?",
+                                        (session_id, uuid)).fetchone()
+                if hit is not None:
+                    self.conn.execute("DELETE FROM turn_fts WHERE rowid = ?", (hit[0],))
+                    self.conn.execute("INSERT INTO turn_fts(rowid, body, key) VALUES (?, ?, ?)",
+                                      (hit[0], index_text(hit[1]), index_text(key)))
+            position = self.conn.execute("SELECT coalesce(max(position) + 1, 0) FROM turns WHERE session_id = ?",
+                                         (session_id,)).fetchone()[0]
+            for t in turns:
+                cur = self.conn.execute(
+                    "INSERT OR IGNORE INTO turns (session_id, uuid, position, role, text, at, speaker, git_branch, "
+                    "cwd, meta) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (session_id, t["uuid"], position, t["role"], t["text"], t["at"], t.get("speaker"),
+                     t.get("git_branch"), t.get("cwd"), json.dumps(t.get("meta") or {})))
+                if cur.rowcount != 1:
+                    continue
+                position += 1
+                seq = int(cur.lastrowid)
+                inserted.append(seq)
+                self.conn.execute("INSERT INTO turn_fts(rowid, body, key) VALUES (?, ?, ?)",
+                                  (seq, index_text(t["text"]), index_text(t.get("key") or "")))
+                self.put_turn_vector(seq, t.get("vector"))
+            self.conn.execute(
+                """UPDATE sessions SET
+                     title = coalesce(title, ?),
+                     started_at = (SELECT min(at) FROM turns WHERE session_id = ?),
+                     ended_at = (SELECT max(at) FROM turns WHERE session_id = ?),
+                     turn_count = (SELECT count(*) FROM turns WHERE session_id = ?),
+                     git_branch = coalesce((SELECT git_branch FROM turns WHERE session_id = ? AND git_branch
+                                            IS NOT NULL ORDER BY position DESC LIMIT 1), git_branch),
+                     cwd = coalesce((SELECT cwd FROM turns WHERE session_id = ? AND cwd IS NOT NULL
+                                     ORDER BY position LIMIT 1), cwd),
+                     transcript_path = coalesce(?, transcript_path),
+                     read_bytes = coalesce(?, read_bytes), last_uuid = coalesce(?, last_uuid),
+                     skipped = ?, redactions = ?, private_spans = private_spans + ?, updated_at = ?
+                   WHERE session_id = ?""",
+                (title, session_id, session_id, session_id, session_id, session_id, transcript_path, read_bytes,
+                 last_uuid, json.dumps(tallies[0]), json.dumps(tallies[1]), int(private_spans), now, session_id))
+        return inserted
+
+    def put_turn_vector(self, seq: int, vector: np.ndarray | None) -> None:
+        """Store a turn's vector, or queue the turn for embedding (inside a transaction)."""
+        if vector is not None and self.turn_index is not None:
+            if not self.turn_index.exists(self.conn):
+                self.turn_index.create(self.conn, len(vector))
+            self.turn_index.upsert(self.conn, seq, vector)
+            self.conn.execute("DELETE FROM turn_vector_backlog WHERE seq = ?", (seq,))
+        else:
+            self.conn.execute("INSERT OR IGNORE INTO turn_vector_backlog(seq) VALUES (?)", (seq,))
+
+    def turn_backlog(self, limit: int) -> list[tuple[int, str]]:
+        """(seq, text) of turns awaiting a vector, oldest first."""
+        return self.conn.execute("SELECT b.seq, t.text FROM turn_vector_backlog b JOIN turns t ON t.seq = b.seq "
+                                 "ORDER BY b.seq LIMIT ?", (int(limit),)).fetchall()
+
+    def fill_turn_backlog(self, vectors: dict[int, np.ndarray]) -> None:
+        with self.transaction():
+            for seq, vector in vectors.items():
+                self.put_turn_vector(seq, vector)
+
+    @staticmethod
+    def _turn_time_sql(since: int | None, until: int | None) -> tuple[str, list[object]]:
+        clauses, params = [], []
+        if since is not None:
+            clauses.append("t.at >= ?")
+            params.append(since)
+        if until is not None:
+            clauses.append("t.at < ?")
+            params.append(until)
+        return " AND ".join(clauses), params
+
+    def turn_keyword_search(self, match: str, limit: int, *, since: int | None = None, until: int | None = None,
+                            key_weight: float = 1.0) -> list[tuple[int, float]]:
+        """BM25 over turns (text, and its index key weighted by key_weight): [(seq, -bm25)], best first."""
+        where, params = self._turn_time_sql(since, until)
+        join = f" JOIN turns t ON t.seq = f.rowid AND {where}" if where else ""
+        rows = self.conn.execute(
+            f"SELECT f.rowid, bm25(turn_fts, 1.0, ?) AS rank FROM turn_fts f{join} WHERE turn_fts MATCH ? "
+            "ORDER BY rank LIMIT ?", (float(key_weight), *params, match, int(limit))).fetchall()
+        return [(int(seq), -float(rank)) for seq, rank in rows]
+
+    def turn_vector_search(self, query: np.ndarray, limit: int, *, since: int | None = None,
+                           until: int | None = None) -> list[tuple[int, float]]:
+        """Nearest turns to `query`: [(seq, cosine)], best first."""
+        if self.turn_index is None or not self.turn_index.exists(self.conn):
+            return []
+        where, params = self._turn_time_sql(since, until)
+        restrict = f"SELECT t.seq FROM turns t WHERE {where}" if where else None
+        return self.turn_index.search(self.conn, query, limit, restrict, params)
+
+    def turn_exact_search(self, needle: str, limit: int, *, since: int | None = None,
+                          until: int | None = None) -> list[tuple[int, float]]:
+        """Turns containing `needle` (case-insensitive for ASCII), newest first: [(seq, 1.0)]."""
+        where, params = self._turn_time_sql(since, until)
+        rows = self.conn.execute(
+            f"SELECT t.seq FROM turns t WHERE instr(lower(t.text), lower(?)) > 0 {'AND ' + where if where else ''} "
+            "ORDER BY t.at DESC, t.seq DESC LIMIT ?", (needle, *params, int(limit))).fetchall()
+        return [(int(r[0]), 1.0) for r in rows]
+
+    def turns_by_seqs(self, seqs: Sequence[int]) -> dict[int, Turn]:
+        out: dict[int, Turn] = {}
+        for start in range(0, len(seqs), 500):
+            chunk = list(seqs[start : start + 500])
+            rows = self.conn.execute(f"SELECT {self._TURN_COLUMNS} FROM turns WHERE seq IN "
+                                     f"({','.join('?' * len(chunk))})", chunk).fetchall()
+            out.update({int(r[0]): self._turn(r) for r in rows})
+        return out
+
+    def session_turns(self, session_id: str, offset: int, limit: int) -> list[Turn]:
+        """Turns of a session by position: positions offset .. offset + limit - 1."""
+        rows = self.conn.execute(f"SELECT {self._TURN_COLUMNS} FROM turns WHERE session_id = ? AND position >= ? "
+                                 "ORDER BY position LIMIT ?", (session_id, int(offset), int(limit))).fetchall()
+        return [self._turn(r) for r in rows]
+
+    def session(self, session_id: str) -> SessionInfo | None:
+        row = self.conn.execute(f"SELECT {self._SESSION_COLUMNS} FROM sessions WHERE session_id = ?",
+                                (session_id,)).fetchone()
+        return self._session(row) if row else None
+
+    def sessions(self, limit: int, *, since: int | None = None, until: int | None = None) -> list[SessionInfo]:
+        """Captured sessions, most recently active first."""
+        clauses, params = ["1"], []
+        if since is not None:
+            clauses.append("coalesce(ended_at, updated_at) >= ?")
+            params.append(since)
+        if until is not None:
+            clauses.append("coalesce(started_at, updated_at) < ?")
+            params.append(until)
+        rows = self.conn.execute(
+            f"SELECT {self._SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(clauses)} "
+            "ORDER BY coalesce(ended_at, updated_at) DESC, session_id LIMIT ?", (*params, int(limit))).fetchall()
+        return [self._session(r) for r in rows]
+
+    def session_totals(self) -> dict[str, object]:
+        """{"sessions", "turns", "awaiting_embedding", "skipped": {reason: n}, "redactions": {type: n},
+        "private_spans"} over every captured session."""
+        sessions, turns = self.conn.execute(
+            "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM turns)").fetchone()
+        backlog = self.conn.execute("SELECT count(*) FROM turn_vector_backlog").fetchone()[0]
+        skipped: dict[str, int] = {}
+        redactions: dict[str, int] = {}
+        private = 0
+        for s, r, p in self.conn.execute("SELECT skipped, redactions, private_spans FROM sessions"):
+            for tally, extra in ((skipped, json.loads(s)), (redactions, json.loads(r))):
+                for k, v in extra.items():
+                    tally[k] = tally.get(k, 0) + v
+            private += p
+        return {"sessions": sessions, "turns": turns, "awaiting_embedding": backlog, "skipped": skipped,
+                "redactions": redactions, "private_spans": private}
 
     def file_size(self) -> int:
         """Bytes on disk: the database plus its WAL."""

@@ -141,3 +141,16 @@ class NumpyIndex(VectorIndex):
 
 
 BACKENDS: dict[str, type[VectorIndex]] = {"sqlite-vec": SqliteVecIndex, "numpy": NumpyIndex}
+
+
+class TurnSqliteVecIndex(SqliteVecIndex):
+    """Captured turns' vectors (seq = turns.seq), apart from the memories'."""
+
+    table = "turn_vec"
+
+
+class TurnNumpyIndex(NumpyIndex):
+    table = "turn_vectors"
+
+
+TURN_BACKENDS: dict[str, type[VectorIndex]] = {"sqlite-vec": TurnSqliteVecIndex, "numpy": TurnNumpyIndex}

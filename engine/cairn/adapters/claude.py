@@ -31,6 +31,7 @@ SESSION_START = "SessionStart"
 STORE_BROKEN = ("Cairn memory: this project's memory store cannot be used, so nothing was recalled. "
                 "Tell the user to run `cairn doctor` in a terminal to check and repair it.")
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
+CAPTURE_EVENTS = ("Stop", "PreCompact")  # events that capture the new part of the session's transcript
 
 
 def paused_marker(session_id: str) -> Path:
@@ -173,3 +174,110 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
             state.save()
         return text
     return None
+
+
+def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder | None = None,
+            embedder_for: Callable[[dict[str, Any]], Embedder | None] | None = None) -> dict[str, Any] | None:
+    """Capture the part of the session's transcript (payload `transcript_path`) not read yet into the
+    project's store (Cairn.ingest_transcript), then embed turns still waiting for a vector. Nothing
+    when capture is off: the per-session pause, CAIRN_PAUSE, the project's .cairn-disable,
+    hooks.enabled or sessions.capture false. Returns the ingestion's counts, or None when nothing
+    was done. The log gets counts, never text. Raises whatever the engine raises; the caller fails open."""
+    from cairn import Cairn
+
+    session_id = str(payload.get("session_id") or "")
+    path = payload.get("transcript_path")
+    if not session_id or not isinstance(path, str) or not Path(path).is_file():
+        return None
+    resolved = resolve(None, cwd=_project_dir(payload, env), env=env)
+    choice, config = resolved.choice, resolved.config
+    reason = _disabled(choice.project_root, config, env, session_id)
+    if reason is None and not config["sessions"]["capture"]:
+        reason = "sessions.capture is false"
+    if reason:
+        log.info("capture: nothing captured (%s)", reason)
+        return None
+    if embedder_for is not None:
+        embedder = embedder_for(config)
+    with Cairn.open(resolved=resolved, embedder=embedder) as memory:
+        done = memory.ingest_transcript(path, session_id=session_id)
+        if embedder is not None:
+            while memory.flush_turn_backlog(256):
+                pass
+    log.info("capture %s: %d turns added, skipped %s, redacted %s, %d private spans", session_id,
+             done["turns_added"], done["skipped"], done["redactions"], done["private_spans"])
+    return done
+
+
+def claude_projects_root(root: str | Path | None = None, env: dict[str, str] | None = None) -> Path:
+    """Where Claude Code keeps transcripts: `root`, else $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects."""
+    env = os.environ if env is None else env
+    if root is not None:
+        return Path(root)
+    base = env.get("CLAUDE_CONFIG_DIR")
+    return (Path(base) if base else Path.home() / ".claude") / "projects"
+
+
+def encoded_project(path: Path) -> str:
+    """Claude Code's folder name for a project: its absolute path, every character but a letter or digit as '-'."""
+    return "".join(c if c.isascii() and c.isalnum() else "-" for c in str(path))
+
+
+def _recorded_cwd(folder: Path) -> str | None:
+    """The working directory the first transcript in `folder` records (its lines carry `cwd`)."""
+    for path in sorted(folder.glob("*.jsonl")):
+        try:
+            with open(path, "rb") as handle:
+                for raw in handle:
+                    try:
+                        cwd = json.loads(raw).get("cwd")
+                    except (ValueError, AttributeError):
+                        continue
+                    if isinstance(cwd, str) and cwd:
+                        return cwd
+        except OSError:
+            continue
+    return None
+
+
+def import_claude_transcripts(memory: Cairn, *, root: str | Path | None = None, all_projects: bool = False,
+                              progress: Callable | None = None) -> dict[str, Any]:
+    """`cairn import-sessions`: this project's Claude Code transcripts into `memory` (its store), or
+    with all_projects every project folder's into the store of the project its transcripts record
+    (a folder whose project no longer exists is counted under skipped["project folder gone"]).
+    Returns Cairn.import_transcripts' totals summed, with "projects"."""
+    from collections import Counter
+
+    from cairn import Cairn as Engine
+
+    base = claude_projects_root(root)
+    totals: dict[str, Any] = {"projects": 0, "files": 0, "turns_added": 0, "skipped": Counter(),
+                              "redactions": Counter(), "private_spans": 0}
+
+    def add(done: dict[str, Any]) -> None:
+        totals["projects"] += 1
+        for key in ("files", "turns_added", "private_spans"):
+            totals[key] += done[key]
+        totals["skipped"].update(done["skipped"])
+        totals["redactions"].update(done["redactions"])
+
+    kwargs = {"progress": progress} if progress is not None else {}
+    if not all_projects:
+        project = memory.choice.project_root or Path.cwd()
+        folder = base / encoded_project(Path(project).resolve())
+        if folder.is_dir():
+            add(memory.import_transcripts(folder, **kwargs))
+    else:
+        for folder in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []:
+            cwd = _recorded_cwd(folder)
+            if cwd is None or not Path(cwd).is_dir():
+                totals["skipped"]["project folder gone"] += 1
+                continue
+            resolved = resolve(None, cwd=Path(cwd))
+            if str(resolved.choice.path) == memory.status().path:
+                add(memory.import_transcripts(folder, **kwargs))
+                continue
+            with Engine.open(resolved=resolved, embedder=memory.embedder) as other:
+                add(other.import_transcripts(folder, **kwargs))
+    totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]))
+    return totals

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 import cairn
-from cairn import DEFAULT_IMPORTANCE, KINDS, SCOPES, SOURCES, VERDICTS, Embedder
+from cairn import DEFAULT_IMPORTANCE, KINDS, SCOPES, SESSION_MODES, SOURCES, VERDICTS, Embedder
 
 if TYPE_CHECKING:
     from cairn import Cairn
@@ -364,6 +364,14 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
                    + (f", {c['awaiting_embedding']} awaiting embedding" if c["awaiting_embedding"] else ""))
         click.echo(f"size      {info['bytes']:,} bytes")
         click.echo(f"vectors   {info['vector_backend'] or 'unavailable'}; model {info['embedding_model'] or 'none'}")
+        ses = info.get("sessions") or {}
+        if ses.get("sessions"):
+            click.echo(f"sessions  {ses['sessions']} captured, {ses['turns']} turns"
+                       + (f"; secrets redacted {sum(ses['redactions'].values())} "
+                          f"({', '.join(f'{k} {v}' for k, v in sorted(ses['redactions'].items()))})"
+                          if ses["redactions"] else "")
+                       + (f"; {ses['private_spans']} private spans removed" if ses["private_spans"] else "")
+                       + (f"; lines skipped {sum(ses['skipped'].values())}" if ses["skipped"] else ""))
         if info["keyword_only"]:
             click.echo(f"recall is KEYWORD-ONLY: {info['keyword_only_reason'] or 'no embedding model'}")
         for name, ms in info.get("timings_ms", {}).items():
@@ -600,11 +608,124 @@ def review_decide_(memory: Cairn, as_json: bool, older_id: str, newer_id: str, v
     _emit(as_json, done, human)
 
 
+@cli.group()
+def sessions() -> None:
+    """Captured conversations (Stop and PreCompact hooks, `import-sessions`): search, list, read."""
+
+
+def _short(text: str, width: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _turn_line(turn: cairn.Turn, mark: str = "") -> str:
+    when = cairn.format_time(turn.at) or "-"
+    who = turn.speaker or turn.role
+    return f"{mark}[{turn.session_id} #{turn.position} {who} {when[:16].replace('T', ' ')}] {_short(turn.text)}"
+
+
+@sessions.command(name="search")
+@click.argument("query")
+@click.option("--mode", type=click.Choice(SESSION_MODES), default="auto", show_default=True,
+              help="auto: exact for a quoted string or an identifier-like token, else hybrid.")
+@click.option("-k", "k", type=click.IntRange(1, 1000), help="How many turns at most (default: config sessions.k, 10).")
+@click.option("--window", type=click.IntRange(0, 50),
+              help="Turns before and after each hit (default: config sessions.window, 2).")
+@click.option("--since", type=TIME, help="Only turns from this time on.")
+@click.option("--until", type=TIME, help="Only turns before this time.")
+@store_options(read_only=True, use_warm=True)
+def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None:
+    """Captured turns for QUERY, best first, each with the turns around it."""
+    hits = memory.search_sessions(query, **options)
+
+    def human() -> None:
+        if not hits:
+            click.echo("no captured turns match")
+        for n, hit in enumerate(hits, 1):
+            click.echo(f"{n}. ({hit.mode}, score {hit.score:.4f})")
+            for turn in hit.before:
+                click.echo(_turn_line(turn, "     "))
+            click.echo(_turn_line(hit.turn, "  >  "))
+            for turn in hit.after:
+                click.echo(_turn_line(turn, "     "))
+
+    _emit(as_json, [h.to_json() for h in hits], human)
+
+
+@sessions.command(name="list")
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option("--since", type=TIME, help="Only sessions active from this time on.")
+@click.option("--until", type=TIME, help="Only sessions started before this time.")
+@store_options(read_only=True)
+def sessions_list(memory: Cairn, as_json: bool, **options) -> None:
+    """Captured sessions, most recently active first."""
+    rows = memory.list_sessions(**options)
+
+    def human() -> None:
+        if not rows:
+            click.echo("no captured sessions")
+        for info in rows:
+            when = (cairn.format_time(info.started_at) or "-")[:16].replace("T", " ")
+            click.echo(f"{info.session_id}  {when}  {info.turn_count:>4} turns  {info.git_branch or '-'}  "
+                       f"{_short(info.title or '', 80)}")
+
+    _emit(as_json, [r.to_json() for r in rows], human)
+
+
+@sessions.command(name="show")
+@click.argument("session_id")
+@click.option("--offset", type=click.IntRange(0), default=0, show_default=True, help="First turn position.")
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True, help="How many turns.")
+@store_options(read_only=True)
+def sessions_show(memory: Cairn, as_json: bool, session_id: str, offset: int, limit: int) -> None:
+    """SESSION_ID's turns in order, paged (--offset, --limit)."""
+    info, turns = memory.read_session(session_id, offset=offset, limit=limit)
+
+    def human() -> None:
+        click.echo(f"session {info.session_id}: {info.turn_count} turns, branch {info.git_branch or '-'}")
+        for turn in turns:
+            click.echo(_turn_line(turn))
+
+    _emit(as_json, {"session": info.to_json(), "turns": [t.to_json() for t in turns]}, human)
+
+
+@cli.command(name="import-sessions")
+@click.option("--all", "all_projects", is_flag=True,
+              help="Every project's transcripts, each into its own project's store (by the cwd they record).")
+@click.option("--root", type=click.Path(file_okay=False, path_type=str),
+              help="Claude Code's projects folder (default: $CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects).")
+@click.option("--locomo", "locomo", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Instead: import LoCoMo conversation JSON files (for the benchmark).")
+@store_options
+def import_sessions(memory: Cairn, as_json: bool, all_projects: bool, root: str | None, locomo) -> None:
+    """Capture existing Claude Code transcripts of this project (or --all). Resumable: each transcript
+    continues where an earlier capture or import stopped; running it twice adds nothing."""
+    from .claude import import_claude_transcripts
+
+    if locomo:
+        totals: dict[str, Any] = {"sessions": 0, "turns_added": 0}
+        for path in locomo:
+            done = memory.import_locomo(path)
+            totals = {k: totals[k] + done[k] for k in totals}
+    else:
+        totals = import_claude_transcripts(memory, root=root, all_projects=all_projects, progress=_progress)
+
+    def human() -> None:
+        if "files" in totals:
+            click.echo(f"read {totals['files']} transcripts: {totals['turns_added']} turns added"
+                       + (f", lines skipped {totals['skipped']}" if totals["skipped"] else "")
+                       + (f", secrets redacted {totals['redactions']}" if totals["redactions"] else ""))
+        else:
+            click.echo(f"imported {totals['sessions']} sessions, {totals['turns_added']} turns added")
+
+    _emit(as_json, totals, human)
+
+
 @cli.command(context_settings={"ignore_unknown_options": True})
 @click.argument("event")
 @click.argument("args", nargs=-1)
 def hook(event: str, args: tuple[str, ...]) -> None:
-    """Run a Claude Code hook: EVENT is SessionStart or UserPromptSubmit (stdin: the hook's JSON),
+    """Run a Claude Code hook: EVENT is SessionStart, UserPromptSubmit, Stop or PreCompact (stdin: the hook's JSON),
     or `pause SESSION_ID [off]`. Fails open: exit 0 whatever happens; errors go to hooks.log."""
     from .hook import hook_main
 

@@ -17,12 +17,73 @@ import sys
 import time
 
 WARM_TIMEOUT_S = {"SessionStart": 2.0, "UserPromptSubmit": 1.0}
+CAPTURE_EVENTS = ("Stop", "PreCompact")  # as claude.CAPTURE_EVENTS (not imported: the warm path stays light)
+CAPTURE_HANDOFF_S = 0.25  # how long a capture hook waits for the warm process to take the job
+
+
+def capture(event: str, payload: dict) -> None:
+    """Stop / PreCompact: hand the capture of the transcript's new part to the warm process (which
+    queues it and answers at once), else to a detached `cairn hook capture-now` process; return
+    without waiting either way. A Stop with `stop_hook_active` (Claude continuing because a Stop
+    hook asked it to) captures nothing: the next Stop resumes from the same offset, so nothing is lost."""
+    from . import warm
+
+    if payload.get("stop_hook_active") or not payload.get("transcript_path") or not payload.get("session_id"):
+        return None
+    env = {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ}
+    if os.environ.get("CAIRN_NO_WARM") != "1":
+        reply = warm.request({"op": "capture", "event": event, "payload": payload, "env": env},
+                             timeout=CAPTURE_HANDOFF_S)
+        if reply is not None:
+            return None
+        warm.spawn()
+    spawn_capture(payload)
+    return None
+
+
+def spawn_capture(payload: dict) -> None:
+    """Run the capture in a detached process (its own session: it outlives the hook and Claude Code's
+    teardown), the payload on its stdin."""
+    import subprocess
+
+    from cairn import data_root
+
+    logs = data_root() / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with open(logs / "capture.log", "ab") as log:
+        child = subprocess.Popen([sys.executable, "-P", "-m", "cairn", "hook", "capture-now"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, close_fds=True)
+    child.stdin.write(json.dumps(payload).encode())
+    child.stdin.close()
+
+
+def capture_now(payload: dict) -> None:
+    """The detached capture process: ingest with the warm process's model when it can serve one
+    (started if need be), else keyword-only (the turns are embedded later, by the warm process)."""
+    from .claude import capture as capture_transcript
+
+    env = dict(os.environ)
+
+    def embedder_for(config: dict):
+        if os.environ.get("CAIRN_NO_WARM") == "1":
+            return None
+        from .warm import session_embedder
+
+        return session_embedder(config)
+
+    capture_transcript(payload, env, embedder_for=embedder_for)
 
 
 def run(event: str, payload: dict) -> dict | None:
     """Through the warm process if it answers in time, else keyword-only in this process."""
     from . import warm
 
+    if event in CAPTURE_EVENTS:
+        return capture(event, payload)
+    if event == "capture-now":
+        return capture_now(payload)
+    if event not in ("SessionStart", "UserPromptSubmit"):
+        return None  # SessionEnd and any other event: nothing heavy, nothing at all
     env = {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ}
     reply = warm.request({"op": "hook", "event": event, "payload": payload, "env": env},
                          timeout=WARM_TIMEOUT_S.get(event, 1.0))

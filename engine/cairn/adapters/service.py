@@ -20,6 +20,8 @@ Protocol: one JSON object per line each way.
                                                         -> {"ok": true, "model": ..., "dim": ...,
                                                             "vectors": [base64 float32[dim]]}
     {"op": "hook", "event": str, "payload": {}, "env": {}} -> {"ok": true, "output": {...} | null}
+    {"op": "capture", "event": str, "payload": {}, "env": {}} -> {"ok": true, "queued": true}
+        (Stop / PreCompact: the transcript's new part is captured by a worker thread, after the reply)
     {"op": "shutdown"}                                  -> {"ok": true}
 Every request carries "code" (warm.code_version()); a mismatch answers {"ok": false, "error": "stale"}.
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import queue
 import socketserver
 import sys
 import threading
@@ -60,6 +63,8 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.stores: dict[tuple[str, ...], Any] = {}  # open Cairn per (store file, config, model); reads stay fresh
         self.stores_lock = threading.Lock()  # held for a whole hook request
         self.code = code
+        self.captures: queue.Queue = queue.Queue()  # capture jobs, run one at a time by capture_worker
+        threading.Thread(target=self.capture_worker, daemon=True).start()
         self.idle_seconds = idle_seconds
         self.last_request = time.monotonic()
         super().__init__(path, Handler)
@@ -117,6 +122,10 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                 output = handle(str(request.get("event")), request.get("payload") or {}, env,
                                 embedder_for=self.embedder_for, open_memory=self.memory_for)
             return {"ok": True, "output": output}
+        if op == "capture":
+            env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
+            self.captures.put((request.get("payload") or {}, env))
+            return {"ok": True, "queued": True}
         if op == "cli":
             return self.cli(request)
         if op == "shutdown":
@@ -155,6 +164,20 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                 return {"ok": True, "result": [h.to_json() for h in hits]}
         except CairnError as exc:
             return {"ok": True, "error": str(exc)}
+
+    def capture_worker(self) -> None:
+        """Run queued captures one after another, each with its own store connection (not the hooks'
+        shared ones, so a long capture never holds up a prompt's recall). A failure is logged."""
+        from .claude import capture
+
+        while True:
+            payload, env = self.captures.get()
+            try:
+                capture(payload, env, embedder_for=lambda config: self.embedder_for(config, wait=True))
+            except Exception:
+                log.exception("capture failed")
+            finally:
+                self.last_request = time.monotonic()
 
     def memory_for(self, resolved: Resolved, embedder: Embedder | None):
         """An open engine for that project, kept open across requests. SQLite reads see every commit,

@@ -52,7 +52,11 @@ memory beside it.
 - Cite the memories you rely on as [mem:ID].
 - Replaced and forgotten memories never come back in recall or list; history needs \
 include_superseded, as_of or memory_history.
-- memory_forget erases for good: only when the user asks."""
+- memory_forget erases for good: only when the user asks.
+- Past sessions are captured turn by turn: memory_search_sessions finds what was said before (an \
+error message and its fix, a reason given, what was tried), each hit with the turns around it; \
+quote an exact error or identifier to match it exactly. memory_list_sessions and \
+memory_read_session browse them."""
 
 # -- argument types: the JSON schemas the model sees ----------------------------------------------
 Kind = Literal[KINDS]  # type: ignore[valid-type]
@@ -119,6 +123,25 @@ class CairnServer(MCPServer):
             if name in WRITE_TOOLS:
                 message += "; nothing was changed"
             raise ToolError(message) from cause
+
+
+def _turn(turn: cairn.Turn) -> dict[str, Any]:
+    """A captured turn as the model sees it: compact, empty fields left out."""
+    data = turn.to_json()
+    out = {"session_id": data["session_id"], "position": data["position"], "role": data["role"],
+           "speaker": data["speaker"], "at": data["at_iso"], "text": data["text"], "meta": data["meta"] or None}
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _session_hit(hit: cairn.SessionHit) -> dict[str, Any]:
+    return {**_turn(hit.turn), "score": round(hit.score, 4), "mode": hit.mode,
+            "before": [_turn(t) for t in hit.before], "after": [_turn(t) for t in hit.after]}
+
+
+def _session_row(info: cairn.SessionInfo) -> dict[str, Any]:
+    data = info.to_json()
+    keep = ("session_id", "title", "started_at_iso", "ended_at_iso", "turn_count", "git_branch")
+    return {k.replace("_iso", ""): data[k] for k in keep if data[k] is not None}
 
 
 def build_server(session: Session) -> MCPServer:
@@ -264,6 +287,54 @@ def build_server(session: Session) -> MCPServer:
 
         return run(do, embeds=True)
 
+    def memory_search_sessions(
+        query: Annotated[str, Field(min_length=1, max_length=2000,
+                                    description="Words, or an exact error message / path / identifier (quote it "
+                                                "to force an exact match).")],
+        mode: Annotated[Literal["auto", "keyword", "semantic", "exact", "hybrid"],
+                        Field(description="auto (default): exact for a quoted string or an identifier-like "
+                                          "token, else keyword + semantic.")] = "auto",
+        k: Annotated[int | None, Field(ge=1, le=50, description="How many turns at most (default 10).")] = None,
+        window: Annotated[int | None, Field(ge=0, le=10, description="Turns before and after each hit "
+                                                                     "(default 2).")] = None,
+        since: When = None,
+        until: When = None,
+    ) -> str:
+        """Search the captured turns of past sessions of this project (user prompts and assistant replies, not tool output): what was said, an error message and how it was fixed, a reason given, what was tried. Returns turns best first, each with session_id, position, role, time, text, and its context window (the turns just before and after, not ranked themselves). since/until: ISO 8601 bounds on the turn's time."""  # noqa: E501
+
+        def do(engine):
+            hits = engine.search_sessions(query, mode=mode, k=k, window=window, since=since, until=until)
+            return {"hits": [_session_hit(h) for h in hits]}
+
+        return run(do, embeds=mode != "exact" and mode != "keyword")
+
+    def memory_list_sessions(
+        limit: Annotated[int, Field(ge=1, le=200, description="How many at most.")] = 20,
+        since: When = None,
+        until: When = None,
+    ) -> str:
+        """The captured sessions of this project, most recent first: id, title (the first prompt), start and end time, turn count, git branch."""  # noqa: E501
+
+        def do(engine):
+            return {"sessions": [_session_row(s) for s in engine.list_sessions(limit=limit, since=since,
+                                                                                until=until)]}
+
+        return run(do)
+
+    def memory_read_session(
+        session_id: Annotated[str, Field(min_length=1, max_length=200, description="As listed or found.")],
+        offset: Annotated[int, Field(ge=0, description="First turn position to return.")] = 0,
+        limit: Annotated[int, Field(ge=1, le=200, description="How many turns.")] = 50,
+    ) -> str:
+        """Read a captured session's turns in order, paged by position (offset, limit): to see a whole conversation around a search hit."""  # noqa: E501
+
+        def do(engine):
+            info, turns = engine.read_session(session_id, offset=offset, limit=limit)
+            return {"session": _session_row(info), "turns": [_turn(t) for t in turns],
+                    "next_offset": turns[-1].position + 1 if len(turns) == limit else None}
+
+        return run(do)
+
     def tool(fn, title: str, annotations: ToolAnnotations) -> Tool:
         made = Tool.from_function(fn, title=title, annotations=annotations, structured_output=False)
         made.parameters = _drop_titles(made.parameters)
@@ -281,6 +352,9 @@ def build_server(session: Session) -> MCPServer:
         tool(memory_list, "List memories", READ_ONLY),
         tool(memory_status, "Memory status", READ_ONLY),
         tool(memory_review_candidates, "Review candidates", READ_ONLY),
+        tool(memory_search_sessions, "Search past sessions", READ_ONLY),
+        tool(memory_list_sessions, "List past sessions", READ_ONLY),
+        tool(memory_read_session, "Read a past session", READ_ONLY),
         tool(memory_review_decide, "Apply a review verdict", ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)),
     ]

@@ -1,0 +1,136 @@
+"""What never reaches a store from a captured session: `<private>` spans and secrets.
+
+`scrub(text)` is applied to every captured turn before anything is written (the turn's text, its
+index keys and its vector all come from the scrubbed text):
+1. Everything between `<private>` and `</private>` is removed, across lines and inside code fences
+   alike (a tag is a tag wherever it stands); an unclosed `<private>` hides the rest of the turn.
+2. Secrets are replaced by `[REDACTED:<type>]`, found by Yelp's detect-secrets (its detectors for
+   cloud and SaaS keys and tokens, private keys, passwords in URLs and in assignments). Its two
+   high-entropy detectors are left out: on a free line of prose they flag commit hashes, uuids and
+   ordinary words, which would make exactly what session search is for (a hash, an id) unfindable.
+   A private key's whole PEM block is redacted, not just its BEGIN line.
+
+Only counts leave this module (by detector type), never a value.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+
+_PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+_PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|\Z")
+# detect-secrets detectors not used (see the module docstring).
+_LEFT_OUT = {"Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector"}
+_lock = threading.Lock()  # detect-secrets keeps its settings in a module-level global
+_plugins_config: list[dict[str, str]] | None = None
+
+
+@dataclass
+class Scrubbed:
+    """A scrubbed text and what was taken out: private spans removed, secrets redacted by type."""
+
+    text: str
+    private_spans: int = 0
+    redactions: Counter = field(default_factory=Counter)
+
+
+def strip_private(text: str) -> tuple[str, int]:
+    """`text` without its `<private>...</private>` spans, and how many there were."""
+    out, n = _PRIVATE.subn("", text)
+    return out, n
+
+
+def _plugins() -> list[dict[str, str]]:
+    global _plugins_config
+    if _plugins_config is None:
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+        names = sorted({c.__name__ for c in get_mapping_from_secret_type_to_class().values()} - _LEFT_OUT)
+        _plugins_config = [{"name": n} for n in names]
+    return _plugins_config
+
+
+def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
+    """(secret type, spans to redact in `line`) for each secret detect-secrets finds in it."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.core.scan import scan_line
+
+    classes = get_mapping_from_secret_type_to_class()
+    found: list[tuple[str, list[tuple[int, int]]]] = []
+    for secret in scan_line(line):
+        value = secret.secret_value or ""
+        spans = [m.span() for m in re.finditer(re.escape(value), line)] if value else []
+        denylist = getattr(classes.get(secret.type), "denylist", None) or []
+        # Some regex detectors report only the token's prefix ("ghp" of a GitHub token): then the
+        # whole match is redacted. Others report the secret itself (a URL's password, not its user).
+        whole = [m.span() for regex in denylist for m in regex.finditer(line)
+                 if m.group(0) != value and m.group(0).startswith(value)]
+        if whole and secret.type != "Private Key":
+            spans = whole
+        if spans:
+            found.append((secret.type, spans))
+    return found
+
+
+def _redact(text: str) -> tuple[str, Counter]:
+    """redact_secrets inside detect-secrets' settings (entered once per batch: entering costs more
+    than a line's scan)."""
+    counts: Counter = Counter()
+    if not text.strip():
+        return text, counts
+    out_lines: list[str] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        detections = _detections(line) if len(line) < 20_000 else []
+        if any(kind == "Private Key" for kind, _ in detections):
+            # The whole PEM block, to its END line (or the end of the text).
+            rest = "\n".join(lines[i:])
+            end = _PEM_END.search(rest)
+            block_lines = rest[: end.end()].count("\n") + 1
+            counts["Private Key"] += 1
+            start = line.find("-----BEGIN")
+            out_lines.append((line[:start] if start >= 0 else "") + "[REDACTED:Private Key]")
+            i += block_lines
+            continue
+        spans = sorted({s for _, ss in detections for s in ss})
+        for kind, _ in detections:
+            counts[kind] += 1
+        pieces, last = [], 0
+        kind_of = {s: kind for kind, ss in detections for s in ss}
+        for start, end in spans:
+            if start < last:
+                continue  # overlaps a span already redacted
+            pieces += [line[last:start], f"[REDACTED:{kind_of[(start, end)]}]"]
+            last = end
+        out_lines.append("".join(pieces) + line[last:])
+        i += 1
+    return "\n".join(out_lines), counts
+
+
+def redact_secrets(text: str) -> tuple[str, Counter]:
+    """`text` with each secret replaced by `[REDACTED:<type>]`, and the count per type."""
+    out = scrub_many([text], strip=False)[0]
+    return out.text, out.redactions
+
+
+def scrub(text: str) -> Scrubbed:
+    """Private spans removed, then secrets redacted (see the module docstring)."""
+    return scrub_many([text])[0]
+
+
+def scrub_many(texts: list[str], *, strip: bool = True) -> list[Scrubbed]:
+    """scrub() of each text (strip=False: secrets only), detect-secrets configured once for all."""
+    from detect_secrets.settings import transient_settings
+
+    out: list[Scrubbed] = []
+    with _lock, transient_settings({"plugins_used": _plugins()}):
+        for text in texts:
+            without, spans = strip_private(text) if strip else (text, 0)
+            redacted, counts = _redact(without)
+            out.append(Scrubbed(redacted, spans, counts))
+    return out

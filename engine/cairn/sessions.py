@@ -1,0 +1,269 @@
+"""Captured sessions, without SQL: reading transcripts into turns, and choosing how to search them.
+
+Readers:
+- `parse_lines(data)`: complete lines of a Claude Code transcript (JSON Lines) -> turns. User
+  prompts and the assistant's text are kept; tool output is not (a tool's name and the file paths
+  it touched become metadata of the turn around it). Anything else (malformed JSON, unknown types,
+  binary junk, lone surrogates) is skipped and counted by reason, never raised.
+- `read_locomo(path)`: a LoCoMo conversation JSON file -> one session of turns per LoCoMo session.
+
+The engine (engine.py) scrubs each turn (privacy.py) and stores it (store.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidImport
+from .timeutil import format_date
+
+MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer transcript line is skipped unread ("oversized")
+TITLE_CHARS = 120
+# Transcript line types that are not conversation turns: skipped silently (not "unknown type").
+OTHER_TYPES = frozenset({"summary", "system", "file-history-snapshot", "attachment", "progress", "queue-operation",
+                         "custom-title", "tag", "result"})
+# Tool inputs that name a file the tool touched.
+FILE_KEYS = ("file_path", "path", "notebook_path")
+
+
+@dataclass
+class TurnDraft:
+    """A turn read from a source, before scrubbing and storage. at: epoch ms, UTC, or None."""
+
+    uuid: str
+    role: str
+    text: str
+    at: int | None = None
+    speaker: str | None = None
+    git_branch: str | None = None
+    cwd: str | None = None
+    meta: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Parsed:
+    """What `parse_lines` read: the turns in order, skipped lines by reason, the last uuid seen,
+    and metadata (tools, files) seen after the last turn of this chunk (for the turn before it)."""
+
+    turns: list[TurnDraft] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+    last_uuid: str | None = None
+    trailing_meta: dict[str, list[str]] = field(default_factory=dict)
+
+
+def clean_text(text: str) -> str:
+    """Text safe to store: lone surrogates replaced, NUL and other C0 controls (but tab and newline) removed."""
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    return re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f]", "", text)
+
+
+def _time(value: Any) -> int | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def _merge_meta(into: dict[str, list[str]], extra: dict[str, list[str]]) -> None:
+    for key, values in extra.items():
+        have = into.setdefault(key, [])
+        have += [v for v in values if v not in have]
+
+
+def _blocks(content: Any) -> tuple[list[str], dict[str, list[str]], int]:
+    """(texts, tool metadata, tool results) of a message's content (a string or a list of blocks)."""
+    if isinstance(content, str):
+        return [content], {}, 0
+    texts: list[str] = []
+    meta: dict[str, list[str]] = {}
+    results = 0
+    if not isinstance(content, list):
+        return texts, meta, results
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            name = block.get("name")
+            extra: dict[str, list[str]] = {"tools": [str(name)]} if name else {}
+            params = block.get("input") if isinstance(block.get("input"), dict) else {}
+            files = [str(params[k]) for k in FILE_KEYS if isinstance(params.get(k), str)]
+            if files:
+                extra["files"] = files
+            _merge_meta(meta, extra)
+        elif kind == "tool_result":
+            results += 1  # tool output: not stored
+    return texts, meta, results
+
+
+def parse_lines(data: bytes) -> Parsed:
+    """Turns from complete transcript lines (`data` ends at a newline). Never raises."""
+    out = Parsed()
+    pending: dict[str, list[str]] = {}  # tool metadata not yet attached to a turn
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        if len(raw) > MAX_LINE_BYTES:
+            out.skipped["oversized"] += 1
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            out.skipped["malformed"] += 1
+            continue
+        if not isinstance(obj, dict):
+            out.skipped["malformed"] += 1
+            continue
+        kind = obj.get("type")
+        if kind not in ("user", "assistant"):
+            if kind not in OTHER_TYPES:
+                out.skipped["unknown type"] += 1
+            continue
+        if obj.get("isSidechain") or obj.get("isMeta"):
+            continue  # a subagent's or the harness's own messages, not this conversation's turns
+        message = obj.get("message")
+        if not isinstance(message, dict):
+            out.skipped["malformed"] += 1
+            continue
+        texts, meta, _ = _blocks(message.get("content"))
+        uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else hashlib.sha256(raw).hexdigest()[:32]
+        out.last_uuid = uuid
+        text = clean_text("\n\n".join(t for t in texts if t.strip())).strip()
+        if not text:
+            # A tool call alone belongs to the assistant text before it ("Let me fix the test"), or,
+            # when this chunk has none yet, to the turn stored before it (the caller attaches it).
+            if meta:
+                _merge_meta(out.turns[-1].meta if out.turns else pending, meta)
+            continue
+        role = "user" if kind == "user" else "assistant"
+        out.turns.append(TurnDraft(
+            uuid=uuid, role=role, text=text, at=_time(obj.get("timestamp")),
+            git_branch=obj.get("gitBranch") if isinstance(obj.get("gitBranch"), str) else None,
+            cwd=obj.get("cwd") if isinstance(obj.get("cwd"), str) else None, meta=meta))
+    out.trailing_meta = pending
+    return out
+
+
+def title_of(turns: list[TurnDraft]) -> str | None:
+    """The first user prompt, on one line, shortened to TITLE_CHARS."""
+    for turn in turns:
+        if turn.role == "user":
+            line = " ".join(turn.text.split())
+            return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+    return None
+
+
+# -- LoCoMo ---------------------------------------------------------------------------------------
+_LOCOMO_SESSION = re.compile(r"session_(\d+)")
+
+
+def _locomo_time(text: str) -> int | None:
+    """'1:56 pm on 8 May, 2023' -> epoch ms, UTC."""
+    try:
+        moment = datetime.strptime(" ".join(str(text).split()), "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
+    return int(moment.replace(tzinfo=timezone.utc).timestamp() * 1000)
+
+
+def read_locomo(path: Path) -> list[tuple[str, list[TurnDraft]]]:
+    """The sessions of a LoCoMo conversation file ({speaker_a, speaker_b, session_N,
+    session_N_date_time, ...}, optionally nested under "conversation"): [(session id, turns)], the
+    session id `<file stem>/session_N`, each turn's uuid its dia_id, role user for speaker_a and
+    assistant for speaker_b, its time the session's date (plus one ms per turn, to keep order).
+    An image caption is kept as "[shares <caption>]". Raises InvalidImport for a file that is not
+    in that layout."""
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = raw.get("conversation", raw)
+        sessions = sorted((int(m.group(1)), key) for key in data if (m := _LOCOMO_SESSION.fullmatch(key)))
+    except (OSError, ValueError, AttributeError) as exc:
+        raise InvalidImport(f"{path}: not a LoCoMo conversation ({exc})") from None
+    if not sessions:
+        raise InvalidImport(f"{path}: not a LoCoMo conversation (no session_N keys)")
+    speaker_a = data.get("speaker_a")
+    out = []
+    for _, key in sessions:
+        start = _locomo_time(data.get(f"{key}_date_time", ""))
+        turns = []
+        for i, t in enumerate(data[key] if isinstance(data[key], list) else []):
+            if not isinstance(t, dict) or not isinstance(t.get("text"), str):
+                continue
+            text = t["text"].strip()
+            caption = (t.get("blip_caption") or "").strip() if isinstance(t.get("blip_caption"), str) else ""
+            if caption:
+                text = f"{text} [shares {caption}]"
+            speaker = str(t.get("speaker") or "")
+            turns.append(TurnDraft(uuid=str(t.get("dia_id") or f"{key}:{i}"),
+                                   role="user" if speaker == speaker_a else "assistant",
+                                   text=clean_text(text), speaker=speaker or None,
+                                   at=None if start is None else start + i))
+        out.append((f"{Path(path).stem}/{key}", turns))
+    return out
+
+
+# -- indexing and search ----------------------------------------------------------------------------
+NEIGHBOUR_CHARS = 300  # of each neighbouring turn, in a turn's index key
+
+
+def turn_key(turn: TurnDraft, before: str | None, after: str | None) -> str:
+    """What a turn is also found by, besides its text (key expansion): its speaker, its date, and
+    the start of the turns just before and after it."""
+    parts = [turn.speaker or "", format_date(turn.at) if turn.at is not None else ""]
+    parts += [(before or "")[:NEIGHBOUR_CHARS], (after or "")[:NEIGHBOUR_CHARS]]
+    return "\n".join(p for p in parts if p)
+
+
+_QUOTED = re.compile(r'^\s*["\u201c\'`](.+?)["\u201d\'`]\s*$', re.DOTALL)
+# An identifier-like token: a path, snake_case, CamelCase with an inner capital, dotted or ::
+# names, an error code (E1234, ERR_X, 0x1F, HTTP 404 style numbers with letters), a flag.
+_IDENTIFIER = re.compile(
+    r"(?:^|\s)(?:"
+    r"[\w.~-]*/[\w./-]+"                 # a path: src/app.py, ~/x, /usr/bin
+    r"|\w+_\w+"                          # snake_case, ERR_CONNECTION
+    r"|[a-z]+[A-Z]\w*|[A-Z][a-z]+[A-Z]\w*"  # camelCase, CamelCase
+    r"|\w+(?:\.\w+)+|\w+::\w+"           # a.b, a.b.c, mod::name
+    r"|[A-Z]{1,5}-?\d{2,}"               # error codes: E0425, TS2345, ERR-42
+    r"|--?[a-z][\w-]+"                   # a flag: --force
+    r"|\w+\.(?:py|js|ts|go|rs|md|json|toml|yaml|yml|sh|c|h|cpp|java|rb|txt)"  # a file name
+    r")(?=\s|$|[,.;:!?)])"
+)
+
+
+def choose_mode(query: str) -> tuple[str, str]:
+    """The search mode `auto` means for `query`, and the needle: ("exact", the quoted text) for a
+    quoted string, ("exact", query) for a query that is an identifier-like token (a path,
+    snake_case, an error code ...), else ("hybrid", query)."""
+    quoted = _QUOTED.match(query)
+    if quoted and quoted.group(1).strip():
+        return "exact", quoted.group(1)
+    stripped = query.strip()
+    if len(stripped.split()) <= 3 and _IDENTIFIER.search(stripped):
+        return "exact", stripped
+    return "hybrid", query
+
+
+def fuse(rankings: dict[str, list[tuple[int, float]]], weights: dict[str, float], rrf_k: int = 60
+         ) -> list[tuple[int, float, dict[str, Any]]]:
+    """Reciprocal Rank Fusion: [(seq, score, {retriever: {"rank", "score"}})], best first, ties by seq."""
+    fused: dict[int, float] = {}
+    why: dict[int, dict[str, Any]] = {}
+    for name, ranked in rankings.items():
+        for rank, (seq, score) in enumerate(ranked, 1):
+            fused[seq] = fused.get(seq, 0.0) + weights.get(name, 1.0) / (rrf_k + rank)
+            why.setdefault(seq, {})[name] = {"rank": rank, "score": round(score, 6)}
+    return [(seq, fused[seq], why[seq]) for seq in sorted(fused, key=lambda s: (-fused[s], s))]

@@ -1,0 +1,275 @@
+"""Captured sessions: storage apart from memories, privacy before storage, incremental ingestion of
+Claude Code transcripts (bad input skipped and counted), and session search with context windows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cairn import Cairn, InvalidInput, SessionNotFound
+from cairn.privacy import scrub
+from cairn.sessions import choose_mode, parse_lines
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def line(kind: str, uuid: str, content, *, ts: str = "2026-03-01T10:00:00.000Z", **extra) -> str:
+    return json.dumps({"type": kind, "uuid": uuid, "sessionId": "s1", "timestamp": ts, "gitBranch": "main",
+                       "cwd": "/work/app", "message": {"role": kind, "content": content}, **extra}) + "\n"
+
+
+def tool_use(name: str, **params) -> dict:
+    return {"type": "tool_use", "id": "t", "name": name, "input": params}
+
+
+def conversation() -> list[str]:
+    return [
+        line("user", "u1", "pytest fails with ModuleNotFoundError: No module named 'cairn_x'",
+             ts="2026-03-01T10:00:00Z"),
+        line("assistant", "a1", [{"type": "text", "text": "Let me look at the package layout."},
+                                 tool_use("Read", file_path="/work/app/pyproject.toml")], ts="2026-03-01T10:00:01Z"),
+        line("user", "r1", [{"type": "tool_result", "tool_use_id": "t", "content": "TOOL OUTPUT " * 50}],
+             ts="2026-03-01T10:00:02Z"),
+        line("assistant", "a2", [tool_use("Edit", file_path="/work/app/setup.cfg")], ts="2026-03-01T10:00:03Z"),
+        line("assistant", "a3", [{"type": "text", "text": "Fixed: the package was missing from packages.find."}],
+             ts="2026-03-01T10:00:04Z"),
+        line("user", "u2", "thanks, now deploy it to staging", ts="2026-03-01T10:01:00Z"),
+        line("assistant", "a4", [{"type": "text", "text": "Deployed to staging with kamal deploy."}],
+             ts="2026-03-01T10:01:05Z"),
+    ]
+
+
+@pytest.fixture
+def transcript(tmp_path) -> Path:
+    path = tmp_path / "s1.jsonl"
+    path.write_text("".join(conversation()))
+    return path
+
+
+@pytest.fixture
+def engine(project, hashing):
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        yield memory
+
+
+# -- storage ----------------------------------------------------------------------------------------
+def test_captured_turns_are_stored_apart_from_memories(engine, transcript):
+    engine.remember("We deploy with Kamal", kind="decision")
+    done = engine.ingest_transcript(transcript)
+    assert done["turns_added"] == 5  # u1, a1, a3, u2, a4: tool output and a tool-only line are not turns
+    assert [h.memory.text for h in engine.recall("deploy staging kamal")] == ["We deploy with Kamal"]
+    assert engine.counts()["total"] == 1
+    assert engine.status().sessions["turns"] == 5
+    info, turns = engine.read_session("s1")
+    assert [t.uuid for t in turns] == ["u1", "a1", "a3", "u2", "a4"]
+    assert [t.position for t in turns] == [0, 1, 2, 3, 4]
+    assert turns[0].role == "user" and turns[1].role == "assistant"
+    assert turns[0].git_branch == "main" and turns[0].cwd == "/work/app"
+    assert turns[0].at == 1772359200000  # 2026-03-01T10:00:00Z
+    # Tool names and file paths are metadata of the assistant text before them; tool output is gone.
+    assert turns[1].meta == {"tools": ["Read", "Edit"], "files": ["/work/app/pyproject.toml", "/work/app/setup.cfg"]}
+    assert all("TOOL OUTPUT" not in t.text for t in turns)
+    assert info.title.startswith("pytest fails with ModuleNotFoundError")
+    assert info.turn_count == 5 and info.started_at == turns[0].at and info.ended_at == turns[-1].at
+
+
+def test_ingesting_twice_or_after_a_restart_never_duplicates(engine, transcript, project, hashing):
+    engine.ingest_transcript(transcript)
+    assert engine.ingest_transcript(transcript)["turns_added"] == 0
+    # Even reading the file from the start again (another path for the session) adds nothing.
+    copy = transcript.with_name("copy.jsonl")
+    copy.write_bytes(transcript.read_bytes())
+    assert engine.ingest_transcript(copy, session_id="s1")["turns_added"] == 0
+    assert engine.read_session("s1")[0].turn_count == 5
+
+
+def test_ingestion_is_incremental_and_waits_for_a_line_still_being_written(engine, tmp_path):
+    path = tmp_path / "s1.jsonl"
+    lines = conversation()
+    path.write_text("".join(lines[:2]) + lines[2][:40])  # the third line is half written
+    assert engine.ingest_transcript(path)["turns_added"] == 2
+    assert engine.status().sessions["skipped"] == {}
+    path.write_text("".join(lines))
+    done = engine.ingest_transcript(path)
+    assert done["turns_added"] == 3 and done["skipped"] == {}
+    turns = engine.read_session("s1")[1]
+    assert [t.position for t in turns] == [0, 1, 2, 3, 4]
+    # The tool call read in the second step is attached to the turn stored in the first.
+    assert turns[1].meta["tools"] == ["Read", "Edit"]
+
+
+def test_bad_lines_are_skipped_and_counted_and_no_good_line_is_lost(engine, tmp_path):
+    good = conversation()
+    junk = [
+        '{"type": "user", "uuid": "x1", "message": {"content": "trunc\n',  # truncated JSON
+        "not json at all\n",
+        '{"type": "mystery", "uuid": "m1"}\n',
+        b"\x00\xff\xfe binary \x80junk\n".decode("latin-1"),
+        line("user", "big", [{"type": "tool_result", "content": "x" * 3_000_000}]),
+        '[1, 2, 3]\n',
+        json.dumps({"type": "user", "uuid": "sur", "message": {"content": "lone \ud800 surrogate kept"}}) + "\n",
+    ]
+    path = tmp_path / "s1.jsonl"
+    with open(path, "wb") as f:
+        for i, text in enumerate(good):
+            f.write(text.encode("utf-8"))
+            if i < len(junk):
+                f.write(junk[i].encode("latin-1") if i == 3 else junk[i].encode("utf-8", "surrogatepass"))
+    done = engine.ingest_transcript(path)
+    assert done["skipped"] == {"malformed": 4, "unknown type": 1}
+    texts = [t.text for t in engine.read_session("s1")[1]]
+    assert len(texts) == 6  # the five good turns and the one with a lone surrogate
+    assert "lone ? surrogate kept" in texts
+    assert engine.status().sessions["skipped"] == {"malformed": 4, "unknown type": 1}
+
+
+def test_an_enormous_line_is_skipped_unread(engine, tmp_path, monkeypatch):
+    import cairn.engine
+
+    monkeypatch.setattr(cairn.engine, "TRANSCRIPT_CHUNK_BYTES", 4096)
+    lines = conversation()
+    huge = line("user", "huge", "y" * 10_000)
+    path = tmp_path / "s1.jsonl"
+    path.write_text(lines[0] + huge + "".join(lines[1:]))
+    done = engine.ingest_transcript(path)
+    assert done["skipped"] == {"oversized": 1} and done["turns_added"] == 5
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=400))
+def test_any_bytes_never_crash_the_parser(data):
+    parsed = parse_lines(data + b"\n")
+    assert sum(parsed.skipped.values()) + len(parsed.turns) <= data.count(b"\n") + 1
+
+
+def test_an_unreadable_transcript_is_one_clear_error(engine, tmp_path):
+    with pytest.raises(InvalidInput, match="cannot read transcript"):
+        engine.ingest_transcript(tmp_path / "missing.jsonl")
+
+
+# -- privacy ----------------------------------------------------------------------------------------
+def test_private_spans_are_stripped_across_lines_and_inside_code_fences():
+    text = ("keep this <private>my home\naddress is 12 Elm St</private> and this\n"
+            "```\nconfig = 1  # <private>internal hostname db7.corp</private>\n```\n<PRIVATE>unclosed secret")
+    out = scrub(text)
+    assert "12 Elm St" not in out.text and "db7.corp" not in out.text and "unclosed" not in out.text
+    assert "keep this" in out.text and "and this" in out.text and "config = 1" in out.text
+    assert out.private_spans == 3
+
+
+def test_secrets_are_redacted_and_only_counted():
+    text = (f"my aws key is {AWS_KEY}\ntoken {GITHUB_TOKEN}\npassword = \"correct-horse-battery\"\n"
+            "db at postgres://admin:s3cr3tpass@db.example.com/app\n"
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nabcdef\n-----END RSA PRIVATE KEY-----\nafter the key")
+    out = scrub(text)
+    for secret in (AWS_KEY, GITHUB_TOKEN, "correct-horse-battery", "s3cr3tpass", "MIIEowIBAAKCAQEA7", "abcdef"):
+        assert secret not in out.text
+    assert "after the key" in out.text and "postgres://admin:" in out.text
+    assert dict(out.redactions) == {"AWS Access Key": 1, "GitHub Token": 1, "Secret Keyword": 1,
+                                    "Basic Auth Credentials": 1, "Private Key": 1}
+    assert "[REDACTED:AWS Access Key]" in out.text
+
+
+def test_ordinary_identifiers_are_not_redacted():
+    text = "commit 3f2a9bc1d7e4a7b8c9d0e1f2a3b4c5d6e7f8a9b0 fixed test_user_login in src/auth.py"
+    assert scrub(text).text == text
+
+
+def test_nothing_private_or_secret_reaches_the_store_file(engine, tmp_path):
+    path = tmp_path / "s2.jsonl"
+    path.write_text(line("user", "p1", f"use key {AWS_KEY} <private>codename bluebird</private> to deploy"))
+    engine.ingest_transcript(path)
+    db = Path(engine.status().path)
+    engine.close()
+    raw = b"".join(p.read_bytes() for p in db.parent.glob(f"{db.name}*"))
+    assert len(raw) > 10_000
+    assert AWS_KEY.encode() not in raw and b"bluebird" not in raw
+    with Cairn.open(cwd=Path(engine.choice.project_root), embedder=None) as again:
+        sessions = again.status().sessions
+        assert sessions["redactions"] == {"AWS Access Key": 1} and sessions["private_spans"] == 1
+        assert again.read_session("s2")[1][0].text == "use key [REDACTED:AWS Access Key]  to deploy"
+
+
+# -- search -----------------------------------------------------------------------------------------
+def test_auto_mode_picks_exact_for_quoted_strings_and_identifiers():
+    assert choose_mode('"No module named cairn_x"') == ("exact", "No module named cairn_x")
+    assert choose_mode("src/app/main.py") == ("exact", "src/app/main.py")
+    assert choose_mode("ERR_CONNECTION_REFUSED") == ("exact", "ERR_CONNECTION_REFUSED")
+    assert choose_mode("E0425") == ("exact", "E0425")
+    assert choose_mode("packages.find") == ("exact", "packages.find")
+    assert choose_mode("how did we deploy to staging") == ("hybrid", "how did we deploy to staging")
+
+
+def test_exact_search_finds_the_error_with_its_context_window(engine, transcript):
+    engine.ingest_transcript(transcript)
+    hits = engine.search_sessions("\"No module named 'cairn_x'\"", window=1)
+    assert [h.turn.uuid for h in hits] == ["u1"] and hits[0].mode == "exact"
+    assert hits[0].before == () and [t.uuid for t in hits[0].after] == ["a1"]
+    hits = engine.search_sessions("packages.find", mode="exact", window=2)
+    assert [h.turn.uuid for h in hits] == ["a3"]
+    assert [t.uuid for t in hits[0].before] == ["u1", "a1"] and [t.uuid for t in hits[0].after] == ["u2", "a4"]
+
+
+def test_keyword_semantic_and_hybrid_rank_turns_only(engine, transcript):
+    engine.ingest_transcript(transcript)
+    for mode in ("keyword", "semantic", "hybrid", "auto"):
+        hits = engine.search_sessions("deployed staging kamal", mode=mode, k=2, window=0)
+        assert hits[0].turn.uuid == "a4", mode
+        assert all(h.before == () and h.after == () for h in hits)
+        assert len(hits) <= 2
+    assert engine.search_sessions("staging", mode="keyword")[0].reasons["bm25"]["rank"] == 1
+
+
+def test_an_identifier_that_no_turn_contains_falls_back_to_hybrid(engine, transcript):
+    engine.ingest_transcript(transcript)
+    hits = engine.search_sessions("deploy_to_staging")
+    assert hits and hits[0].mode == "hybrid"
+
+
+def test_search_is_bounded_by_time(engine, transcript):
+    engine.ingest_transcript(transcript)
+    assert [h.turn.uuid for h in engine.search_sessions("staging", mode="keyword", since="2026-03-01T10:01:02Z")] \
+        == ["a4"]
+    assert engine.search_sessions("staging", mode="exact", until="2026-03-01T10:00:30Z") == []
+
+
+def test_bad_search_arguments_are_clear_errors(engine):
+    with pytest.raises(InvalidInput, match="query is empty"):
+        engine.search_sessions("  ")
+    with pytest.raises(InvalidInput, match="unknown mode"):
+        engine.search_sessions("x", mode="fuzzy")
+    with pytest.raises(SessionNotFound):
+        engine.read_session("nope")
+
+
+def test_the_catalog_lists_sessions_and_pages_through_one(engine, transcript, tmp_path):
+    engine.ingest_transcript(transcript)
+    later = tmp_path / "s9.jsonl"
+    later.write_text(line("user", "z1", "second session", ts="2026-03-05T09:00:00Z"))
+    engine.ingest_transcript(later)
+    assert [s.session_id for s in engine.list_sessions()] == ["s9", "s1"]
+    assert [s.session_id for s in engine.list_sessions(until="2026-03-02")] == ["s1"]
+    info, page = engine.read_session("s1", offset=2, limit=2)
+    assert [t.uuid for t in page] == ["a3", "u2"] and info.git_branch == "main"
+
+
+def test_locomo_conversations_import_as_sessions(engine, tmp_path):
+    data = {"speaker_a": "Ann", "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Rex."},
+                          {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a dog"}],
+            "session_2_date_time": "2:00 pm on 9 May, 2023",
+            "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "How is Rex?"}]}
+    path = tmp_path / "7.json"
+    path.write_text(json.dumps(data))
+    assert engine.import_locomo(path) == {"sessions": 2, "turns_added": 3}
+    assert engine.import_locomo(path)["turns_added"] == 0
+    turns = engine.read_session("7/session_1")[1]
+    assert [(t.uuid, t.speaker, t.role) for t in turns] == [("D1:1", "Ann", "user"), ("D1:2", "Bob", "assistant")]
+    assert turns[1].text == "Lovely! [shares a dog]"
+    assert engine.search_sessions("puppy", mode="keyword")[0].turn.uuid == "D1:1"

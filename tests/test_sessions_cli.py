@@ -1,0 +1,112 @@
+"""`cairn import-sessions` and `cairn sessions search|list|show` (with --json: the rows docs/cli.md
+documents), and the MCP tools memory_search_sessions, memory_list_sessions, memory_read_session."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from cairn.adapters.claude import encoded_project
+from cairn.adapters.cli import main
+
+from .conftest import git_init
+from .test_sessions import AWS_KEY, conversation, line
+
+
+@pytest.fixture
+def cairn(project, monkeypatch, capsys, tmp_path):
+    """`cairn ARGS...` in-process from the project folder, embedding off (keyword and exact search)."""
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("CAIRN_NO_WARM", "1")
+    Path(os.environ["CAIRN_CONFIG"]).write_text("embedding:\n  enabled: false\n")
+
+    def run(*args: str) -> tuple[int, str, str]:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8"))
+        code = 0
+        try:
+            main(list(args))
+        except SystemExit as exc:
+            code = exc.code or 0
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.fixture
+def claude_root(tmp_path, project) -> Path:
+    root = tmp_path / "claude-projects"
+    folder = root / encoded_project(project.resolve())
+    folder.mkdir(parents=True)
+    (folder / "s1.jsonl").write_text("".join(conversation()).replace("/work/app", str(project)))
+    (folder / "s2.jsonl").write_text(line("user", "k1", f"deploy key {AWS_KEY} please", ts="2026-03-02T08:00:00Z"))
+    return root
+
+
+def test_import_then_list_search_show(cairn, claude_root):
+    code, out, err = cairn("import-sessions", "--root", str(claude_root), "--json")
+    assert code == 0, err
+    done = json.loads(out)
+    assert done["files"] == 2 and done["turns_added"] == 6 and done["redactions"] == {"AWS Access Key": 1}
+    assert json.loads(cairn("import-sessions", "--root", str(claude_root), "--json")[1])["turns_added"] == 0
+
+    rows = json.loads(cairn("sessions", "list", "--json")[1])
+    assert [r["session_id"] for r in rows] == ["s2", "s1"]
+    assert set(rows[1]) == {"session_id", "source", "title", "started_at", "ended_at", "turn_count", "git_branch",
+                            "cwd", "transcript_path", "skipped", "redactions", "private_spans", "started_at_iso",
+                            "ended_at_iso"}
+    assert rows[1]["turn_count"] == 5 and rows[1]["started_at_iso"] == "2026-03-01T10:00:00.000Z"
+
+    hits = json.loads(cairn("sessions", "search", "packages.find", "--window", "1", "--json")[1])
+    assert [h["turn"]["uuid"] for h in hits] == ["a3"] and hits[0]["mode"] == "exact"
+    assert set(hits[0]) == {"turn", "score", "mode", "reasons", "before", "after"}
+    assert [t["uuid"] for t in hits[0]["before"]] == ["a1"] and [t["uuid"] for t in hits[0]["after"]] == ["u2"]
+    assert set(hits[0]["turn"]) == {"session_id", "uuid", "position", "role", "text", "at", "speaker", "git_branch",
+                                    "cwd", "meta", "at_iso"}
+
+    code, out, _ = cairn("sessions", "search", "deploy staging", "--mode", "keyword", "-k", "1")
+    assert code == 0 and "> " in out and "kamal" in out.lower()
+
+    shown = json.loads(cairn("sessions", "show", "s1", "--offset", "3", "--limit", "5", "--json")[1])
+    assert [t["uuid"] for t in shown["turns"]] == ["u2", "a4"] and shown["session"]["session_id"] == "s1"
+
+    code, out, _ = cairn("status")
+    assert "sessions  2 captured, 6 turns; secrets redacted 1 (AWS Access Key 1)" in out
+    assert AWS_KEY not in out
+
+
+def test_unknown_session_and_bad_mode_are_one_line_errors(cairn):
+    code, _, err = cairn("sessions", "show", "nope")
+    assert code == 2 and err.strip() == "cairn: error: no captured session 'nope' in store " \
+        f"{err.split('in store ')[1].strip()}" and err.count("\n") == 1
+    code, _, err = cairn("sessions", "search", "x", "--mode", "fuzzy")
+    assert code == 2 and "fuzzy" in err
+
+
+def test_import_all_projects_puts_each_into_its_own_store(cairn, claude_root, tmp_path, project):
+    other = git_init(tmp_path / "other")
+    folder = claude_root / encoded_project(other.resolve())
+    folder.mkdir()
+    (folder / "o1.jsonl").write_text(line("user", "o1", "other project prompt", cwd=str(other)).replace(
+        '"cwd": "/work/app", ', ""))
+    gone = claude_root / "-no-such-project"
+    gone.mkdir()
+    (gone / "g.jsonl").write_text(line("user", "g1", "x").replace("/work/app", "/no/such/project"))
+    done = json.loads(cairn("import-sessions", "--all", "--root", str(claude_root), "--json")[1])
+    assert done["projects"] == 2 and done["skipped"] == {"project folder gone": 1}
+    assert [r["session_id"] for r in json.loads(cairn("sessions", "list", "--json")[1])] == ["s2", "s1"]
+    os.chdir(other)
+    assert [r["session_id"] for r in json.loads(cairn("sessions", "list", "--json")[1])] == ["o1"]
+    os.chdir(project)
+
+
+def test_locomo_import(cairn, tmp_path):
+    path = tmp_path / "9.json"
+    path.write_text(json.dumps({"speaker_a": "Ann", "speaker_b": "Bob", "session_1_date_time": "1:56 pm on 8 May, 2023",
+                                "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy."}]}))
+    done = json.loads(cairn("import-sessions", "--locomo", str(path), "--json")[1])
+    assert done == {"sessions": 1, "turns_added": 1}
