@@ -170,6 +170,65 @@ def install() -> int:
             (DATA / "install.running").unlink(missing_ok=True)
 
 
+EXTRAS = ROOT / "engine" / "runtime-extras"
+EXTRA_MB = {"sentence-transformers": 1300, "multilingual": 95}  # measured: what each adds to the venv on Linux
+
+
+def _extra_failed(name: str) -> Path:
+    return DATA / f"extra-{name}-failed.json"
+
+
+def extra(name: str) -> str:
+    """Start installing an optional backend (engine/runtime-extras/NAME.txt) into the runtime in the
+    background, unless it is being installed or failed within the hour. Returns one sentence for
+    the user (the engine's SessionStart hook shows it)."""
+    lock = EXTRAS / f"{name}.txt"
+    if not lock.exists() or not VENV.exists():
+        return f"there is no runtime extra {name!r} to install."
+    try:
+        failure = json.loads(_extra_failed(name).read_text())
+    except (OSError, ValueError):
+        failure = None
+    if failure and failure.get("lock") == lock.read_text() and time.time() - failure.get("at", 0) < RETRY_AFTER_S:
+        return f"its install failed ({failure.get('error')}); see {LOG}. It is retried an hour later."
+    if _lock_held():
+        return f"it is being installed (see {LOG})."
+    subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "install-extra", name], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                     cwd=str(DATA))
+    return f"installing it in the background, about {EXTRA_MB.get(name, 100)} MB (see {LOG})."
+
+
+def install_extra(name: str) -> int:
+    """pip install the extra's lock into the runtime venv, under the installer's lock."""
+    import fcntl
+
+    lock_file = open(DATA / "install.lock", "a")  # noqa: SIM115 - held until the process exits
+    try:
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return 0  # another installer is at work
+    requirements = EXTRAS / f"{name}.txt"
+    with open(LOG, "a") as log:
+        log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} installing the runtime extra {name} into {VENV}\n")
+        log.flush()
+        cmd = [str(_venv_python(VENV)), "-m", "pip", "install", "--disable-pip-version-check", "-r", str(requirements),
+               *shlex.split(os.environ.get("CAIRN_PIP_ARGS", ""))]
+        log.write(f"$ {' '.join(shlex.quote(c) for c in cmd)}\n")
+        log.flush()
+        done = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT)
+        if done.returncode == 0:
+            _extra_failed(name).unlink(missing_ok=True)
+            log.write("=== ready\n")
+            _sync(log)
+            return 0
+        log.write(f"=== failed: pip exited {done.returncode}\n")
+        _sync(log)
+        _write_atomically(_extra_failed(name), json.dumps({"at": time.time(), "error": f"pip exited {done.returncode}",
+                                                           "lock": requirements.read_text()}))
+        return 1
+
+
 def placeholder_mcp() -> None:
     """Answer MCP's handshake with no tools, so Claude Code shows the server as starting up rather than
     failed, until the next session picks up the real one."""
@@ -203,7 +262,12 @@ if __name__ == "__main__":
         sys.exit(0)
     if command == "install":
         sys.exit(install())
+    if command == "extra" and len(sys.argv) > 2:
+        print(extra(sys.argv[2]))
+        sys.exit(0)
+    if command == "install-extra" and len(sys.argv) > 2:
+        sys.exit(install_extra(sys.argv[2]))
     if command == "mcp":
         placeholder_mcp()
         sys.exit(0)
-    sys.exit(f"usage: {sys.argv[0]} hook EVENT | install | mcp")
+    sys.exit(f"usage: {sys.argv[0]} hook EVENT | install | extra NAME | install-extra NAME | mcp")

@@ -25,7 +25,7 @@ _EXPORTS = {
     "backups_of": "engine", "restore_store": "engine",
     "Draft": "records",
     "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
-    "Embedder": "embedder", "parse_fingerprint": "embedder",
+    "Embedder": "embedder", "parse_fingerprint": "embedder", "required_extra": "embedder",
     "Hit": "models", "Memory": "models", "SessionHit": "models", "SessionInfo": "models", "Turn": "models",
     "SESSION_MODES": "models", "RememberResult": "models", "Status": "models", "Order": "models",
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
@@ -62,7 +62,7 @@ if TYPE_CHECKING:
     from .db import BROKEN_STORE_ERRORS
     from .health import Check, doctor
     from .context import cited_ids, is_trivial, prompt_context, session_brief
-    from .embedder import Embedder, parse_fingerprint
+    from .embedder import Embedder, parse_fingerprint, required_extra
     from .engine import (
         VECTOR_FLOOR, Cairn, backup_store, backups_of, create_store, delete_store, list_stores, rename_store,
         restore_store,

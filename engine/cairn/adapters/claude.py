@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn import (
     BROKEN_STORE_ERRORS, Resolved, StoreNotFound, cited_ids, data_root, is_trivial, private_dir, private_file,
-    prompt_context, resolve, session_brief, write_private,
+    prompt_context, required_extra, resolve, session_brief, write_private,
 )
 
 if TYPE_CHECKING:
@@ -115,11 +115,13 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
     if reason:
         log.info("%s: nothing injected (%s)", event, reason)
         return None
+    notice = _runtime_notice(config, env) if event == SESSION_START else None
     if not choice.path.exists():
         if choice.explicit:  # CAIRN_STORE names a store that does not exist: say so (in the log)
             raise StoreNotFound(f"store {choice.name!r} (from {choice.reason}) does not exist; "
                                 f"create it with `cairn stores create {choice.name}`")
-        return None  # no memories yet; do not create a store just by starting a session
+        # No memories yet; do not create a store just by starting a session.
+        return {"systemMessage": notice} if notice else None
     if embedder_for is not None:
         embedder = embedder_for(config)
     try:
@@ -135,9 +137,31 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
             raise
         log.error("%s: the store %s cannot be used: %s", event, choice.name, exc)
         text = STORE_BROKEN
-    if not text:
+    if not text and not notice:
         return None
-    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    out: dict[str, Any] = {"systemMessage": notice} if notice else {}
+    if text:
+        out["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": text}
+    return out
+
+
+def _runtime_notice(config: dict[str, Any], env: dict[str, str]) -> str | None:
+    """In the plugin, when the project's model needs an optional backend the runtime lacks: start
+    its install in the background (hooks/bootstrap.py extra NAME; never inside the hook's budget)
+    and say so to the user, once per session start. None otherwise."""
+    emb = config["embedding"]
+    extra = required_extra(emb["model"], emb["backend"]) if emb["enabled"] else None
+    root, data = env.get("CLAUDE_PLUGIN_ROOT"), env.get("CLAUDE_PLUGIN_DATA")
+    if extra is None or not root or not data:
+        return None
+    import subprocess
+    import sys
+
+    bootstrap = Path(root) / "hooks" / "bootstrap.py"
+    out = subprocess.run([sys.executable, str(bootstrap), "extra", extra], capture_output=True, text=True,
+                         env={**os.environ, "CLAUDE_PLUGIN_DATA": data}, timeout=10)
+    status = out.stdout.strip() or f"cannot start the install ({out.stderr.strip()[-200:]})"
+    return f"Cairn: embedding model {emb['model']} needs {extra}: {status} Until then memory is keyword-only."
 
 
 def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[str, Any],

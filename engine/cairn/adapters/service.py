@@ -38,7 +38,7 @@ import threading
 import time
 from typing import Any
 
-from cairn import Embedder, Resolved, embedder_from_config
+from cairn import Embedder, Resolved, embedder_from_config, required_extra
 
 from . import warm
 
@@ -81,6 +81,9 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         key = _model_key(config["embedding"])
         with self.embedders_lock:
             embedder = self.embedders.get(key)
+            if embedder is not None and embedder.error and required_extra(config["embedding"]["model"],
+                                                                          config["embedding"]["backend"]) is None:
+                embedder = None  # it failed for want of an optional backend, installed since: try again
             if embedder is None:
                 embedder = self.embedders[key] = embedder_from_config(config, threads=1)
                 if not wait:

@@ -24,7 +24,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent  # engine/cairn
 PROTOCOL = 3
 SERVICE_MODULE = "cairn.adapters.service"  # `python -m` this to run the warm process
 # The hook environment a hook forwards with its event (and the warm process accepts).
-HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG")
+HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG", "CLAUDE_PLUGIN_ROOT",
+                 "CLAUDE_PLUGIN_DATA")
 # CLI commands the warm process answers itself (op "cli"), so the CLI process stays light.
 CLI_OPS = ("recall",)
 
