@@ -96,16 +96,19 @@ def test_forget_through_the_cli_leaves_no_trace_in_stores_logs_or_session_marker
 def test_a_store_written_before_secure_delete_is_purged_when_opened(project, hashing, cairn_home):
     """A store from an older Cairn (schema 3: no FTS secure-delete, no secure_delete pragma) holds
     forgotten text in free pages and FTS segments; opening it with this Cairn erases it."""
-    with Cairn.open(cwd=project, embedder=hashing) as memory:
-        fill(memory)
-        secret = memory.remember(SECRET, kind="fact").memory
-        conn = memory.store.conn  # play the older Cairn: erase without overwriting
-        conn.execute("PRAGMA secure_delete = OFF")
-        conn.execute("INSERT INTO memory_fts(memory_fts, rank) VALUES ('secure-delete', 0)")
-        memory.forget(secret.id)
-        conn.execute("DELETE FROM migrations WHERE name = 'm004_fts_secure_delete'")
-        conn.execute("PRAGMA user_version = 3")
-        path = memory.store.path
+    newer = MIGRATIONS[3:]
+    del MIGRATIONS[3:]  # play the older Cairn: its schema stops at migration 3
+    try:
+        with Cairn.open(cwd=project, embedder=hashing) as memory:
+            fill(memory)
+            secret = memory.remember(SECRET, kind="fact").memory
+            conn = memory.store.conn  # and it erased without overwriting
+            conn.execute("PRAGMA secure_delete = OFF")
+            memory.forget(secret.id)
+            assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+            path = memory.store.path
+    finally:
+        MIGRATIONS.extend(newer)
     assert files_holding(cairn_home, NEEDLES), "the older way of forgetting must leave the text behind"
 
     with Cairn.open(cwd=project, embedder=hashing) as memory:

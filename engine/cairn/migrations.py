@@ -100,7 +100,14 @@ def m004_fts_secure_delete(conn: Connection) -> None:
     # FTS5 removes a deleted row's entries from its index segments instead of leaving them until a
     # merge (a persistent option of the table, SQLite 3.42+). Entries deleted before this are purged
     # by purge_deleted below.
-    conn.execute("INSERT INTO memory_fts(memory_fts, rank) VALUES ('secure-delete', 1)")
+    if fts_secure_delete_supported(conn):  # else (the stdlib fallback's older SQLite) Store.erase optimizes
+        conn.execute("INSERT INTO memory_fts(memory_fts, rank) VALUES ('secure-delete', 1)")
+
+
+def fts_secure_delete_supported(conn: Connection) -> bool:
+    """FTS5's secure-delete option exists from SQLite 3.42.0 (sqlite.org/fts5.html#the_secure_delete_option)."""
+    version = conn.execute("SELECT sqlite_version()").fetchone()[0]
+    return tuple(int(p) for p in version.split(".")[:3]) >= (3, 42, 0)
 
 
 # Migrations after which a store written by an older Cairn may still hold forgotten text (FTS
@@ -163,7 +170,8 @@ def m005_sessions(conn: Connection) -> None:
         "CREATE VIRTUAL TABLE turn_fts USING fts5("
         "body, key, tokenize = 'porter unicode61 remove_diacritics 2')"
     )
-    conn.execute("INSERT INTO turn_fts(turn_fts, rank) VALUES ('secure-delete', 1)")  # as m004 for memories
+    if fts_secure_delete_supported(conn):  # as m004 for memories
+        conn.execute("INSERT INTO turn_fts(turn_fts, rank) VALUES ('secure-delete', 1)")
     conn.execute("CREATE TABLE turn_vector_backlog (seq INTEGER PRIMARY KEY REFERENCES turns(seq) ON DELETE CASCADE)")
 
 

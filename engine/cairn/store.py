@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from . import db, paths
 from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreCorrupted, StoreError, StoreNotFound
-from .migrations import MIGRATIONS, migrate
+from .migrations import MIGRATIONS, fts_secure_delete_supported, migrate
 from .models import Memory, Order, SessionInfo, Turn
 from .records import NewMemory
 from .text import index_text, normalise
@@ -450,6 +450,10 @@ class Store:
         )
         self.conn.execute("DELETE FROM memory_tags WHERE seq = ?", (seq,))
         self.conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (seq,))
+        if not fts_secure_delete_supported(self.conn):
+            # An SQLite older than 3.42 (the stdlib fallback) keeps deleted entries in the FTS
+            # segments until a merge: rewrite the index now, so that the text is gone from it.
+            self.conn.execute("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')")
         self.conn.execute("DELETE FROM vector_backlog WHERE seq = ?", (seq,))
         if self.vector_index is not None and self.vector_index.exists(self.conn):
             self.vector_index.delete(self.conn, seq)
