@@ -13,6 +13,7 @@ from collections.abc import Collection
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from .embedder import EQUIVALENT_WEIGHTS
 from .models import Hit, Memory, Order
 from .render import context_line as memory_line
 from .text import content_words
@@ -45,7 +46,8 @@ _SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w.:-]*(?:\s|$)")
 # The values are round points on a plateau of a sweep with bench/prompt_gate.py on
 # tests/data/prompt_relevance.yaml (prompts labelled before tuning); the figures, the sweep and what
 # limits recall are in docs/benchmarks.md, "Per-prompt injection", "Calibration history".
-# The cosines are all-MiniLM-L6-v2's (either backend: their vectors agree within 0.01). Another model
+# The cosines are all-MiniLM-L6-v2's (either backend: their vectors agree within 0.01; `_calibrated`
+# knows the model by its weights). Another model
 # spreads cosines differently (multilingual-e5-small puts unrelated texts near 0.75), so with it the
 # gate judges by shared words alone, as keyword-only, until its own thresholds are fitted.
 GATE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -207,6 +209,16 @@ def _cosines(memory: Cairn, hits: list[Hit], query_vector) -> dict[str, float]:
     return out
 
 
+def _calibrated(embedder) -> bool:
+    """Whether the gate's cosine thresholds fit this embedder's vectors: all-MiniLM-L6-v2's weights
+    (either backend, or a copy under another name), or, while the weights are not known, its name."""
+    if embedder is None:
+        return False
+    if embedder.weights:
+        return embedder.weights in EQUIVALENT_WEIGHTS[GATE_MODEL]
+    return embedder.model_name == GATE_MODEL
+
+
 def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None,
                   exclude: Collection[str] = ()) -> list[Hit]:
     """Up to k current memories that pass the relevance gate, in recall order; [] for trivial prompts.
@@ -218,7 +230,7 @@ def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None,
         return []
     text = prompt[:MAX_PROMPT_CHARS]
     words = stems(text)
-    if memory.embedder is None or memory.embedder.model_name != GATE_MODEL:
+    if not _calibrated(memory.embedder):
         query_vector = None  # no thresholds for this model's cosines (see GATE_MODEL)
     if query_vector is None:
         hits = memory.recall(text, k=k * 3 + len(exclude), use_vectors=False, scope="project")
