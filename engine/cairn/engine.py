@@ -23,7 +23,7 @@ from .ranking import RankingConfig, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .store import Filters, Store
 from .supersede import SIMILARITY_THRESHOLD, classify
-from .text import fts_query
+from .text import fts_query, is_blank, lone_surrogate
 from .timeutil import END_OF_TIME, now_ms, parse_time
 
 if TYPE_CHECKING:
@@ -474,8 +474,12 @@ class Cairn:
         Hits whose only evidence is a vector cosine at or below VECTOR_FLOOR are left out: no filler.
         Raises InvalidMemory (empty query, unknown kind or scope), InvalidTime.
         """
-        if not query or not query.strip():
-            raise InvalidMemory("query is empty")
+        if not isinstance(query, str):
+            raise InvalidMemory("query must be a string")
+        if is_blank(query):
+            raise InvalidMemory("query is empty" + (" (only invisible characters)" if query else ""))
+        if lone_surrogate(query) is not None:
+            raise InvalidMemory("query is not valid Unicode (a lone surrogate; undecodable bytes?)")
         k = self.config["recall"]["k"] if k is None else int(k)
         scope = self.config["recall"]["scope"] if scope is None else scope
         kinds = _known_kinds(kinds)

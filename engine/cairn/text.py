@@ -53,6 +53,29 @@ STOPWORDS = frozenset(
 )
 
 
+# Characters that show nothing on their own: whitespace, control and format characters (zero-width
+# space, BOM, word joiner, soft hyphen...), lone combining marks, surrogates, and the letters that
+# Unicode lists as default-ignorable fillers (Hangul fillers, braille blank).
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"})
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` has no visible character: only whitespace, format characters (U+200B, U+FEFF,
+    U+2060 ...), control characters and the like. Such a text says nothing, so it is empty."""
+    return all(c.isspace() or c in _INVISIBLE_LETTERS or unicodedata.category(c) in _INVISIBLE_CATEGORIES
+               for c in text)
+
+
+def lone_surrogate(text: str) -> int | None:
+    """The index of the first lone surrogate in `text` (not valid Unicode, cannot be stored as UTF-8:
+    what Python makes of undecodable bytes), or None."""
+    for index, c in enumerate(text):
+        if "\ud800" <= c <= "\udfff":
+            return index
+    return None
+
+
 def normalise(text: str) -> str:
     """Unicode NFC, casefold and collapsed whitespace: the key for exact duplicates and subjects."""
     return _SPACE.sub(" ", unicodedata.normalize("NFC", text).casefold()).strip()

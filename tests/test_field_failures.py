@@ -1,0 +1,59 @@
+"""Field failures reported against Cairn, each fixed as a kind: the input that broke it, and the
+right answer now."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from cairn import InvalidImport, InvalidMemory
+
+INVISIBLE = ["\u200b", "\ufeff", "\u2060", "\u200b\u200c\u200d", "\u00ad", "\u2060 \ufeff\n\u200b",
+             "\u3164", "\u180e", "\U000e0001", "\t\u200b\u00a0"]
+
+
+@pytest.mark.parametrize("text", INVISIBLE)
+def test_text_of_only_invisible_characters_is_refused_as_empty_by_remember(kw_memory, text):
+    with pytest.raises(InvalidMemory, match="memory text is empty"):
+        kw_memory.remember(text)
+    assert kw_memory.counts()["total"] == 0
+
+
+@pytest.mark.parametrize("text", INVISIBLE)
+def test_text_of_only_invisible_characters_is_refused_as_empty_by_replace(kw_memory, text):
+    old = kw_memory.remember("The build runs on GitHub Actions").memory
+    with pytest.raises(InvalidMemory, match="memory text is empty"):
+        kw_memory.replace(old.id, text)
+    assert kw_memory.counts() == {"current": 1, "superseded": 0, "forgotten": 0, "total": 1,
+                                  "awaiting_embedding": 1}
+
+
+@pytest.mark.parametrize("text", INVISIBLE)
+def test_text_of_only_invisible_characters_is_refused_by_import(kw_memory, text):
+    record = {"id": "01JABCDEFGHJKMNPQRSTVWXYZ0", "text": text, "kind": "fact", "importance": 3,
+              "source": "user", "valid_from": 1, "recorded_at": 1}
+    with pytest.raises(InvalidImport, match="line 1: memory text is empty"):
+        kw_memory.import_(io.BytesIO(json.dumps(record).encode()))
+    assert kw_memory.counts()["total"] == 0
+
+
+def test_visible_text_with_invisible_characters_around_it_is_kept(kw_memory):
+    assert kw_memory.remember("\u200bDeploy on Fridays is forbidden\ufeff").status == "created"
+
+
+def test_a_lone_surrogate_is_refused_with_a_clear_error(kw_memory):
+    with pytest.raises(InvalidMemory, match="not valid Unicode"):
+        kw_memory.remember("caf\udce9 au lait")
+    with pytest.raises(InvalidMemory, match="not valid Unicode"):
+        kw_memory.remember("fine text", tags=["ok", "b\udcffd"])
+    with pytest.raises(InvalidMemory, match="not valid Unicode"):
+        kw_memory.recall("caf\udce9")
+    assert kw_memory.counts()["total"] == 0
+
+
+@pytest.mark.parametrize("query", ["\u200b", "\ufeff\u2060"])
+def test_a_query_of_only_invisible_characters_is_empty(kw_memory, query):
+    with pytest.raises(InvalidMemory, match="query is empty"):
+        kw_memory.recall(query)
