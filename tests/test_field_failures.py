@@ -57,3 +57,23 @@ def test_a_lone_surrogate_is_refused_with_a_clear_error(kw_memory):
 def test_a_query_of_only_invisible_characters_is_empty(kw_memory, query):
     with pytest.raises(InvalidMemory, match="query is empty"):
         kw_memory.recall(query)
+
+
+STORE_WITH_THE = ["The deploy runs on the Fly platform", "The tests use pytest and the coverage plugin",
+                  "Alice prefers tabs over spaces", "The database is Postgres 16 and the cache is Redis",
+                  "We release on Tuesdays after the standup"]
+
+
+@pytest.mark.parametrize("query", ["the of and", "the", "and", "of the"])
+def test_a_query_of_only_stopwords_does_not_return_every_memory_containing_them(kw_memory, query):
+    for text in STORE_WITH_THE:
+        kw_memory.remember(text)
+    assert kw_memory.recall(query) == []
+    assert [h.memory.text for h in kw_memory.recall("the Redis cache")] == [STORE_WITH_THE[3]]
+
+
+@pytest.mark.model
+def test_with_vectors_a_stopword_only_query_keeps_only_hits_above_the_vector_floor(memory):
+    for text in STORE_WITH_THE:
+        memory.remember(text)
+    assert memory.recall("the of and") == []

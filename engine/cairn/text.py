@@ -40,7 +40,7 @@ _TERM_SEP = re.compile(r"[\s()\[\]{}<>\"\u201c\u201d\u00ab\u00bb,;!?]+")
 # An English clitic after a letter or digit, at the end of a word: 's, 're, 've, 'll, 'd, 'm.
 _CLITIC = re.compile(r"(?<=[^\W_])['\u2019](?:s|re|ve|ll|d|m)(?![^\W_])", re.IGNORECASE)
 
-# Function words that carry no topic; dropped from OR queries (kept if the query is nothing else).
+# Function words that carry no topic; dropped from OR queries (a query of nothing else has no keyword side).
 # The list is the common core of the SMART and Lucene English stop lists.
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -132,16 +132,16 @@ def fts_query(query: str, *, drop_stopwords: bool = True, strip_clitics: bool = 
 
     A compound term (`pre-commit`, `node:fs`) is sent as its phrase and as each part of two or more
     characters, so the exact form ranks first and a memory with only some of its parts is still
-    found. Stopwords are dropped and clitics stripped unless nothing else is left (then the query's
-    terms are searched as written: `it's` -> "it s"). Duplicates are sent once. Returns None when
-    the query has no searchable characters at all.
+    found. Stopwords are dropped (drop_stopwords) and clitics stripped. Duplicates are sent once.
+    Returns None when no term is left: a query of only stopwords (`the of and`) has no keyword side,
+    since matching "the" would return every memory that contains it; recall then relies on the
+    vector side alone, under its relevance floor.
     """
     phrases: list[str] = []
     for tokens, compound in _terms(query, strip_clitics):
         parts = [[p] for p in tokens if len(p) > 1] if compound else []
         phrases += [_quote(t) for t in [tokens, *parts]
                     if not (drop_stopwords and len(t) == 1 and t[0] in STOPWORDS)]
-    phrases = phrases or [_quote(t) for t in query_terms(query)]
     return " OR ".join(dict.fromkeys(phrases)) if phrases else None
 
 
