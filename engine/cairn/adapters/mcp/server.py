@@ -20,6 +20,9 @@ import logging
 import os
 import signal
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -35,6 +38,7 @@ from cairn import (
     review_decide,
 )
 
+from . import stdio
 from .session import Session, Unavailable
 
 log = logging.getLogger("cairn.mcp")
@@ -102,6 +106,12 @@ class CairnServer(MCPServer):
     """MCPServer whose tool errors read as one plain sentence: the engine's message, or which
     argument is wrong and why, without the SDK's "Error executing tool" prefix and pydantic's URLs.
     A refused write says that nothing was changed (engine writes are all-or-nothing)."""
+
+    on_stdin_eof: Callable[[], None] = staticmethod(lambda: None)
+
+    async def run_stdio_async(self) -> None:
+        # The SDK's transport with a checked stdin: every malformed line is answered (stdio.py).
+        await stdio.serve(self._lowlevel_server, self.on_stdin_eof)
 
     async def call_tool(self, name, arguments, context=None):  # type: ignore[override]
         try:
@@ -305,6 +315,26 @@ def project_dir() -> Path:
     return Path.cwd()
 
 
+EOF_GRACE_S = 1.0  # after stdin closes, how long running calls may still finish (then exit)
+PARENT_POLL_S = 0.25
+
+
+def _start(target: Callable[[], object], name: str) -> None:
+    threading.Thread(target=target, name=name, daemon=True).start()
+
+
+def _watch_parent(stop: Callable[[int], None]) -> None:
+    """Exit when the client that started us dies (even by SIGKILL, when stdin may stay open because
+    another process shares the pipe): we are then re-parented, so getppid() changes."""
+    parent = os.getppid()
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != parent:
+            log.warning("the client (pid %d) is gone; exiting", parent)
+            stop(0)
+            return
+
+
 def main() -> None:
     level = os.environ.get("CAIRN_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(stream=sys.stderr, level=logging.getLevelNamesMapping().get(level, logging.WARNING),
@@ -321,6 +351,10 @@ def main() -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop(0))
     server = build_server(session)
+    # At stdin EOF the SDK waits for running tool calls (one may wait on the model): give them a
+    # moment, then go, so the client never waits for us.
+    server.on_stdin_eof = lambda: _start(lambda: (time.sleep(EOF_GRACE_S), stop(0)), "cairn-eof")
+    _start(lambda: _watch_parent(stop), "cairn-parent")
     code = 0
     try:
         server.run("stdio")  # returns at stdin EOF

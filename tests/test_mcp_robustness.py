@@ -1,0 +1,107 @@
+"""The MCP server process against a hostile or careless client: every malformed JSON-RPC line is
+answered (and serving goes on), a project that cannot be determined is refused, and the process
+keeps its time budgets (first call, stdin EOF, parent death). Driven with raw lines on stdio."""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import git_init
+from .test_mcp_server import INITIALIZE, INITIALIZED, SERVER, _read_until_id, _rpc, server_env
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _keyword_only_env(home: Path, project: Path | None, **extra: str) -> dict[str, str]:
+    env = server_env(home, project or home, **extra)
+    (home / "keyword-only.yaml").write_text("embedding:\n  enabled: false\n")
+    env["CAIRN_CONFIG"] = str(home / "keyword-only.yaml")
+    if project is None:
+        env.pop("CLAUDE_PROJECT_DIR")
+    return env
+
+
+def _start(env: dict[str, str], cwd: Path, stderr: Path) -> subprocess.Popen:
+    with open(stderr, "wb") as err:
+        return subprocess.Popen([sys.executable, str(SERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=err, env=env, cwd=str(cwd))
+
+
+def _read_one(proc: subprocess.Popen, timeout: float = 30) -> dict[str, Any]:
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    assert ready, f"no answer within {timeout} s"
+    line = proc.stdout.readline()
+    assert line, "the server closed stdout"
+    return json.loads(line)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One server for the malformed-line tests: each ends by checking that it still serves."""
+    tmp_path = tmp_path_factory.mktemp("mcp-malformed")
+    proc = _start(_keyword_only_env(tmp_path / "home", git_init(tmp_path / "project")), tmp_path,
+                  tmp_path / "stderr.txt")
+    _rpc(proc, INITIALIZE)
+    _read_until_id(proc, 1, 30, [])
+    _rpc(proc, INITIALIZED)
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def _nested(ident: int, depth: int) -> bytes:
+    return (b'{"jsonrpc": "2.0", "id": %d, "method": "ping", "params": {"a": ' % ident
+            + b"[" * depth + b"]" * depth + b"}}")
+
+
+MALFORMED = [
+    (b"this is not json", None, -32700),
+    (b'{"jsonrpc": "2.0", "id": 11, "method": "ping"', None, -32700),
+    (b"\xff\xfe\x00garbage", None, -32700),
+    (b'{"jsonrpc": "2.0", "id": 12, "method": 7}', 12, -32600),
+    (b'{"jsonrpc": "2.0", "id": 13, "method": "tools/list", "params": [1, 2]}', 13, -32600),
+    (b'{"jsonrpc": "2.0", "id": 14, "method": "tools/list", "params": "x"}', 14, -32600),
+    (b'{"id": 15, "method": "ping"}', 15, -32600),
+    (b'{"jsonrpc": "1.0", "id": 16, "method": "ping"}', 16, -32600),
+    (b'{"jsonrpc": "2.0", "id": 17, "method": "tools/call", "params": {"name": "memory_recall", '
+     b'"arguments": {"query": "\\ud800"}}}', 17, -32600),
+    (b'{"jsonrpc": "2.0", "id": "\\udfff", "method": "ping"}', None, -32600),
+    (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}', None, -32600),
+    (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', None, -32600),
+    (b"[]", None, -32600),
+    (b'[{"jsonrpc": "2.0", "id": 18, "method": "ping"}]', None, -32600),
+    (b"42", None, -32600),
+    (b'"ping"', None, -32600),
+    (b"null", None, -32600),
+    (b'{"jsonrpc": "2.0", "id": 19}', 19, -32600),
+    (_nested(40, 100), 40, -32600),
+    (_nested(41, 100_000), None, -32600),  # too deep for the parser to read the id
+]
+
+
+@pytest.mark.parametrize(("line", "ident", "code"), MALFORMED, ids=[repr(m[0][:40]) for m in MALFORMED])
+def test_every_malformed_line_gets_an_error_answer_and_serving_goes_on(server, line, ident, code):
+    server.stdin.write(line + b"\n")
+    server.stdin.flush()
+    answer = _read_one(server)
+    assert answer["jsonrpc"] == "2.0" and answer["id"] == ident, answer
+    assert answer["error"]["code"] == code, answer
+    _rpc(server, {"jsonrpc": "2.0", "id": 99, "method": "ping"})
+    assert _read_one(server) == {"jsonrpc": "2.0", "id": 99, "result": {}}
+
+
+def test_a_burst_of_malformed_lines_is_answered_line_by_line(server):
+    for line, _, _ in MALFORMED:
+        server.stdin.write(line + b"\n")
+    _rpc(server, {"jsonrpc": "2.0", "id": 99, "method": "ping"})
+    answers = [_read_one(server) for _ in range(len(MALFORMED) + 1)]
+    assert [a.get("error", {}).get("code") for a in answers[:-1]] == [code for _, _, code in MALFORMED]
+    assert answers[-1] == {"jsonrpc": "2.0", "id": 99, "result": {}}
