@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from cairn import InvalidImport, InvalidMemory
 
+ENGINE = Path(__file__).resolve().parents[1] / "engine"
 INVISIBLE = ["\u200b", "\ufeff", "\u2060", "\u200b\u200c\u200d", "\u00ad", "\u2060 \ufeff\n\u200b",
              "\u3164", "\u180e", "\U000e0001", "\t\u200b\u00a0"]
 
@@ -77,3 +82,33 @@ def test_with_vectors_a_stopword_only_query_keeps_only_hits_above_the_vector_flo
     for text in STORE_WITH_THE:
         memory.remember(text)
     assert memory.recall("the of and") == []
+
+
+def _cairn(args: list[bytes], project, stdin: bytes = b"") -> subprocess.CompletedProcess:
+    env = {**os.environ, "CAIRN_NO_WARM": "1", "PYTHONPATH": str(ENGINE)}
+    return subprocess.run([sys.executable, "-P", "-m", "cairn", *args], input=stdin, capture_output=True,
+                          cwd=project, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("args", [
+    [b"remember", b"caf\xe9 au lait", b"--keyword-only"],
+    [b"recall", b"\xff\xfe", b"--keyword-only"],
+    [b"list", b"--store", b"st\xffre"],
+    [b"remember", b"fine", b"--tags", b"t\xe9g", b"--keyword-only"],
+])
+def test_an_argument_that_is_not_utf8_is_one_line_and_exit_2(project, cairn_home, args):
+    done = _cairn(args, project)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.decode().startswith("cairn: error: an argument is not valid UTF-8")
+    assert done.stderr.count(b"\n") == 1 and b"Traceback" not in done.stderr
+    assert not (cairn_home / "stores").exists() or not list((cairn_home / "stores").glob("*.db"))
+
+
+@pytest.mark.parametrize("command", [[b"remember", b"-", b"--keyword-only"], [b"import", b"-"]])
+def test_stdin_that_is_not_utf8_is_one_line_and_exit_2(project, cairn_home, command):
+    done = _cairn(command, project, stdin=b"We deploy on Fridays \xff\xfe\n")
+    assert done.returncode == 2, done.stderr
+    assert b"not valid UTF-8" in done.stderr or b"invalid UTF-8" in done.stderr
+    assert done.stderr.count(b"\n") == 1 and b"Traceback" not in done.stderr
+    listed = _cairn([b"list", b"--json"], project)
+    assert listed.returncode == 0 and json.loads(listed.stdout) == []
