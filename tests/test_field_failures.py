@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,55 @@ def test_stdin_that_is_not_utf8_is_one_line_and_exit_2(project, cairn_home, comm
     assert done.stderr.count(b"\n") == 1 and b"Traceback" not in done.stderr
     listed = _cairn([b"list", b"--json"], project)
     assert listed.returncode == 0 and json.loads(listed.stdout) == []
+
+
+HOLD_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+if sys.argv[2] == "readers":  # exclusive locking mode: after a write, not even readers get in
+    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+conn.execute("BEGIN EXCLUSIVE")
+if sys.argv[2] == "readers":
+    conn.execute("UPDATE meta SET value = value WHERE key = 'name'")
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+def _hook_timeouts() -> dict[str, float]:
+    hooks = json.loads((ENGINE.parent / "hooks" / "hooks.json").read_text())["hooks"]
+    return {event: float(entries[0]["hooks"][0]["timeout"]) for event, entries in hooks.items()}
+
+
+@pytest.mark.parametrize("lock", ["writers", "readers"])
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "SessionStart"])
+def test_hooks_finish_well_inside_their_timeout_while_another_process_holds_the_store(
+        project, cairn_home, lock, event):
+    from cairn import Cairn
+
+    with Cairn.open(cwd=project, embedder=None) as memory:
+        memory.remember("We deploy with Kamal on Fridays", kind="decision")
+        path = memory.status().path
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, path, lock], stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"held\n"
+        payload = {"prompt": "do we deploy with Kamal on Fridays?", "session_id": "s1", "cwd": str(project),
+                   "source": "startup"}
+        env = {**os.environ, "CAIRN_NO_WARM": "1", "CLAUDE_PROJECT_DIR": str(project),
+               "CAIRN_RUNTIME_PYTHON": sys.executable, "CAIRN_PLUGIN_DATA": str(cairn_home / "plugin-data")}
+        started = time.monotonic()
+        done = subprocess.run([str(ENGINE.parent / "hooks" / "cairn-hook"), event], input=json.dumps(payload).encode(),
+                              capture_output=True, env=env, timeout=60)
+        elapsed = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait()
+    assert done.returncode == 0, done.stderr
+    budget = _hook_timeouts()[event]
+    print(f"{event} with the store locked against {lock}: {elapsed:.2f} s (timeout {budget:.0f} s)")
+    assert elapsed < 0.6 * budget
+    if lock == "readers":  # it could not read: nothing injected, and the log says why
+        assert done.stdout == b""
+        assert "locked by another process" in (cairn_home / "logs" / "hooks.log").read_text()
+    else:  # WAL: a writer's lock does not stop a reader
+        assert b"Kamal" in done.stdout

@@ -36,7 +36,7 @@ _EXPORTS = {
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
-        "StoreCorrupted", "StoreError", "StoreNotFound")},
+        "StoreBusy", "StoreCorrupted", "StoreError", "StoreNotFound")},
 }
 _MODULES = ("render",)  # public modules, used whole: `from cairn import render`
 __all__ = sorted([*_EXPORTS, *_MODULES])

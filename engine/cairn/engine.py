@@ -139,6 +139,7 @@ class Cairn:
         self.embedder_error: str | None = None if embedder else "embedding disabled by configuration"
         self._global: Store | None = None
         self._check_model = check_model
+        self._busy_timeout_ms: int = config["store"]["busy_timeout_ms"]
         self.exists = True  # False: opened read-only on a store file that does not exist (an empty stand-in)
         self._check_fingerprint(store)
 
@@ -156,6 +157,7 @@ class Cairn:
         check_model: bool = True,
         resolved: Resolved | None = None,
         read_only: bool = False,
+        busy_timeout_ms: int | None = None,
     ) -> Cairn:
         """Open the chosen store (explicit name > CAIRN_STORE > git toplevel > cwd).
 
@@ -166,7 +168,10 @@ class Cairn:
         (keyword-only), or an Embedder. check_model: refuse a store embedded with another model
         (False only for `reembed`). read_only: for commands that only read: a project store that does
         not exist is not created; the engine answers as for an empty store (`exists` is False).
-        Raises StoreNotFound, InvalidStoreName, StoreCorrupted, SchemaTooNew, EmbeddingMismatch, ConfigError.
+        busy_timeout_ms: how long to wait for another process's lock (default: config
+        `store.busy_timeout_ms`); a hook passes about a second so its whole budget fits its timeout.
+        Raises StoreNotFound, InvalidStoreName, StoreCorrupted, StoreBusy, SchemaTooNew, EmbeddingMismatch,
+        ConfigError.
         """
         resolved = resolved or resolve(store, cwd=cwd, env=env, config=config)
         choice, config = resolved.choice, resolved.config
@@ -180,12 +185,14 @@ class Cairn:
             )
         meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
         missing = read_only and not choice.path.exists()
+        busy_ms = config["store"]["busy_timeout_ms"] if busy_timeout_ms is None else busy_timeout_ms
         opened = Store.open(
             Path(":memory:") if missing else choice.path, name=choice.name, create=allowed or missing, meta=meta,
-            busy_timeout_ms=config["store"]["busy_timeout_ms"], vector_backend=config["store"]["vector_backend"],
+            busy_timeout_ms=busy_ms, vector_backend=config["store"]["vector_backend"],
         )
         try:
             engine = cls(opened, choice=choice, embedder=embedder, config=config, check_model=check_model)
+            engine._busy_timeout_ms = busy_ms
             engine.exists = not missing
             return engine
         except BaseException:
@@ -225,7 +232,7 @@ class Cairn:
             if not create and not path.exists():
                 return None
             self._global = Store.open(path, name=GLOBAL_STORE, create=True,
-                                      busy_timeout_ms=self.config["store"]["busy_timeout_ms"],
+                                      busy_timeout_ms=self._busy_timeout_ms,
                                       vector_backend=self.config["store"]["vector_backend"])
             self._check_fingerprint(self._global)
         return self._global

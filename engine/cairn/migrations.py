@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .db import Connection, DatabaseError, write_transaction
+from .db import Connection, DatabaseError, busy, is_busy, write_transaction
 from .errors import SchemaTooNew, StoreCorrupted
 from .timeutil import END_OF_TIME, now_ms
 
@@ -108,6 +108,8 @@ def migrate(conn: Connection, path: str) -> int:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = _user_tables(conn)
     except DatabaseError as exc:
+        if is_busy(exc):
+            raise busy(conn) from None
         raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
     latest = len(MIGRATIONS)
     if version > latest:
