@@ -165,3 +165,15 @@ def test_hooks_finish_well_inside_their_timeout_while_another_process_holds_the_
         assert "locked by another process" in (cairn_home / "logs" / "hooks.log").read_text()
     else:  # WAL: a writer's lock does not stop a reader
         assert b"Kamal" in done.stdout
+
+
+def test_an_engine_knows_when_its_store_file_was_deleted_or_replaced(project):
+    from cairn import Cairn, delete_store
+
+    with Cairn.open(cwd=project, embedder=None) as memory:
+        memory.remember("We deploy with Kamal")
+        assert not memory.stale
+        delete_store(memory.name)
+        assert memory.stale
+    with Cairn.open(cwd=project, embedder=None) as fresh:
+        assert not fresh.stale and fresh.counts()["total"] == 0

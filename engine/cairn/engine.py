@@ -200,6 +200,14 @@ class Cairn:
             raise
 
     @property
+    def stale(self) -> bool:
+        """Whether a store file this engine holds open was deleted or replaced since (a restore, a
+        `stores delete`): a long-lived process must then close it and open the path again, or it
+        would go on serving the old file's memories."""
+        stores = [self.store] + ([self._global] if self._global is not None else [])
+        return self.exists and any(s.replaced() for s in stores)
+
+    @property
     def name(self) -> str:
         """The project store's name."""
         return self.store.name

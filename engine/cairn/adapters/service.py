@@ -156,13 +156,18 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
     def memory_for(self, resolved: Resolved, embedder: Embedder | None, *, busy_timeout_ms: int | None = None):
         """An open engine for that project, kept open across requests. SQLite reads see every commit,
-        so a memory replaced or forgotten by another process is never served from here.
+        so a memory replaced or forgotten by another process is never served from here; a store file
+        deleted or replaced (a restore) is noticed on the next request (one stat) and reopened.
         busy_timeout_ms: as Cairn.open (None: the config's)."""
         from cairn import Cairn
 
         key = (str(resolved.choice.path), json.dumps(resolved.config, sort_keys=True), str(id(embedder)),
                str(busy_timeout_ms))
         memory = self.stores.get(key)
+        if memory is not None and memory.stale:  # deleted or restored since: never serve the old file
+            log.info("store %s was deleted or replaced; reopening it", resolved.choice.path)
+            self.stores.pop(key).close()
+            memory = None
         if memory is None:
             memory = self.stores[key] = Cairn.open(resolved=resolved, embedder=embedder,
                                                    busy_timeout_ms=busy_timeout_ms)

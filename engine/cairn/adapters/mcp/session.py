@@ -53,6 +53,10 @@ class Session:
     # -- the engine ----------------------------------------------------------------------------
     def _open(self) -> Cairn:
         """The open engine. Call with the lock held. Raises Unavailable."""
+        if self._engine is not None and self._engine.stale:  # deleted or restored: open the path again
+            log.info("the store file was deleted or replaced; reopening it")
+            self._engine.close()
+            self._engine = None
         if self._engine is not None:
             return self._engine
         try:
