@@ -105,3 +105,32 @@ def test_a_burst_of_malformed_lines_is_answered_line_by_line(server):
     answers = [_read_one(server) for _ in range(len(MALFORMED) + 1)]
     assert [a.get("error", {}).get("code") for a in answers[:-1]] == [code for _, _, code in MALFORMED]
     assert answers[-1] == {"jsonrpc": "2.0", "id": 99, "result": {}}
+
+
+def _call(proc: subprocess.Popen, ident: int, tool: str, arguments: dict[str, Any], timeout: float = 30) -> dict:
+    _rpc(proc, {"jsonrpc": "2.0", "id": ident, "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments}})
+    return _read_until_id(proc, ident, timeout, [])["result"]
+
+
+def test_started_in_the_plugin_folder_without_a_project_it_refuses_and_creates_no_store(tmp_path):
+    home = tmp_path / "home"
+    proc = _start(_keyword_only_env(home, None), REPO / "mcp", tmp_path / "stderr.txt")
+    try:
+        _rpc(proc, INITIALIZE)
+        _read_until_id(proc, 1, 30, [])
+        _rpc(proc, INITIALIZED)
+        for ident, (tool, arguments) in enumerate([("memory_remember", {"text": "We deploy with Kamal"}),
+                                                   ("memory_recall", {"query": "deploy"}),
+                                                   ("memory_list", {})], start=2):
+            result = _call(proc, ident, tool, arguments)
+            assert result["isError"], result
+            assert "cannot tell which project this is" in result["content"][0]["text"]
+            assert "CLAUDE_PROJECT_DIR" in result["content"][0]["text"]
+        status = json.loads(_call(proc, 9, "memory_status", {})["content"][0]["text"])
+        assert status["ok"] is False and status["project_dir"] is None
+        assert "cannot tell which project" in status["error"]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not list(home.glob("stores/*.db"))

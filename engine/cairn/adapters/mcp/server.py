@@ -229,7 +229,8 @@ def build_server(session: Session) -> MCPServer:
 
     def memory_status() -> str:
         """Which store this project uses and why (chosen_by), memory counts, the embedding model and whether it is loaded, and whether recall is keyword-only (and why). Use when memory seems missing or wrong."""  # noqa: E501
-        base = {"project_dir": str(session.project_dir), "model_warmup": session.warm_state}
+        base = {"project_dir": str(session.project_dir) if session.project_dir else None,
+                "model_warmup": session.warm_state}
         try:
             status = session.try_call(lambda engine: engine.status().to_json(), timeout=2.0)
         except Unavailable as exc:
@@ -305,14 +306,26 @@ def build_server(session: Session) -> MCPServer:
                        middleware=[warm_after_handshake], log_level="WARNING")
 
 
-def project_dir() -> Path:
-    """CLAUDE_PROJECT_DIR, else the working directory (an unexpanded "${...}" counts as unset)."""
+PLUGIN_ROOT = Path(__file__).resolve().parents[4]  # engine/cairn/adapters/mcp/server.py -> the plugin
+
+
+def project_dir() -> Path | None:
+    """CLAUDE_PROJECT_DIR, else the working directory (an unexpanded "${...}" counts as unset).
+    None when neither names the project: the working directory is the plugin's own folder (some
+    clients start servers there), whose store would be shared by every project and seen by none of
+    their hooks."""
     value = os.environ.get("CLAUDE_PROJECT_DIR", "")
     if value and "${" not in value and Path(value).is_dir():
         return Path(value)
     if value:
         log.warning("CLAUDE_PROJECT_DIR=%r is not a folder; using the working directory", value)
-    return Path.cwd()
+    cwd = Path.cwd().resolve()
+    plugin_roots = {PLUGIN_ROOT, *([Path(os.environ["CLAUDE_PLUGIN_ROOT"]).resolve()]
+                                   if os.environ.get("CLAUDE_PLUGIN_ROOT") else [])}
+    if any(cwd == root or cwd.is_relative_to(root) for root in plugin_roots):
+        log.warning("started in the plugin's folder %s without CLAUDE_PROJECT_DIR: the project is unknown", cwd)
+        return None
+    return cwd
 
 
 EOF_GRACE_S = 1.0  # after stdin closes, how long running calls may still finish (then exit)

@@ -9,6 +9,7 @@ engine (one SQLite connection) must not interleave transactions, so every call h
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,11 @@ class Unavailable(Exception):
     """The store cannot be opened; the message says why and what to do."""
 
 
+NO_PROJECT = ("cannot tell which project this is: the MCP server was started in the Cairn plugin's own folder "
+              "without CLAUDE_PROJECT_DIR. Set CLAUDE_PROJECT_DIR to the project's folder (or CAIRN_STORE to a "
+              "store name) in the server's environment; no store is used until then")
+
+
 def shared_embedder(config: dict[str, Any]) -> Any:
     """The embedder a session process should use for a project with this config: through the
     per-user warm process (cairn.adapters.warm), which loads the model once per machine and falls
@@ -38,9 +44,12 @@ def shared_embedder(config: dict[str, Any]) -> Any:
 
 
 class Session:
-    """The engine for one project folder, opened on first use and shared by all tool calls."""
+    """The engine for one project folder, opened on first use and shared by all tool calls.
 
-    def __init__(self, project_dir: Path, embedder_for: Callable[[dict[str, Any]], Any] = shared_embedder):
+    project_dir None: the project is unknown; every call raises Unavailable (NO_PROJECT) unless
+    CAIRN_STORE names a store."""
+
+    def __init__(self, project_dir: Path | None, embedder_for: Callable[[dict[str, Any]], Any] = shared_embedder):
         self.project_dir = project_dir
         self._embedder_for = embedder_for
         self._engine: Cairn | None = None
@@ -64,6 +73,8 @@ class Session:
             # (not loaded yet), passed in at open.
             resolved = self._resolve()
             self._engine = Cairn.open(resolved=resolved, embedder=self._embedder_for(resolved.config))
+        except Unavailable:
+            raise
         except CairnError as exc:
             raise Unavailable(str(exc)) from None
         except Exception as exc:  # an unreadable folder, a broken SQLite binding: still say what
@@ -104,7 +115,10 @@ class Session:
     # -- warming the model ------------------------------------------------------------------------
     def start_warmup(self) -> None:
         """Load the embedding model in a daemon thread, once. Never blocks the caller."""
-        if self._warm_thread is not None:
+        if self._warm_thread is not None or self.warm_state == "no project":
+            return
+        if self.project_dir is None and not os.environ.get("CAIRN_STORE"):
+            self.warm_state = "no project"  # nothing to serve: no model to load
             return
         with self._warm_lock:
             if self._warm_thread is not None:
@@ -133,11 +147,16 @@ class Session:
             log.exception("embedding the backlog failed")
 
     def _resolve(self) -> Resolved:
+        """Raises Unavailable when the project is unknown, CairnError from resolve."""
+        if self.project_dir is None and not os.environ.get("CAIRN_STORE"):
+            raise Unavailable(NO_PROJECT)
         return resolve(None, cwd=self.project_dir)
 
     def _store_exists(self) -> bool:
         try:
             return self._resolve().choice.path.exists()
+        except Unavailable:
+            return False
         except CairnError:
             return True  # let opening report the bad name or config
 
