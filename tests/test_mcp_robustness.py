@@ -8,12 +8,13 @@ import json
 import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import git_init
+from .conftest import git_init, wait_for
 from .test_mcp_server import INITIALIZE, INITIALIZED, SERVER, _read_until_id, _rpc, server_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -134,3 +135,84 @@ def test_started_in_the_plugin_folder_without_a_project_it_refuses_and_creates_n
         proc.kill()
         proc.wait()
     assert not list(home.glob("stores/*.db"))
+
+
+# -- time budgets: first call, stdin EOF, parent death --------------------------------------------------------
+FIRST_CALL_S = 5.0
+EXIT_AFTER_EOF_S = 2.0
+UNLOADABLE = "embedding:\n  model: cairn-tests/no-such-model-anywhere\n"
+
+
+def _unloadable_model_env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    env = server_env(home, git_init(tmp_path / "project"))
+    env["CAIRN_SERVICE_IDLE_SECONDS"] = "5"
+    (home / "unloadable.yaml").write_text(UNLOADABLE)
+    env["CAIRN_CONFIG"] = str(home / "unloadable.yaml")
+    return env
+
+
+def _handshake(proc: subprocess.Popen) -> None:
+    _rpc(proc, INITIALIZE)
+    _read_until_id(proc, 1, 30, [])
+    _rpc(proc, INITIALIZED)
+
+
+def test_first_call_is_answered_within_5_s_keyword_only_and_the_server_exits_within_2_s_of_eof(tmp_path):
+    proc = _start(_unloadable_model_env(tmp_path), tmp_path, tmp_path / "stderr.txt")
+    try:
+        _handshake(proc)
+        started = time.monotonic()
+        remembered = _call(proc, 2, "memory_remember", {"text": "We deploy with Kamal on Fridays"},
+                           timeout=FIRST_CALL_S)
+        first = time.monotonic() - started
+        assert not remembered["isError"], remembered
+        recalled = _call(proc, 3, "memory_recall", {"query": "Kamal deploys"}, timeout=FIRST_CALL_S)
+        assert "Kamal" in recalled["content"][0]["text"]
+        print(f"first call answered in {first:.2f} s with a model that cannot load")
+        status = json.loads(_call(proc, 4, "memory_status", {}, timeout=FIRST_CALL_S)["content"][0]["text"])
+        assert status["keyword_only"] is True
+        started = time.monotonic()
+        proc.stdin.close()  # the model is still "loading" (waiting for a warm process that fails)
+        proc.wait(timeout=30)
+        exited = time.monotonic() - started
+        print(f"exited {exited:.2f} s after stdin EOF")
+        assert exited < EXIT_AFTER_EOF_S
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+PARENT = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, sys.argv[1]], stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr)
+child.wait()
+"""
+
+
+def test_the_server_exits_when_its_parent_dies_even_with_stdin_still_open(tmp_path):
+    env = _keyword_only_env(tmp_path / "home", git_init(tmp_path / "project"))
+    with open(tmp_path / "stderr.txt", "wb") as err:
+        parent = subprocess.Popen([sys.executable, "-c", PARENT, str(SERVER)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=err, env=env, cwd=str(tmp_path))
+    try:
+        _handshake(parent)  # the server answers through the parent's inherited pipes
+        server_pid = int(subprocess.run(["ps", "-o", "pid=", "--ppid", str(parent.pid)], capture_output=True,
+                                        text=True).stdout.split()[0])
+        parent.kill()  # SIGKILL: the server's stdin (our pipe) stays open
+        parent.wait()
+        started = time.monotonic()
+        wait_for(lambda: not _alive(server_pid), 30, "the server to exit after its parent died")
+        print(f"exited {time.monotonic() - started:.2f} s after its parent was killed")
+        assert time.monotonic() - started < EXIT_AFTER_EOF_S
+    finally:
+        parent.stdin.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -41,6 +41,9 @@ this floor is filler (for all-MiniLM-L6-v2, unrelated sentences fall around 0.0-
 cosines never mean anything), so recall drops it. Kept low on purpose: a memory that shares no word with
 the question but is about it scores well above 0.15, and LoCoMo recall@10 (docs/benchmarks.md)
 does not move with this floor. Hits with a keyword match are never dropped by it."""
+MAX_QUERY_CHARS = 2000
+"""The longest query recall takes (the MCP tool's limit; a hook cuts a prompt to this length). Forming
+the keyword query of a pasted 10 MB log took 20 s; a question is never that long."""
 Progress = Callable[[Iterable[Any], int], Iterable[Any]]  # (items, total) -> items, e.g. a tqdm wrapper
 
 
@@ -262,11 +265,13 @@ class Cairn:
         if self.embedder is None or not texts:
             return None
         try:
-            return self.embedder.embed(texts)
+            vectors = self.embedder.embed(texts)
         except EmbedderUnavailable as exc:
             self.embedder_error = str(exc)
             log.warning("keyword-only: %s", exc)
             return None
+        self.embedder_error = None  # a model that was not ready before is now
+        return vectors
 
     def _record_fingerprint(self, store: Store) -> None:
         if self.embedder is not None and store.get_meta("embedding_model") is None:
@@ -487,7 +492,7 @@ class Cairn:
         float32[dim], L2-normalised, when the caller already has it (a warm process); otherwise the
         query is embedded here unless use_vectors is False (keyword-only).
         Hits whose only evidence is a vector cosine at or below VECTOR_FLOOR are left out: no filler.
-        Raises InvalidMemory (empty query, unknown kind or scope), InvalidTime.
+        Raises InvalidMemory (empty query, one over MAX_QUERY_CHARS, unknown kind or scope), InvalidTime.
         """
         if not isinstance(query, str):
             raise InvalidMemory("query must be a string")
@@ -495,6 +500,8 @@ class Cairn:
             raise InvalidMemory("query is empty" + (" (only invisible characters)" if query else ""))
         if lone_surrogate(query) is not None:
             raise InvalidMemory("query is not valid Unicode (a lone surrogate; undecodable bytes?)")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidMemory(f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
         k = self.config["recall"]["k"] if k is None else int(k)
         scope = self.config["recall"]["scope"] if scope is None else scope
         kinds = _known_kinds(kinds)

@@ -16,13 +16,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cairn import Cairn, CairnError, Resolved, resolve
+from cairn import Cairn, CairnError, Embedder, EmbedderUnavailable, Resolved, resolve
 
 log = logging.getLogger("cairn.mcp")
 
 T = TypeVar("T")
 
-MODEL_WAIT_S = 120.0  # a call needing vectors waits this long for the warm-up, then lets the engine decide
+MODEL_WAIT_S = 2.0
+"""How long a call needing vectors waits for the model's warm-up before it goes on keyword-only (a
+write is then embedded later, from the backlog): the first call is answered within seconds whatever
+the model's state (loading, slow machine, a configured model that cannot load)."""
 
 
 class Unavailable(Exception):
@@ -43,6 +46,34 @@ def shared_embedder(config: dict[str, Any]) -> Any:
     return session_embedder(config)
 
 
+class _AfterWarmup(Embedder):
+    """The engine's view of the session's embedder: it embeds only once the warm-up has loaded the
+    model; until then it raises EmbedderUnavailable, which the engine turns into keyword-only recall
+    and an embedding backlog."""
+
+    def __init__(self, inner: Embedder, session: Session):
+        self.inner, self.session = inner, session
+        self.model_name, self.dim = inner.model_name, inner.dim
+
+    @property
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint
+
+    @property
+    def loaded(self) -> bool:
+        return self.session.warm_state == "ready"
+
+    def embed(self, texts: list[str]):
+        session = self.session
+        if session.warm_state != "ready":  # Session.call(embeds=True) has already waited for it
+            session.start_warmup()
+            raise EmbedderUnavailable(f"the embedding model is not ready ({session.warm_state}); keyword-only "
+                                      "until it is")
+        vectors = self.inner.embed(texts)
+        self.dim = self.inner.dim
+        return vectors
+
+
 class Session:
     """The engine for one project folder, opened on first use and shared by all tool calls.
 
@@ -53,6 +84,7 @@ class Session:
         self.project_dir = project_dir
         self._embedder_for = embedder_for
         self._engine: Cairn | None = None
+        self._embedder: Embedder | None = None  # the engine's, ungated (the warm-up loads it)
         self._lock = threading.RLock()
         self._warm_lock = threading.Lock()  # never the engine lock: the event loop takes this one
         self._warm_thread: threading.Thread | None = None
@@ -72,7 +104,9 @@ class Session:
             # Resolved once for the session: the store, its config, and the embedder for that config
             # (not loaded yet), passed in at open.
             resolved = self._resolve()
-            self._engine = Cairn.open(resolved=resolved, embedder=self._embedder_for(resolved.config))
+            self._embedder = self._embedder_for(resolved.config)
+            gated = _AfterWarmup(self._embedder, self) if self._embedder is not None else None
+            self._engine = Cairn.open(resolved=resolved, embedder=gated)
         except Unavailable:
             raise
         except CairnError as exc:
@@ -84,10 +118,11 @@ class Session:
         return self._engine
 
     def call(self, fn: Callable[[Cairn], T], *, embeds: bool = False) -> T:
-        """Run fn(engine) alone. embeds: fn needs the model, so first wait for the warm-up, without
-        holding the engine (memory_status must still answer meanwhile).
+        """Run fn(engine) alone. embeds: fn needs the model, so first wait (at most MODEL_WAIT_S) for
+        the warm-up, without holding the engine (memory_status must still answer meanwhile).
         Raises Unavailable, or what fn raises."""
-        if embeds and self._warm_thread is not None:
+        if embeds and self.warm_state != "ready":
+            self.start_warmup()
             self._warmed.wait(MODEL_WAIT_S)
         with self._lock:
             return fn(self._open())
@@ -180,10 +215,13 @@ class Session:
         except Unavailable as exc:
             log.warning("not warming the model: %s", exc)
             return "failed"
-        if engine.embedder is None:
+        if engine.embedder is None or self._embedder is None:
             return "keyword-only"
         # Outside the engine lock: loading takes seconds and the embedder has its own lock.
-        if engine.embed(["warm-up"]) is None:
+        try:
+            self._embedder.embed(["warm-up"])
+        except EmbedderUnavailable as exc:
+            log.warning("keyword-only: %s", exc)
             return "keyword-only"
         log.info("embedding model ready in %.1f s", time.monotonic() - started)
         return "ready"
