@@ -9,7 +9,7 @@ from cairn.text import fts_query
 PUNCTUATED = [
     ("Run pre-commit before every push", "pre-commit"),
     ("The NVMe array sustains 3.2 GB/s sequential reads", "GB/s"),
-    ("It's fine to squash fixup commits", "it's"),
+    ("Ask O'Brien before touching the billing code", "O'Brien"),
     ("The renderer core is written in C++ for speed", "C++"),
     ("Import node:fs/promises instead of the callback API", "node:fs"),
     ("The config key is server.http.port", "server.http.port"),
@@ -68,8 +68,10 @@ def test_cjk_question_without_spaces_finds_the_sentence(kw_memory):
     assert kw_memory.recall("東京のデータベースはどうなった")[0].memory.id == target.id
 
 
-def test_stopword_only_query_still_searches():
-    assert fts_query("the") == '"the"'
+def test_a_stopword_only_query_has_no_keyword_side():
+    assert fts_query("the") is None
+    assert fts_query("the of and") is None
+    assert fts_query("the", drop_stopwords=False) == '"the"'
     assert fts_query("how do we deploy?") == '"deploy"'
     assert fts_query("?!") is None
 

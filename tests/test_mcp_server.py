@@ -27,7 +27,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from cairn import KINDS
 
-from .conftest import git_init
+from .conftest import git_init, wait_for
 
 pytestmark = pytest.mark.model
 
@@ -128,6 +128,10 @@ def home(tmp_path_factory) -> Path:
 def shared(tmp_path_factory, home) -> Client:
     root = tmp_path_factory.mktemp("mcp-shared")
     client = Client(server_env(home, git_init(root / "project")), root / "stderr.txt")
+    # Calls made while the model loads are answered keyword-only (test_mcp_robustness.py); the
+    # lifecycle tests here are about hybrid recall, so they start once the model is ready.
+    client.ok("memory_status")
+    wait_for(lambda: client.ok("memory_status")["model_warmup"] == "ready", CALL_TIMEOUT, "the model to load")
     yield client
     client.close()
 

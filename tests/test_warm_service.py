@@ -61,3 +61,26 @@ def test_it_exits_when_idle(monkeypatch, cairn_home):
     wait_for(lambda: not warm.is_running() and not warm.socket_path().exists(), WAIT_S,
              lambda: f"the warm process to exit when idle\n{log.read_text()[-3000:]}")
     assert "idle for 2 s" in log.read_text()
+
+
+def test_a_store_deleted_or_replaced_under_it_is_reopened_not_served_from_the_old_file(service, project, minilm):
+    from cairn import delete_store
+
+    with Cairn.open(cwd=project, embedder=minilm) as memory:
+        memory.remember("Production deploys go through blue-green on Fly.io", kind="decision")
+        name, path = memory.name, memory.status().path
+    assert "Fly.io" in ask(project, "How do production deploys work here?")
+    delete_store(name)
+    assert ask(project, "How do production deploys work here?") == ""  # gone, not served from the open handle
+    with Cairn.open(cwd=project, embedder=minilm) as memory:  # a new store at the same path
+        memory.remember("Production deploys go through Kamal on our own servers", kind="decision")
+    context = ask(project, "How do production deploys work here?")
+    assert "Kamal" in context and "Fly.io" not in context
+    # Replaced by another file (as a restore does): the other file's memories are served.
+    with Cairn.open(store="restored", create=True, embedder=minilm) as other:
+        other.remember("Production deploys go through Heroku pipelines", kind="decision")
+        restored = other.status().path
+    delete_store(name)
+    os.replace(restored, path)
+    context = ask(project, "How do production deploys work here?")
+    assert "Heroku" in context and "Kamal" not in context

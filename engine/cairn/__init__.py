@@ -39,7 +39,7 @@ _EXPORTS = {
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
-        "SessionNotFound",
+        "SessionNotFound", "StoreBusy",
         "StoreCorrupted", "StoreError", "StoreNotFound", "UnsafeDataRoot")},
 }
 _MODULES = ("render",)  # public modules, used whole: `from cairn import render`

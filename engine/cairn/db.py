@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from .errors import StoreCorrupted, StoreError
+from .errors import StoreBusy, StoreCorrupted, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +67,23 @@ def sqlite_vec_error() -> str | None:
         conn.close()
 
 
+def is_busy(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite's SQLITE_BUSY / SQLITE_LOCKED: the busy timeout ran out."""
+    return isinstance(exc, OperationalError) and any(w in str(exc) for w in ("locked", "busy"))
+
+
+def busy(conn: Connection) -> StoreBusy:
+    """The StoreBusy to raise for `conn` (its file and its busy timeout named)."""
+    waited = conn.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
+    path = conn.execute("PRAGMA database_list").fetchone()[2]
+    return StoreBusy(f"store {path} is locked by another process (waited {waited:g} s); try again")
+
+
 def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
     """Open `path` in WAL mode with a busy timeout; autocommit, transactions are explicit.
 
-    Raises StoreCorrupted when the file is not an SQLite database.
+    Raises StoreCorrupted when the file is not an SQLite database, StoreBusy when another process
+    holds it locked for longer than the busy timeout.
     """
     conn = sqlite.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
     try:
@@ -81,6 +94,10 @@ def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
         # Deleted content is overwritten with zeros, not left in free pages: forget means gone.
         conn.execute("PRAGMA secure_delete = ON")
     except DatabaseError as exc:
+        if is_busy(exc):
+            conn.close()
+            raise StoreBusy(f"store {path} is locked by another process (waited {busy_timeout_ms / 1000:g} s); "
+                            "try again") from None
         conn.close()
         raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
     return conn
@@ -111,8 +128,14 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
 
     The write lock is taken up front: in WAL mode a transaction that reads and then upgrades to a
     write fails at once with SQLITE_BUSY under contention, whatever the busy timeout.
+    Raises StoreBusy when the lock is not had within the busy timeout.
     """
-    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except OperationalError as exc:
+        if is_busy(exc):
+            raise busy(conn) from None
+        raise
     try:
         yield conn
     except BaseException:

@@ -34,7 +34,7 @@ from .privacy import scrub_many
 from .sessions import TurnDraft, choose_mode, fuse, parse_lines, read_locomo, title_of, turn_key
 from .store import Filters, Store
 from .supersede import SIMILARITY_THRESHOLD, classify
-from .text import fts_query
+from .text import fts_query, is_blank, lone_surrogate
 from .timeutil import END_OF_TIME, now_ms, parse_time
 
 if TYPE_CHECKING:
@@ -52,6 +52,9 @@ this floor is filler (for all-MiniLM-L6-v2, unrelated sentences fall around 0.0-
 cosines never mean anything), so recall drops it. Kept low on purpose: a memory that shares no word with
 the question but is about it scores well above 0.15, and LoCoMo recall@10 (docs/benchmarks.md)
 does not move with this floor. Hits with a keyword match are never dropped by it."""
+MAX_QUERY_CHARS = 2000
+"""The longest query recall takes (the MCP tool's limit; a hook cuts a prompt to this length). Forming
+the keyword query of a pasted 10 MB log took 20 s; a question is never that long."""
 Progress = Callable[[Iterable[Any], int], Iterable[Any]]  # (items, total) -> items, e.g. a tqdm wrapper
 
 
@@ -266,6 +269,7 @@ class Cairn:
         self.embedder_error: str | None = None if embedder else "embedding disabled by configuration"
         self._global: Store | None = None
         self._check_model = check_model
+        self._busy_timeout_ms: int = config["store"]["busy_timeout_ms"]
         self.exists = True  # False: opened read-only on a store file that does not exist (an empty stand-in)
         self._check_fingerprint(store)
 
@@ -283,6 +287,7 @@ class Cairn:
         check_model: bool = True,
         resolved: Resolved | None = None,
         read_only: bool = False,
+        busy_timeout_ms: int | None = None,
     ) -> Cairn:
         """Open the chosen store (explicit name > CAIRN_STORE > git toplevel > cwd).
 
@@ -293,7 +298,10 @@ class Cairn:
         (keyword-only), or an Embedder. check_model: refuse a store embedded with another model
         (False only for `reembed`). read_only: for commands that only read: a project store that does
         not exist is not created; the engine answers as for an empty store (`exists` is False).
-        Raises StoreNotFound, InvalidStoreName, StoreCorrupted, SchemaTooNew, EmbeddingMismatch, ConfigError.
+        busy_timeout_ms: how long to wait for another process's lock (default: config
+        `store.busy_timeout_ms`); a hook passes about a second so its whole budget fits its timeout.
+        Raises StoreNotFound, InvalidStoreName, StoreCorrupted, StoreBusy, SchemaTooNew, EmbeddingMismatch,
+        ConfigError.
         """
         resolved = resolved or resolve(store, cwd=cwd, env=env, config=config)
         choice, config = resolved.choice, resolved.config
@@ -307,17 +315,27 @@ class Cairn:
             )
         meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
         missing = read_only and not choice.path.exists()
+        busy_ms = config["store"]["busy_timeout_ms"] if busy_timeout_ms is None else busy_timeout_ms
         opened = Store.open(
             Path(":memory:") if missing else choice.path, name=choice.name, create=allowed or missing, meta=meta,
-            busy_timeout_ms=config["store"]["busy_timeout_ms"], vector_backend=config["store"]["vector_backend"],
+            busy_timeout_ms=busy_ms, vector_backend=config["store"]["vector_backend"],
         )
         try:
             engine = cls(opened, choice=choice, embedder=embedder, config=config, check_model=check_model)
+            engine._busy_timeout_ms = busy_ms
             engine.exists = not missing
             return engine
         except BaseException:
             opened.close()
             raise
+
+    @property
+    def stale(self) -> bool:
+        """Whether a store file this engine holds open was deleted or replaced since (a restore, a
+        `stores delete`): a long-lived process must then close it and open the path again, or it
+        would go on serving the old file's memories."""
+        stores = [self.store] + ([self._global] if self._global is not None else [])
+        return self.exists and any(s.replaced() for s in stores)
 
     @property
     def name(self) -> str:
@@ -357,7 +375,7 @@ class Cairn:
             if not create and not path.exists():
                 return None
             self._global = Store.open(path, name=GLOBAL_STORE, create=True,
-                                      busy_timeout_ms=self.config["store"]["busy_timeout_ms"],
+                                      busy_timeout_ms=self._busy_timeout_ms,
                                       vector_backend=self.config["store"]["vector_backend"])
             self._check_fingerprint(self._global)
         return self._global
@@ -380,11 +398,13 @@ class Cairn:
         if self.embedder is None or not texts:
             return None
         try:
-            return self.embedder.embed_queries(texts) if query else self.embedder.embed(texts)
+            vectors = self.embedder.embed_queries(texts) if query else self.embedder.embed(texts)
         except EmbedderUnavailable as exc:
             self.embedder_error = str(exc)
             log.warning("keyword-only: %s", exc)
             return None
+        self.embedder_error = None  # a model that was not ready before is now
+        return vectors
 
     def _claim_space(self, store: Store, *, record: bool = True) -> None:
         """Before the loaded embedder's vectors meet a store's: record its fingerprint in a store
@@ -630,10 +650,16 @@ class Cairn:
         float32[dim], L2-normalised, when the caller already has it (a warm process); otherwise the
         query is embedded here unless use_vectors is False (keyword-only).
         Hits whose only evidence is a vector cosine at or below VECTOR_FLOOR are left out: no filler.
-        Raises InvalidMemory (empty query, unknown kind or scope), InvalidTime.
+        Raises InvalidMemory (empty query, one over MAX_QUERY_CHARS, unknown kind or scope), InvalidTime.
         """
-        if not query or not query.strip():
-            raise InvalidMemory("query is empty")
+        if not isinstance(query, str):
+            raise InvalidMemory("query must be a string")
+        if is_blank(query):
+            raise InvalidMemory("query is empty" + (" (only invisible characters)" if query else ""))
+        if lone_surrogate(query) is not None:
+            raise InvalidMemory("query is not valid Unicode (a lone surrogate; undecodable bytes?)")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidMemory(f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
         k = self.config["recall"]["k"] if k is None else int(k)
         scope = self.config["recall"]["scope"] if scope is None else scope
         kinds = _known_kinds(kinds)

@@ -12,6 +12,7 @@
     ├── StoreError              the store file cannot be used as it is
     │   ├── StoreNotFound       an explicitly named store that does not exist
     │   ├── StoreCorrupted      the file is not a readable Cairn database
+    │   ├── StoreBusy           another process holds the store locked for longer than the busy timeout
     │   ├── SchemaTooNew        written by a newer Cairn; refuse rather than guess
     │   ├── EmbeddingMismatch   the store's vectors come from another model; run `cairn reembed`
     │   └── UnsafeDataRoot      the data root belongs to another user
@@ -73,6 +74,10 @@ class StoreNotFound(StoreError):
 
 class StoreCorrupted(StoreError):
     pass
+
+
+class StoreBusy(StoreError):
+    """Another process held a lock on the store for longer than this caller's busy timeout."""
 
 
 class SchemaTooNew(StoreError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from .db import Connection, DatabaseError, checkpoint_truncate, write_transaction
+from .db import Connection, DatabaseError, busy, checkpoint_truncate, is_busy, write_transaction
 from .errors import SchemaTooNew, StoreCorrupted
 from .timeutil import END_OF_TIME, now_ms
 
@@ -190,6 +190,8 @@ def migrate(conn: Connection, path: str) -> int:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = _user_tables(conn)
     except DatabaseError as exc:
+        if is_busy(exc):
+            raise busy(conn) from None
         raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
     latest = len(MIGRATIONS)
     if version > latest:

@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from .errors import InvalidImport, InvalidMemory, InvalidTime
 from .models import DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SOURCES, Memory
-from .text import normalise
+from .text import is_blank, lone_surrogate, normalise
 from .timeutil import END_OF_TIME, parse_time
 
 MAX_TAG_CHARS = 64
@@ -68,8 +68,11 @@ def _tag_problems(tags: Any) -> tuple[list[str], tuple[str, ...]]:
         if not isinstance(tag, str):
             problems.append(f"tag {tag!r} is not a string")
             continue
+        if lone_surrogate(tag) is not None:
+            problems.append(f"tag {tag!r} is not valid Unicode (a lone surrogate)")
+            continue
         key = normalise(tag).strip(",")
-        if not key:
+        if is_blank(key):
             continue
         if len(key) > MAX_TAG_CHARS or any(c.isspace() or c == "," for c in key):
             problems.append(f"invalid tag {tag!r}: at most {MAX_TAG_CHARS} characters, no spaces or commas")
@@ -92,8 +95,12 @@ def field_problems(*, text: Any, kind: Any, source: Any, importance: Any, tags: 
     problems: list[str] = []
     if text is None and tombstone:
         pass
-    elif not isinstance(text, str) or not text.strip():
-        problems.append("memory text is empty" if isinstance(text, str) or text is None else "text must be a string")
+    elif not isinstance(text, str) or is_blank(text):
+        problems.append("memory text is empty" + (" (only invisible characters)" if text else "")
+                        if isinstance(text, str) or text is None else "text must be a string")
+    elif (at := lone_surrogate(text)) is not None:
+        problems.append(f"memory text is not valid Unicode (a lone surrogate at character {at}; "
+                        "undecodable bytes?)")
     else:
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > MAX_TEXT_BYTES:

@@ -114,6 +114,17 @@ class Filters:
         return " AND ".join(clauses), params
 
 
+def _file_identity(path: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the file at `path`; None for an in-memory database or a missing file."""
+    if str(path) == ":memory:":
+        return None
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 class Store:
     """One open store file. Not thread-safe for concurrent writes from one object; use one per thread.
 
@@ -128,6 +139,7 @@ class Store:
         self.vector_index: VectorIndex | None = None
         self.turn_index: VectorIndex | None = None  # captured turns' vectors, same backend
         self.vector_unavailable: str | None = None
+        self._identity = _file_identity(path)
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -175,6 +187,11 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+    def replaced(self) -> bool:
+        """Whether the file at `path` is no longer the one this connection has open: deleted, or
+        replaced by another file (a restore, a rename over it). One stat."""
+        return self._identity is not None and _file_identity(self.path) != self._identity
 
     def transaction(self) -> contextlib.AbstractContextManager:
         """A short write transaction (BEGIN IMMEDIATE ... COMMIT), rolled back on any exception."""

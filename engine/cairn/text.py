@@ -40,7 +40,7 @@ _TERM_SEP = re.compile(r"[\s()\[\]{}<>\"\u201c\u201d\u00ab\u00bb,;!?]+")
 # An English clitic after a letter or digit, at the end of a word: 's, 're, 've, 'll, 'd, 'm.
 _CLITIC = re.compile(r"(?<=[^\W_])['\u2019](?:s|re|ve|ll|d|m)(?![^\W_])", re.IGNORECASE)
 
-# Function words that carry no topic; dropped from OR queries (kept if the query is nothing else).
+# Function words that carry no topic; dropped from OR queries (a query of nothing else has no keyword side).
 # The list is the common core of the SMART and Lucene English stop lists.
 STOPWORDS = frozenset(
     """a about above after again against all am an and any are as at be because been before being
@@ -51,6 +51,29 @@ STOPWORDS = frozenset(
     this those through to too under until up very was we were what when where which while who whom
     why will with would you your yours yourself yourselves s t d ll m re ve y ok okay hey hi""".split()
 )
+
+
+# Characters that show nothing on their own: whitespace, control and format characters (zero-width
+# space, BOM, word joiner, soft hyphen...), lone combining marks, surrogates, and the letters that
+# Unicode lists as default-ignorable fillers (Hangul fillers, braille blank).
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp", "Mn", "Me"})
+_INVISIBLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` has no visible character: only whitespace, format characters (U+200B, U+FEFF,
+    U+2060 ...), control characters and the like. Such a text says nothing, so it is empty."""
+    return all(c.isspace() or c in _INVISIBLE_LETTERS or unicodedata.category(c) in _INVISIBLE_CATEGORIES
+               for c in text)
+
+
+def lone_surrogate(text: str) -> int | None:
+    """The index of the first lone surrogate in `text` (not valid Unicode, cannot be stored as UTF-8:
+    what Python makes of undecodable bytes), or None."""
+    for index, c in enumerate(text):
+        if "\ud800" <= c <= "\udfff":
+            return index
+    return None
 
 
 def normalise(text: str) -> str:
@@ -109,16 +132,16 @@ def fts_query(query: str, *, drop_stopwords: bool = True, strip_clitics: bool = 
 
     A compound term (`pre-commit`, `node:fs`) is sent as its phrase and as each part of two or more
     characters, so the exact form ranks first and a memory with only some of its parts is still
-    found. Stopwords are dropped and clitics stripped unless nothing else is left (then the query's
-    terms are searched as written: `it's` -> "it s"). Duplicates are sent once. Returns None when
-    the query has no searchable characters at all.
+    found. Stopwords are dropped (drop_stopwords) and clitics stripped. Duplicates are sent once.
+    Returns None when no term is left: a query of only stopwords (`the of and`) has no keyword side,
+    since matching "the" would return every memory that contains it; recall then relies on the
+    vector side alone, under its relevance floor.
     """
     phrases: list[str] = []
     for tokens, compound in _terms(query, strip_clitics):
         parts = [[p] for p in tokens if len(p) > 1] if compound else []
         phrases += [_quote(t) for t in [tokens, *parts]
                     if not (drop_stopwords and len(t) == 1 and t[0] in STOPWORDS)]
-    phrases = phrases or [_quote(t) for t in query_terms(query)]
     return " OR ".join(dict.fromkeys(phrases)) if phrases else None
 
 

@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 
 DISABLE_MARKER = ".cairn-disable"  # a file at a project's root: no injection in that project
 COMPACT_SHARE = 2  # after compaction, a brief of 1/2 the budget: the summary kept the gist
+# A hook's whole budget (hooks/hooks.json: 5 s for a prompt, 10 s at session start) must hold even
+# when another process keeps the store locked: wait this long for a lock, then fail open.
+HOOK_BUSY_TIMEOUT_MS = 1000
 SESSION_START = "SessionStart"
 STORE_BROKEN = ("Cairn memory: this project's memory store cannot be used, so nothing was recalled. "
                 "Tell the user to run `cairn doctor` in a terminal to check and repair it.")
@@ -128,7 +131,7 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         if open_memory is not None:
             text = _respond(open_memory(resolved, embedder), event, payload, config, embedder)
         else:
-            with Cairn.open(resolved=resolved, embedder=embedder) as memory:
+            with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
                 text = _respond(memory, event, payload, config, embedder)
     except BROKEN_STORE_ERRORS as exc:
         # A broken store costs nothing on the healthy path: only a failure gets here. The session

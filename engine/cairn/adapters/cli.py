@@ -90,6 +90,25 @@ class _NoticeEmbedder(Embedder):
         return vectors
 
 
+def _read_stdin() -> str:
+    """stdin as strict UTF-8. Raises InvalidInput naming the first bad byte."""
+    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise cairn.InvalidInput(f"stdin is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def _undecodable_argument(args: list[str]) -> str | None:
+    """The first argument holding bytes that are not UTF-8 (Python keeps them as lone surrogates), or None."""
+    for arg in args:
+        if any("\udc80" <= c <= "\udcff" for c in arg):
+            return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return None
+
+
 def _interactive() -> bool:
     """Whether someone at a terminal can answer a question."""
     return sys.stdin.isatty()
@@ -196,7 +215,7 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, sco
              **fields) -> None:
     """Store TEXT as a memory ("-" reads it from stdin)."""
     if text == "-":
-        text = sys.stdin.read()
+        text = _read_stdin()
     if replaces is not None:
         # As Cairn.replace: kind, tags and importance default to the replaced memory's.
         result = memory.replace(replaces, text, tags=tags or None, **fields)
@@ -738,6 +757,11 @@ def main(argv: list[str] | None = None) -> None:
     age = _since_process_start()
     if age is not None:
         _TIMINGS["interpreter and imports"] = age
+    bad = _undecodable_argument(sys.argv[1:] if argv is None else argv)
+    if bad is not None:
+        click.echo(f"cairn: error: an argument is not valid UTF-8: {bad!r} (undecodable bytes shown as \ufffd)",
+                   err=True)
+        sys.exit(2)
     try:
         cli.main(args=argv, prog_name="cairn", standalone_mode=False)
     except click.exceptions.Abort:
@@ -754,6 +778,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     except BrokenPipeError:
         sys.exit(0)
+    except UnicodeError as exc:  # text from outside that no check above caught: still one line, no traceback
+        click.echo(f"cairn: error: text that is not valid UTF-8 ({exc})", err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -123,7 +123,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
             with self.stores_lock:  # the open stores' connections serve one request at a time
                 output = handle(str(request.get("event")), request.get("payload") or {}, env,
-                                embedder_for=self.embedder_for, open_memory=self.memory_for)
+                                embedder_for=self.embedder_for, open_memory=self.hook_memory_for)
             return {"ok": True, "output": output}
         if op == "capture":
             env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
@@ -182,16 +182,30 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             finally:
                 self.last_request = time.monotonic()
 
-    def memory_for(self, resolved: Resolved, embedder: Embedder | None):
+    def memory_for(self, resolved: Resolved, embedder: Embedder | None, *, busy_timeout_ms: int | None = None):
         """An open engine for that project, kept open across requests. SQLite reads see every commit,
-        so a memory replaced or forgotten by another process is never served from here."""
+        so a memory replaced or forgotten by another process is never served from here; a store file
+        deleted or replaced (a restore) is noticed on the next request (one stat) and reopened.
+        busy_timeout_ms: as Cairn.open (None: the config's)."""
         from cairn import Cairn
 
-        key = (str(resolved.choice.path), json.dumps(resolved.config, sort_keys=True), str(id(embedder)))
+        key = (str(resolved.choice.path), json.dumps(resolved.config, sort_keys=True), str(id(embedder)),
+               str(busy_timeout_ms))
         memory = self.stores.get(key)
+        if memory is not None and memory.stale:  # deleted or restored since: never serve the old file
+            log.info("store %s was deleted or replaced; reopening it", resolved.choice.path)
+            self.stores.pop(key).close()
+            memory = None
         if memory is None:
-            memory = self.stores[key] = Cairn.open(resolved=resolved, embedder=embedder)
+            memory = self.stores[key] = Cairn.open(resolved=resolved, embedder=embedder,
+                                                   busy_timeout_ms=busy_timeout_ms)
         return memory
+
+    def hook_memory_for(self, resolved: Resolved, embedder: Embedder | None):
+        """memory_for with the hook's short busy timeout: a hook's budget includes lock waits."""
+        from .claude import HOOK_BUSY_TIMEOUT_MS
+
+        return self.memory_for(resolved, embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS)
 
     def stop(self, why: str) -> None:
         log.info("stopping: %s", why)

@@ -20,6 +20,9 @@ import logging
 import os
 import signal
 import sys
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -35,6 +38,7 @@ from cairn import (
     review_decide,
 )
 
+from . import stdio
 from .session import Session, Unavailable
 
 log = logging.getLogger("cairn.mcp")
@@ -106,6 +110,12 @@ class CairnServer(MCPServer):
     """MCPServer whose tool errors read as one plain sentence: the engine's message, or which
     argument is wrong and why, without the SDK's "Error executing tool" prefix and pydantic's URLs.
     A refused write says that nothing was changed (engine writes are all-or-nothing)."""
+
+    on_stdin_eof: Callable[[], None] = staticmethod(lambda: None)
+
+    async def run_stdio_async(self) -> None:
+        # The SDK's transport with a checked stdin: every malformed line is answered (stdio.py).
+        await stdio.serve(self._lowlevel_server, self.on_stdin_eof)
 
     async def call_tool(self, name, arguments, context=None):  # type: ignore[override]
         try:
@@ -242,7 +252,8 @@ def build_server(session: Session) -> MCPServer:
 
     def memory_status() -> str:
         """Which store this project uses and why (chosen_by), memory counts, the embedding model and whether it is loaded, and whether recall is keyword-only (and why). Use when memory seems missing or wrong."""  # noqa: E501
-        base = {"project_dir": str(session.project_dir), "model_warmup": session.warm_state}
+        base = {"project_dir": str(session.project_dir) if session.project_dir else None,
+                "model_warmup": session.warm_state}
         try:
             status = session.try_call(lambda engine: engine.status().to_json(), timeout=2.0)
         except Unavailable as exc:
@@ -369,14 +380,46 @@ def build_server(session: Session) -> MCPServer:
                        middleware=[warm_after_handshake], log_level="WARNING")
 
 
-def project_dir() -> Path:
-    """CLAUDE_PROJECT_DIR, else the working directory (an unexpanded "${...}" counts as unset)."""
+PLUGIN_ROOT = Path(__file__).resolve().parents[4]  # engine/cairn/adapters/mcp/server.py -> the plugin
+
+
+def project_dir() -> Path | None:
+    """CLAUDE_PROJECT_DIR, else the working directory (an unexpanded "${...}" counts as unset).
+    None when neither names the project: the working directory is the plugin's own folder (some
+    clients start servers there), whose store would be shared by every project and seen by none of
+    their hooks."""
     value = os.environ.get("CLAUDE_PROJECT_DIR", "")
     if value and "${" not in value and Path(value).is_dir():
         return Path(value)
     if value:
         log.warning("CLAUDE_PROJECT_DIR=%r is not a folder; using the working directory", value)
-    return Path.cwd()
+    cwd = Path.cwd().resolve()
+    plugin_roots = {PLUGIN_ROOT, *([Path(os.environ["CLAUDE_PLUGIN_ROOT"]).resolve()]
+                                   if os.environ.get("CLAUDE_PLUGIN_ROOT") else [])}
+    if any(cwd == root or cwd.is_relative_to(root) for root in plugin_roots):
+        log.warning("started in the plugin's folder %s without CLAUDE_PROJECT_DIR: the project is unknown", cwd)
+        return None
+    return cwd
+
+
+EOF_GRACE_S = 1.0  # after stdin closes, how long running calls may still finish (then exit)
+PARENT_POLL_S = 0.25
+
+
+def _start(target: Callable[[], object], name: str) -> None:
+    threading.Thread(target=target, name=name, daemon=True).start()
+
+
+def _watch_parent(stop: Callable[[int], None]) -> None:
+    """Exit when the client that started us dies (even by SIGKILL, when stdin may stay open because
+    another process shares the pipe): we are then re-parented, so getppid() changes."""
+    parent = os.getppid()
+    while True:
+        time.sleep(PARENT_POLL_S)
+        if os.getppid() != parent:
+            log.warning("the client (pid %d) is gone; exiting", parent)
+            stop(0)
+            return
 
 
 def main() -> None:
@@ -395,6 +438,10 @@ def main() -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop(0))
     server = build_server(session)
+    # At stdin EOF the SDK waits for running tool calls (one may wait on the model): give them a
+    # moment, then go, so the client never waits for us.
+    server.on_stdin_eof = lambda: _start(lambda: (time.sleep(EOF_GRACE_S), stop(0)), "cairn-eof")
+    _start(lambda: _watch_parent(stop), "cairn-parent")
     code = 0
     try:
         server.run("stdio")  # returns at stdin EOF

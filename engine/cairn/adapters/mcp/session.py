@@ -9,23 +9,32 @@ engine (one SQLite connection) must not interleave transactions, so every call h
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cairn import Cairn, CairnError, Resolved, resolve
+from cairn import Cairn, CairnError, Embedder, EmbedderUnavailable, Resolved, resolve
 
 log = logging.getLogger("cairn.mcp")
 
 T = TypeVar("T")
 
-MODEL_WAIT_S = 120.0  # a call needing vectors waits this long for the warm-up, then lets the engine decide
+MODEL_WAIT_S = 2.0
+"""How long a call needing vectors waits for the model's warm-up before it goes on keyword-only (a
+write is then embedded later, from the backlog): the first call is answered within seconds whatever
+the model's state (loading, slow machine, a configured model that cannot load)."""
 
 
 class Unavailable(Exception):
     """The store cannot be opened; the message says why and what to do."""
+
+
+NO_PROJECT = ("cannot tell which project this is: the MCP server was started in the Cairn plugin's own folder "
+              "without CLAUDE_PROJECT_DIR. Set CLAUDE_PROJECT_DIR to the project's folder (or CAIRN_STORE to a "
+              "store name) in the server's environment; no store is used until then")
 
 
 def shared_embedder(config: dict[str, Any]) -> Any:
@@ -37,13 +46,45 @@ def shared_embedder(config: dict[str, Any]) -> Any:
     return session_embedder(config)
 
 
-class Session:
-    """The engine for one project folder, opened on first use and shared by all tool calls."""
+class _AfterWarmup(Embedder):
+    """The engine's view of the session's embedder: it embeds only once the warm-up has loaded the
+    model; until then it raises EmbedderUnavailable, which the engine turns into keyword-only recall
+    and an embedding backlog."""
 
-    def __init__(self, project_dir: Path, embedder_for: Callable[[dict[str, Any]], Any] = shared_embedder):
+    def __init__(self, inner: Embedder, session: Session):
+        self.inner, self.session = inner, session
+        self.model_name, self.dim = inner.model_name, inner.dim
+
+    @property
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint
+
+    @property
+    def loaded(self) -> bool:
+        return self.session.warm_state == "ready"
+
+    def embed(self, texts: list[str]):
+        session = self.session
+        if session.warm_state != "ready":  # Session.call(embeds=True) has already waited for it
+            session.start_warmup()
+            raise EmbedderUnavailable(f"the embedding model is not ready ({session.warm_state}); keyword-only "
+                                      "until it is")
+        vectors = self.inner.embed(texts)
+        self.dim = self.inner.dim
+        return vectors
+
+
+class Session:
+    """The engine for one project folder, opened on first use and shared by all tool calls.
+
+    project_dir None: the project is unknown; every call raises Unavailable (NO_PROJECT) unless
+    CAIRN_STORE names a store."""
+
+    def __init__(self, project_dir: Path | None, embedder_for: Callable[[dict[str, Any]], Any] = shared_embedder):
         self.project_dir = project_dir
         self._embedder_for = embedder_for
         self._engine: Cairn | None = None
+        self._embedder: Embedder | None = None  # the engine's, ungated (the warm-up loads it)
         self._lock = threading.RLock()
         self._warm_lock = threading.Lock()  # never the engine lock: the event loop takes this one
         self._warm_thread: threading.Thread | None = None
@@ -53,13 +94,21 @@ class Session:
     # -- the engine ----------------------------------------------------------------------------
     def _open(self) -> Cairn:
         """The open engine. Call with the lock held. Raises Unavailable."""
+        if self._engine is not None and self._engine.stale:  # deleted or restored: open the path again
+            log.info("the store file was deleted or replaced; reopening it")
+            self._engine.close()
+            self._engine = None
         if self._engine is not None:
             return self._engine
         try:
             # Resolved once for the session: the store, its config, and the embedder for that config
             # (not loaded yet), passed in at open.
             resolved = self._resolve()
-            self._engine = Cairn.open(resolved=resolved, embedder=self._embedder_for(resolved.config))
+            self._embedder = self._embedder_for(resolved.config)
+            gated = _AfterWarmup(self._embedder, self) if self._embedder is not None else None
+            self._engine = Cairn.open(resolved=resolved, embedder=gated)
+        except Unavailable:
+            raise
         except CairnError as exc:
             raise Unavailable(str(exc)) from None
         except Exception as exc:  # an unreadable folder, a broken SQLite binding: still say what
@@ -69,10 +118,11 @@ class Session:
         return self._engine
 
     def call(self, fn: Callable[[Cairn], T], *, embeds: bool = False) -> T:
-        """Run fn(engine) alone. embeds: fn needs the model, so first wait for the warm-up, without
-        holding the engine (memory_status must still answer meanwhile).
+        """Run fn(engine) alone. embeds: fn needs the model, so first wait (at most MODEL_WAIT_S) for
+        the warm-up, without holding the engine (memory_status must still answer meanwhile).
         Raises Unavailable, or what fn raises."""
-        if embeds and self._warm_thread is not None:
+        if embeds and self.warm_state != "ready":
+            self.start_warmup()
             self._warmed.wait(MODEL_WAIT_S)
         with self._lock:
             return fn(self._open())
@@ -100,7 +150,10 @@ class Session:
     # -- warming the model ------------------------------------------------------------------------
     def start_warmup(self) -> None:
         """Load the embedding model in a daemon thread, once. Never blocks the caller."""
-        if self._warm_thread is not None:
+        if self._warm_thread is not None or self.warm_state == "no project":
+            return
+        if self.project_dir is None and not os.environ.get("CAIRN_STORE"):
+            self.warm_state = "no project"  # nothing to serve: no model to load
             return
         with self._warm_lock:
             if self._warm_thread is not None:
@@ -129,11 +182,16 @@ class Session:
             log.exception("embedding the backlog failed")
 
     def _resolve(self) -> Resolved:
+        """Raises Unavailable when the project is unknown, CairnError from resolve."""
+        if self.project_dir is None and not os.environ.get("CAIRN_STORE"):
+            raise Unavailable(NO_PROJECT)
         return resolve(None, cwd=self.project_dir)
 
     def _store_exists(self) -> bool:
         try:
             return self._resolve().choice.path.exists()
+        except Unavailable:
+            return False
         except CairnError:
             return True  # let opening report the bad name or config
 
@@ -157,10 +215,13 @@ class Session:
         except Unavailable as exc:
             log.warning("not warming the model: %s", exc)
             return "failed"
-        if engine.embedder is None:
+        if engine.embedder is None or self._embedder is None:
             return "keyword-only"
         # Outside the engine lock: loading takes seconds and the embedder has its own lock.
-        if engine.embed(["warm-up"]) is None:
+        try:
+            self._embedder.embed(["warm-up"])
+        except EmbedderUnavailable as exc:
+            log.warning("keyword-only: %s", exc)
             return "keyword-only"
         log.info("embedding model ready in %.1f s", time.monotonic() - started)
         return "ready"
