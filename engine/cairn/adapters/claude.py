@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import (
-    BROKEN_STORE_ERRORS, Resolved, StoreNotFound, cited_ids, data_root, is_trivial, private_dir, private_file,
-    prompt_context, required_extra, resolve, session_brief, write_private,
+    BROKEN_STORE_ERRORS, Resolved, StoreBusy, StoreNotFound, cited_ids, data_root, is_trivial, private_dir,
+    private_file, prompt_context, required_extra, resolve, session_brief, write_private,
 )
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
     except BROKEN_STORE_ERRORS as exc:
         # A broken store costs nothing on the healthy path: only a failure gets here. The session
         # start says so once, in one line; a prompt fails open silently (the caller logs it).
-        if event != SESSION_START:
+        if event != SESSION_START or isinstance(exc, StoreBusy):  # busy is not broken: fail open, say nothing
             raise
         log.error("%s: the store %s cannot be used: %s", event, choice.name, exc)
         text = STORE_BROKEN
