@@ -530,7 +530,7 @@ def test_manifests(claude_env: ClaudeHarness) -> None:
     assert manifests == [".claude-plugin/plugin.json"], manifests
 
     hooks = json.loads((REPO_ROOT / "hooks" / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {"SessionStart", "UserPromptSubmit"}
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
     for event, groups in hooks.items():
         for group in groups:
             for hook in group["hooks"]:
