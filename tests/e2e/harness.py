@@ -202,6 +202,9 @@ class ClaudeHarness:
             "ANTHROPIC_API_KEY": "sk-ant-e2e-fake",
             "ENABLE_TOOL_SEARCH": "false",
             "MCP_CONNECTION_NONBLOCKING": "0",
+            # Claude Code drops an MCP server that has not answered its handshake in MCP_TIMEOUT (30 s
+            # by default); on a machine made busy by other jobs, starting Python alone can take that.
+            "MCP_TIMEOUT": "120000",
             "CLAUDE_CODE_MAX_RETRIES": "0",
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1",
