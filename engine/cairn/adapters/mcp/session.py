@@ -16,6 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+# numpy imported once here, not first by the warm-up thread while another thread (a tool call) also
+# imports it: two threads importing numpy at once can fail with a partially initialised module.
+import numpy  # noqa: F401
+
 from cairn import Cairn, CairnError, Embedder, EmbedderUnavailable, Resolved, resolve
 
 log = logging.getLogger("cairn.mcp")
@@ -63,13 +67,27 @@ class _AfterWarmup(Embedder):
     def loaded(self) -> bool:
         return self.session.warm_state == "ready"
 
+    @property
+    def backend(self) -> str:  # type: ignore[override]
+        return self.inner.backend
+
+    @property
+    def weights(self) -> str | None:  # type: ignore[override]
+        return self.inner.weights
+
     def embed(self, texts: list[str]):
+        return self._embed(texts, self.inner.embed)
+
+    def embed_queries(self, texts: list[str]):
+        return self._embed(texts, self.inner.embed_queries)
+
+    def _embed(self, texts: list[str], embed):
         session = self.session
         if session.warm_state != "ready":  # Session.call(embeds=True) has already waited for it
             session.start_warmup()
             raise EmbedderUnavailable(f"the embedding model is not ready ({session.warm_state}); keyword-only "
                                       "until it is")
-        vectors = self.inner.embed(texts)
+        vectors = embed(texts)
         self.dim = self.inner.dim
         return vectors
 
