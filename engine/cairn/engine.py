@@ -32,6 +32,7 @@ from .ranking import RankingConfig, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .privacy import scrub_many
 from .sessions import TurnDraft, choose_mode, fuse, parse_lines, read_locomo, title_of, turn_key
+from .backends import backend_of, open_store
 from .store import Filters, Store
 from .supersede import SIMILARITY_THRESHOLD, classify
 from .text import fts_query
@@ -300,17 +301,30 @@ class Cairn:
         if embedder == "auto":
             embedder = embedder_from_config(config)
         allowed = create or not choice.explicit or choice.name == GLOBAL_STORE
-        if not allowed and not choice.path.exists():
+        meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
+        on_postgres = backend_of(choice.name, config, project=True) == "postgres"
+        if not on_postgres and not allowed and not choice.path.exists():
             raise StoreNotFound(
                 f"store {choice.name!r} does not exist (chosen by {choice.reason}); "
                 f"create it with `cairn stores create {choice.name}` or pass --create"
             )
-        meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
-        missing = read_only and not choice.path.exists()
-        opened = Store.open(
-            Path(":memory:") if missing else choice.path, name=choice.name, create=allowed or missing, meta=meta,
-            busy_timeout_ms=config["store"]["busy_timeout_ms"], vector_backend=config["store"]["vector_backend"],
-        )
+        missing = False
+        if on_postgres:
+            try:
+                opened = open_store(choice.name, choice.path, config, create=allowed and not read_only,
+                                    project=True, meta=meta)
+            except StoreNotFound:
+                if not read_only:
+                    raise StoreNotFound(
+                        f"store {choice.name!r} does not exist on the Postgres server (chosen by {choice.reason}); "
+                        f"create it with `cairn stores create {choice.name} --postgres URL` or pass --create"
+                    ) from None
+                missing = True
+        else:
+            missing = read_only and not choice.path.exists()
+        if not on_postgres or missing:
+            opened = open_store(choice.name, Path(":memory:") if missing else choice.path, config,
+                                create=allowed or missing, project=True, meta=meta, backend="sqlite")
         try:
             engine = cls(opened, choice=choice, embedder=embedder, config=config, check_model=check_model)
             engine.exists = not missing
@@ -354,11 +368,10 @@ class Cairn:
             return self.store
         if self._global is None:
             path = store_path(GLOBAL_STORE)
-            if not create and not path.exists():
+            on_postgres = backend_of(GLOBAL_STORE, self.config, project=False) == "postgres"
+            if not create and not on_postgres and not path.exists():
                 return None
-            self._global = Store.open(path, name=GLOBAL_STORE, create=True,
-                                      busy_timeout_ms=self.config["store"]["busy_timeout_ms"],
-                                      vector_backend=self.config["store"]["vector_backend"])
+            self._global = open_store(GLOBAL_STORE, path, self.config, create=True, project=False)
             self._check_fingerprint(self._global)
         return self._global
 
@@ -476,8 +489,8 @@ class Cairn:
             results.append(self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect))
         return results
 
-    def _require_current(self, store: Store, memory_id: str) -> Memory:
-        memory = store.get(memory_id)
+    def _require_current(self, store: Store, memory_id: str, *, lock: bool = False) -> Memory:
+        memory = store.get_for_update(memory_id) if lock else store.get(memory_id)
         if memory.forgotten_at is not None:
             raise NotCurrent(f"memory {memory_id} was forgotten; there is nothing to replace")
         if memory.superseded_by is not None:
@@ -489,7 +502,8 @@ class Cairn:
     def _write(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, replaces: tuple[str, ...],
                detect: bool) -> RememberResult:
         with store.transaction():
-            olds = [self._require_current(store, i) for i in replaces]  # re-checked under the write lock
+            # Re-checked under the write lock (SQLite) or with the rows locked (Postgres).
+            olds = [self._require_current(store, i, lock=True) for i in replaces]
             existing = store.current_by_text_key(row.text_key)
             if existing is not None:
                 # The text is already remembered. Replacing other memories by it still retires them
@@ -506,10 +520,15 @@ class Cairn:
                 targets, conflicts = self._detect(store, row, vector)
             else:
                 targets = []
-            store.insert(row, vector)
+            if store.insert(row, vector) is None:
+                # Another machine stored the same text meanwhile (Postgres; SQLite writers are serial).
+                duplicate = store.current_by_text_key(row.text_key)
+                if duplicate is not None:
+                    return RememberResult(duplicate, "duplicate", [])
+                raise StoreError(f"memory {row.id} could not be stored; try again")
             for old_seq, old, _ in targets:
-                store.supersede(old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from)
-                superseded.append(old.id)
+                if store.supersede(old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from):
+                    superseded.append(old.id)
         return RememberResult(store.get(row.id), "created", superseded, conflicts)
 
     def _detect(self, store: Store, row: NewMemory, vector: np.ndarray | None):
