@@ -573,15 +573,20 @@ class PgStore:
             self.vector_index.delete(self.conn, seq)
 
     def flush_to_disk(self) -> bool:
-        """After a forget: VACUUM the tables that held the text, so the old row versions and their
-        index entries are removed (not just invisible). Returns False when it could not run (a
-        transaction is open on this connection); autovacuum then does it later."""
+        """After a forget: VACUUM FULL the tables that held the text, its tags and its vector. A
+        plain VACUUM only marks the dead row versions free: their bytes stay in the heap pages, and
+        HNSW keeps a deleted element's vector in its pages, until overwritten. VACUUM FULL rewrites
+        each table and rebuilds its indexes into new files, so the forgotten text and vector are in
+        no file of the store's tables (the server's WAL keeps them until its segments are recycled,
+        and backups keep them). It holds an exclusive lock on each table while it runs (the HNSW
+        rebuild dominates: docs/benchmarks.md). Returns False when it could not run (a transaction
+        is open on this connection)."""
         if self.conn.info.transaction_status != 0:  # IDLE: VACUUM cannot run inside a transaction
             return False
         tables = ["memories", "memory_tags"] + (["memory_vectors"] if self.vector_index and
                                                 self.vector_index.exists(self.conn) else [])
         for table in tables:
-            self.conn.execute(f"VACUUM (INDEX_CLEANUP ON) {table}")
+            self.conn.execute(f"VACUUM FULL {table}")
         return True
 
     def insert_raw(self, memory: Memory, text_key: str | None, asserted_valid_to: int) -> int:
