@@ -182,8 +182,11 @@ class PgVectorIndex:
         return conn.execute("SELECT to_regclass('memory_vectors') IS NOT NULL").fetchone()[0]
 
     def create(self, conn: psycopg.Connection, dim: int) -> None:
-        conn.execute(f"CREATE TABLE IF NOT EXISTS memory_vectors (seq bigint PRIMARY KEY REFERENCES memories(seq) "
-                     f"ON DELETE CASCADE, embedding vector({int(dim)}) NOT NULL)")
+        # No foreign key to memories: it would lock memories against every other writer's open
+        # transaction while this one (inside a write) creates the table, a deadlock. Memory rows are
+        # never deleted (tombstones stay), and erase deletes the vector itself.
+        conn.execute(f"CREATE TABLE IF NOT EXISTS memory_vectors (seq bigint PRIMARY KEY, "
+                     f"embedding vector({int(dim)}) NOT NULL)")
         conn.execute("CREATE INDEX IF NOT EXISTS memory_vectors_hnsw ON memory_vectors "
                      "USING hnsw (embedding vector_cosine_ops)")
 

@@ -505,6 +505,14 @@ class Store:
         return self.conn.execute("SELECT 1 FROM review_dismissals WHERE first_id = ? AND second_id = ?",
                                  pair).fetchone() is not None
 
+    def dismissals(self) -> list[tuple[str, str, int]]:
+        """Every recorded "keep both" pair: (first_id, second_id, dismissed_at)."""
+        return [tuple(r) for r in self.conn.execute(
+            "SELECT first_id, second_id, dismissed_at FROM review_dismissals ORDER BY first_id, second_id")]
+
+    def schema_version(self) -> int:
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
     # -- bulk: export, import, embedding ------------------------------------------------------------
     def iter_rows(self, batch: int = 500) -> Iterator[tuple[Memory, int]]:
         """Every memory, tombstones included, oldest first, with its asserted_valid_to (epoch ms)."""
