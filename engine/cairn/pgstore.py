@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -51,8 +50,16 @@ LANGUAGES = ("simple", "arabic", "armenian", "basque", "catalan", "danish", "dut
              "yiddish")
 HNSW_MAX_EF = 1000  # pgvector's ceiling for hnsw.ef_search
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-_COLUMNS = ("seq, id, text, kind, importance, source, session_id, valid_from, valid_to, recorded_at, retired_at, "
-            "superseded_by, forgotten_at")
+def _cols(alias: str = "memories") -> str:
+    """A memory's columns, its tags (sorted) last: one query per read, not one more for the tags."""
+    a = alias
+    return (f"{a}.seq, {a}.id, {a}.text, {a}.kind, {a}.importance, {a}.source, {a}.session_id, {a}.valid_from, "
+            f"{a}.valid_to, {a}.recorded_at, {a}.retired_at, {a}.superseded_by, {a}.forgotten_at, "
+            f"ARRAY(SELECT t.tag FROM memory_tags t WHERE t.seq = {a}.seq ORDER BY t.tag)")
+
+
+_COLUMNS = _cols()
+HNSW_EF_SEARCH = 400  # candidates the HNSW scan keeps: the default view's filter drops some of them
 
 
 def _pg(sql: str) -> str:
@@ -234,6 +241,7 @@ class PgStore:
         self.turn_index = None
         self.vector_unavailable: str | None = None
         self._ts = "cairn_text"
+        self._vectors_exist = False
 
     # -- lifecycle -------------------------------------------------------------------------------
     @staticmethod
@@ -264,6 +272,7 @@ class PgStore:
                 raise StoreNotFound(f"store {name!r} does not exist on the Postgres server (schema {schema})")
             cls._migrate(conn, schema, language)
             conn.execute(f'SET search_path TO "{schema}", public')
+            conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
             store = cls(conn, schema, name)
             store._init_meta(meta or {})
         except BaseException:
@@ -320,10 +329,8 @@ class PgStore:
 
     # -- reads ---------------------------------------------------------------------------------------
     def _memories(self, rows: Sequence[Sequence[Any]]) -> list[Memory]:
-        rows = list(rows)
-        tags = self._tags([r[0] for r in rows])
         return [
-            Memory(id=r[1], text=r[2], kind=r[3], tags=tags.get(r[0], ()), importance=r[4], source=r[5],
+            Memory(id=r[1], text=r[2], kind=r[3], tags=tuple(r[13]), importance=r[4], source=r[5],
                    session_id=r[6], valid_from=r[7], valid_to=Memory.open_end(r[8]), recorded_at=r[9],
                    retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name)
             for r in rows
@@ -374,7 +381,7 @@ class PgStore:
 
     def list(self, filters: Filters, *, limit: int | None = None, order: Order = Order.NEWEST) -> list[Memory]:
         where, params = filters.where()
-        sql = f"SELECT {_COLUMNS} FROM memories m WHERE {_pg(where)} ORDER BY {self._ORDER_SQL[Order(order)]}"
+        sql = f"SELECT {_cols('m')} FROM memories m WHERE {_pg(where)} ORDER BY {self._ORDER_SQL[Order(order)]}"
         if limit is not None:
             sql += " LIMIT %s"
             params.append(int(limit))
@@ -387,83 +394,61 @@ class PgStore:
             " + (SELECT count(*) FROM memories WHERE valid_to <= %s AND retired_at = %s AND text IS NOT NULL)",
             (END_OF_TIME, now_ms(), END_OF_TIME)).fetchone()[0]
 
-    def _keep_current(self, ranked: list[tuple[int, float]], limit: int) -> list[tuple[int, float]]:
-        if not ranked:
-            return []
-        where, params = Filters().where()
-        ok = {r[0] for r in self.conn.execute(f"SELECT m.seq FROM memories m WHERE m.seq = ANY(%s) AND {_pg(where)}",
-                                              [[s for s, _ in ranked], *params])}
-        return [(s, v) for s, v in ranked if s in ok][:limit]
-
-    FAST_PATH_MAX_EXCLUDED = 2000  # as store.Store: exact top-k for the default view from an unfiltered search
-
-    def _fast_path_extra(self, filters: Filters) -> int | None:
-        if not filters.current_only:
-            return None
-        excluded = self.not_current_count()
-        return excluded if excluded <= self.FAST_PATH_MAX_EXCLUDED else None
-
-    def _live_count(self) -> float:
-        """How many memories have a keyword entry: the planner's estimate on a large table (exact
-        counting costs a scan per query), an exact count on a small one."""
-        estimate = self.conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass").fetchone()[0]
-        if estimate is not None and estimate > 10_000:
-            return float(estimate)
-        return float(self.conn.execute("SELECT count(*) FROM memories WHERE tsv IS NOT NULL").fetchone()[0])
-
     def keyword_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
         """BM25-like scores over text and tags for an FTS5 MATCH expression (text.fts_query):
         [(seq, score)], best first, higher is better. score = sum over the query's phrases found in
-        the memory of idf(phrase) * ts_rank(tsv, phrase, 1)."""
+        the memory of idf(phrase) * ts_rank(tsv, phrase, 1), idf as BM25's (Lucene's form) with the
+        number of memories counted exactly up to 10,000 and estimated by the planner beyond (an
+        exact count costs a scan per query). The filters apply in the same query (the tsvector is
+        a column of the memory row). One round trip."""
         found = phrases(match)
         if not found:
             return []
-        n = max(self._live_count(), 1.0)
-        dfs = self.conn.execute(
-            "SELECT (SELECT count(*) FROM memories WHERE tsv @@ phraseto_tsquery(%s::regconfig, p)) "
-            "FROM unnest(%s::text[]) WITH ORDINALITY AS t(p, i) ORDER BY i", (self._ts, found)).fetchall()
-        # BM25's idf (Lucene's form, never negative).
-        idfs = [math.log(1.0 + (n - df + 0.5) / (df + 0.5)) for (df,) in dfs]
-        extra = self._fast_path_extra(filters)
-        if extra is not None:
-            where, params, cut = "TRUE", [], int(limit) + extra
-        else:
-            where, params = filters.where()
-            where, cut = _pg(where), int(limit)
-        rows = self.conn.execute(
-            f"""WITH q AS (SELECT phraseto_tsquery(%s::regconfig, p) AS tq, idf
-                           FROM unnest(%s::text[], %s::float8[]) AS t(p, idf))
-                SELECT m.seq, sum(q.idf * ts_rank(m.tsv, q.tq, 1)) AS score
-                FROM q JOIN memories m ON m.tsv @@ q.tq
-                WHERE {where} GROUP BY m.seq ORDER BY score DESC, m.seq LIMIT %s""",
-            [self._ts, found, idfs, *params, cut]).fetchall()
-        ranked = [(int(seq), float(score)) for seq, score in rows]
-        return self._keep_current(ranked, limit) if extra is not None else ranked
-
-    def vector_search(self, query: Any, filters: Filters, limit: int) -> list[tuple[int, float]]:
-        """Nearest neighbours among the filtered memories: [(seq, cosine)], best first."""
-        if self.vector_index is None or not self.vector_index.exists(self.conn):
-            return []
-        q = _vector_text(query)
-        extra = self._fast_path_extra(filters)
-        if extra is not None and limit + extra <= HNSW_MAX_EF:
-            with self.conn.transaction():
-                self.conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, int(limit) + extra)}")
-                rows = self.conn.execute(
-                    "SELECT seq, 1 - (embedding <=> %s::vector) FROM memory_vectors "
-                    "ORDER BY embedding <=> %s::vector LIMIT %s", (q, q, int(limit) + extra)).fetchall()
-            return self._keep_current([(int(s), float(c)) for s, c in rows], limit)
-        # Exact: the filter first, then the k cut (an index scan would cut first and filter after).
         where, params = filters.where()
         rows = self.conn.execute(
-            f"SELECT v.seq, 1 - (v.embedding <=> %s::vector) AS cosine FROM memory_vectors v "
-            f"JOIN memories m ON m.seq = v.seq WHERE {_pg(where)} ORDER BY cosine DESC, v.seq LIMIT %s",
-            [q, *params, int(limit)]).fetchall()
+            f"""WITH q AS (SELECT phraseto_tsquery(%s::regconfig, p) AS tq FROM unnest(%s::text[]) AS t(p)),
+                     est AS (SELECT reltuples AS n FROM pg_class WHERE oid = 'memories'::regclass),
+                     total AS MATERIALIZED (SELECT CASE WHEN (SELECT n FROM est) > 10000 THEN (SELECT n FROM est)
+                                      ELSE (SELECT count(*) FROM memories WHERE tsv IS NOT NULL) END AS n),
+                     w AS MATERIALIZED (SELECT tq, (SELECT count(*) FROM memories WHERE tsv @@ tq) AS df FROM q),
+                     idf AS MATERIALIZED (SELECT tq, ln(1 + (greatest(total.n, 1) - df + 0.5) / (df + 0.5)) AS idf
+                             FROM w, total)
+                SELECT m.seq, sum(idf.idf * ts_rank(m.tsv, idf.tq, 1)) AS score
+                FROM idf JOIN memories m ON m.tsv @@ idf.tq
+                WHERE {_pg(where)} GROUP BY m.seq ORDER BY score DESC, m.seq LIMIT %s""",
+            [self._ts, found, *params, int(limit)]).fetchall()
+        return [(int(seq), float(score)) for seq, score in rows]
+
+    def _has_vectors(self) -> bool:
+        # Once created the table stays (replace_vectors drops and recreates it in one transaction).
+        if self._vectors_exist:
+            return True
+        exists = self.vector_index is not None and self.vector_index.exists(self.conn)
+        # Remembered only outside a transaction: one that created the table may still roll back.
+        self._vectors_exist = exists and self.conn.info.transaction_status == 0
+        return exists
+
+    def vector_search(self, query: Any, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """Nearest neighbours among the filtered memories: [(seq, cosine)], best first. The default
+        view walks the HNSW index (approximate; HNSW_EF_SEARCH candidates, the view's filter applied
+        to them); any other filter ranks every filtered memory exactly, so the filter applies before
+        the k cut. One round trip."""
+        if not self._has_vectors():
+            return []
+        q = _vector_text(query)
+        where, params = filters.where()
+        if filters.current_only:
+            order = "v.embedding <=> %s::vector"  # the index's operator: an HNSW index scan
+        else:
+            order = "(v.embedding <=> %s::vector) + 0"  # not the index's: an exact scan of the filtered rows
+        rows = self.conn.execute(
+            f"SELECT v.seq, 1 - (v.embedding <=> %s::vector) FROM memory_vectors v JOIN memories m ON m.seq = v.seq "
+            f"WHERE {_pg(where)} ORDER BY {order}, v.seq LIMIT %s", [q, *params, q, int(limit)]).fetchall()
         return [(int(s), float(c)) for s, c in rows]
 
     def vectors_of(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
         """Stored vectors of those memories (absent ones are left out)."""
-        if self.vector_index is None or not self.vector_index.exists(self.conn) or not seqs:
+        if not seqs or not self._has_vectors():
             return {}
         import numpy as np
 
@@ -534,19 +519,24 @@ class PgStore:
         if row is None:
             return None
         seq = int(row[0])
-        with self.conn.cursor() as cur:
-            cur.executemany("INSERT INTO memory_tags(tag, seq) VALUES (%s, %s)", [(t, seq) for t in new.tags])
-        self.put_vector(seq, vector)
+        if new.tags:
+            self.conn.execute("INSERT INTO memory_tags(tag, seq) SELECT unnest(%s::text[]), %s", (list(new.tags), seq))
+        self.put_vector(seq, vector, fresh=True)
         return seq
 
-    def put_vector(self, seq: int, vector: Any) -> None:
-        """Store `vector` for `seq`, or queue the memory for embedding when there is none."""
+    def put_vector(self, seq: int, vector: Any, *, fresh: bool = False) -> None:
+        """Store `vector` for `seq`, or queue the memory for embedding when there is none.
+        fresh: `seq` was just inserted (it has no vector and no backlog entry yet)."""
         if vector is not None and self.vector_index is not None:
-            if not self.vector_index.exists(self.conn):
+            if not self._has_vectors():
                 with self.conn.transaction():
                     # Two machines' first vectors: one creates the table, the other waits and reuses it.
                     self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"cairn vec {self.schema}"),))
                     self.vector_index.create(self.conn, len(vector))
+            if fresh:
+                self.conn.execute("INSERT INTO memory_vectors(seq, embedding) VALUES (%s, %s::vector)",
+                                  (seq, _vector_text(vector)))
+                return
             self.vector_index.upsert(self.conn, seq, vector)
             self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
         else:
@@ -572,7 +562,7 @@ class PgStore:
                           "retired_at = least(retired_at, %s) WHERE seq = %s", (at, at, seq))
         self.conn.execute("DELETE FROM memory_tags WHERE seq = %s", (seq,))
         self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
-        if self.vector_index is not None and self.vector_index.exists(self.conn):
+        if self._has_vectors():
             self.vector_index.delete(self.conn, seq)
 
     def flush_to_disk(self) -> bool:
@@ -586,8 +576,7 @@ class PgStore:
         is open on this connection)."""
         if self.conn.info.transaction_status != 0:  # IDLE: VACUUM cannot run inside a transaction
             return False
-        tables = ["memories", "memory_tags"] + (["memory_vectors"] if self.vector_index and
-                                                self.vector_index.exists(self.conn) else [])
+        tables = ["memories", "memory_tags"] + (["memory_vectors"] if self._has_vectors() else [])
         for table in tables:
             self.conn.execute(f"VACUUM FULL {table}")
         return True
@@ -686,6 +675,7 @@ class PgStore:
         with self.transaction():
             assert self.vector_index is not None
             self.vector_index.drop(self.conn)
+            self._vectors_exist = False
             self.conn.execute("DELETE FROM vector_backlog")
             for seq, vector in vectors.items():
                 self.put_vector(seq, vector)
@@ -709,7 +699,7 @@ class PgStore:
             "vector_missing": 0, "vector_orphans": 0,
         }
         live = "SELECT seq FROM memories WHERE text IS NOT NULL"
-        if self.vector_index is not None and self.vector_index.exists(self.conn):
+        if self._has_vectors():
             report["vector_missing"] = one(
                 f"SELECT count(*) FROM ({live}) l WHERE seq NOT IN (SELECT seq FROM memory_vectors) "
                 "AND seq NOT IN (SELECT seq FROM vector_backlog)")
@@ -725,7 +715,7 @@ class PgStore:
             self.conn.execute("UPDATE memories SET tsv = NULL WHERE text IS NULL AND tsv IS NOT NULL")
             live = "SELECT seq FROM memories WHERE text IS NOT NULL"
             self.conn.execute(f"DELETE FROM vector_backlog WHERE seq NOT IN ({live})")
-            if self.vector_index is not None and self.vector_index.exists(self.conn):
+            if self._has_vectors():
                 self.conn.execute(f"DELETE FROM memory_vectors WHERE seq NOT IN ({live})")
                 self.conn.execute(f"INSERT INTO vector_backlog(seq) SELECT seq FROM ({live}) l WHERE seq NOT IN "
                                   "(SELECT seq FROM memory_vectors) ON CONFLICT DO NOTHING")
