@@ -275,6 +275,7 @@ class PgStore:
             conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
             store = cls(conn, schema, name)
             store._init_meta(meta or {})
+            store._has_vectors()  # known once here, not asked again on every write
         except BaseException:
             conn.close()
             raise
@@ -397,25 +398,30 @@ class PgStore:
     def keyword_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
         """BM25-like scores over text and tags for an FTS5 MATCH expression (text.fts_query):
         [(seq, score)], best first, higher is better. score = sum over the query's phrases found in
-        the memory of idf(phrase) * ts_rank(tsv, phrase, 1), idf as BM25's (Lucene's form) with the
-        number of memories counted exactly up to 10,000 and estimated by the planner beyond (an
-        exact count costs a scan per query). The filters apply in the same query (the tsvector is
-        a column of the memory row). One round trip."""
+        the memory of idf(phrase) * ts_rank(tsv, phrase, 1), idf as BM25's (Lucene's form) from the
+        number of memories holding the phrase (counted from the same index scan that finds them)
+        and the number of memories (the planner's estimate from 1,000 on; an exact count costs a
+        scan per query). The filters apply in the same query. One round trip."""
         found = phrases(match)
         if not found:
             return []
         where, params = filters.where()
         rows = self.conn.execute(
-            f"""WITH q AS (SELECT phraseto_tsquery(%s::regconfig, p) AS tq FROM unnest(%s::text[]) AS t(p)),
-                     est AS (SELECT reltuples AS n FROM pg_class WHERE oid = 'memories'::regclass),
-                     total AS MATERIALIZED (SELECT CASE WHEN (SELECT n FROM est) > 10000 THEN (SELECT n FROM est)
-                                      ELSE (SELECT count(*) FROM memories WHERE tsv IS NOT NULL) END AS n),
-                     w AS MATERIALIZED (SELECT tq, (SELECT count(*) FROM memories WHERE tsv @@ tq) AS df FROM q),
-                     idf AS MATERIALIZED (SELECT tq, ln(1 + (greatest(total.n, 1) - df + 0.5) / (df + 0.5)) AS idf
-                             FROM w, total)
-                SELECT m.seq, sum(idf.idf * ts_rank(m.tsv, idf.tq, 1)) AS score
-                FROM idf JOIN memories m ON m.tsv @@ idf.tq
-                WHERE {_pg(where)} GROUP BY m.seq ORDER BY score DESC, m.seq LIMIT %s""",
+            f"""WITH q AS MATERIALIZED (
+                     SELECT i, phraseto_tsquery(%s::regconfig, p) AS tq
+                     FROM unnest(%s::text[]) WITH ORDINALITY t(p, i)),
+                 hits AS MATERIALIZED (
+                     SELECT q.i, m.seq, ts_rank(m.tsv, q.tq, 1) AS r, ({_pg(where)}) AS ok
+                     FROM q JOIN memories m ON m.tsv @@ q.tq),
+                 est AS MATERIALIZED (SELECT reltuples AS n FROM pg_class WHERE oid = 'memories'::regclass),
+                 total AS MATERIALIZED (
+                     SELECT CASE WHEN (SELECT n FROM est) >= 1000 THEN (SELECT n FROM est)
+                            ELSE (SELECT count(*) FROM memories WHERE tsv IS NOT NULL) END AS n),
+                 idf AS MATERIALIZED (
+                     SELECT i, ln(1 + (greatest(total.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+                     FROM hits, total GROUP BY i, total.n)
+                SELECT h.seq, sum(idf.idf * h.r) AS score FROM hits h JOIN idf USING (i)
+                WHERE h.ok GROUP BY h.seq ORDER BY score DESC, h.seq LIMIT %s""",
             [self._ts, found, *params, int(limit)]).fetchall()
         return [(int(seq), float(score)) for seq, score in rows]
 
