@@ -19,6 +19,7 @@ import pytest
 from cairn import Cairn, NotCurrent, create_store, list_stores, migrate_store
 from cairn.adapters.cli import main
 from cairn.embedder import HashingEmbedder
+from cairn.pgstore import PgStore
 from tests.conftest import WAIT_S, wait_for
 
 pytestmark = pytest.mark.postgres
@@ -90,6 +91,11 @@ def test_stores_create_postgres_keeps_the_url_out_of_files_status_exports_and_lo
     assert files_under(cairn_home, PASSWORD.encode()) == []
     assert files_under(cairn_home, host.encode()) == []
 
+    code, out, err = cli("stores", "delete", team, "--yes")
+    assert code == 0, err
+    assert not (cairn_home / "stores" / f"{team}.postgres").exists()
+    assert not PgStore.exists(pg_server, team)
+
 
 def test_a_project_store_follows_store_backend_in_the_config(project, pg_server, monkeypatch, cairn_home):
     monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
@@ -148,6 +154,7 @@ WRITER = """
 import os, sys
 from cairn import Cairn
 from cairn.embedder import HashingEmbedder
+from cairn.pgstore import PgStore
 worker, count = int(sys.argv[1]), int(sys.argv[2])
 with Cairn.open(sys.argv[3], embedder=HashingEmbedder()) as memory:
     for i in range(count):
