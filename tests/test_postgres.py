@@ -242,3 +242,16 @@ def test_two_machines_see_each_others_memories_within_a_second(pg_server, monkey
         for engine in engines.values():
             engine.close()
     assert {r["name"] for r in list_stores()} == {team}
+
+
+def test_captured_sessions_say_they_are_not_supported_on_postgres_yet(project, pg_server, monkeypatch):
+    from cairn import StoreError
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    (project / ".cairn.yaml").write_text("store:\n  backend: postgres\n")
+    with Cairn.open(cwd=project, embedder=None) as memory:
+        assert memory.status().sessions["turns"] == 0
+        for call in (lambda: memory.search_sessions("deploy", mode="keyword"), lambda: memory.list_sessions(),
+                     lambda: memory.ingest_transcript(project / ".cairn.yaml")):
+            with pytest.raises(StoreError, match="not supported on the postgres backend yet"):
+                call()
