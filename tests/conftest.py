@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -82,15 +83,58 @@ def project(tmp_path) -> Path:
     return git_init(tmp_path / "project")
 
 
+# Parametrize a module's tests over both store backends: define in the module
+#     @pytest.fixture(params=BACKENDS)
+#     def backend(request): return request.param
+# (it overrides the default "sqlite" one below; `memory`, `kw_memory` and `use_backend` follow it).
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL 16 + pgvector from the `pgserver` wheel, in a temporary folder, for the
+    whole session (stopped and deleted at its end). Yields its URL (a Unix socket, no password).
+    Skips when pgserver cannot start, unless $CI is set: CI installs the test extra, so there the
+    postgres tests must run."""
+    try:
+        import pgserver
+
+        # Not under pytest's 0700 basetemp: run as root, pgserver runs the server as its own user.
+        server = pgserver.get_server(tempfile.mkdtemp(prefix="cairn-pg-"), cleanup_mode="delete")
+        url = server.get_uri()
+    except Exception as exc:  # noqa: BLE001 - any failure to start means the same: no server
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"pgserver cannot start a PostgreSQL server here: {type(exc).__name__}: {exc}")
+    yield url
+    server.cleanup()
+
+
 @pytest.fixture
-def memory(project, minilm):
-    """The real engine on a fresh project store, with the real model."""
+def backend() -> str:
+    return "sqlite"
+
+
+@pytest.fixture
+def use_backend(backend, request, monkeypatch, cairn_home) -> str:
+    """Make project stores of this test live on `backend`: for postgres, $CAIRN_POSTGRES_URL names
+    the session's server and the user config says `store.backend: postgres`."""
+    if backend == "postgres":
+        url = request.getfixturevalue("pg_server")
+        monkeypatch.setenv("CAIRN_POSTGRES_URL", url)
+        Path(os.environ["CAIRN_CONFIG"]).write_text("store:\n  backend: postgres\n")
+    return backend
+
+
+@pytest.fixture
+def memory(project, minilm, use_backend):
+    """The real engine on a fresh project store, with the real model (on `backend`)."""
     with Cairn.open(cwd=project, embedder=minilm) as engine:
         yield engine
 
 
 @pytest.fixture
-def kw_memory(project):
-    """The engine keyword-only (no model), on a fresh project store."""
+def kw_memory(project, use_backend):
+    """The engine keyword-only (no model), on a fresh project store (on `backend`)."""
     with Cairn.open(cwd=project, embedder=None) as engine:
         yield engine

@@ -18,7 +18,7 @@ import pytest
 import cairn
 
 PACKAGE = Path(cairn.__file__).resolve().parent
-STORAGE = {"cairn.db", "cairn.store", "cairn.vectors", "cairn.migrations"}
+STORAGE = {"cairn.db", "cairn.store", "cairn.vectors", "cairn.migrations", "cairn.pgstore"}
 ADAPTER_FRAMEWORKS = {"click", "mcp", "pydantic", "socketserver", "tqdm"}
 SQL_CALLS = {"execute", "executemany", "executescript"}
 # What an adapter may not touch on an engine: its store and connection, and the store's row ids.

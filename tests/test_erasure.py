@@ -118,3 +118,50 @@ def test_a_store_written_before_secure_delete_is_purged_when_opened(project, has
                                    "awaiting_embedding": 0}
         assert len(memory.recall("port 8005 journald", k=3)) == 3
     assert path.exists()
+
+
+def relation_files(conn, schema: str) -> list[Path]:
+    """The files of every table, index and TOAST relation of a store's schema (superuser view)."""
+    data = Path(conn.execute("SHOW data_directory").fetchone()[0])
+    rows = conn.execute(
+        "SELECT pg_relation_filepath(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s OR c.oid IN (SELECT reltoastrelid FROM pg_class k JOIN pg_namespace kn "
+        "ON kn.oid = k.relnamespace WHERE kn.nspname = %s) OR c.oid IN (SELECT indexrelid FROM pg_index WHERE "
+        "indrelid IN (SELECT reltoastrelid FROM pg_class k JOIN pg_namespace kn ON kn.oid = k.relnamespace "
+        "WHERE kn.nspname = %s))", (schema, schema, schema)).fetchall()
+    files = []
+    for (rel,) in rows:
+        if rel:
+            files += sorted((data / rel).parent.glob(Path(rel).name + "*"))  # segments and the _fsm/_vm forks
+    return files
+
+
+def relation_files_holding(conn, schema: str, needles) -> dict[str, list[bytes]]:
+    conn.execute("CHECKPOINT")  # every change written into the relation files, not only the WAL
+    found = {}
+    for path in relation_files(conn, schema):
+        data = path.read_bytes()
+        hits = [n for n in needles if n in data]
+        if hits:
+            found[path.name] = hits
+    return found
+
+
+@pytest.mark.postgres
+def test_forget_on_postgres_leaves_no_text_or_vector_in_the_store_tables_or_indexes(project, hashing, backend,
+                                                                                     monkeypatch, pg_server):
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    Path(os.environ["CAIRN_CONFIG"]).write_text("store:\n  backend: postgres\n")
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        fill(memory)
+        secret = memory.remember(SECRET, kind="fact", tags=["zyxwquartz-vault"]).memory
+        store = memory.store
+        blob = next(iter(store.vectors_of([store.seq_of(secret.id)]).values())).tobytes()
+        before = relation_files_holding(store.conn, store.schema, NEEDLES + (blob,))
+        assert any(SECRET.encode() in hits for hits in before.values()) and any(blob in h for h in before.values())
+
+        tomb = memory.forget(secret.id)
+        assert relation_files_holding(store.conn, store.schema, NEEDLES + (blob,)) == {}
+        assert (tomb.id, tomb.text, tomb.tags) == (secret.id, None, ())
+        assert secret.id not in [h.memory.id for h in memory.recall("vault passphrase zyxwquartz")]
+        assert memory.counts()["current"] == 40

@@ -6,6 +6,14 @@ import pytest
 
 from cairn.text import fts_query
 
+from tests.conftest import BACKENDS
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """Every test here runs on SQLite and on Postgres (marked `postgres`)."""
+    return request.param
+
 PUNCTUATED = [
     ("Run pre-commit before every push", "pre-commit"),
     ("The NVMe array sustains 3.2 GB/s sequential reads", "GB/s"),

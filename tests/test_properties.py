@@ -5,30 +5,45 @@ from __future__ import annotations
 import io
 import json
 import tempfile
+import uuid
 from contextlib import contextmanager
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cairn import Cairn, NotCurrent
 from cairn.timeutil import END_OF_TIME
+from tests.conftest import BACKENDS
 
 DAY = 86_400_000
 BASE = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=40, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """Every property holds on SQLite and on Postgres (marked `postgres`)."""
+    return request.param
 
 
 @contextmanager
 def fresh_store(name: str = "prop"):
+    """A new store per example: a fresh data root, and on Postgres a fresh schema, dropped after."""
     with tempfile.TemporaryDirectory() as home:
-        env = {"CAIRN_STORE": name}
+        env = {"CAIRN_STORE": f"{name}-{uuid.uuid4().hex[:12]}"}
         import os
 
         old = os.environ.get("CAIRN_HOME")
         os.environ["CAIRN_HOME"] = home
         try:
             with Cairn.open(create=True, embedder=None, env=env) as memory:
-                yield memory
+                try:
+                    yield memory
+                finally:
+                    if hasattr(memory.store, "drop"):
+                        memory.store.drop()
         finally:
             os.environ["CAIRN_HOME"] = old
 
@@ -47,7 +62,7 @@ ops = st.lists(
 
 @SETTINGS
 @given(ops=ops, probes=st.lists(st.integers(-10, 520), min_size=1, max_size=8))
-def test_as_of_returns_exactly_the_memories_valid_then(ops, probes):
+def test_as_of_returns_exactly_the_memories_valid_then(use_backend, ops, probes):
     with fresh_store() as memory:
         intervals: dict[str, list[int]] = {}
         current: list[str] = []
@@ -74,7 +89,7 @@ def test_as_of_returns_exactly_the_memories_valid_then(ops, probes):
 @SETTINGS
 @given(actions=st.lists(st.tuples(st.sampled_from(["add", "replace", "forget"]), st.integers(0, 30)),
                         min_size=1, max_size=25))
-def test_supersession_chains_never_form_cycles(actions):
+def test_supersession_chains_never_form_cycles(use_backend, actions):
     with fresh_store() as memory:
         ids: list[str] = []
         for n, (action, pick) in enumerate(actions):
@@ -109,7 +124,7 @@ texts = st.text(st.characters(blacklist_categories=["Cs", "Cc"]), min_size=1, ma
                                  st.lists(st.from_regex(r"[a-z]{1,8}", fullmatch=True), max_size=3),
                                  st.integers(1, 5), st.sampled_from(["none", "replace", "forget"])),
                        min_size=1, max_size=10, unique_by=lambda i: i[0].strip().casefold()))
-def test_export_then_import_round_trips_every_field(items):
+def test_export_then_import_round_trips_every_field(use_backend, items):
     with fresh_store("source") as memory:
         ids = []
         for text, kind, tags, importance, then in items:

@@ -6,6 +6,14 @@ import pytest
 
 from cairn import Cairn, MemoryNotFound, NotCurrent
 
+from tests.conftest import BACKENDS
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """Every test here runs on SQLite and on Postgres (marked `postgres`)."""
+    return request.param
+
 
 def test_recall_ranks_the_relevant_memory_first_and_says_why(memory):
     deploy = memory.remember("Deploys go through blue-green on Fly; never restart the DB in business hours",
@@ -79,16 +87,22 @@ def test_other_kinds_are_never_superseded_automatically(memory):
     assert memory.get(old.id).status == "current"
 
 
-def test_forget_erases_text_vector_and_index_but_leaves_a_tombstone(memory):
+def test_forget_erases_text_vector_and_index_but_leaves_a_tombstone(memory, backend):
     kept = memory.remember("Builds run on GitHub Actions", kind="fact").memory
     gone = memory.remember("The staging password rotates monthly", kind="fact", tags=["secrets"]).memory
     tomb = memory.forget(gone.id)
     assert tomb.text is None and tomb.tags == () and tomb.forgotten_at is not None
     conn = memory.store.conn
     seq = memory.store.seq_of(gone.id)
-    assert conn.execute("SELECT count(*) FROM memory_fts WHERE rowid = ?", (seq,)).fetchone()[0] == 0
+    if backend == "postgres":
+        assert conn.execute("SELECT count(*) FROM memories WHERE seq = %s AND (tsv IS NOT NULL OR text IS NOT NULL "
+                            "OR text_key IS NOT NULL)", (seq,)).fetchone()[0] == 0
+        tags = conn.execute("SELECT count(*) FROM memory_tags WHERE seq = %s", (seq,)).fetchone()[0]
+    else:
+        assert conn.execute("SELECT count(*) FROM memory_fts WHERE rowid = ?", (seq,)).fetchone()[0] == 0
+        tags = conn.execute("SELECT count(*) FROM memory_tags WHERE seq = ?", (seq,)).fetchone()[0]
+    assert tags == 0
     assert memory.store.vectors_of([seq]) == {}
-    assert conn.execute("SELECT count(*) FROM memory_tags WHERE seq = ?", (seq,)).fetchone()[0] == 0
     for query in ("staging password", "rotates monthly"):
         assert gone.id not in {h.memory.id for h in memory.recall(query, include_superseded=True)}
     assert [m.id for m in memory.list(include_superseded=True)] == [kept.id]
@@ -124,7 +138,7 @@ def test_tags_filter(memory):
     assert [h.memory.id for h in memory.recall("script", tags=["OPS"])] == [tagged.id]
 
 
-def test_scope_global_and_all(project, minilm):
+def test_scope_global_and_all(project, minilm, use_backend):
     with Cairn.open(cwd=project, embedder=minilm) as memory:
         memory.remember("I prefer concise commit messages", kind="preference", scope="global")
         memory.remember("This repo squashes commits on merge", kind="convention")
@@ -135,7 +149,7 @@ def test_scope_global_and_all(project, minilm):
             "I prefer concise commit messages"]
 
 
-def test_keyword_only_mode_writes_a_backlog_that_is_embedded_later(project, minilm):
+def test_keyword_only_mode_writes_a_backlog_that_is_embedded_later(project, minilm, use_backend):
     with Cairn.open(cwd=project, embedder=None) as memory:
         memory.remember("Feature flags live in LaunchDarkly", kind="fact")
         status = memory.status()
@@ -149,7 +163,7 @@ def test_keyword_only_mode_writes_a_backlog_that_is_embedded_later(project, mini
         assert "vector" in hit.reasons
 
 
-def test_unloadable_model_falls_back_to_keyword_only_and_says_so(project):
+def test_unloadable_model_falls_back_to_keyword_only_and_says_so(project, use_backend):
     from cairn.embedder import SentenceTransformerEmbedder
 
     broken = SentenceTransformerEmbedder("/nonexistent/model/dir")
@@ -161,15 +175,21 @@ def test_unloadable_model_falls_back_to_keyword_only_and_says_so(project):
         assert "cannot load embedding model" in status.keyword_only_reason
 
 
-def test_reads_never_write_the_memory_row(memory):
+def test_reads_never_write_the_memory_row(memory, backend):
     memory.remember("Errors are reported to Sentry", kind="fact")
-    before = memory.store.conn.execute("SELECT * FROM memories").fetchall()
-    changes = memory.store.conn.total_changes
+    conn = memory.store.conn
+    if backend == "postgres":  # xmin: the transaction that wrote each row version
+        rows = lambda: conn.execute("SELECT xmin::text, * FROM memories ORDER BY seq").fetchall()  # noqa: E731
+        changes = lambda: 0  # noqa: E731
+    else:
+        rows = lambda: conn.execute("SELECT * FROM memories").fetchall()  # noqa: E731
+        changes = lambda: conn.total_changes  # noqa: E731
+    before, changed = rows(), changes()
     memory.recall("sentry errors")
     memory.list()
     memory.status()
-    assert memory.store.conn.total_changes == changes
-    assert memory.store.conn.execute("SELECT * FROM memories").fetchall() == before
+    assert changes() == changed
+    assert rows() == before
 
 
 def test_replace_with_the_text_of_another_current_memory_retires_the_old_one(memory):

@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Cairn": "engine", "SCOPES": "models", "VERDICTS": "models", "create_store": "engine", "list_stores": "engine",
     "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine", "backup_store": "engine",
-    "backups_of": "engine", "restore_store": "engine",
+    "backups_of": "engine", "restore_store": "engine", "migrate_store": "engine",
     "Draft": "records",
     "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
     "Embedder": "embedder", "parse_fingerprint": "embedder", "required_extra": "embedder",
@@ -64,8 +64,8 @@ if TYPE_CHECKING:
     from .context import cited_ids, is_trivial, prompt_context, session_brief
     from .embedder import Embedder, parse_fingerprint, required_extra
     from .engine import (
-        VECTOR_FLOOR, Cairn, backup_store, backups_of, create_store, delete_store, list_stores, rename_store,
-        restore_store,
+        VECTOR_FLOOR, Cairn, backup_store, backups_of, create_store, delete_store, list_stores, migrate_store,
+        rename_store, restore_store,
     )
     from .errors import *  # noqa: F403
     from .models import (

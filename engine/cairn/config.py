@@ -23,7 +23,10 @@ from .errors import ConfigError
 DEFAULTS: dict[str, Any] = {
     "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "backend": "auto", "device": "cpu",
                   "batch_size": 32, "enabled": True},
-    "store": {"busy_timeout_ms": 10_000, "vector_backend": "auto"},
+    # backend: where the project store lives (backends.py); postgres_url: the server when
+    # $CAIRN_POSTGRES_URL is not set (no password in it: use PGPASSWORD or ~/.pgpass); language: the
+    # text search language of a new Postgres store (a snowball stemmer, or "simple").
+    "store": {"busy_timeout_ms": 10_000, "vector_backend": "auto", "backend": "sqlite", "language": "english"},
     "recall": {"k": 10, "candidates": 50, "scope": "all"},
     "list": {"limit": 50, "scope": "project"},
     "supersession": {"enabled": True},
@@ -52,6 +55,9 @@ SCHEMA: dict[str, Any] = {
             "properties": {
                 "busy_timeout_ms": {**_INT, "minimum": 5000},
                 "vector_backend": {"enum": ["auto", "sqlite-vec", "numpy"]},
+                "backend": {"enum": ["sqlite", "postgres"]},
+                "postgres_url": {"type": "string", "minLength": 1},
+                "language": {"type": "string", "pattern": "^[a-z]+$"},
             },
         },
         "recall": {

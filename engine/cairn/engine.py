@@ -32,6 +32,8 @@ from .ranking import RankingConfig, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .privacy import scrub_many
 from .sessions import TurnDraft, choose_mode, fuse, parse_lines, read_locomo, title_of, turn_key
+from .backends import backend_of, marker_path, open_store, postgres_names, write_marker
+from .config import load_config
 from .store import Filters, Store
 from .supersede import SIMILARITY_THRESHOLD, classify
 from .text import fts_query, is_blank, lone_surrogate
@@ -84,27 +86,48 @@ def _no_progress(items: Iterable[Any], total: int) -> Iterable[Any]:
 
 
 def list_stores() -> list[dict[str, Any]]:
-    """Every store file in the data root: {name, path, project_root, and its counts}, or {name,
-    path, error} for one that cannot be opened. Opens nothing for writing, creates nothing."""
+    """Every store of the data root: its store files and the stores it marks as on Postgres (the
+    server from $CAIRN_POSTGRES_URL or the user config): {name, path, backend, project_root, and
+    its counts}, or {name, path, backend, error} for one that cannot be opened. Opens nothing for
+    writing, creates nothing."""
     rows: list[dict[str, Any]] = []
-    for path in sorted(stores_dir().glob("*.db")):
+    postgres = set(postgres_names())
+    config: dict[str, Any] | None = None
+    for name in sorted({p.stem for p in stores_dir().glob("*.db")} | postgres):
+        backend = "postgres" if name in postgres else "sqlite"
+        path = store_path(name)
         try:
-            store = Store.open(path, name=path.stem, create=False)
+            if backend == "postgres":
+                config = config if config is not None else load_config()
+                store = open_store(name, path, config, create=False, project=False, backend="postgres")
+            else:
+                store = Store.open(path, name=name, create=False)
         except CairnError as exc:
-            rows.append({"name": path.stem, "path": str(path), "error": str(exc)})
+            rows.append({"name": name, "path": str(path), "backend": backend, "error": str(exc)})
             continue
         try:
-            rows.append({"name": path.stem, "path": str(path), "project_root": store.get_meta("project_root"),
-                         **store.counts()})
+            rows.append({"name": name, "path": str(store.path), "backend": backend,
+                         "project_root": store.get_meta("project_root"), **store.counts()})
         finally:
             store.close()
     return rows
 
 
 def delete_store(name: str) -> Path:
-    """Delete the store NAME: its database file and its -wal/-shm files. Returns the path.
-    Raises InvalidStoreName, StoreNotFound."""
+    """Delete the store NAME: its database file and its -wal/-shm files, or on Postgres its schema
+    and the data root's marker. Returns the path. Raises InvalidStoreName, StoreNotFound."""
     path = store_path(validate_store_name(name))
+    if marker_path(name).exists():
+        from .pgstore import PgStore
+
+        store = open_store(name, path, load_config(), create=False, project=False, backend="postgres")
+        try:
+            assert isinstance(store, PgStore)
+            store.drop()
+        finally:
+            store.close()
+        marker_path(name).unlink()
+        return marker_path(name)
     if not path.exists():
         raise StoreNotFound(f"store {name!r} does not exist ({path})")
     for suffix in ("", "-wal", "-shm"):
@@ -116,6 +139,8 @@ def rename_store(old: str, new: str) -> Path:
     """Rename the store OLD to NEW: its files and its recorded name. Returns the new path.
     Raises InvalidStoreName, StoreNotFound, StoreError (NEW exists)."""
     source, target = store_path(validate_store_name(old)), store_path(validate_store_name(new))
+    if marker_path(old).exists() or marker_path(new).exists():
+        raise StoreError("renaming a store on Postgres is not supported; copy it with `cairn migrate-store`")
     if not source.exists():
         raise StoreNotFound(f"store {old!r} does not exist ({source})")
     if target.exists():
@@ -131,13 +156,89 @@ def rename_store(old: str, new: str) -> Path:
     return target
 
 
-def create_store(name: str) -> tuple[Path, bool]:
+def create_store(name: str, *, postgres: str | None = None) -> tuple[Path | str, bool]:
     """Create the named store (for --store / CAIRN_STORE). Returns (path, whether it was created
-    now: False when it already existed). Raises InvalidStoreName."""
+    now: False when it already existed).
+
+    postgres: a Postgres server's URL (libpq URL or conninfo): the store is made there (a schema
+    of its own) and the data root records that store NAME lives on Postgres, without the URL;
+    later opens take the URL from $CAIRN_POSTGRES_URL or the config's store.postgres_url. The
+    "path" returned is then `postgres:<schema>`. Raises InvalidStoreName, StoreError (no server)."""
     path = store_path(validate_store_name(name))
+    if postgres is not None:
+        from .pgstore import PgStore, schema_for
+
+        existed = PgStore.exists(postgres, name)
+        store = open_store(name, path, load_config(), create=True, project=False, backend="postgres", url=postgres)
+        try:
+            write_marker(name, schema_for(name))
+            return store.path, not existed
+        finally:
+            store.close()
     existed = path.exists()
     Store.open(path, name=name, create=True).close()
     return path, not existed
+
+
+def _store_spec(spec: str) -> tuple[str, str]:
+    """"NAME", "sqlite:NAME" or "postgres:NAME" -> (backend, name); a bare NAME is on the backend
+    the data root records for it. Raises InvalidStoreName."""
+    backend, _, name = spec.rpartition(":")
+    if backend and backend not in ("sqlite", "postgres"):
+        raise InvalidInput(f"{spec!r}: a store is NAME, sqlite:NAME or postgres:NAME")
+    validate_store_name(name)
+    return backend or ("postgres" if marker_path(name).exists() else "sqlite"), name
+
+
+def migrate_store(source: str, target: str, *, progress: Progress = _no_progress) -> dict[str, Any]:
+    """Copy store `source` into the new store `target`, across backends, losslessly: every memory
+    with its history (both times, supersession links, tombstones, asserted valid_to), tags, vectors
+    (copied, not recomputed), the recorded model and fingerprint, the project root and the review
+    verdicts. Specs: NAME, sqlite:NAME or postgres:NAME (the server from $CAIRN_POSTGRES_URL or the
+    config). A target on Postgres is then marked in the data root, so NAME opens there from now on;
+    a target in SQLite removes that mark. The source is left as it was. Captured sessions are not
+    copied. Returns {"source", "target", "memories", "vectors", "dismissals"}.
+    Raises InvalidInput, StoreNotFound, StoreError (the target exists and holds memories)."""
+    (src_backend, src_name), (dst_backend, dst_name) = _store_spec(source), _store_spec(target)
+    if (src_backend, src_name) == (dst_backend, dst_name):
+        raise InvalidInput("source and target are the same store")
+    config = load_config()
+    src = open_store(src_name, store_path(src_name), config, create=False, project=False, backend=src_backend)
+    try:
+        dst = open_store(dst_name, store_path(dst_name), config, create=True, project=False, backend=dst_backend)
+        try:
+            if dst.counts()["total"]:
+                raise StoreError(f"target store {target!r} already holds memories; migrate into a new store")
+            rows = list(src.iter_rows())
+            imported, _ = dst.import_rows(rows)
+            seqs = {m.id: src.seq_of(m.id) for m, _ in rows if m.text is not None}
+            vectors = 0
+            ids = list(seqs)
+            for start in progress(range(0, len(ids), 500), (len(ids) + 499) // 500):
+                chunk = ids[start : start + 500]
+                found = src.vectors_of([seqs[i] for i in chunk])
+                by_id = {i: found[seqs[i]] for i in chunk if seqs[i] in found}
+                vectors += dst.fill_backlog({dst.seq_of(i): v for i, v in by_id.items()})
+            for key in ("embedding_model", "embedding_fingerprint", "project_root"):
+                value = src.get_meta(key)
+                if value is not None:
+                    dst.set_meta(key, value)
+            dismissals = src.dismissals()
+            for first, second, at in dismissals:
+                dst.dismiss_pair(first, second, at)
+            dst_path = str(dst.path)
+        finally:
+            dst.close()
+    finally:
+        src.close()
+    if dst_backend == "postgres":
+        from .pgstore import schema_for
+
+        write_marker(dst_name, schema_for(dst_name))
+    else:
+        marker_path(dst_name).unlink(missing_ok=True)
+    return {"source": source, "target": target, "path": dst_path, "memories": imported, "vectors": vectors,
+            "dismissals": len(dismissals)}
 
 
 _BACKUP_TIME = "%Y%m%dT%H%M%S"
@@ -308,18 +409,32 @@ class Cairn:
         if embedder == "auto":
             embedder = embedder_from_config(config)
         allowed = create or not choice.explicit or choice.name == GLOBAL_STORE
-        if not allowed and not choice.path.exists():
+        meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
+        on_postgres = backend_of(choice.name, config, project=True) == "postgres"
+        if not on_postgres and not allowed and not choice.path.exists():
             raise StoreNotFound(
                 f"store {choice.name!r} does not exist (chosen by {choice.reason}); "
                 f"create it with `cairn stores create {choice.name}` or pass --create"
             )
-        meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
-        missing = read_only and not choice.path.exists()
+        missing = False
+        if on_postgres:
+            try:
+                opened = open_store(choice.name, choice.path, config, create=allowed and not read_only,
+                                    project=True, meta=meta)
+            except StoreNotFound:
+                if not read_only:
+                    raise StoreNotFound(
+                        f"store {choice.name!r} does not exist on the Postgres server (chosen by {choice.reason}); "
+                        f"create it with `cairn stores create {choice.name} --postgres URL` or pass --create"
+                    ) from None
+                missing = True
+        else:
+            missing = read_only and not choice.path.exists()
         busy_ms = config["store"]["busy_timeout_ms"] if busy_timeout_ms is None else busy_timeout_ms
-        opened = Store.open(
-            Path(":memory:") if missing else choice.path, name=choice.name, create=allowed or missing, meta=meta,
-            busy_timeout_ms=busy_ms, vector_backend=config["store"]["vector_backend"],
-        )
+        if not on_postgres or missing:
+            opened = open_store(choice.name, Path(":memory:") if missing else choice.path, config,
+                                create=allowed or missing, project=True, meta=meta, backend="sqlite",
+                                busy_timeout_ms=busy_ms)
         try:
             engine = cls(opened, choice=choice, embedder=embedder, config=config, check_model=check_model)
             engine._busy_timeout_ms = busy_ms
@@ -372,11 +487,11 @@ class Cairn:
             return self.store
         if self._global is None:
             path = store_path(GLOBAL_STORE)
-            if not create and not path.exists():
+            on_postgres = backend_of(GLOBAL_STORE, self.config, project=False) == "postgres"
+            if not create and not on_postgres and not path.exists():
                 return None
-            self._global = Store.open(path, name=GLOBAL_STORE, create=True,
-                                      busy_timeout_ms=self._busy_timeout_ms,
-                                      vector_backend=self.config["store"]["vector_backend"])
+            self._global = open_store(GLOBAL_STORE, path, self.config, create=True, project=False,
+                                      busy_timeout_ms=self._busy_timeout_ms)
             self._check_fingerprint(self._global)
         return self._global
 
@@ -496,8 +611,8 @@ class Cairn:
             results.append(self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect))
         return results
 
-    def _require_current(self, store: Store, memory_id: str) -> Memory:
-        memory = store.get(memory_id)
+    def _require_current(self, store: Store, memory_id: str, *, lock: bool = False) -> Memory:
+        memory = store.get_for_update(memory_id) if lock else store.get(memory_id)
         if memory.forgotten_at is not None:
             raise NotCurrent(f"memory {memory_id} was forgotten; there is nothing to replace")
         if memory.superseded_by is not None:
@@ -509,7 +624,8 @@ class Cairn:
     def _write(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, replaces: tuple[str, ...],
                detect: bool) -> RememberResult:
         with store.transaction():
-            olds = [self._require_current(store, i) for i in replaces]  # re-checked under the write lock
+            # Re-checked under the write lock (SQLite) or with the rows locked (Postgres).
+            olds = [self._require_current(store, i, lock=True) for i in replaces]
             existing = store.current_by_text_key(row.text_key)
             if existing is not None:
                 # The text is already remembered. Replacing other memories by it still retires them
@@ -526,10 +642,15 @@ class Cairn:
                 targets, conflicts = self._detect(store, row, vector)
             else:
                 targets = []
-            store.insert(row, vector)
+            if store.insert(row, vector) is None:
+                # Another machine stored the same text meanwhile (Postgres; SQLite writers are serial).
+                duplicate = store.current_by_text_key(row.text_key)
+                if duplicate is not None:
+                    return RememberResult(duplicate, "duplicate", [])
+                raise StoreError(f"memory {row.id} could not be stored; try again")
             for old_seq, old, _ in targets:
-                store.supersede(old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from)
-                superseded.append(old.id)
+                if store.supersede(old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from):
+                    superseded.append(old.id)
         return RememberResult(store.get(row.id), "created", superseded, conflicts)
 
     def _detect(self, store: Store, row: NewMemory, vector: np.ndarray | None):
@@ -736,7 +857,7 @@ class Cairn:
             store=store.name, path=str(store.path if self.exists else self.choice.path),
             chosen_by=self.choice.reason,
             project_root=str(self.choice.project_root) if self.choice.project_root else None,
-            schema_version=len(MIGRATIONS), counts=store.counts(), bytes=store.file_size() if self.exists else 0,
+            schema_version=store.schema_version(), counts=store.counts(), bytes=store.file_size() if self.exists else 0,
             vector_backend=store.vector_index.name if store.vector_index else None,
             embedding_model=model, store_embedding_model=store.get_meta("embedding_model"), model_loaded=loaded,
             keyword_only=bool(reasons) or self.embedder is None, keyword_only_reason="; ".join(reasons) or None,
@@ -1006,4 +1127,4 @@ class Cairn:
 
 
 __all__ = ["Cairn", "Draft", "SCOPES", "VECTOR_FLOOR", "backup_store", "backups_of", "create_store", "delete_store",
-           "list_stores", "rename_store", "restore_store"]
+           "list_stores", "migrate_store", "rename_store", "restore_store"]

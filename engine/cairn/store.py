@@ -257,6 +257,11 @@ class Store:
             raise MemoryNotFound(f"no memory {memory_id!r} in store {self.name!r}")
         return self._memories([row])[0]
 
+    def get_for_update(self, memory_id: str) -> Memory:
+        """As get; inside a write transaction, which holds SQLite's write lock, the row cannot change
+        before it commits. Raises MemoryNotFound."""
+        return self.get(memory_id)
+
     def seq_of(self, memory_id: str) -> int:
         row = self.conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()
         if row is None:
@@ -450,13 +455,15 @@ class Store:
         else:
             self.conn.execute("INSERT OR IGNORE INTO vector_backlog(seq) VALUES (?)", (seq,))
 
-    def supersede(self, old_seq: int, new_id: str, at: int, valid_until: int) -> None:
-        """Retire `old_seq` at transaction time `at`, its validity ending at `valid_until`."""
+    def supersede(self, old_seq: int, new_id: str, at: int, valid_until: int) -> bool:
+        """Retire `old_seq` at transaction time `at`, its validity ending at `valid_until`. Returns
+        True (writers are serial here; PgStore returns False when another writer retired it first)."""
         self.conn.execute(
             "UPDATE memories SET retired_at = ?, superseded_by = ?, "
             "valid_to = max(valid_from + 1, min(valid_to, ?)) WHERE seq = ?",
             (at, new_id, valid_until, old_seq),
         )
+        return True
 
     def erase(self, seq: int, at: int) -> None:
         """Forget: text, tags, FTS row and vector gone; the row stays as a tombstone."""
@@ -518,6 +525,14 @@ class Store:
         pair = tuple(sorted((first_id, second_id)))
         return self.conn.execute("SELECT 1 FROM review_dismissals WHERE first_id = ? AND second_id = ?",
                                  pair).fetchone() is not None
+
+    def dismissals(self) -> list[tuple[str, str, int]]:
+        """Every recorded "keep both" pair: (first_id, second_id, dismissed_at)."""
+        return [tuple(r) for r in self.conn.execute(
+            "SELECT first_id, second_id, dismissed_at FROM review_dismissals ORDER BY first_id, second_id")]
+
+    def schema_version(self) -> int:
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
 
     # -- bulk: export, import, embedding ------------------------------------------------------------
     def iter_rows(self, batch: int = 500) -> Iterator[tuple[Memory, int]]:

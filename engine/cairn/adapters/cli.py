@@ -481,12 +481,31 @@ def stores_rename(old: str, new: str, as_json: bool) -> None:
 
 @stores.command(name="create")
 @click.argument("name")
+@click.option("--postgres", "postgres_url", metavar="URL", help="Create it on this PostgreSQL server (a team "
+              "store); later commands find the server in $CAIRN_POSTGRES_URL or store.postgres_url. The URL is "
+              "never stored: keep the password in PGPASSWORD or ~/.pgpass.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
-def stores_create(name: str, as_json: bool) -> None:
-    """Create the named store NAME (for CAIRN_STORE / --store)."""
-    path, created = cairn.create_store(name)
+def stores_create(name: str, postgres_url: str | None, as_json: bool) -> None:
+    """Create the named store NAME (for CAIRN_STORE / --store), in the data root or on Postgres."""
+    path, created = cairn.create_store(name, postgres=postgres_url)
     _emit(as_json, {"name": name, "path": str(path), "created": created},
           lambda: click.echo(f"{'created' if created else 'already exists:'} store {name} ({path})"))
+
+
+@cli.command(name="migrate-store")
+@click.argument("source")
+@click.argument("target")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
+def migrate_store(source: str, target: str, as_json: bool) -> None:
+    """Copy store SOURCE into the new store TARGET across backends, history and vectors included.
+
+    Each is NAME, sqlite:NAME or postgres:NAME (the server from $CAIRN_POSTGRES_URL or
+    store.postgres_url). A Postgres TARGET becomes where NAME opens from then on; SOURCE is left as
+    it was. Captured sessions are not copied."""
+    done = cairn.migrate_store(source, target, progress=_progress)
+    _emit(as_json, done, lambda: click.echo(
+        f"copied {done['memories']} memories ({done['vectors']} vectors, {done['dismissals']} review verdicts) "
+        f"from {source} to {target} ({done['path']})"))
 
 
 @cli.command()

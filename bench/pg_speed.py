@@ -1,0 +1,183 @@
+"""Recall latency on the Postgres backend against SQLite, in the same run, on the same corpus.
+
+Builds one store of --size memories on each backend through the engine API (`remember_many`,
+detect=False, chunks of 256; the corpus generator of bench/speed.py, vectors of the default
+all-MiniLM-L6-v2 model embedded once and cached in --cache-dir with --embedder model, else 384-dim
+feature hashing, which gives vectors of MiniLM's size but not its meaning), then times recall on
+both, alternating backend per query so that a burst of load elsewhere on the machine hits both:
+
+- recall (query_vector): `Cairn.recall` with the query's vector precomputed (hybrid: BM25 + kNN,
+  fusion, hits fetched), the retrieval the store is responsible for;
+- recall (keyword only): `Cairn.recall(use_vectors=False)`.
+
+Also: build rate (memories/s, vectors precomputed) and one `forget` on each (Postgres: VACUUM FULL
+of the store's tables, HNSW rebuild included). The bar (issue 14): Postgres p95 within 2x of SQLite.
+The server is a PostgreSQL 16 + pgvector started from the pgserver wheel in a temporary folder.
+
+    python bench/pg_speed.py [--size 100000] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH.parent / "engine"))
+
+import speed  # noqa: E402  (sets CAIRN_HOME / CAIRN_CONFIG to a temporary data root)
+
+import numpy as np  # noqa: E402
+
+from cairn.embedder import Embedder, HashingEmbedder, make_embedder  # noqa: E402
+from cairn.engine import Cairn, Draft, create_store  # noqa: E402
+
+CHUNK = 256
+
+
+class Precomputed(Embedder):
+    """Serves the corpus's precomputed vectors under the real embedder's name and fingerprint."""
+
+    def __init__(self, real: Embedder, texts: list[str], vectors: np.ndarray):
+        self.model_name, self.dim, self.real = real.model_name, real.dim, real
+        self.backend, self.weights = getattr(real, "backend", "precomputed"), getattr(real, "weights", None)
+        self.index = {t: i for i, t in enumerate(texts)}
+        self.vectors = vectors
+
+    @property
+    def fingerprint(self) -> str:
+        return self.real.fingerprint
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        rows = [self.index.get(t) for t in texts]
+        if all(r is not None for r in rows):
+            return self.vectors[rows]
+        return self.real.embed(texts)
+
+
+def vectors_for(real: Embedder, texts: list[str], cache_dir: Path) -> np.ndarray:
+    key = hashlib.sha256((real.fingerprint + "\n".join(texts)).encode()).hexdigest()[:16]
+    path = cache_dir / f"pg-corpus-{key}.npy"
+    if path.exists():
+        print(f"corpus vectors: cached ({path})", flush=True)
+        return np.load(path)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    start, parts = time.perf_counter(), []
+    for i in range(0, len(texts), 2048):
+        parts.append(real.embed(texts[i : i + 2048]))
+        done = i + len(parts[-1])
+        print(f"  embedded {done:,}/{len(texts):,}  {done / (time.perf_counter() - start):.0f} texts/s", flush=True)
+    vectors = np.concatenate(parts)
+    np.save(path, vectors)
+    return vectors
+
+
+def build(engine: Cairn, corpus) -> float:
+    drafts = [Draft(text=t, kind=k, tags=tags) for t, k, tags in corpus]
+    start = time.perf_counter()
+    for i in range(0, len(drafts), CHUNK):
+        engine.remember_many(drafts[i : i + CHUNK], detect=False)
+        if (i // CHUNK) % 40 == 0:
+            print(f"    {engine.status().store}: {i + CHUNK:,}/{len(drafts):,}", flush=True)
+    return len(drafts) / (time.perf_counter() - start)
+
+
+def pct(samples: list[float]) -> tuple[float, float]:
+    qs = statistics.quantiles(samples, n=100, method="inclusive")
+    return qs[49] * 1000, qs[94] * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--embedder", choices=["hashing", "model"], default="hashing",
+                        help="hashing: 384-dimensional feature hashing (fast; the vectors' size is MiniLM's, "
+                             "their meaning is not); model: the default all-MiniLM-L6-v2 (slow to embed the corpus)")
+    parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "cairn-speed-cache")
+    args = parser.parse_args()
+
+    import pgserver
+
+    pgdata = tempfile.mkdtemp(prefix="cairn-pgbench-")
+    server = pgserver.get_server(pgdata, cleanup_mode="delete")
+    os.environ["CAIRN_POSTGRES_URL"] = server.get_uri()
+    try:
+        real = make_embedder() if args.embedder == "model" else HashingEmbedder(dim=384)
+        if args.embedder == "model":
+            real.load()
+        corpus = speed.make_memories(args.size, seed=1)
+        queries = speed.make_queries(args.queries, seed=2)
+        texts = [t for t, _, _ in corpus]
+        vectors = vectors_for(real, texts, args.cache_dir)
+        qvecs = real.embed_queries(queries)
+        embedder = Precomputed(real, texts, vectors)
+
+        create_store("bench-sqlite")
+        create_store("bench-pg", postgres=os.environ["CAIRN_POSTGRES_URL"])
+        engines = {"sqlite": Cairn.open("bench-sqlite", embedder=embedder),
+                   "postgres": Cairn.open("bench-pg", embedder=embedder)}
+        rates = {}
+        for name, engine in engines.items():
+            print(f"building {name} ({args.size:,} memories) ...", flush=True)
+            rates[name] = build(engine, corpus)
+        if hasattr(engines["postgres"].store, "conn"):
+            engines["postgres"].store.conn.execute("ANALYZE")  # as autovacuum would after a bulk load
+
+        samples: dict[tuple[str, str], list[float]] = {}
+        for q, v in zip(queries[:10], qvecs[:10]):  # warm caches
+            for engine in engines.values():
+                engine.recall(q, query_vector=v)
+                engine.recall(q, use_vectors=False)
+        for q, v in zip(queries, qvecs):
+            for name, engine in engines.items():
+                t = time.perf_counter()
+                engine.recall(q, query_vector=v)
+                samples.setdefault((name, "recall (query_vector)"), []).append(time.perf_counter() - t)
+                t = time.perf_counter()
+                engine.recall(q, use_vectors=False)
+                samples.setdefault((name, "recall (keyword only)"), []).append(time.perf_counter() - t)
+        overlap = []
+        for q, v in zip(queries[:50], qvecs[:50]):
+            top = [{h.memory.text for h in e.recall(q, query_vector=v, k=10)} for e in engines.values()]
+            overlap.append(len(top[0] & top[1]) / max(1, len(top[0])))
+        forget_ms = {}
+        for name, engine in engines.items():
+            victim = engine.list(limit=1)[0]
+            t = time.perf_counter()
+            engine.forget(victim.id)
+            forget_ms[name] = (time.perf_counter() - t) * 1000
+
+        print(f"\n## Postgres vs SQLite at {args.size:,} memories ({args.queries} queries)\n")
+        print("| measure | SQLite p50 / p95 ms | Postgres p50 / p95 ms | p95 ratio | bar (<= 2x) |")
+        print("|---|---|---|---|---|")
+        out = {"size": args.size, "queries": args.queries, "build_per_s": rates, "forget_ms": forget_ms}
+        for measure in ("recall (query_vector)", "recall (keyword only)"):
+            s50, s95 = pct(samples[("sqlite", measure)])
+            p50, p95 = pct(samples[("postgres", measure)])
+            ratio = p95 / s95
+            out[measure] = {"sqlite": [s50, s95], "postgres": [p50, p95], "ratio_p95": ratio}
+            print(f"| {measure} | {s50:.1f} / {s95:.1f} | {p50:.1f} / {p95:.1f} | {ratio:.2f}x | "
+                  f"{'met' if ratio <= 2 else 'NOT met'} |")
+        print(f"| build (remember_many, vectors precomputed) | {rates['sqlite']:.0f} /s | {rates['postgres']:.0f} /s "
+              f"| | |")
+        print(f"| forget (incl. erase + flush) | {forget_ms['sqlite']:.0f} ms | {forget_ms['postgres']:.0f} ms | | |")
+        print(f"\nmean overlap of the two backends' top 10: {statistics.mean(overlap):.3f}")
+        out["top10_overlap"] = statistics.mean(overlap)
+        print(json.dumps(out))
+        for engine in engines.values():
+            engine.close()
+    finally:
+        server.cleanup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,762 @@
+"""The team store: one Cairn store in a PostgreSQL database, with pgvector for the vector arm.
+
+`PgStore` has the interface of `store.Store` that the engine uses, with the same semantics:
+bitemporal valid time / transaction time filtered inside the query (`store.Filters`), supersession,
+exact duplicates refused by a partial unique index, forget erasing text, tags, keyword entry and
+vector (then VACUUM), tombstones. Each store is one schema of the database (`cairn_<name>`), so one
+server holds many stores; several machines share a store by connecting to the same database.
+
+- Keyword arm: a `tsvector` per memory, built with the store's own text search configuration
+  (`cairn_text`: the snowball stemmer of the store's language, no stop words, since the query side
+  drops stop words itself). The text is tokenised in Python first exactly as FTS5's unicode61 does
+  (runs of letters and digits, diacritics removed, CJK runs as bigrams then unigrams: text.py), so
+  `server.http.port` or `GB/s` become the same words on both backends. Scores are BM25-like: the sum
+  over the query's phrases of idf(phrase) * ts_rank.
+- Vector arm: `memory_vectors` (vector(dim)) with an HNSW index (cosine). The default view searches
+  the index for limit + (memories outside the view) and drops those, as store.py does; any other
+  filter runs an exact scan over the filtered rows, so filters apply before the k cut.
+- Writers: each write is one short transaction; supersession and forget lock the rows they change
+  (SELECT ... FOR UPDATE), so two machines superseding the same memory cannot both do it, and an
+  exact duplicate written at the same moment on two machines is stored once (ON CONFLICT).
+
+Captured sessions (turn tables) are not supported on this backend yet: those methods raise
+StoreError. The connection URL is never stored, logged or shown; `path` names only the schema.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreError, StoreNotFound
+from .models import Memory, Order
+from .records import NewMemory
+from .store import Filters, current_sql
+from .text import index_text, normalise
+from .timeutil import END_OF_TIME, now_ms
+
+if TYPE_CHECKING:
+    import numpy as np
+    import psycopg
+
+SESSIONS_UNSUPPORTED = "captured sessions are not supported on the postgres backend yet"
+LANGUAGES = ("simple", "arabic", "armenian", "basque", "catalan", "danish", "dutch", "english", "finnish", "french",
+             "german", "greek", "hindi", "hungarian", "indonesian", "irish", "italian", "lithuanian", "nepali",
+             "norwegian", "portuguese", "romanian", "russian", "serbian", "spanish", "swedish", "tamil", "turkish",
+             "yiddish")
+HNSW_MAX_EF = 1000  # pgvector's ceiling for hnsw.ef_search
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+def _cols(alias: str = "memories") -> str:
+    """A memory's columns, its tags (sorted) last: one query per read, not one more for the tags."""
+    a = alias
+    return (f"{a}.seq, {a}.id, {a}.text, {a}.kind, {a}.importance, {a}.source, {a}.session_id, {a}.valid_from, "
+            f"{a}.valid_to, {a}.recorded_at, {a}.retired_at, {a}.superseded_by, {a}.forgotten_at, "
+            f"ARRAY(SELECT t.tag FROM memory_tags t WHERE t.seq = {a}.seq ORDER BY t.tag)")
+
+
+_COLUMNS = _cols()
+HNSW_EF_SEARCH = 400  # candidates the HNSW scan keeps: the default view's filter drops some of them
+
+
+def _pg(sql: str) -> str:
+    """store.py's `?` placeholders as psycopg's `%s` (the shared SQL has no literal `?` or `%`)."""
+    assert "%" not in sql
+    return sql.replace("?", "%s")
+
+
+def _plain(char: str) -> str:
+    """A Latin letter without its diacritics (as unicode61's remove_diacritics); other scripts as they are."""
+    parts = unicodedata.normalize("NFD", char)
+    if len(parts) > 1 and parts[0] < "\u0250" and all(unicodedata.combining(p) for p in parts[1:]):
+        return parts[0]
+    return char
+
+
+def _words(text: str) -> str:
+    plain = "".join(_plain(c) if ord(c) > 127 else c for c in unicodedata.normalize("NFC", text))
+    return " ".join(_WORD.findall(plain))
+
+
+def tokens(text: str) -> str:
+    """What the tsvector is built from: FTS5 unicode61's tokens of `index_text(text)` (CJK runs as
+    bigrams and unigrams), Latin diacritics removed, joined by spaces (so Postgres's parser sees
+    only plain words and numbers)."""
+    return _words(index_text(text))
+
+
+def phrases(match: str) -> list[str]:
+    """The phrases of an FTS5 MATCH expression as text.fts_query writes it ("a b" OR "c"), each as
+    the words Postgres will see. Empty phrases are dropped."""
+    out = []
+    for quoted in re.findall(r'"((?:[^"]|"")*)"', match):
+        phrase = _words(quoted.replace('""', '"'))
+        if phrase and phrase not in out:
+            out.append(phrase)
+    return out
+
+
+def schema_for(name: str) -> str:
+    """The schema holding store `name`: cairn_<name>, or a hashed form when that is longer than
+    Postgres's 63-byte identifiers."""
+    schema = f"cairn_{name}"
+    if len(schema.encode()) <= 63:
+        return schema
+    return f"cairn_{name[:40]}_{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+
+
+def _vector_text(vector: Any) -> str:
+    import numpy as np
+
+    if isinstance(vector, (bytes, bytearray)):
+        vector = np.frombuffer(vector, dtype=np.float32)
+    return "[" + ",".join(repr(float(x)) for x in np.asarray(vector, dtype=np.float32)) + "]"
+
+
+# -- migrations: the same numbered scheme as migrations.py, their own list ---------------------------
+PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals")]
+
+
+def _m001_initial(conn: psycopg.Connection, language: str) -> None:
+    end = END_OF_TIME
+    conn.execute(
+        f"""CREATE TABLE memories (
+            seq bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,  -- shared with tags, vectors, backlog
+            id text NOT NULL UNIQUE,              -- ULID
+            text text,                            -- NULL once forgotten (the row is then a tombstone)
+            text_key text,                        -- normalised text, for exact duplicates
+            kind text NOT NULL,
+            importance integer NOT NULL CHECK (importance BETWEEN 1 AND 5),
+            source text NOT NULL,
+            session_id text,
+            valid_from bigint NOT NULL,           -- valid time (epoch ms)
+            valid_to bigint NOT NULL DEFAULT {end},
+            asserted_valid_to bigint NOT NULL DEFAULT {end},
+            recorded_at bigint NOT NULL,          -- transaction time
+            retired_at bigint NOT NULL DEFAULT {end},
+            superseded_by text REFERENCES memories(id) DEFERRABLE INITIALLY IMMEDIATE,
+            forgotten_at bigint,
+            tsv tsvector,                         -- keyword index entry (NULL once forgotten)
+            CHECK (valid_from < valid_to)
+        )""")
+    conn.execute("CREATE INDEX memories_by_retired ON memories(retired_at, valid_from)")
+    conn.execute("CREATE INDEX memories_by_recorded ON memories(recorded_at)")
+    conn.execute("CREATE INDEX memories_by_valid_to ON memories(valid_to)")
+    conn.execute("CREATE INDEX memories_by_superseded_by ON memories(superseded_by)")
+    conn.execute("CREATE INDEX memories_tsv ON memories USING gin(tsv)")
+    conn.execute(f"CREATE UNIQUE INDEX memories_current_text ON memories(text_key) "
+                 f"WHERE retired_at = {end} AND text_key IS NOT NULL")
+    conn.execute("""CREATE TABLE memory_tags (
+            tag text NOT NULL,
+            seq bigint NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
+            PRIMARY KEY (tag, seq))""")
+    conn.execute("CREATE INDEX memory_tags_by_seq ON memory_tags(seq)")
+    conn.execute("CREATE TABLE vector_backlog (seq bigint PRIMARY KEY REFERENCES memories(seq) ON DELETE CASCADE)")
+    conn.execute("CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL)")
+    # The store's text search configuration: its language's stemmer, no stop words (query
+    # formation drops those; an index without them could not find "NOT NULL").
+    stem = "simple" if language == "simple" else f"snowball, language = {language}"
+    conn.execute(f"CREATE TEXT SEARCH DICTIONARY cairn_stem (template = {stem})")
+    conn.execute("CREATE TEXT SEARCH CONFIGURATION cairn_text (COPY = pg_catalog.simple)")
+    conn.execute("ALTER TEXT SEARCH CONFIGURATION cairn_text ALTER MAPPING FOR asciiword, asciihword, "
+                 "hword_asciipart, word, hword, hword_part, numword, numhword, hword_numpart WITH cairn_stem")
+    conn.execute("INSERT INTO meta(key, value) VALUES ('text_search_language', %s)", (language,))
+
+
+def _m002_review_dismissals(conn: psycopg.Connection, language: str) -> None:
+    conn.execute("""CREATE TABLE review_dismissals (
+            first_id text NOT NULL, second_id text NOT NULL, dismissed_at bigint NOT NULL,
+            PRIMARY KEY (first_id, second_id))""")
+
+
+_STEPS = {"m001_initial": _m001_initial, "m002_review_dismissals": _m002_review_dismissals}
+
+
+def _lock_key(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
+
+
+class PgVectorIndex:
+    """The memories' vectors: `memory_vectors(seq, embedding vector(dim))` with an HNSW index."""
+
+    name = "pgvector"
+    table = "memory_vectors"
+
+    def exists(self, conn: psycopg.Connection) -> bool:
+        return conn.execute("SELECT to_regclass('memory_vectors') IS NOT NULL").fetchone()[0]
+
+    def create(self, conn: psycopg.Connection, dim: int) -> None:
+        # No foreign key to memories: it would lock memories against every other writer's open
+        # transaction while this one (inside a write) creates the table, a deadlock. Memory rows are
+        # never deleted (tombstones stay), and erase deletes the vector itself.
+        conn.execute(f"CREATE TABLE IF NOT EXISTS memory_vectors (seq bigint PRIMARY KEY, "
+                     f"embedding vector({int(dim)}) NOT NULL)")
+        conn.execute("CREATE INDEX IF NOT EXISTS memory_vectors_hnsw ON memory_vectors "
+                     "USING hnsw (embedding vector_cosine_ops)")
+
+    def drop(self, conn: psycopg.Connection) -> None:
+        conn.execute("DROP TABLE IF EXISTS memory_vectors")
+
+    def upsert(self, conn: psycopg.Connection, seq: int, vector: Any) -> None:
+        conn.execute("INSERT INTO memory_vectors(seq, embedding) VALUES (%s, %s::vector) "
+                     "ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding", (seq, _vector_text(vector)))
+
+    def delete(self, conn: psycopg.Connection, seq: int) -> None:
+        conn.execute("DELETE FROM memory_vectors WHERE seq = %s", (seq,))
+
+    def count(self, conn: psycopg.Connection) -> int:
+        return conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
+
+
+def connect(url: str) -> psycopg.Connection:
+    """An autocommit connection to `url` (a libpq URL or conninfo; the password from the URL, the
+    libpq environment or ~/.pgpass). Raises StoreError naming why, never the URL."""
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError("the postgres backend needs psycopg: pip install 'cairn-memory[postgres]'") from None
+    try:
+        return psycopg.connect(url, autocommit=True, application_name="cairn", connect_timeout=10)
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise StoreError(f"cannot connect to the Postgres server: {reason}") from None
+
+
+class PgStore:
+    """One store in a Postgres schema. One object per thread; many processes and machines may share
+    the store. Attributes as Store: name, path (a display name without the URL), vector_index,
+    turn_index (None: sessions are not supported here), vector_unavailable."""
+
+    backend = "postgres"
+
+    def __init__(self, conn: psycopg.Connection, schema: str, name: str):
+        self.conn = conn
+        self.schema = schema
+        self.name = name
+        self.path = f"postgres:{schema}"
+        self.vector_index: PgVectorIndex | None = PgVectorIndex()
+        self.turn_index = None
+        self.vector_unavailable: str | None = None
+        self._ts = "cairn_text"
+        self._vectors_exist = False
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    @staticmethod
+    def exists(url: str, name: str) -> bool:
+        """Whether store `name` exists in the database at `url`. Raises StoreError (no connection)."""
+        conn = connect(url)
+        try:
+            return PgStore._schema_exists(conn, schema_for(name))
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _schema_exists(conn: psycopg.Connection, schema: str) -> bool:
+        return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{schema}".meta',)).fetchone()[0]
+
+    @classmethod
+    def open(cls, url: str, *, name: str, create: bool, meta: dict[str, str] | None = None,
+             language: str = "english") -> PgStore:
+        """Open (and migrate) store `name` in the database at `url`. create: make its schema if
+        missing (else raise StoreNotFound). language: the text search language of a new store
+        (LANGUAGES); an existing store keeps its own. Raises StoreNotFound, SchemaTooNew, StoreError."""
+        if language not in LANGUAGES:
+            raise StoreError(f"unknown text search language {language!r}; expected one of: {', '.join(LANGUAGES)}")
+        conn = connect(url)
+        try:
+            schema = schema_for(name)
+            if not create and not cls._schema_exists(conn, schema):
+                raise StoreNotFound(f"store {name!r} does not exist on the Postgres server (schema {schema})")
+            cls._migrate(conn, schema, language)
+            conn.execute(f'SET search_path TO "{schema}", public')
+            conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
+            store = cls(conn, schema, name)
+            store._init_meta(meta or {})
+            store._has_vectors()  # known once here, not asked again on every write
+        except BaseException:
+            conn.close()
+            raise
+        return store
+
+    @staticmethod
+    def _migrate(conn: psycopg.Connection, schema: str, language: str) -> int:
+        latest = len(PG_MIGRATIONS)
+        with conn.transaction():
+            # One migrator per store at a time, across machines; the extension once per database.
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"cairn migrate {schema}"),))
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("cairn extension"),))
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public")
+            conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+            conn.execute(f'SET LOCAL search_path TO "{schema}", public')
+            conn.execute("CREATE TABLE IF NOT EXISTS migrations (number integer PRIMARY KEY, name text NOT NULL, "
+                         "applied_at bigint NOT NULL)")
+            version = conn.execute("SELECT coalesce(max(number), 0) FROM migrations").fetchone()[0]
+            if version > latest:
+                raise SchemaTooNew(f"store schema {schema} has schema version {version}, newer than this Cairn "
+                                   f"understands ({latest}); upgrade Cairn to open it")
+            for number, name in PG_MIGRATIONS[version:]:
+                _STEPS[name](conn, language)
+                conn.execute("INSERT INTO migrations (number, name, applied_at) VALUES (%s, %s, %s)",
+                             (number, name, now_ms()))
+        return latest
+
+    def schema_version(self) -> int:
+        return self.conn.execute("SELECT coalesce(max(number), 0) FROM migrations").fetchone()[0]
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def transaction(self) -> contextlib.AbstractContextManager:
+        """A short write transaction (a savepoint when nested), rolled back on any exception."""
+        return self.conn.transaction()
+
+    def _init_meta(self, meta: dict[str, str]) -> None:
+        with self.transaction():
+            for key, value in {"created_at": str(now_ms()), "name": self.name, "vector_backend": "pgvector",
+                               **meta}.items():
+                self.conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT DO NOTHING", (key, value))
+
+    # -- meta --------------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = %s", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT INTO meta(key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
+                          "SET value = excluded.value", (key, value))
+
+    # -- reads ---------------------------------------------------------------------------------------
+    def _memories(self, rows: Sequence[Sequence[Any]]) -> list[Memory]:
+        return [
+            Memory(id=r[1], text=r[2], kind=r[3], tags=tuple(r[13]), importance=r[4], source=r[5],
+                   session_id=r[6], valid_from=r[7], valid_to=Memory.open_end(r[8]), recorded_at=r[9],
+                   retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name)
+            for r in rows
+        ]
+
+    def _tags(self, seqs: list[int]) -> dict[int, tuple[str, ...]]:
+        out: dict[int, list[str]] = {}
+        if seqs:
+            for seq, tag in self.conn.execute("SELECT seq, tag FROM memory_tags WHERE seq = ANY(%s) ORDER BY tag",
+                                              (list(seqs),)):
+                out.setdefault(seq, []).append(tag)
+        return {k: tuple(v) for k, v in out.items()}
+
+    def get(self, memory_id: str) -> Memory:
+        """The memory with that id (tombstones included). Raises MemoryNotFound."""
+        row = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = %s", (memory_id,)).fetchone()
+        if row is None:
+            raise MemoryNotFound(f"no memory {memory_id!r} in store {self.name!r}")
+        return self._memories([row])[0]
+
+    def get_for_update(self, memory_id: str) -> Memory:
+        """As get, locking the row until the transaction ends (another writer's supersession or
+        forget of it waits, then sees this one's). Raises MemoryNotFound."""
+        row = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE id = %s FOR UPDATE", (memory_id,)).fetchone()
+        if row is None:
+            raise MemoryNotFound(f"no memory {memory_id!r} in store {self.name!r}")
+        return self._memories([row])[0]
+
+    def seq_of(self, memory_id: str) -> int:
+        row = self.conn.execute("SELECT seq FROM memories WHERE id = %s", (memory_id,)).fetchone()
+        if row is None:
+            raise MemoryNotFound(f"no memory {memory_id!r} in store {self.name!r}")
+        return row[0]
+
+    def by_seqs(self, seqs: Sequence[int]) -> dict[int, Memory]:
+        if not seqs:
+            return {}
+        rows = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE seq = ANY(%s)", (list(seqs),)).fetchall()
+        return {row[0]: memory for row, memory in zip(rows, self._memories(rows))}
+
+    def current_by_text_key(self, text_key: str) -> Memory | None:
+        row = self.conn.execute(f"SELECT {_COLUMNS} FROM memories WHERE text_key = %s AND retired_at = %s",
+                                (text_key, END_OF_TIME)).fetchone()
+        return self._memories([row])[0] if row else None
+
+    _ORDER_SQL = {Order.NEWEST: "recorded_at DESC, seq DESC", Order.OLDEST: "recorded_at ASC, seq ASC",
+                  Order.IMPORTANCE: "importance DESC, recorded_at DESC, seq DESC"}
+
+    def list(self, filters: Filters, *, limit: int | None = None, order: Order = Order.NEWEST) -> list[Memory]:
+        where, params = filters.where()
+        sql = f"SELECT {_cols('m')} FROM memories m WHERE {_pg(where)} ORDER BY {self._ORDER_SQL[Order(order)]}"
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(int(limit))
+        return self._memories(self.conn.execute(sql, params).fetchall())
+
+    def not_current_count(self) -> int:
+        """Live memories (with text) outside the current view: superseded or expired."""
+        return self.conn.execute(
+            "SELECT (SELECT count(*) FROM memories WHERE retired_at < %s AND text IS NOT NULL)"
+            " + (SELECT count(*) FROM memories WHERE valid_to <= %s AND retired_at = %s AND text IS NOT NULL)",
+            (END_OF_TIME, now_ms(), END_OF_TIME)).fetchone()[0]
+
+    def keyword_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """BM25-like scores over text and tags for an FTS5 MATCH expression (text.fts_query):
+        [(seq, score)], best first, higher is better. score = sum over the query's phrases found in
+        the memory of idf(phrase) * ts_rank(tsv, phrase, 1), idf as BM25's (Lucene's form) from the
+        number of memories holding the phrase (counted from the same index scan that finds them)
+        and the number of memories (the planner's estimate from 1,000 on; an exact count costs a
+        scan per query). The filters apply in the same query. One round trip."""
+        found = phrases(match)
+        if not found:
+            return []
+        where, params = filters.where()
+        rows = self.conn.execute(
+            f"""WITH q AS MATERIALIZED (
+                     SELECT i, phraseto_tsquery(%s::regconfig, p) AS tq
+                     FROM unnest(%s::text[]) WITH ORDINALITY t(p, i)),
+                 hits AS MATERIALIZED (
+                     SELECT q.i, m.seq, ts_rank(m.tsv, q.tq, 1) AS r, ({_pg(where)}) AS ok
+                     FROM q JOIN memories m ON m.tsv @@ q.tq),
+                 est AS MATERIALIZED (SELECT reltuples AS n FROM pg_class WHERE oid = 'memories'::regclass),
+                 total AS MATERIALIZED (
+                     SELECT CASE WHEN (SELECT n FROM est) >= 1000 THEN (SELECT n FROM est)
+                            ELSE (SELECT count(*) FROM memories WHERE tsv IS NOT NULL) END AS n),
+                 idf AS MATERIALIZED (
+                     SELECT i, ln(1 + (greatest(total.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+                     FROM hits, total GROUP BY i, total.n)
+                SELECT h.seq, sum(idf.idf * h.r) AS score FROM hits h JOIN idf USING (i)
+                WHERE h.ok GROUP BY h.seq ORDER BY score DESC, h.seq LIMIT %s""",
+            [self._ts, found, *params, int(limit)]).fetchall()
+        return [(int(seq), float(score)) for seq, score in rows]
+
+    def _has_vectors(self) -> bool:
+        # Once created the table stays (replace_vectors drops and recreates it in one transaction).
+        if self._vectors_exist:
+            return True
+        exists = self.vector_index is not None and self.vector_index.exists(self.conn)
+        # Remembered only outside a transaction: one that created the table may still roll back.
+        self._vectors_exist = exists and self.conn.info.transaction_status == 0
+        return exists
+
+    def vector_search(self, query: Any, filters: Filters, limit: int) -> list[tuple[int, float]]:
+        """Nearest neighbours among the filtered memories: [(seq, cosine)], best first. The default
+        view walks the HNSW index (approximate; HNSW_EF_SEARCH candidates, the view's filter applied
+        to them); any other filter ranks every filtered memory exactly, so the filter applies before
+        the k cut. One round trip."""
+        if not self._has_vectors():
+            return []
+        q = _vector_text(query)
+        where, params = filters.where()
+        if filters.current_only:
+            order = "v.embedding <=> %s::vector"  # the index's operator: an HNSW index scan
+        else:
+            order = "(v.embedding <=> %s::vector) + 0"  # not the index's: an exact scan of the filtered rows
+        rows = self.conn.execute(
+            f"SELECT v.seq, 1 - (v.embedding <=> %s::vector) FROM memory_vectors v JOIN memories m ON m.seq = v.seq "
+            f"WHERE {_pg(where)} ORDER BY {order}, v.seq LIMIT %s", [q, *params, q, int(limit)]).fetchall()
+        return [(int(s), float(c)) for s, c in rows]
+
+    def vectors_of(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
+        """Stored vectors of those memories (absent ones are left out)."""
+        if not seqs or not self._has_vectors():
+            return {}
+        import numpy as np
+
+        rows = self.conn.execute("SELECT seq, embedding::real[] FROM memory_vectors WHERE seq = ANY(%s)",
+                                 (list(seqs),))
+        return {int(s): np.asarray(v, dtype=np.float32) for s, v in rows}
+
+    def chain_ids(self, memory_id: str) -> list[str]:
+        """Ids of the supersession chain through `memory_id`, oldest first."""
+        self.seq_of(memory_id)
+        back = self.conn.execute(
+            """WITH RECURSIVE up(id, depth) AS (
+                   SELECT %s::text, 0
+                   UNION SELECT m.id, up.depth + 1 FROM memories m JOIN up ON m.superseded_by = up.id
+                   WHERE up.depth < 10000)
+               SELECT id FROM up ORDER BY depth DESC""", (memory_id,)).fetchall()
+        forward = self.conn.execute(
+            """WITH RECURSIVE down(id, depth) AS (
+                   SELECT superseded_by, 1 FROM memories WHERE id = %s AND superseded_by IS NOT NULL
+                   UNION SELECT m.superseded_by, down.depth + 1 FROM memories m JOIN down ON m.id = down.id
+                   WHERE m.superseded_by IS NOT NULL AND down.depth < 10000)
+               SELECT id FROM down ORDER BY depth""", (memory_id,)).fetchall()
+        ids = [r[0] for r in back] + [r[0] for r in forward]
+        return list(dict.fromkeys(ids))
+
+    def counts(self) -> dict[str, int]:
+        row = self.conn.execute(
+            f"""SELECT count(*) FILTER (WHERE {_pg(current_sql())}),
+                       count(*) FILTER (WHERE superseded_by IS NOT NULL AND forgotten_at IS NULL),
+                       count(*) FILTER (WHERE forgotten_at IS NOT NULL),
+                       count(*)
+                FROM memories""", (now_ms(),)).fetchone()
+        backlog = self.conn.execute("SELECT count(*) FROM vector_backlog").fetchone()[0]
+        return {"current": row[0], "superseded": row[1], "forgotten": row[2], "total": row[3],
+                "awaiting_embedding": backlog}
+
+    def current_kinds_and_tags(self, tag_limit: int) -> tuple[dict[str, int], list[tuple[str, int]]]:
+        now = now_ms()
+        kinds = dict(self.conn.execute(
+            f"SELECT kind, count(*) FROM memories m WHERE {_pg(current_sql('m'))} GROUP BY kind", (now,)).fetchall())
+        tags = self.conn.execute(
+            f"SELECT t.tag, count(*) AS n FROM memory_tags t JOIN memories m ON m.seq = t.seq "
+            f"WHERE {_pg(current_sql('m'))} GROUP BY t.tag ORDER BY n DESC, t.tag LIMIT %s",
+            (now, int(tag_limit))).fetchall()
+        return kinds, [(tag, n) for tag, n in tags]
+
+    def backlog(self, limit: int) -> list[tuple[int, str]]:
+        return self.conn.execute("SELECT b.seq, m.text FROM vector_backlog b JOIN memories m ON m.seq = b.seq "
+                                 "WHERE m.text IS NOT NULL ORDER BY b.seq LIMIT %s", (int(limit),)).fetchall()
+
+    def all_text_seqs(self) -> list[tuple[int, str]]:
+        return self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL ORDER BY seq").fetchall()
+
+    # -- writes (inside transaction()) ---------------------------------------------------------------------
+    def _tsv_args(self, text: str, tags: Sequence[str]) -> tuple[str, str]:
+        return self._ts, tokens(text + " " + " ".join(tags))
+
+    def insert(self, new: NewMemory, vector: Any) -> int | None:
+        """Insert a memory with its index entries; returns its seq, or None when another writer
+        stored the same text (normalised) as a current memory meanwhile."""
+        row = self.conn.execute(
+            f"INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, "
+            f"valid_to, asserted_valid_to, recorded_at, tsv) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
+            f"to_tsvector(%s::regconfig, %s)) ON CONFLICT (text_key) WHERE retired_at = {END_OF_TIME} "
+            f"AND text_key IS NOT NULL DO NOTHING RETURNING seq",
+            (new.id, new.text, new.text_key, new.kind, new.importance, new.source, new.session_id, new.valid_from,
+             new.valid_to, new.valid_to, new.recorded_at, *self._tsv_args(new.text, new.tags))).fetchone()
+        if row is None:
+            return None
+        seq = int(row[0])
+        if new.tags:
+            self.conn.execute("INSERT INTO memory_tags(tag, seq) SELECT unnest(%s::text[]), %s", (list(new.tags), seq))
+        self.put_vector(seq, vector, fresh=True)
+        return seq
+
+    def put_vector(self, seq: int, vector: Any, *, fresh: bool = False) -> None:
+        """Store `vector` for `seq`, or queue the memory for embedding when there is none.
+        fresh: `seq` was just inserted (it has no vector and no backlog entry yet)."""
+        if vector is not None and self.vector_index is not None:
+            if not self._has_vectors():
+                with self.conn.transaction():
+                    # Two machines' first vectors: one creates the table, the other waits and reuses it.
+                    self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"cairn vec {self.schema}"),))
+                    self.vector_index.create(self.conn, len(vector))
+            if fresh:
+                self.conn.execute("INSERT INTO memory_vectors(seq, embedding) VALUES (%s, %s::vector)",
+                                  (seq, _vector_text(vector)))
+                return
+            self.vector_index.upsert(self.conn, seq, vector)
+            self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
+        else:
+            self.conn.execute("INSERT INTO vector_backlog(seq) VALUES (%s) ON CONFLICT DO NOTHING", (seq,))
+
+    def supersede(self, old_seq: int, new_id: str, at: int, valid_until: int) -> bool:
+        """Retire `old_seq` at transaction time `at`, its validity ending at `valid_until`. The row
+        is locked first; returns False (and changes nothing) when another writer retired or forgot
+        it meanwhile."""
+        row = self.conn.execute("SELECT retired_at, forgotten_at FROM memories WHERE seq = %s FOR UPDATE",
+                                (old_seq,)).fetchone()
+        if row is None or row[0] != END_OF_TIME or row[1] is not None:
+            return False
+        self.conn.execute("UPDATE memories SET retired_at = %s, superseded_by = %s, "
+                          "valid_to = greatest(valid_from + 1, least(valid_to, %s)) WHERE seq = %s",
+                          (at, new_id, valid_until, old_seq))
+        return True
+
+    def erase(self, seq: int, at: int) -> None:
+        """Forget: text, tags, keyword entry and vector gone; the row stays as a tombstone."""
+        self.conn.execute("SELECT 1 FROM memories WHERE seq = %s FOR UPDATE", (seq,))
+        self.conn.execute("UPDATE memories SET text = NULL, text_key = NULL, tsv = NULL, forgotten_at = %s, "
+                          "retired_at = least(retired_at, %s) WHERE seq = %s", (at, at, seq))
+        self.conn.execute("DELETE FROM memory_tags WHERE seq = %s", (seq,))
+        self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
+        if self._has_vectors():
+            self.vector_index.delete(self.conn, seq)
+
+    def flush_to_disk(self) -> bool:
+        """After a forget: VACUUM FULL the tables that held the text, its tags and its vector. A
+        plain VACUUM only marks the dead row versions free: their bytes stay in the heap pages, and
+        HNSW keeps a deleted element's vector in its pages, until overwritten. VACUUM FULL rewrites
+        each table and rebuilds its indexes into new files, so the forgotten text and vector are in
+        no file of the store's tables (the server's WAL keeps them until its segments are recycled,
+        and backups keep them). It holds an exclusive lock on each table while it runs (the HNSW
+        rebuild dominates: docs/benchmarks.md). Returns False when it could not run (a transaction
+        is open on this connection)."""
+        if self.conn.info.transaction_status != 0:  # IDLE: VACUUM cannot run inside a transaction
+            return False
+        tables = ["memories", "memory_tags"] + (["memory_vectors"] if self._has_vectors() else [])
+        for table in tables:
+            self.conn.execute(f"VACUUM FULL {table}")
+        return True
+
+    def insert_raw(self, memory: Memory, text_key: str | None, asserted_valid_to: int) -> int:
+        """Insert a memory exactly as exported (import); index entries follow for live ones."""
+        end = END_OF_TIME
+        live = memory.text is not None
+        row = self.conn.execute(
+            "INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, valid_to, "
+            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, tsv) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s, CASE WHEN %s THEN to_tsvector(%s::regconfig, %s) END) "
+            "RETURNING seq",
+            (memory.id, memory.text, text_key, memory.kind, memory.importance, memory.source, memory.session_id,
+             memory.valid_from, memory.valid_to or end, asserted_valid_to, memory.recorded_at,
+             memory.retired_at or end, memory.superseded_by, memory.forgotten_at, live,
+             *self._tsv_args(memory.text or "", memory.tags))).fetchone()
+        seq = int(row[0])
+        if live:
+            with self.conn.cursor() as cur:
+                cur.executemany("INSERT INTO memory_tags(tag, seq) VALUES (%s, %s)", [(t, seq) for t in memory.tags])
+            self.conn.execute("INSERT INTO vector_backlog(seq) VALUES (%s)", (seq,))
+        return seq
+
+    def asserted_valid_to(self, seq: int) -> int:
+        return self.conn.execute("SELECT asserted_valid_to FROM memories WHERE seq = %s", (seq,)).fetchone()[0]
+
+    # -- review dismissals -----------------------------------------------------------------------------
+    def dismiss_pair(self, first_id: str, second_id: str, at: int) -> None:
+        """Record "keep both" for the unordered pair. Raises MemoryNotFound for an unknown id."""
+        self.seq_of(first_id), self.seq_of(second_id)
+        pair = tuple(sorted((first_id, second_id)))
+        self.conn.execute("INSERT INTO review_dismissals(first_id, second_id, dismissed_at) VALUES (%s, %s, %s) "
+                          "ON CONFLICT DO NOTHING", (*pair, at))
+
+    def is_dismissed(self, first_id: str, second_id: str) -> bool:
+        pair = tuple(sorted((first_id, second_id)))
+        return self.conn.execute("SELECT 1 FROM review_dismissals WHERE first_id = %s AND second_id = %s",
+                                 pair).fetchone() is not None
+
+    def dismissals(self) -> list[tuple[str, str, int]]:
+        """Every recorded "keep both" pair: (first_id, second_id, dismissed_at)."""
+        return [tuple(r) for r in self.conn.execute(
+            "SELECT first_id, second_id, dismissed_at FROM review_dismissals ORDER BY first_id, second_id")]
+
+    # -- bulk: export, import, embedding -----------------------------------------------------------------
+    def iter_rows(self, batch: int = 500) -> Iterator[tuple[Memory, int]]:
+        """Every memory, tombstones included, oldest first, with its asserted_valid_to (epoch ms)."""
+        seqs = [r[0] for r in self.conn.execute("SELECT seq FROM memories ORDER BY seq")]
+        for start in range(0, len(seqs), batch):
+            chunk = seqs[start : start + batch]
+            by_seq = self.by_seqs(chunk)
+            asserted = dict(self.conn.execute("SELECT seq, asserted_valid_to FROM memories WHERE seq = ANY(%s)",
+                                              (chunk,)).fetchall())
+            for seq in chunk:
+                yield by_seq[seq], asserted[seq]
+
+    def import_rows(self, records: Sequence[tuple[Memory, int]]) -> tuple[int, int]:
+        """As Store.import_rows: (imported, skipped), all or nothing. Raises InvalidImport."""
+        import psycopg
+
+        imported = skipped = 0
+        try:
+            with self.transaction():
+                self.conn.execute("SET CONSTRAINTS ALL DEFERRED")  # chains may point forward in the file
+                for memory, asserted in records:
+                    if self.conn.execute("SELECT 1 FROM memories WHERE id = %s", (memory.id,)).fetchone():
+                        skipped += 1
+                        continue
+                    key = normalise(memory.text) if memory.text is not None and memory.retired_at is None else None
+                    if key is not None and self.current_by_text_key(key) is not None:
+                        skipped += 1
+                        continue
+                    try:
+                        with self.conn.transaction():
+                            self.insert_raw(memory, key, asserted)
+                    except psycopg.errors.IntegrityError as exc:
+                        raise InvalidImport(f"memory {memory.id}: {str(exc).splitlines()[0]}") from None
+                    imported += 1
+                self.conn.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        except psycopg.errors.ForeignKeyViolation:
+            raise InvalidImport("superseded_by points to a memory that is neither in the file nor the store") from None
+        return imported, skipped
+
+    def fill_backlog(self, vectors: dict[int, Any]) -> int:
+        stored = 0
+        with self.transaction():
+            alive = {s for (s,) in self.conn.execute("SELECT seq FROM vector_backlog FOR UPDATE")}
+            for seq, vector in vectors.items():
+                if seq in alive:
+                    self.put_vector(seq, vector)
+                    stored += 1
+        return stored
+
+    def replace_vectors(self, vectors: dict[int, Any], *, model_name: str, fingerprint: str) -> None:
+        with self.transaction():
+            assert self.vector_index is not None
+            self.vector_index.drop(self.conn)
+            self._vectors_exist = False
+            self.conn.execute("DELETE FROM vector_backlog")
+            for seq, vector in vectors.items():
+                self.put_vector(seq, vector)
+            for (seq,) in self.conn.execute("SELECT seq FROM memories WHERE text IS NOT NULL").fetchall():
+                if seq not in vectors:
+                    self.put_vector(seq, None)
+            self.set_meta("embedding_model", model_name)
+            self.set_meta("embedding_fingerprint", fingerprint)
+
+    # -- health --------------------------------------------------------------------------------------------
+    def integrity(self) -> str:
+        return "ok"
+
+    def index_report(self) -> dict[str, int]:
+        """As Store.index_report, for the tsvector column and the vector table."""
+        one = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731
+        report = {
+            "live": one("SELECT count(*) FROM memories WHERE text IS NOT NULL"),
+            "fts_missing": one("SELECT count(*) FROM memories WHERE text IS NOT NULL AND tsv IS NULL"),
+            "fts_orphans": one("SELECT count(*) FROM memories WHERE text IS NULL AND tsv IS NOT NULL"),
+            "vector_missing": 0, "vector_orphans": 0,
+        }
+        live = "SELECT seq FROM memories WHERE text IS NOT NULL"
+        if self._has_vectors():
+            report["vector_missing"] = one(
+                f"SELECT count(*) FROM ({live}) l WHERE seq NOT IN (SELECT seq FROM memory_vectors) "
+                "AND seq NOT IN (SELECT seq FROM vector_backlog)")
+            report["vector_orphans"] = one(f"SELECT count(*) FROM memory_vectors WHERE seq NOT IN ({live})")
+        return report
+
+    def rebuild_indexes(self) -> None:
+        with self.transaction():
+            for seq, text in self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL").fetchall():
+                tags = self._tags([seq]).get(seq, ())
+                self.conn.execute("UPDATE memories SET tsv = to_tsvector(%s::regconfig, %s) WHERE seq = %s",
+                                  (*self._tsv_args(text, tags), seq))
+            self.conn.execute("UPDATE memories SET tsv = NULL WHERE text IS NULL AND tsv IS NOT NULL")
+            live = "SELECT seq FROM memories WHERE text IS NOT NULL"
+            self.conn.execute(f"DELETE FROM vector_backlog WHERE seq NOT IN ({live})")
+            if self._has_vectors():
+                self.conn.execute(f"DELETE FROM memory_vectors WHERE seq NOT IN ({live})")
+                self.conn.execute(f"INSERT INTO vector_backlog(seq) SELECT seq FROM ({live}) l WHERE seq NOT IN "
+                                  "(SELECT seq FROM memory_vectors) ON CONFLICT DO NOTHING")
+            else:
+                self.conn.execute(f"INSERT INTO vector_backlog(seq) {live} ON CONFLICT DO NOTHING")
+        self.flush_to_disk()
+
+    def file_size(self) -> int:
+        """Bytes the store's tables and indexes take on the server."""
+        return int(self.conn.execute(
+            "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relkind = 'r'", (self.schema,)).fetchone()[0])
+
+    def drop(self) -> None:
+        """Delete the store: its whole schema."""
+        self.conn.execute(f'DROP SCHEMA "{self.schema}" CASCADE')
+
+    # -- not on this backend -----------------------------------------------------------------------------
+    def backup_to(self, target: Any) -> None:
+        raise StoreError(f"store {self.name!r} is on Postgres: back it up with pg_dump, or copy it with "
+                         "`cairn migrate-store`")
+
+    restore_from = backup_to
+
+    def session_totals(self) -> dict[str, object]:
+        """No captured sessions on this backend: all zero."""
+        return {"sessions": 0, "turns": 0, "awaiting_embedding": 0, "skipped": {}, "redactions": {},
+                "private_spans": 0}
+
+    def _sessions_unsupported(self, *args: Any, **kwargs: Any) -> Any:
+        raise StoreError(SESSIONS_UNSUPPORTED)
+
+    session_progress = known_uuids = last_turns = add_turns = put_turn_vector = _sessions_unsupported
+    fill_turn_backlog = turn_keyword_search = turn_vector_search = turn_exact_search = _sessions_unsupported
+    turns_by_seqs = session_turns = session = sessions = _sessions_unsupported
+
+    def turn_backlog(self, limit: int) -> list[tuple[int, str]]:
+        return []
