@@ -19,7 +19,8 @@ Protocol: one JSON object per line each way.
     {"op": "embed", "texts": [str], "embedding": {model, device, batch_size}}
                                                         -> {"ok": true, "model": ..., "dim": ...,
                                                             "vectors": [base64 float32[dim]]}
-    {"op": "hook", "event": str, "payload": {}, "env": {}} -> {"ok": true, "output": {...} | null}
+    {"op": "hook", "event": str, "payload": {}, "env": {}} -> {"ok": true, "output": {...} | null,
+                                                            "stdout": the hook's output line, or ""}
     {"op": "capture", "event": str, "payload": {}, "env": {}} -> {"ok": true, "queued": true}
         (Stop / PreCompact: the transcript's new part is captured by a worker thread, after the reply)
     {"op": "shutdown"}                                  -> {"ok": true}
@@ -121,7 +122,8 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             with self.stores_lock:  # the open stores' connections serve one request at a time
                 output = handle(str(request.get("event")), request.get("payload") or {}, env,
                                 embedder_for=self.embedder_for, open_memory=self.memory_for)
-            return {"ok": True, "output": output}
+            # The hook prints "stdout" as it is: it need not import json to encode the output.
+            return {"ok": True, "output": output, "stdout": json.dumps(output) if output else ""}
         if op == "capture":
             env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
             self.captures.put((request.get("payload") or {}, env))
