@@ -24,7 +24,8 @@ _EXPORTS = {
     "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine", "backup_store": "engine",
     "backups_of": "engine", "restore_store": "engine",
     "Draft": "records",
-    "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
+    "load_config": "config", "Resolved": "compose", "ResolveCache": "compose", "resolve": "compose",
+    "embedder_from_config": "compose",
     "Embedder": "embedder", "parse_fingerprint": "embedder",
     "Hit": "models", "Memory": "models", "SessionHit": "models", "SessionInfo": "models", "Turn": "models",
     "SESSION_MODES": "models", "RememberResult": "models", "Status": "models", "Order": "models",
@@ -62,7 +63,7 @@ def __getattr__(name: str):
 
 if TYPE_CHECKING:
     from . import render
-    from .compose import Resolved, embedder_from_config, resolve
+    from .compose import ResolveCache, Resolved, embedder_from_config, resolve
     from .config import load_config
     from .db import BROKEN_STORE_ERRORS
     from .health import Check, doctor
