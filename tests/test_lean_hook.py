@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from cairn import data_root
 from cairn.adapters import warm
-from cairn.locations import data_root_dir, user_data_dir
+from cairn.locations import data_root_dir, user_config_dir, user_data_dir
 
 from .test_architecture import HOOK_WARM_PATH_MODULES as WARM_PATH_MODULES
 
@@ -42,6 +42,17 @@ def test_the_user_data_folder_is_platformdirs_answer(monkeypatch, xdg, home):
     assert user_data_dir() == expected
     assert data_root_dir() == expected
     assert data_root() == Path(expected)
+
+
+@pytest.mark.parametrize("xdg", [None, "", "relative/config", "/srv/config", "/srv/config/"])
+@pytest.mark.parametrize("home", ["real", "/home/someone", None, "relative-home"])
+def test_the_user_config_folder_is_platformdirs_answer(monkeypatch, xdg, home):
+    for name, value in (("XDG_CONFIG_HOME", xdg), ("HOME", home)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        elif value != "real":
+            monkeypatch.setenv(name, value)
+    assert user_config_dir() == platformdirs.user_config_dir("cairn")
 
 
 @settings(max_examples=60, deadline=None)
@@ -201,3 +212,36 @@ def test_cairn_hook_prints_the_warm_process_answer(stand_in, tmp_path):
                          capture_output=True, text=True, env=env, check=True, timeout=60)
     assert out.returncode == 0
     assert json.loads(out.stdout) == stand_in.reply["output"]
+
+
+def test_sqlite_vec_is_found_where_the_package_says_without_importing_it():
+    import sqlite_vec
+
+    from cairn.db import sqlite_vec_path
+
+    assert sqlite_vec_path() == sqlite_vec.loadable_path()
+
+
+def test_the_keyword_only_hook_answers_without_numpy(project, tmp_path):
+    # The cold path (no warm process): BM25 and the lexical gate need neither numpy nor a model.
+    from cairn import Cairn
+    from cairn.adapters.claude import handle
+
+    with Cairn.open(cwd=project, embedder=None) as memory:
+        made = memory.remember("The billing service deploys with Kamal to our own servers", kind="decision").memory
+    payload = {"session_id": "cold", "prompt": "how does the billing service deploy with Kamal?", "cwd": str(project)}
+    code = ("import sys\n"
+            "from cairn.adapters.hook import run_raw\n"
+            "print(run_raw('UserPromptSubmit', sys.stdin.read()))\n"
+            "print(' '.join(m for m in ('numpy', 'sqlite_vec', 'platformdirs') if m in sys.modules))\n")
+    env = {**os.environ, "PYTHONPATH": str(ENGINE), "CLAUDE_PROJECT_DIR": str(project), "CAIRN_NO_WARM": "1",
+           "XDG_RUNTIME_DIR": str(tmp_path / "no-warm-process")}
+    out = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(payload), capture_output=True,
+                         text=True, env=env, check=True, timeout=120)
+    printed, heavy = (out.stdout.splitlines() + [""])[:2]
+    assert made.id in printed
+    expected = handle("UserPromptSubmit", {**payload, "session_id": "cold-in-process"},
+                      {"CLAUDE_PROJECT_DIR": str(project)}, embedder=None)
+    assert json.loads(printed)["hookSpecificOutput"]["additionalContext"] == (
+        expected["hookSpecificOutput"]["additionalContext"])
+    assert heavy == ""

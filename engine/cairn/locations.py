@@ -35,6 +35,25 @@ def user_data_dir() -> str:
     return platformdirs.user_data_dir(APP)
 
 
+def user_config_dir() -> str:
+    """platformdirs.user_config_dir("cairn"): `$XDG_CONFIG_HOME/cairn` when that is an absolute path,
+    else `~/.config/cairn` on Linux and `~/Library/Application Support/cairn` on macOS; elsewhere
+    (or with a relative HOME) platformdirs itself answers."""
+    home = os.environ.get("HOME")
+    android = hasattr(sys, "getandroidapilevel") or os.environ.get("ANDROID_DATA")
+    if sys.platform in ("linux", "darwin") and not android and (home is None or home.startswith("/")):
+        xdg = os.environ.get("XDG_CONFIG_HOME", "")
+        if xdg.startswith("/"):
+            return os.path.join(xdg, APP)
+        base = "~/.config" if sys.platform == "linux" else "~/Library/Application Support"
+        expanded = os.path.expanduser(base)
+        if expanded.startswith("/"):
+            return os.path.join(expanded, APP)
+    import platformdirs
+
+    return platformdirs.user_config_dir(APP)
+
+
 def data_root_dir() -> str:
     """$CAIRN_HOME (with ~ expanded), else the user data folder (user_data_dir). Not normalised:
     `paths.data_root()` wraps it in a Path."""
