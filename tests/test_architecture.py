@@ -121,7 +121,8 @@ def test_every_exported_name_resolves():
 
 def test_the_plugin_launchers_go_through_the_adapters():
     root = PACKAGE.parent.parent
-    assert "-m cairn hook" in (root / "hooks" / "cairn-hook").read_text()
+    assert "from cairn.adapters.hook import hook_main; hook_main(sys.argv[1:])" in (
+        root / "hooks" / "cairn-hook").read_text()
     launcher = ast.parse((root / "mcp" / "server.py").read_text())
     imported = {n.module for n in ast.walk(launcher) if isinstance(n, ast.ImportFrom)}
     assert {m for m in imported if m.startswith("cairn")} == {"cairn.adapters.mcp.server"}

@@ -1,4 +1,5 @@
-"""The hook process: `cairn hook EVENT` (hooks/cairn-hook runs `python -P -m cairn hook EVENT`).
+"""The hook process: `cairn hook EVENT` (hooks/cairn-hook runs `hook_main` through `python -P -c`,
+which spares the hook runpy's imports; `python -m cairn hook EVENT` is the same).
 
 Fail open, fast, bounded: exit 0 always, print valid JSON or nothing, never block the prompt.
 1. Ask the warm process (one per user, holding the embedding model) to handle the event with
