@@ -2,9 +2,11 @@
 # $python (the runtime interpreter, empty while it is not installed or out of date).
 # The runtime is ready once bootstrap.py has copied the lock it installed into the venv, and that
 # copy equals this plugin version's lock.
-plugin_root=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
+# No dirname or mkdir processes when they are not needed: a hook runs on every prompt.
+case $0 in */*) launcher_dir=${0%/*} ;; *) launcher_dir=. ;; esac
+plugin_root=$(CDPATH= cd -- "$launcher_dir/.." && pwd)
 data=${CLAUDE_PLUGIN_DATA:-${CAIRN_PLUGIN_DATA:-$HOME/.cairn-plugin}}
-mkdir -p "$data" 2>/dev/null || data=${TMPDIR:-/tmp}
+[ -d "$data" ] || mkdir -p "$data" 2>/dev/null || data=${TMPDIR:-/tmp}
 python=${CAIRN_RUNTIME_PYTHON:-}
 if [ -z "$python" ]; then
   for candidate in "$data/venv/bin/python" "$data/venv/Scripts/python.exe"; do

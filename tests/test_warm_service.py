@@ -3,12 +3,13 @@ replaced memory, steps down for new code, and exits when idle."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
 import pytest
 
-from cairn import Cairn
+from cairn import Cairn, create_store
 from cairn.adapters import warm
 
 from .conftest import WAIT_S, wait_for
@@ -84,3 +85,32 @@ def test_a_store_deleted_or_replaced_under_it_is_reopened_not_served_from_the_ol
     os.replace(restored, path)
     context = ask(project, "How do production deploys work here?")
     assert "Heroku" in context and "Kamal" not in context
+
+
+def test_a_changed_config_or_cairn_store_counts_at_the_next_prompt(service, project, minilm, monkeypatch):
+    # The warm process keeps each project's store and config resolved (ResolveCache): an edit to
+    # .cairn.yaml or another CAIRN_STORE must still take effect on the very next prompt.
+    def ask_as(session: str, **env) -> str:
+        reply = warm.request({"op": "hook", "event": "UserPromptSubmit", "env": {"CLAUDE_PROJECT_DIR": str(project),
+                                                                                 **env},
+                              "payload": {"prompt": "How do production deploys work here?", "session_id": session}},
+                             timeout=30)
+        assert reply is not None and reply["timings"]["total"] > 0
+        output = reply["output"]
+        assert reply["stdout"] == (json.dumps(output) if output else "")
+        return output["hookSpecificOutput"]["additionalContext"] if output else ""
+
+    with Cairn.open(cwd=project, embedder=minilm) as memory:
+        ours = memory.remember("Production deploys go through Kamal on our own servers", kind="decision").memory
+    assert ours.id in ask_as("a")
+    config = project / ".cairn.yaml"
+    config.write_text("hooks:\n  enabled: false\n")
+    assert ask_as("b") == ""
+    config.write_text("hooks:\n  enabled: true\n")
+    assert ours.id in ask_as("c")
+    create_store("other")
+    with Cairn.open("other", embedder=minilm) as other:
+        theirs = other.remember("Production deploys go through Heroku pipelines", kind="decision").memory
+    context = ask_as("d", CAIRN_STORE="other")
+    assert theirs.id in context and ours.id not in context
+    assert ours.id in ask_as("e")

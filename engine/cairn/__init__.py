@@ -7,13 +7,13 @@
             print(hit.memory.id, hit.score, hit.memory.text)
 
 Names are resolved lazily (PEP 562), so `import cairn.adapters.warm` in a hook costs milliseconds rather
-than the engine's imports.
+than the engine's imports. This module itself imports nothing (not even typing): the hook process's
+warm path goes through it.
 """
 
-from __future__ import annotations
+import sys
 
-import importlib
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
 __version__ = "0.1.0"
 
@@ -24,15 +24,16 @@ _EXPORTS = {
     "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine", "backup_store": "engine",
     "backups_of": "engine", "restore_store": "engine", "migrate_store": "engine",
     "Draft": "records",
-    "load_config": "config", "Resolved": "compose", "resolve": "compose", "embedder_from_config": "compose",
+    "load_config": "config", "Resolved": "compose", "ResolveCache": "compose", "resolve": "compose",
+    "embedder_from_config": "compose",
     "Embedder": "embedder", "parse_fingerprint": "embedder", "required_extra": "embedder",
     "Hit": "models", "Memory": "models", "SessionHit": "models", "SessionInfo": "models", "Turn": "models",
     "SESSION_MODES": "models", "RememberResult": "models", "Status": "models", "Order": "models",
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
     "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
     "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "db",
-    "GLOBAL_STORE": "paths", "data_root": "paths", "ensure_data_root": "paths", "private_dir": "paths",
-    "private_file": "paths", "write_private": "paths",
+    "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "ensure_data_root": "paths",
+    "private_dir": "paths", "private_file": "paths", "write_private": "paths",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
     "Verdict": "review", "review_candidates": "review", "review_decide": "review",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
@@ -46,21 +47,27 @@ _MODULES = ("render",)  # public modules, used whole: `from cairn import render`
 __all__ = sorted([*_EXPORTS, *_MODULES])
 
 
-def __getattr__(name: str) -> Any:
+def _module(name: str):
+    __import__(f"{__name__}.{name}")  # not importlib: the hook's warm path does not import it
+    return sys.modules[f"{__name__}.{name}"]
+
+
+def __getattr__(name: str):
     if name in _MODULES:
-        return importlib.import_module(f".{name}", __name__)
+        return _module(name)
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'cairn' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+    return getattr(_module(module), name)
 
 
 if TYPE_CHECKING:
     from . import render
-    from .compose import Resolved, embedder_from_config, resolve
+    from .compose import ResolveCache, Resolved, embedder_from_config, resolve
     from .config import load_config
     from .db import BROKEN_STORE_ERRORS
     from .health import Check, doctor
+    from .locations import data_root_dir
     from .context import cited_ids, is_trivial, prompt_context, session_brief
     from .embedder import Embedder, parse_fingerprint, required_extra
     from .engine import (

@@ -1,6 +1,6 @@
 """`python -m cairn ...`: the `cairn` command line.
 
-`python -m cairn hook EVENT` (what hooks/cairn-hook runs) goes straight to the hook, without
+`python -m cairn hook EVENT` (what hooks/cairn-hook runs, by `python -c`) goes straight to the hook, without
 importing click or the rest of the CLI: a hook's time budget is milliseconds.
 """
 

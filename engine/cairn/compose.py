@@ -9,11 +9,14 @@ is built from settings.
 
 from __future__ import annotations
 
+import copy
+import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import load_config
+from .config import PROJECT_FILE, load_config, user_config_path
 from .paths import StoreChoice, choose_store
 
 if TYPE_CHECKING:
@@ -36,6 +39,82 @@ def resolve(store: str | None = None, *, cwd: Path | None = None, env: dict[str,
     Raises InvalidStoreName, ConfigError."""
     choice = choose_store(store, cwd=cwd, env=env)
     return Resolved(choice, config if config is not None else load_config(choice.project_root, env=env))
+
+
+class ResolveCache:
+    """`resolve` for a long-lived process (the warm process answers every prompt): the first answer
+    for a (store, working directory, $CAIRN_STORE, $CAIRN_CONFIG) is kept with everything it was
+    derived from, and given again while none of that changed:
+    - the working directory's real path, and each `.git` from it up to the filesystem root (absent,
+      or which folder or file it is, and a .git file's content): `git rev-parse` answers from those;
+    - the content of the user config file and of the project's `.cairn.yaml` (read each time: a few
+      microseconds for a small file, while parsing and validating it costs milliseconds).
+    So a new or edited config, a `git init` or a changed CAIRN_STORE take effect on the very next
+    call. Thread-safe. Raises what `resolve` raises (nothing is kept then)."""
+
+    def __init__(self, max_entries: int = 256):
+        self.max_entries = max_entries
+        self._entries: dict[tuple, tuple[tuple, Resolved]] = {}
+        self._lock = threading.Lock()
+
+    def resolve(self, store: str | None = None, *, cwd: Path | None = None, env: dict[str, str] | None = None,
+                config: dict[str, Any] | None = None) -> Resolved:
+        """As `resolve`; the config given back is the caller's own copy."""
+        if config is not None:
+            return resolve(store, cwd=cwd, env=env, config=config)
+        env = dict(os.environ if env is None else env)
+        cwd = Path.cwd() if cwd is None else Path(cwd)
+        key = (store, str(cwd), env.get("CAIRN_STORE") or None, env.get("CAIRN_CONFIG") or None)
+        git = None if store is not None or env.get("CAIRN_STORE") else _git_stamp(cwd)
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is not None and entry[0] == (git, *_config_stamp(entry[1].choice, env)):
+            return Resolved(entry[1].choice, copy.deepcopy(entry[1].config))
+        # Each stamp is taken before what it stands for is read: a change in between makes the
+        # next call's stamp differ, so it is resolved again rather than served stale.
+        choice = choose_store(store, cwd=cwd, env=env)
+        stamp = (git, *_config_stamp(choice, env))
+        resolved = Resolved(choice, load_config(choice.project_root, env=env))
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = (stamp, resolved)
+            while len(self._entries) > self.max_entries:
+                del self._entries[next(iter(self._entries))]
+        return Resolved(choice, copy.deepcopy(resolved.config))
+
+
+def _read_bytes(path: str | Path) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:  # missing, a folder, unreadable: load_config decides what that means
+        return None
+
+
+def _config_stamp(choice: StoreChoice, env: dict[str, str]) -> tuple[bytes | None, bytes | None]:
+    user = _read_bytes(user_config_path(env))
+    project = None if choice.project_root is None else _read_bytes(choice.project_root / PROJECT_FILE)
+    return user, project
+
+
+def _git_stamp(cwd: Path) -> tuple:
+    """What `git rev-parse --show-toplevel` in `cwd` depends on in the file system: the real path,
+    and each ancestor's `.git` (absent; a folder, by inode; a file, by inode and content)."""
+    here = os.path.realpath(cwd)
+    out: list[Any] = [here]
+    while True:
+        dot_git = os.path.join(here, ".git")
+        try:
+            info = os.stat(dot_git)
+        except OSError:
+            out.append(None)
+        else:
+            is_dir = os.path.isdir(dot_git)
+            out.append((info.st_dev, info.st_ino, is_dir, None if is_dir else _read_bytes(dot_git)))
+        parent = os.path.dirname(here)
+        if parent == here:
+            return tuple(out)
+        here = parent
 
 
 def embedder_from_config(config: dict[str, Any], *, threads: int | None = None) -> Embedder | None:

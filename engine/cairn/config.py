@@ -2,7 +2,7 @@
 
 Files, later ones overriding earlier ones key by key:
 1. user: `$CAIRN_CONFIG` (which must exist), else `config.yaml` in the platform's user config folder
-   (platformdirs);
+   (platformdirs' answer, computed without importing it: locations.py);
 2. project: `.cairn.yaml` at the project root.
 An unknown key or a wrong type is a ConfigError naming the key and the file.
 """
@@ -15,10 +15,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from .embedder import BACKENDS
 from .errors import ConfigError
+from .locations import user_config_dir
 
 DEFAULTS: dict[str, Any] = {
     "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "backend": "auto", "device": "cpu",
@@ -105,7 +104,7 @@ def user_config_path(env: Mapping[str, str] | None = None) -> Path:
     must not silently mean "no settings" (an empty file is a valid config with none)."""
     explicit = (os.environ if env is None else env).get("CAIRN_CONFIG")
     if not explicit:
-        return Path(platformdirs.user_config_dir("cairn")) / "config.yaml"
+        return Path(user_config_dir()) / "config.yaml"
     path = Path(explicit)
     if not path.exists():
         raise ConfigError(f"CAIRN_CONFIG names {path}, which does not exist")

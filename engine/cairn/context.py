@@ -168,9 +168,17 @@ def stems(text: str) -> set[str]:
 @lru_cache(maxsize=4096)
 def _stem_text(text: str) -> frozenset[str]:
     # Memories recur across prompts in the warm process; the pure-Python stemmer costs ~1 ms a text.
+    return frozenset(_stem_word(word) for word in content_words(text))
+
+
+@lru_cache(maxsize=65536)
+def _stem_word(word: str) -> str:
+    # Memories are many and varied but their words are few: cached per word, a text seen for the
+    # first time is stemmed from the cache too (measured: stemming was half of a warm prompt's
+    # recall at 10,000 memories). A stemmer per call: the stemmer keeps state while it works.
     import snowballstemmer
 
-    return frozenset(snowballstemmer.stemmer("english").stemWords(content_words(text)))
+    return snowballstemmer.stemmer("english").stemWord(word)
 
 
 def shares_enough(prompt_stems: set[str], memory_text: str, minimum: int) -> bool:

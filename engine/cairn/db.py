@@ -45,13 +45,23 @@ OperationalError = sqlite.OperationalError
 BROKEN_STORE_ERRORS = (StoreError, DatabaseError)
 
 
+def sqlite_vec_path() -> str:
+    """sqlite_vec.loadable_path(), found without importing sqlite_vec: its __init__ imports numpy
+    (about 100 ms), which a keyword-only hook process never needs. Raises ImportError."""
+    from importlib.util import find_spec
+
+    spec = find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the sqlite-vec package is not installed")
+    return os.path.normpath(os.path.join(list(spec.submodule_search_locations)[0], "vec0"))
+
+
 def load_sqlite_vec(conn: Connection) -> str | None:
     """Load the sqlite-vec extension into `conn`. Returns None on success, else why it failed."""
     try:
-        import sqlite_vec
-
+        path = sqlite_vec_path()
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(path)
         conn.enable_load_extension(False)
         return None
     except Exception as exc:  # AttributeError on bindings without enable_load_extension, too

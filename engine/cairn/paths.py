@@ -18,9 +18,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from .errors import InvalidStoreName, UnsafeDataRoot
+from .locations import data_root_dir
 
 GLOBAL_STORE = "global"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -28,9 +27,8 @@ _SLUG_UNSAFE = re.compile(r"[^a-z0-9]+")
 
 
 def data_root() -> Path:
-    """$CAIRN_HOME, else the platform's user data folder (e.g. ~/.local/share/cairn)."""
-    explicit = os.environ.get("CAIRN_HOME")
-    return Path(explicit).expanduser() if explicit else Path(platformdirs.user_data_dir("cairn"))
+    """$CAIRN_HOME, else the platform's user data folder (e.g. ~/.local/share/cairn; locations.py)."""
+    return Path(data_root_dir())
 
 
 def stores_dir() -> Path:

@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,7 +99,9 @@ def _digest(text: str) -> str:
 
 def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder | None = None,
            embedder_for: Callable[[dict[str, Any]], Embedder | None] | None = None,
-           open_memory: Callable[[Resolved, Embedder | None], Cairn] | None = None) -> dict[str, Any] | None:
+           open_memory: Callable[[Resolved, Embedder | None], Cairn] | None = None,
+           resolver: Callable[..., Resolved] = resolve,
+           timings: dict[str, float] | None = None) -> dict[str, Any] | None:
     """The hook's JSON output for `event`, or None to inject nothing.
 
     payload: the hook's stdin JSON. env: the hook's environment (CLAUDE_PROJECT_DIR, CAIRN_STORE,
@@ -106,15 +109,19 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
     embedder_for(config): instead, the loaded embedder for this project's config, or None (the warm
     process, which may hold several models). open_memory(resolved, embedder): an opener that may
     reuse open stores (the warm process keeps them open);
-    by default each call opens and closes the store. The store and config are resolved once here.
+    by default each call opens and closes the store. The store and config are resolved once here,
+    by `resolver` (cairn.resolve's signature; the warm process passes a ResolveCache's). timings:
+    filled with the milliseconds each step took (resolve, open, embed, recall), when given.
     Raises whatever the engine raises; the caller fails open.
     """
     from cairn import Cairn
 
+    clock = _Clock(timings)
     session_id = str(payload.get("session_id") or "")
-    resolved = resolve(None, cwd=_project_dir(payload, env), env=env)
+    resolved = resolver(None, cwd=_project_dir(payload, env), env=env)
     choice, config = resolved.choice, resolved.config
     reason = _disabled(choice.project_root, config, env, session_id)
+    clock.lap("resolve")
     if reason:
         log.info("%s: nothing injected (%s)", event, reason)
         return None
@@ -129,10 +136,13 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         embedder = embedder_for(config)
     try:
         if open_memory is not None:
-            text = _respond(open_memory(resolved, embedder), event, payload, config, embedder)
+            memory = open_memory(resolved, embedder)
+            clock.lap("open")
+            text = _respond(memory, event, payload, config, embedder, clock)
         else:
             with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
-                text = _respond(memory, event, payload, config, embedder)
+                clock.lap("open")
+                text = _respond(memory, event, payload, config, embedder, clock)
     except BROKEN_STORE_ERRORS as exc:
         # A broken store costs nothing on the healthy path: only a failure gets here. The session
         # start says so once, in one line; a prompt fails open silently (the caller logs it).
@@ -167,10 +177,25 @@ def _runtime_notice(config: dict[str, Any], env: dict[str, str]) -> str | None:
     return f"Cairn: embedding model {emb['model']} needs {extra}: {status} Until then memory is keyword-only."
 
 
+class _Clock:
+    """Milliseconds per step into `timings` (a no-op without one)."""
+
+    def __init__(self, timings: dict[str, float] | None):
+        self.timings, self.last = timings, time.perf_counter()
+
+    def lap(self, step: str) -> None:
+        if self.timings is not None:
+            now = time.perf_counter()
+            self.timings[step] = self.timings.get(step, 0.0) + 1000 * (now - self.last)
+            self.last = now
+
+
 def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[str, Any],
-             embedder: Embedder | None) -> str | None:
+             embedder: Embedder | None, clock: _Clock | None = None) -> str | None:
+    clock = clock or _Clock(None)
     hooks = config["hooks"]
     state = SessionState(str(payload.get("session_id") or ""))
+    clock.lap("session state")
     if event == SESSION_START:
         source = payload.get("source", "startup")
         budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
@@ -192,13 +217,16 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         if embedder is not None:
             vectors = memory.embed([prompt[:2000]], query=True)
             vector = None if vectors is None else vectors[0]
+        clock.lap("embed")
         # A memory already in the session's context (the brief, an earlier prompt) is not injected
         # again; a changed fact has a new id, so it is.
         text = prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"],
                               query_vector=vector, exclude=frozenset(state.injected))
+        clock.lap("recall")
         if text:
             state.injected += cited_ids(text)
             state.save()
+            clock.lap("session state")
         return text
     return None
 

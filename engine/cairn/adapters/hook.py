@@ -1,17 +1,17 @@
-"""The hook process: `cairn hook EVENT` (hooks/cairn-hook runs `python -P -m cairn hook EVENT`).
+"""The hook process: `cairn hook EVENT` (hooks/cairn-hook runs `hook_main` through `python -P -c`,
+which spares the hook runpy's imports; `python -m cairn hook EVENT` is the same).
 
 Fail open, fast, bounded: exit 0 always, print valid JSON or nothing, never block the prompt.
 1. Ask the warm process (one per user, holding the embedding model) to handle the event with
    hybrid recall. It answers in tens of milliseconds.
 2. If it is not there or not ready, start it in the background and answer keyword-only here
    (claude.handle, imported only then).
-This module imports only the standard library and the warm client until step 2: the hook's budget
-is milliseconds, and sentence-transformers is never imported here.
+Until step 2 this module imports only os, sys, time and the warm client (which adds the C halves of
+socket and json): the hook's budget is milliseconds, so the hook's stdin is forwarded undecoded and
+the warm process's reply carries the hook's output ready to print. sentence-transformers is never
+imported here. tests/test_architecture.py holds the warm path to that list of modules.
 """
 
-from __future__ import annotations
-
-import json
 import os
 import sys
 import time
@@ -44,6 +44,7 @@ def capture(event: str, payload: dict) -> None:
 def spawn_capture(payload: dict) -> None:
     """Run the capture in a detached process (its own session: it outlives the hook and Claude Code's
     teardown), the payload on its stdin."""
+    import json
     import subprocess
 
     from cairn import data_root
@@ -74,26 +75,47 @@ def capture_now(payload: dict) -> None:
     capture_transcript(payload, env, embedder_for=embedder_for)
 
 
-def run(event: str, payload: dict) -> dict | None:
-    """Through the warm process if it answers in time, else keyword-only in this process."""
+def run(event: str, payload: dict, *, warm_asked: bool = False) -> dict | None:
+    """Through the warm process if it answers in time, else keyword-only in this process.
+    warm_asked: the warm process was already asked (run_raw) and did not answer."""
     from . import warm
 
     if event in CAPTURE_EVENTS:
         return capture(event, payload)
     if event == "capture-now":
         return capture_now(payload)
-    if event not in ("SessionStart", "UserPromptSubmit"):
+    if event not in WARM_TIMEOUT_S:
         return None  # SessionEnd and any other event: nothing heavy, nothing at all
     env = {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ}
-    reply = warm.request({"op": "hook", "event": event, "payload": payload, "env": env},
-                         timeout=WARM_TIMEOUT_S.get(event, 1.0))
-    if reply is not None:
-        return reply.get("output")
+    if not warm_asked:
+        reply = warm.request({"op": "hook", "event": event, "payload": payload, "env": env},
+                             timeout=WARM_TIMEOUT_S[event])
+        if reply is not None:
+            return reply.get("output")
     if os.environ.get("CAIRN_NO_WARM") != "1":
         warm.spawn()
     from .claude import handle
 
     return handle(event, payload, env, embedder=None)
+
+
+def run_raw(event: str, raw: str) -> str | None:
+    """The hook's stdout line for `event` with stdin `raw`, or None to print nothing. The warm path
+    (SessionStart, UserPromptSubmit with a warm process up) decodes and encodes no JSON here."""
+    asked = False
+    if event in WARM_TIMEOUT_S and raw.strip().startswith("{"):
+        from . import warm
+
+        env = {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ}
+        reply = warm.hook_request(event, raw, env, timeout=WARM_TIMEOUT_S[event])
+        if reply is not None:
+            return reply.get("stdout") or None
+        asked = True
+    import json
+
+    payload = json.loads(raw) if raw.strip() else {}
+    output = run(event, payload if isinstance(payload, dict) else {}, warm_asked=asked)
+    return json.dumps(output) if output else None
 
 
 def pause(args: list[str]) -> None:
@@ -116,11 +138,9 @@ def hook_main(argv: list[str]) -> None:
         if event == "pause":
             pause(argv[1:])
         else:
-            raw = sys.stdin.buffer.read().decode("utf-8", "replace")
-            payload = json.loads(raw) if raw.strip() else {}
-            output = run(event, payload if isinstance(payload, dict) else {})
-            if output:
-                sys.stdout.write(json.dumps(output) + "\n")
+            line = run_raw(event, sys.stdin.buffer.read().decode("utf-8", "replace"))
+            if line:
+                sys.stdout.write(line + "\n")
     except BaseException as exc:  # noqa: BLE001 - the contract is to fail open, whatever happened
         _log_failure(event, exc)
     finally:

