@@ -31,7 +31,8 @@ from .paths import GLOBAL_STORE, StoreChoice, backups_dir, private_dir, store_pa
 from .ranking import RankingConfig, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .privacy import scrub_many
-from .sessions import TurnDraft, choose_mode, fuse, parse_lines, read_locomo, title_of, turn_key
+from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, fuse, parse_lines, read_locomo,
+                       session_keys, title_of)
 from .store import Filters, Store
 from .supersede import SIMILARITY_THRESHOLD, classify
 from .text import fts_query
@@ -740,22 +741,14 @@ class Cairn:
             private += clean.private_spans
             if clean.text.strip():
                 kept.append(replace(d, text=clean.text.strip()))
-        previous = store.last_turns(session_id, 1) if kept else []
-        texts = [t.text for t in previous] + [d.text for d in kept]
-        offset = len(previous)
-        keyed = []
-        for i, d in enumerate(kept):
-            j = i + offset
-            before = texts[j - 1] if j > 0 else None
-            after = texts[j + 1] if j + 1 < len(texts) else None
-            keyed.append({**asdict(d), "key": turn_key(d, before, after)})
-        rekey = {}
-        if previous and kept:  # the stored last turn now has a turn after it
-            prev = previous[0]
-            earlier = store.last_turns(session_id, 2)
-            rekey[prev.uuid] = turn_key(TurnDraft(uuid=prev.uuid, role=prev.role, text=prev.text, at=prev.at,
-                                                  speaker=prev.speaker),
-                                        earlier[0].text if len(earlier) == 2 else None, kept[0].text)
+        # A key names the NEIGHBOURS turns on each side: the stored last NEIGHBOURS turns get new keys
+        # now that turns follow them, and those need the NEIGHBOURS turns before them in turn.
+        previous = [TurnDraft(uuid=t.uuid, role=t.role, text=t.text, at=t.at, speaker=t.speaker)
+                    for t in store.last_turns(session_id, 2 * NEIGHBOURS)] if kept else []
+        context = previous + kept
+        keys = session_keys(context, max(0, len(previous) - NEIGHBOURS))
+        rekey = {t.uuid: key for t, key in zip(previous[-NEIGHBOURS:], keys)}
+        keyed = [{**asdict(d), "key": key} for d, key in zip(kept, keys[len(rekey):])]
         vectors = self.embed([_embed_text(d) for d in kept]) if kept and store.turn_index is not None else None
         for i, row in enumerate(keyed):
             row["vector"] = None if vectors is None else vectors[i]
@@ -864,8 +857,9 @@ class Cairn:
                         ) -> list[SessionHit]:
         """Captured turns for `query`, best first, each with its context window.
 
-        mode: "keyword" (BM25 over the turn and its index key: speaker, date, neighbouring turns),
-        "semantic" (vector cosine), "hybrid" (both, Reciprocal Rank Fusion), "exact" (the turns that
+        mode: "keyword" (BM25 over the turn and, at half weight, its index key: speaker, date, two
+        turns before and after), "semantic" (vector cosine of the turn), "hybrid" (both, Reciprocal
+        Rank Fusion weighted towards keyword: sessions.FUSION_WEIGHTS), "exact" (the turns that
         contain the query as a substring, ASCII case-insensitive, newest first), or "auto": exact for
         a quoted string or an identifier-like token (a path, snake_case, an error code), else
         hybrid; an exact search that finds nothing falls back to hybrid. k (default config
@@ -897,7 +891,8 @@ class Cairn:
             lists: dict[str, list[tuple[int, float]]] = {}
             if mode in ("keyword", "hybrid"):
                 match = fts_query(query)
-                lists["bm25"] = store.turn_keyword_search(match, depth, **bounds) if match else []
+                lists["bm25"] = (store.turn_keyword_search(match, depth, key_weight=KEY_WEIGHT, **bounds)
+                                  if match else [])
             if mode in ("semantic", "hybrid"):
                 if query_vector is None:
                     vectors = self.embed([query], query=True)
@@ -905,7 +900,7 @@ class Cairn:
                 if query_vector is not None:
                     self._claim_space(store, record=False)
                     lists["vector"] = store.turn_vector_search(query_vector, depth, **bounds)
-            ranked = fuse(lists, {"bm25": 1.0, "vector": 1.0})[:k]
+            ranked = fuse(lists, FUSION_WEIGHTS)[:k]
         turns = store.turns_by_seqs([s for s, _, _ in ranked])
         hits = []
         for seq, score, reasons in ranked:
