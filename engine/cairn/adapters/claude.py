@@ -7,11 +7,12 @@ missing store: a project with no memories gets nothing injected.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -176,6 +177,25 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
     return None
 
 
+@contextlib.contextmanager
+def _capture_lock(session_id: str) -> Iterator[None]:
+    """One capture of a session at a time (an exclusive lock on a file per session, waited for):
+    Stop hooks fired while a long capture runs then read only what it left, instead of each
+    scrubbing and embedding the same turns again (they would be dropped as duplicates)."""
+    try:
+        import fcntl
+    except ImportError:  # not Unix: the uuids still keep captures idempotent
+        yield
+        return
+    folder = private_dir(data_root() / "capture-locks")
+    with open(private_file(folder / f"{_digest(session_id)}.lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder | None = None,
             embedder_for: Callable[[dict[str, Any]], Embedder | None] | None = None) -> dict[str, Any] | None:
     """Capture the part of the session's transcript (payload `transcript_path`) not read yet into the
@@ -199,7 +219,7 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
         return None
     if embedder_for is not None:
         embedder = embedder_for(config)
-    with Cairn.open(resolved=resolved, embedder=embedder) as memory:
+    with _capture_lock(session_id), Cairn.open(resolved=resolved, embedder=embedder) as memory:
         done = memory.ingest_transcript(path, session_id=session_id)
         if embedder is not None:
             while memory.flush_turn_backlog(256):
