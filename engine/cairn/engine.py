@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .compose import Resolved, embedder_from_config, resolve
+from .context import cited_ids
 from .db import DatabaseError
 from .embedder import Embedder, compatible, parse_fingerprint
 from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
@@ -715,8 +716,34 @@ class Cairn:
             vector_backend=store.vector_index.name if store.vector_index else None,
             embedding_model=model, store_embedding_model=store.get_meta("embedding_model"), model_loaded=loaded,
             keyword_only=bool(reasons) or self.embedder is None, keyword_only_reason="; ".join(reasons) or None,
-            sessions=store.session_totals(),
+            sessions=store.session_totals(), usage=store.usage_totals(),
         )
+
+    # -- memory usage ----------------------------------------------------------------------------------
+    def record_injected(self, memory_ids: Iterable[str], *, at: int | None = None) -> int:
+        """Count one injection into a session's context (a hook's brief or per-prompt context) for
+        each memory id (the project and the global store). at: epoch ms, default now. Ids of no
+        memory are ignored. Returns how many were counted."""
+        return self._record_usage(memory_ids, "injected", at)
+
+    def record_cited(self, memory_ids: Iterable[str], *, at: int | None = None) -> int:
+        """Count one citation ([mem:ID] in the assistant's reply) for each memory id, as
+        record_injected. Returns how many were counted."""
+        return self._record_usage(memory_ids, "cited", at)
+
+    def _record_usage(self, memory_ids: Iterable[str], column: str, at: int | None) -> int:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return 0
+        when = now_ms() if at is None else int(at)
+        return sum(store.record_usage(ids, column=column, at=when) for store in self._stores("all"))
+
+    def usage(self, memory_id: str) -> dict[str, int | None]:
+        """How a memory was used: {"injected", "cited" (counts), "last_injected_at", "last_cited_at"
+        (epoch ms or None)}; zeros for a memory never injected. Raises MemoryNotFound."""
+        store = self._store_holding(memory_id)
+        return store.usage([memory_id]).get(memory_id) or {"injected": 0, "cited": 0, "last_injected_at": None,
+                                                            "last_cited_at": None}
 
     # -- captured sessions ----------------------------------------------------------------------------
     def add_session_turns(self, session_id: str, drafts: list[TurnDraft], *, source: str,
@@ -725,7 +752,8 @@ class Cairn:
                           trailing_meta: dict[str, list[str]] | None = None) -> dict[str, Any]:
         """Scrub (privacy.scrub: `<private>` spans, secrets), index, embed and store turns of a
         session, after those it holds; a turn whose uuid it already holds is skipped (idempotent).
-        Returns {"turns_added", "redactions": {type: n}, "private_spans"}."""
+        Returns {"turns_added", "redactions": {type: n}, "private_spans", "cited": the memory ids the
+        added assistant turns cite as [mem:ID], in order}."""
         store = self.store
         known = store.known_uuids(session_id, [d.uuid for d in drafts])
         fresh, seen = [], set(known)
@@ -759,7 +787,8 @@ class Cairn:
             session_id, source=source, transcript_path=transcript_path, title=title, turns=keyed,
             read_bytes=read_bytes, last_uuid=last_uuid, skipped=dict(skipped or {}), redactions=dict(redactions),
             private_spans=private, trailing_meta=trailing_meta or {}, rekey=rekey)
-        return {"turns_added": len(added), "redactions": dict(redactions), "private_spans": private}
+        cited = list(dict.fromkeys(i for d in kept if d.role == "assistant" for i in cited_ids(d.text)))
+        return {"turns_added": len(added), "redactions": dict(redactions), "private_spans": private, "cited": cited}
 
     def ingest_transcript(self, path: str | Path, *, session_id: str | None = None,
                           source: str = "claude-code") -> dict[str, Any]:
@@ -768,14 +797,15 @@ class Cairn:
         written is read next time). Idempotent: turns are keyed by (session id, message uuid).
         session_id defaults to the file's stem. Bad lines are skipped and counted, never raised.
         Returns {"session_id", "turns_added", "skipped": {reason: n}, "redactions": {type: n},
-        "private_spans", "read_bytes"}. Raises InvalidInput when the file cannot be read."""
+        "private_spans", "read_bytes", "cited": memory ids the new assistant turns cite as [mem:ID]}.
+        Raises InvalidInput when the file cannot be read."""
         path = Path(path)
         session_id = session_id or path.stem
         known_path, offset, _ = self.store.session_progress(session_id)
         if known_path is not None and known_path != str(path):
             offset = 0  # another file for this session: read it whole (uuids keep it idempotent)
         totals: dict[str, Any] = {"session_id": session_id, "turns_added": 0, "skipped": Counter(),
-                                  "redactions": Counter(), "private_spans": 0}
+                                  "redactions": Counter(), "private_spans": 0, "cited": []}
         try:
             handle = open(path, "rb")
         except OSError as exc:
@@ -809,6 +839,7 @@ class Cairn:
                 totals["skipped"].update(parsed.skipped)
                 totals["redactions"].update(done["redactions"])
                 totals["private_spans"] += done["private_spans"]
+                totals["cited"] += [i for i in done["cited"] if i not in totals["cited"]]
         totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]), read_bytes=offset)
         return totals
 

@@ -157,6 +157,7 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
             state.injected = cited_ids(text)
         state.brief = _digest(text) if text else None
         state.save()
+        _record_injected(memory, text)
         return text
     if event == USER_PROMPT_SUBMIT:
         prompt = str(payload.get("prompt") or "")
@@ -173,8 +174,20 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         if text:
             state.injected += cited_ids(text)
             state.save()
+            _record_injected(memory, text)
         return text
     return None
+
+
+def _record_injected(memory: Cairn, text: str | None) -> None:
+    """Count the memories a hook just injected (usage: injected). A store that cannot be written
+    to (busy, read-only) costs the count, never the injection."""
+    if not text:
+        return
+    try:
+        memory.record_injected(cited_ids(text))
+    except Exception:  # noqa: BLE001 - usage counts are best effort; the context is what matters
+        log.warning("could not record injected memories", exc_info=True)
 
 
 @contextlib.contextmanager
@@ -201,8 +214,10 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
     """Capture the part of the session's transcript (payload `transcript_path`) not read yet into the
     project's store (Cairn.ingest_transcript), then embed turns still waiting for a vector. Nothing
     when capture is off: the per-session pause, CAIRN_PAUSE, the project's .cairn-disable,
-    hooks.enabled or sessions.capture false. Returns the ingestion's counts, or None when nothing
-    was done. The log gets counts, never text. Raises whatever the engine raises; the caller fails open."""
+    hooks.enabled or sessions.capture false. Memories this session's hooks injected and the new
+    assistant turns cite as [mem:ID] are counted as cited (Cairn.record_cited). Returns the
+    ingestion's counts, or None when nothing was done. The log gets counts, never text. Raises
+    whatever the engine raises; the caller fails open."""
     from cairn import Cairn
 
     session_id = str(payload.get("session_id") or "")
@@ -221,11 +236,14 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
         embedder = embedder_for(config)
     with _capture_lock(session_id), Cairn.open(resolved=resolved, embedder=embedder) as memory:
         done = memory.ingest_transcript(path, session_id=session_id)
+        # Which memories injected into this session the assistant then cited in the turns just read.
+        injected = set(SessionState(session_id).injected)
+        cited = memory.record_cited([i for i in done["cited"] if i in injected]) if injected else 0
         if embedder is not None:
             while memory.flush_turn_backlog(256):
                 pass
-    log.info("capture %s: %d turns added, skipped %s, redacted %s, %d private spans", session_id,
-             done["turns_added"], done["skipped"], done["redactions"], done["private_spans"])
+    log.info("capture %s: %d turns added, skipped %s, redacted %s, %d private spans, %d injected memories cited",
+             session_id, done["turns_added"], done["skipped"], done["redactions"], done["private_spans"], cited)
     return done
 
 
