@@ -9,6 +9,8 @@ gets its own session whose transcript starts with --turns turns; every run first
 whole transcript and the later ones are timed while that capture still runs. Paths:
 - warm: the warm process is up (it queues the capture and replies at once; its worker ingests);
 - no warm process (CAIRN_NO_WARM=1): the hook starts a detached `cairn hook capture-now` process.
+- with --compare-no-fork, warm, no fork (CAIRN_HOOK_NO_FORK=1): the hook process itself reaches
+  the warm process (the handoff before the hook forked).
 Beside them, `python -P -c pass` with the same interpreter: the floor any hook process pays.
 After each path the script waits until every turn is stored (and counts them), so a hook that
 returned early without handing off would show up as missing turns, not as a fast figure.
@@ -106,7 +108,8 @@ def hook_path(label: str, env: dict[str, str], project: Path, work: Path, turns:
         if time.perf_counter() - started > 1800:
             sys.exit(f"{label}: only {have} of {total} turns stored after 30 min; see the data root's logs")
         time.sleep(0.5)
-    print(f"  {label}: all {total} turns stored {time.perf_counter() - started:.0f} s after the last hook")
+    print(f"  {label}: {summary(times)}; all {total} turns stored {time.perf_counter() - started:.0f} s after "
+          "the last hook", flush=True)
     return times
 
 
@@ -136,6 +139,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--compare-no-fork", action="store_true", help="also time the hook without its fork")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="cairn-capture-bench-"))
@@ -152,6 +156,7 @@ def main() -> None:
     from cairn.adapters import warm
 
     baseline = [timed([sys.executable, "-P", "-c", "pass"], env) for _ in range(args.runs)]
+    print(f"python -P -c pass: {summary(baseline)}", flush=True)
     print("no warm process:")
     cold = hook_path("cold", {**env, "CAIRN_NO_WARM": "1"}, project, work, args.turns, args.runs)
     print("warm process up:")
@@ -160,6 +165,8 @@ def main() -> None:
         sys.exit("the warm process did not start; see the data root's logs/service.log")
     try:
         hot = hook_path("warm", env, project, work, args.turns, args.runs)
+        unforked = hook_path("warm-no-fork", {**env, "CAIRN_HOOK_NO_FORK": "1"}, project, work, args.turns,
+                             args.runs) if args.compare_no_fork else None
     finally:
         warm.request({"op": "shutdown"})
     rates = {} if args.skip_throughput else throughput(project, work, args.turns)
@@ -168,6 +175,8 @@ def main() -> None:
     print(f"  python -P -c pass           {summary(baseline)}")
     print(f"  Stop, warm process up       {summary(hot)}")
     print(f"  Stop, no warm process       {summary(cold)}")
+    if unforked:
+        print(f"  Stop, warm, no fork         {summary(unforked)}")
     for label, rate in rates.items():
         print(f"ingestion {label}: {rate:.0f} turns/s")
 

@@ -13,7 +13,11 @@ than the engine's imports.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+
+# typing is not imported at run time: a hook process (Stop) pays for every module it loads.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

@@ -11,7 +11,6 @@ is milliseconds, and sentence-transformers is never imported here.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -58,6 +57,8 @@ def spawn_capture(payload: dict) -> None:
     with open(logs / "capture.log", "ab") as log:
         child = subprocess.Popen([sys.executable, "-P", "-m", "cairn", "hook", "capture-now"], stdin=subprocess.PIPE,
                                  stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, close_fds=True)
+    import json
+
     child.stdin.write(json.dumps(payload).encode())
     child.stdin.close()
 
@@ -134,18 +135,12 @@ def detach() -> bool:
     return False
 
 
-def wants_capture(event: str, payload: dict) -> bool:
-    """Whether a capture event has anything to hand off (checked before forking for it)."""
-    return (event in CAPTURE_EVENTS and not payload.get("stop_hook_active")
-            and bool(payload.get("transcript_path")) and bool(payload.get("session_id")))
-
-
 def hook_main(argv: list[str]) -> None:
     """`cairn hook EVENT` (stdin: the hook's JSON). Exits 0 whatever happens.
 
     Stop and PreCompact only hand the capture off, and even the handoff (reaching the warm
-    process, or starting a capture process) is done by a forked child after this process exits:
-    the hook costs Claude Code one interpreter start and the read of its stdin."""
+    process, or capturing) is done by a forked child while this process exits: the hook costs
+    Claude Code one interpreter start and the read of its stdin."""
     started = time.monotonic()
     event = argv[0] if argv else ""
     child = False
@@ -153,15 +148,19 @@ def hook_main(argv: list[str]) -> None:
         if event == "pause":
             pause(argv[1:])
         else:
-            raw = sys.stdin.buffer.read().decode("utf-8", "replace")
-            payload = json.loads(raw) if raw.strip() else {}
-            payload = payload if isinstance(payload, dict) else {}
-            if wants_capture(event, payload) and os.environ.get("CAIRN_HOOK_NO_FORK") != "1":
+            raw = sys.stdin.buffer.read()
+            # Forked before even the JSON is parsed (json loads re): the parent imports nothing more.
+            # The child decides whether there is anything to capture (capture() checks the payload).
+            if event in CAPTURE_EVENTS and raw.strip() and os.environ.get("CAIRN_HOOK_NO_FORK") != "1":
                 if detach():
                     _timing(event, started)
                     os._exit(0)
                 child = True
-            output = run(event, payload, detached=child)
+            import json
+
+            text = raw.decode("utf-8", "replace")
+            payload = json.loads(text) if text.strip() else {}
+            output = run(event, payload if isinstance(payload, dict) else {}, detached=child)
             if output:
                 sys.stdout.write(json.dumps(output) + "\n")
     except BaseException as exc:  # noqa: BLE001 - the contract is to fail open, whatever happened
