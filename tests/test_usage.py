@@ -1,5 +1,6 @@
-"""Cited-memory tracking: hooks count the memories they inject, the Stop capture counts those the
-assistant then cites as [mem:ID]; `cairn status` and `cairn history` show the counts."""
+"""Cited-memory tracking: hooks note the memories they inject in the session's state, the Stop
+capture counts those injections and the injected memories the assistant then cites as [mem:ID];
+`cairn status` and `cairn history` show the counts."""
 
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ def test_only_the_assistant_citing_an_injected_memory_counts_once_however_often_
         + line("assistant", "a1", [{"type": "text", "text": f"Tag a release: the workflow deploys [mem:{deploy}]. "
                                                              f"Staging is on 8080 [mem:{never_injected}]."}]))
     payload = {"session_id": "s1", "transcript_path": str(transcript), "cwd": str(project)}
+    with Cairn.open(cwd=project, embedder=None) as memory:
+        assert memory.usage(deploy)["injected"] == 0  # a hook never writes to the store; the capture counts
     assert claude.capture(payload, env)["cited"] == [deploy, never_injected]
     assert claude.capture(payload, env)["turns_added"] == 0  # captured again: nothing new, nothing counted
     with Cairn.open(cwd=project, embedder=None) as memory:

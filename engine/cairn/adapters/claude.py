@@ -68,7 +68,9 @@ def _disabled(root: Path | None, config: dict[str, Any], env: dict[str, str], se
 
 class SessionState:
     """What this session's context already holds: the digest of the last brief and the ids of the
-    memories injected since the context was last cleared or compacted. Kept in
+    memories injected since the context was last cleared or compacted; and `uncounted`, the ids
+    injected (once per injection) whose injection the store has not counted yet: the capture at
+    Stop counts them, so a hook never writes to the store. Kept in
     <data root>/sessions/<session id>.json, written atomically; a missing or unreadable file is a
     fresh session."""
 
@@ -76,18 +78,21 @@ class SessionState:
         self.path = (data_root() / "sessions" / f"{paused_marker(session_id).name}.json") if session_id else None
         self.brief: str | None = None
         self.injected: list[str] = []
+        self.uncounted: list[str] = []
         if self.path is not None:
             try:
                 data = json.loads(self.path.read_text())
                 self.brief = data.get("brief")
                 self.injected = [str(i) for i in data.get("injected", [])]
+                self.uncounted = [str(i) for i in data.get("uncounted", [])]
             except (OSError, ValueError, AttributeError):
                 pass
 
     def save(self) -> None:
         if self.path is None:
             return
-        write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:]}).encode())
+        write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:],
+                                             "uncounted": self.uncounted[-2000:]}).encode())
 
 
 def _digest(text: str) -> str:
@@ -156,8 +161,8 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         else:  # startup, clear, compact: the context holds nothing of ours but this brief
             state.injected = cited_ids(text)
         state.brief = _digest(text) if text else None
+        state.uncounted += cited_ids(text)
         state.save()
-        _record_injected(memory, text)
         return text
     if event == USER_PROMPT_SUBMIT:
         prompt = str(payload.get("prompt") or "")
@@ -173,21 +178,30 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
                               query_vector=vector, exclude=frozenset(state.injected))
         if text:
             state.injected += cited_ids(text)
+            state.uncounted += cited_ids(text)
             state.save()
-            _record_injected(memory, text)
         return text
     return None
 
 
-def _record_injected(memory: Cairn, text: str | None) -> None:
-    """Count the memories a hook just injected (usage: injected). A store that cannot be written
-    to (busy, read-only) costs the count, never the injection."""
-    if not text:
-        return
-    try:
-        memory.record_injected(cited_ids(text))
-    except Exception:  # noqa: BLE001 - usage counts are best effort; the context is what matters
-        log.warning("could not record injected memories", exc_info=True)
+def _count_usage(memory: Cairn, session_id: str, cited: list[str]) -> int:
+    """At capture: count the injections this session's hooks made since the last capture, and the
+    citations ([mem:ID] in the new assistant turns) of memories injected into this session.
+    Returns how many citations were counted. The state is re-read just before it is written, and
+    only the ids counted are taken off it, so a hook saving it meanwhile loses nothing but in
+    that narrow window (counts are best effort; the context is what matters)."""
+    state = SessionState(session_id)
+    uncounted = list(state.uncounted)
+    if uncounted:
+        memory.record_injected(uncounted)
+    injected = set(state.injected) | set(uncounted)
+    counted = memory.record_cited([i for i in cited if i in injected]) if cited and injected else 0
+    if uncounted:
+        fresh = SessionState(session_id)
+        fresh.uncounted = fresh.uncounted[len(uncounted):] if fresh.uncounted[:len(uncounted)] == uncounted \
+            else [i for i in fresh.uncounted if i not in set(uncounted)]
+        fresh.save()
+    return counted
 
 
 @contextlib.contextmanager
@@ -214,8 +228,9 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
     """Capture the part of the session's transcript (payload `transcript_path`) not read yet into the
     project's store (Cairn.ingest_transcript), then embed turns still waiting for a vector. Nothing
     when capture is off: the per-session pause, CAIRN_PAUSE, the project's .cairn-disable,
-    hooks.enabled or sessions.capture false. Memories this session's hooks injected and the new
-    assistant turns cite as [mem:ID] are counted as cited (Cairn.record_cited). Returns the
+    hooks.enabled or sessions.capture false. The injections this session's hooks made since the
+    last capture are counted (Cairn.record_injected), and so are the memories injected into this
+    session that the new assistant turns cite as [mem:ID] (Cairn.record_cited). Returns the
     ingestion's counts, or None when nothing was done. The log gets counts, never text. Raises
     whatever the engine raises; the caller fails open."""
     from cairn import Cairn
@@ -236,9 +251,7 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
         embedder = embedder_for(config)
     with _capture_lock(session_id), Cairn.open(resolved=resolved, embedder=embedder) as memory:
         done = memory.ingest_transcript(path, session_id=session_id)
-        # Which memories injected into this session the assistant then cited in the turns just read.
-        injected = set(SessionState(session_id).injected)
-        cited = memory.record_cited([i for i in done["cited"] if i in injected]) if injected else 0
+        cited = _count_usage(memory, session_id, done["cited"])
         if embedder is not None:
             while memory.flush_turn_backlog(256):
                 pass
