@@ -61,6 +61,12 @@ def test_the_stop_hook_returns_at_once_and_a_detached_process_captures(transcrip
         assert memory.read_session("s1")[0].turn_count == 5
 
 
+def test_without_fork_the_hook_process_hands_the_capture_off_itself(transcript, project):
+    out, _ = run_hook("Stop", payload(transcript, project), project, CAIRN_NO_WARM="1", CAIRN_HOOK_NO_FORK="1")
+    assert out.returncode == 0 and out.stdout == ""
+    wait_for(lambda: captured(project) == 5, WAIT_S, "the capture process to store the five turns")
+
+
 def test_stop_hook_active_and_session_end_hand_nothing_off(transcript, project, monkeypatch):
     calls = []
     monkeypatch.setenv("CAIRN_NO_WARM", "1")

@@ -103,6 +103,32 @@ def test_ingestion_is_incremental_and_waits_for_a_line_still_being_written(engin
     assert turns[1].meta["tools"] == ["Read", "Edit"]
 
 
+
+def test_a_turn_is_found_by_the_words_of_the_two_turns_on_each_side_however_it_was_ingested(project, hashing, tmp_path):
+    """Key expansion: a word said in one turn also finds the two turns before and after it, and a
+    session captured one line at a time (a Stop hook per turn) gets the same index as read at once."""
+    texts = ["alpha one", "beta two", "gamma three", "the zebra crossing", "delta four", "epsilon five",
+             "zeta six"]
+    lines = [line("user" if i % 2 == 0 else "assistant", f"m{i}", t, ts=f"2026-03-01T10:00:0{i}Z")
+             for i, t in enumerate(texts)]
+    whole, growing = tmp_path / "whole.jsonl", tmp_path / "growing.jsonl"
+    whole.write_text("".join(lines))
+    found = []
+    for name, path in (("whole", whole), ("growing", growing)):
+        with Cairn.open(name, create=True, embedder=hashing) as memory:
+            if path is growing:
+                for i in range(len(lines)):
+                    path.write_text("".join(lines[: i + 1]))
+                    memory.ingest_transcript(path, session_id="s")
+            else:
+                memory.ingest_transcript(path, session_id="s")
+            hits = memory.search_sessions("zebra", mode="keyword", k=10)
+            found.append([(h.turn.uuid, round(h.score, 9)) for h in hits])
+    assert found[0] == found[1]
+    assert found[0][0][0] == "m3"  # the turn itself first
+    assert {uuid for uuid, _ in found[0]} == {"m1", "m2", "m3", "m4", "m5"}
+
+
 def test_bad_lines_are_skipped_and_counted_and_no_good_line_is_lost(engine, tmp_path):
     good = conversation()
     junk = [

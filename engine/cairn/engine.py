@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .compose import Resolved, embedder_from_config, resolve
+from .context import cited_ids
 from .db import DatabaseError
 from .embedder import Embedder, compatible, parse_fingerprint
 from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
@@ -31,7 +32,8 @@ from .paths import GLOBAL_STORE, StoreChoice, backups_dir, private_dir, store_pa
 from .ranking import RankingConfig, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .privacy import scrub_many
-from .sessions import TurnDraft, choose_mode, fuse, parse_lines, read_locomo, title_of, turn_key
+from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, fuse, parse_lines, read_locomo,
+                       session_keys, title_of)
 from .backends import backend_of, marker_path, open_store, postgres_names, write_marker
 from .config import load_config
 from .store import Filters, Store
@@ -861,8 +863,34 @@ class Cairn:
             vector_backend=store.vector_index.name if store.vector_index else None,
             embedding_model=model, store_embedding_model=store.get_meta("embedding_model"), model_loaded=loaded,
             keyword_only=bool(reasons) or self.embedder is None, keyword_only_reason="; ".join(reasons) or None,
-            sessions=store.session_totals(),
+            sessions=store.session_totals(), usage=store.usage_totals(),
         )
+
+    # -- memory usage ----------------------------------------------------------------------------------
+    def record_injected(self, memory_ids: Iterable[str], *, at: int | None = None) -> int:
+        """Count one injection into a session's context (a hook's brief or per-prompt context) for
+        each memory id (the project and the global store). at: epoch ms, default now. Ids of no
+        memory are ignored. Returns how many were counted."""
+        return self._record_usage(memory_ids, "injected", at)
+
+    def record_cited(self, memory_ids: Iterable[str], *, at: int | None = None) -> int:
+        """Count one citation ([mem:ID] in the assistant's reply) for each memory id, as
+        record_injected. Returns how many were counted."""
+        return self._record_usage(memory_ids, "cited", at)
+
+    def _record_usage(self, memory_ids: Iterable[str], column: str, at: int | None) -> int:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return 0
+        when = now_ms() if at is None else int(at)
+        return sum(store.record_usage(ids, column=column, at=when) for store in self._stores("all"))
+
+    def usage(self, memory_id: str) -> dict[str, int | None]:
+        """How a memory was used: {"injected", "cited" (counts), "last_injected_at", "last_cited_at"
+        (epoch ms or None)}; zeros for a memory never injected. Raises MemoryNotFound."""
+        store = self._store_holding(memory_id)
+        return store.usage([memory_id]).get(memory_id) or {"injected": 0, "cited": 0, "last_injected_at": None,
+                                                            "last_cited_at": None}
 
     # -- captured sessions ----------------------------------------------------------------------------
     def add_session_turns(self, session_id: str, drafts: list[TurnDraft], *, source: str,
@@ -871,7 +899,8 @@ class Cairn:
                           trailing_meta: dict[str, list[str]] | None = None) -> dict[str, Any]:
         """Scrub (privacy.scrub: `<private>` spans, secrets), index, embed and store turns of a
         session, after those it holds; a turn whose uuid it already holds is skipped (idempotent).
-        Returns {"turns_added", "redactions": {type: n}, "private_spans"}."""
+        Returns {"turns_added", "redactions": {type: n}, "private_spans", "cited": the memory ids the
+        added assistant turns cite as [mem:ID], in order}."""
         store = self.store
         known = store.known_uuids(session_id, [d.uuid for d in drafts])
         fresh, seen = [], set(known)
@@ -887,22 +916,14 @@ class Cairn:
             private += clean.private_spans
             if clean.text.strip():
                 kept.append(replace(d, text=clean.text.strip()))
-        previous = store.last_turns(session_id, 1) if kept else []
-        texts = [t.text for t in previous] + [d.text for d in kept]
-        offset = len(previous)
-        keyed = []
-        for i, d in enumerate(kept):
-            j = i + offset
-            before = texts[j - 1] if j > 0 else None
-            after = texts[j + 1] if j + 1 < len(texts) else None
-            keyed.append({**asdict(d), "key": turn_key(d, before, after)})
-        rekey = {}
-        if previous and kept:  # the stored last turn now has a turn after it
-            prev = previous[0]
-            earlier = store.last_turns(session_id, 2)
-            rekey[prev.uuid] = turn_key(TurnDraft(uuid=prev.uuid, role=prev.role, text=prev.text, at=prev.at,
-                                                  speaker=prev.speaker),
-                                        earlier[0].text if len(earlier) == 2 else None, kept[0].text)
+        # A key names the NEIGHBOURS turns on each side: the stored last NEIGHBOURS turns get new keys
+        # now that turns follow them, and those need the NEIGHBOURS turns before them in turn.
+        previous = [TurnDraft(uuid=t.uuid, role=t.role, text=t.text, at=t.at, speaker=t.speaker)
+                    for t in store.last_turns(session_id, 2 * NEIGHBOURS)] if kept else []
+        context = previous + kept
+        keys = session_keys(context, max(0, len(previous) - NEIGHBOURS))
+        rekey = {t.uuid: key for t, key in zip(previous[-NEIGHBOURS:], keys)}
+        keyed = [{**asdict(d), "key": key} for d, key in zip(kept, keys[len(rekey):])]
         vectors = self.embed([_embed_text(d) for d in kept]) if kept and store.turn_index is not None else None
         for i, row in enumerate(keyed):
             row["vector"] = None if vectors is None else vectors[i]
@@ -913,7 +934,8 @@ class Cairn:
             session_id, source=source, transcript_path=transcript_path, title=title, turns=keyed,
             read_bytes=read_bytes, last_uuid=last_uuid, skipped=dict(skipped or {}), redactions=dict(redactions),
             private_spans=private, trailing_meta=trailing_meta or {}, rekey=rekey)
-        return {"turns_added": len(added), "redactions": dict(redactions), "private_spans": private}
+        cited = list(dict.fromkeys(i for d in kept if d.role == "assistant" for i in cited_ids(d.text)))
+        return {"turns_added": len(added), "redactions": dict(redactions), "private_spans": private, "cited": cited}
 
     def ingest_transcript(self, path: str | Path, *, session_id: str | None = None,
                           source: str = "claude-code") -> dict[str, Any]:
@@ -922,14 +944,15 @@ class Cairn:
         written is read next time). Idempotent: turns are keyed by (session id, message uuid).
         session_id defaults to the file's stem. Bad lines are skipped and counted, never raised.
         Returns {"session_id", "turns_added", "skipped": {reason: n}, "redactions": {type: n},
-        "private_spans", "read_bytes"}. Raises InvalidInput when the file cannot be read."""
+        "private_spans", "read_bytes", "cited": memory ids the new assistant turns cite as [mem:ID]}.
+        Raises InvalidInput when the file cannot be read."""
         path = Path(path)
         session_id = session_id or path.stem
         known_path, offset, _ = self.store.session_progress(session_id)
         if known_path is not None and known_path != str(path):
             offset = 0  # another file for this session: read it whole (uuids keep it idempotent)
         totals: dict[str, Any] = {"session_id": session_id, "turns_added": 0, "skipped": Counter(),
-                                  "redactions": Counter(), "private_spans": 0}
+                                  "redactions": Counter(), "private_spans": 0, "cited": []}
         try:
             handle = open(path, "rb")
         except OSError as exc:
@@ -963,6 +986,7 @@ class Cairn:
                 totals["skipped"].update(parsed.skipped)
                 totals["redactions"].update(done["redactions"])
                 totals["private_spans"] += done["private_spans"]
+                totals["cited"] += [i for i in done["cited"] if i not in totals["cited"]]
         totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]), read_bytes=offset)
         return totals
 
@@ -1011,8 +1035,9 @@ class Cairn:
                         ) -> list[SessionHit]:
         """Captured turns for `query`, best first, each with its context window.
 
-        mode: "keyword" (BM25 over the turn and its index key: speaker, date, neighbouring turns),
-        "semantic" (vector cosine), "hybrid" (both, Reciprocal Rank Fusion), "exact" (the turns that
+        mode: "keyword" (BM25 over the turn and, at half weight, its index key: speaker, date, two
+        turns before and after), "semantic" (vector cosine of the turn), "hybrid" (both, Reciprocal
+        Rank Fusion weighted towards keyword: sessions.FUSION_WEIGHTS), "exact" (the turns that
         contain the query as a substring, ASCII case-insensitive, newest first), or "auto": exact for
         a quoted string or an identifier-like token (a path, snake_case, an error code), else
         hybrid; an exact search that finds nothing falls back to hybrid. k (default config
@@ -1044,7 +1069,8 @@ class Cairn:
             lists: dict[str, list[tuple[int, float]]] = {}
             if mode in ("keyword", "hybrid"):
                 match = fts_query(query)
-                lists["bm25"] = store.turn_keyword_search(match, depth, **bounds) if match else []
+                lists["bm25"] = (store.turn_keyword_search(match, depth, key_weight=KEY_WEIGHT, **bounds)
+                                  if match else [])
             if mode in ("semantic", "hybrid"):
                 if query_vector is None:
                     vectors = self.embed([query], query=True)
@@ -1052,7 +1078,7 @@ class Cairn:
                 if query_vector is not None:
                     self._claim_space(store, record=False)
                     lists["vector"] = store.turn_vector_search(query_vector, depth, **bounds)
-            ranked = fuse(lists, {"bm25": 1.0, "vector": 1.0})[:k]
+            ranked = fuse(lists, FUSION_WEIGHTS)[:k]
         turns = store.turns_by_seqs([s for s, _, _ in ranked])
         hits = []
         for seq, score, reasons in ranked:

@@ -175,6 +175,22 @@ def m005_sessions(conn: Connection) -> None:
     conn.execute("CREATE TABLE turn_vector_backlog (seq INTEGER PRIMARY KEY REFERENCES turns(seq) ON DELETE CASCADE)")
 
 
+@migration
+def m006_memory_usage(conn: Connection) -> None:
+    # How often each memory was injected into a session's context by a hook, and how often the
+    # assistant then cited it ([mem:ID] in its reply, read from the transcript at capture). Counts
+    # and times only: ranking priors and the maintenance of never-used memories read them.
+    conn.execute(
+        """CREATE TABLE memory_usage (
+            memory_id TEXT PRIMARY KEY,
+            injected INTEGER NOT NULL DEFAULT 0,
+            cited INTEGER NOT NULL DEFAULT 0,
+            last_injected_at INTEGER,             -- epoch ms
+            last_cited_at INTEGER
+        )"""
+    )
+
+
 def _user_tables(conn: Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     return {r[0] for r in rows}

@@ -160,6 +160,9 @@ class Status:
     keyword_only: bool
     keyword_only_reason: str | None
     sessions: dict[str, Any] = field(default_factory=dict)  # captured sessions: Store.session_totals()
+    # memories injected by hooks and cited in replies: {"injected_memories", "injections",
+    # "cited_memories", "citations"}
+    usage: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

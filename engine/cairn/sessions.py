@@ -217,15 +217,29 @@ def read_locomo(path: Path) -> list[tuple[str, list[TurnDraft]]]:
 
 
 # -- indexing and search ----------------------------------------------------------------------------
+# Tuned on LoCoMo conversations 26, 30 and 41 only (bench/sessions_locomo.py; docs/benchmarks.md has
+# the held-out figures and what else was tried).
+NEIGHBOURS = 2  # turns before and after a turn that go into its index key
 NEIGHBOUR_CHARS = 300  # of each neighbouring turn, in a turn's index key
+KEY_WEIGHT = 0.5  # BM25 weight of the key column (the turn's own text weighs 1.0)
+FUSION_WEIGHTS = {"bm25": 1.0, "vector": 0.5}  # hybrid: the key-expanded BM25 ranking leads
+RRF_K = 10  # a small k lets the first few ranks of each list count most
 
 
-def turn_key(turn: TurnDraft, before: str | None, after: str | None) -> str:
+def turn_key(turn: TurnDraft, before: list[str], after: list[str]) -> str:
     """What a turn is also found by, besides its text (key expansion): its speaker, its date, and
-    the start of the turns just before and after it."""
+    the start of the NEIGHBOURS turns just before and after it in its session (nearest last/first)."""
     parts = [turn.speaker or "", format_date(turn.at) if turn.at is not None else ""]
-    parts += [(before or "")[:NEIGHBOUR_CHARS], (after or "")[:NEIGHBOUR_CHARS]]
+    parts += [text[:NEIGHBOUR_CHARS] for text in before[-NEIGHBOURS:] + after[:NEIGHBOURS]]
     return "\n".join(p for p in parts if p)
+
+
+def session_keys(turns: list[TurnDraft], first: int) -> list[str]:
+    """Index keys of turns[first:], each turn's neighbours taken from `turns` (a session's turns in
+    order; those before `first` are context only)."""
+    texts = [t.text for t in turns]
+    return [turn_key(turns[j], texts[max(0, j - NEIGHBOURS):j], texts[j + 1:j + 1 + NEIGHBOURS])
+            for j in range(first, len(turns))]
 
 
 _QUOTED = re.compile(r'^\s*["\u201c\'`](.+?)["\u201d\'`]\s*$', re.DOTALL)
@@ -257,7 +271,7 @@ def choose_mode(query: str) -> tuple[str, str]:
     return "hybrid", query
 
 
-def fuse(rankings: dict[str, list[tuple[int, float]]], weights: dict[str, float], rrf_k: int = 60
+def fuse(rankings: dict[str, list[tuple[int, float]]], weights: dict[str, float], rrf_k: int = RRF_K
          ) -> list[tuple[int, float, dict[str, Any]]]:
     """Reciprocal Rank Fusion: [(seq, score, {retriever: {"rank", "score"}})], best first, ties by seq."""
     fused: dict[int, float] = {}

@@ -945,6 +945,45 @@ class Store:
         return {"sessions": sessions, "turns": turns, "awaiting_embedding": backlog, "skipped": skipped,
                 "redactions": redactions, "private_spans": private}
 
+    # -- memory usage (injections by hooks, citations in replies) ------------------------------------
+    def record_usage(self, memory_ids: Sequence[str], *, column: str, at: int) -> int:
+        """Add one injection (column "injected") or citation ("cited") at `at` (epoch ms) to each of
+        `memory_ids` that names a memory of this store; returns how many were counted."""
+        if column not in ("injected", "cited"):
+            raise ValueError(column)
+        ids = list(dict.fromkeys(memory_ids))
+        counted = 0
+        with self.transaction():
+            for memory_id in ids:
+                if self.conn.execute("SELECT 1 FROM memories WHERE id = ?", (memory_id,)).fetchone() is None:
+                    continue
+                self.conn.execute(
+                    f"INSERT INTO memory_usage (memory_id, {column}, last_{column}_at) VALUES (?, 1, ?) "
+                    f"ON CONFLICT(memory_id) DO UPDATE SET {column} = {column} + 1, last_{column}_at = ?",
+                    (memory_id, at, at))
+                counted += 1
+        return counted
+
+    def usage(self, memory_ids: Sequence[str]) -> dict[str, dict[str, int | None]]:
+        """{memory_id: {"injected", "cited", "last_injected_at", "last_cited_at"}} for the ids that
+        were ever injected or cited."""
+        out: dict[str, dict[str, int | None]] = {}
+        for start in range(0, len(memory_ids), 500):
+            chunk = list(memory_ids[start : start + 500])
+            for row in self.conn.execute(
+                    "SELECT memory_id, injected, cited, last_injected_at, last_cited_at FROM memory_usage "
+                    f"WHERE memory_id IN ({','.join('?' * len(chunk))})", chunk):
+                out[row[0]] = {"injected": row[1], "cited": row[2], "last_injected_at": row[3],
+                               "last_cited_at": row[4]}
+        return out
+
+    def usage_totals(self) -> dict[str, int]:
+        """{"injected_memories", "injections", "cited_memories", "citations"} over the store."""
+        row = self.conn.execute(
+            "SELECT count(*) FILTER (WHERE injected > 0), coalesce(sum(injected), 0), "
+            "count(*) FILTER (WHERE cited > 0), coalesce(sum(cited), 0) FROM memory_usage").fetchone()
+        return {"injected_memories": row[0], "injections": row[1], "cited_memories": row[2], "citations": row[3]}
+
     def file_size(self) -> int:
         """Bytes on disk: the database plus its WAL."""
         wal = Path(str(self.path) + "-wal")

@@ -648,3 +648,56 @@ def test_resumed_session_gets_the_brief_again_only_when_it_changed(cairn: CairnS
     cairn.run("Anything new since then?", extra_args=["--resume", session_id])
     briefs = briefs_in_last_request()
     assert len(briefs) == 2 and f"[mem:{second_id}]" in briefs[1] and f"[mem:{first_id}]" in briefs[1], briefs
+
+
+# --------------------------------------------------------------------------- session capture and search
+
+CAPTURED_ERROR = ("psycopg.OperationalError: connection to server at 127.0.0.1, port 5433 failed: "
+                  "FATAL: password authentication failed for user cairn_app")
+CAPTURED_FIX = "The fix: the test database password comes from PGPASSWORD in .env.test; export it. MARK-FIX"
+PRIVATE_SPAN = "codename bluebird-7731"
+FAKE_KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example access key id
+
+
+def stored_turns(project: Path) -> list[Any]:
+    from cairn import Cairn, StoreNotFound
+
+    try:
+        with Cairn.open(cwd=project, embedder=None) as memory:
+            return [t for s in memory.list_sessions() for t in memory.read_session(s.session_id, limit=100)[1]]
+    except StoreNotFound:
+        return []
+
+
+def test_a_session_is_captured_and_the_next_one_finds_the_error_and_its_fix(cairn: CairnSession) -> None:
+    api = cairn.api
+    prompt = (f"pytest fails with {CAPTURED_ERROR} <private>my {PRIVATE_SPAN}</private> "
+              f"and my key is {FAKE_KEY}, what now?")
+    cairn.script(final=Text(CAPTURED_FIX))
+    assert cairn.run(prompt).result_text == CAPTURED_FIX
+    # The Stop hook handed the capture off; it lands in the store while nothing else happens.
+    wait_for(lambda: len(stored_turns(cairn.project)) == 2, WAIT_S,
+             lambda: f"the session's two turns to be captured: {stored_turns(cairn.project)}")
+
+    # Next session: the agent searches the past sessions with the exact error text.
+    search = ToolUse(TOOL("memory_search_sessions"), {"query": CAPTURED_ERROR})
+    cairn.script(search, final=Text("Found it. MARK-SEARCH"))
+    assert cairn.run("Postgres login fails in the tests again; what did we do last time?").result_text \
+        == "Found it. MARK-SEARCH"
+    hits = tool_json(api, search)["hits"]
+    assert hits, "no hit for the exact error text"
+    top = hits[0]
+    assert top["role"] == "user" and CAPTURED_ERROR in top["text"], top
+    assert [t["text"] for t in top["after"]] == [CAPTURED_FIX], top  # its window: the reply with the fix
+    assert PRIVATE_SPAN not in top["text"] and FAKE_KEY not in top["text"] and "[REDACTED" in top["text"], top
+
+    # Neither the private span nor the key is in any byte of the store (database, WAL, shared memory).
+    cairn.shutdown_warm()  # its connections closed, the WAL checkpointed
+    store = store_file(cairn.project)
+    files = [p for p in store.parent.iterdir() if p.name.startswith(store.name)]
+    assert store in files
+    for path in files:
+        data = path.read_bytes()
+        assert PRIVATE_SPAN.encode() not in data and b"bluebird" not in data, path
+        assert FAKE_KEY.encode() not in data, path
+    assert CAPTURED_ERROR.encode() in store.read_bytes() + b"".join(p.read_bytes() for p in files)

@@ -7,12 +7,13 @@ missing store: a project with no memories gets nothing injected.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,7 +72,9 @@ def _disabled(root: Path | None, config: dict[str, Any], env: dict[str, str], se
 
 class SessionState:
     """What this session's context already holds: the digest of the last brief and the ids of the
-    memories injected since the context was last cleared or compacted. Kept in
+    memories injected since the context was last cleared or compacted; and `uncounted`, the ids
+    injected (once per injection) whose injection the store has not counted yet: the capture at
+    Stop counts them, so a hook never writes to the store. Kept in
     <data root>/sessions/<session id>.json, written atomically; a missing or unreadable file is a
     fresh session."""
 
@@ -79,18 +82,21 @@ class SessionState:
         self.path = (data_root() / "sessions" / f"{paused_marker(session_id).name}.json") if session_id else None
         self.brief: str | None = None
         self.injected: list[str] = []
+        self.uncounted: list[str] = []
         if self.path is not None:
             try:
                 data = json.loads(self.path.read_text())
                 self.brief = data.get("brief")
                 self.injected = [str(i) for i in data.get("injected", [])]
+                self.uncounted = [str(i) for i in data.get("uncounted", [])]
             except (OSError, ValueError, AttributeError):
                 pass
 
     def save(self) -> None:
         if self.path is None:
             return
-        write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:]}).encode())
+        write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:],
+                                             "uncounted": self.uncounted[-2000:]}).encode())
 
 
 def _digest(text: str) -> str:
@@ -207,6 +213,7 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         else:  # startup, clear, compact: the context holds nothing of ours but this brief
             state.injected = cited_ids(text)
         state.brief = _digest(text) if text else None
+        state.uncounted += cited_ids(text)
         state.save()
         return text
     if event == USER_PROMPT_SUBMIT:
@@ -225,10 +232,50 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         clock.lap("recall")
         if text:
             state.injected += cited_ids(text)
+            state.uncounted += cited_ids(text)
             state.save()
             clock.lap("session state")
         return text
     return None
+
+
+def _count_usage(memory: Cairn, session_id: str, cited: list[str]) -> int:
+    """At capture: count the injections this session's hooks made since the last capture, and the
+    citations ([mem:ID] in the new assistant turns) of memories injected into this session.
+    Returns how many citations were counted. The state is re-read just before it is written, and
+    only the ids counted are taken off it, so a hook saving it meanwhile loses nothing but in
+    that narrow window (counts are best effort; the context is what matters)."""
+    state = SessionState(session_id)
+    uncounted = list(state.uncounted)
+    if uncounted:
+        memory.record_injected(uncounted)
+    injected = set(state.injected) | set(uncounted)
+    counted = memory.record_cited([i for i in cited if i in injected]) if cited and injected else 0
+    if uncounted:
+        fresh = SessionState(session_id)
+        fresh.uncounted = fresh.uncounted[len(uncounted):] if fresh.uncounted[:len(uncounted)] == uncounted \
+            else [i for i in fresh.uncounted if i not in set(uncounted)]
+        fresh.save()
+    return counted
+
+
+@contextlib.contextmanager
+def _capture_lock(session_id: str) -> Iterator[None]:
+    """One capture of a session at a time (an exclusive lock on a file per session, waited for):
+    Stop hooks fired while a long capture runs then read only what it left, instead of each
+    scrubbing and embedding the same turns again (they would be dropped as duplicates)."""
+    try:
+        import fcntl
+    except ImportError:  # not Unix: the uuids still keep captures idempotent
+        yield
+        return
+    folder = private_dir(data_root() / "capture-locks")
+    with open(private_file(folder / f"{_digest(session_id)}.lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder | None = None,
@@ -236,8 +283,11 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
     """Capture the part of the session's transcript (payload `transcript_path`) not read yet into the
     project's store (Cairn.ingest_transcript), then embed turns still waiting for a vector. Nothing
     when capture is off: the per-session pause, CAIRN_PAUSE, the project's .cairn-disable,
-    hooks.enabled or sessions.capture false. Returns the ingestion's counts, or None when nothing
-    was done. The log gets counts, never text. Raises whatever the engine raises; the caller fails open."""
+    hooks.enabled or sessions.capture false. The injections this session's hooks made since the
+    last capture are counted (Cairn.record_injected), and so are the memories injected into this
+    session that the new assistant turns cite as [mem:ID] (Cairn.record_cited). Returns the
+    ingestion's counts, or None when nothing was done. The log gets counts, never text. Raises
+    whatever the engine raises; the caller fails open."""
     from cairn import Cairn
 
     session_id = str(payload.get("session_id") or "")
@@ -254,13 +304,14 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
         return None
     if embedder_for is not None:
         embedder = embedder_for(config)
-    with Cairn.open(resolved=resolved, embedder=embedder) as memory:
+    with _capture_lock(session_id), Cairn.open(resolved=resolved, embedder=embedder) as memory:
         done = memory.ingest_transcript(path, session_id=session_id)
+        cited = _count_usage(memory, session_id, done["cited"])
         if embedder is not None:
             while memory.flush_turn_backlog(256):
                 pass
-    log.info("capture %s: %d turns added, skipped %s, redacted %s, %d private spans", session_id,
-             done["turns_added"], done["skipped"], done["redactions"], done["private_spans"])
+    log.info("capture %s: %d turns added, skipped %s, redacted %s, %d private spans, %d injected memories cited",
+             session_id, done["turns_added"], done["skipped"], done["redactions"], done["private_spans"], cited)
     return done
 
 

@@ -280,17 +280,21 @@ _WARM_VIEWS = {"recall": _show_hits}
 @click.argument("memory_id")
 @store_options(read_only=True)
 def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
-    """The supersession chain through MEMORY_ID, oldest first, with valid and transaction times."""
+    """The supersession chain through MEMORY_ID, oldest first, with valid and transaction times, and
+    how each was used: injected by a hook, then cited by Claude as [mem:ID] (JSON key "usage")."""
     chain = memory.history(memory_id)
+    rows = [{**cairn.render.full(m), "usage": memory.usage(m.id)} for m in chain]
 
     def human() -> None:
-        for m in chain:
-            d = cairn.render.full(m)
+        for m, d in zip(chain, rows):
             click.echo(cairn.render.line(m))
             click.echo(f"    valid {d['valid_from_iso']} .. {d['valid_to_iso'] or 'open'}; "
                        f"recorded {d['recorded_at_iso']}, retired {d['retired_at_iso'] or '-'}")
+            use = d["usage"]
+            click.echo(f"    injected {use['injected']} times, cited {use['cited']} times"
+                       + (f", last cited {cairn.format_time(use['last_cited_at'])}" if use["last_cited_at"] else ""))
 
-    _emit(as_json, [cairn.render.full(m) for m in chain], human)
+    _emit(as_json, rows, human)
 
 
 @cli.command()
@@ -391,6 +395,10 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
                           if ses["redactions"] else "")
                        + (f"; {ses['private_spans']} private spans removed" if ses["private_spans"] else "")
                        + (f"; lines skipped {sum(ses['skipped'].values())}" if ses["skipped"] else ""))
+        use = info.get("usage") or {}
+        if use.get("injections"):
+            click.echo(f"usage     {use['injected_memories']} memories injected {use['injections']} times; "
+                       f"{use['cited_memories']} cited by Claude, {use['citations']} citations")
         if info["keyword_only"]:
             click.echo(f"recall is KEYWORD-ONLY: {info['keyword_only_reason'] or 'no embedding model'}")
         for name, ms in info.get("timings_ms", {}).items():

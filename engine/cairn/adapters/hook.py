@@ -21,11 +21,13 @@ CAPTURE_EVENTS = ("Stop", "PreCompact")  # as claude.CAPTURE_EVENTS (not importe
 CAPTURE_HANDOFF_S = 0.25  # how long a capture hook waits for the warm process to take the job
 
 
-def capture(event: str, payload: dict) -> None:
+def capture(event: str, payload: dict, *, detached: bool = False) -> None:
     """Stop / PreCompact: hand the capture of the transcript's new part to the warm process (which
     queues it and answers at once), else to a detached `cairn hook capture-now` process; return
     without waiting either way. A Stop with `stop_hook_active` (Claude continuing because a Stop
-    hook asked it to) captures nothing: the next Stop resumes from the same offset, so nothing is lost."""
+    hook asked it to) captures nothing: the next Stop resumes from the same offset, so nothing is lost.
+    detached: this is already the hook's forked child (hook_main), which then captures by itself
+    rather than start yet another process."""
     from . import warm
 
     if payload.get("stop_hook_active") or not payload.get("transcript_path") or not payload.get("session_id"):
@@ -37,7 +39,10 @@ def capture(event: str, payload: dict) -> None:
         if reply is not None:
             return None
         warm.spawn()
-    spawn_capture(payload)
+    if detached:
+        capture_now(payload)
+    else:
+        spawn_capture(payload)
     return None
 
 
@@ -75,13 +80,14 @@ def capture_now(payload: dict) -> None:
     capture_transcript(payload, env, embedder_for=embedder_for)
 
 
-def run(event: str, payload: dict, *, warm_asked: bool = False) -> dict | None:
+def run(event: str, payload: dict, *, warm_asked: bool = False, detached: bool = False) -> dict | None:
     """Through the warm process if it answers in time, else keyword-only in this process.
-    warm_asked: the warm process was already asked (run_raw) and did not answer."""
+    warm_asked: the warm process was already asked (run_raw) and did not answer. detached: this is
+    the forked child of a capture hook (see capture)."""
     from . import warm
 
     if event in CAPTURE_EVENTS:
-        return capture(event, payload)
+        return capture(event, payload, detached=detached)
     if event == "capture-now":
         return capture_now(payload)
     if event not in WARM_TIMEOUT_S:
@@ -99,7 +105,7 @@ def run(event: str, payload: dict, *, warm_asked: bool = False) -> dict | None:
     return handle(event, payload, env, embedder=None)
 
 
-def run_raw(event: str, raw: str) -> str | None:
+def run_raw(event: str, raw: str, *, detached: bool = False) -> str | None:
     """The hook's stdout line for `event` with stdin `raw`, or None to print nothing. The warm path
     (SessionStart, UserPromptSubmit with a warm process up) decodes and encodes no JSON here."""
     asked = False
@@ -114,7 +120,7 @@ def run_raw(event: str, raw: str) -> str | None:
     import json
 
     payload = json.loads(raw) if raw.strip() else {}
-    output = run(event, payload if isinstance(payload, dict) else {}, warm_asked=asked)
+    output = run(event, payload if isinstance(payload, dict) else {}, warm_asked=asked, detached=detached)
     return json.dumps(output) if output else None
 
 
@@ -130,24 +136,64 @@ def pause(args: list[str]) -> None:
     print(f"Cairn memory injection is {'paused' if state != 'off' else 'back on'} for this session.")
 
 
+def detach() -> bool:
+    """Fork so that Claude Code is answered at once: True in the parent (which should exit now),
+    False in the child, which goes on in a session of its own with stdin, stdout and stderr on
+    /dev/null (Claude Code waits for the hook's pipes to close, not just for its exit). Where there
+    is no fork (Windows) or it fails, False without forking: this process does the work itself."""
+    if not hasattr(os, "fork"):
+        return False
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid:
+        return True
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+    return False
+
+
 def hook_main(argv: list[str]) -> None:
-    """`cairn hook EVENT` (stdin: the hook's JSON). Exits 0 whatever happens."""
+    """`cairn hook EVENT` (stdin: the hook's JSON). Exits 0 whatever happens.
+
+    Stop and PreCompact only hand the capture off, and even the handoff (reaching the warm
+    process, or capturing) is done by a forked child while this process exits: the hook costs
+    Claude Code one interpreter start and the read of its stdin."""
     started = time.monotonic()
     event = argv[0] if argv else ""
+    child = False
     try:
         if event == "pause":
             pause(argv[1:])
         else:
-            line = run_raw(event, sys.stdin.buffer.read().decode("utf-8", "replace"))
+            raw = sys.stdin.buffer.read()
+            # Forked before even the JSON is parsed: the parent imports nothing more. The child
+            # decides whether there is anything to capture (capture() checks the payload).
+            if event in CAPTURE_EVENTS and raw.strip() and os.environ.get("CAIRN_HOOK_NO_FORK") != "1":
+                if detach():
+                    _timing(event, started)
+                    os._exit(0)
+                child = True
+            line = run_raw(event, raw.decode("utf-8", "replace"), detached=child)
             if line:
                 sys.stdout.write(line + "\n")
     except BaseException as exc:  # noqa: BLE001 - the contract is to fail open, whatever happened
         _log_failure(event, exc)
-    finally:
-        if os.environ.get("CAIRN_HOOK_TIMING"):
-            sys.stderr.write(f"cairn hook {event}: {1000 * (time.monotonic() - started):.1f} ms\n")
+    if child:
+        os._exit(0)  # the forked handoff: nothing of the parent's to clean up or flush
+    _timing(event, started)
     sys.stdout.flush()
     sys.exit(0)
+
+
+def _timing(event: str, started: float) -> None:
+    if os.environ.get("CAIRN_HOOK_TIMING"):
+        sys.stderr.write(f"cairn hook {event}: {1000 * (time.monotonic() - started):.1f} ms\n")
+        sys.stderr.flush()
 
 
 def _log_failure(event: str, exc: BaseException) -> None:
