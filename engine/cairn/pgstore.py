@@ -117,7 +117,7 @@ def _vector_text(vector: Any) -> str:
 
 
 # -- migrations: the same numbered scheme as migrations.py, their own list ---------------------------
-PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals")]
+PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals"), (3, "m003_memory_usage")]
 
 
 def _m001_initial(conn: psycopg.Connection, language: str) -> None:
@@ -172,7 +172,15 @@ def _m002_review_dismissals(conn: psycopg.Connection, language: str) -> None:
             PRIMARY KEY (first_id, second_id))""")
 
 
-_STEPS = {"m001_initial": _m001_initial, "m002_review_dismissals": _m002_review_dismissals}
+def _m003_memory_usage(conn: psycopg.Connection, language: str) -> None:
+    # As SQLite's m006: how often hooks injected each memory and replies cited it (counts only).
+    conn.execute("""CREATE TABLE memory_usage (
+            memory_id text PRIMARY KEY, injected bigint NOT NULL DEFAULT 0, cited bigint NOT NULL DEFAULT 0,
+            last_injected_at bigint, last_cited_at bigint)""")
+
+
+_STEPS = {"m001_initial": _m001_initial, "m002_review_dismissals": _m002_review_dismissals,
+          "m003_memory_usage": _m003_memory_usage}
 
 
 def _lock_key(text: str) -> int:
@@ -745,6 +753,39 @@ class PgStore:
                          "`cairn migrate-store`")
 
     restore_from = backup_to
+
+    # -- memory usage (as Store's) ----------------------------------------------------------------------
+    def record_usage(self, memory_ids: Sequence[str], *, column: str, at: int) -> int:
+        """Add one injection ("injected") or citation ("cited") at `at` (epoch ms) to each of
+        `memory_ids` that names a memory of this store; returns how many were counted."""
+        if column not in ("injected", "cited"):
+            raise ValueError(column)
+        counted = 0
+        with self.transaction():
+            for memory_id in dict.fromkeys(memory_ids):
+                if self.conn.execute("SELECT 1 FROM memories WHERE id = %s", (memory_id,)).fetchone() is None:
+                    continue
+                self.conn.execute(
+                    f"INSERT INTO memory_usage (memory_id, {column}, last_{column}_at) VALUES (%s, 1, %s) "
+                    f"ON CONFLICT (memory_id) DO UPDATE SET {column} = memory_usage.{column} + 1, "
+                    f"last_{column}_at = excluded.last_{column}_at", (memory_id, at))
+                counted += 1
+        return counted
+
+    def usage(self, memory_ids: Sequence[str]) -> dict[str, dict[str, int | None]]:
+        """{memory_id: {"injected", "cited", "last_injected_at", "last_cited_at"}} for the ids that
+        were ever injected or cited."""
+        rows = self.conn.execute("SELECT memory_id, injected, cited, last_injected_at, last_cited_at FROM memory_usage "
+                                 "WHERE memory_id = ANY(%s)", (list(memory_ids),)).fetchall()
+        return {r[0]: {"injected": r[1], "cited": r[2], "last_injected_at": r[3], "last_cited_at": r[4]} for r in rows}
+
+    def usage_totals(self) -> dict[str, int]:
+        """{"injected_memories", "injections", "cited_memories", "citations"} over the store."""
+        row = self.conn.execute(
+            "SELECT count(*) FILTER (WHERE injected > 0), coalesce(sum(injected), 0), "
+            "count(*) FILTER (WHERE cited > 0), coalesce(sum(cited), 0) FROM memory_usage").fetchone()
+        return {"injected_memories": int(row[0]), "injections": int(row[1]), "cited_memories": int(row[2]),
+                "citations": int(row[3])}
 
     def session_totals(self) -> dict[str, object]:
         """No captured sessions on this backend: all zero."""
