@@ -25,7 +25,12 @@ MODEL_WAIT_S = 120.0  # a call needing vectors waits this long for the warm-up, 
 
 
 class Unavailable(Exception):
-    """The store cannot be opened; the message says why and what to do."""
+    """The store cannot be opened; the message says why and what to do. `cause`: the CairnError
+    that said so (None for an unexpected failure), for adapters that map errors to codes."""
+
+    def __init__(self, message: str, cause: Exception | None = None):
+        super().__init__(message)
+        self.cause = cause
 
 
 def shared_embedder(config: dict[str, Any]) -> Any:
@@ -40,8 +45,13 @@ def shared_embedder(config: dict[str, Any]) -> Any:
 class Session:
     """The engine for one project folder, opened on first use and shared by all tool calls."""
 
-    def __init__(self, project_dir: Path, embedder_for: Callable[[dict[str, Any]], Any] = shared_embedder):
+    def __init__(self, project_dir: Path, embedder_for: Callable[[dict[str, Any]], Any] = shared_embedder,
+                 store: str | None = None):
+        """store: a store name chosen explicitly (`--store`); None picks as everywhere else
+        (CAIRN_STORE, else the project of `project_dir`)."""
         self.project_dir = project_dir
+        self.store_name = store
+        self._name: str | None = None
         self._embedder_for = embedder_for
         self._engine: Cairn | None = None
         self._lock = threading.RLock()
@@ -51,6 +61,13 @@ class Session:
         self.warm_state = "not started"  # not started | loading | ready | keyword-only | failed
 
     # -- the engine ----------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The name of the store this session uses (resolved once). Raises InvalidStoreName, ConfigError."""
+        if self._name is None:
+            self._name = self._resolve().choice.name
+        return self._name
+
     def _open(self) -> Cairn:
         """The open engine. Call with the lock held. Raises Unavailable."""
         if self._engine is not None:
@@ -61,7 +78,7 @@ class Session:
             resolved = self._resolve()
             self._engine = Cairn.open(resolved=resolved, embedder=self._embedder_for(resolved.config))
         except CairnError as exc:
-            raise Unavailable(str(exc)) from None
+            raise Unavailable(str(exc), exc) from None
         except Exception as exc:  # an unreadable folder, a broken SQLite binding: still say what
             log.exception("cannot open the memory store")
             raise Unavailable(f"cannot open the memory store: {type(exc).__name__}: {exc}") from None
@@ -129,7 +146,7 @@ class Session:
             log.exception("embedding the backlog failed")
 
     def _resolve(self) -> Resolved:
-        return resolve(None, cwd=self.project_dir)
+        return resolve(self.store_name, cwd=self.project_dir)
 
     def _store_exists(self) -> bool:
         try:
