@@ -101,8 +101,8 @@ async function replaceMemory(m) {
   if (!text || text === m.text) return;
   try {
     const result = await api("POST", `/v1/memories/${encodeURIComponent(m.id)}/replace`, {text});
-    notice(`Replaced ${m.id} by ${result.memory.id}.`);
     await search();
+    notice(`Replaced ${m.id} by ${result.memory.id}.`);
   } catch (err) { notice(err.message); }
 }
 
@@ -110,8 +110,8 @@ async function forgetMemory(m) {
   if (!confirm(`Forget memory ${m.id} for good? Its text cannot be recovered.`)) return;
   try {
     await api("DELETE", `/v1/memories/${encodeURIComponent(m.id)}`);
-    notice(`Forgot ${m.id}.`);
     await search();
+    notice(`Forgot ${m.id}.`);
   } catch (err) { notice(err.message); }
 }
 
@@ -147,9 +147,9 @@ async function decide(pair, verdict) {
   }
   try {
     const result = await api("POST", "/v1/review/decide", body);
-    notice(`Verdict ${result.verdict} recorded.`);
     await loadReview();
     await search();
+    notice(`Verdict ${result.verdict} recorded.`);
   } catch (err) { notice(err.message); }
 }
 
