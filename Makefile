@@ -2,7 +2,7 @@
 #   make demo   set up, then run Cairn end to end inside the real Claude Code CLI on real input
 #   make test   set up, then run the whole test suite (fully offline)
 #   make lint   ruff, and a check that the generated parts of the docs are current
-#   make docs   regenerate those parts (docs/cli.md, docs/python-api.md) from the code
+#   make docs   regenerate those parts (docs/cli.md, docs/python-api.md, docs/http.md) from the code
 VENV ?= .venv
 PYTHON ?= python3
 export HF_HUB_OFFLINE = 1
@@ -23,7 +23,7 @@ demo: setup
 test: setup
 	$(VENV)/bin/pytest -q
 
-COGGED = docs/cli.md docs/python-api.md
+COGGED = docs/cli.md docs/python-api.md docs/http.md
 
 lint: setup
 	$(VENV)/bin/ruff check engine tests bench mcp hooks

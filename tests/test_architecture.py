@@ -20,7 +20,7 @@ import cairn
 
 PACKAGE = Path(cairn.__file__).resolve().parent
 STORAGE = {"cairn.db", "cairn.store", "cairn.vectors", "cairn.migrations", "cairn.pgstore"}
-ADAPTER_FRAMEWORKS = {"click", "mcp", "pydantic", "socketserver", "tqdm"}
+ADAPTER_FRAMEWORKS = {"click", "mcp", "pydantic", "socketserver", "starlette", "tqdm", "uvicorn"}
 SQL_CALLS = {"execute", "executemany", "executescript"}
 # What an adapter may not touch on an engine: its store and connection, and the store's row ids.
 INTERNALS = {"store", "conn", "seq_of", "vectors_of", "by_seqs", "_stores", "_store_holding", "global_store"}
@@ -63,7 +63,7 @@ def _imports(name: str, tree: ast.Module) -> list[tuple[str, list[str], int]]:
 def test_the_tree_is_what_this_test_expects():
     assert {"cairn.engine", "cairn.store", "cairn.db"} <= CORE
     assert {"cairn.adapters.cli", "cairn.adapters.claude", "cairn.adapters.hook", "cairn.adapters.warm",
-            "cairn.adapters.service",
+            "cairn.adapters.service", "cairn.adapters.http", "cairn.adapters.tokens", "cairn.adapters.clients",
             "cairn.adapters.mcp.server", "cairn.adapters.mcp.session"} <= ADAPTERS
 
 

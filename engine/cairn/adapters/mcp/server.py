@@ -1,6 +1,10 @@
-"""Cairn's MCP server (stdio): the memory tools Claude Code calls, over the cairn engine API.
+"""Cairn's MCP server: the memory tools Claude Code (or any MCP client) calls, over the cairn engine API.
 
-    python mcp/server.py        # the plugin's launcher; stdin/stdout carry JSON-RPC, logs go to stderr
+    python mcp/server.py                    # the plugin's launcher: main(), stdio
+    cairn serve --transport stdio           # the same main()
+    cairn serve --transport mcp-http        # the same tools over streamable HTTP (http_app), at /mcp
+
+stdin/stdout carry JSON-RPC on stdio; logs go to stderr.
 
 Every tool is a thin wrapper: arguments checked against the schema the model sees, one engine API
 call, the result rendered by cairn.render. Defaults (k, scope, limit) come from the config.
@@ -103,6 +107,10 @@ def _describe(name: str, exc: ValidationError) -> str:
 
 
 WRITE_TOOLS = {"memory_remember", "memory_replace", "memory_forget", "memory_review_decide"}
+# The tools a read-only token may call over mcp-http.
+READ_ONLY_TOOLS = frozenset({"memory_recall", "memory_history", "memory_list", "memory_status",
+                             "memory_review_candidates", "memory_search_sessions", "memory_list_sessions",
+                             "memory_read_session"})
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -422,11 +430,18 @@ def _watch_parent(stop: Callable[[int], None]) -> None:
             return
 
 
-def main() -> None:
+def _log_to_stderr() -> None:
     level = os.environ.get("CAIRN_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(stream=sys.stderr, level=logging.getLevelNamesMapping().get(level, logging.WARNING),
                         format="cairn-mcp %(levelname)s %(name)s: %(message)s")
-    session = Session(project_dir())
+
+
+def main(store: str | None = None) -> None:
+    """Serve over stdio until the client closes stdin: the plugin's launcher (mcp/server.py) and
+    `cairn serve --transport stdio` both run this. store: an explicitly chosen store name (None:
+    CAIRN_STORE, else the project of CLAUDE_PROJECT_DIR or the working directory)."""
+    _log_to_stderr()
+    session = Session(project_dir(), store=store)
 
     def stop(code: int) -> None:
         # os._exit: a worker thread blocked on stdin or in a model load must not keep the process alive.
@@ -449,6 +464,20 @@ def main() -> None:
         log.exception("the MCP server stopped")
         code = 1
     stop(code)
+
+
+def http_app(store: str | None = None, *, max_body_bytes: int) -> tuple[Any, Session]:
+    """The same tools over MCP's streamable HTTP transport, at /mcp: (the ASGI app, its session).
+    Host, Origin, token and size checks are the caller's (cairn.adapters.http.Guard wraps this
+    app); the SDK's own Host check is off because the guard knows the bound address and tokens."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    _log_to_stderr()
+    session = Session(project_dir(), store=store)
+    app = build_server(session).streamable_http_app(
+        streamable_http_path="/mcp", max_request_body_size=max_body_bytes,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    return app, session
 
 
 if __name__ == "__main__":

@@ -33,7 +33,12 @@ the model's state (loading, slow machine, a configured model that cannot load)."
 
 
 class Unavailable(Exception):
-    """The store cannot be opened; the message says why and what to do."""
+    """The store cannot be opened; the message says why and what to do. `cause`: the CairnError
+    that said so (None for an unexpected failure), for adapters that map errors to codes."""
+
+    def __init__(self, message: str, cause: Exception | None = None):
+        super().__init__(message)
+        self.cause = cause
 
 
 NO_PROJECT = ("cannot tell which project this is: the MCP server was started in the Cairn plugin's own folder "
@@ -98,8 +103,13 @@ class Session:
     project_dir None: the project is unknown; every call raises Unavailable (NO_PROJECT) unless
     CAIRN_STORE names a store."""
 
-    def __init__(self, project_dir: Path | None, embedder_for: Callable[[dict[str, Any]], Any] = shared_embedder):
+    def __init__(self, project_dir: Path | None, embedder_for: Callable[[dict[str, Any]], Any] = shared_embedder,
+                 store: str | None = None):
+        """store: a store name chosen explicitly (`--store`); None picks as everywhere else
+        (CAIRN_STORE, else the project of `project_dir`)."""
         self.project_dir = project_dir
+        self.store_name = store
+        self._name: str | None = None
         self._embedder_for = embedder_for
         self._engine: Cairn | None = None
         self._embedder: Embedder | None = None  # the engine's, ungated (the warm-up loads it)
@@ -110,6 +120,13 @@ class Session:
         self.warm_state = "not started"  # not started | loading | ready | keyword-only | failed
 
     # -- the engine ----------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The name of the store this session uses (resolved once). Raises InvalidStoreName, ConfigError."""
+        if self._name is None:
+            self._name = self._resolve().choice.name
+        return self._name
+
     def _open(self) -> Cairn:
         """The open engine. Call with the lock held. Raises Unavailable."""
         if self._engine is not None and self._engine.stale:  # deleted or restored: open the path again
@@ -128,7 +145,7 @@ class Session:
         except Unavailable:
             raise
         except CairnError as exc:
-            raise Unavailable(str(exc)) from None
+            raise Unavailable(str(exc), exc) from None
         except Exception as exc:  # an unreadable folder, a broken SQLite binding: still say what
             log.exception("cannot open the memory store")
             raise Unavailable(f"cannot open the memory store: {type(exc).__name__}: {exc}") from None
@@ -170,7 +187,7 @@ class Session:
         """Load the embedding model in a daemon thread, once. Never blocks the caller."""
         if self._warm_thread is not None or self.warm_state == "no project":
             return
-        if self.project_dir is None and not os.environ.get("CAIRN_STORE"):
+        if self.project_dir is None and self.store_name is None and not os.environ.get("CAIRN_STORE"):
             self.warm_state = "no project"  # nothing to serve: no model to load
             return
         with self._warm_lock:
@@ -201,9 +218,9 @@ class Session:
 
     def _resolve(self) -> Resolved:
         """Raises Unavailable when the project is unknown, CairnError from resolve."""
-        if self.project_dir is None and not os.environ.get("CAIRN_STORE"):
+        if self.project_dir is None and self.store_name is None and not os.environ.get("CAIRN_STORE"):
             raise Unavailable(NO_PROJECT)
-        return resolve(None, cwd=self.project_dir)
+        return resolve(self.store_name, cwd=self.project_dir)
 
     def _store_exists(self) -> bool:
         try:

@@ -1,0 +1,682 @@
+"""Cairn over HTTP: a REST JSON API, the review console, and the guard both HTTP transports share.
+
+    cairn serve --transport http       # REST at /v1/..., the console at /
+    cairn serve --transport mcp-http   # the MCP tools at /mcp (cairn.adapters.mcp.server.http_app)
+
+Starlette routes run on uvicorn. Every route is one entry of ROUTES (docs/http.md is generated from
+it): a pydantic model checks the body or query, then one engine call runs on the store's Session
+(the MCP server's: opened lazily, calls serialised, model warmed in the background). Results are the
+CLI's full JSON (Memory.to_json and friends, keys in docs/cli.md). Errors are JSON, always
+{"error": CODE, "message": ...} with a code from ERRORS, never a traceback.
+
+Guard (pure ASGI, in front of either app), in this order:
+- Host: on a loopback bind only 127.0.0.1, localhost and [::1] (any port) are accepted, so a page on
+  a rebound DNS name cannot talk to the server (421 host_not_allowed).
+- Origin: a request with an Origin header must be same-origin or from a --cors-origin (403
+  origin_not_allowed); CORS headers are sent only for --cors-origin origins.
+- Size: a body over max_body_bytes is refused before it is read whole (413 body_too_large).
+- Token: when tokens exist, or on any bind that is not loopback, every request but the console's
+  static files needs `Authorization: Bearer <token>` (401 unauthorized); a read-only token cannot
+  write, a token limited to stores cannot use another (403 read_only, forbidden_store). On /mcp a
+  read-only token may call only the read-only tools.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+import cairn
+from cairn import (
+    GLOBAL_STORE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SESSION_MODES, VERDICTS, CairnError, ConfigError,
+    EmbedderUnavailable, InvalidInput, InvalidMemory, InvalidStoreName, InvalidTime, MemoryNotFound, NotCurrent,
+    SessionNotFound, StoreError, StoreNotFound, review_candidates, review_decide,
+)
+
+from .mcp.session import Session, Unavailable
+from .tokens import Token, TokenFile, verify
+
+log = logging.getLogger("cairn.http")
+
+DEFAULT_PORT = 8765
+DEFAULT_MAX_BODY_BYTES = 1024 * 1024  # a memory is at most 8 KiB; a request needs far less than this
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+CONSOLE = Path(__file__).resolve().parent / "console"
+STATIC = {"/": ("index.html", "text/html"), "/console.js": ("console.js", "text/javascript"),
+          "/console.css": ("console.css", "text/css")}
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
+    (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    (b"cache-control", b"no-store"),
+]
+
+# -- errors: stable codes ---------------------------------------------------------------------------
+# code -> (HTTP status, when). Engine errors map by class (most specific first, ENGINE_ERRORS).
+ERRORS: dict[str, tuple[int, str]] = {
+    "invalid_json": (400, "The body is not a JSON object."),
+    "invalid_request": (400, "A field of the body or query is missing, of the wrong type, out of range or unknown; "
+                             "`fields` lists each problem."),
+    "invalid_memory": (400, "The engine refused the memory: empty or oversized text, unknown kind, importance out of "
+                            "range, an unknown verdict or a merge without text."),
+    "invalid_time": (400, "A time that cannot be parsed (ISO 8601 or epoch ms)."),
+    "invalid_store_name": (400, "`store` is not a store name."),
+    "invalid_input": (400, "Other input the engine refused (an empty query, an unknown search mode)."),
+    "unauthorized": (401, "No token, or not a valid one, where one is required: send `Authorization: Bearer TOKEN`."),
+    "read_only": (403, "A read-only token asked to write."),
+    "forbidden_store": (403, "The token is limited to other stores (the global store counts as one: `global`)."),
+    "origin_not_allowed": (403, "A cross-origin request from an origin not given with --cors-origin."),
+    "memory_not_found": (404, "No memory with that id in the store or the global store."),
+    "session_not_found": (404, "No captured session with that id."),
+    "store_not_found": (404, "The named store does not exist (create it with `cairn stores create`)."),
+    "not_found": (404, "No such route."),
+    "method_not_allowed": (405, "The route exists, with another method."),
+    "not_current": (409, "The memory was already superseded or forgotten; nothing was changed."),
+    "body_too_large": (413, "The body is larger than the server's limit (--max-body-bytes)."),
+    "unsupported_media_type": (415, "A body that is not `Content-Type: application/json`."),
+    "host_not_allowed": (421, "On a loopback bind, a Host header other than localhost, 127.0.0.1 or [::1]."),
+    "config_error": (500, "The project's config file fails its schema; the message names the key."),
+    "internal_error": (500, "A bug: the server log has the traceback; the response never does."),
+    "store_unavailable": (503, "The store file cannot be used as it is (corrupted, newer schema, another model's "
+                               "vectors, unsafe data root): `cairn doctor` says more."),
+    "embedder_unavailable": (503, "No embedding model could be loaded."),
+}
+ENGINE_ERRORS: list[tuple[type[Exception], str]] = [
+    (InvalidMemory, "invalid_memory"), (InvalidTime, "invalid_time"), (InvalidStoreName, "invalid_store_name"),
+    (ConfigError, "config_error"), (InvalidInput, "invalid_input"), (MemoryNotFound, "memory_not_found"),
+    (SessionNotFound, "session_not_found"), (NotCurrent, "not_current"), (StoreNotFound, "store_not_found"),
+    (StoreError, "store_unavailable"), (EmbedderUnavailable, "embedder_unavailable"),
+]
+
+
+class ApiError(Exception):
+    """An error response: a code from ERRORS, a message, and extra keys for the body."""
+
+    def __init__(self, code: str, message: str, **extra: Any):
+        super().__init__(message)
+        self.code, self.message, self.extra = code, message, extra
+
+
+def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": code, "message": message, **extra}
+
+
+def error_response(code: str, message: str, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
+    return JSONResponse(error_body(code, message, **extra), status_code=ERRORS[code][0], headers=headers)
+
+
+def engine_error(exc: Exception) -> ApiError:
+    for cls, code in ENGINE_ERRORS:
+        if isinstance(exc, cls):
+            return ApiError(code, str(exc))
+    return ApiError("internal_error", "unexpected engine error; see the server log")
+
+
+# -- request bodies and queries -----------------------------------------------------------------------
+Kind = Literal[KINDS]  # type: ignore[valid-type]
+Scope_ = Literal["project", "global", "all"]
+Text = Field(min_length=1, max_length=MAX_TEXT_BYTES, description="One self-contained statement.")
+When = Field(default=None, max_length=40, description="ISO 8601 date or time, UTC if no offset.")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RememberBody(_Model):
+    text: str = Text
+    kind: Kind = Field(default="fact", description="decision, convention, preference, fact, task or insight.")
+    tags: list[str] = Field(default=[], max_length=20, description="Topic words.")
+    importance: int = Field(default=3, ge=IMPORTANCE_RANGE[0], le=IMPORTANCE_RANGE[1], description="1 .. 5.")
+    valid_from: str | None = When
+    valid_to: str | None = When
+    scope: Literal["project", "global"] = Field(default="project", description="global: the user's store for "
+                                                                               "every project.")
+
+
+class RecallBody(_Model):
+    query: str = Field(min_length=1, max_length=2000, description="What to find, in words.")
+    k: int | None = Field(default=None, ge=1, le=200, description="How many at most (default: config recall.k).")
+    kinds: list[Kind] = Field(default=[], description="Only these kinds.")
+    tags: list[str] = Field(default=[], max_length=20, description="Only memories with any of these tags.")
+    as_of: str | None = Field(default=None, max_length=40, description="Valid time: what was true then.")
+    known_at: str | None = Field(default=None, max_length=40, description="Transaction time: what the store knew.")
+    since: str | None = Field(default=None, max_length=40, description="Only memories valid from this time on.")
+    until: str | None = Field(default=None, max_length=40, description="Only memories valid from before this time.")
+    include_superseded: bool = Field(default=False, description="Also replaced and expired memories.")
+    scope: Scope_ | None = Field(default=None, description="Default: config recall.scope.")
+
+
+class ListQuery(_Model):
+    kind: list[Kind] = Field(default=[], description="Only these kinds (repeat the parameter).")
+    tag: list[str] = Field(default=[], max_length=20, description="Only memories with any of these tags (repeat).")
+    as_of: str | None = Field(default=None, max_length=40, description="Valid time: what was true then.")
+    include_superseded: bool = Field(default=False, description="Also replaced, expired and forgotten memories.")
+    limit: int | None = Field(default=None, ge=1, le=1000, description="Default: config list.limit.")
+    scope: Scope_ | None = Field(default=None, description="Default: config list.scope.")
+
+
+class ReplaceBody(_Model):
+    text: str = Text
+    valid_from: str | None = When
+
+
+class SessionSearchBody(_Model):
+    query: str = Field(min_length=1, max_length=2000, description="Words, or an exact error or identifier.")
+    mode: Literal[SESSION_MODES] = Field(default="auto", description="auto, keyword, semantic, exact or "  # type: ignore[valid-type]
+                                                                     "hybrid.")
+    k: int | None = Field(default=None, ge=1, le=50, description="How many turns (default: config sessions.k).")
+    window: int | None = Field(default=None, ge=0, le=10, description="Turns before and after each hit.")
+    since: str | None = When
+    until: str | None = When
+
+
+class SessionsQuery(_Model):
+    limit: int = Field(default=20, ge=1, le=200, description="How many at most.")
+    since: str | None = When
+    until: str | None = When
+
+
+class ReadSessionQuery(_Model):
+    offset: int = Field(default=0, ge=0, description="First turn position.")
+    limit: int = Field(default=50, ge=1, le=200, description="How many turns.")
+
+
+class ReviewQuery(_Model):
+    limit: int = Field(default=10, ge=1, le=50, description="How many pairs at most.")
+    kind: list[Kind] = Field(default=[], description="Only these kinds (repeat).")
+    topic: str | None = Field(default=None, max_length=500, description="Only memories about this topic.")
+    scope: Scope_ = Field(default="project", description="Which store(s) to scan.")
+
+
+class DecideBody(_Model):
+    older_id: str = Field(min_length=1, max_length=64, description="As listed by GET /v1/review.")
+    newer_id: str = Field(min_length=1, max_length=64, description="As listed by GET /v1/review.")
+    verdict: Literal[VERDICTS] = Field(description="The user's verdict.")  # type: ignore[valid-type]
+    text: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT_BYTES,
+                             description="merge only: the merged statement.")
+
+
+class NoInput(_Model):
+    pass
+
+
+# -- the request context and the routes ------------------------------------------------------------
+@dataclass
+class Call:
+    """One request as a handler sees it: its checked input, path parameters and token."""
+
+    args: Any
+    path: dict[str, str]
+    token: Token | None
+    store: str
+
+    def allows(self, store: str) -> bool:
+        return self.token is None or self.token.allows_store(store)
+
+    def scope(self, scope: str | None) -> str | None:
+        """The scope to use: a token without the global store gets `project` by default and is
+        refused `global` and `all`."""
+        if self.allows(GLOBAL_STORE):
+            return scope
+        if scope in ("global", "all"):
+            raise ApiError("forbidden_store", f"this token may not use the {GLOBAL_STORE} store (scope {scope})")
+        return "project"
+
+    def own(self, engine: cairn.Cairn, memory_id: str) -> cairn.Memory:
+        """The memory, if this token may see the store that holds it. Raises MemoryNotFound, ApiError."""
+        memory = engine.get(memory_id)
+        # Through its JSON: adapters never read a `.store` attribute (tests/test_architecture.py).
+        if memory.to_json()["store"] == GLOBAL_STORE and not self.allows(GLOBAL_STORE):
+            raise ApiError("forbidden_store", f"memory {memory_id} is in the {GLOBAL_STORE} store, which this token "
+                                              "may not use")
+        return memory
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    method: str
+    path: str
+    summary: str
+    handler: Callable[[cairn.Cairn, Call], Any]
+    input: type[BaseModel] = NoInput
+    body: bool = False          # input read from a JSON body (else from the query string)
+    write: bool = False         # refused to read-only tokens
+    embeds: bool = False        # may need the embedding model (waits for the warm-up)
+    status: int = 200
+    returns: str = ""
+    errors: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _remember(engine: cairn.Cairn, call: Call) -> Any:
+    a: RememberBody = call.args
+    call.scope(a.scope)
+    return engine.remember(a.text, kind=a.kind, tags=a.tags, importance=a.importance, source="user",
+                           valid_from=a.valid_from, valid_to=a.valid_to, scope=a.scope).to_json()
+
+
+def _recall(engine: cairn.Cairn, call: Call) -> Any:
+    a: RecallBody = call.args
+    hits = engine.recall(a.query, k=a.k, kinds=a.kinds, tags=a.tags, as_of=a.as_of, known_at=a.known_at,
+                         since=a.since, until=a.until, include_superseded=a.include_superseded,
+                         scope=call.scope(a.scope))
+    return {"hits": [h.to_json() for h in hits]}
+
+
+def _list(engine: cairn.Cairn, call: Call) -> Any:
+    a: ListQuery = call.args
+    memories = engine.list(kinds=a.kind, tags=a.tag, as_of=a.as_of, include_superseded=a.include_superseded,
+                           limit=a.limit, scope=call.scope(a.scope))
+    return {"memories": [m.to_json() for m in memories]}
+
+
+def _get(engine: cairn.Cairn, call: Call) -> Any:
+    return {"memory": call.own(engine, call.path["id"]).to_json()}
+
+
+def _history(engine: cairn.Cairn, call: Call) -> Any:
+    call.own(engine, call.path["id"])
+    return {"chain": [m.to_json() for m in engine.history(call.path["id"])]}
+
+
+def _replace(engine: cairn.Cairn, call: Call) -> Any:
+    a: ReplaceBody = call.args
+    call.own(engine, call.path["id"])
+    return engine.replace(call.path["id"], a.text, valid_from=a.valid_from, source="user").to_json()
+
+
+def _forget(engine: cairn.Cairn, call: Call) -> Any:
+    call.own(engine, call.path["id"])
+    return {"memory": engine.forget(call.path["id"]).to_json()}
+
+
+def _status(engine: cairn.Cairn, call: Call) -> Any:
+    return engine.status().to_json()
+
+
+def _search_sessions(engine: cairn.Cairn, call: Call) -> Any:
+    a: SessionSearchBody = call.args
+    hits = engine.search_sessions(a.query, mode=a.mode, k=a.k, window=a.window, since=a.since, until=a.until)
+    return {"hits": [h.to_json() for h in hits]}
+
+
+def _list_sessions(engine: cairn.Cairn, call: Call) -> Any:
+    a: SessionsQuery = call.args
+    return {"sessions": [s.to_json() for s in engine.list_sessions(limit=a.limit, since=a.since, until=a.until)]}
+
+
+def _read_session(engine: cairn.Cairn, call: Call) -> Any:
+    a: ReadSessionQuery = call.args
+    info, turns = engine.read_session(call.path["id"], offset=a.offset, limit=a.limit)
+    return {"session": info.to_json(), "turns": [t.to_json() for t in turns]}
+
+
+def _review(engine: cairn.Cairn, call: Call) -> Any:
+    a: ReviewQuery = call.args
+    pairs, scanned, with_vectors = review_candidates(engine, kinds=tuple(a.kind), topic=a.topic,
+                                                     scope=call.scope(a.scope) or "project")
+    return {"pairs": [p.to_json() for p in pairs[: a.limit]], "found": len(pairs), "scanned": scanned,
+            "keyword_only": not with_vectors}
+
+
+def _decide(engine: cairn.Cairn, call: Call) -> Any:
+    a: DecideBody = call.args
+    call.own(engine, a.older_id)
+    call.own(engine, a.newer_id)
+    return review_decide(engine, a.older_id, a.newer_id, a.verdict, a.text)
+
+
+_MEMORY = ("memory_not_found",)
+ROUTES: list[RouteSpec] = [
+    RouteSpec("GET", "/v1/status", "Which store and why, counts, model, whether recall is keyword-only.", _status,
+              returns="`Status` (docs/cli.md, JSON keys)."),
+    RouteSpec("POST", "/v1/memories", "Remember: store one memory (source `user`).", _remember, RememberBody,
+              body=True, write=True, embeds=True, status=201,
+              returns="`RememberResult`: `status` (created or duplicate), `memory`, `superseded`, `conflicts`.",
+              errors=("invalid_memory", "invalid_time")),
+    RouteSpec("GET", "/v1/memories", "List memories, newest first.", _list, ListQuery,
+              returns="`{\"memories\": [Memory]}`.", errors=("invalid_time",)),
+    RouteSpec("POST", "/v1/recall", "Recall: hybrid search, best first (a read, though POST).", _recall, RecallBody,
+              body=True, embeds=True, returns="`{\"hits\": [Hit]}`.", errors=("invalid_memory", "invalid_time")),
+    RouteSpec("GET", "/v1/memories/{id}", "One memory, whatever its status.", _get,
+              returns="`{\"memory\": Memory}`.", errors=_MEMORY),
+    RouteSpec("GET", "/v1/memories/{id}/history", "The supersession chain through a memory, oldest first, with "
+              "valid time and transaction time.", _history, returns="`{\"chain\": [Memory]}`.", errors=_MEMORY),
+    RouteSpec("POST", "/v1/memories/{id}/replace", "Replace: supersede a memory whose fact changed.", _replace,
+              ReplaceBody, body=True, write=True, embeds=True, returns="`RememberResult`.",
+              errors=(*_MEMORY, "not_current", "invalid_memory", "invalid_time")),
+    RouteSpec("DELETE", "/v1/memories/{id}", "Forget: erase a memory for good (a tombstone stays in history).",
+              _forget, write=True, returns="`{\"memory\": Memory}` (the tombstone).", errors=_MEMORY),
+    RouteSpec("POST", "/v1/sessions/search", "Search the captured turns of past sessions.", _search_sessions,
+              SessionSearchBody, body=True, embeds=True, returns="`{\"hits\": [SessionHit]}`.",
+              errors=("invalid_input", "invalid_time")),
+    RouteSpec("GET", "/v1/sessions", "Captured sessions, most recently active first.", _list_sessions,
+              SessionsQuery, returns="`{\"sessions\": [SessionInfo]}`.", errors=("invalid_time",)),
+    RouteSpec("GET", "/v1/sessions/{id}", "A captured session's turns, paged by position.", _read_session,
+              ReadSessionQuery, returns="`{\"session\": SessionInfo, \"turns\": [Turn]}`.",
+              errors=("session_not_found",)),
+    RouteSpec("GET", "/v1/review", "The review queue: pairs that may duplicate or contradict each other.", _review,
+              ReviewQuery, embeds=True,
+              returns="`{\"pairs\": [{verdict, reason, kind, older, newer, cosine}], \"found\", \"scanned\", "
+                      "\"keyword_only\"}`."),
+    RouteSpec("POST", "/v1/review/decide", "Apply the user's verdict on one pair from the queue.", _decide,
+              DecideBody, body=True, write=True, embeds=True,
+              returns="What was done: `verdict` and `kept`, `forgotten`, or `superseded` + `by`.",
+              errors=(*_MEMORY, "not_current", "invalid_memory")),
+]
+COMMON_ERRORS = ("invalid_json", "invalid_request", "unauthorized", "read_only", "forbidden_store",
+                 "store_not_found", "invalid_store_name", "body_too_large", "unsupported_media_type",
+                 "store_unavailable", "internal_error")
+
+
+def _validation_fields(exc: ValidationError) -> list[dict[str, str]]:
+    return [{"field": ".".join(str(p) for p in e["loc"]) or "body", "problem": e["msg"]} for e in exc.errors()]
+
+
+def _query_input(request: Request, model: type[BaseModel]) -> dict[str, Any]:
+    """Query parameters for `model`: list fields take every value of a repeated parameter."""
+    out: dict[str, Any] = {}
+    for key in request.query_params:
+        if key == "store":
+            continue
+        info = model.model_fields.get(key)
+        values = request.query_params.getlist(key)
+        is_list = info is not None and getattr(info.annotation, "__origin__", None) is list
+        out[key] = values if is_list else values[-1]
+    return out
+
+
+class Stores:
+    """One Session per store name this server was asked for; the default one is the server's."""
+
+    def __init__(self, project_dir: Path, store: str | None):
+        self.project_dir = project_dir
+        self.default = Session(project_dir, store=store)
+        self._named: dict[str, Session] = {}
+
+    def get(self, name: str | None) -> Session:
+        """The session for `name` (None: the server's store). Raises InvalidStoreName, StoreNotFound."""
+        if not name:
+            return self.default
+        if name in self._named:
+            return self._named[name]
+        if not cairn.resolve(name, cwd=self.project_dir).choice.path.exists():
+            raise StoreNotFound(f"store {name!r} does not exist; create it with `cairn stores create {name}`")
+        session = self._named.setdefault(name, Session(self.project_dir, store=name))
+        session.start_warmup()
+        return session
+
+    def close(self) -> None:
+        for session in (self.default, *self._named.values()):
+            session.close()
+
+
+def _endpoint(spec: RouteSpec, stores: Stores) -> Callable[[Request], Awaitable[Response]]:
+    async def handle(request: Request) -> Response:
+        token: Token | None = request.scope.get("state", {}).get("cairn_token")
+        try:
+            if spec.write and token is not None and token.read_only:
+                raise ApiError("read_only", f"token {token.name!r} is read-only; {spec.method} {spec.path} writes")
+            if spec.body:
+                if not request.headers.get("content-type", "").lower().startswith("application/json"):
+                    raise ApiError("unsupported_media_type", "send the body as Content-Type: application/json")
+                try:
+                    raw = json.loads(await request.body())
+                except (ValueError, UnicodeDecodeError):
+                    raise ApiError("invalid_json", "the body is not valid JSON") from None
+                if not isinstance(raw, dict):
+                    raise ApiError("invalid_json", "the body must be a JSON object")
+            else:
+                raw = _query_input(request, spec.input)
+            try:
+                args = spec.input.model_validate(raw)
+            except ValidationError as exc:
+                raise ApiError("invalid_request", f"invalid {'body' if spec.body else 'query'} for "
+                               f"{spec.method} {spec.path}", fields=_validation_fields(exc)) from None
+            session = await run_in_threadpool(stores.get, request.query_params.get("store"))
+            name = session.name
+            if token is not None and not token.allows_store(name):
+                raise ApiError("forbidden_store", f"token {token.name!r} may not use store {name!r}")
+            call = Call(args=args, path=dict(request.path_params), token=token, store=name)
+            result = await run_in_threadpool(session.call, lambda engine: spec.handler(engine, call),
+                                             embeds=spec.embeds)
+        except ApiError as exc:
+            return error_response(exc.code, exc.message, **exc.extra)
+        except Unavailable as exc:
+            return error_response(engine_error(exc.cause).code if exc.cause else "store_unavailable", str(exc))
+        except CairnError as exc:
+            err = engine_error(exc)
+            return error_response(err.code, err.message)
+        except Exception:
+            log.exception("%s %s failed", spec.method, spec.path)
+            return error_response("internal_error", "unexpected error; see the server log")
+        return JSONResponse(result, status_code=spec.status)
+
+    return handle
+
+
+def _static(name: str, media_type: str) -> Callable[[Request], Awaitable[Response]]:
+    async def page(request: Request) -> Response:
+        return FileResponse(CONSOLE / name, media_type=media_type)
+
+    return page
+
+
+def rest_app(stores: Stores) -> Starlette:
+    """The REST API (ROUTES) and the console's static files, with JSON errors for unknown routes."""
+    routes = [Route(s.path, _endpoint(s, stores), methods=[s.method]) for s in ROUTES]
+    routes += [Route(path, _static(name, media), methods=["GET"]) for path, (name, media) in STATIC.items()]
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 500)
+        code = {404: "not_found", 405: "method_not_allowed"}.get(status, "internal_error")
+        return error_response(code, f"{request.method} {request.url.path}: {ERRORS[code][1]}")
+
+    async def crash(request: Request, exc: Exception) -> Response:
+        log.exception("%s %s failed", request.method, request.url.path)
+        return error_response("internal_error", "unexpected error; see the server log")
+
+    return Starlette(routes=routes, exception_handlers={HTTPException: http_error, Exception: crash})
+
+
+# -- the guard ------------------------------------------------------------------------------------------
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` listens on this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(header: str) -> str:
+    """The name part of a Host header: `localhost:8765` -> `localhost`, `[::1]:80` -> `[::1]`."""
+    if header.startswith("["):
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+@dataclass
+class Policy:
+    """What the guard enforces. bind_host: the address served (loopback decides the Host check and
+    whether tokens are required). cors_origins: origins allowed cross-origin (none by default).
+    mcp_store: the store /mcp serves (for token store limits), None for the REST app."""
+
+    bind_host: str
+    tokens: TokenFile
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    cors_origins: tuple[str, ...] = ()
+    mcp_store: str | None = None
+    read_only_tools: frozenset[str] = frozenset()
+
+    @property
+    def loopback(self) -> bool:
+        return is_loopback(self.bind_host)
+
+
+class Guard:
+    """ASGI middleware in front of the REST or MCP app: Host, Origin, body size, token (see the module)."""
+
+    def __init__(self, app: ASGIApp, policy: Policy):
+        self.app, self.policy = app, policy
+
+    async def _refuse(self, send: Send, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+        body = json.dumps(error_body(code, message)).encode()
+        raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+               *SECURITY_HEADERS, *((k.encode(), v.encode()) for k, v in (headers or {}).items())]
+        await send({"type": "http.response.start", "status": ERRORS[code][0], "headers": raw})
+        await send({"type": "http.response.body", "body": body})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)  # lifespan: the MCP app starts its session manager
+            return
+        policy = self.policy
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        host = headers.get("host", "")
+        if policy.loopback and _host_name(host).lower() not in LOOPBACK_NAMES:
+            return await self._refuse(send, "host_not_allowed", f"Host {host!r} is not this machine's loopback "
+                                                                "name; use http://127.0.0.1:PORT")
+        origin = headers.get("origin")
+        cross = origin is not None and origin not in (f"http://{host}", f"https://{host}")
+        if cross and origin not in policy.cors_origins:
+            return await self._refuse(send, "origin_not_allowed", f"cross-origin request from {origin!r} refused "
+                                                                  "(allow an origin with --cors-origin)")
+        path, method = scope["path"], scope["method"]
+        if method == "OPTIONS" and cross:  # a CORS preflight carries no token; CORS middleware answers it
+            return await self.app(scope, receive, send)
+        body, receive = await self._read_body(scope, receive, headers)
+        if body is None:
+            return await self._refuse(send, "body_too_large", f"the body is over {policy.max_body_bytes} bytes")
+        token = None
+        tokens = policy.tokens.tokens()
+        static = method == "GET" and path in STATIC and policy.mcp_store is None
+        if (tokens or not policy.loopback) and not static:
+            scheme, _, presented = headers.get("authorization", "").partition(" ")
+            token = verify(presented.strip(), tokens) if scheme.lower() == "bearer" and presented.strip() else None
+            if token is None:
+                return await self._refuse(send, "unauthorized", "send Authorization: Bearer TOKEN (create one with "
+                                                                "`cairn token create NAME`)",
+                                          {"www-authenticate": 'Bearer realm="cairn"'})
+            if policy.mcp_store is not None:
+                if not token.allows_store(policy.mcp_store):
+                    return await self._refuse(send, "forbidden_store", f"token {token.name!r} may not use store "
+                                                                       f"{policy.mcp_store!r}")
+                if token.read_only and self._writes(body):
+                    return await self._refuse(send, "read_only", f"token {token.name!r} is read-only; only the "
+                                                                 "read-only tools may be called")
+        scope.setdefault("state", {})["cairn_token"] = token
+        await self.app(scope, receive, send)
+
+    def _writes(self, body: bytes) -> bool:
+        """Whether an MCP message (or batch) calls a tool that is not read-only; unreadable counts as one."""
+        if not body:
+            return False
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return True
+        messages = data if isinstance(data, list) else [data]
+        for m in messages:
+            if not isinstance(m, dict):
+                return True
+            if m.get("method") == "tools/call":
+                name = (m.get("params") or {}).get("name")
+                if name not in self.policy.read_only_tools:
+                    return True
+        return False
+
+    async def _read_body(self, scope: Scope, receive: Receive, headers: dict[str, str]
+                         ) -> tuple[bytes | None, Receive]:
+        """The whole body (None when over the limit) and a receive that replays it to the app."""
+        limit = self.policy.max_body_bytes
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return None, receive
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return None, receive
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return body, replay
+
+
+class SecurityHeaders:
+    """Headers on every response: no sniffing, no referrer, a CSP that allows only this origin."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {k.lower() for k, _ in message.get("headers", [])}
+                message["headers"] = [*message.get("headers", []),
+                                      *((k, v) for k, v in SECURITY_HEADERS if k not in present)]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def guarded(app: ASGIApp, policy: Policy) -> ASGIApp:
+    """`app` behind the guard, with security headers, and CORS only for the configured origins."""
+    if policy.cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        app = CORSMiddleware(app, allow_origins=list(policy.cors_origins),
+                             allow_methods=["GET", "POST", "DELETE"],
+                             allow_headers=["authorization", "content-type", "mcp-session-id",
+                                            "mcp-protocol-version"])
+    return Guard(SecurityHeaders(app), policy)
+
+
+class RefusedToStart(Exception):
+    """The server will not start as asked; the message says why and what to do."""
+
+
+def check_bind(host: str, tokens: TokenFile) -> None:
+    """Refuse a bind that is not loopback while no token exists. Raises RefusedToStart."""
+    if not is_loopback(host) and not tokens.tokens():
+        raise RefusedToStart(f"refusing to listen on {host} without a token: anyone who can reach it could read and "
+                             "change memory. Create one with `cairn token create NAME`, or bind 127.0.0.1")
+
+
+def run(app: ASGIApp, host: str, port: int) -> None:
+    """Serve `app` on host:port with uvicorn until SIGINT or SIGTERM."""
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, date_header=False,
+                proxy_headers=False, timeout_graceful_shutdown=5)
