@@ -199,8 +199,11 @@ def test_the_prompt_gate_judges_e5_cosines_with_e5_thresholds(project):
         vector = memory.embed([prompt], query=True)[0]
         # E5 scores both memories far above all-MiniLM-L6-v2's thresholds...
         assert min(memory.cosines([h.memory.id for h in memory.recall("backup flags")], vector).values()) > 0.5
-        # ...so its own decide: the backup question (one shared word) gets the backup memory only.
-        text = prompt_context(memory, prompt, query_vector=vector)
+        # ...so its own decide: at cosine 0.85 (below E5_WEAK_COSINE) one shared word is not enough;
+        # the backup question in the memory's words gets the backup memory only.
+        assert prompt_context(memory, prompt, query_vector=vector) is None
+        prompt = "the nightly database backup runs when?"
+        text = prompt_context(memory, prompt, query_vector=memory.embed([prompt], query=True)[0])
         assert text is not None and "03:00 UTC" in text and "flags.yaml" not in text
         unrelated = "write a haiku about autumn leaves"
         assert prompt_context(memory, unrelated, query_vector=memory.embed([unrelated], query=True)[0]) is None

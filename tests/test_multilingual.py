@@ -128,7 +128,7 @@ def e5():
 def e5_memory(project, e5):
     with Cairn.open(cwd=project, embedder=e5) as engine:
         for text in ("发布测试版本到 npm：分支名以 feat/ 或 chore/ 开头，在根目录运行 pnpm version，推送后由 CI 发布。",
-                     "commit message 必须遵从 Angular Style Commit Message Conventions。",
+                     "提交信息必须遵从 Angular 风格的提交规范。",
                      "`pnpm ui dev` で smarthr-ui の Storybook がポート 6006 で起動する。",
                      "TypeScript では interface ではなく type を使う。"):
             engine.remember(text, detect=False)
@@ -141,7 +141,7 @@ def _inject(engine: Cairn, prompt: str) -> str | None:
 
 @pytest.mark.parametrize(("prompt", "expected"), [
     ("怎么发一个 alpha 测试版到 npm 上验证一下？", "发布测试版本"),
-    ("提交信息应该按什么格式写？", "Angular Style"),
+    ("提交信息应该按什么格式写？", "Angular 风格"),
     ("Storybook はどのポートで立ち上がる？", "ポート 6006"),
     ("型定義は interface と type のどっちで書くべき？", "interface ではなく type"),
 ])
