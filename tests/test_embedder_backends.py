@@ -189,7 +189,7 @@ def test_e5_finds_a_cjk_memory_by_meaning(project):
         assert hits[0].memory.text.startswith("我们的部署使用蓝绿发布")
 
 
-def test_the_prompt_gate_judges_another_models_cosines_by_shared_words_alone(project):
+def test_the_prompt_gate_judges_e5_cosines_with_e5_thresholds(project):
     from cairn import prompt_context
 
     with Cairn.open(cwd=project, embedder=E5Embedder()) as memory:
@@ -199,7 +199,11 @@ def test_the_prompt_gate_judges_another_models_cosines_by_shared_words_alone(pro
         vector = memory.embed([prompt], query=True)[0]
         # E5 scores both memories far above all-MiniLM-L6-v2's thresholds...
         assert min(memory.cosines([h.memory.id for h in memory.recall("backup flags")], vector).values()) > 0.5
-        # ...so its cosines do not decide: one shared word ("backup") is not enough, as keyword-only.
+        # ...so its own decide: at cosine 0.85 (below E5_WEAK_COSINE) one shared word is not enough;
+        # the backup question in the memory's words gets the backup memory only.
         assert prompt_context(memory, prompt, query_vector=vector) is None
-        text = prompt_context(memory, "the nightly database backup runs when?", query_vector=vector)
+        prompt = "the nightly database backup runs when?"
+        text = prompt_context(memory, prompt, query_vector=memory.embed([prompt], query=True)[0])
         assert text is not None and "03:00 UTC" in text and "flags.yaml" not in text
+        unrelated = "write a haiku about autumn leaves"
+        assert prompt_context(memory, unrelated, query_vector=memory.embed([unrelated], query=True)[0]) is None

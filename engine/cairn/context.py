@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .embedder import EQUIVALENT_WEIGHTS
 from .models import Hit, Memory, Order
 from .render import context_line as memory_line
-from .text import content_words
+from .text import CJK_CHARS, content_words
 
 if TYPE_CHECKING:
     from .engine import Cairn
@@ -27,10 +28,15 @@ TRIVIAL_WORDS = frozenset("""
     ok okay k kk yes y yep yeah yup ya no n nope nah sure thanks thank you thx ty cheers continue go on
     ahead proceed next done lgtm sounds looks good great fine cool nice perfect awesome alright right
     do it that this please pls plz retry again try keep going carry now then and so lets let's
-    """.split())
+    """.split()) | frozenset(
+    # The same in Chinese, Japanese and Korean, as whole words (a CJK run has no spaces inside).
+    """好 好的 好吧 嗯 行 可以 对 是的 没问题 收到 明白 谢谢 继续 继续吧 请继续
+    はい うん ええ 了解 了解です 承知しました 続けて 続けてください お願いします ありがとう ありがとうございます
+    네 예 좋아요 계속 계속해 감사합니다 알겠습니다""".split())
 _CITED = re.compile(r"\[mem:([0-9A-HJKMNP-TV-Z]{26})\]")  # a ULID, not the "[mem:ID]" of a header
 # A slash command: "/name" or "/plugin:name" as the first word (a path such as /etc/hosts is not).
 _SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w.:-]*(?:\s|$)")
+_CJK_CHAR = re.compile(f"[{CJK_CHARS}]")
 
 # Relevance gate for per-prompt injection (`passes`). Precision first: a memory injected for
 # nothing costs the user tokens and attention; a memory missed can still be found with memory_recall.
@@ -54,6 +60,18 @@ GATE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 STRONG_COSINE = 0.50
 WEAK_COSINE = 0.35
 MIN_SHARED_STEMS = 3
+# multilingual-e5-small (E5_MODEL) puts every pair of texts between ~0.70 and ~0.95 (unrelated ones
+# near 0.75), so its gate has its own thresholds: the most precise point of a plateau (strong
+# 0.91-0.93 give the same figures) of a sweep with bench/multilingual_eval.py --sweep on the dev
+# splits only (English tests/data/relevance dev + paraphrase, Chinese and Japanese
+# tests/data/relevance-cjk dev): pooled precision 0.71, must-recall 0.31, silence 1.00; the held-out
+# figures are in docs/benchmarks.md, "Multilingual". E5 covers Chinese, Japanese, Korean and English,
+# so its cosines judge CJK prompts too; all-MiniLM-L6-v2 was trained on English only, so with it a
+# CJK prompt (is_cjk) is judged by shared words alone, as keyword-only.
+E5_MODEL = "intfloat/multilingual-e5-small"
+E5_STRONG_COSINE = 0.91
+E5_WEAK_COSINE = 0.86
+E5_MIN_SHARED_STEMS = 2
 KEYWORD_MIN_SHARED_STEMS = 4
 SHARED_FRACTION = 0.25
 # How many recall hits the gate reads. Hybrid: as many as recall keeps per retriever, because the
@@ -191,14 +209,49 @@ def shares_enough(prompt_stems: set[str], memory_text: str, minimum: int) -> boo
     return shared >= min(need, len(prompt_stems))
 
 
-def passes(cosine: float | None, prompt_stems: set[str], memory_text: str) -> bool:
+@dataclass(frozen=True)
+class CosineGate:
+    """One model's cosine thresholds (see the constants above). multilingual: whether its cosines
+    also judge CJK prompts (else those are judged by shared words alone)."""
+
+    strong: float
+    weak: float
+    min_shared: int
+    multilingual: bool
+
+
+def cosine_gate(model_name: str | None) -> CosineGate | None:
+    """The gate fitted for `model_name` (an embedder's model_name), or None for a model without one
+    (its prompts are judged by shared words alone). Read at call time, so a sweep may set the
+    module's constants."""
+    if model_name == GATE_MODEL:
+        return CosineGate(STRONG_COSINE, WEAK_COSINE, MIN_SHARED_STEMS, multilingual=False)
+    if model_name == E5_MODEL:
+        return CosineGate(E5_STRONG_COSINE, E5_WEAK_COSINE, E5_MIN_SHARED_STEMS, multilingual=True)
+    return None
+
+
+def is_cjk(text: str) -> bool:
+    """Whether `text` is written mostly in Chinese, Japanese or Korean: at least 2 CJK characters and
+    at least a quarter of its letters (code names and commands in Latin letters are common in a CJK
+    prompt: "给 @tarojs/cli 加一个依赖 chalk" is CJK)."""
+    cjk = len(_CJK_CHAR.findall(text))
+    if cjk < 2:
+        return False
+    letters = sum(1 for ch in text if ch.isalpha())
+    return cjk * 4 >= letters
+
+
+def passes(cosine: float | None, prompt_stems: set[str], memory_text: str, gate: CosineGate | None = None) -> bool:
     """The relevance gate (constants above). cosine None (keyword-only recall, or a memory still
-    awaiting its vector): the shared stems alone decide, with the keyword-only minimum."""
+    awaiting its vector): the shared stems alone decide, with the keyword-only minimum. gate: the
+    thresholds for the model that gave `cosine` (default all-MiniLM-L6-v2's)."""
     if cosine is None:
         return shares_enough(prompt_stems, memory_text, KEYWORD_MIN_SHARED_STEMS)
-    if cosine >= STRONG_COSINE:
+    gate = gate or cosine_gate(GATE_MODEL)
+    if cosine >= gate.strong:
         return True
-    return cosine >= WEAK_COSINE and shares_enough(prompt_stems, memory_text, MIN_SHARED_STEMS)
+    return cosine >= gate.weak and shares_enough(prompt_stems, memory_text, gate.min_shared)
 
 
 def is_relevant(hit: Hit, prompt_stems: set[str]) -> bool:
@@ -217,6 +270,17 @@ def _cosines(memory: Cairn, hits: list[Hit], query_vector) -> dict[str, float]:
     return out
 
 
+def _gate_for(embedder) -> CosineGate | None:
+    """The cosine gate for an embedder: all-MiniLM-L6-v2's for its weights under any name or backend
+    (`_calibrated`), another model's by its name; None for a model without one, or for weights other
+    than the fitted ones under the default model's name."""
+    if embedder is None:
+        return None
+    if _calibrated(embedder):
+        return cosine_gate(GATE_MODEL)
+    return None if embedder.model_name == GATE_MODEL else cosine_gate(embedder.model_name)
+
+
 def _calibrated(embedder) -> bool:
     """Whether the gate's cosine thresholds fit this embedder's vectors: all-MiniLM-L6-v2's weights
     (either backend, or a copy under another name), or, while the weights are not known, its name."""
@@ -232,21 +296,23 @@ def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None,
     """Up to k current memories that pass the relevance gate, in recall order; [] for trivial prompts.
 
     query_vector: the prompt's vector (hybrid), or None for keyword-only recall; ignored for a model
-    the gate has no thresholds for (GATE_MODEL). exclude: ids never returned (memories already in the
-    session's context), left out before the k cut."""
+    the gate has no thresholds for (cosine_gate), and for a CJK prompt (is_cjk) with a model that
+    does not cover CJK. exclude: ids never returned (memories already in the session's context), left
+    out before the k cut."""
     if k <= 0 or is_trivial(prompt):
         return []
     text = prompt[:MAX_PROMPT_CHARS]
     words = stems(text)
-    if not _calibrated(memory.embedder):
-        query_vector = None  # no thresholds for this model's cosines (see GATE_MODEL)
+    gate = _gate_for(memory.embedder)
+    if gate is None or (not gate.multilingual and is_cjk(text)):
+        query_vector = None  # no thresholds for this model's cosines, or not on this language
     if query_vector is None:
         hits = memory.recall(text, k=k * 3 + len(exclude), use_vectors=False, scope="project")
         return [h for h in hits if h.memory.id not in exclude and is_relevant(h, words)][:k]
     hits = memory.recall(text, k=max(k * 3, HYBRID_DEPTH) + len(exclude), query_vector=query_vector, scope="project")
     hits = [h for h in hits if h.memory.id not in exclude]
     cosines = _cosines(memory, hits, query_vector)
-    return [h for h in hits if passes(cosines.get(h.memory.id), words, h.memory.text or "")][:k]
+    return [h for h in hits if passes(cosines.get(h.memory.id), words, h.memory.text or "", gate)][:k]
 
 
 def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200, query_vector=None,

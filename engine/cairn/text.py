@@ -23,11 +23,13 @@ import re
 import unicodedata
 
 # Han, Hiragana, Katakana (and phonetic extensions), Hangul syllables and jamo, CJK compatibility.
-_CJK = (
+CJK_CHARS = _CJK = (
     "\u1100-\u11ff\u3040-\u309f\u30a0-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
     "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
 )
 _CJK_RUN = re.compile(f"[{_CJK}]+")
+_CJK_SPLIT = re.compile(f"([{_CJK}]+)")
+_HIRAGANA_RUN = re.compile("[\u3040-\u309f]+")
 # What unicode61 treats as token characters: letters, digits, and marks (remove_diacritics handles
 # accents). Everything else separates tokens.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -145,6 +147,36 @@ def fts_query(query: str, *, drop_stopwords: bool = True, strip_clitics: bool = 
     return " OR ".join(dict.fromkeys(phrases)) if phrases else None
 
 
+# Chinese function words that a question shares with any statement ("how", "should", "can", "this");
+# dropped from content words like English stopwords. Only whole bigrams are listed.
+CJK_STOPWORDS = frozenset(
+    """怎么 怎样 什么 如何 为何 应该 可以 需要 是否 能否 一下 一个 这个 那个 哪个 哪里 我们 你们 他们
+    还是 或者 以及 因为 所以 如果 但是 就是 还有 已经 没有 为什""".split()
+)
+
+
+def _cjk_content(run: str) -> list[str]:
+    """Content tokens of a CJK run: in Japanese, hiragana are mostly particles and inflections
+    (は, の, で, する, ください) and the content words are the kanji/katakana stretches between them,
+    so each stretch is bigrammed on its own (a one-character stretch is kept whole: 書く -> 書);
+    Chinese (no hiragana) and Korean runs are bigrammed whole."""
+    tokens: list[str] = []
+    for part in _HIRAGANA_RUN.split(run):
+        if part:
+            tokens += [part] if len(part) == 1 else [part[i : i + 2] for i in range(len(part) - 1)]
+    return [t for t in tokens if t not in CJK_STOPWORDS]
+
+
 def content_words(text: str) -> list[str]:
-    """Lower-cased words of `text` without stopwords (CJK runs as bigrams), in order."""
-    return [w for term in query_terms(text) for w in term if w not in STOPWORDS]
+    """Lower-cased words of `text` without stopwords, in order; CJK runs give the bigrams of their
+    content stretches (`_cjk_content`): `Storybook はどのポートで起動する` -> storybook, ポー, ート, 起動.
+
+    These are what the per-prompt gate counts as shared words (BM25 keeps every bigram: text.index_text)."""
+    words: list[str] = []
+    # split with a group: even items are the text between CJK runs, odd items the runs
+    for i, chunk in enumerate(_CJK_SPLIT.split(unicodedata.normalize("NFC", text))):
+        if i % 2:
+            words += _cjk_content(chunk)
+        else:
+            words += [w for term in query_terms(chunk) for w in term if w not in STOPWORDS]
+    return words
