@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 from . import warm
 from .warm import session_embedder
 
-LOADING_NOTICE = "cairn: loading the embedding model (first call after a while: a few seconds)…"
+LOADING_NOTICE = "cairn: loading the embedding model (first call after a while)…"
 # Where the call spent its time (`status --timings`): name -> seconds, in the order measured.
 _TIMINGS: dict[str, float] = {}
 
