@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import (
-    BROKEN_STORE_ERRORS, Resolved, StoreNotFound, cited_ids, data_root, is_trivial, private_dir, private_file,
-    prompt_context, required_extra, resolve, session_brief, write_private,
+    BROKEN_STORE_ERRORS, Resolved, StoreBusy, StoreNotFound, cited_ids, data_root, is_trivial, private_dir,
+    private_file, prompt_context, required_extra, resolve, session_brief, write_private,
 )
 
 if TYPE_CHECKING:
@@ -133,6 +133,8 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         else:
             with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
                 text = _respond(memory, event, payload, config, embedder)
+    except StoreBusy:
+        raise  # locked, not broken (`cairn doctor` would find nothing): fail open; the caller logs it
     except BROKEN_STORE_ERRORS as exc:
         # A broken store costs nothing on the healthy path: only a failure gets here. The session
         # start says so once, in one line; a prompt fails open silently (the caller logs it).
