@@ -429,8 +429,7 @@ def run(procs: int, seconds: float, keyword_only: bool, seed_count: int = 300, i
                 client.close()
             store = check_store(env, [idle_stream, *streams])
         finally:
-            if not keyword_only:
-                stop_warm(env)
+            stop_warm(env)  # a hook starts one even keyword-only (it would serve a model if there were one)
     load: dict[str, list[float]] = {}
     for s in streams:
         for surface, values in s.latency.items():
