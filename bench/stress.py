@@ -380,6 +380,38 @@ def check_store(env: Env, streams: list[Stream]) -> dict[str, Any]:
             "integrity": integrity, "index_report": report, "hooks_failed_open": failed_open}
 
 
+def store_path(env: Env) -> str:
+    os.environ.update(CAIRN_HOME=env.vars["CAIRN_HOME"], CAIRN_CONFIG=env.vars["CAIRN_CONFIG"])
+    sys.path.insert(0, str(ROOT / "engine"))
+    from cairn import Cairn
+
+    with Cairn.open(cwd=env.project, embedder=None) as memory:
+        return memory.status().path
+
+
+def probe_write_lock(path: str, stream: Stream, stop: threading.Event, interval: float) -> None:
+    """How long a writer waits for the store's write lock: BEGIN IMMEDIATE + COMMIT of nothing, timed,
+    every `interval` s until `stop` (once if it is set): the SQLite contention itself, apart from
+    process start-up and imports."""
+    from cairn import CairnError
+    from cairn.db import connect
+
+    conn = connect(path)
+    try:
+        while True:
+            started = time.perf_counter()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("COMMIT")
+            except CairnError as exc:
+                stream.saw(str(exc), failed=True)
+            stream.time("write lock (BEGIN IMMEDIATE)", time.perf_counter() - started)
+            if stop.wait(interval):
+                break
+    finally:
+        conn.close()
+
+
 def stop_warm(env: Env) -> None:
     env.run([sys.executable, "-c", "from cairn.adapters import warm\n"
              "if warm.is_running():\n    warm.wait_until_ready(60)\n    warm.request({'op': 'shutdown'})\n"])
@@ -400,8 +432,15 @@ def run(procs: int, seconds: float, keyword_only: bool, seed_count: int = 300, i
             streams = [Stream(role, i + 1) for i, role in enumerate(roles)]
             clients = {s.number: McpClient(env, Path(tmp) / f"mcp-{s.number}.log") for s in streams if s.role == "mcp"}
             first = next(iter(clients.values()), None) or McpClient(env, Path(tmp) / "mcp-idle.log")
+            path = store_path(env)
             idle_stream = idle_latency(env, first, idle_samples, rng)
+            stopped = threading.Event()
+            stopped.set()
+            for _ in range(idle_samples):  # one at a time: stop is set, so each call times one lock
+                probe_write_lock(path, idle_stream, stopped, 0)
             idle = idle_stream.latency
+            probe = Stream("lock-probe", 0)
+            stop_probe = threading.Event()
             if first not in clients.values():
                 first.close()
             load_avg_before = os.getloadavg()[0]
@@ -419,10 +458,14 @@ def run(procs: int, seconds: float, keyword_only: bool, seed_count: int = 300, i
                 else:
                     target, args = run_bulk, (env, s, seconds, r)
                 threads.append(threading.Thread(target=target, args=args, name=f"{s.role}-{s.number}"))
+            prober = threading.Thread(target=probe_write_lock, args=(path, probe, stop_probe, 0.2))
+            prober.start()
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
+            stop_probe.set()
+            prober.join()
             wall = time.monotonic() - started
             load_avg_after = os.getloadavg()[0]
             for client in clients.values():
@@ -431,17 +474,20 @@ def run(procs: int, seconds: float, keyword_only: bool, seed_count: int = 300, i
         finally:
             stop_warm(env)  # a hook starts one even keyword-only (it would serve a model if there were one)
     load: dict[str, list[float]] = {}
-    for s in streams:
+    for s in [*streams, probe]:
         for surface, values in s.latency.items():
             load.setdefault(surface, []).extend(values)
     latency = {}
     for surface in sorted(set(load) | set(idle)):
         idle_p95, load_p95 = p95(idle.get(surface, [])), p95(load.get(surface, []))
+        # No ratio to an idle p95 under a millisecond (an uncontended lock): it would measure noise.
         latency[surface] = {"idle_calls": len(idle.get(surface, [])), "idle_p95_ms": _ms(idle_p95),
                             "load_calls": len(load.get(surface, [])), "load_p95_ms": _ms(load_p95),
-                            "ratio": round(load_p95 / idle_p95, 2) if idle_p95 and load_p95 else None}
-    leaks = [f"{s.role}-{s.number}: {text}" for s in streams for text in s.leaks]
-    refused = [f"{s.role}-{s.number}: {text}" for s in streams for text in s.refused]
+                            "load_max_ms": _ms(max(load[surface])) if load.get(surface) else None,
+                            "ratio": round(load_p95 / idle_p95, 2) if idle_p95 and idle_p95 >= 0.001 and load_p95
+                            else None}
+    leaks = [f"{s.role}-{s.number}: {text}" for s in [*streams, probe] for text in s.leaks]
+    refused = [f"{s.role}-{s.number}: {text}" for s in [*streams, probe] for text in s.refused]
     bad_index = {k: v for k, v in store["index_report"].items() if k != "live" and v}
     return {
         "processes": procs, "roles": roles, "seconds": round(wall, 1), "keyword_only": keyword_only,
@@ -482,11 +528,16 @@ def table(result: dict[str, Any]) -> str:
              f"| integrity_check | {result['integrity']} |",
              f"| index problems | {result['index_problems'] or 'none'} |",
              f"| live memories at the end | {result['live_memories']} |",
-             "", "| surface | idle calls | idle p95 (ms) | calls under load | p95 under load (ms) | ratio |",
-             "|---|---|---|---|---|---|"]
+             "",
+             "| surface | idle calls | idle p95 (ms) | calls under load | p95 under load (ms) | max under load (ms) "
+             "| p95 ratio |", "|---|---|---|---|---|---|---|"]
+
+    def cell(value: Any) -> str:
+        return "-" if value is None else str(value)
+
     for surface, f in result["latency"].items():
-        lines.append(f"| {surface} | {f['idle_calls']} | {f['idle_p95_ms'] if f['idle_p95_ms'] is not None else '-'} | "
-                     f"{f['load_calls']} | {f['load_p95_ms']} | {f['ratio'] if f['ratio'] is not None else '-'} |")
+        lines.append(f"| {surface} | {f['idle_calls']} | {cell(f['idle_p95_ms'])} | {f['load_calls']} | "
+                     f"{cell(f['load_p95_ms'])} | {cell(f['load_max_ms'])} | {cell(f['ratio'])} |")
     for key in ("lost_examples", "errors_shown_examples", "refusals_shown_examples"):
         for example in result[key]:
             lines.append(f"{key.split('_')[0]}: {example}")
