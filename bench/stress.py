@@ -21,11 +21,11 @@ UserPromptSubmit hook, `cairn recall`); under load every stream times its own ca
   (Store.index_report, as `cairn doctor` checks it);
 - recall p95 under load against idle, per surface.
 
-    python bench/stress.py [--procs 8] [--seconds 60] [--keyword-only] [--json]
+    python bench/stress.py [--procs 8] [--seconds 60] [--keyword-only] [--memories 300] [--idle-samples 20] [--json]
 
---keyword-only: the store's config turns the embedding model off (no warm process, every process
-opens the store itself: the most SQLite contention). By default the model is on, served by the warm
-process as in the plugin. Exit 0 when no acknowledged write is lost, no error reached a user and the
+--keyword-only: the config turns the embedding model off and CAIRN_NO_WARM=1 keeps the warm process
+away, so every hook and CLI call opens the store itself: the most SQLite contention. By default the
+model is on, served by the warm process (up and loaded before anything is timed), as in the plugin. Exit 0 when no acknowledged write is lost, no error reached a user and the
 store checks pass. Figures: docs/benchmarks.md.
 """
 
@@ -138,6 +138,8 @@ class Env:
         self.vars.update(CAIRN_HOME=str(self.home), CAIRN_CONFIG=str(config), CLAUDE_PROJECT_DIR=str(self.project),
                          HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false",
                          PYTHONPATH=str(ROOT / "engine"))
+        if keyword_only:  # no warm process either: every hook and CLI call opens the store itself
+            self.vars["CAIRN_NO_WARM"] = "1"
 
     def run(self, args: list[str], stdin: str | None = None) -> subprocess.CompletedProcess:
         return subprocess.run(args, input=stdin, capture_output=True, text=True, env=self.vars,
@@ -472,7 +474,7 @@ def run(procs: int, seconds: float, keyword_only: bool, seed_count: int = 300, i
                 client.close()
             store = check_store(env, [idle_stream, *streams])
         finally:
-            stop_warm(env)  # a hook starts one even keyword-only (it would serve a model if there were one)
+            stop_warm(env)
     load: dict[str, list[float]] = {}
     for s in [*streams, probe]:
         for surface, values in s.latency.items():
@@ -549,10 +551,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--procs", type=int, default=8, help="concurrent client streams (default 8)")
     parser.add_argument("--seconds", type=float, default=60.0, help="how long the load runs (default 60)")
     parser.add_argument("--keyword-only", action="store_true", help="the embedding model off (see above)")
+    parser.add_argument("--memories", type=int, default=300, help="memories in the store before the load")
+    parser.add_argument("--idle-samples", type=int, default=20, help="idle calls timed per recall surface")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    result = run(args.procs, args.seconds, args.keyword_only, rng_seed=args.seed)
+    result = run(args.procs, args.seconds, args.keyword_only, seed_count=args.memories,
+                 idle_samples=args.idle_samples, rng_seed=args.seed)
     print(json.dumps(result, indent=2) if args.json else table(result))
     return 0 if passed(result) else 1
 

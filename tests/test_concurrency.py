@@ -93,7 +93,8 @@ def test_a_writer_waits_for_a_lock_released_within_its_busy_timeout(project, sto
 
 
 def test_stress_small_loses_no_acknowledged_write_and_shows_no_error():
-    out = subprocess.run([sys.executable, str(SCRIPT), "--procs", "4", "--seconds", "10", "--keyword-only", "--json"],
+    out = subprocess.run([sys.executable, str(SCRIPT), "--procs", "4", "--seconds", "10", "--keyword-only",
+                          "--memories", "100", "--idle-samples", "3", "--json"],
                          capture_output=True, text=True, timeout=900, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert out.stdout, out.stderr[-3000:]
     result = json.loads(out.stdout)
