@@ -106,3 +106,25 @@ def test_stress_small_loses_no_acknowledged_write_and_shows_no_error():
     assert (result["refusals_shown"], result["refusals_shown_examples"]) == (0, [])
     assert result["integrity"] == "ok" and result["index_problems"] == {}
     assert out.returncode == 0
+
+
+def test_the_mcp_session_imports_numpy_before_its_warmup_thread_starts(project):
+    # Two threads importing numpy at once (the warm-up and the first tool call) can see it partially
+    # initialised; seen as "cannot import name 'NDArray'" and a model that never became ready.
+    script = (
+        "import sys, threading\n"
+        "from pathlib import Path\n"
+        "from cairn.adapters.mcp.session import Session\n"
+        "seen = []\n"
+        "start = threading.Thread.start\n"
+        "def record(self):\n"
+        "    seen.append((self.name, 'numpy' in sys.modules))\n"
+        "    return start(self)\n"
+        "threading.Thread.start = record\n"
+        "Session(Path(sys.argv[1]), embedder_for=lambda config: None).start_warmup()\n"
+        "print(seen)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(project)], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 0, out.stderr
+    assert "('cairn-warmup', True)" in out.stdout

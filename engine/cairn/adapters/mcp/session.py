@@ -158,6 +158,10 @@ class Session:
         with self._warm_lock:
             if self._warm_thread is not None:
                 return
+            # numpy first, on this thread: the warm-up and a tool call importing it at once can see a
+            # partially initialised numpy (an ImportError that left the server keyword-only for good).
+            import numpy  # noqa: F401
+
             self._warm_thread = threading.Thread(target=self._warm, name="cairn-warmup", daemon=True)
             self.warm_state = "loading"
             self._warm_thread.start()
