@@ -89,13 +89,37 @@ def busy(conn: Connection) -> StoreBusy:
     return StoreBusy(f"store {path} is locked by another process (waited {waited:g} s); try again")
 
 
+class StoreConnection(sqlite.Connection):
+    """A connection on which any statement, not only BEGIN or the pragmas at open, raises StoreBusy
+    (naming the file and the wait) when another process's lock outlasts the busy timeout: a read, a
+    checkpoint or an autocommit write never shows the user SQLite's raw "database is locked"."""
+
+    def execute(self, *args: Any) -> Any:
+        return self._busy_as_store_busy(super().execute, args)
+
+    def executemany(self, *args: Any) -> Any:
+        return self._busy_as_store_busy(super().executemany, args)
+
+    def executescript(self, *args: Any) -> Any:
+        return self._busy_as_store_busy(super().executescript, args)
+
+    def _busy_as_store_busy(self, run: Any, args: tuple) -> Any:
+        try:
+            return run(*args)
+        except OperationalError as exc:
+            if is_busy(exc):
+                raise busy(self) from None
+            raise
+
+
 def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
     """Open `path` in WAL mode with a busy timeout; autocommit, transactions are explicit.
 
     Raises StoreCorrupted when the file is not an SQLite database, StoreBusy when another process
-    holds it locked for longer than the busy timeout.
+    holds it locked for longer than the busy timeout (then, or at any later statement).
     """
-    conn = sqlite.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
+    conn = sqlite.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000,
+                          factory=StoreConnection)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA journal_mode = WAL")
@@ -103,11 +127,10 @@ def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
         conn.execute("PRAGMA foreign_keys = ON")
         # Deleted content is overwritten with zeros, not left in free pages: forget means gone.
         conn.execute("PRAGMA secure_delete = ON")
+    except StoreBusy:
+        conn.close()
+        raise
     except DatabaseError as exc:
-        if is_busy(exc):
-            conn.close()
-            raise StoreBusy(f"store {path} is locked by another process (waited {busy_timeout_ms / 1000:g} s); "
-                            "try again") from None
         conn.close()
         raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
     return conn
@@ -117,7 +140,8 @@ def connect_read_only(path: str) -> Connection:
     """Open `path` read-only, without changing it (no journal mode switch, no -wal created).
     Raises StoreCorrupted when it cannot be opened as a database."""
     try:
-        conn = sqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        conn = sqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False,
+                              factory=StoreConnection)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except DatabaseError as exc:
         raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
@@ -140,12 +164,7 @@ def write_transaction(conn: Connection) -> Iterator[Connection]:
     write fails at once with SQLITE_BUSY under contention, whatever the busy timeout.
     Raises StoreBusy when the lock is not had within the busy timeout.
     """
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-    except OperationalError as exc:
-        if is_busy(exc):
-            raise busy(conn) from None
-        raise
+    conn.execute("BEGIN IMMEDIATE")  # StoreBusy (StoreConnection) when the lock is not had in time
     try:
         yield conn
     except BaseException:

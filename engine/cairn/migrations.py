@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 
 from .db import Connection, DatabaseError, busy, checkpoint_truncate, is_busy, write_transaction
-from .errors import SchemaTooNew, StoreCorrupted
+from .errors import SchemaTooNew, StoreBusy, StoreCorrupted
 from .timeutil import END_OF_TIME, now_ms
 
 log = logging.getLogger(__name__)
@@ -232,6 +232,6 @@ def migrate(conn: Connection, path: str) -> int:
             "SELECT 1 FROM memories WHERE forgotten_at IS NOT NULL LIMIT 1").fetchone():
         try:
             purge_deleted(conn)
-        except DatabaseError as exc:  # busy: the store works; `cairn doctor --fix` purges later
+        except (DatabaseError, StoreBusy) as exc:  # busy: the store works; `cairn doctor --fix` purges later
             log.warning("%s: could not purge forgotten text left by an older Cairn (%s)", path, exc)
     return latest

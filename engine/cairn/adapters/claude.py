@@ -149,10 +149,12 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
             with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
                 clock.lap("open")
                 text = _respond(memory, event, payload, config, embedder, clock)
+    except StoreBusy:
+        raise  # locked, not broken (`cairn doctor` would find nothing): fail open; the caller logs it
     except BROKEN_STORE_ERRORS as exc:
         # A broken store costs nothing on the healthy path: only a failure gets here. The session
         # start says so once, in one line; a prompt fails open silently (the caller logs it).
-        if event != SESSION_START or isinstance(exc, StoreBusy):  # busy is not broken: fail open, say nothing
+        if event != SESSION_START:
             raise
         log.error("%s: the store %s cannot be used: %s", event, choice.name, exc)
         text = STORE_BROKEN

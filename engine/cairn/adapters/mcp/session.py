@@ -16,10 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-# numpy imported once here, not first by the warm-up thread while another thread (a tool call) also
-# imports it: two threads importing numpy at once can fail with a partially initialised module.
-import numpy  # noqa: F401
-
 from cairn import Cairn, CairnError, Embedder, EmbedderUnavailable, Resolved, resolve
 
 log = logging.getLogger("cairn.mcp")
@@ -193,6 +189,10 @@ class Session:
         with self._warm_lock:
             if self._warm_thread is not None:
                 return
+            # numpy first, on this thread: the warm-up and a tool call importing it at once can see a
+            # partially initialised numpy (an ImportError that left the server keyword-only for good).
+            import numpy  # noqa: F401
+
             self._warm_thread = threading.Thread(target=self._warm, name="cairn-warmup", daemon=True)
             self.warm_state = "loading"
             self._warm_thread.start()
