@@ -121,7 +121,7 @@ def test_every_exported_name_resolves():
 
 def test_the_plugin_launchers_go_through_the_adapters():
     root = PACKAGE.parent.parent
-    assert "from cairn.adapters.hook import hook_main; hook_main(sys.argv[1:])" in (
+    assert "from cairn.adapters.hook import hook_main; hook_main(sys.argv[1:], hook_process=True)" in (
         root / "hooks" / "cairn-hook").read_text()
     launcher = ast.parse((root / "mcp" / "server.py").read_text())
     imported = {n.module for n in ast.walk(launcher) if isinstance(n, ast.ImportFrom)}

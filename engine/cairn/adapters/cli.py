@@ -916,7 +916,7 @@ def hook(event: str, args: tuple[str, ...]) -> None:
     or `pause SESSION_ID [off]`. Fails open: exit 0 whatever happens; errors go to hooks.log."""
     from .hook import hook_main
 
-    hook_main([event, *args])
+    hook_main([event, *args], hook_process=True)
 
 
 def main(argv: list[str] | None = None) -> None:

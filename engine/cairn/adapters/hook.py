@@ -157,12 +157,14 @@ def detach() -> bool:
     return False
 
 
-def hook_main(argv: list[str]) -> None:
+def hook_main(argv: list[str], *, hook_process: bool = False) -> None:
     """`cairn hook EVENT` (stdin: the hook's JSON). Exits 0 whatever happens.
 
-    Stop and PreCompact only hand the capture off, and even the handoff (reaching the warm
-    process, or capturing) is done by a forked child while this process exits: the hook costs
-    Claude Code one interpreter start and the read of its stdin."""
+    hook_process: this process exists only to run the hook (the launchers say so). Then Stop and
+    PreCompact only hand the capture off, and even the handoff (reaching the warm process, or
+    capturing) is done by a forked child while this process exits: the hook costs Claude Code one
+    interpreter start and the read of its stdin. Never fork otherwise: the parent of the fork exits,
+    and in a caller's process (a test) that would end the caller."""
     started = time.monotonic()
     event = argv[0] if argv else ""
     child = False
@@ -173,7 +175,8 @@ def hook_main(argv: list[str]) -> None:
             raw = sys.stdin.buffer.read()
             # Forked before even the JSON is parsed: the parent imports nothing more. The child
             # decides whether there is anything to capture (capture() checks the payload).
-            if event in CAPTURE_EVENTS and raw.strip() and os.environ.get("CAIRN_HOOK_NO_FORK") != "1":
+            if (hook_process and event in CAPTURE_EVENTS and raw.strip()
+                    and os.environ.get("CAIRN_HOOK_NO_FORK") != "1"):
                 if detach():
                     _timing(event, started)
                     os._exit(0)
