@@ -501,7 +501,11 @@ def test_broken_store_fails_open(cairn: CairnSession, breakage) -> None:
     # A store that exists but cannot be used is named once, at session start, with `cairn doctor`;
     # a CAIRN_STORE naming no store is a setting, not a broken store: nothing is injected.
     broken = breakage is not _missing_named_store
-    assert api.hook_context("SessionStart") == ([STORE_BROKEN] if broken else [])
+    start = api.hook_context("SessionStart")
+    if broken:
+        assert len(start) == 1 and start[0].startswith(STORE_BROKEN), start
+    else:
+        assert start == []
     assert api.hook_context("UserPromptSubmit") == []
     # The MCP server still runs and says what is wrong.
     state = tool_json(api, status)
@@ -509,9 +513,10 @@ def test_broken_store_fails_open(cairn: CairnSession, breakage) -> None:
     # The failure went to the log; the user sees no error text or traceback.
     log_file = cairn.data_root / "logs" / "hooks.log"
     log = log_file.read_text() if log_file.exists() else "(no hooks.log)"
+    # (A broken store's session start is handled, not failed: its line goes to the log of whichever
+    # process answered, this hook's or the warm process's.)
     assert "UserPromptSubmit hook failed open" in log, log
-    assert (f"SessionStart: the store {store_file(cairn.project).stem} cannot be used" in log if broken
-            else "SessionStart hook failed open" in log), log
+    assert broken or "SessionStart hook failed open" in log, log
     assert log.count(error) >= (1 if broken else 2), log
     for text in (run.proc.stdout, run.proc.stderr):
         assert error not in text and "Traceback" not in text, text

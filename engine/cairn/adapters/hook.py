@@ -100,6 +100,7 @@ def run(event: str, payload: dict, *, warm_asked: bool = False, detached: bool =
             return reply.get("output")
     if os.environ.get("CAIRN_NO_WARM") != "1":
         warm.spawn()
+    _log_to_file()  # what the engine logs here goes to hooks.log, never to the hook's stderr
     from .claude import handle
 
     return handle(event, payload, env, embedder=None)
@@ -199,15 +200,22 @@ def _timing(event: str, started: float) -> None:
         sys.stderr.flush()
 
 
+def _log_to_file() -> None:
+    """Send this process's logging to <data root>/logs/hooks.log (once; a no-op when configured)."""
+    import logging
+
+    from cairn import data_root, private_dir, private_file
+
+    logs = private_dir(data_root() / "logs")
+    logging.basicConfig(filename=str(private_file(logs / "hooks.log")), level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(message)s")
+
+
 def _log_failure(event: str, exc: BaseException) -> None:
     try:
         import logging
 
-        from cairn import data_root, private_dir, private_file
-
-        logs = private_dir(data_root() / "logs")
-        logging.basicConfig(filename=str(private_file(logs / "hooks.log")), level=logging.INFO,
-                            format="%(asctime)s %(levelname)s %(message)s")
+        _log_to_file()
         logging.getLogger("cairn.hook").error("%s hook failed open", event, exc_info=exc)
     except BaseException:  # noqa: BLE001 - nowhere to log; still never break the prompt
         pass
