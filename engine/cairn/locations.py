@@ -20,38 +20,32 @@ def user_data_dir() -> str:
     else `~/.local/share/cairn` on Linux and `~/Library/Application Support/cairn` on macOS (both
     platforms honour XDG_DATA_HOME in platformdirs 4). Elsewhere, or when HOME is set but not
     absolute (platformdirs then asks the password database), platformdirs itself answers."""
-    home = os.environ.get("HOME")
-    android = hasattr(sys, "getandroidapilevel") or os.environ.get("ANDROID_DATA")
-    if sys.platform in ("linux", "darwin") and not android and (home is None or home.startswith("/")):
-        xdg = os.environ.get("XDG_DATA_HOME", "")
-        if xdg.startswith("/"):
-            return os.path.join(xdg, APP)
-        base = "~/.local/share" if sys.platform == "linux" else "~/Library/Application Support"
-        expanded = os.path.expanduser(base)
-        if expanded.startswith("/"):
-            return os.path.join(expanded, APP)
-    import platformdirs
-
-    return platformdirs.user_data_dir(APP)
+    return _user_dir("XDG_DATA_HOME", "~/.local/share", "user_data_dir")
 
 
 def user_config_dir() -> str:
     """platformdirs.user_config_dir("cairn"): `$XDG_CONFIG_HOME/cairn` when that is an absolute path,
     else `~/.config/cairn` on Linux and `~/Library/Application Support/cairn` on macOS; elsewhere
     (or with a relative HOME) platformdirs itself answers."""
+    return _user_dir("XDG_CONFIG_HOME", "~/.config", "user_config_dir")
+
+
+def _user_dir(xdg_variable: str, linux_base: str, platformdirs_function: str) -> str:
+    """platformdirs' answer for APP, computed here on Linux and macOS (an absolute $xdg_variable,
+    else linux_base or ~/Library/Application Support), from platformdirs itself elsewhere."""
     home = os.environ.get("HOME")
     android = hasattr(sys, "getandroidapilevel") or os.environ.get("ANDROID_DATA")
     if sys.platform in ("linux", "darwin") and not android and (home is None or home.startswith("/")):
-        xdg = os.environ.get("XDG_CONFIG_HOME", "")
+        xdg = os.environ.get(xdg_variable, "")
         if xdg.startswith("/"):
             return os.path.join(xdg, APP)
-        base = "~/.config" if sys.platform == "linux" else "~/Library/Application Support"
+        base = linux_base if sys.platform == "linux" else "~/Library/Application Support"
         expanded = os.path.expanduser(base)
         if expanded.startswith("/"):
             return os.path.join(expanded, APP)
     import platformdirs
 
-    return platformdirs.user_config_dir(APP)
+    return getattr(platformdirs, platformdirs_function)(APP)
 
 
 def data_root_dir() -> str:
