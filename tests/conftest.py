@@ -72,6 +72,24 @@ def hashing() -> HashingEmbedder:
     return HashingEmbedder()
 
 
+def run_cli(capsys, args, *, stdin: bytes | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    """Run `cairn ARGS...` in-process (cli.main); returns (exit code, stdout, stderr). stdin: the
+    bytes the command reads, put in place with `monkeypatch`."""
+    import io
+
+    from cairn.adapters.cli import main
+
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    code = 0
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        code = exc.code or 0
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def git_init(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", str(path)], check=True)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from cairn import Cairn, SchemaTooNew, backup_store, backups_of, restore_store
-from cairn.adapters.cli import main
+
+from .conftest import run_cli
 
 
 def export(memory: Cairn) -> list[dict]:
@@ -70,13 +71,7 @@ def test_restore_brings_back_exactly_the_memories_and_history_the_backup_held(pr
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = 0
-    try:
-        main(list(args))
-    except SystemExit as exc:
-        code = exc.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_cli(capsys, args)
 
 
 def test_cli_backup_keep_json_and_restore_refusals(project, cairn_home, monkeypatch, capsys, tmp_path):

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from cairn.adapters.cli import main
+from .conftest import run_cli
 
 
 @pytest.fixture
@@ -20,16 +19,8 @@ def cairn(project, monkeypatch, capsys, minilm):
     monkeypatch.setenv("CAIRN_NO_WARM", "1")
 
     def run(*args: str, stdin: str | bytes | None = None) -> tuple[int, str, str]:
-        if stdin is not None:
-            raw = stdin.encode() if isinstance(stdin, str) else stdin
-            monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8"))
-        code = 0
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code or 0
-        out, err = capsys.readouterr()
-        return code, out, err
+        raw = stdin.encode() if isinstance(stdin, str) else stdin
+        return run_cli(capsys, args, stdin=raw, monkeypatch=monkeypatch)
 
     return run
 

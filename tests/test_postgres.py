@@ -17,10 +17,9 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from cairn import Cairn, NotCurrent, create_store, list_stores, migrate_store
-from cairn.adapters.cli import main
 from cairn.embedder import HashingEmbedder
 from cairn.pgstore import PgStore
-from tests.conftest import WAIT_S, wait_for
+from tests.conftest import WAIT_S, run_cli, wait_for
 
 pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,13 +36,7 @@ def cli(monkeypatch, capsys):
     monkeypatch.setenv("CAIRN_NO_WARM", "1")
 
     def run(*args: str) -> tuple[int, str, str]:
-        code = 0
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code or 0
-        out, err = capsys.readouterr()
-        return code, out, err
+        return run_cli(capsys, args)
 
     return run
 

@@ -3,7 +3,6 @@ documents), and the MCP tools memory_search_sessions, memory_list_sessions, memo
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from pathlib import Path
@@ -11,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from cairn.adapters.claude import encoded_project
-from cairn.adapters.cli import main
 
-from .conftest import git_init
+from .conftest import git_init, run_cli
 from .test_sessions import AWS_KEY, conversation, line
 
 
@@ -25,14 +23,7 @@ def cairn(project, monkeypatch, capsys, tmp_path):
     Path(os.environ["CAIRN_CONFIG"]).write_text("embedding:\n  enabled: false\n")
 
     def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b""), encoding="utf-8"))
-        code = 0
-        try:
-            main(list(args))
-        except SystemExit as exc:
-            code = exc.code or 0
-        out, err = capsys.readouterr()
-        return code, out, err
+        return run_cli(capsys, args, stdin=b"", monkeypatch=monkeypatch)
 
     return run
 
