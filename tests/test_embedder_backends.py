@@ -56,6 +56,14 @@ def test_onnx_vectors_agree_with_sentence_transformers_within_the_tolerance(onnx
     assert np.allclose(onnx.embed([SAMPLE[0]])[0], a[0], atol=1e-5)
 
 
+def test_a_short_lived_process_skips_graph_optimisation_and_gets_the_same_vectors(onnx):
+    quick = embedders.make_embedder(None, backend="onnx", short_lived=True)
+    assert isinstance(quick, OnnxEmbedder) and not quick.optimize and onnx.optimize
+    a, b = onnx.embed(SAMPLE), quick.embed(SAMPLE)
+    assert (a * b).sum(axis=1).min() >= 0.9999  # the same space: one fingerprint for both
+    assert quick.fingerprint == onnx.fingerprint
+
+
 def test_the_fingerprint_names_model_backend_and_weights(onnx):
     assert parse_fingerprint(onnx.fingerprint) == {"model": embedders.DEFAULT_MODEL, "dim": "384",
                                                    "backend": "onnx-int8", "weights": embedders.ONNX_MINILM_SHA256[:16]}

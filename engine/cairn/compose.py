@@ -117,10 +117,12 @@ def _git_stamp(cwd: Path) -> tuple:
         here = parent
 
 
-def embedder_from_config(config: dict[str, Any], *, threads: int | None = None) -> Embedder | None:
+def embedder_from_config(config: dict[str, Any], *, threads: int | None = None,
+                         short_lived: bool = False) -> Embedder | None:
     """The embedder the config asks for (not loaded yet), or None when embedding is disabled.
 
     threads: intra-op threads (the warm process uses 1; None keeps the library's default).
+    short_lived: for a process that embeds a few texts and exits (embedder.make_embedder).
     Raises ConfigError when the configured backend cannot run the configured model."""
     emb = config["embedding"]
     if not emb["enabled"]:
@@ -130,6 +132,6 @@ def embedder_from_config(config: dict[str, Any], *, threads: int | None = None) 
 
     try:
         return make_embedder(emb["model"], backend=emb["backend"], device=emb["device"],
-                             batch_size=emb["batch_size"], threads=threads)
+                             batch_size=emb["batch_size"], threads=threads, short_lived=short_lived)
     except ValueError as exc:
         raise ConfigError(f"embedding: {exc}") from None

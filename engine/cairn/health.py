@@ -71,7 +71,7 @@ def _versions() -> list[Check]:
 
 def _model(config: dict[str, Any]) -> tuple[Check, str | None]:
     """The model check, and the loaded model's fingerprint (None when none loaded)."""
-    embedder = embedder_from_config(config)
+    embedder = embedder_from_config(config, short_lived=True)
     if embedder is None:
         return Check("model", "ok", "embedding disabled by configuration: recall is keyword-only"), None
     try:

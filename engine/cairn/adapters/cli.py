@@ -119,9 +119,9 @@ def _cli_embedder(config: dict[str, Any]) -> Embedder | None:
     """The warm process's model (started if it is not up; in-process if it cannot serve), or the
     in-process model when CAIRN_NO_WARM=1 (tests, benchmarks of the cold path)."""
     if os.environ.get("CAIRN_NO_WARM") == "1":
-        inner = cairn.embedder_from_config(config)
+        inner = cairn.embedder_from_config(config, short_lived=True)
     else:
-        inner = session_embedder(config)
+        inner = session_embedder(config, short_lived=True)
     return None if inner is None else _NoticeEmbedder(inner)
 
 

