@@ -101,7 +101,8 @@ def main() -> None:
             started = time.perf_counter()
             embedder.embed_queries([QUERIES[i % len(QUERIES)]])
             times.append(1000 * (time.perf_counter() - started))
-        print(f"{embedder.backend + suffix:<24}{embedder.model_name:<40}{statistics.median(cold):>11.2f}{max(cold):>11.2f}"
+        label = embedder.backend + suffix
+        print(f"{label:<24}{embedder.model_name:<40}{statistics.median(cold):>11.2f}{max(cold):>11.2f}"
               f"{statistics.median(cold) / base:>8.1f}{statistics.median(times):>13.1f}{percentile(times, 0.95):>8.1f}")
     if args.install:
         seconds, mb = install(ROOT / "engine" / "runtime-requirements.txt")

@@ -51,7 +51,7 @@ def test_a_healthy_install_passes_every_named_check(doctor, store):
     assert code == 0
     assert {"python", "dependencies", "sqlite", "sqlite-vec", "model", f"store {name}: integrity",
             f"store {name}: schema", f"store {name}: indexes", f"store {name}: model", "file modes",
-            "warm process"} <= set(checks)
+            "warm process", "hooks registered"} <= set(checks)
     assert all(c["status"] in ("ok", "warn", "fail") for c in checks.values())
     assert checks[f"store {name}: indexes"]["status"] == "ok"
     assert checks[f"store {name}: indexes"]["detail"].startswith("3 live memories")

@@ -582,9 +582,12 @@ def _warm_check() -> cairn.Check:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 def doctor(fix: bool, as_json: bool) -> None:
     """Check the installation and every store: versions, sqlite-vec, the model and each store's
-    fingerprint, schema, integrity, index consistency, warm process, file modes. Loads the model (a
+    fingerprint, schema, integrity, index consistency, warm process, file modes, and whether Claude
+    Code runs Cairn's hooks in this project. Loads the model (a
     few seconds). Exit 1 when a check fails (and --fix did not repair it)."""
-    checks = [*cairn.doctor(fix=fix), _warm_check()]
+    from .claude import hooks_check, settings_project
+
+    checks = [*cairn.doctor(fix=fix), _warm_check(), hooks_check(settings_project(Path.cwd()))]
     failed = [c for c in checks if c.status == "fail" and not c.fixed]
 
     def human() -> None:
