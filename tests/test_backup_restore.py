@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import cairn
 from cairn import Cairn, SchemaTooNew, backup_store, backups_of, restore_store
 
 from .conftest import run_cli
@@ -165,3 +166,37 @@ def test_a_backup_taken_while_another_process_writes_is_consistent_and_complete(
     assert writer.returncode == 0 and len(acked) == 400 and len(backups) == 5
     for before, path in backups:
         assert before <= ids_in(Path(path)), "every write acknowledged before the backup is in it"
+
+
+LOCKER = textwrap.dedent("""
+    import sqlite3, sys
+    conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+    conn.execute("PRAGMA locking_mode = EXCLUSIVE")  # readers are shut out too, not only writers
+    conn.execute("BEGIN EXCLUSIVE")
+    print("locked", flush=True)
+    sys.stdin.read()  # until the test closes stdin
+""")
+
+
+def test_restore_into_a_store_another_process_keeps_locked_is_refused_as_busy_and_changes_nothing(
+        project, hashing, cairn_home):
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        memory.remember("Deploys go out on Tuesdays", kind="decision")
+        made = backup_store(memory.name)
+        memory.remember("Feature flags live in LaunchDarkly", kind="fact")
+        name, path, held = memory.name, memory.store.path, export(memory)
+    before = sorted(p.name for p in (cairn_home / "backups").iterdir())
+    locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert locker.stdout.readline().strip() == "locked"
+        with pytest.raises(cairn.StoreBusy, match="is busy.*nothing was restored"):
+            restore_store(made["path"], busy_timeout_ms=200)
+        assert path.exists()  # not moved aside as if it were unreadable
+        assert sorted(p.name for p in (cairn_home / "backups").iterdir()) == before  # no stray copy
+    finally:
+        locker.stdin.close()
+        locker.wait(30)
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        assert export(memory) == held  # unchanged; and once the lock is gone, the restore goes through
+    assert restore_store(made["path"])["counts"]["current"] == 1

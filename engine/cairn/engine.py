@@ -19,10 +19,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .compose import Resolved, embedder_from_config, resolve
 from .context import cited_ids
-from .db import DatabaseError
+from .db import BUSY_TIMEOUT_MS, DatabaseError
 from .embedder import Embedder, compatible, parse_fingerprint
 from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
-from .errors import InvalidInput, SessionNotFound, StoreCorrupted, StoreError, StoreNotFound
+from .errors import InvalidInput, SessionNotFound, StoreBusy, StoreCorrupted, StoreError, StoreNotFound
 from .migrations import MIGRATIONS
 from .models import (
     DEFAULT_IMPORTANCE, KINDS, SCOPES, SESSION_MODES, Hit, Memory, Order, RememberResult, SessionHit, SessionInfo,
@@ -280,7 +280,8 @@ def backup_store(name: str, *, keep: int | None = None) -> dict[str, Any]:
     return {"store": name, "path": str(target), "bytes": target.stat().st_size, "counts": counts, "removed": removed}
 
 
-def restore_store(source: str | Path, *, name: str | None = None) -> dict[str, Any]:
+def restore_store(source: str | Path, *, name: str | None = None,
+                  busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> dict[str, Any]:
     """Make store NAME (default: the name recorded in the backup) hold exactly what the backup file
     `source` holds: memories, history, tombstones, review verdicts.
 
@@ -291,7 +292,9 @@ def restore_store(source: str | Path, *, name: str | None = None) -> dict[str, A
     one is moved aside (with its -wal) and the backup copied in its place. An older schema is
     migrated. Returns {"store", "path", "source", "replaced_kept_at" (None when there was no
     store), "schema_version", "counts"}.
-    Raises InvalidInput (no such file), InvalidStoreName, SchemaTooNew, StoreCorrupted."""
+    A store that another process keeps locked for longer than busy_timeout_ms is busy, not
+    unreadable: StoreBusy, and nothing is moved or changed.
+    Raises InvalidInput (no such file), InvalidStoreName, SchemaTooNew, StoreCorrupted, StoreBusy."""
     source = Path(source)
     if not source.is_file():
         raise InvalidInput(f"no backup file {source}")
@@ -305,8 +308,16 @@ def restore_store(source: str | Path, *, name: str | None = None) -> dict[str, A
         aside = private_dir(backups_dir()) / f"{name}-replaced-{_stamp()}.db"
         live: Store | None = None
         try:
-            live = Store.open(target, name=name, create=False)
+            live = Store.open(target, name=name, create=False, busy_timeout_ms=busy_timeout_ms)
             live.backup_to(aside)
+        except StoreBusy:
+            # Locked, not broken: moving a file aside under a writer would lose its writes.
+            if live is not None:
+                live.close()
+            Path(aside).unlink(missing_ok=True)
+            raise StoreBusy(f"store {name} is busy: another process has held its lock for over "
+                            f"{busy_timeout_ms / 1000:g} s; nothing was restored. Try again once it is "
+                            "done (`cairn doctor` shows the warm process).") from None
         except (StoreError, DatabaseError) as exc:
             # Unreadable (the usual reason to restore): nothing can be copied out of it, so its files
             # are kept aside as they are, and the backup is copied into a new file.
@@ -321,6 +332,10 @@ def restore_store(source: str | Path, *, name: str | None = None) -> dict[str, A
         if live is not None:
             try:
                 live.restore_from(source)
+            except StoreBusy:
+                Path(aside).unlink(missing_ok=True)
+                raise StoreBusy(f"store {name} is busy: another process holds its write lock; nothing "
+                                "was restored. Try again once it is done.") from None
             finally:
                 live.close()
     if not target.exists():
