@@ -184,7 +184,7 @@ def test_restore_into_a_store_another_process_keeps_locked_is_refused_as_busy_an
         memory.remember("Deploys go out on Tuesdays", kind="decision")
         made = backup_store(memory.name)
         memory.remember("Feature flags live in LaunchDarkly", kind="fact")
-        name, path, held = memory.name, memory.store.path, export(memory)
+        path, held = memory.store.path, export(memory)
     before = sorted(p.name for p in (cairn_home / "backups").iterdir())
     locker = subprocess.Popen([sys.executable, "-c", LOCKER, str(path)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
