@@ -197,11 +197,16 @@ def test_the_hook_process_warm_path_imports_only_the_listed_modules(stand_in, tm
             "print(' '.join(sorted(set(sys.modules) - before)))\n")
     payload = {"session_id": "s", "prompt": "how do we deploy?", "cwd": str(tmp_path)}
     env = {**os.environ, "PYTHONPATH": str(ENGINE), "CLAUDE_PROJECT_DIR": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(payload), capture_output=True,
+    # -S as hooks/cairn-hook runs it: the warm path needs no site-packages.
+    out = subprocess.run([sys.executable, "-P", "-S", "-c", code], input=json.dumps(payload), capture_output=True,
                          text=True, env=env, check=True, timeout=60)
     printed, imported = out.stdout.splitlines()
     assert printed == stand_in.reply["stdout"]
-    assert set(imported.split()) <= WARM_PATH_MODULES, sorted(set(imported.split()) - WARM_PATH_MODULES)
+    # What a normal start imports anyway (site imports os, stat ...): with -S the hook imports them.
+    normal = subprocess.run([sys.executable, "-P", "-c", "import sys; print(' '.join(sys.modules))"],
+                            capture_output=True, text=True, check=True, timeout=60).stdout.split()
+    extra = set(imported.split()) - set(normal)
+    assert extra <= WARM_PATH_MODULES, sorted(extra - WARM_PATH_MODULES)
     assert json.loads(stand_in.lines[0])["payload"] == payload
 
 
@@ -236,7 +241,8 @@ def test_the_keyword_only_hook_answers_without_numpy(project, tmp_path):
             "print(' '.join(m for m in ('numpy', 'sqlite_vec', 'platformdirs') if m in sys.modules))\n")
     env = {**os.environ, "PYTHONPATH": str(ENGINE), "CLAUDE_PROJECT_DIR": str(project), "CAIRN_NO_WARM": "1",
            "XDG_RUNTIME_DIR": str(tmp_path / "no-warm-process")}
-    out = subprocess.run([sys.executable, "-P", "-c", code], input=json.dumps(payload), capture_output=True,
+    # -S as hooks/cairn-hook runs it: the cold path adds site-packages itself (hook.with_site_packages).
+    out = subprocess.run([sys.executable, "-P", "-S", "-c", code], input=json.dumps(payload), capture_output=True,
                          text=True, env=env, check=True, timeout=120)
     printed, heavy = (out.stdout.splitlines() + [""])[:2]
     assert made.id in printed
