@@ -1,10 +1,13 @@
 """Recall latency on the Postgres backend against SQLite, in the same run, on the same corpus.
 
-Builds one store of --size memories on each backend through the engine API (`remember_many`,
+Builds one store of --size memories in SQLite through the engine API (`remember_many`,
 detect=False, chunks of 256; the corpus generator of bench/speed.py, vectors of the default
 all-MiniLM-L6-v2 model embedded once and cached in --cache-dir with --embedder model, else 384-dim
-feature hashing, which gives vectors of MiniLM's size but not its meaning), then times recall on
-both, alternating backend per query so that a burst of load elsewhere on the machine hits both:
+feature hashing, which gives vectors of MiniLM's size but not its meaning), and the same store on
+Postgres: with --build migrate (the default) by `migrate_store` from the SQLite one (COPY: the bulk
+path, memories and vectors copied as they are), with --build remember through `remember_many` as
+well (a round trip per statement: about an hour at 100k on a loaded machine). Then it times recall
+on both, alternating backend per query so that a burst of load elsewhere on the machine hits both:
 
 - recall (query_vector): `Cairn.recall` with the query's vector precomputed (hybrid: BM25 + kNN,
   fusion, hits fetched), the retrieval the store is responsible for;
@@ -14,7 +17,7 @@ Also: build rate (memories/s, vectors precomputed) and one `forget` on each (Pos
 of the store's tables, HNSW rebuild included). The bar (issue 14): Postgres p95 within 2x of SQLite.
 The server is a PostgreSQL 16 + pgvector started from the pgserver wheel in a temporary folder.
 
-    python bench/pg_speed.py [--size 100000] [--queries 200]
+    python bench/pg_speed.py [--size 100000] [--queries 200] [--build migrate|remember]
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import speed  # noqa: E402  (sets CAIRN_HOME / CAIRN_CONFIG to a temporary data 
 import numpy as np  # noqa: E402
 
 from cairn.embedder import Embedder, HashingEmbedder, make_embedder  # noqa: E402
-from cairn.engine import Cairn, Draft, create_store  # noqa: E402
+from cairn.engine import Cairn, Draft, create_store, migrate_store  # noqa: E402
 
 CHUNK = 256
 
@@ -103,6 +106,9 @@ def main() -> None:
                         help="hashing: 384-dimensional feature hashing (fast; the vectors' size is MiniLM's, "
                              "their meaning is not); model: the default all-MiniLM-L6-v2 (slow to embed the corpus)")
     parser.add_argument("--cache-dir", type=Path, default=Path(tempfile.gettempdir()) / "cairn-speed-cache")
+    parser.add_argument("--build", choices=["migrate", "remember"], default="migrate",
+                        help="how the Postgres store is built: migrate-store from the SQLite one (bulk COPY), "
+                             "or remember_many as the SQLite one")
     args = parser.parse_args()
 
     import pgserver
@@ -122,17 +128,26 @@ def main() -> None:
         embedder = Precomputed(real, texts, vectors)
 
         create_store("bench-sqlite")
-        create_store("bench-pg", postgres=os.environ["CAIRN_POSTGRES_URL"])
+        rates = {}
+        with Cairn.open("bench-sqlite", embedder=embedder) as sqlite_engine:
+            print(f"building sqlite ({args.size:,} memories) ...", flush=True)
+            rates["sqlite"] = build(sqlite_engine, corpus)
+        print(f"building postgres ({args.size:,} memories, {args.build}) ...", flush=True)
+        if args.build == "migrate":
+            start = time.perf_counter()
+            migrate_store("sqlite:bench-sqlite", "postgres:bench-pg")
+            rates["postgres"] = args.size / (time.perf_counter() - start)
+        else:
+            create_store("bench-pg", postgres=os.environ["CAIRN_POSTGRES_URL"])
+            with Cairn.open("bench-pg", embedder=embedder) as pg_engine:
+                rates["postgres"] = build(pg_engine, corpus)
         engines = {"sqlite": Cairn.open("bench-sqlite", embedder=embedder),
                    "postgres": Cairn.open("bench-pg", embedder=embedder)}
-        rates = {}
-        for name, engine in engines.items():
-            print(f"building {name} ({args.size:,} memories) ...", flush=True)
-            rates[name] = build(engine, corpus)
         if hasattr(engines["postgres"].store, "conn"):
             engines["postgres"].store.conn.execute("ANALYZE")  # as autovacuum would after a bulk load
 
         samples: dict[tuple[str, str], list[float]] = {}
+        load_before = os.getloadavg()
         for q, v in zip(queries[:10], qvecs[:10]):  # warm caches
             for engine in engines.values():
                 engine.recall(q, query_vector=v)
@@ -145,6 +160,7 @@ def main() -> None:
                 t = time.perf_counter()
                 engine.recall(q, use_vectors=False)
                 samples.setdefault((name, "recall (keyword only)"), []).append(time.perf_counter() - t)
+        load_after = os.getloadavg()
         overlap = []
         for q, v in zip(queries[:50], qvecs[:50]):
             top = [{h.memory.text for h in e.recall(q, query_vector=v, k=10)} for e in engines.values()]
@@ -159,7 +175,8 @@ def main() -> None:
         print(f"\n## Postgres vs SQLite at {args.size:,} memories ({args.queries} queries)\n")
         print("| measure | SQLite p50 / p95 ms | Postgres p50 / p95 ms | p95 ratio | bar (<= 2x) |")
         print("|---|---|---|---|---|")
-        out = {"size": args.size, "queries": args.queries, "build_per_s": rates, "forget_ms": forget_ms}
+        out = {"size": args.size, "queries": args.queries, "build": args.build, "build_per_s": rates,
+               "forget_ms": forget_ms, "load_average": [load_before, load_after]}
         for measure in ("recall (query_vector)", "recall (keyword only)"):
             s50, s95 = pct(samples[("sqlite", measure)])
             p50, p95 = pct(samples[("postgres", measure)])
@@ -167,10 +184,12 @@ def main() -> None:
             out[measure] = {"sqlite": [s50, s95], "postgres": [p50, p95], "ratio_p95": ratio}
             print(f"| {measure} | {s50:.1f} / {s95:.1f} | {p50:.1f} / {p95:.1f} | {ratio:.2f}x | "
                   f"{'met' if ratio <= 2 else 'NOT met'} |")
-        print(f"| build (remember_many, vectors precomputed) | {rates['sqlite']:.0f} /s | {rates['postgres']:.0f} /s "
-              f"| | |")
+        pg_build = "migrate-store from SQLite" if args.build == "migrate" else "remember_many"
+        print(f"| build (SQLite: remember_many, vectors precomputed; Postgres: {pg_build}) | {rates['sqlite']:.0f} /s "
+              f"| {rates['postgres']:.0f} /s | | |")
         print(f"| forget (incl. erase + flush) | {forget_ms['sqlite']:.0f} ms | {forget_ms['postgres']:.0f} ms | | |")
         print(f"\nmean overlap of the two backends' top 10: {statistics.mean(overlap):.3f}")
+        print(f"load average (1, 5, 15 min) before timing: {load_before}, after: {load_after}")
         out["top10_overlap"] = statistics.mean(overlap)
         print(json.dumps(out))
         for engine in engines.values():

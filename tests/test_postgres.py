@@ -237,14 +237,220 @@ def test_two_machines_see_each_others_memories_within_a_second(pg_server, monkey
     assert {r["name"] for r in list_stores()} == {team}
 
 
-def test_captured_sessions_say_they_are_not_supported_on_postgres_yet(project, pg_server, monkeypatch):
-    from cairn import StoreError
+def test_backup_of_a_postgres_store_restores_as_a_local_store_and_never_over_the_shared_one(pg_server, monkeypatch,
+                                                                                           hashing, team, tmp_path):
+    from cairn import StoreError, backup_store, restore_store
 
     monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
-    (project / ".cairn.yaml").write_text("store:\n  backend: postgres\n")
-    with Cairn.open(cwd=project, embedder=None) as memory:
-        assert memory.status().sessions["turns"] == 0
-        for call in (lambda: memory.search_sessions("deploy", mode="keyword"), lambda: memory.list_sessions(),
-                     lambda: memory.ingest_transcript(project / ".cairn.yaml")):
-            with pytest.raises(StoreError, match="not supported on the postgres backend yet"):
-                call()
+    create_store(team, postgres=pg_server)
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "uuid": "u1", "sessionId": "s1",
+                                      "timestamp": "2026-03-01T10:00:00Z",
+                                      "message": {"role": "user", "content": "how do we rotate the TLS certs?"}})
+                          + "\n")
+    with Cairn.open(team, embedder=hashing) as memory:
+        old = memory.remember("TLS certs rotate every 90 days", kind="fact").memory
+        memory.replace(old.id, "TLS certs rotate every 30 days")
+        memory.forget(memory.remember("A memory to forget", kind="fact").memory.id)
+        memory.ingest_transcript(transcript)
+        before = io.StringIO()
+        memory.export(before)
+    done = backup_store(team, keep=1)
+    path = Path(done["path"])
+    assert path.parent.name == "backups" and path.stat().st_mode & 0o777 == 0o600
+    assert done["counts"]["total"] == 3 and done["removed"] == []
+    assert not list(path.parent.glob(".*partial*"))
+
+    with pytest.raises(StoreError, match=f"is on Postgres.*cairn restore {path} --store {team}-restored"):
+        restore_store(path)  # the backup names the team store: never restored over the shared one
+    restored = restore_store(path, name=f"{team}-restored")
+    assert restored["counts"] == {**done["counts"], "awaiting_embedding": 0}
+    with Cairn.open(f"{team}-restored", embedder=hashing) as local:
+        assert local.status().path.endswith(".db")
+        after = io.StringIO()
+        local.export(after)
+        assert [m.text for m in local.history(old.id)] == ["TLS certs rotate every 90 days",
+                                                           "TLS certs rotate every 30 days"]
+        assert [t.text for t in local.read_session("s1")[1]] == ["how do we rotate the TLS certs?"]
+        assert local.search_sessions("rotate", mode="keyword")[0].turn.uuid == "u1"
+    assert strip_store(after.getvalue()) == strip_store(before.getvalue())
+
+
+def test_migrate_store_copies_captured_sessions_both_ways(pg_server, monkeypatch, hashing, team, tmp_path):
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    lines = [json.dumps({"type": role, "uuid": f"m{i}", "sessionId": "s1", "timestamp": f"2026-03-01T10:00:0{i}Z",
+                         "message": {"role": role, "content": text}}) + "\n"
+             for i, (role, text) in enumerate([("user", "the zebra crossing is broken"), ("assistant", "noted"),
+                                               ("user", "deploy the fix to staging")])]
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_text("".join(lines))
+    create_store("local")
+    with Cairn.open("local", embedder=hashing) as memory:
+        memory.ingest_transcript(transcript)
+        expected = memory.search_sessions("zebra", mode="keyword", k=10)
+    done = migrate_store("local", f"postgres:{team}")
+    assert (done["sessions"], done["turns"]) == (1, 3)
+    with Cairn.open(team, embedder=hashing) as memory:
+        assert memory.status().sessions["turns"] == 3
+        hits = memory.search_sessions("zebra", mode="keyword", k=10)
+        assert [h.turn.uuid for h in hits] == [h.turn.uuid for h in expected]
+        assert memory.ingest_transcript(transcript)["turns_added"] == 0  # how far it was read came along
+        assert memory.flush_turn_backlog() == 3
+        assert memory.search_sessions("zebra crossing", mode="semantic", k=1)[0].turn.uuid == "m0"
+    migrate_store(f"postgres:{team}", "sqlite:back")
+    with Cairn.open("back", embedder=hashing) as memory:
+        assert [t.uuid for t in memory.read_session("s1")[1]] == ["m0", "m1", "m2"]
+
+
+def test_rename_renames_only_this_machines_entry_for_the_shared_store(pg_server, monkeypatch, tmp_path, team, cli):
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    for machine in ("desktop", "laptop"):
+        monkeypatch.setenv("CAIRN_HOME", str(tmp_path / machine))
+        create_store(team, postgres=pg_server)
+    with Cairn.open(team, embedder=None) as memory:
+        memory.remember("The laptop calls this store by its own name", kind="fact")
+    monkeypatch.delenv("CAIRN_POSTGRES_URL")  # renaming asks no server
+    code, out, err = cli("stores", "rename", team, "mine")
+    assert code == 0, err
+    assert not (tmp_path / "laptop" / "stores" / f"{team}.postgres").exists()
+    assert json.loads((tmp_path / "laptop" / "stores" / "mine.postgres").read_text())["schema"] == f"cairn_{team}"
+    code, out, err = cli("stores", "rename", "mine", "mine")
+    assert code == 2 and "already exists" in err
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    with Cairn.open("mine", embedder=None) as memory:
+        assert memory.status().path == f"postgres:cairn_{team}"
+        assert [m.text for m in memory.list()] == ["The laptop calls this store by its own name"]
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "desktop"))  # the other machine still calls it `team`
+    with Cairn.open(team, embedder=None) as memory:
+        memory.remember("The desktop still calls it team", kind="fact")
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "laptop"))
+    with Cairn.open("mine", embedder=None) as memory:
+        assert len(memory.list()) == 2
+
+
+def test_doctor_checks_a_postgres_store_and_fixes_its_indexes(pg_server, monkeypatch, cairn_home, team, cli):
+    import psycopg
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", with_password(pg_server))
+    Path(os.environ["CAIRN_CONFIG"]).write_text("embedding:\n  enabled: false\n")  # no model to load
+    create_store(team, postgres=pg_server)
+    with Cairn.open(team, embedder=HashingEmbedder()) as memory:
+        broken = memory.remember("The doctor finds this memory without its keyword entry", kind="fact").memory
+
+    def checks(*args: str) -> tuple[int, dict[str, dict], str]:
+        code, out, err = cli("doctor", "--json", *args)
+        assert PASSWORD not in out + err and pg_server not in out + err
+        return code, {c["name"]: c for c in json.loads(out)["checks"] if c["name"].startswith(f"store {team}")}, out
+
+    code, found, _ = checks()
+    assert [(n.split(": ")[1], c["status"]) for n, c in found.items()] == [
+        ("server", "ok"), ("pgvector", "ok"), ("schema", "ok"), ("indexes", "ok")]
+    assert found[f"store {team}: schema"]["detail"] == "version 4"
+
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f'UPDATE "cairn_{team}".memories SET tsv = NULL WHERE id = %s', (broken.id,))
+        conn.execute("UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass",
+                     (f'"cairn_{team}".memories_tsv',))
+    code, found, _ = checks()
+    indexes = found[f"store {team}: indexes"]
+    assert code == 1 and indexes["status"] == "fail" and not indexes["fixed"]
+    assert "fts missing: 1" in indexes["detail"] and "invalid index memories_tsv" in indexes["detail"]
+    code, found, _ = checks("--fix")
+    assert found[f"store {team}: indexes"]["fixed"]
+    code, found, _ = checks()
+    assert found[f"store {team}: indexes"]["status"] == "ok"
+    with Cairn.open(team, embedder=None) as memory:
+        assert [h.memory.id for h in memory.recall("doctor keyword entry")] == [broken.id]
+
+    monkeypatch.delenv("CAIRN_POSTGRES_URL")
+    code, found, _ = checks()
+    assert code == 1 and found[f"store {team}: server"]["status"] == "fail"
+    assert "CAIRN_POSTGRES_URL" in found[f"store {team}: server"]["fix"]
+
+
+def test_a_bad_url_is_a_clear_error_that_names_no_part_of_it(pg_server, monkeypatch, cairn_home, team, cli, project):
+    create_store(team, postgres=pg_server)
+    # libpq quotes a malformed URL whole in its message, password included.
+    bad = f"postgresql://postgres:{PASSWORD}@[::1/cairn-secret-db"
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", bad)
+    code, out, err = cli("status", "--store", team)
+    assert code == 2 and err.startswith("cairn: error: cannot connect to the Postgres server:")
+    assert PASSWORD not in err and "cairn-secret-db" not in err and bad not in err
+    code, out, err = cli("doctor", "--json")
+    assert PASSWORD not in out + err and "cairn-secret-db" not in out + err
+    # A database that does not exist: the server's own message names it; the error does not.
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server.replace("/postgres?", "/cairn-secret-db?"))
+    code, out, err = cli("recall", "--store", team, "--keyword-only", "anything")
+    assert code == 2 and "cannot connect" in err and "cairn-secret-db" not in err
+    # A hook fails open, and what it logs names no part of the URL either.
+    env = {**os.environ, "CAIRN_NO_WARM": "1", "CAIRN_STORE": team, "CAIRN_POSTGRES_URL": bad,
+           "CLAUDE_PROJECT_DIR": str(project), "PYTHONPATH": str(ROOT / "engine")}
+    out = subprocess.run([sys.executable, "-P", "-m", "cairn", "hook", "UserPromptSubmit"], env=env, text=True,
+                         input=json.dumps({"prompt": "how do we deploy the release?", "session_id": "s"}),
+                         capture_output=True, timeout=WAIT_S)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+    log = (cairn_home / "logs" / "hooks.log").read_text()
+    assert "cannot connect to the Postgres server" in log
+    assert files_under(cairn_home, PASSWORD.encode()) == [] and files_under(cairn_home, b"cairn-secret-db") == []
+
+
+def test_a_long_lived_process_reopens_a_store_whose_connection_was_lost(pg_server, monkeypatch, team):
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    create_store(team, postgres=pg_server)
+    with Cairn.open(team, embedder=None) as memory:
+        assert not memory.stale  # a Postgres store is never "replaced" like a file; its connection may be lost
+        memory.store.conn.close()
+        assert memory.stale
+
+
+HOOK_PROMPT = "why did the {who} team decide that the billing API moves to gRPC streaming?"
+HOOK_MEMORY = "The {who} team decided that the billing API moves to gRPC streaming"
+
+
+def test_hooks_and_mcp_servers_on_two_machines_see_each_others_memories_within_a_second(pg_server, tmp_path, team,
+                                                                                         project):
+    """The bar of issue 14: two machines (two data roots) share a team store; what one machine's MCP
+    server remembers, the other's prompt hook injects and its MCP server recalls, each time at its
+    first read within one second of the write (wait_for polls from the write's acknowledgement)."""
+    from tests.test_mcp_server import Client
+
+    envs, clients = {}, {}
+    for machine in ("laptop", "desktop"):
+        home = tmp_path / machine
+        home.mkdir()
+        (home / "config.yaml").write_text("embedding:\n  enabled: false\n")  # keyword-only: no model to load
+        envs[machine] = {**{k: v for k, v in os.environ.items() if not k.startswith("CAIRN_")},
+                         "CAIRN_HOME": str(home), "CAIRN_CONFIG": str(home / "config.yaml"),
+                         "CAIRN_POSTGRES_URL": pg_server, "CAIRN_STORE": team, "CAIRN_NO_WARM": "1",
+                         "CLAUDE_PROJECT_DIR": str(project), "PYTHONPATH": str(ROOT / "engine"),
+                         "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+        made = subprocess.run([sys.executable, "-m", "cairn", "stores", "create", team, "--postgres", pg_server],
+                              env=envs[machine], cwd=ROOT, capture_output=True, text=True, timeout=WAIT_S)
+        assert made.returncode == 0, made.stderr
+    try:
+        for machine, env in envs.items():
+            clients[machine] = Client(env, tmp_path / f"{machine}-mcp-stderr.txt")
+
+        def hook_injects(machine: str, text: str, prompt: str) -> bool:
+            payload = {"prompt": prompt, "session_id": uuid.uuid4().hex, "cwd": str(project)}
+            out = subprocess.run([sys.executable, "-P", "-m", "cairn", "hook", "UserPromptSubmit"],
+                                 input=json.dumps(payload), env=envs[machine], capture_output=True, text=True,
+                                 timeout=WAIT_S)
+            assert out.returncode == 0 and out.stderr == "", out.stderr
+            return bool(out.stdout) and text in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+
+        def mcp_recalls(machine: str, memory_id: str, prompt: str) -> bool:
+            return memory_id in [h["id"] for h in clients[machine].ok("memory_recall", query=prompt)["hits"]]
+
+        for writer, reader in (("laptop", "desktop"), ("desktop", "laptop")):
+            text, prompt = HOOK_MEMORY.format(who=writer), HOOK_PROMPT.format(who=writer)
+            assert not hook_injects(reader, text, prompt)
+            made = clients[writer].ok("memory_remember", text=text, kind="decision")
+            assert made["status"] == "created"
+            wait_for(lambda r=reader, t=text, p=prompt: hook_injects(r, t, p), 1.0,
+                     f"{reader}'s prompt hook to inject it")
+            wait_for(lambda r=reader, i=made["id"], p=prompt: mcp_recalls(r, i, p), 1.0,
+                     f"{reader}'s MCP server to recall it")
+    finally:
+        for client in clients.values():
+            client.close()

@@ -4,6 +4,7 @@ Claude Code transcripts (bad input skipped and counted), and session search with
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from hypothesis import strategies as st
 from cairn import Cairn, InvalidInput, SessionNotFound
 from cairn.privacy import scrub
 from cairn.sessions import choose_mode, parse_lines
+
+from tests.conftest import BACKENDS
 
 AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
@@ -51,8 +54,14 @@ def transcript(tmp_path) -> Path:
     return path
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """The tests that store turns run on SQLite and on Postgres (marked `postgres`)."""
+    return request.param
+
+
 @pytest.fixture
-def engine(project, hashing):
+def engine(project, hashing, use_backend):
     with Cairn.open(cwd=project, embedder=hashing) as memory:
         yield memory
 
@@ -104,7 +113,8 @@ def test_ingestion_is_incremental_and_waits_for_a_line_still_being_written(engin
 
 
 
-def test_a_turn_is_found_by_the_words_of_the_two_turns_on_each_side_however_it_was_ingested(project, hashing, tmp_path):
+def test_a_turn_is_found_by_the_words_of_the_two_turns_on_each_side_however_it_was_ingested(project, hashing, tmp_path,
+                                                                                           use_backend):
     """Key expansion: a word said in one turn also finds the two turns before and after it, and a
     session captured one line at a time (a Stop hook per turn) gets the same index as read at once."""
     texts = ["alpha one", "beta two", "gamma three", "the zebra crossing", "delta four", "epsilon five",
@@ -206,13 +216,20 @@ def test_ordinary_identifiers_are_not_redacted():
     assert scrub(text).text == text
 
 
-def test_nothing_private_or_secret_reaches_the_store_file(engine, tmp_path):
+def test_nothing_private_or_secret_reaches_the_store_file(engine, tmp_path, use_backend):
     path = tmp_path / "s2.jsonl"
     path.write_text(line("user", "p1", f"use key {AWS_KEY} <private>codename bluebird</private> to deploy"))
     engine.ingest_transcript(path)
-    db = Path(engine.status().path)
+    where = engine.status().path
     engine.close()
-    raw = b"".join(p.read_bytes() for p in db.parent.glob(f"{db.name}*"))
+    if use_backend == "postgres":  # every row of the store's tables, every file of the server's data directory
+        from tests.test_private_memories import server_bytes
+
+        raw = server_bytes(os.environ["CAIRN_POSTGRES_URL"], where.removeprefix("postgres:"))
+        assert b"to deploy" in raw
+    else:
+        db = Path(where)
+        raw = b"".join(p.read_bytes() for p in db.parent.glob(f"{db.name}*"))
     assert len(raw) > 10_000
     assert AWS_KEY.encode() not in raw and b"bluebird" not in raw
     with Cairn.open(cwd=Path(engine.choice.project_root), embedder=None) as again:

@@ -42,6 +42,17 @@ def write_marker(name: str, schema: str) -> Path:
     return path
 
 
+def marker_schema(name: str) -> str | None:
+    """The schema the data root's marker names for store `name` (None: no marker, or one written
+    before markers were read). A renamed store keeps the schema it was created with: `cairn stores
+    rename` renames only this machine's entry, never the shared schema other machines open."""
+    try:
+        schema = json.loads(marker_path(name).read_text()).get("schema")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return schema if isinstance(schema, str) and schema else None
+
+
 def postgres_names() -> list[str]:
     """Stores the data root marks as on Postgres, by name."""
     folder = stores_dir()
@@ -79,7 +90,7 @@ def open_store(name: str, path: Path, config: Mapping[str, Any], *, create: bool
         from .pgstore import PgStore
 
         return PgStore.open(url or postgres_url(config), name=name, create=create, meta=meta,
-                            language=config["store"].get("language", "english"))
+                            language=config["store"].get("language", "english"), schema=marker_schema(name))
     if backend != "sqlite":
         raise StoreError(f"unknown store backend {backend!r}; expected one of: {', '.join(BACKENDS)}")
     from .store import Store

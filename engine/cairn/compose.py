@@ -30,6 +30,15 @@ class Resolved:
     choice: StoreChoice
     config: dict[str, Any]
 
+    @property
+    def store_exists(self) -> bool:
+        """Whether the chosen store exists, as far as a stat can tell: its SQLite file, or a store
+        on Postgres (marked in the data root, or the project's config says `store.backend:
+        postgres`), which is presumed to: only opening it asks the server (StoreNotFound then)."""
+        from .backends import backend_of
+
+        return self.choice.path.exists() or backend_of(self.choice.name, self.config, project=True) == "postgres"
+
 
 def resolve(store: str | None = None, *, cwd: Path | None = None, env: dict[str, str] | None = None,
             config: dict[str, Any] | None = None) -> Resolved:

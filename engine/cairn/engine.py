@@ -34,7 +34,7 @@ from .records import Draft, NewMemory, normalise_tags, parse_export_lines, valid
 from .privacy import scrub_many
 from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, fuse, parse_lines, read_locomo,
                        session_keys, title_of)
-from .backends import backend_of, marker_path, open_store, postgres_names, write_marker
+from .backends import backend_of, marker_path, marker_schema, open_store, postgres_names, write_marker
 from .config import load_config
 from .store import Filters, Store
 from .supersede import SIMILARITY_THRESHOLD, classify
@@ -138,11 +138,22 @@ def delete_store(name: str) -> Path:
 
 
 def rename_store(old: str, new: str) -> Path:
-    """Rename the store OLD to NEW: its files and its recorded name. Returns the new path.
-    Raises InvalidStoreName, StoreNotFound, StoreError (NEW exists)."""
+    """Rename the store OLD to NEW: its files and its recorded name. Returns the new path. A store
+    on Postgres is shared: only this data root's entry is renamed (the marker NEW.postgres names the
+    same schema), so this machine calls it NEW while the team's other machines keep their names;
+    no server is contacted. Raises InvalidStoreName, StoreNotFound, StoreError (NEW exists)."""
     source, target = store_path(validate_store_name(old)), store_path(validate_store_name(new))
-    if marker_path(old).exists() or marker_path(new).exists():
-        raise StoreError("renaming a store on Postgres is not supported; copy it with `cairn migrate-store`")
+    if marker_path(new).exists():
+        raise StoreError(f"store {new!r} already exists (on Postgres); delete or rename it first")
+    if marker_path(old).exists():
+        from .pgstore import schema_for
+
+        if target.exists():
+            raise StoreError(f"store {new!r} already exists ({target}); delete or rename it first")
+
+        write_marker(new, marker_schema(old) or schema_for(old))
+        marker_path(old).unlink()
+        return marker_path(new)
     if not source.exists():
         raise StoreNotFound(f"store {old!r} does not exist ({source})")
     if target.exists():
@@ -195,12 +206,13 @@ def _store_spec(spec: str) -> tuple[str, str]:
 def migrate_store(source: str, target: str, *, progress: Progress = _no_progress) -> dict[str, Any]:
     """Copy store `source` into the new store `target`, across backends, losslessly: every memory
     with its history (both times, supersession links, tombstones, asserted valid_to), tags, vectors
-    (copied, not recomputed), the recorded model and fingerprint, the project root and the review
-    verdicts. Specs: NAME, sqlite:NAME or postgres:NAME (the server from $CAIRN_POSTGRES_URL or the
-    config). A target on Postgres is then marked in the data root, so NAME opens there from now on;
-    a target in SQLite removes that mark. The source is left as it was. Captured sessions are not
-    copied. Returns {"source", "target", "memories", "vectors", "dismissals"}.
-    Raises InvalidInput, StoreNotFound, StoreError (the target exists and holds memories)."""
+    (copied, not recomputed), the recorded model and fingerprint, the project root, the review
+    verdicts and the captured sessions (their turns' vectors are queued and recomputed). Specs: NAME,
+    sqlite:NAME or postgres:NAME (the server from $CAIRN_POSTGRES_URL or the config). A target on
+    Postgres is then marked in the data root, so NAME opens there from now on; a target in SQLite
+    removes that mark. The source is left as it was. Returns {"source", "target", "path",
+    "memories", "vectors", "dismissals", "sessions", "turns"}.
+    Raises InvalidInput, StoreNotFound, StoreError (the target exists and holds memories or sessions)."""
     (src_backend, src_name), (dst_backend, dst_name) = _store_spec(source), _store_spec(target)
     if (src_backend, src_name) == (dst_backend, dst_name):
         raise InvalidInput("source and target are the same store")
@@ -209,25 +221,9 @@ def migrate_store(source: str, target: str, *, progress: Progress = _no_progress
     try:
         dst = open_store(dst_name, store_path(dst_name), config, create=True, project=False, backend=dst_backend)
         try:
-            if dst.counts()["total"]:
+            if dst.counts()["total"] or dst.session_totals()["sessions"]:
                 raise StoreError(f"target store {target!r} already holds memories; migrate into a new store")
-            rows = list(src.iter_rows())
-            imported, _ = dst.import_rows(rows)
-            seqs = {m.id: src.seq_of(m.id) for m, _ in rows if m.text is not None}
-            vectors = 0
-            ids = list(seqs)
-            for start in progress(range(0, len(ids), 500), (len(ids) + 499) // 500):
-                chunk = ids[start : start + 500]
-                found = src.vectors_of([seqs[i] for i in chunk])
-                by_id = {i: found[seqs[i]] for i in chunk if seqs[i] in found}
-                vectors += dst.fill_backlog({dst.seq_of(i): v for i, v in by_id.items()})
-            for key in ("embedding_model", "embedding_fingerprint", "project_root"):
-                value = src.get_meta(key)
-                if value is not None:
-                    dst.set_meta(key, value)
-            dismissals = src.dismissals()
-            for first, second, at in dismissals:
-                dst.dismiss_pair(first, second, at)
+            copied = _copy_store(src, dst, progress)
             dst_path = str(dst.path)
         finally:
             dst.close()
@@ -239,8 +235,45 @@ def migrate_store(source: str, target: str, *, progress: Progress = _no_progress
         write_marker(dst_name, schema_for(dst_name))
     else:
         marker_path(dst_name).unlink(missing_ok=True)
-    return {"source": source, "target": target, "path": dst_path, "memories": imported, "vectors": vectors,
-            "dismissals": len(dismissals)}
+    return {"source": source, "target": target, "path": dst_path, **copied}
+
+
+def _copy_store(src: Store, dst: Store, progress: Progress = _no_progress) -> dict[str, int]:
+    """Copy everything of `src` into the empty store `dst` (either backend): memories with their
+    history, tags, vectors (copied, not recomputed), the recorded model, fingerprint and project
+    root, review verdicts, and captured sessions (catalog rows, turns, how far each transcript was
+    read; the turns' index keys are rebuilt as a one-shot import builds them, their vectors are
+    queued for embedding). Returns {"memories", "vectors", "dismissals", "sessions", "turns"}."""
+    rows = list(src.iter_rows())
+    imported, _ = dst.import_rows(rows)
+    live = [m.id for m, _ in rows if m.text is not None]
+    vectors = 0
+    for start in progress(range(0, len(live), 2000), (len(live) + 1999) // 2000):
+        chunk = live[start : start + 2000]
+        seqs, targets = src.seqs_of(chunk), dst.seqs_of(chunk)
+        found = src.vectors_of([seqs[i] for i in chunk])
+        vectors += dst.fill_backlog({targets[i]: found[seqs[i]] for i in chunk if seqs[i] in found and i in targets})
+    for key in ("embedding_model", "embedding_fingerprint", "project_root"):
+        value = src.get_meta(key)
+        if value is not None:
+            dst.set_meta(key, value)
+    dismissals = src.dismissals()
+    for first, second, at in dismissals:
+        dst.dismiss_pair(first, second, at)
+    sessions = turns = 0
+    for info in src.sessions(2**62):
+        stored = src.session_turns(info.session_id, 0, 2**62)
+        drafts = [TurnDraft(uuid=t.uuid, role=t.role, text=t.text, at=t.at, speaker=t.speaker,
+                            git_branch=t.git_branch, cwd=t.cwd, meta=t.meta) for t in stored]
+        keyed = [{**asdict(d), "key": key, "vector": None} for d, key in zip(drafts, session_keys(drafts, 0))]
+        path, read_bytes, last_uuid = src.session_progress(info.session_id)
+        dst.add_turns(info.session_id, source=info.source, transcript_path=path, title=info.title, turns=keyed,
+                      read_bytes=read_bytes, last_uuid=last_uuid, skipped=info.skipped, redactions=info.redactions,
+                      private_spans=info.private_spans, trailing_meta={}, rekey={})
+        sessions += 1
+        turns += len(keyed)
+    return {"memories": imported, "vectors": vectors, "dismissals": len(dismissals), "sessions": sessions,
+            "turns": turns}
 
 
 _BACKUP_TIME = "%Y%m%dT%H%M%S"
@@ -261,23 +294,54 @@ def backups_of(name: str) -> list[Path]:
 
 def backup_store(name: str, *, keep: int | None = None) -> dict[str, Any]:
     """Back up store NAME into <data root>/backups/NAME-<UTC time>.db (0600) with SQLite's online
-    backup API: a consistent copy, safe while sessions write. keep: then delete all but the `keep`
-    newest backups of that store. Returns {"store", "path", "bytes", "counts", "removed": [paths]}.
-    Raises InvalidStoreName, StoreNotFound, StoreCorrupted, StoreError."""
+    backup API: a consistent copy, safe while sessions write. A store on Postgres is copied into such
+    a file too (no pg_dump: everything `migrate-store` copies, read in one repeatable-read snapshot
+    while the team goes on writing), which `cairn restore` restores as a local store. keep: then
+    delete all but the `keep` newest backups of that store. Returns {"store", "path", "bytes",
+    "counts", "removed": [paths]}. Raises InvalidStoreName, StoreNotFound, StoreCorrupted,
+    StoreError, ConfigError (a Postgres store and no server URL)."""
     if keep is not None and keep < 1:
         raise InvalidInput("keep must be at least 1")
     path = store_path(validate_store_name(name))
-    store = Store.open(path, name=name, create=False)
-    try:
-        target = private_dir(backups_dir()) / f"{name}-{_stamp()}.db"
-        store.backup_to(target)
-        counts = store.counts()
-    finally:
-        store.close()
+    if marker_path(name).exists():
+        target, counts = _backup_postgres(name)
+    else:
+        store = Store.open(path, name=name, create=False)
+        try:
+            target = private_dir(backups_dir()) / f"{name}-{_stamp()}.db"
+            store.backup_to(target)
+            counts = store.counts()
+        finally:
+            store.close()
     removed = [str(p) for p in backups_of(name)[:-keep]] if keep else []
     for old in removed:
         Path(old).unlink(missing_ok=True)
     return {"store": name, "path": str(target), "bytes": target.stat().st_size, "counts": counts, "removed": removed}
+
+
+def _backup_postgres(name: str) -> tuple[Path, dict[str, int]]:
+    """Copy Postgres store NAME into a new SQLite backup file: (its path, the store's counts)."""
+    src = open_store(name, store_path(name), load_config(), create=False, project=False, backend="postgres")
+    try:
+        target = private_dir(backups_dir()) / f"{name}-{_stamp()}.db"
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
+        try:
+            dst = Store.open(tmp, name=name, create=True)
+            try:
+                with src.snapshot():
+                    _copy_store(src, dst)
+                    counts = src.counts()
+                if dst.integrity() != "ok":
+                    raise StoreError(f"the backup of {name!r} failed its integrity check")
+            finally:
+                dst.close()
+            os.replace(tmp, target)
+        finally:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{tmp}{suffix}").unlink(missing_ok=True)
+    finally:
+        src.close()
+    return target, counts
 
 
 def restore_store(source: str | Path, *, name: str | None = None,
@@ -302,6 +366,11 @@ def restore_store(source: str | Path, *, name: str | None = None,
     if info["integrity"] != "ok":
         raise StoreCorrupted(f"{source} fails its integrity check ({info['integrity']}); not restored")
     name = validate_store_name(name or str(info["name"] or source.stem.rsplit("-", 1)[0]))
+    if marker_path(name).exists():
+        raise StoreError(
+            f"store {name!r} is on Postgres, shared with the team: a backup is not restored over it. Restore "
+            f"it as a local store (`cairn restore {source} --store {name}-restored`), check it, then copy it "
+            f"to the server with `cairn migrate-store sqlite:{name}-restored postgres:NEW-NAME`")
     target = store_path(name)
     aside: Path | None = None
     if target.exists():
@@ -360,6 +429,26 @@ def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
         if kind not in KINDS:
             raise InvalidMemory(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
     return kinds
+
+
+def _scrubbed(drafts: list[Draft]) -> list[Draft]:
+    """The drafts as they may be stored: `<private>` spans removed and secrets replaced by
+    `[REDACTED:<type>]` (privacy.scrub, as for captured turns), before validation, embedding,
+    duplicate detection or any write, on every backend: what a person marks private or a key pasted
+    into a memory never reaches a store, a shared one least of all. Raises InvalidMemory for a text
+    that was nothing but private spans (it is not stored, and not silently dropped either)."""
+    texts = [(i, d.text) for i, d in enumerate(drafts) if isinstance(d.text, str) and not is_blank(d.text)
+             and lone_surrogate(d.text) is None]
+    if not texts:
+        return drafts
+    out = list(drafts)
+    for (i, text), clean in zip(texts, scrub_many([t for _, t in texts])):
+        if clean.text == text:
+            continue
+        if is_blank(clean.text):
+            raise InvalidMemory("the text is all <private> content: nothing of it may be stored")
+        out[i] = replace(drafts[i], text=clean.text.strip())
+    return out
 
 
 def _relevant(hit: Hit) -> bool:
@@ -595,8 +684,11 @@ class Cairn:
         supersession (default: config `supersession.enabled`). Exact duplicates (after
         normalisation) of a current memory write nothing and return it with status "duplicate".
         `replaces` (an id, or several: a merge) supersedes those; otherwise a memory of the same kind
-        stating a change to a similar current one supersedes it (supersede.classify).
-        Raises InvalidMemory (every problem named), InvalidTime, MemoryNotFound, NotCurrent.
+        stating a change to a similar current one supersedes it (supersede.classify). The text is
+        stored without its `<private>...</private>` spans and with secrets (API keys, tokens,
+        passwords) replaced by `[REDACTED:<type>]`, as captured turns are (privacy.scrub).
+        Raises InvalidMemory (every problem named; a text that is all private), InvalidTime,
+        MemoryNotFound, NotCurrent.
         """
         if replaces is not None and not isinstance(replaces, str):
             replaces = tuple(replaces)
@@ -608,12 +700,14 @@ class Cairn:
                       detect: bool | None = None) -> list[RememberResult]:
         """Store several memories, embedded in one batch, each in its own short transaction.
 
-        All drafts are validated before anything is written: one bad draft writes nothing.
+        All drafts are scrubbed (as `remember`) and validated before anything is written: one bad
+        draft writes nothing.
         """
         if scope not in ("project", "global"):
             raise InvalidMemory(f"memories are written to scope 'project' or 'global', not {scope!r}")
         store = self._stores(scope, write=True)[0]
         recorded_at = now_ms()
+        drafts = _scrubbed(drafts)
         rows = [validate(d, recorded_at=recorded_at) for d in drafts]
         for draft in drafts:
             for old_id in draft.replaced_ids:

@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from . import db, paths
+from . import backends, db, paths
 from .compose import embedder_from_config
 from .config import load_config
 from .embedder import compatible
@@ -114,26 +114,89 @@ def _store_checks(path, fingerprint: str | None, fix: bool) -> list[Check]:
     if store is None:
         return checks
     try:
-        report = store.index_report()
-        bad = {k: v for k, v in report.items() if k != "live" and v}
-        if bad:
-            fixed = False
-            if fix:
-                store.rebuild_indexes()
-                fixed = not {k: v for k, v in store.index_report().items() if k != "live" and v}
-            detail = ", ".join(f"{k.replace('_', ' ')}: {v}" for k, v in bad.items())
-            checks.append(Check(f"{prefix}: indexes", "fail", f"{report['live']} live memories; {detail}",
-                                "`cairn doctor --fix` rebuilds the FTS and vector indexes from the memory table",
-                                fixed=fixed))
-        else:
-            checks.append(Check(f"{prefix}: indexes", "ok",
-                                f"{report['live']} live memories, each with its FTS row and a vector (or queued)"))
-        recorded = store.get_meta("embedding_fingerprint")
-        if recorded and fingerprint and not compatible(recorded, fingerprint):
-            checks.append(Check(f"{prefix}: model", "fail", f"vectors from {recorded}; the model is {fingerprint}",
-                                f"`cairn reembed --store {name}`"))
-        elif recorded and fingerprint:
-            checks.append(Check(f"{prefix}: model", "ok", f"vectors from {recorded}"))
+        checks.append(_index_checks(prefix, store, fix, "FTS row", "FTS"))
+        checks += _model_check(prefix, store, name, fingerprint)
+    finally:
+        store.close()
+    return checks
+
+
+def _index_checks(prefix: str, store: Any, fix: bool, what: str, index: str) -> Check:
+    """Index consistency: each live memory has its keyword entry (`what`, in the `index` index) and
+    a vector or a backlog entry, nothing else is indexed; on Postgres also no invalid index."""
+    report = store.index_report()
+    bad = {k: v for k, v in report.items() if k != "live" and v}
+    invalid = store.invalid_indexes() if hasattr(store, "invalid_indexes") else []
+    if not bad and not invalid:
+        return Check(f"{prefix}: indexes", "ok",
+                     f"{report['live']} live memories, each with its {what} and a vector (or queued)")
+    fixed = False
+    if fix:
+        store.rebuild_indexes()
+        fixed = not {k: v for k, v in store.index_report().items() if k != "live" and v} and not (
+            store.invalid_indexes() if invalid else [])
+    detail = ", ".join([f"{k.replace('_', ' ')}: {v}" for k, v in bad.items()] +
+                       [f"invalid index {name}" for name in invalid])
+    return Check(f"{prefix}: indexes", "fail", f"{report['live']} live memories; {detail}",
+                 f"`cairn doctor --fix` rebuilds the {index} and vector indexes from the memory table",
+                 fixed=fixed)
+
+
+def _model_check(prefix: str, store: Any, name: str, fingerprint: str | None) -> list[Check]:
+    recorded = store.get_meta("embedding_fingerprint")
+    if recorded and fingerprint and not compatible(recorded, fingerprint):
+        return [Check(f"{prefix}: model", "fail", f"vectors from {recorded}; the model is {fingerprint}",
+                      f"`cairn reembed --store {name}`")]
+    if recorded and fingerprint:
+        return [Check(f"{prefix}: model", "ok", f"vectors from {recorded}")]
+    return []
+
+
+def _postgres_checks(name: str, fingerprint: str | None, fix: bool, config: dict[str, Any]) -> list[Check]:
+    """A store the data root marks as on Postgres: the server reachable, pgvector in its database,
+    the store's schema there and its version, index consistency and validity, the model. Nothing
+    here names the server's URL (connect redacts it from the server's own messages)."""
+    from .pgstore import PG_MIGRATIONS, PgStore, schema_for
+
+    prefix = f"store {name}"
+    schema = backends.marker_schema(name) or schema_for(name)
+    try:
+        url = backends.postgres_url(config)
+        info = PgStore.inspect(url, schema)
+    except CairnError as exc:
+        return [Check(f"{prefix}: server", "fail", str(exc),
+                      f"set {backends.URL_ENV} to the team server's URL (password in PGPASSWORD or ~/.pgpass) "
+                      "and check that the server is up")]
+    checks = [Check(f"{prefix}: server", "ok", f"{info['server']}, schema {schema}")]
+    if info["vector"] is None:
+        checks.append(Check(f"{prefix}: pgvector", "fail", "the vector extension is not installed in this database",
+                            "a superuser runs CREATE EXTENSION vector once (then opening the store works)"))
+        return checks
+    checks.append(Check(f"{prefix}: pgvector", "ok", f"vector {info['vector']}"))
+    if not info["exists"]:
+        return checks + [Check(f"{prefix}: schema", "fail", f"no store in schema {schema} on this server",
+                               f"`cairn stores create {name} --postgres URL` makes it; or delete "
+                               f"{backends.marker_path(name)} if the store is gone")]
+    version, latest = info["schema_version"], len(PG_MIGRATIONS)
+    if version > latest:
+        return checks + [Check(f"{prefix}: schema", "fail", f"version {version}; this Cairn understands {latest}",
+                               "upgrade Cairn")]
+    store = None
+    try:
+        if fix or version == latest:
+            store = PgStore.open(url, name=name, create=False, schema=schema)
+    except CairnError as exc:
+        return checks + [Check(f"{prefix}: readable", "fail", str(exc), "check the server's log")]
+    if version == latest:
+        checks.append(Check(f"{prefix}: schema", "ok", f"version {version}"))
+    else:
+        checks.append(Check(f"{prefix}: schema", "warn", f"version {version}; this Cairn writes {latest}",
+                            "opening the store migrates it (`cairn doctor --fix`)", fixed=store is not None))
+    if store is None:
+        return checks
+    try:
+        checks.append(_index_checks(prefix, store, fix, "tsvector entry", "tsvector"))
+        checks += _model_check(prefix, store, name, fingerprint)
     finally:
         store.close()
     return checks
@@ -162,15 +225,19 @@ def _modes(fix: bool) -> Check:
 
 def doctor(*, fix: bool = False, config: dict[str, Any] | None = None) -> list[Check]:
     """Run every check: versions, sqlite-vec, the configured model (loaded: a few seconds), then for
-    each store in the data root its integrity, schema, index consistency and model fingerprint,
-    and the data root's file modes. fix: repair indexes, modes and pending migrations.
-    config: default the user-level config (load_config())."""
+    each store in the data root its integrity, schema, index consistency and model fingerprint (a
+    store on Postgres: the server reachable, pgvector present, its schema and version, index
+    consistency and validity, model), and the data root's file modes. fix: repair indexes, modes
+    and pending migrations. config: default the user-level config (load_config())."""
     checks = _versions()
-    model, fingerprint = _model(config if config is not None else load_config())
+    config = config if config is not None else load_config()
+    model, fingerprint = _model(config)
     checks.append(model)
     modes = _modes(fix)  # before the stores are opened: opening one tightens its own files
     for path in sorted(paths.stores_dir().glob("*.db")):
         checks += _store_checks(path, fingerprint, fix)
+    for name in backends.postgres_names():
+        checks += _postgres_checks(name, fingerprint, fix, config)
     return checks + [modes]
 
 

@@ -19,23 +19,26 @@ server holds many stores; several machines share a store by connecting to the sa
   (SELECT ... FOR UPDATE), so two machines superseding the same memory cannot both do it, and an
   exact duplicate written at the same moment on two machines is stored once (ON CONFLICT).
 
-Captured sessions (turn tables) are not supported on this backend yet: those methods raise
-StoreError. The connection URL is never stored, logged or shown; `path` names only the schema.
+Captured sessions as on SQLite: `turns` with a tsvector per turn (its text weighted A, its index
+key B) for keyword search, `turn_vectors` (HNSW) for semantic search, a substring scan for exact
+search (no pg_trgm: see turn_exact_search). The connection URL is never stored, logged or shown (an
+error naming it is redacted: `redact`); `path` names only the schema.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreError, StoreNotFound
-from .models import Memory, Order
+from .models import Memory, Order, SessionInfo, Turn
 from .records import NewMemory
-from .store import Filters, current_sql
+from .store import Filters, Store, current_sql
 from .text import index_text, normalise
 from .timeutil import END_OF_TIME, now_ms
 
@@ -43,12 +46,12 @@ if TYPE_CHECKING:
     import numpy as np
     import psycopg
 
-SESSIONS_UNSUPPORTED = "captured sessions are not supported on the postgres backend yet"
 LANGUAGES = ("simple", "arabic", "armenian", "basque", "catalan", "danish", "dutch", "english", "finnish", "french",
              "german", "greek", "hindi", "hungarian", "indonesian", "irish", "italian", "lithuanian", "nepali",
              "norwegian", "portuguese", "romanian", "russian", "serbian", "spanish", "swedish", "tamil", "turkish",
              "yiddish")
 HNSW_MAX_EF = 1000  # pgvector's ceiling for hnsw.ef_search
+BULK_MIN = 200  # import_rows / fill_backlog with at least this many rows go through COPY
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 def _cols(alias: str = "memories") -> str:
     """A memory's columns, its tags (sorted) last: one query per read, not one more for the tags."""
@@ -116,8 +119,34 @@ def _vector_text(vector: Any) -> str:
     return "[" + ",".join(repr(float(x)) for x in np.asarray(vector, dtype=np.float32)) + "]"
 
 
+def _ranked_sql(table: str, alias: str, rank: str, where: str) -> str:
+    """One statement ranking the rows of `table` (its `tsv` column) for a list of phrases, BM25-like:
+    score = sum over the phrases a row holds of idf(phrase) * rank, idf as BM25's (Lucene's form)
+    from the number of rows holding the phrase (counted from the same index scan that finds them)
+    and the number of rows (the planner's estimate from 1,000 on; an exact count costs a scan per
+    query). Parameters, in order: the text search configuration, the phrases (text[]), those of
+    `rank`, those of `where` (a boolean over `alias`, applied to the hits), the limit."""
+    a = alias
+    return f"""WITH q AS MATERIALIZED (
+                 SELECT i, phraseto_tsquery(%s::regconfig, p) AS tq
+                 FROM unnest(%s::text[]) WITH ORDINALITY t(p, i)),
+             hits AS MATERIALIZED (
+                 SELECT q.i, {a}.seq, {rank} AS r, ({where}) AS ok
+                 FROM q JOIN {table} {a} ON {a}.tsv @@ q.tq),
+             est AS MATERIALIZED (SELECT reltuples AS n FROM pg_class WHERE oid = '{table}'::regclass),
+             total AS MATERIALIZED (
+                 SELECT CASE WHEN (SELECT n FROM est) >= 1000 THEN (SELECT n FROM est)
+                        ELSE (SELECT count(*) FROM {table} WHERE tsv IS NOT NULL) END AS n),
+             idf AS MATERIALIZED (
+                 SELECT i, ln(1 + (greatest(total.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+                 FROM hits, total GROUP BY i, total.n)
+            SELECT h.seq, sum(idf.idf * h.r) AS score FROM hits h JOIN idf USING (i)
+            WHERE h.ok GROUP BY h.seq ORDER BY score DESC, h.seq LIMIT %s"""
+
+
 # -- migrations: the same numbered scheme as migrations.py, their own list ---------------------------
-PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals"), (3, "m003_memory_usage")]
+PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals"), (3, "m003_memory_usage"),
+                                        (4, "m004_sessions")]
 
 
 def _m001_initial(conn: psycopg.Connection, language: str) -> None:
@@ -179,8 +208,49 @@ def _m003_memory_usage(conn: psycopg.Connection, language: str) -> None:
             last_injected_at bigint, last_cited_at bigint)""")
 
 
+def _m004_sessions(conn: psycopg.Connection, language: str) -> None:
+    # As SQLite's m005: captured conversations apart from memories. A turn's keyword entry is one
+    # tsvector: its text weighted A, its index key (speaker, date, the turns around it) weighted B,
+    # so that one ts_rank weighs the key as FTS5's bm25 column weight does. Vectors: turn_vectors,
+    # created with the first vector (its dimension known then).
+    conn.execute("""CREATE TABLE sessions (
+            session_id text PRIMARY KEY,
+            source text NOT NULL,
+            transcript_path text,
+            title text,
+            started_at bigint,
+            ended_at bigint,
+            turn_count integer NOT NULL DEFAULT 0,
+            git_branch text,
+            cwd text,
+            read_bytes bigint NOT NULL DEFAULT 0,
+            last_uuid text,
+            skipped text NOT NULL DEFAULT '{}',
+            redactions text NOT NULL DEFAULT '{}',
+            private_spans integer NOT NULL DEFAULT 0,
+            updated_at bigint NOT NULL)""")
+    conn.execute("""CREATE TABLE turns (
+            seq bigint GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY,
+            session_id text NOT NULL REFERENCES sessions(session_id) ON DELETE CASCADE,
+            uuid text NOT NULL,
+            position integer NOT NULL,
+            role text NOT NULL,
+            speaker text,
+            text text NOT NULL,                   -- scrubbed (privacy.py) before it is written
+            at bigint,
+            git_branch text,
+            cwd text,
+            meta text NOT NULL DEFAULT '{}',
+            tsv tsvector,
+            UNIQUE (session_id, uuid),
+            UNIQUE (session_id, position))""")
+    conn.execute("CREATE INDEX turns_by_at ON turns(at)")
+    conn.execute("CREATE INDEX turns_tsv ON turns USING gin(tsv)")
+    conn.execute("CREATE TABLE turn_vector_backlog (seq bigint PRIMARY KEY REFERENCES turns(seq) ON DELETE CASCADE)")
+
+
 _STEPS = {"m001_initial": _m001_initial, "m002_review_dismissals": _m002_review_dismissals,
-          "m003_memory_usage": _m003_memory_usage}
+          "m003_memory_usage": _m003_memory_usage, "m004_sessions": _m004_sessions}
 
 
 def _lock_key(text: str) -> int:
@@ -188,55 +258,81 @@ def _lock_key(text: str) -> int:
 
 
 class PgVectorIndex:
-    """The memories' vectors: `memory_vectors(seq, embedding vector(dim))` with an HNSW index."""
+    """Vectors by seq: `<table>(seq, embedding vector(dim))` with an HNSW index (cosine). The
+    memories' are in memory_vectors, captured turns' in turn_vectors."""
 
     name = "pgvector"
-    table = "memory_vectors"
+
+    def __init__(self, table: str = "memory_vectors"):
+        self.table = table
 
     def exists(self, conn: psycopg.Connection) -> bool:
-        return conn.execute("SELECT to_regclass('memory_vectors') IS NOT NULL").fetchone()[0]
+        return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (self.table,)).fetchone()[0]
 
     def create(self, conn: psycopg.Connection, dim: int) -> None:
         # No foreign key to memories: it would lock memories against every other writer's open
         # transaction while this one (inside a write) creates the table, a deadlock. Memory rows are
         # never deleted (tombstones stay), and erase deletes the vector itself.
-        conn.execute(f"CREATE TABLE IF NOT EXISTS memory_vectors (seq bigint PRIMARY KEY, "
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (seq bigint PRIMARY KEY, "
                      f"embedding vector({int(dim)}) NOT NULL)")
-        conn.execute("CREATE INDEX IF NOT EXISTS memory_vectors_hnsw ON memory_vectors "
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} "
                      "USING hnsw (embedding vector_cosine_ops)")
 
     def drop(self, conn: psycopg.Connection) -> None:
-        conn.execute("DROP TABLE IF EXISTS memory_vectors")
+        conn.execute(f"DROP TABLE IF EXISTS {self.table}")
 
     def upsert(self, conn: psycopg.Connection, seq: int, vector: Any) -> None:
-        conn.execute("INSERT INTO memory_vectors(seq, embedding) VALUES (%s, %s::vector) "
+        conn.execute(f"INSERT INTO {self.table}(seq, embedding) VALUES (%s, %s::vector) "
                      "ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding", (seq, _vector_text(vector)))
 
     def delete(self, conn: psycopg.Connection, seq: int) -> None:
-        conn.execute("DELETE FROM memory_vectors WHERE seq = %s", (seq,))
+        conn.execute(f"DELETE FROM {self.table} WHERE seq = %s", (seq,))
 
     def count(self, conn: psycopg.Connection) -> int:
-        return conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0]
+        return conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
+
+
+def secrets_of(url: str) -> list[str]:
+    """The parts of a libpq URL or conninfo string that must never be shown: the whole string, its
+    password, user, host and port and database name, longest first (so a part inside another is
+    redacted with it). Best effort on a malformed string: then the string and each of its words."""
+    parts = {url}
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = conninfo_to_dict(url)
+        parts |= {str(info[k]) for k in ("password", "user", "host", "hostaddr", "dbname", "port") if info.get(k)}
+    except Exception:  # noqa: BLE001 - a malformed URL: hide every piece of it
+        parts |= set(re.split(r"[\s:/@?&=]+", url))
+    return sorted((p for p in parts if len(p) >= 3), key=len, reverse=True)
+
+
+def redact(message: str, url: str) -> str:
+    """`message` with every part of `url` (secrets_of) replaced by `<redacted>`."""
+    for part in secrets_of(url):
+        message = message.replace(part, "<redacted>")
+    return message
 
 
 def connect(url: str) -> psycopg.Connection:
     """An autocommit connection to `url` (a libpq URL or conninfo; the password from the URL, the
-    libpq environment or ~/.pgpass). Raises StoreError naming why, never the URL."""
+    libpq environment or ~/.pgpass). Raises StoreError naming why, never the URL nor any part of it
+    (libpq quotes a malformed conninfo whole, password included; a refused login names user and host)."""
     try:
         import psycopg
     except ImportError:
         raise StoreError("the postgres backend needs psycopg: pip install 'cairn-memory[postgres]'") from None
     try:
         return psycopg.connect(url, autocommit=True, application_name="cairn", connect_timeout=10)
-    except psycopg.Error as exc:
+    except (psycopg.Error, ValueError, TypeError) as exc:
         reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise StoreError(f"cannot connect to the Postgres server: {reason}") from None
+        raise StoreError(f"cannot connect to the Postgres server: {redact(reason, url)}") from None
 
 
 class PgStore:
     """One store in a Postgres schema. One object per thread; many processes and machines may share
     the store. Attributes as Store: name, path (a display name without the URL), vector_index,
-    turn_index (None: sessions are not supported here), vector_unavailable."""
+    turn_index (captured turns' vectors), vector_unavailable."""
 
     backend = "postgres"
 
@@ -246,10 +342,10 @@ class PgStore:
         self.name = name
         self.path = f"postgres:{schema}"
         self.vector_index: PgVectorIndex | None = PgVectorIndex()
-        self.turn_index = None
+        self.turn_index: PgVectorIndex | None = PgVectorIndex("turn_vectors")
         self.vector_unavailable: str | None = None
         self._ts = "cairn_text"
-        self._vectors_exist = False
+        self._ready_tables: set[str] = set()  # vector tables known to exist (they are never dropped but by reembed)
 
     # -- lifecycle -------------------------------------------------------------------------------
     @staticmethod
@@ -262,20 +358,40 @@ class PgStore:
             conn.close()
 
     @staticmethod
+    def inspect(url: str, schema: str) -> dict[str, Any]:
+        """What the server holds for a store's schema, read without migrating or changing anything
+        (for `cairn doctor`): {"server": "PostgreSQL <version>", "vector": pgvector's version in this
+        database or None, "exists": whether the schema holds a store, "schema_version" (0 when it
+        does not exist)}. Raises StoreError (no connection; the message never names the URL)."""
+        conn = connect(url)
+        try:
+            server = conn.execute("SHOW server_version").fetchone()[0]
+            vector = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+            exists = PgStore._schema_exists(conn, schema)
+            version = conn.execute(f'SELECT coalesce(max(number), 0) FROM "{schema}".migrations').fetchone()[0] \
+                if exists else 0
+        finally:
+            conn.close()
+        return {"server": f"PostgreSQL {server.split()[0]}", "vector": vector[0] if vector else None,
+                "exists": exists, "schema_version": int(version)}
+
+    @staticmethod
     def _schema_exists(conn: psycopg.Connection, schema: str) -> bool:
         return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{schema}".meta',)).fetchone()[0]
 
     @classmethod
     def open(cls, url: str, *, name: str, create: bool, meta: dict[str, str] | None = None,
-             language: str = "english") -> PgStore:
+             language: str = "english", schema: str | None = None) -> PgStore:
         """Open (and migrate) store `name` in the database at `url`. create: make its schema if
         missing (else raise StoreNotFound). language: the text search language of a new store
-        (LANGUAGES); an existing store keeps its own. Raises StoreNotFound, SchemaTooNew, StoreError."""
+        (LANGUAGES); an existing store keeps its own. schema: the store's schema (default
+        schema_for(name); a store renamed on this machine keeps its own).
+        Raises StoreNotFound, SchemaTooNew, StoreError."""
         if language not in LANGUAGES:
             raise StoreError(f"unknown text search language {language!r}; expected one of: {', '.join(LANGUAGES)}")
         conn = connect(url)
         try:
-            schema = schema_for(name)
+            schema = schema or schema_for(name)
             if not create and not cls._schema_exists(conn, schema):
                 raise StoreNotFound(f"store {name!r} does not exist on the Postgres server (schema {schema})")
             cls._migrate(conn, schema, language)
@@ -317,9 +433,22 @@ class PgStore:
     def close(self) -> None:
         self.conn.close()
 
+    def replaced(self) -> bool:
+        """Whether this connection is no longer usable (closed, or lost with the server): a
+        long-lived process then opens the store again (Cairn.stale). No round trip."""
+        return self.conn.closed or self.conn.broken
+
     def transaction(self) -> contextlib.AbstractContextManager:
         """A short write transaction (a savepoint when nested), rolled back on any exception."""
         return self.conn.transaction()
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read-only repeatable-read transaction: every read inside sees the store as it was at
+        its first statement, whatever other machines commit meanwhile (a backup)."""
+        with self.conn.transaction():
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield
 
     def _init_meta(self, meta: dict[str, str]) -> None:
         with self.transaction():
@@ -374,6 +503,11 @@ class PgStore:
             raise MemoryNotFound(f"no memory {memory_id!r} in store {self.name!r}")
         return row[0]
 
+    def seqs_of(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        """{id: seq} for those of `memory_ids` the store holds."""
+        return dict(self.conn.execute("SELECT id, seq FROM memories WHERE id = ANY(%s)",
+                                      (list(memory_ids),)).fetchall())
+
     def by_seqs(self, seqs: Sequence[int]) -> dict[int, Memory]:
         if not seqs:
             return {}
@@ -414,33 +548,30 @@ class PgStore:
         if not found:
             return []
         where, params = filters.where()
-        rows = self.conn.execute(
-            f"""WITH q AS MATERIALIZED (
-                     SELECT i, phraseto_tsquery(%s::regconfig, p) AS tq
-                     FROM unnest(%s::text[]) WITH ORDINALITY t(p, i)),
-                 hits AS MATERIALIZED (
-                     SELECT q.i, m.seq, ts_rank(m.tsv, q.tq, 1) AS r, ({_pg(where)}) AS ok
-                     FROM q JOIN memories m ON m.tsv @@ q.tq),
-                 est AS MATERIALIZED (SELECT reltuples AS n FROM pg_class WHERE oid = 'memories'::regclass),
-                 total AS MATERIALIZED (
-                     SELECT CASE WHEN (SELECT n FROM est) >= 1000 THEN (SELECT n FROM est)
-                            ELSE (SELECT count(*) FROM memories WHERE tsv IS NOT NULL) END AS n),
-                 idf AS MATERIALIZED (
-                     SELECT i, ln(1 + (greatest(total.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-                     FROM hits, total GROUP BY i, total.n)
-                SELECT h.seq, sum(idf.idf * h.r) AS score FROM hits h JOIN idf USING (i)
-                WHERE h.ok GROUP BY h.seq ORDER BY score DESC, h.seq LIMIT %s""",
-            [self._ts, found, *params, int(limit)]).fetchall()
+        rows = self.conn.execute(_ranked_sql("memories", "m", "ts_rank(m.tsv, q.tq, 1)", _pg(where)),
+                                 [self._ts, found, *params, int(limit)]).fetchall()
         return [(int(seq), float(score)) for seq, score in rows]
 
-    def _has_vectors(self) -> bool:
-        # Once created the table stays (replace_vectors drops and recreates it in one transaction).
-        if self._vectors_exist:
+    def _vectors_ready(self, index: PgVectorIndex) -> bool:
+        """Whether `index`'s table exists (asked once: it stays, until replace_vectors drops and
+        recreates it in one transaction)."""
+        if index.table in self._ready_tables:
             return True
-        exists = self.vector_index is not None and self.vector_index.exists(self.conn)
-        # Remembered only outside a transaction: one that created the table may still roll back.
-        self._vectors_exist = exists and self.conn.info.transaction_status == 0
+        exists = index.exists(self.conn)
+        if exists and self.conn.info.transaction_status == 0:
+            # Remembered only outside a transaction: one that created the table may still roll back.
+            self._ready_tables.add(index.table)
         return exists
+
+    def _has_vectors(self) -> bool:
+        return self.vector_index is not None and self._vectors_ready(self.vector_index)
+
+    def _ensure_vector_table(self, index: PgVectorIndex, dim: int) -> None:
+        if not self._vectors_ready(index):
+            with self.conn.transaction():
+                # Two machines' first vectors: one creates the table, the other waits and reuses it.
+                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"cairn vec {self.schema}"),))
+                index.create(self.conn, dim)
 
     def vector_search(self, query: Any, filters: Filters, limit: int) -> list[tuple[int, float]]:
         """Nearest neighbours among the filtered memories: [(seq, cosine)], best first. The default
@@ -542,11 +673,7 @@ class PgStore:
         """Store `vector` for `seq`, or queue the memory for embedding when there is none.
         fresh: `seq` was just inserted (it has no vector and no backlog entry yet)."""
         if vector is not None and self.vector_index is not None:
-            if not self._has_vectors():
-                with self.conn.transaction():
-                    # Two machines' first vectors: one creates the table, the other waits and reuses it.
-                    self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"cairn vec {self.schema}"),))
-                    self.vector_index.create(self.conn, len(vector))
+            self._ensure_vector_table(self.vector_index, len(vector))
             if fresh:
                 self.conn.execute("INSERT INTO memory_vectors(seq, embedding) VALUES (%s, %s::vector)",
                                   (seq, _vector_text(vector)))
@@ -649,9 +776,19 @@ class PgStore:
                 yield by_seq[seq], asserted[seq]
 
     def import_rows(self, records: Sequence[tuple[Memory, int]]) -> tuple[int, int]:
-        """As Store.import_rows: (imported, skipped), all or nothing. Raises InvalidImport."""
+        """As Store.import_rows: (imported, skipped), all or nothing. Raises InvalidImport. From
+        BULK_MIN records on, the rows go through COPY and a few set-wise statements (a 100k-memory
+        migrate-store in seconds, not a round trip per memory); when the bulk insert breaks a
+        constraint, the row-by-row import runs instead to name the memory that broke it."""
         import psycopg
 
+        records = list(records)
+        if len(records) >= BULK_MIN:
+            try:
+                with self.transaction():
+                    return self._import_bulk(records)
+            except psycopg.errors.IntegrityError:
+                pass  # rolled back; the row-by-row import names the memory (and writes nothing either)
         imported = skipped = 0
         try:
             with self.transaction():
@@ -675,21 +812,83 @@ class PgStore:
             raise InvalidImport("superseded_by points to a memory that is neither in the file nor the store") from None
         return imported, skipped
 
+    def _import_bulk(self, records: list[tuple[Memory, int]]) -> tuple[int, int]:
+        """import_rows inside the caller's transaction: the same skips (an id the store or an earlier
+        record holds; a live text already current), decided in Python, then COPY into a temporary
+        table and one INSERT ... SELECT per table. Raises psycopg's IntegrityError."""
+        end = END_OF_TIME
+        keys = [normalise(m.text) if m.text is not None and m.retired_at is None else None for m, _ in records]
+        seen_ids = {r[0] for r in self.conn.execute("SELECT id FROM memories WHERE id = ANY(%s)",
+                                                    ([m.id for m, _ in records],))}
+        seen_keys = {r[0] for r in self.conn.execute(
+            "SELECT text_key FROM memories WHERE retired_at = %s AND text_key = ANY(%s)",
+            (end, [k for k in keys if k is not None]))}
+        rows, skipped = [], 0
+        for (m, asserted), key in zip(records, keys):
+            if m.id in seen_ids or (key is not None and key in seen_keys):
+                skipped += 1
+                continue
+            seen_ids.add(m.id)
+            if key is not None:
+                seen_keys.add(key)
+            live = m.text is not None
+            rows.append((len(rows), m.id, m.text, key, m.kind, m.importance, m.source, m.session_id, m.valid_from,
+                         m.valid_to or end, asserted, m.recorded_at, m.retired_at or end, m.superseded_by,
+                         m.forgotten_at, "\n".join(m.tags) if live else "",
+                         self._tsv_args(m.text, m.tags)[1] if live else None))
+        self.conn.execute("SET CONSTRAINTS ALL DEFERRED")  # chains may point forward in the file
+        self.conn.execute("""CREATE TEMP TABLE cairn_import (
+                ord integer, id text, text text, text_key text, kind text, importance integer, source text,
+                session_id text, valid_from bigint, valid_to bigint, asserted_valid_to bigint, recorded_at bigint,
+                retired_at bigint, superseded_by text, forgotten_at bigint, tags text, tokens text) ON COMMIT DROP""")
+        with self.conn.cursor() as cur, cur.copy("COPY cairn_import FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        columns = ("id, text, text_key, kind, importance, source, session_id, valid_from, valid_to, asserted_valid_to, "
+                   "recorded_at, retired_at, superseded_by, forgotten_at")
+        self.conn.execute(f"INSERT INTO memories ({columns}, tsv) SELECT {columns}, CASE WHEN text IS NOT NULL "
+                          "THEN to_tsvector(%s::regconfig, tokens) END FROM cairn_import ORDER BY ord", (self._ts,))
+        self.conn.execute("INSERT INTO memory_tags(tag, seq) SELECT DISTINCT t.tag, m.seq FROM cairn_import i "
+                          "JOIN memories m ON m.id = i.id CROSS JOIN unnest(string_to_array(i.tags, E'\\n')) t(tag) "
+                          "WHERE i.text IS NOT NULL AND i.tags <> ''")
+        self.conn.execute("INSERT INTO vector_backlog(seq) SELECT m.seq FROM cairn_import i JOIN memories m "
+                          "ON m.id = i.id WHERE i.text IS NOT NULL")
+        self.conn.execute("DROP TABLE cairn_import")
+        self.conn.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        return len(rows), skipped
+
     def fill_backlog(self, vectors: dict[int, Any]) -> int:
-        stored = 0
+        """Store vectors for memories still in the backlog (locked, so one forgotten meanwhile on
+        another machine is never given a vector back). Returns how many were stored. From BULK_MIN
+        vectors on, through COPY and one statement."""
+        if len(vectors) < BULK_MIN or self.vector_index is None:
+            stored = 0
+            with self.transaction():
+                alive = {s for (s,) in self.conn.execute("SELECT seq FROM vector_backlog FOR UPDATE")}
+                for seq, vector in vectors.items():
+                    if seq in alive:
+                        self.put_vector(seq, vector)
+                        stored += 1
+            return stored
         with self.transaction():
-            alive = {s for (s,) in self.conn.execute("SELECT seq FROM vector_backlog FOR UPDATE")}
-            for seq, vector in vectors.items():
-                if seq in alive:
-                    self.put_vector(seq, vector)
-                    stored += 1
+            self._ensure_vector_table(self.vector_index, len(next(iter(vectors.values()))))
+            self.conn.execute("CREATE TEMP TABLE cairn_vectors (seq bigint, embedding text) ON COMMIT DROP")
+            with self.conn.cursor() as cur, cur.copy("COPY cairn_vectors FROM STDIN") as copy:
+                for seq, vector in vectors.items():
+                    copy.write_row((seq, _vector_text(vector)))
+            stored = self.conn.execute(
+                "WITH alive AS (DELETE FROM vector_backlog b USING cairn_vectors v WHERE b.seq = v.seq "
+                "RETURNING b.seq) "
+                "INSERT INTO memory_vectors(seq, embedding) SELECT v.seq, v.embedding::vector FROM cairn_vectors v "
+                "JOIN alive USING (seq) ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding").rowcount
+            self.conn.execute("DROP TABLE cairn_vectors")
         return stored
 
     def replace_vectors(self, vectors: dict[int, Any], *, model_name: str, fingerprint: str) -> None:
         with self.transaction():
             assert self.vector_index is not None
             self.vector_index.drop(self.conn)
-            self._vectors_exist = False
+            self._ready_tables.discard(self.vector_index.table)
             self.conn.execute("DELETE FROM vector_backlog")
             for seq, vector in vectors.items():
                 self.put_vector(seq, vector)
@@ -720,7 +919,20 @@ class PgStore:
             report["vector_orphans"] = one(f"SELECT count(*) FROM memory_vectors WHERE seq NOT IN ({live})")
         return report
 
+    def invalid_indexes(self) -> list[str]:
+        """Indexes of the store's schema Postgres marks invalid or not ready (a failed or interrupted
+        CREATE INDEX CONCURRENTLY or REINDEX): queries silently stop using them."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND NOT (i.indisvalid AND i.indisready) "
+            "ORDER BY c.relname", (self.schema,))]
+
     def rebuild_indexes(self) -> None:
+        """As Store.rebuild_indexes: every live memory's keyword entry recomputed, vectors of
+        memories that are not live dropped, live memories without one queued; then each invalid
+        index rebuilt (REINDEX) and the tables vacuumed (flush_to_disk)."""
+        for index in self.invalid_indexes():
+            self.conn.execute(f'REINDEX INDEX "{self.schema}"."{index}"')
         with self.transaction():
             for seq, text in self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL").fetchall():
                 tags = self._tags([seq]).get(seq, ())
@@ -746,13 +958,6 @@ class PgStore:
     def drop(self) -> None:
         """Delete the store: its whole schema."""
         self.conn.execute(f'DROP SCHEMA "{self.schema}" CASCADE')
-
-    # -- not on this backend -----------------------------------------------------------------------------
-    def backup_to(self, target: Any) -> None:
-        raise StoreError(f"store {self.name!r} is on Postgres: back it up with pg_dump, or copy it with "
-                         "`cairn migrate-store`")
-
-    restore_from = backup_to
 
     # -- memory usage (as Store's) ----------------------------------------------------------------------
     def record_usage(self, memory_ids: Sequence[str], *, column: str, at: int) -> int:
@@ -787,17 +992,212 @@ class PgStore:
         return {"injected_memories": int(row[0]), "injections": int(row[1]), "cited_memories": int(row[2]),
                 "citations": int(row[3])}
 
-    def session_totals(self) -> dict[str, object]:
-        """No captured sessions on this backend: all zero."""
-        return {"sessions": 0, "turns": 0, "awaiting_embedding": 0, "skipped": {}, "redactions": {},
-                "private_spans": 0}
+    # -- captured sessions (as Store's: turns, their keyword entries and vectors, the catalog) ----------
+    def _turn_tsv_sql(self) -> str:
+        return "setweight(to_tsvector(%s::regconfig, %s), 'A') || setweight(to_tsvector(%s::regconfig, %s), 'B')"
 
-    def _sessions_unsupported(self, *args: Any, **kwargs: Any) -> Any:
-        raise StoreError(SESSIONS_UNSUPPORTED)
+    def _turn_tsv_args(self, text: str, key: str) -> tuple[str, str, str, str]:
+        return self._ts, tokens(text), self._ts, tokens(key)
 
-    session_progress = known_uuids = last_turns = add_turns = put_turn_vector = _sessions_unsupported
-    fill_turn_backlog = turn_keyword_search = turn_vector_search = turn_exact_search = _sessions_unsupported
-    turns_by_seqs = session_turns = session = sessions = _sessions_unsupported
+    def session_progress(self, session_id: str) -> tuple[str | None, int, str | None]:
+        """(transcript_path, bytes read so far, last uuid) of a captured session; (None, 0, None) if unknown."""
+        row = self.conn.execute("SELECT transcript_path, read_bytes, last_uuid FROM sessions WHERE session_id = %s",
+                                (session_id,)).fetchone()
+        return (row[0], int(row[1]), row[2]) if row else (None, 0, None)
+
+    def known_uuids(self, session_id: str, uuids: Sequence[str]) -> set[str]:
+        """Which of `uuids` the session already holds."""
+        if not uuids:
+            return set()
+        return {r[0] for r in self.conn.execute("SELECT uuid FROM turns WHERE session_id = %s AND uuid = ANY(%s)",
+                                                (session_id, list(uuids)))}
+
+    def last_turns(self, session_id: str, n: int) -> list[Turn]:
+        """The session's last `n` turns, in order."""
+        rows = self.conn.execute(f"SELECT {Store._TURN_COLUMNS} FROM turns WHERE session_id = %s "
+                                 "ORDER BY position DESC LIMIT %s", (session_id, int(n))).fetchall()
+        return [Store._turn(r) for r in reversed(rows)]
+
+    def add_turns(self, session_id: str, *, source: str, transcript_path: str | None, title: str | None,
+                  turns: Sequence[dict], read_bytes: int | None, last_uuid: str | None, skipped: dict[str, int],
+                  redactions: dict[str, int], private_spans: int, trailing_meta: dict[str, list[str]],
+                  rekey: dict[str, str]) -> list[int]:
+        """As Store.add_turns, in one transaction: the session's catalog row is locked first, so two
+        processes (or machines) capturing the same session append one after the other, each turn
+        once (a uuid the session holds is skipped)."""
+        now = now_ms()
+        inserted: list[int] = []
+        with self.transaction():
+            self.conn.execute("INSERT INTO sessions (session_id, source, transcript_path, title, updated_at) "
+                              "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (session_id) DO NOTHING",
+                              (session_id, source, transcript_path, title, now))
+            row = self.conn.execute("SELECT skipped, redactions FROM sessions WHERE session_id = %s FOR UPDATE",
+                                    (session_id,)).fetchone()
+            tallies = [json.loads(row[0]), json.loads(row[1])]
+            for tally, extra in zip(tallies, (skipped, redactions)):
+                for k, v in extra.items():
+                    tally[k] = tally.get(k, 0) + int(v)
+            if trailing_meta:
+                last = self.conn.execute("SELECT seq, meta FROM turns WHERE session_id = %s ORDER BY position DESC "
+                                         "LIMIT 1", (session_id,)).fetchone()
+                if last is not None:
+                    meta = json.loads(last[1] or "{}")
+                    for k, values in trailing_meta.items():
+                        meta[k] = meta.get(k, []) + [v for v in values if v not in meta.get(k, [])]
+                    self.conn.execute("UPDATE turns SET meta = %s WHERE seq = %s", (json.dumps(meta), last[0]))
+            for uuid, key in rekey.items():
+                hit = self.conn.execute("SELECT seq, text FROM turns WHERE session_id = %s AND uuid = %s",
+                                        (session_id, uuid)).fetchone()
+                if hit is not None:
+                    self.conn.execute(f"UPDATE turns SET tsv = {self._turn_tsv_sql()} WHERE seq = %s",
+                                      (*self._turn_tsv_args(hit[1], key), hit[0]))
+            position = self.conn.execute("SELECT coalesce(max(position) + 1, 0) FROM turns WHERE session_id = %s",
+                                         (session_id,)).fetchone()[0]
+            for t in turns:
+                row = self.conn.execute(
+                    "INSERT INTO turns (session_id, uuid, position, role, text, at, speaker, git_branch, cwd, meta, "
+                    f"tsv) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s, {self._turn_tsv_sql()}) "
+                    "ON CONFLICT (session_id, uuid) DO NOTHING RETURNING seq",
+                    (session_id, t["uuid"], position, t["role"], t["text"], t["at"], t.get("speaker"),
+                     t.get("git_branch"), t.get("cwd"), json.dumps(t.get("meta") or {}),
+                     *self._turn_tsv_args(t["text"], t.get("key") or ""))).fetchone()
+                if row is None:
+                    continue
+                position += 1
+                seq = int(row[0])
+                inserted.append(seq)
+                self.put_turn_vector(seq, t.get("vector"))
+            self.conn.execute(
+                """UPDATE sessions SET
+                     title = coalesce(title, %s),
+                     started_at = (SELECT min(at) FROM turns WHERE session_id = %s),
+                     ended_at = (SELECT max(at) FROM turns WHERE session_id = %s),
+                     turn_count = (SELECT count(*) FROM turns WHERE session_id = %s),
+                     git_branch = coalesce((SELECT git_branch FROM turns WHERE session_id = %s AND git_branch
+                                            IS NOT NULL ORDER BY position DESC LIMIT 1), git_branch),
+                     cwd = coalesce((SELECT cwd FROM turns WHERE session_id = %s AND cwd IS NOT NULL
+                                     ORDER BY position LIMIT 1), cwd),
+                     transcript_path = coalesce(%s, transcript_path),
+                     read_bytes = coalesce(%s, read_bytes), last_uuid = coalesce(%s, last_uuid),
+                     skipped = %s, redactions = %s, private_spans = private_spans + %s, updated_at = %s
+                   WHERE session_id = %s""",
+                (title, session_id, session_id, session_id, session_id, session_id, transcript_path, read_bytes,
+                 last_uuid, json.dumps(tallies[0]), json.dumps(tallies[1]), int(private_spans), now, session_id))
+        return inserted
+
+    def put_turn_vector(self, seq: int, vector: Any) -> None:
+        """Store a turn's vector, or queue the turn for embedding (inside a transaction)."""
+        if vector is not None and self.turn_index is not None:
+            self._ensure_vector_table(self.turn_index, len(vector))
+            self.turn_index.upsert(self.conn, seq, vector)
+            self.conn.execute("DELETE FROM turn_vector_backlog WHERE seq = %s", (seq,))
+        else:
+            self.conn.execute("INSERT INTO turn_vector_backlog(seq) VALUES (%s) ON CONFLICT DO NOTHING", (seq,))
 
     def turn_backlog(self, limit: int) -> list[tuple[int, str]]:
-        return []
+        """(seq, text) of turns awaiting a vector, oldest first."""
+        return self.conn.execute("SELECT b.seq, t.text FROM turn_vector_backlog b JOIN turns t ON t.seq = b.seq "
+                                 "ORDER BY b.seq LIMIT %s", (int(limit),)).fetchall()
+
+    def fill_turn_backlog(self, vectors: dict[int, Any]) -> None:
+        with self.transaction():
+            for seq, vector in vectors.items():
+                self.put_turn_vector(seq, vector)
+
+    @staticmethod
+    def _turn_time_sql(since: int | None, until: int | None) -> tuple[str, list[object]]:
+        clauses, params = ["TRUE"], []
+        if since is not None:
+            clauses.append("t.at >= %s")
+            params.append(since)
+        if until is not None:
+            clauses.append("t.at < %s")
+            params.append(until)
+        return " AND ".join(clauses), params
+
+    def turn_keyword_search(self, match: str, limit: int, *, since: int | None = None, until: int | None = None,
+                            key_weight: float = 1.0) -> list[tuple[int, float]]:
+        """BM25-like scores over turns (as keyword_search; the index key weighs key_weight against
+        the turn's text): [(seq, score)], best first."""
+        found = phrases(match)
+        if not found:
+            return []
+        where, params = self._turn_time_sql(since, until)
+        rows = self.conn.execute(
+            _ranked_sql("turns", "t", "ts_rank(%s::real[], t.tsv, q.tq, 1)", where),
+            [self._ts, found, [0.0, 0.0, float(key_weight), 1.0], *params, int(limit)]).fetchall()
+        return [(int(seq), float(score)) for seq, score in rows]
+
+    def turn_vector_search(self, query: Any, limit: int, *, since: int | None = None,
+                           until: int | None = None) -> list[tuple[int, float]]:
+        """Nearest turns to `query`: [(seq, cosine)], best first. Without time bounds the HNSW index
+        is walked (approximate); with them every turn in the bounds is ranked exactly."""
+        if self.turn_index is None or not self._vectors_ready(self.turn_index):
+            return []
+        q = _vector_text(query)
+        where, params = self._turn_time_sql(since, until)
+        order = "v.embedding <=> %s::vector" if not params else "(v.embedding <=> %s::vector) + 0"
+        rows = self.conn.execute(
+            f"SELECT v.seq, 1 - (v.embedding <=> %s::vector) FROM turn_vectors v JOIN turns t ON t.seq = v.seq "
+            f"WHERE {where} ORDER BY {order}, v.seq LIMIT %s", [q, *params, q, int(limit)]).fetchall()
+        return [(int(s), float(c)) for s, c in rows]
+
+    def turn_exact_search(self, needle: str, limit: int, *, since: int | None = None,
+                          until: int | None = None) -> list[tuple[int, float]]:
+        """Turns containing `needle` (case-insensitive), newest first: [(seq, 1.0)]. A scan of the
+        turns' text: without pg_trgm (not in every server, pgserver's included) no index serves a
+        substring."""
+        where, params = self._turn_time_sql(since, until)
+        rows = self.conn.execute(
+            f"SELECT t.seq FROM turns t WHERE strpos(lower(t.text), lower(%s)) > 0 AND {where} "
+            "ORDER BY t.at DESC, t.seq DESC LIMIT %s", (needle, *params, int(limit))).fetchall()
+        return [(int(r[0]), 1.0) for r in rows]
+
+    def turns_by_seqs(self, seqs: Sequence[int]) -> dict[int, Turn]:
+        if not seqs:
+            return {}
+        rows = self.conn.execute(f"SELECT {Store._TURN_COLUMNS} FROM turns WHERE seq = ANY(%s)",
+                                 (list(seqs),)).fetchall()
+        return {int(r[0]): Store._turn(r) for r in rows}
+
+    def session_turns(self, session_id: str, offset: int, limit: int) -> list[Turn]:
+        """Turns of a session by position: positions offset .. offset + limit - 1."""
+        rows = self.conn.execute(f"SELECT {Store._TURN_COLUMNS} FROM turns WHERE session_id = %s AND position >= %s "
+                                 "ORDER BY position LIMIT %s", (session_id, int(offset), int(limit))).fetchall()
+        return [Store._turn(r) for r in rows]
+
+    def session(self, session_id: str) -> SessionInfo | None:
+        row = self.conn.execute(f"SELECT {Store._SESSION_COLUMNS} FROM sessions WHERE session_id = %s",
+                                (session_id,)).fetchone()
+        return Store._session(row) if row else None
+
+    def sessions(self, limit: int, *, since: int | None = None, until: int | None = None) -> list[SessionInfo]:
+        """Captured sessions, most recently active first."""
+        clauses, params = ["TRUE"], []
+        if since is not None:
+            clauses.append("coalesce(ended_at, updated_at) >= %s")
+            params.append(since)
+        if until is not None:
+            clauses.append("coalesce(started_at, updated_at) < %s")
+            params.append(until)
+        rows = self.conn.execute(
+            f"SELECT {Store._SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(clauses)} "
+            "ORDER BY coalesce(ended_at, updated_at) DESC, session_id LIMIT %s", (*params, int(limit))).fetchall()
+        return [Store._session(r) for r in rows]
+
+    def session_totals(self) -> dict[str, object]:
+        """{"sessions", "turns", "awaiting_embedding", "skipped": {reason: n}, "redactions": {type: n},
+        "private_spans"} over every captured session."""
+        sessions, turns, backlog = self.conn.execute(
+            "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM turns), "
+            "(SELECT count(*) FROM turn_vector_backlog)").fetchone()
+        skipped: dict[str, int] = {}
+        redactions: dict[str, int] = {}
+        private = 0
+        for s, r, p in self.conn.execute("SELECT skipped, redactions, private_spans FROM sessions"):
+            for tally, extra in ((skipped, json.loads(s)), (redactions, json.loads(r))):
+                for k, v in extra.items():
+                    tally[k] = tally.get(k, 0) + v
+            private += p
+        return {"sessions": int(sessions), "turns": int(turns), "awaiting_embedding": int(backlog),
+                "skipped": skipped, "redactions": redactions, "private_spans": int(private)}

@@ -268,6 +268,15 @@ class Store:
             raise MemoryNotFound(f"no memory {memory_id!r} in store {self.name!r}")
         return row[0]
 
+    def seqs_of(self, memory_ids: Sequence[str]) -> dict[str, int]:
+        """{id: seq} for those of `memory_ids` the store holds."""
+        out: dict[str, int] = {}
+        for start in range(0, len(memory_ids), 500):
+            chunk = list(memory_ids[start : start + 500])
+            out.update(self.conn.execute(f"SELECT id, seq FROM memories WHERE id IN ({','.join('?' * len(chunk))})",
+                                         chunk).fetchall())
+        return out
+
     def by_seqs(self, seqs: Sequence[int]) -> dict[int, Memory]:
         out: dict[int, Memory] = {}
         for start in range(0, len(seqs), 500):

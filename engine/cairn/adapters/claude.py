@@ -132,7 +132,7 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         log.info("%s: nothing injected (%s)", event, reason)
         return None
     notice = _runtime_notice(config, env) if event == SESSION_START else None
-    if not choice.path.exists():
+    if not resolved.store_exists:
         if choice.explicit:  # CAIRN_STORE names a store that does not exist: say so (in the log)
             raise StoreNotFound(f"store {choice.name!r} (from {choice.reason}) does not exist; "
                                 f"create it with `cairn stores create {choice.name}`")

@@ -482,7 +482,9 @@ def stores_delete(name: str, yes: bool, as_json: bool) -> None:
 @click.argument("new")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 def stores_rename(old: str, new: str, as_json: bool) -> None:
-    """Rename the store OLD to NEW (its files and its recorded name); refuses when NEW exists."""
+    """Rename the store OLD to NEW (its files and its recorded name); refuses when NEW exists. A store
+    on Postgres is shared: only this machine's name for it changes (the team's other machines keep
+    theirs), and no server is contacted."""
     path = cairn.rename_store(old, new)
     _emit(as_json, {"old": old, "name": new, "path": str(path)},
           lambda: click.echo(f"renamed store {old} to {new} ({path})"))
@@ -510,11 +512,11 @@ def migrate_store(source: str, target: str, as_json: bool) -> None:
 
     Each is NAME, sqlite:NAME or postgres:NAME (the server from $CAIRN_POSTGRES_URL or
     store.postgres_url). A Postgres TARGET becomes where NAME opens from then on; SOURCE is left as
-    it was. Captured sessions are not copied."""
+    it was. Captured sessions are copied too (their turns' vectors are recomputed)."""
     done = cairn.migrate_store(source, target, progress=_progress)
     _emit(as_json, done, lambda: click.echo(
         f"copied {done['memories']} memories ({done['vectors']} vectors, {done['dismissals']} review verdicts) "
-        f"from {source} to {target} ({done['path']})"))
+        f"and {done['sessions']} sessions ({done['turns']} turns) from {source} to {target} ({done['path']})"))
 
 
 @cli.command()
@@ -525,7 +527,9 @@ def migrate_store(source: str, target: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 def backup(store_name: str | None, all_stores: bool, keep: int | None, as_json: bool) -> None:
     """Copy a store into <data root>/backups/NAME-<UTC time>.db, consistent while sessions write
-    (SQLite's online backup API). A backup keeps memories forgotten after it was made."""
+    (SQLite's online backup API). A store on Postgres is copied into such a file too (one consistent
+    snapshot, no pg_dump), restorable as a local store. A backup keeps memories forgotten after it
+    was made."""
     if all_stores and store_name:
         raise cairn.InvalidInput("--store and --all exclude each other")
     if all_stores:
@@ -552,7 +556,8 @@ def backup(store_name: str | None, all_stores: bool, keep: int | None, as_json: 
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 def restore(backup_file: str, store_name: str | None, as_json: bool) -> None:
     """Make a store hold exactly what the backup FILE holds. Refuses a backup from a newer Cairn or
-    one that fails its integrity check; the replaced store is kept in <data root>/backups/."""
+    one that fails its integrity check, and a store on Postgres (restore it under another name, then
+    `migrate-store` it); the replaced store is kept in <data root>/backups/."""
     done = cairn.restore_store(backup_file, name=store_name)
 
     def human() -> None:
@@ -582,9 +587,10 @@ def _warm_check() -> cairn.Check:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 def doctor(fix: bool, as_json: bool) -> None:
     """Check the installation and every store: versions, sqlite-vec, the model and each store's
-    fingerprint, schema, integrity, index consistency, warm process, file modes, and whether Claude
-    Code runs Cairn's hooks in this project. Loads the model (a
-    few seconds). Exit 1 when a check fails (and --fix did not repair it)."""
+    fingerprint, schema, integrity, index consistency (a store on Postgres: the server reachable,
+    pgvector, schema version, index consistency and validity), warm process, file modes, and whether
+    Claude Code runs Cairn's hooks in this project. Loads the model (a few seconds). Exit 1 when a
+    check fails (and --fix did not repair it)."""
     from .claude import hooks_check, settings_project
 
     checks = [*cairn.doctor(fix=fix), _warm_check(), hooks_check(settings_project(Path.cwd()))]

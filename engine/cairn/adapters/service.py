@@ -159,7 +159,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             with self.stores_lock:
                 resolved = self.resolver.resolve(request.get("store"), cwd=Path(str(request.get("cwd") or ".")),
                                                  env=env)
-                if not resolved.choice.path.exists():  # a read never creates a store
+                if not resolved.store_exists:  # a read never creates a store
                     if resolved.choice.explicit:
                         raise StoreNotFound(f"store {resolved.choice.name!r} does not exist (chosen by "
                                             f"{resolved.choice.reason}); create it with "

@@ -224,7 +224,7 @@ class Session:
 
     def _store_exists(self) -> bool:
         try:
-            return self._resolve().choice.path.exists()
+            return self._resolve().store_exists
         except Unavailable:
             return False
         except CairnError:

@@ -1,0 +1,97 @@
+"""`<private>` spans and secrets never reach a store through `remember`, on either backend: a second
+reader (on Postgres, another machine: its own data root, the same team store) never sees them, and
+they are in no byte the store keeps (SQLite: the files under the data root; Postgres: every row of
+the store's tables, and every file of the server's data directory, WAL included)."""
+
+from __future__ import annotations
+
+import io
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from cairn import Cairn, InvalidMemory, create_store
+
+from tests.conftest import BACKENDS
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
+def all_files(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
+def server_bytes(url: str, schema: str) -> bytes:
+    """Every row of every table of `schema` (COPY ... TO STDOUT), then every file of the server's
+    data directory (heap, indexes, WAL) after a checkpoint."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,))]
+        assert {"memories", "memory_tags"} <= set(tables)
+        rows = []
+        for table in tables:
+            with conn.cursor().copy(f'COPY "{schema}"."{table}" TO STDOUT') as copy:
+                rows += [bytes(chunk) for chunk in copy]
+        conn.execute("CHECKPOINT")
+        data_dir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+    return b"".join(rows) + b"\n" + all_files(data_dir)
+
+
+def test_private_spans_and_secrets_never_reach_the_store_or_another_reader(backend, request, monkeypatch, tmp_path,
+                                                                          hashing):
+    codename = f"bluebird-{uuid.uuid4().hex[:8]}"  # this test's own: the server is shared by the session
+    name = f"team-{uuid.uuid4().hex[:8]}"
+    roots = {"laptop": tmp_path / "laptop", "desktop": tmp_path / "desktop"}
+    if backend == "postgres":
+        url = request.getfixturevalue("pg_server")
+        monkeypatch.setenv("CAIRN_POSTGRES_URL", url)
+        for root in roots.values():  # two machines: each its own data root, the same team store
+            monkeypatch.setenv("CAIRN_HOME", str(root))
+            create_store(name, postgres=url)
+    else:
+        roots["desktop"] = roots["laptop"]  # one machine: a second engine on the same store file
+        monkeypatch.setenv("CAIRN_HOME", str(roots["laptop"]))
+        create_store(name)
+
+    monkeypatch.setenv("CAIRN_HOME", str(roots["laptop"]))
+    with Cairn.open(name, embedder=hashing) as writer:
+        written = writer.remember(f"Deploy with key {AWS_KEY} <private>the project codename is {codename}"
+                                  f"</private> via the release train", kind="decision", tags=["deploy"]).memory
+        assert written.text == "Deploy with key [REDACTED:AWS Access Key]  via the release train"
+        replaced = writer.replace(written.id, f"Deploy with token {GITHUB_TOKEN} via the release train").memory
+        assert replaced.text == "Deploy with token [REDACTED:GitHub Token] via the release train"
+        with pytest.raises(InvalidMemory, match="all <private>"):
+            writer.remember(f"<private>{codename} is the real name</private>", kind="fact")
+        assert writer.counts()["total"] == 2  # the all-private one wrote nothing
+
+    monkeypatch.setenv("CAIRN_HOME", str(roots["desktop"]))
+    with Cairn.open(name, embedder=hashing) as reader:
+        seen = [m.text for m in reader.list(include_superseded=True)]
+        assert sorted(seen) == sorted([written.text, replaced.text])
+        assert [h.memory.id for h in reader.recall("release train deploy key", k=5)] == [replaced.id]
+        assert reader.recall(codename, use_vectors=False) == [] and reader.recall(AWS_KEY, use_vectors=False) == []
+        dump = io.StringIO()
+        reader.export(dump)
+        assert "[REDACTED:GitHub Token]" in dump.getvalue()
+        status_path = reader.status().path
+
+    needles = [AWS_KEY.encode(), GITHUB_TOKEN.encode(), codename.encode()]
+    for text in (dump.getvalue(), *seen):
+        assert not [n for n in needles if n.decode() in text]
+    if backend == "postgres":
+        stored = server_bytes(os.environ["CAIRN_POSTGRES_URL"], status_path.removeprefix("postgres:"))
+        assert b"release train" in stored  # the check reads the rows that hold the memories
+    else:
+        stored = all_files(roots["laptop"])
+        assert b"release train" in stored
+    assert [n for n in needles if n in stored] == []
