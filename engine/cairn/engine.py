@@ -37,8 +37,8 @@ from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose
 from .backends import backend_of, marker_path, marker_schema, open_store, postgres_names, write_marker
 from .config import load_config
 from .store import Filters, Store
-from .supersede import SIMILARITY_THRESHOLD, classify
-from .text import fts_query, is_blank, lone_surrogate
+from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value
+from .text import duplicate_key, fts_query, is_blank, lone_surrogate
 from .timeutil import END_OF_TIME, now_ms, parse_time
 
 if TYPE_CHECKING:
@@ -47,6 +47,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DETECTION_CANDIDATES = 5  # nearest current memories of the same kind checked for supersession
+# Best keyword matches checked as well, with or without a model: a change the words alone show ("We
+# now deploy with Kamal" after "Deploys go through blue-green on Fly; ...") can sit below the cosine gate.
+KEYWORD_CANDIDATES = 8
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    import numpy as np
+
+    norms = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(np.dot(a, b)) / norms if norms else 0.0
+
+
 VECTOR_FLOOR = 0.15
 """Recall's relevance floor for a hit whose only evidence is the vector retriever.
 
@@ -738,6 +750,8 @@ class Cairn:
             # Re-checked under the write lock (SQLite) or with the rows locked (Postgres).
             olds = [self._require_current(store, i, lock=True) for i in replaces]
             existing = store.current_by_text_key(row.text_key)
+            if existing is None and not olds:  # an explicit replace may change punctuation only (an edit)
+                existing = self._same_memory(store, row)
             if existing is not None:
                 # The text is already remembered. Replacing other memories by it still retires them
                 # (the review verdict "keep the newer one"): nothing new is written.
@@ -764,20 +778,42 @@ class Cairn:
                     superseded.append(old.id)
         return RememberResult(store.get(row.id), "created", superseded, conflicts)
 
+    @staticmethod
+    def _same_memory(store: Store, row: NewMemory) -> Memory | None:
+        """A current memory (any kind) whose text differs from `row`'s only in punctuation, case or
+        whitespace (text.duplicate_key); its best keyword matches are the ones compared."""
+        match = fts_query(row.text)
+        if not match:
+            return None
+        key = duplicate_key(row.text)
+        seqs = [s for s, _ in store.keyword_search(match, Filters(), DETECTION_CANDIDATES)]
+        found = store.by_seqs(seqs)
+        return next((found[s] for s in seqs if duplicate_key(found[s].text or "") == key), None)
+
     def _detect(self, store: Store, row: NewMemory, vector: np.ndarray | None):
-        """Current memories of the same kind that `row` supersedes, and those it only resembles."""
+        """Current memories of the same kind that `row` supersedes, and those it only resembles.
+
+        Candidates: the nearest by vector (cosine at least SIMILARITY_THRESHOLD) and the best keyword
+        matches, so a model only ever adds candidates to what the words alone find. A keyword match
+        is classified with its own stored cosine (None when it has no vector)."""
         same_kind = Filters(kinds=(row.kind,))
+        near: dict[int, float | None] = {}
         if vector is not None and store.vector_index is not None:
-            near = [(s, c) for s, c in store.vector_search(vector, same_kind, DETECTION_CANDIDATES)
-                    if c >= SIMILARITY_THRESHOLD]
-        else:
-            match = fts_query(row.text)
-            near = [(s, None) for s, _ in store.keyword_search(match, same_kind, DETECTION_CANDIDATES)] if match else []
-        memories = store.by_seqs([s for s, _ in near])
+            near = {s: c for s, c in store.vector_search(vector, same_kind, DETECTION_CANDIDATES)
+                    if c >= SIMILARITY_THRESHOLD}
+        match = fts_query(row.text)
+        keyword = [s for s, _ in store.keyword_search(match, same_kind, KEYWORD_CANDIDATES)
+                   if s not in near] if match else []
+        stored = store.vectors_of(keyword) if keyword and vector is not None else {}
+        for seq in keyword:
+            near[seq] = _cosine(stored[seq], vector) if seq in stored else None
+        memories = store.by_seqs(list(near))
+        chained = names_old_value(row.text)  # "from X to Y": X may be named only earlier in the chain
         targets, conflicts = [], []
-        for seq, cosine in near:
+        for seq, cosine in near.items():
             old = memories[seq]
-            verdict = classify(old.text or "", row.text, cosine)
+            history = [store.get(i).text or "" for i in store.chain_ids(old.id)[:-1]] if chained else []
+            verdict = classify(old.text or "", row.text, cosine, history=history)
             if verdict.label == "supersede":
                 targets.append((seq, old, verdict.reason))
             elif verdict.label == "conflict":

@@ -83,6 +83,22 @@ def normalise(text: str) -> str:
     return _SPACE.sub(" ", unicodedata.normalize("NFC", text).casefold()).strip()
 
 
+# Punctuation that frames or ends words without being part of them: quotes, backticks, brackets and
+# emphasis anywhere (an apostrophe only outside a word: don't, O'Brien stay), sentence punctuation
+# before a space or the end (3.11, node:fs, e.g. stay), and a dash standing alone between words.
+_FRAMING = re.compile(r"[\"`\u201c\u201d\u2018\u00ab\u00bb()\[\]{}*]|(?<![^\W_])['\u2019]|['\u2019](?![^\W_])")
+_TRAILING = re.compile(r"[.,;:!?\u2026\u3002\uff01\uff1f\uff0c\u3001]+(?=\s|$)")
+_LONE_DASH = re.compile(r"(?<!\S)[-\u2013\u2014]+(?!\S)")
+
+
+def duplicate_key(text: str) -> str:
+    """`normalise(text)` without the punctuation that does not change what it says: "Run the linter
+    before pushing." and "run the linter before pushing" have one key; "C++" and "C", "3.11" and
+    "311", ".env" and "env" do not. Texts with one key are the same memory."""
+    text = _LONE_DASH.sub(" ", _TRAILING.sub("", _FRAMING.sub(" ", normalise(text))))
+    return _SPACE.sub(" ", text).strip()
+
+
 def _cjk_tokens(run: str) -> list[str]:
     if len(run) == 1:
         return [run]
