@@ -70,8 +70,10 @@ def test_as_of_returns_exactly_the_memories_valid_then(use_backend, ops, probes)
             valid_from = BASE + start * DAY
             valid_to = None if length is None else valid_from + length * DAY
             replaces = current[target % len(current)] if target is not None and current else None
+            # detect=False: only the explicit `replaces` supersedes here ("memory number 0 says 5" and
+            # "... 1 says 5" may read as a value change to the automatic detector).
             result = memory.remember(f"memory number {n} says {start}", kind="fact", valid_from=valid_from,
-                                     valid_to=valid_to, replaces=replaces, source="user")
+                                     valid_to=valid_to, replaces=replaces, source="user", detect=False)
             new_id = result.memory.id
             intervals[new_id] = [valid_from, END_OF_TIME if valid_to is None else valid_to]
             if replaces:
