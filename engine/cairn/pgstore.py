@@ -54,7 +54,7 @@ def _cols(alias: str = "memories") -> str:
     """A memory's columns, its tags (sorted) last: one query per read, not one more for the tags."""
     a = alias
     return (f"{a}.seq, {a}.id, {a}.text, {a}.kind, {a}.importance, {a}.source, {a}.session_id, {a}.valid_from, "
-            f"{a}.valid_to, {a}.recorded_at, {a}.retired_at, {a}.superseded_by, {a}.forgotten_at, "
+            f"{a}.valid_to, {a}.recorded_at, {a}.retired_at, {a}.superseded_by, {a}.forgotten_at, {a}.cold_at, "
             f"ARRAY(SELECT t.tag FROM memory_tags t WHERE t.seq = {a}.seq ORDER BY t.tag)")
 
 
@@ -117,7 +117,8 @@ def _vector_text(vector: Any) -> str:
 
 
 # -- migrations: the same numbered scheme as migrations.py, their own list ---------------------------
-PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals"), (3, "m003_memory_usage")]
+PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals"), (3, "m003_memory_usage"),
+                                        (4, "m004_cold_tier")]
 
 
 def _m001_initial(conn: psycopg.Connection, language: str) -> None:
@@ -179,8 +180,14 @@ def _m003_memory_usage(conn: psycopg.Connection, language: str) -> None:
             last_injected_at bigint, last_cited_at bigint)""")
 
 
+def _m004_cold_tier(conn: psycopg.Connection, language: str) -> None:
+    # As SQLite's m007 for the cold tier (the review queue itself is not on this backend yet).
+    conn.execute("ALTER TABLE memories ADD COLUMN cold_at bigint")
+    conn.execute("CREATE INDEX memories_cold ON memories(cold_at) WHERE cold_at IS NOT NULL")
+
+
 _STEPS = {"m001_initial": _m001_initial, "m002_review_dismissals": _m002_review_dismissals,
-          "m003_memory_usage": _m003_memory_usage}
+          "m003_memory_usage": _m003_memory_usage, "m004_cold_tier": _m004_cold_tier}
 
 
 def _lock_key(text: str) -> int:
@@ -339,9 +346,10 @@ class PgStore:
     # -- reads ---------------------------------------------------------------------------------------
     def _memories(self, rows: Sequence[Sequence[Any]]) -> list[Memory]:
         return [
-            Memory(id=r[1], text=r[2], kind=r[3], tags=tuple(r[13]), importance=r[4], source=r[5],
+            Memory(id=r[1], text=r[2], kind=r[3], tags=tuple(r[14]), importance=r[4], source=r[5],
                    session_id=r[6], valid_from=r[7], valid_to=Memory.open_end(r[8]), recorded_at=r[9],
-                   retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name)
+                   retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name,
+                   cold_at=r[13])
             for r in rows
         ]
 
@@ -400,7 +408,8 @@ class PgStore:
         """Live memories (with text) outside the current view: superseded or expired."""
         return self.conn.execute(
             "SELECT (SELECT count(*) FROM memories WHERE retired_at < %s AND text IS NOT NULL)"
-            " + (SELECT count(*) FROM memories WHERE valid_to <= %s AND retired_at = %s AND text IS NOT NULL)",
+            " + (SELECT count(*) FROM memories WHERE valid_to <= %s AND retired_at = %s AND text IS NOT NULL)"
+            " + (SELECT count(*) FROM memories WHERE cold_at IS NOT NULL AND text IS NOT NULL)",
             (END_OF_TIME, now_ms(), END_OF_TIME)).fetchone()[0]
 
     def keyword_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
@@ -601,12 +610,12 @@ class PgStore:
         live = memory.text is not None
         row = self.conn.execute(
             "INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, valid_to, "
-            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, tsv) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s, CASE WHEN %s THEN to_tsvector(%s::regconfig, %s) END) "
-            "RETURNING seq",
+            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, cold_at, tsv) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s, "
+            "CASE WHEN %s THEN to_tsvector(%s::regconfig, %s) END) RETURNING seq",
             (memory.id, memory.text, text_key, memory.kind, memory.importance, memory.source, memory.session_id,
              memory.valid_from, memory.valid_to or end, asserted_valid_to, memory.recorded_at,
-             memory.retired_at or end, memory.superseded_by, memory.forgotten_at, live,
+             memory.retired_at or end, memory.superseded_by, memory.forgotten_at, memory.cold_at, live,
              *self._tsv_args(memory.text or "", memory.tags))).fetchone()
         seq = int(row[0])
         if live:
@@ -791,6 +800,17 @@ class PgStore:
         """No captured sessions on this backend: all zero."""
         return {"sessions": 0, "turns": 0, "awaiting_embedding": 0, "skipped": {}, "redactions": {},
                 "private_spans": 0}
+
+    supports_queue = False  # the review queue and the maintenance lease: SQLite stores only, for now
+
+    def set_cold(self, memory_id: str, at: int | None) -> bool:
+        """As Store.set_cold."""
+        self.seq_of(memory_id)
+        was = "cold_at IS NULL" if at is not None else "cold_at IS NOT NULL"
+        with self.transaction():
+            cur = self.conn.execute(f"UPDATE memories SET cold_at = %s WHERE id = %s AND {was} AND text IS NOT NULL",
+                                    (at, memory_id))
+        return cur.rowcount == 1
 
     def _sessions_unsupported(self, *args: Any, **kwargs: Any) -> Any:
         raise StoreError(SESSIONS_UNSUPPORTED)
