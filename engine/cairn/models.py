@@ -281,9 +281,11 @@ class Proposal:
 
     @property
     def source_ids(self) -> list[str]:
+        """The source memories' ids, in the proposal's order (oldest first for a pair)."""
         return [s["id"] for s in self.sources]
 
     def to_json(self) -> dict[str, Any]:
+        """Stable JSON keys (docs/cli.md): times as epoch ms plus ISO 8601 twins (`*_iso`)."""
         data = asdict(self)
         data["sources"] = [dict(s) for s in self.sources]
         for key in ("created_at", "expires_at", "decided_at"):
