@@ -15,6 +15,7 @@ and only while both memories are still current (else NotCurrent, and nothing cha
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
@@ -451,7 +452,7 @@ def promote(engine: Cairn, memory_id: str) -> dict[str, Any]:
 # Dry run by default: reports what it would do, writes nothing. apply: retires exact duplicates (the
 # provably safe band) and stages everything that needs judgement as proposals. Never deletes.
 
-NEAR_DUP_COSINE = 0.90          # a restatement on the vector evidence alone
+NEAR_DUP_COSINE = 0.85          # a restatement on the vector evidence alone (values kept: _Values)
 NEAR_DUP_COSINE_WORDS = 0.80    # ... or this close with at least NEAR_DUP_JACCARD of its content words shared
 NEAR_DUP_JACCARD = 0.45
 KEYWORD_NEAR_DUP_JACCARD = 0.6  # keyword-only (no vectors): content-word Jaccard alone
@@ -465,6 +466,9 @@ MAX_POSTING = 200               # keyword-only: words in more memories than this
 BLOCK = 512                     # rows of the cosine matrix computed at once
 TOP_K = 10                      # nearest neighbours per memory that can make a pair
 PROPOSAL_KEYS = ("duplicate", "near_duplicate", "summarise", "demote", "conflict")
+# Proposals of these types one run queues at most, strongest first (the rest wait for a later run,
+# counted in "deferred"): a queue of thousands is not one anybody reviews.
+RUN_CAPS = {"conflict": 100, "summarise": 50}
 
 
 def punctuation_key(text: str) -> str:
@@ -477,10 +481,45 @@ def punctuation_key(text: str) -> str:
     return " ".join(re.findall(r"[^\W_]+", normalise(text)))
 
 
-def _numbers(text: str) -> set[str]:
-    import re
+_TOKEN = re.compile(r"[^\W_]+")
 
-    return set(re.findall(r"\d+(?:[.:]\d+)*", text))
+
+class _Values:
+    """What a restatement must keep, learnt from the store's own texts (no labels, no model):
+
+    - numbers, and names: a word written capitalised inside a sentence and never in lower case (in
+      texts that are not all one case), wherever it stands ("Postgres is where ..." keeps Postgres);
+    - slot words: a word w at a position where the store holds the same sentence with another word
+      instead ("Pages for the onboarding service go to the {mobile | ml} team"). Such a word is a
+      value of a fact the store states several times over; a restatement keeps it, a different fact
+      swaps it.
+    Two texts can be one statement only when each keeps the other's numbers, names and slot words."""
+
+    def __init__(self, texts: dict[str, str]):
+        lower: set[str] = set()
+        capital: set[str] = set()
+        self.tokens = {i: _TOKEN.findall(t) for i, t in texts.items()}
+        fillers: dict[tuple[str, ...], set[str]] = {}
+        for i, text in texts.items():
+            toks = self.tokens[i]
+            if text != text.lower() and text != text.upper():
+                lower |= {w for w in toks if w[0].islower()}
+                capital |= {w.lower() for w in toks[1:] if w[0].isupper()}
+            low = [w.lower() for w in toks]
+            for p in range(len(low)):
+                fillers.setdefault((*low[:p], "_", *low[p + 1:]), set()).add(low[p])
+        self.names = capital - lower
+        self.slots = {}
+        for i, toks in self.tokens.items():
+            low = [w.lower() for w in toks]
+            self.slots[i] = {low[p] for p in range(len(low)) if len(fillers[(*low[:p], "_", *low[p + 1:])]) > 1}
+
+    def kept(self, a: str, b: str) -> bool:
+        words_a = {w.lower() for w in self.tokens[a]}
+        words_b = {w.lower() for w in self.tokens[b]}
+        values_a = {w for w in words_a if w.isdigit() or w in self.names}
+        values_b = {w for w in words_b if w.isdigit() or w in self.names}
+        return values_a == values_b and self.slots[a] <= words_b and self.slots[b] <= words_a
 
 
 class _Sets:
@@ -586,9 +625,9 @@ def _edges(memories: list[Memory], vectors: dict[str, Any], words: dict[str, set
     return out
 
 
-def _is_near_duplicate(a: Memory, b: Memory, cosine: float | None, jac: float) -> bool:
-    if _numbers(a.text or "") != _numbers(b.text or ""):
-        return False  # a value changed (a port, a version, a date): a change to review, not a restatement
+def _is_near_duplicate(a: Memory, b: Memory, cosine: float | None, jac: float, values: _Values) -> bool:
+    if not values.kept(a.id, b.id):
+        return False  # a value changed (a port, a name, a slot): a change to review, not a restatement
     if cosine is None:
         return jac >= KEYWORD_NEAR_DUP_JACCARD
     return cosine >= NEAR_DUP_COSINE or (cosine >= NEAR_DUP_COSINE_WORDS and jac >= NEAR_DUP_JACCARD)
@@ -607,7 +646,11 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
     by_id = {m.id: m for m in memories}
     known = store.proposal_keys(("pending", "rejected"))
     proposals: list[tuple[Proposal, str]] = []
-    reviewed = 0
+    reviewed = deferred = 0
+    staged: dict[str, int] = {}
+
+    def staged_of(kind: str) -> int:
+        return staged.get(kind, 0)
 
     def stage(kind: str, sources: list[Memory], payload: dict[str, Any]) -> None:
         nonlocal reviewed
@@ -618,6 +661,7 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
             return
         known.add(key)
         proposals.append((new_proposal(kind, sources, payload, now=now), key))
+        staged[kind] = staged.get(kind, 0) + 1
 
     # 1. Exact duplicates: one punctuation key; the oldest id is canonical. Same kind: retired (safe);
     # another kind: a `duplicate` proposal (which kind is right is the user's call).
@@ -650,8 +694,9 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
     # 3. Near-duplicates: grouped; the oldest of a group is canonical, one proposal per other member.
     near = _Sets()
     similarity: dict[tuple[str, str], float] = {}
+    values = _Values({m.id: m.text or "" for m in live})
     for a, b, cosine, jac in edges:
-        if _is_near_duplicate(by_id[a], by_id[b], cosine, jac):
+        if _is_near_duplicate(by_id[a], by_id[b], cosine, jac, values):
             near.union(a, b)
             similarity[(a, b)] = cosine if cosine is not None else jac
     absorbed: set[str] = set()
@@ -677,6 +722,9 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
         older, newer = _order(by_id[a], by_id[b])
         if older.kind != newer.kind or per_memory.get(a, 0) >= NEIGHBOURS or per_memory.get(b, 0) >= NEIGHBOURS:
             continue
+        if staged_of("conflict") >= RUN_CAPS["conflict"]:
+            deferred += 1
+            continue
         verdict = classify(older.text or "", newer.text or "", cosine)
         if verdict.label == "unrelated":
             continue
@@ -695,11 +743,14 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
               and ((c is not None and c >= CLUSTER_COSINE) or (c is None and j >= 2 * KEYWORD_EDGE_JACCARD))]
     for a, b, _ in sorted(strong, key=lambda e: -e[2]):
         clusters.union(a, b)
-    for group in clusters.groups():
-        if len(group) >= CLUSTER_MIN:
-            members = [by_id[i] for i in group]
-            stage("summarise", members, {"texts": [m.text for m in members], "draft": None,
-                                         "reason": f"{len(members)} {members[0].kind}s on one subject"})
+    groups = [g for g in clusters.groups() if len(g) >= CLUSTER_MIN]
+    for group in sorted(groups, key=lambda g: (-len(g), g[0])):
+        if staged_of("summarise") >= RUN_CAPS["summarise"]:
+            deferred += 1
+            continue
+        members = [by_id[i] for i in group]
+        stage("summarise", members, {"texts": [m.text for m in members], "draft": None,
+                                     "reason": f"{len(members)} {members[0].kind}s on one subject"})
 
     # 6. Stale, never recalled, low importance: to the cold tier.
     cutoff = now - STALE_DAYS * 86_400_000
@@ -712,7 +763,7 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
                                   "reason": f"importance {m.importance}, recorded more than {STALE_DAYS} days ago, "
                                             "never injected by a hook nor cited"})
     return {"scanned": len(memories), "keyword_only": not vectors, "exact": exact, "proposals": proposals,
-            "already_reviewed": reviewed}
+            "already_reviewed": reviewed, "deferred": deferred}
 
 
 def maintain(engine: Cairn, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
@@ -722,7 +773,8 @@ def maintain(engine: Cairn, *, apply: bool = False, safe_only: bool = False) -> 
     proposals. Returns one object with stable keys: {"store", "dry_run", "safe_only", "scanned",
     "keyword_only", "exact_duplicates": [{"canonical", "duplicates", "text"}], "retired",
     "proposals": [{"type", "subject", "sources", "payload", "id" (None in a dry run)}], "counts":
-    {type: n}, "staged", "already_reviewed", "expired", "seconds"}.
+    {type: n}, "staged", "already_reviewed", "deferred" (past RUN_CAPS: for a later run), "expired",
+    "seconds"}.
     Raises MaintenanceBusy (another run holds the lease), StoreError (a Postgres store)."""
     import json
     import os
@@ -773,6 +825,7 @@ def maintain(engine: Cairn, *, apply: bool = False, safe_only: bool = False) -> 
             "proposals": [{"type": p.type, "subject": p.subject, "sources": p.source_ids, "payload": p.payload,
                            "id": staged_ids.get(p.id)} for p, _ in proposals],
             "counts": counts, "staged": len(staged_ids), "already_reviewed": found["already_reviewed"],
+            "deferred": found["deferred"],
             "expired": expired, "seconds": round(time.perf_counter() - started, 3),
         }
         if apply:
