@@ -90,6 +90,21 @@ def run_cli(capsys, args, *, stdin: bytes | None = None, monkeypatch=None) -> tu
     return code, out, err
 
 
+def legacy(memory: Cairn, text: str, kind: str = "fact"):
+    """A memory as an older Cairn (or an import) may have left it: written through `import_`, so
+    `remember`'s refusal of a punctuation variant of a current memory does not apply. Returns it."""
+    import io
+    import json
+
+    from ulid import ULID
+
+    now = int(time.time() * 1000)
+    record = {"id": str(ULID()), "text": text, "kind": kind, "importance": 3, "source": "import",
+              "valid_from": now, "recorded_at": now, "tags": []}
+    assert memory.import_(io.BytesIO((json.dumps(record) + "\n").encode()))["imported"] == 1
+    return memory.get(record["id"])
+
+
 def git_init(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", str(path)], check=True)

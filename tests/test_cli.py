@@ -197,7 +197,7 @@ def test_stores_create_says_when_the_store_already_exists(cairn):
 
 
 # -- review from the CLI ---------------------------------------------------------------------------
-def test_review_lists_a_pair_and_applies_the_users_verdict(cairn):
+def test_review_lists_a_queued_conflict_and_applies_the_users_verdict(cairn):
     older = json.loads(cairn("remember", "Deploys go through blue-green on Fly; never restart the DB in business hours",
                              "--kind", "decision", "--json")[1])["memory"]["id"]
     made = json.loads(cairn("remember", "We deploy with blue-green on Fly and never restart the database during "
@@ -207,33 +207,80 @@ def test_review_lists_a_pair_and_applies_the_users_verdict(cairn):
 
     code, out, _ = cairn("review", "list", "--json")
     listing = json.loads(out)
-    assert code == 0 and listing["found"] == 1
-    pair = listing["pairs"][0]
-    assert (pair["older"]["id"], pair["newer"]["id"], pair["verdict"]) == (older, newer, "conflict")
+    assert code == 0 and listing["count"] == 1
+    proposal = listing["proposals"][0]
+    assert (proposal["type"], [s["id"] for s in proposal["sources"]]) == ("conflict", [older, newer])
+    code, out, _ = cairn("review", "list")
+    assert code == 0 and proposal["id"] in out and "conflict" in out
+    code, out, _ = cairn("review", "show", proposal["id"])
+    assert code == 0 and older in out and newer in out and "approve:" in out
 
-    code, out, _ = cairn("review", "decide", older, newer, "keep_both", "--json")
-    assert code == 0 and json.loads(out)["kept"] == [older, newer]
-    assert json.loads(cairn("review", "list", "--json")[1])["found"] == 0  # not proposed again
+    code, _, err = cairn("review", "decide", proposal["id"], "edit")
+    assert code == 2 and "edit needs text" in err
+    code, out, _ = cairn("review", "decide", proposal["id"], "keep", "--json")
+    assert code == 0 and json.loads(out)["state"] == "rejected"
+    assert json.loads(cairn("review", "list", "--json")[1])["count"] == 0
+    code, _, err = cairn("review", "decide", proposal["id"], "approve")
+    assert code == 2 and "already rejected by cli" in err and "nothing was changed" in err
+    assert json.loads(cairn("show", older, "--json")[1])["status"] == "current"
+    code, out, _ = cairn("review", "list", "--state", "rejected", "--json")
+    assert [p["id"] for p in json.loads(out)["proposals"]] == [proposal["id"]]
 
-    code, out, _ = cairn("review", "decide", older, newer, "replace_older", "--json")
-    assert code == 0 and json.loads(out)["superseded"] == [older]
-    code, _, err = cairn("review", "decide", older, newer, "forget_newer")
-    assert code == 2 and "out of date" in err  # nothing changes on a stale pair
-    assert json.loads(cairn("show", newer, "--json")[1])["status"] == "current"
+
+def test_maintain_is_a_dry_run_until_apply(cairn, tmp_path):
+    # remember itself refuses a punctuation variant now; an import of an older store's export keeps both.
+    older = tmp_path / "older.jsonl"
+    older.write_text(_record(id="01J0000000000000000000000A", text="Tabs, not spaces.", kind="preference")
+                     + _record(id="01J0000000000000000000000B", text="tabs not spaces", kind="preference",
+                               recorded_at=1_700_000_000_001))
+    assert cairn("import", str(older))[0] == 0
+    a, b = {"memory": {"id": "01J0000000000000000000000A"}}, {"memory": {"id": "01J0000000000000000000000B"}}
+    code, out, _ = cairn("maintain", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["dry_run"] and report["exact_duplicates"][0]["duplicates"] == [b["memory"]["id"]]
+    assert json.loads(cairn("show", b["memory"]["id"], "--json")[1])["status"] == "current"
+    code, out, _ = cairn("maintain")
+    assert code == 0 and "dry run, nothing written" in out and "exact duplicate of" in out
+    code, _, err = cairn("maintain", "--safe-only")
+    assert code == 2 and "--safe-only goes with --apply" in err
+    code, out, _ = cairn("maintain", "--apply", "--json")
+    assert code == 0 and json.loads(out)["retired"] == 1
+    shown = json.loads(cairn("show", b["memory"]["id"], "--json")[1])
+    assert shown["status"] == "superseded" and shown["superseded_by"] == a["memory"]["id"]
+    code, out, _ = cairn("maintain", "--status", "--json")
+    assert code == 0 and json.loads(out)["last_run"]["retired"] == 1
 
 
-def test_review_decide_refuses_text_outside_merge_and_merge_without_text(cairn):
-    a = json.loads(cairn("remember", "The API listens on port 8080", "--no-detect", "--json")[1])["memory"]["id"]
-    b = json.loads(cairn("remember", "The API port is 8080 in every environment", "--no-detect",
-                         "--json")[1])["memory"]["id"]
-    code, _, err = cairn("review", "decide", a, b, "merge")
-    assert code == 2 and "merge needs text" in err
-    code, _, err = cairn("review", "decide", a, b, "keep_both", "--text", "x")
-    assert code == 2 and "only for merge" in err
-    code, out, _ = cairn("review", "decide", a, b, "merge", "--text", "The API listens on port 8080 everywhere",
-                         "--json")
-    merged = json.loads(out)
-    assert code == 0 and sorted(merged["superseded"]) == sorted([a, b]) and merged["created"] is True
+def test_maintain_all_covers_every_store(cairn, cairn_home, tmp_path):
+    older = tmp_path / "older.jsonl"  # an older store's export: remember itself refuses the variant now
+    older.write_text(_record(text="run the linter before pushing"))
+    for name in ("one", "two"):
+        assert cairn("remember", "Run the linter before pushing.", "--store", name, "--create", "--no-detect",
+                     "--kind", "fact")[0] == 0
+        assert cairn("import", str(older), "--store", name)[0] == 0
+    code, out, _ = cairn("maintain", "--all", "--apply", "--json")
+    reports = json.loads(out)["stores"]
+    assert code == 0 and sorted(r["store"] for r in reports) == ["one", "two"]
+    assert [r["retired"] for r in reports] == [1, 1]
+    code, _, err = cairn("maintain", "--all", "--store", "one")
+    assert code == 2 and "exclude each other" in err
+
+
+def test_cold_memories_are_listed_and_recalled_with_include_cold_and_promoted_back(cairn):
+    from cairn import Cairn
+
+    made = json.loads(cairn("remember", "The legacy FTP server is called ferret", "--importance", "1",
+                            "--json")[1])["memory"]["id"]
+    with Cairn.open(embedder=None) as memory:
+        memory.set_cold(made, True)
+    assert cairn("list", "--json")[1].strip() == "[]"
+    assert [m["id"] for m in json.loads(cairn("list", "--include-cold", "--json")[1])] == [made]
+    assert json.loads(cairn("recall", "legacy FTP server", "--json")[1]) == []
+    assert [h["memory"]["id"] for h in json.loads(cairn("recall", "legacy FTP server", "--include-cold",
+                                                        "--json")[1])] == [made]
+    code, out, _ = cairn("review", "promote", made)
+    assert code == 0 and f"promoted {made}" in out
+    assert [m["id"] for m in json.loads(cairn("list", "--json")[1])] == [made]
 
 
 # -- parse once: remember and import apply the same rules ------------------------------------------
@@ -281,7 +328,7 @@ def test_remember_names_every_problem_at_once(cairn):
 
 # -- fast where people wait, honest when they look --------------------------------------------------
 READ_ONLY = [("recall", "deploy"), ("list",), ("history", "01J0000000000000000000000A"),
-             ("show", "01J0000000000000000000000A"), ("status",), ("export",), ("review", "list"),
+             ("show", "01J0000000000000000000000A"), ("status",), ("export",), ("review", "list"), ("maintain",),
              ("recall", "deploy", "--keyword-only", "--json"), ("status", "--json")]
 
 
@@ -302,7 +349,7 @@ def test_a_store_that_does_not_exist_answers_as_empty(cairn, cairn_home):
     assert code == 0 and "does not exist yet" in out and str(cairn_home / "stores") in out
     info = json.loads(cairn("status", "--json")[1])
     assert info["exists"] is False and info["counts"]["total"] == 0 and info["bytes"] == 0
-    assert json.loads(cairn("review", "list", "--json")[1])["found"] == 0
+    assert json.loads(cairn("review", "list", "--json")[1])["count"] == 0
     assert store_files(cairn_home) == {}
     assert cairn("remember", "The first memory creates the store")[0] == 0  # writes still create it
     assert len(store_files(cairn_home)) == 1

@@ -144,11 +144,16 @@ TOOL_ARGS: dict[str, dict[str, Any]] = {
     "memory_list": {"kinds": json_values, "tags": json_values, "limit": json_values, "scope": json_values,
                     "include_superseded": json_values},
     "memory_status": {},
-    "memory_review_candidates": {"limit": json_values, "kinds": json_values, "topic": json_values,
-                                 "scope": json_values},
-    "memory_review_decide": {"older_id": texts, "newer_id": texts, "verdict": texts, "text": json_values},
+    "memory_review_queue": {"types": json_values, "state": json_values, "limit": json_values},
+    "memory_review_decide": {"proposal_id": texts, "verdict": texts, "text": json_values, "keep_id": json_values,
+                             "memory_id": json_values},
+    "memory_propose": {"text": texts, "kind": texts, "tags": json_values, "applies_when": json_values,
+                       "context": json_values, "origin": json_values},
+    "memory_maintenance_run": {"apply": json_values},
+    "memory_maintenance_status": {},
 }
-WRITES = {"memory_remember", "memory_replace", "memory_forget", "memory_review_decide"}
+WRITES = {"memory_remember", "memory_replace", "memory_forget", "memory_review_decide", "memory_propose",
+          "memory_maintenance_run"}
 
 
 def _arguments(tool: str) -> st.SearchStrategy[Any]:
@@ -262,7 +267,8 @@ def test_ten_megabyte_inputs_are_refused_or_cut_on_every_surface(keyword_only, c
     check_hook("UserPromptSubmit", json.dumps({"prompt": HUGE, "session_id": HUGE}).encode(), cairn_home)
     for tool, arguments in [("memory_remember", {"text": HUGE}), ("memory_recall", {"query": HUGE}),
                             ("memory_replace", {"id": HUGE, "text": HUGE}), ("memory_forget", {"id": HUGE}),
-                            ("memory_review_candidates", {"topic": HUGE})]:
+                            ("memory_propose", {"text": HUGE}), ("memory_review_decide", {"proposal_id": HUGE,
+                                                                                           "verdict": "approve"})]:
         check_tool(mcp_server, keyword_only, tool, arguments)
     for args in (["remember", HUGE], ["recall", HUGE], ["show", HUGE], ["list", "--store", HUGE]):
         check_cli(args, b"", keyword_only)

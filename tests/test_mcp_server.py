@@ -34,8 +34,8 @@ pytestmark = pytest.mark.model
 REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / "mcp" / "server.py"
 TOOLS = {"memory_remember", "memory_recall", "memory_replace", "memory_forget", "memory_history", "memory_list",
-         "memory_status", "memory_review_candidates", "memory_review_decide", "memory_search_sessions",
-         "memory_list_sessions", "memory_read_session"}
+         "memory_status", "memory_review_queue", "memory_review_decide", "memory_propose", "memory_maintenance_run",
+         "memory_maintenance_status", "memory_search_sessions", "memory_list_sessions", "memory_read_session"}
 CALL_TIMEOUT = 120  # seconds: the first call may wait for the model, on a busy machine
 
 
@@ -185,14 +185,15 @@ def test_tools_are_listed_with_constrained_schemas(shared):
     assert set(recall) >= {"query", "k", "as_of", "kinds", "tags", "scope", "include_superseded"}
     assert "irreversible" in tools["memory_forget"].description.lower()
     assert tools["memory_forget"].annotations.destructive_hint is True
-    for name in ("memory_recall", "memory_list", "memory_history", "memory_status", "memory_review_candidates"):
+    for name in ("memory_recall", "memory_list", "memory_history", "memory_status", "memory_review_queue",
+                 "memory_maintenance_status"):
         assert tools[name].annotations.read_only_hint is True, name
     decide = tools["memory_review_decide"]
     assert "ONLY for /cairn:review-memory" in decide.description and "explicitly gave" in decide.description
-    assert "irreversible" in decide.description.lower() and decide.annotations.destructive_hint is True
-    assert decide.input_schema["properties"]["verdict"]["enum"] == [
-        "keep_both", "replace_older", "replace_newer", "merge", "forget_older", "forget_newer"]
-    assert decide.input_schema["required"] == ["older_id", "newer_id", "verdict"]
+    assert decide.annotations.destructive_hint is True
+    assert decide.input_schema["properties"]["verdict"]["enum"] == ["approve", "keep", "edit", "promote"]
+    assert decide.input_schema["required"] == ["verdict"]
+    assert "dry run by default" in tools["memory_maintenance_run"].description.lower()
     assert "title" not in json.dumps(tools["memory_remember"].input_schema)
 
 
@@ -296,7 +297,7 @@ def test_global_memories_are_recalled_and_can_be_replaced(shared):
     assert [h["id"] for h in hits] == [new["id"]]
 
 
-def test_conflicts_are_reported_and_offered_for_review(shared):
+def test_conflicts_are_reported_and_queued_for_review(shared):
     first = shared.ok("memory_remember", text="The public API rate limit is 100 requests per minute per key",
                       tags=["api"])
     second = shared.ok("memory_remember", text="The public API rate limit might be 100 requests per minute per key",
@@ -304,131 +305,99 @@ def test_conflicts_are_reported_and_offered_for_review(shared):
     assert second["status"] == "created"
     assert [c["id"] for c in second["conflicts"]] == [first["id"]]
     assert second["conflicts"][0]["text"].startswith("The public API rate limit is 100")
-    review = shared.ok("memory_review_candidates", limit=50)
-    pairs = [p for p in review["pairs"] if {p["older"]["id"], p["newer"]["id"]} == {first["id"], second["id"]}]
-    assert len(pairs) == 1, review
-    pair = pairs[0]
-    assert pair["verdict"] == "conflict" and pair["reason"] and pair["cosine"] >= 0.6
-    assert (pair["older"]["id"], pair["newer"]["id"]) == (first["id"], second["id"])
-    assert pair["older"]["text"] and pair["older"]["date"]
-    assert review["scanned"] >= 2
-    narrowed = shared.ok("memory_review_candidates", kinds=["decision"])
-    assert all(p["kind"] == "decision" for p in narrowed["pairs"])
+    (proposal,) = queued(shared, first["id"], second["id"])
+    assert proposal["type"] == "conflict" and proposal["reason"] and proposal["after"].startswith("approve:")
+    assert [m["id"] for m in proposal["before"]] == [first["id"], second["id"]]
+    assert proposal["before"][0]["text"] and proposal["before"][0]["date"]
+    assert all(p["type"] == "add" for s in shared.ok("memory_review_queue", types=["add"])["subjects"]
+               for p in s["proposals"])
 
 
 # -- /cairn:review-memory verdicts: memory_review_decide ------------------------------------------------
-def remember_pair(client: Client, older_text: str, newer_text: str, tag: str) -> tuple[str, str]:
-    """Two current memories (neither retired the other on write): (older id, newer id)."""
+def queued(client: Client, *ids: str) -> list[dict]:
+    """The pending proposals whose sources are exactly `ids`."""
+    subjects = client.ok("memory_review_queue", limit=200)["subjects"]
+    return [p for s in subjects for p in s["proposals"] if [m["id"] for m in p["before"]] == list(ids)]
+
+
+def conflict_pair(client: Client, older_text: str, newer_text: str, tag: str) -> tuple[str, str, str]:
+    """Two current memories `remember` reported as a possible conflict: (older id, newer id, proposal id)."""
     older = client.ok("memory_remember", text=older_text, tags=[tag], importance=2)
     newer = client.ok("memory_remember", text=newer_text, tags=[tag, "review"], importance=4)
     assert (older["status"], newer["status"], "superseded" in newer) == ("created", "created", False)
-    return older["id"], newer["id"]
+    (proposal,) = queued(client, older["id"], newer["id"])
+    return older["id"], newer["id"], proposal["id"]
 
 
 def current_ids(client: Client, tag: str) -> set[str]:
     return {m["id"] for m in client.ok("memory_list", tags=[tag])["memories"]}
 
 
-def reviewed_pairs(client: Client) -> set[frozenset[str]]:
-    pairs = client.ok("memory_review_candidates", limit=50)["pairs"]
-    return {frozenset((p["older"]["id"], p["newer"]["id"])) for p in pairs}
-
-
-def test_keep_both_leaves_both_current_and_the_pair_is_not_proposed_again(shared):
-    older, newer = remember_pair(shared, "The Redis session cache keeps entries for 300 seconds",
-                                 "The Redis session cache might keep entries for 300 seconds", "cache")
-    assert frozenset((older, newer)) in reviewed_pairs(shared)
+def test_keep_leaves_both_current_and_the_pair_is_not_proposed_again(shared):
+    older, newer, pid = conflict_pair(shared, "The Redis session cache keeps entries for 300 seconds",
+                                      "The Redis session cache might keep entries for 300 seconds", "cache")
     before = count(shared)
-    kept = shared.ok("memory_review_decide", older_id=older, newer_id=f"[mem:{newer}]", verdict="keep_both")
-    assert kept["verdict"] == "keep_both" and kept["kept"] == [older, newer]
+    kept = shared.ok("memory_review_decide", proposal_id=pid, verdict="keep")
+    assert kept == {"proposal": pid, "type": "conflict", "state": "rejected", "verdict": "keep"}
     assert current_ids(shared, "cache") == {older, newer} and count(shared) == before
-    assert frozenset((older, newer)) not in reviewed_pairs(shared)
-    # Deciding again is harmless; the other memories' pairs are still proposed.
-    shared.ok("memory_review_decide", older_id=older, newer_id=newer, verdict="keep_both")
-    assert frozenset((older, newer)) not in reviewed_pairs(shared)
+    assert queued(shared, older, newer) == []
+    shared.ok("memory_maintenance_run", apply=True)
+    assert queued(shared, older, newer) == []
+    message = shared.error("memory_review_decide", proposal_id=pid, verdict="approve")
+    assert "already rejected by mcp" in message and message.endswith("nothing was changed")
 
 
-@pytest.mark.parametrize(("verdict", "survivor", "older_text", "newer_text"), [
-    ("replace_older", "newer", "Continuous integration runs on Travis CI",
-     "Continuous integration runs on GitHub Actions since the 2025 migration"),
-    ("replace_newer", "older", "Error reports go to Sentry", "Error reports might also go to Rollbar"),
-], ids=["replace_older", "replace_newer"])
-def test_replace_verdicts_supersede_one_by_the_other_and_write_nothing_new(shared, verdict, survivor, older_text,
-                                                                           newer_text):
-    tag = f"ci-{verdict.replace('_', '-')}"
-    older, newer = remember_pair(shared, older_text, newer_text, tag)
-    kept, retired = (newer, older) if survivor == "newer" else (older, newer)
+def test_approve_retires_the_older_and_writes_nothing_new(shared):
+    older, newer, pid = conflict_pair(shared, "Error reports go to Sentry for the web app",
+                                      "Error reports might go to Sentry for the web app", "errors")
     before = count(shared)
-    result = shared.ok("memory_review_decide", older_id=older, newer_id=newer, verdict=verdict)
-    assert result == {"verdict": verdict, "superseded": [retired], "by": kept}
-    assert count(shared) == before
-    assert current_ids(shared, tag) == {kept}
-    chain = shared.ok("memory_history", id=kept)["chain"]
-    assert [m["id"] for m in chain] == [retired, kept] and chain[0]["superseded_by"] == kept
-    # The pair is out of date now: a second verdict on it changes nothing.
-    message = shared.error("memory_review_decide", older_id=older, newer_id=newer, verdict="forget_older")
-    assert f"memory {retired} is already superseded by {kept}" in message and message.endswith("nothing was changed")
-    assert current_ids(shared, tag) == {kept}
+    result = shared.ok("memory_review_decide", proposal_id=pid, verdict="approve")
+    assert result == {"proposal": pid, "type": "conflict", "state": "applied", "verdict": "approve",
+                      "superseded": [older], "by": newer}
+    assert count(shared) == before and current_ids(shared, "errors") == {newer}
+    chain = shared.ok("memory_history", id=newer)["chain"]
+    assert [m["id"] for m in chain] == [older, newer] and chain[0]["superseded_by"] == newer
+    message = shared.error("memory_review_decide", proposal_id=pid, verdict="keep")
+    assert "already applied" in message and message.endswith("nothing was changed")
 
 
-def test_merge_writes_one_memory_that_supersedes_both(shared):
-    older, newer = remember_pair(shared, "The orders database is backed up every night",
-                                 "Database backups are retained for thirty days in cold storage", "backups")
+def test_edit_writes_the_agreed_text_over_both(shared):
+    older, newer, pid = conflict_pair(shared, "The orders database is backed up every night",
+                                      "The orders database might be backed up every night", "backups")
     before = count(shared)
-    message = shared.error("memory_review_decide", older_id=older, newer_id=newer, verdict="merge")
-    assert "merge needs text" in message and message.endswith("nothing was changed")
-    assert count(shared) == before and current_ids(shared, "backups") == {older, newer}
-    merged_text = "The orders database is backed up every night and the backups are retained for thirty days"
-    result = shared.ok("memory_review_decide", older_id=older, newer_id=newer, verdict="merge", text=merged_text)
-    assert result["verdict"] == "merge" and result["created"] is True
-    assert result["superseded"] == [older, newer]
-    merged = result["by"]
-    assert current_ids(shared, "backups") == {merged} and count(shared) == before + 1
+    message = shared.error("memory_review_decide", proposal_id=pid, verdict="edit")
+    assert "edit needs text" in message and message.endswith("nothing was changed")
+    merged_text = "The orders database is backed up every night and the backups are kept for thirty days"
+    result = shared.ok("memory_review_decide", proposal_id=pid, verdict="edit", text=merged_text)
+    assert result["state"] == "applied" and result["created"] is True and result["superseded"] == [older, newer]
+    assert current_ids(shared, "backups") == {result["by"]} and count(shared) == before + 1
     memory = shared.ok("memory_list", tags=["backups"])["memories"][0]
-    assert memory["text"] == merged_text
-    # Both memories' tags, and the higher importance.
-    assert memory["tags"] == ["backups", "review"] and memory["importance"] == 4
-    for old in (older, newer):
-        assert shared.ok("memory_history", id=old)["chain"][0]["superseded_by"] == merged
+    assert memory["text"] == merged_text and memory["tags"] == ["backups", "review"] and memory["importance"] == 4
 
 
-def test_merge_into_the_text_of_one_of_the_pair_keeps_that_one(shared):
-    older, newer = remember_pair(shared, "The mobile app supports iOS 16 and later",
-                                 "The mobile app targets iOS 16 or newer", "ios")
+def test_proposed_guidance_is_stored_only_when_approved(shared):
+    proposed = shared.ok("memory_propose", text="Database migrations are written with Alembic", kind="convention",
+                         applies_when=["editing migrations"], context="Conventions", origin="CLAUDE.md")
+    assert proposed["status"] == "queued"
+    # Not stored before approval (the shared store holds earlier tests' memories: look for this one).
+    hits = shared.ok("memory_recall", query="Alembic migrations", scope="project")["hits"]
+    assert not [h for h in hits if "Alembic" in h["text"]]
+    done = shared.ok("memory_review_decide", proposal_id=proposed["proposal"]["id"], verdict="approve")
+    hits = shared.ok("memory_recall", query="Alembic migrations", scope="project")["hits"]
+    assert [h["id"] for h in hits][:1] == [done["created"]]
+    assert shared.ok("memory_propose", text="Database migrations are written with Alembic")["status"] == "exists"
+
+
+def test_maintenance_runs_dry_by_default_and_reports_its_status(shared):
     before = count(shared)
-    result = shared.ok("memory_review_decide", older_id=older, newer_id=newer, verdict="merge",
-                       text="The mobile app supports iOS 16 and later")
-    assert result == {"verdict": "merge", "superseded": [newer], "by": older, "created": False}
-    assert current_ids(shared, "ios") == {older} and count(shared) == before
-
-
-@pytest.mark.parametrize(("verdict", "older_text", "newer_text"), [
-    ("forget_older", "Python code is linted with flake8 in CI", "Python code is formatted with black before commits"),
-    ("forget_newer", "Release notes are written in CHANGELOG.md", "Every release is tagged vX.Y.Z in git"),
-], ids=["forget_older", "forget_newer"])
-def test_forget_verdicts_erase_only_the_chosen_memory(shared, verdict, older_text, newer_text):
-    tag = f"lint-{verdict.replace('_', '-')}"
-    older, newer = remember_pair(shared, older_text, newer_text, tag)
-    gone, kept = (older, newer) if verdict == "forget_older" else (newer, older)
-    message = shared.error("memory_review_decide", older_id=older, newer_id=newer, verdict=verdict, text="x")
-    assert "text is only for merge" in message and current_ids(shared, tag) == {older, newer}
-    result = shared.ok("memory_review_decide", older_id=older, newer_id=newer, verdict=verdict)
-    assert result == {"verdict": verdict, "forgotten": gone}
-    assert current_ids(shared, tag) == {kept}
-    chain = shared.ok("memory_history", id=gone)["chain"]
-    assert chain[0]["status"] == "forgotten" and chain[0]["text"] is None
-
-
-def test_a_verdict_on_a_pair_that_is_not_two_current_memories_changes_nothing(shared):
-    older, newer = remember_pair(shared, "Invoices are generated on the first day of the month",
-                                 "Invoices are emailed to customers as PDF attachments", "invoices")
-    before = count(shared)
-    assert "same memory" in shared.error("memory_review_decide", older_id=older, newer_id=older, verdict="keep_both")
-    assert "no memory 'nope'" in shared.error("memory_review_decide", older_id=older, newer_id="nope",
-                                              verdict="replace_older")
-    assert "verdict: Input should be" in shared.error("memory_review_decide", older_id=older, newer_id=newer,
-                                                      verdict="delete_both")
-    assert count(shared) == before and current_ids(shared, "invoices") == {older, newer}
+    report = shared.ok("memory_maintenance_run")
+    assert report["dry_run"] is True and report["staged"] == 0 and set(report["counts"]) >= {"near_duplicate"}
+    assert count(shared) == before
+    status = shared.ok("memory_maintenance_status")
+    assert set(status) >= {"last_run", "stale", "lease", "queue", "pending", "cold"}
+    assert "promote needs memory_id" in shared.error("memory_review_decide", verdict="promote")
+    assert "verdict: Input should be" in shared.error("memory_review_decide", proposal_id="x", verdict="merge")
+    assert "no proposal 'nope'" in shared.error("memory_review_decide", proposal_id="nope", verdict="approve")
 
 
 # -- bad input: a tool error with a clear message, and nothing written ------------------------------------
@@ -452,7 +421,7 @@ def test_bad_input_is_a_tool_error_with_a_clear_message_and_writes_nothing(share
     message = shared.error(tool, **arguments)
     assert expected in message
     assert "Error executing tool" not in message and "errors.pydantic.dev" not in message
-    if tool in ("memory_remember", "memory_replace", "memory_forget", "memory_review_decide"):
+    if tool in ("memory_remember", "memory_replace", "memory_forget", "memory_review_decide", "memory_propose"):
         assert message.endswith("nothing was changed")
     assert count(shared) == before
 

@@ -107,7 +107,8 @@ def test_stdio_and_mcp_http_give_identical_results(tmp_path, env):
 
 def test_every_tool_is_read_only_or_a_write():
     tools = {"memory_remember", "memory_recall", "memory_replace", "memory_forget", "memory_history", "memory_list",
-             "memory_status", "memory_review_candidates", "memory_review_decide", "memory_search_sessions",
+             "memory_status", "memory_review_queue", "memory_review_decide", "memory_propose",
+             "memory_maintenance_run", "memory_maintenance_status", "memory_search_sessions",
              "memory_list_sessions", "memory_read_session"}
     assert READ_ONLY_TOOLS | WRITE_TOOLS == tools and not READ_ONLY_TOOLS & WRITE_TOOLS
 

@@ -31,6 +31,8 @@ _EXPORTS = {
     "SESSION_MODES": "models", "RememberResult": "models", "Status": "models", "Order": "models",
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
     "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
+    "Proposal": "models", "PROPOSAL_TYPES": "models", "PROPOSAL_STATES": "models", "REVIEW_VERBS": "models",
+    "DECIDERS": "models",
     "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "db",
     "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "ensure_data_root": "paths",
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
@@ -40,7 +42,7 @@ _EXPORTS = {
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
-        "SessionNotFound", "StoreBusy",
+        "SessionNotFound", "StoreBusy", "MaintenanceBusy", "ProposalClosed", "ProposalNotFound", "StaleProposal",
         "StoreCorrupted", "StoreError", "StoreNotFound", "UnsafeDataRoot")},
 }
 _MODULES = ("render",)  # public modules, used whole: `from cairn import render`
@@ -76,8 +78,9 @@ if TYPE_CHECKING:
     )
     from .errors import *  # noqa: F403
     from .models import (
-        DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SCOPES, SESSION_MODES, SOURCES, STATUSES,
-        VERDICTS, Hit, Memory, Order, RememberResult, SessionHit, SessionInfo, Status, Turn,
+        DECIDERS, DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, PROPOSAL_STATES, PROPOSAL_TYPES,
+        REVIEW_VERBS, SCOPES, SESSION_MODES, SOURCES, STATUSES, VERDICTS, Hit, Memory, Order, Proposal, RememberResult,
+        SessionHit, SessionInfo, Status, Turn,
     )
     from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig

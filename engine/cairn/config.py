@@ -32,6 +32,9 @@ DEFAULTS: dict[str, Any] = {
     "hooks": {"enabled": True, "brief_chars": 1500, "prompt_k": 5, "prompt_chars": 1200},
     # Captured sessions: capture on Stop/PreCompact, and search_sessions' defaults.
     "sessions": {"capture": True, "k": 10, "window": 2, "candidates": 50},
+    # `cairn maintain`: background: a session start runs the safe band (exact duplicates) in the
+    # background when the store had no run for stale_days (off by default).
+    "maintenance": {"background": False, "stale_days": 7},
 }
 
 _INT = {"type": "integer"}
@@ -91,6 +94,10 @@ SCHEMA: dict[str, Any] = {
                 "window": {**_INT, "minimum": 0, "maximum": 50},
                 "candidates": {**_INT, "minimum": 1, "maximum": 10000},
             },
+        },
+        "maintenance": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"background": {"type": "boolean"}, "stale_days": {**_INT, "minimum": 1, "maximum": 3650}},
         },
     },
 }

@@ -158,12 +158,26 @@ def checkpoint_truncate(conn: Connection) -> bool:
 
 @contextlib.contextmanager
 def write_transaction(conn: Connection) -> Iterator[Connection]:
-    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception.
+    """BEGIN IMMEDIATE ... COMMIT, rolled back on any exception; inside a transaction, a savepoint.
 
     The write lock is taken up front: in WAL mode a transaction that reads and then upgrades to a
     write fails at once with SQLITE_BUSY under contention, whatever the busy timeout.
     Raises StoreBusy when the lock is not had within the busy timeout.
     """
+    if conn.in_transaction:
+        # Nested (a review decision applies engine writes inside its own transaction): a savepoint,
+        # so the whole decision commits or rolls back as one.
+        name = f"nested_{id(object())}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            raise
+        else:
+            conn.execute(f"RELEASE {name}")
+        return
     conn.execute("BEGIN IMMEDIATE")  # StoreBusy (StoreConnection) when the lock is not had in time
     try:
         yield conn

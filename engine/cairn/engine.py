@@ -25,8 +25,8 @@ from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidM
 from .errors import InvalidInput, SessionNotFound, StoreBusy, StoreCorrupted, StoreError, StoreNotFound
 from .migrations import MIGRATIONS
 from .models import (
-    DEFAULT_IMPORTANCE, KINDS, SCOPES, SESSION_MODES, Hit, Memory, Order, RememberResult, SessionHit, SessionInfo,
-    Status, Turn,
+    DEFAULT_IMPORTANCE, KINDS, SCOPES, SESSION_MODES, Hit, Memory, Order, Proposal, RememberResult, SessionHit,
+    SessionInfo, Status, Turn,
 )
 from .paths import GLOBAL_STORE, StoreChoice, backups_dir, private_dir, store_path, stores_dir, validate_store_name
 from .ranking import RankingConfig, rank
@@ -732,7 +732,19 @@ class Cairn:
         for i, (draft, row) in enumerate(zip(drafts, rows)):
             vector = None if vectors is None else vectors[i]
             results.append(self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect))
+            if results[-1].conflicts:
+                self._queue_conflicts(store, results[-1])
         return results
+
+    def _queue_conflicts(self, store: Store, result: RememberResult) -> None:
+        """The possible conflicts a write reported join the review queue (conflict proposals). The
+        write itself is done: a queue that cannot be written is logged, never raised."""
+        from .review import stage_conflicts
+
+        try:
+            stage_conflicts(self, store, result.memory, result.conflicts)
+        except (CairnError, DatabaseError) as exc:
+            log.warning("possible conflicts of %s not queued for review: %s", result.memory.id, exc)
 
     def _require_current(self, store: Store, memory_id: str, *, lock: bool = False) -> Memory:
         memory = store.get_for_update(memory_id) if lock else store.get(memory_id)
@@ -857,6 +869,86 @@ class Cairn:
     def is_dismissed(self, first_id: str, second_id: str) -> bool:
         return any(s.is_dismissed(first_id, second_id) for s in self._stores("all"))
 
+    # -- the review queue, maintenance, the cold tier (review.py) --------------------------------------
+    def review_queue(self, *, states: Iterable[str] = ("pending",), types: Iterable[str] = (),
+                     limit: int | None = None) -> list[Proposal]:
+        """The review queue of the project store, oldest first (review.queue): proposals in `states`
+        (PROPOSAL_STATES; default pending) of `types` (PROPOSAL_TYPES; default all). Pending
+        proposals older than 30 days, or whose sources changed, become expired first.
+        Raises InvalidInput, StoreError (a Postgres store)."""
+        from . import review
+
+        return review.queue(self, states=tuple(states), types=tuple(types), limit=limit)
+
+    def review_show(self, proposal_id: str) -> dict[str, Any]:
+        """One proposal with its evidence: {"proposal", "sources" (each memory as it is now), "stale"
+        (why it can no longer be applied, or None), "after" (what each verdict would do)}.
+        Raises ProposalNotFound."""
+        from . import review
+
+        return review.show(self, proposal_id)
+
+    def review_decide(self, proposal_id: str, verdict: str, *, text: str | None = None,
+                      keep_id: str | None = None, by: str = "cli") -> dict[str, Any]:
+        """Apply the user's verdict on one proposal (approve | keep | edit), compare-and-set in one
+        transaction: see review.decide. Raises InvalidInput, ProposalNotFound, ProposalClosed,
+        StaleProposal."""
+        from . import review
+
+        return review.decide(self, proposal_id, verdict, text=text, keep_id=keep_id, by=by)
+
+    def propose(self, text: str, *, kind: str = "fact", tags: Iterable[str] = (), context: str | None = None,
+                applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:
+        """Queue a new memory for the user's approval (an `add` proposal; nothing is stored before):
+        see review.propose. Returns {"status": "queued" | "pending" | "exists", "proposal", ...}.
+        Raises InvalidMemory."""
+        from . import review
+
+        return review.propose(self, text, kind=kind, tags=tuple(tags), context=context, applies_when=applies_when,
+                              origin=origin)
+
+    def import_guidance(self, path: str | Path) -> dict[str, Any]:
+        """Split a CLAUDE.md / AGENTS.md / .cursorrules file deterministically (guidance.split:
+        headings, bullets) into `add` proposals. Nothing is stored before approval. Returns
+        {"file", "items", "queued", "pending", "exists", "proposals": [ids]}. Raises InvalidInput."""
+        from .guidance import import_file
+
+        return import_file(self, Path(path))
+
+    def maintain(self, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
+        """One maintenance run over the project store (review.maintain): a dry run unless apply;
+        apply retires exact duplicates and, unless safe_only, queues proposals. Never deletes.
+        Raises MaintenanceBusy, StoreError."""
+        from . import review
+
+        return review.maintain(self, apply=apply, safe_only=safe_only)
+
+    def maintenance_status(self) -> dict[str, Any]:
+        """The last maintenance run, whether the store is due one, the lease, queue counts by state
+        and type, and how many memories are cold (review.maintenance_status). Reads only."""
+        from . import review
+
+        return review.maintenance_status(self)
+
+    def set_cold(self, memory_id: str, cold: bool) -> bool:
+        """Demote a memory to the cold tier (cold=True, now) or bring it back. Returns whether it
+        changed. Raises MemoryNotFound."""
+        return self._store_holding(memory_id).set_cold(memory_id, now_ms() if cold else None)
+
+    def promote(self, memory_id: str) -> dict[str, Any]:
+        """Bring a cold memory back (hooks, default recall and list). Returns {"promoted": id}.
+        Raises MemoryNotFound, InvalidInput (not cold)."""
+        from . import review
+
+        return review.promote(self, memory_id)
+
+    def memory_vectors(self, memory_ids: Iterable[str]) -> dict[str, np.ndarray]:
+        """The stored vector (float32[dim], L2-normalised) of each memory of the project store that
+        has one: {id: vector}."""
+        seqs = self.store.seqs_of(list(memory_ids))
+        by_seq = {seq: memory_id for memory_id, seq in seqs.items()}
+        return {by_seq[seq]: v for seq, v in self.store.vectors_of(list(by_seq)).items()}
+
     def forget(self, memory_id: str) -> Memory:
         """Erase a memory: its text, tags, keyword and vector index entries. A tombstone row remains
         (id, kind, times, links) so history shows that something was forgotten, and when.
@@ -905,6 +997,7 @@ class Cairn:
         as_of: Any = None,
         known_at: Any = None,
         include_superseded: bool = False,
+        include_cold: bool = False,
         scope: str | None = None,
         query_vector: np.ndarray | None = None,
         ranking: RankingConfig | None = None,
@@ -913,7 +1006,8 @@ class Cairn:
         """Hybrid recall: the k best memories for `query` among those the filters admit.
 
         as_of: valid time (what was true then); known_at: transaction time (what the store knew
-        then); since/until bound valid_from. Times: ISO 8601 or epoch ms. k and scope default to the
+        then); since/until bound valid_from. include_cold: also memories demoted to the cold tier
+        (an as_of read always includes them). Times: ISO 8601 or epoch ms. k and scope default to the
         config's `recall.k` and `recall.scope`. query_vector:
         float32[dim], L2-normalised, when the caller already has it (a warm process); otherwise the
         query is embedded here unless use_vectors is False (keyword-only).
@@ -935,6 +1029,7 @@ class Cairn:
             as_of=parse_time(as_of, field="as_of"), known_at=parse_time(known_at, field="known_at"),
             kinds=kinds, tags=normalise_tags(tags), since=parse_time(since, field="since"),
             until=parse_time(until, field="until"), include_superseded=include_superseded,
+            include_cold=bool(include_cold),
         )
         stores = self._stores(scope)
         if query_vector is None and use_vectors and any(s.vector_index for s in stores):
@@ -954,10 +1049,11 @@ class Cairn:
     def list(
         self, *, kinds: Iterable[str] = (), tags: Iterable[str] = (), as_of: Any = None, known_at: Any = None,
         include_superseded: bool = False, limit: int | None = None, scope: str | None = None,
-        order: Order = Order.NEWEST,
+        order: Order = Order.NEWEST, include_cold: bool = False,
     ) -> list[Memory]:
         """Memories matching the filters, in `order` (newest first by default). limit and scope
-        default to the config's `list.limit` and `list.scope`. Raises InvalidMemory, InvalidTime."""
+        default to the config's `list.limit` and `list.scope`. include_cold: also memories in the
+        cold tier (an as_of read always includes them). Raises InvalidMemory, InvalidTime."""
         limit = self.config["list"]["limit"] if limit is None else int(limit)
         scope = self.config["list"]["scope"] if scope is None else scope
         try:
@@ -967,7 +1063,8 @@ class Cairn:
             raise InvalidMemory(f"unknown order {order!r}; expected one of: {expected}") from None
         kinds = _known_kinds(kinds)
         filters = Filters(as_of=parse_time(as_of, field="as_of"), known_at=parse_time(known_at, field="known_at"),
-                          kinds=kinds, tags=normalise_tags(tags), include_superseded=include_superseded)
+                          kinds=kinds, tags=normalise_tags(tags), include_superseded=include_superseded,
+                          include_cold=bool(include_cold))
         out: list[Memory] = []
         for store in self._stores(scope):
             out += store.list(filters, limit=limit, order=order)

@@ -9,13 +9,17 @@
     │   └── ConfigError         a config file that fails its schema (names the key)
     ├── MemoryNotFound          no memory with that id in this store
     ├── NotCurrent              the memory was already superseded or forgotten
+    ├── ProposalNotFound        no review proposal with that id in this store
+    ├── ProposalClosed          the proposal was already decided or has expired; nothing changes
+    │   └── StaleProposal       a source changed since it was proposed; refused (and the proposal expired)
     ├── StoreError              the store file cannot be used as it is
     │   ├── StoreNotFound       an explicitly named store that does not exist
     │   ├── StoreCorrupted      the file is not a readable Cairn database
     │   ├── StoreBusy           another process holds the store locked for longer than the busy timeout
     │   ├── SchemaTooNew        written by a newer Cairn; refuse rather than guess
     │   ├── EmbeddingMismatch   the store's vectors come from another model; run `cairn reembed`
-    │   └── UnsafeDataRoot      the data root belongs to another user
+    │   ├── UnsafeDataRoot      the data root belongs to another user
+    │   └── MaintenanceBusy     another maintenance run holds this store's lease
     └── EmbedderUnavailable     no embedding model could be loaded
 
 Callers catch by meaning. The CLI turns any CairnError into one line on stderr and exit code 2.
@@ -64,6 +68,18 @@ class NotCurrent(CairnError):
     pass
 
 
+class ProposalNotFound(CairnError):
+    """No review proposal has that id in this store."""
+
+
+class ProposalClosed(CairnError):
+    """The proposal is no longer pending (decided by another reviewer, or expired); nothing changed."""
+
+
+class StaleProposal(ProposalClosed):
+    """A source memory changed since the proposal was made; it is refused and marked expired."""
+
+
 class StoreError(CairnError):
     pass
 
@@ -90,6 +106,10 @@ class EmbeddingMismatch(StoreError):
 
 class UnsafeDataRoot(StoreError):
     pass
+
+
+class MaintenanceBusy(StoreError):
+    """Another maintenance run holds this store's lease."""
 
 
 class EmbedderUnavailable(CairnError):

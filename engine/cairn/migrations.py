@@ -191,6 +191,48 @@ def m006_memory_usage(conn: Connection) -> None:
     )
 
 
+
+@migration
+def m007_review_queue(conn: Connection) -> None:
+    # The durable review queue (review.py): what maintenance, `remember`'s possible conflicts and
+    # import-guidance propose, and the user's verdict on each. Nothing a proposal names changes
+    # before it is approved. sources: JSON [{"id", "stamp"}], each source memory's version stamp when
+    # proposed (a decision compares them: compare-and-set). open_key: type + source ids (or the
+    # text of an `add`), unique among pending proposals so that one thing is never queued twice.
+    # A lease (holder + expiry) keeps two maintenance runs off one store. cold_at: the cold tier
+    # (epoch ms it was demoted; NULL: warm): left out of hooks and of default recall and list.
+    conn.execute(
+        """CREATE TABLE proposals (
+            id TEXT PRIMARY KEY,                  -- ULID
+            type TEXT NOT NULL CHECK (type IN ('duplicate', 'near_duplicate', 'summarise', 'demote',
+                                               'conflict', 'add')),
+            state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'approved', 'rejected',
+                                                                   'expired', 'applied')),
+            subject TEXT,                         -- what it is about, for grouping the review
+            sources TEXT NOT NULL DEFAULT '[]',
+            payload TEXT NOT NULL DEFAULT '{}',   -- JSON: texts, similarity, draft, reason, ...
+            open_key TEXT NOT NULL,
+            created_at INTEGER NOT NULL,          -- epoch ms, UTC
+            expires_at INTEGER NOT NULL,
+            decided_at INTEGER,
+            decided_by TEXT,                      -- cli | mcp | http
+            result TEXT                           -- JSON: what applying it did, or why it closed
+        )"""
+    )
+    conn.execute("CREATE UNIQUE INDEX proposals_open ON proposals(open_key) WHERE state = 'pending'")
+    conn.execute("CREATE INDEX proposals_by_state ON proposals(state, created_at)")
+    conn.execute(
+        """CREATE TABLE leases (
+            name TEXT PRIMARY KEY,
+            holder TEXT NOT NULL,
+            acquired_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL
+        )"""
+    )
+    conn.execute("ALTER TABLE memories ADD COLUMN cold_at INTEGER")
+    conn.execute("CREATE INDEX memories_cold ON memories(cold_at) WHERE cold_at IS NOT NULL")
+
+
 def _user_tables(conn: Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     return {r[0] for r in rows}

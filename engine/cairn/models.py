@@ -25,6 +25,21 @@ STATUSES = ("current", "superseded", "expired", "retired", "forgotten")
 SCOPES = ("project", "global", "all")  # which stores a read covers: this project's, the user's global one, both
 # The user's verdicts on a review pair (review.Verdict): see there.
 VERDICTS = ("keep_both", "replace_older", "replace_newer", "merge", "forget_older", "forget_newer")
+# The durable review queue (review.py). A proposal's type: what it would do when approved.
+#   duplicate       the same text after normalising case, whitespace and punctuation, but another kind
+#   near_duplicate  a restatement (both texts and their similarity): one stays, the other is retired
+#   summarise       a cluster on one subject: one summary (drafted by Claude in review) supersedes them
+#   demote          a stale, never-recalled, low-importance memory: to the cold tier
+#   conflict        a possible contradiction `remember` or maintenance found: the newer replaces the older
+#   add             a new memory (import-guidance, memory_propose): stored only when approved
+PROPOSAL_TYPES = ("duplicate", "near_duplicate", "summarise", "demote", "conflict", "add")
+# pending -> approved -> applied (the verdict, then what it did, in one transaction) | rejected (kept
+# as it is) | expired (30 days unreviewed, or its sources changed: stale).
+PROPOSAL_STATES = ("pending", "approved", "rejected", "expired", "applied")
+# approve; keep (reject: nothing changes); edit (approve with the user's or Claude's text); promote
+# (bring a cold memory back to the warm tier).
+REVIEW_VERBS = ("approve", "keep", "edit", "promote")
+DECIDERS = ("cli", "mcp", "http")
 
 
 class Order(str, Enum):
@@ -59,6 +74,12 @@ class Memory:
     superseded_by: str | None
     forgotten_at: int | None
     store: str = ""
+    cold_at: int | None = None  # demoted to the cold tier then (epoch ms); None: warm
+
+    @property
+    def cold(self) -> bool:
+        """In the cold tier: left out of the hooks and of default recall and list (include_cold, as_of find it)."""
+        return self.cold_at is not None
 
     @property
     def status(self) -> str:
@@ -81,7 +102,7 @@ class Memory:
         data = asdict(self)
         data["tags"] = list(self.tags)
         data["status"] = self.status
-        for key in ("valid_from", "valid_to", "recorded_at", "retired_at", "forgotten_at"):
+        for key in ("valid_from", "valid_to", "recorded_at", "retired_at", "forgotten_at", "cold_at"):
             data[f"{key}_iso"] = format_time(data[key])
         return data
 
@@ -234,3 +255,39 @@ class SessionInfo:
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "started_at_iso": format_time(self.started_at),
                 "ended_at_iso": format_time(self.ended_at)}
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One entry of the review queue. Times: epoch ms, UTC.
+
+    type: one of PROPOSAL_TYPES; state: one of PROPOSAL_STATES. sources: [{"id", "stamp"}], each
+    source memory's version stamp when it was proposed (a decision is refused as stale when one
+    changed). payload: what the reviewer needs: "texts", "similarity", "reason", "draft" (summarise),
+    "text"/"kind"/"tags"/"context"/"applies_when" (add). subject: what it is about, for grouping.
+    result: what applying it did, or why it closed (None while pending)."""
+
+    id: str
+    type: str
+    state: str
+    subject: str | None
+    sources: tuple[dict[str, str], ...]
+    payload: dict[str, Any]
+    created_at: int
+    expires_at: int
+    decided_at: int | None = None
+    decided_by: str | None = None
+    result: dict[str, Any] | None = None
+
+    @property
+    def source_ids(self) -> list[str]:
+        """The source memories' ids, in the proposal's order (oldest first for a pair)."""
+        return [s["id"] for s in self.sources]
+
+    def to_json(self) -> dict[str, Any]:
+        """Stable JSON keys (docs/cli.md): times as epoch ms plus ISO 8601 twins (`*_iso`)."""
+        data = asdict(self)
+        data["sources"] = [dict(s) for s in self.sources]
+        for key in ("created_at", "expires_at", "decided_at"):
+            data[f"{key}_iso"] = format_time(data[key])
+        return data

@@ -57,7 +57,7 @@ def _cols(alias: str = "memories") -> str:
     """A memory's columns, its tags (sorted) last: one query per read, not one more for the tags."""
     a = alias
     return (f"{a}.seq, {a}.id, {a}.text, {a}.kind, {a}.importance, {a}.source, {a}.session_id, {a}.valid_from, "
-            f"{a}.valid_to, {a}.recorded_at, {a}.retired_at, {a}.superseded_by, {a}.forgotten_at, "
+            f"{a}.valid_to, {a}.recorded_at, {a}.retired_at, {a}.superseded_by, {a}.forgotten_at, {a}.cold_at, "
             f"ARRAY(SELECT t.tag FROM memory_tags t WHERE t.seq = {a}.seq ORDER BY t.tag)")
 
 
@@ -146,7 +146,7 @@ def _ranked_sql(table: str, alias: str, rank: str, where: str) -> str:
 
 # -- migrations: the same numbered scheme as migrations.py, their own list ---------------------------
 PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals"), (3, "m003_memory_usage"),
-                                        (4, "m004_sessions")]
+                                        (4, "m004_sessions"), (5, "m005_cold_tier")]
 
 
 def _m001_initial(conn: psycopg.Connection, language: str) -> None:
@@ -249,8 +249,15 @@ def _m004_sessions(conn: psycopg.Connection, language: str) -> None:
     conn.execute("CREATE TABLE turn_vector_backlog (seq bigint PRIMARY KEY REFERENCES turns(seq) ON DELETE CASCADE)")
 
 
+def _m005_cold_tier(conn: psycopg.Connection, language: str) -> None:
+    # As SQLite's m007 for the cold tier (the review queue itself is not on this backend yet).
+    conn.execute("ALTER TABLE memories ADD COLUMN cold_at bigint")
+    conn.execute("CREATE INDEX memories_cold ON memories(cold_at) WHERE cold_at IS NOT NULL")
+
+
 _STEPS = {"m001_initial": _m001_initial, "m002_review_dismissals": _m002_review_dismissals,
-          "m003_memory_usage": _m003_memory_usage, "m004_sessions": _m004_sessions}
+          "m003_memory_usage": _m003_memory_usage, "m004_sessions": _m004_sessions,
+          "m005_cold_tier": _m005_cold_tier}
 
 
 def _lock_key(text: str) -> int:
@@ -468,9 +475,10 @@ class PgStore:
     # -- reads ---------------------------------------------------------------------------------------
     def _memories(self, rows: Sequence[Sequence[Any]]) -> list[Memory]:
         return [
-            Memory(id=r[1], text=r[2], kind=r[3], tags=tuple(r[13]), importance=r[4], source=r[5],
+            Memory(id=r[1], text=r[2], kind=r[3], tags=tuple(r[14]), importance=r[4], source=r[5],
                    session_id=r[6], valid_from=r[7], valid_to=Memory.open_end(r[8]), recorded_at=r[9],
-                   retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name)
+                   retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name,
+                   cold_at=r[13])
             for r in rows
         ]
 
@@ -534,7 +542,8 @@ class PgStore:
         """Live memories (with text) outside the current view: superseded or expired."""
         return self.conn.execute(
             "SELECT (SELECT count(*) FROM memories WHERE retired_at < %s AND text IS NOT NULL)"
-            " + (SELECT count(*) FROM memories WHERE valid_to <= %s AND retired_at = %s AND text IS NOT NULL)",
+            " + (SELECT count(*) FROM memories WHERE valid_to <= %s AND retired_at = %s AND text IS NOT NULL)"
+            " + (SELECT count(*) FROM memories WHERE cold_at IS NOT NULL AND text IS NOT NULL)",
             (END_OF_TIME, now_ms(), END_OF_TIME)).fetchone()[0]
 
     def keyword_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
@@ -728,12 +737,12 @@ class PgStore:
         live = memory.text is not None
         row = self.conn.execute(
             "INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, valid_to, "
-            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, tsv) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s, CASE WHEN %s THEN to_tsvector(%s::regconfig, %s) END) "
-            "RETURNING seq",
+            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, cold_at, tsv) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s, "
+            "CASE WHEN %s THEN to_tsvector(%s::regconfig, %s) END) RETURNING seq",
             (memory.id, memory.text, text_key, memory.kind, memory.importance, memory.source, memory.session_id,
              memory.valid_from, memory.valid_to or end, asserted_valid_to, memory.recorded_at,
-             memory.retired_at or end, memory.superseded_by, memory.forgotten_at, live,
+             memory.retired_at or end, memory.superseded_by, memory.forgotten_at, memory.cold_at, live,
              *self._tsv_args(memory.text or "", memory.tags))).fetchone()
         seq = int(row[0])
         if live:
@@ -998,6 +1007,17 @@ class PgStore:
 
     def _turn_tsv_args(self, text: str, key: str) -> tuple[str, str, str, str]:
         return self._ts, tokens(text), self._ts, tokens(key)
+
+    supports_queue = False  # the review queue and the maintenance lease: SQLite stores only, for now
+
+    def set_cold(self, memory_id: str, at: int | None) -> bool:
+        """As Store.set_cold."""
+        self.seq_of(memory_id)
+        was = "cold_at IS NULL" if at is not None else "cold_at IS NOT NULL"
+        with self.transaction():
+            cur = self.conn.execute(f"UPDATE memories SET cold_at = %s WHERE id = %s AND {was} AND text IS NOT NULL",
+                                    (at, memory_id))
+        return cur.rowcount == 1
 
     def session_progress(self, session_id: str) -> tuple[str | None, int, str | None]:
         """(transcript_path, bytes read so far, last uuid) of a captured session; (None, 0, None) if unknown."""

@@ -146,7 +146,7 @@ def validate(draft: Draft, *, recorded_at: int) -> NewMemory:
 
 # -- import: the export format, JSON Lines, one memory per line (see Cairn.export) -----------------
 _REQUIRED = ("id", "text", "kind", "importance", "source", "valid_from", "recorded_at")
-_TIMES = ("valid_from", "valid_to", "recorded_at", "retired_at", "forgotten_at", "asserted_valid_to")
+_TIMES = ("valid_from", "valid_to", "recorded_at", "retired_at", "forgotten_at", "asserted_valid_to", "cold_at")
 
 
 def parse_record(record: Any, line: int) -> tuple[Memory, int]:
@@ -182,6 +182,7 @@ def parse_record(record: Any, line: int) -> tuple[Memory, int]:
         tags=tags, importance=record["importance"], source=record["source"], session_id=record.get("session_id"),
         valid_from=times["valid_from"], valid_to=times["valid_to"], recorded_at=times["recorded_at"],
         retired_at=times["retired_at"], superseded_by=record.get("superseded_by"), forgotten_at=times["forgotten_at"],
+        cold_at=times["cold_at"],
     )
     asserted = times["asserted_valid_to"]
     return memory, END_OF_TIME if asserted is None else asserted

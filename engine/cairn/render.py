@@ -30,6 +30,7 @@ def full(m: Memory) -> dict[str, Any]:
 def line(m: Memory) -> str:
     """Two lines for a terminal: `ID  [kind] YYYY-MM-DD (status by ID) #tags` then the text."""
     status = "" if m.status == "current" else f" ({m.status}{' by ' + m.superseded_by if m.superseded_by else ''})"
+    status += " (cold)" if m.cold_at is not None and m.status == "current" else ""
     tags = f" #{' #'.join(m.tags)}" if m.tags else ""
     text = m.text if m.text is not None else "[forgotten]"
     return f"{m.id}  [{m.kind}] {day(m.valid_from)}{status}{tags}\n    {text}"
@@ -61,6 +62,8 @@ def memory(m: Memory) -> dict[str, Any]:
         out["importance"] = m.importance
     if m.superseded_by:
         out["superseded_by"] = m.superseded_by
+    if m.cold_at is not None:
+        out["cold"] = True
     if m.store == GLOBAL_STORE:
         out["store"] = GLOBAL_STORE
     return out

@@ -14,13 +14,19 @@ and only while both memories are still current (else NotCurrent, and nothing cha
 
 from __future__ import annotations
 
+import inspect
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidMemory, NotCurrent
-from .models import Memory
+from .errors import (
+    InvalidInput, InvalidMemory, MaintenanceBusy, MemoryNotFound, NotCurrent, ProposalClosed, ProposalNotFound,
+    StaleProposal, StoreError,
+)
+from .models import DECIDERS, PROPOSAL_STATES, PROPOSAL_TYPES, Memory, Proposal
 from .supersede import classify
+from .timeutil import now_ms
 
 if TYPE_CHECKING:
     from .engine import Cairn
@@ -152,3 +158,704 @@ def review_decide(engine: Cairn, older_id: str, newer_id: str, verdict: Verdict 
     result = engine.replace(old, pair[new].text)
     return {"verdict": verdict.value, "superseded": result.superseded, "by": result.memory.id}
 
+
+
+# == The durable review queue ==========================================================================
+# Proposals persist in the store (migration m007_review_queue) until the user decides: nothing a
+# proposal names changes before it is approved. `cairn review list|show|decide`, the MCP tools
+# memory_review_queue / memory_review_decide and /cairn:review-memory are thin wrappers over the
+# functions below; `maintain` (cairn maintain, memory_maintenance_run) fills the queue.
+
+QUEUE_TTL_MS = 30 * 86_400_000   # an unreviewed proposal expires after 30 days: silence is never consent
+LEASE = "maintenance"
+LEASE_TTL_MS = 15 * 60_000       # a crashed run's lease lapses after this
+PAIR_TYPES = ("duplicate", "near_duplicate", "conflict")
+
+
+def stamp(m: Memory) -> str:
+    """A memory's version stamp: every field that changes after it is written (retired, forgotten,
+    valid_to closed, demoted). A decision compares each source's stamp with the one recorded when
+    the proposal was made."""
+    return f"{m.retired_at or 0}:{m.forgotten_at or 0}:{m.valid_to or 0}:{m.cold_at or 0}:{m.superseded_by or ''}"
+
+
+def open_key(kind: str, ids: list[str], text: str | None = None) -> str:
+    """What makes two proposals the same: their type and source ids (an `add`: its normalised text)."""
+    from .text import normalise
+
+    return f"add:{normalise(text or '')}" if kind == "add" else f"{kind}:{','.join(sorted(ids))}"
+
+
+def subject_of(memories: list[Memory]) -> str:
+    """What the memories are about, for grouping the review: their most shared tag, else their most
+    shared content words, else the first words of the first text."""
+    from collections import Counter
+
+    from .text import content_words
+
+    tags = Counter(t for m in memories for t in set(m.tags))
+    if tags and (len(memories) == 1 or tags.most_common(1)[0][1] > 1):
+        return tags.most_common(1)[0][0]
+    words = Counter(w for m in memories for w in dict.fromkeys(content_words(m.text or "")))
+    shared = [w for w, n in words.most_common(3) if n > 1 or len(memories) == 1]
+    if shared:
+        return " ".join(shared)
+    return " ".join((memories[0].text or "").split()[:6]) if memories else ""
+
+
+def new_proposal(kind: str, sources: list[Memory], payload: dict[str, Any], *, subject: str | None = None,
+                 now: int) -> Proposal:
+    from ulid import ULID
+
+    return Proposal(id=str(ULID()), type=kind, state="pending",
+                    subject=subject if subject is not None else subject_of(sources),
+                    sources=tuple({"id": m.id, "stamp": stamp(m)} for m in sources), payload=payload,
+                    created_at=now, expires_at=now + QUEUE_TTL_MS)
+
+
+def _queue_store(engine: Cairn):
+    store = engine.store
+    if not getattr(store, "supports_queue", False):
+        raise StoreError(f"store {store.name!r} is on Postgres: the review queue and maintenance need a SQLite "
+                         "store for now")
+    return store
+
+
+def _stale_reason(store: Any, proposal: Proposal) -> str | None:
+    """Why the proposal can no longer be applied as it was made, or None."""
+    for source in proposal.sources:
+        try:
+            m = store.get(source["id"])
+        except MemoryNotFound:
+            return f"memory {source['id']} no longer exists"
+        if stamp(m) != source["stamp"] or m.status != "current":
+            by = f" by {m.superseded_by}" if m.superseded_by else ""
+            cold = ", demoted to the cold tier" if m.cold_at and m.status == "current" else ""
+            return f"memory {m.id} changed since it was proposed (now {m.status}{by}{cold})"
+    return None
+
+
+def expire(engine: Cairn, *, now: int | None = None) -> int:
+    """Close what can no longer be decided: pending proposals older than 30 days, and those whose
+    sources changed (stale). Both become `expired` with the reason in `result`. Returns how many."""
+    store = _queue_store(engine)
+    now = now_ms() if now is None else now
+    closed = store.expire_proposals(now)
+    for p in store.proposals(states=("pending",)):
+        reason = _stale_reason(store, p)
+        if reason is not None and store.close_proposal(p.id, state="expired", at=now, by=None,
+                                                       result={"reason": f"stale: {reason}"}):
+            closed += 1
+    return closed
+
+
+def queue(engine: Cairn, *, states: tuple[str, ...] = ("pending",), types: tuple[str, ...] = (),
+          limit: int | None = None) -> list[Proposal]:
+    """The review queue, oldest first: proposals in `states` (PROPOSAL_STATES; default pending) of
+    `types` (PROPOSAL_TYPES; default all). Expiry is applied first (expire). Raises InvalidInput,
+    StoreError (a Postgres store)."""
+    for value, allowed, what in ((states, PROPOSAL_STATES, "state"), (types, PROPOSAL_TYPES, "type")):
+        for v in value:
+            if v not in allowed:
+                raise InvalidInput(f"unknown proposal {what} {v!r}; expected one of: {', '.join(allowed)}")
+    store = _queue_store(engine)
+    expire(engine)
+    return store.proposals(states=states, types=types, limit=limit)
+
+
+def show(engine: Cairn, proposal_id: str) -> dict[str, Any]:
+    """One proposal with its evidence: {"proposal", "sources": each source memory as it is now
+    (Memory.to_json, or {"id", "missing": true}), "stale": why it can no longer be applied, or
+    None, "after": what approving it would do}. Raises ProposalNotFound."""
+    store = _queue_store(engine)
+    store.expire_proposals(now_ms())
+    p = store.proposal(proposal_id)
+    if p is None:
+        raise ProposalNotFound(f"no proposal {proposal_id!r} in store {store.name!r}")
+    sources: list[dict[str, Any]] = []
+    for s in p.sources:
+        try:
+            sources.append(store.get(s["id"]).to_json())
+        except MemoryNotFound:
+            sources.append({"id": s["id"], "missing": True})
+    return {"proposal": p.to_json(), "sources": sources,
+            "stale": _stale_reason(store, p) if p.state == "pending" else None, "after": _after(p)}
+
+
+def _after(p: Proposal) -> str:
+    ids = p.source_ids
+    if p.type in ("duplicate", "near_duplicate"):
+        return (f"approve: {', '.join(ids[1:])} retired (superseded by {ids[0]}, the oldest; keep_id picks another); "
+                "edit: one memory with your text supersedes them all; keep: nothing changes")
+    if p.type == "conflict":
+        return (f"approve: {ids[0]} superseded by {ids[-1]} (the newer; keep_id picks the other); edit: one memory "
+                "with your text supersedes both; keep: both stay current and the pair is not proposed again")
+    if p.type == "summarise":
+        return (f"edit (or approve a draft): one memory with the summary supersedes {len(ids)} memories, which stay "
+                "reachable through history and as_of; keep: nothing changes")
+    if p.type == "demote":
+        return (f"approve: {ids[0]} moves to the cold tier (out of hooks and default recall; found with "
+                "include_cold and as_of; `promote` brings it back); keep: nothing changes")
+    return "approve: stored as a new memory (edit: with your text); keep: nothing is stored"
+
+
+def propose(engine: Cairn, text: str, *, kind: str = "fact", tags: tuple[str, ...] = (), context: str | None = None,
+            applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:
+    """Queue an `add` proposal: a new memory stored only when the user approves it (import-guidance,
+    memory_propose). context: where it came from (a heading); origin: the file. Returns {"status":
+    "queued" | "pending" (the same text is already queued) | "exists" (already a current memory),
+    "proposal": its JSON or None, "id": the existing memory's id for "exists"}. Raises InvalidMemory."""
+    from .records import Draft, validate
+    from .text import normalise
+
+    now = now_ms()
+    row = validate(Draft(text=text, kind=kind, tags=tuple(tags), source="import"), recorded_at=now)
+    if applies_when is not None and (not isinstance(applies_when, list)
+                                     or not all(isinstance(a, str) and a.strip() for a in applies_when)):
+        raise InvalidMemory("applies_when must be a list of non-empty strings")
+    store = _queue_store(engine)
+    existing = store.current_by_text_key(normalise(row.text))
+    if existing is not None:
+        return {"status": "exists", "proposal": None, "id": existing.id}
+    payload: dict[str, Any] = {"text": row.text, "kind": row.kind, "tags": list(row.tags)}
+    for key, value in (("context", context), ("applies_when", applies_when), ("origin", origin)):
+        if value:
+            payload[key] = value
+    subject = context or (list(row.tags)[0] if row.tags else None)
+    p = new_proposal("add", [], payload, subject=subject or " ".join(row.text.split()[:6]), now=now)
+    if not store.add_proposals([(p, open_key("add", [], row.text))]):  # the same text is pending
+        return {"status": "pending", "proposal": None}
+    return {"status": "queued", "proposal": p.to_json()}
+
+
+def stage_conflicts(engine: Cairn, store: Any, new: Memory, conflicts: list[dict[str, str]]) -> list[str]:
+    """Queue a `conflict` proposal (older, newer) for each possible conflict `remember` reported,
+    unless the pair was kept by the user before or is already queued. Returns the new proposal ids."""
+    if not conflicts or not getattr(store, "supports_queue", False):
+        return []
+    now = now_ms()
+    rows = []
+    for c in conflicts:
+        try:
+            old = store.get(c["id"])
+        except MemoryNotFound:
+            continue
+        if store.is_dismissed(old.id, new.id):
+            continue
+        older, newer = _order(old, new)
+        p = new_proposal("conflict", [older, newer], {"texts": [older.text, newer.text], "reason": c["reason"],
+                                                      "origin": "remember"}, now=now)
+        rows.append((p, open_key("conflict", [older.id, newer.id])))
+    return store.add_proposals(rows)
+
+
+REVIEW_DECISIONS = ("approve", "keep", "edit")
+
+
+def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = None, keep_id: str | None = None,
+           by: str = "cli") -> dict[str, Any]:
+    """Apply the user's verdict on one pending proposal, compare-and-set, in one transaction.
+
+    verdict: "approve" (do what the proposal says), "keep" (reject: nothing changes; a pair is not
+    proposed again), "edit" (approve with `text`, the user's or Claude's wording: a merge, a summary,
+    an edited `add`). keep_id: for duplicate, near_duplicate and conflict, which source stays
+    (default: the oldest for duplicates, the newer for a conflict). by: cli | mcp | http.
+    Returns {"proposal", "type", "state": "applied" | "rejected", "verdict", and what was done:
+    "superseded" + "by", "created", "demoted"}.
+    Raises InvalidInput (bad verdict, text missing or not allowed, keep_id not a source),
+    ProposalNotFound, ProposalClosed (already decided, or expired), StaleProposal (a source changed
+    since: refused, and the proposal is marked expired). Two reviewers at once: the second gets
+    ProposalClosed and nothing is applied twice."""
+    if verdict not in REVIEW_DECISIONS:
+        raise InvalidInput(f"unknown verdict {verdict!r}; expected one of: {', '.join(REVIEW_DECISIONS)} "
+                           "(promote takes a memory id: Cairn.promote)")
+    if by not in DECIDERS:
+        raise InvalidInput(f"unknown decider {by!r}; expected one of: {', '.join(DECIDERS)}")
+    if verdict == "edit" and (text is None or not text.strip()):
+        raise InvalidInput("edit needs text: the statement to store instead")
+    if verdict != "edit" and text is not None:
+        raise InvalidInput(f"text is only for edit, not {verdict}")
+    store = _queue_store(engine)
+    now = now_ms()
+    store.expire_proposals(now)
+    stale: str | None = None
+    with store.transaction():  # BEGIN IMMEDIATE: one decision at a time per store, across processes
+        p = store.proposal(proposal_id)
+        if p is None:
+            raise ProposalNotFound(f"no proposal {proposal_id!r} in store {store.name!r}")
+        if p.state != "pending":
+            when = f" by {p.decided_by}" if p.decided_by else ""
+            raise ProposalClosed(f"proposal {p.id} is already {p.state}{when}; nothing was changed")
+        if keep_id is not None and (p.type not in PAIR_TYPES or keep_id not in p.source_ids):
+            raise InvalidInput(f"keep_id must be one of the sources of a {', '.join(PAIR_TYPES)} proposal")
+        if verdict == "keep":
+            ids = p.source_ids
+            if p.type in PAIR_TYPES and len(ids) == 2:
+                try:
+                    store.dismiss_pair(ids[0], ids[1], now)
+                except MemoryNotFound:
+                    pass
+            store.close_proposal(p.id, state="rejected", at=now, by=by, result={"verdict": "keep"})
+            return {"proposal": p.id, "type": p.type, "state": "rejected", "verdict": verdict}
+        stale = _stale_reason(store, p)
+        if stale is None:
+            # pending -> approved (the compare-and-set) -> applied, in this one transaction.
+            if not store.close_proposal(p.id, state="approved", at=now, by=by, result={"verdict": verdict}):
+                raise ProposalClosed(f"proposal {p.id} was decided meanwhile; nothing was changed")
+            done = _apply(engine, store, p, text, keep_id, now)
+            store.close_proposal(p.id, state="applied", at=now, by=by, result={"verdict": verdict, **done},
+                                 from_state="approved")
+            return {"proposal": p.id, "type": p.type, "state": "applied", "verdict": verdict, **done}
+    store.close_proposal(proposal_id, state="expired", at=now, by=by, result={"reason": f"stale: {stale}"})
+    raise StaleProposal(f"proposal {proposal_id} is stale: {stale}; nothing was changed")
+
+
+def _apply(engine: Cairn, store: Any, p: Proposal, text: str | None, keep_id: str | None, now: int) -> dict[str, Any]:
+    """Do what an approved proposal says, inside the decision's transaction. Never deletes."""
+    ids = p.source_ids
+    if p.type == "add":
+        fields = {k: p.payload[k] for k in ("kind", "tags") if k in p.payload}
+        extra: dict[str, Any] = {}
+        if p.payload.get("applies_when") and "applies_when" in inspect.signature(engine.remember).parameters:
+            extra["applies_when"] = p.payload["applies_when"]  # the applies_when field (#6), where it exists
+        result = engine.remember(text if text is not None else p.payload["text"], source="import", **fields, **extra)
+        return {"created": result.memory.id, "status": result.status, "superseded": result.superseded}
+    if p.type == "demote":
+        store.set_cold(ids[0], now)
+        return {"demoted": ids[0]}
+    if p.type == "summarise" or text is not None:
+        summary = text if text is not None else p.payload.get("draft")
+        if not summary:
+            raise InvalidInput("a summary needs its text: decide with edit and the summary the user agreed to")
+        sources = [store.get(i) for i in ids]
+        result = engine.replace(ids, summary, tags=sorted({t for m in sources for t in m.tags}),
+                                importance=max(m.importance for m in sources))
+        return {"superseded": result.superseded, "by": result.memory.id, "created": result.status == "created"}
+    keep = keep_id or (ids[-1] if p.type == "conflict" else ids[0])
+    retired = [i for i in ids if i != keep]
+    for old in retired:
+        store.supersede(store.seq_of(old), keep, at=now, valid_until=now)
+    return {"superseded": retired, "by": keep}
+
+
+def promote(engine: Cairn, memory_id: str) -> dict[str, Any]:
+    """Bring a cold memory back to the warm tier (hooks, default recall and list).
+    Returns {"promoted": id}. Raises MemoryNotFound, InvalidInput (the memory is not cold)."""
+    memory = engine.get(memory_id)
+    if memory.cold_at is None:
+        raise InvalidInput(f"memory {memory_id} is not in the cold tier")
+    engine.set_cold(memory_id, False)
+    return {"promoted": memory_id}
+
+
+# == Maintenance: `cairn maintain` ======================================================================
+# Dry run by default: reports what it would do, writes nothing. apply: retires exact duplicates (the
+# provably safe band) and stages everything that needs judgement as proposals. Never deletes.
+
+NEAR_DUP_COSINE = 0.85          # a restatement on the vector evidence alone (values kept: _Values)
+# ... or this close with at least NEAR_DUP_JACCARD of its word stems shared (idf-weighted)
+NEAR_DUP_COSINE_WORDS = 0.75
+NEAR_DUP_JACCARD = 0.45
+KEYWORD_NEAR_DUP_JACCARD = 0.6  # keyword-only (no vectors): content-word Jaccard alone
+EDGE_COSINE = 0.6               # pairs checked at all (REVIEW_MIN_COSINE); clusters need CLUSTER_COSINE
+CLUSTER_COSINE = 0.75
+KEYWORD_EDGE_JACCARD = 0.3
+CLUSTER_MIN, CLUSTER_MAX = 3, 8
+STALE_DAYS = 90                 # demote: not recorded in the last 90 days, ...
+DEMOTE_MAX_IMPORTANCE = 2       # ... importance 1-2, never injected by a hook nor cited
+MAX_POSTING = 200               # keyword-only: words in more memories than this do not make pairs
+BLOCK = 512                     # rows of the cosine matrix computed at once
+TOP_K = 10                      # nearest neighbours per memory that can make a pair
+PROPOSAL_KEYS = ("duplicate", "near_duplicate", "summarise", "demote", "conflict")
+# Proposals of these types one run queues at most, strongest first (the rest wait for a later run,
+# counted in "deferred"): a queue of thousands is not one anybody reviews.
+RUN_CAPS = {"conflict": 100, "summarise": 50}
+
+
+def punctuation_key(text: str) -> str:
+    """The exact-duplicate key: case, whitespace AND punctuation normalised ("Run the linter before
+    pushing." and "run the linter before pushing" share it)."""
+    import re
+
+    from .text import normalise
+
+    return " ".join(re.findall(r"[^\W_]+", normalise(text)))
+
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+class _Values:
+    """What a restatement must keep, learnt from the store's own texts (no labels, no model):
+
+    - numbers, and names: a word written capitalised inside a sentence and never in lower case (in
+      texts that are not all one case), wherever it stands ("Postgres is where ..." keeps Postgres);
+    - slot words: a word w at a position where the store holds the same sentence with another word
+      instead ("Pages for the onboarding service go to the {mobile | ml} team"). Such a word is a
+      value of a fact the store states several times over; a restatement keeps it, a different fact
+      swaps it.
+    Two texts can be one statement only when each keeps the other's numbers, names and slot words."""
+
+    def __init__(self, texts: dict[str, str]):
+        lower: set[str] = set()
+        capital: set[str] = set()
+        self.tokens = {i: _TOKEN.findall(t) for i, t in texts.items()}
+        fillers: dict[tuple[str, ...], set[str]] = {}
+        for i, text in texts.items():
+            toks = self.tokens[i]
+            if text != text.lower() and text != text.upper():
+                lower |= {w for w in toks if w[0].islower()}
+                capital |= {w.lower() for w in toks[1:] if w[0].isupper()}
+            low = [w.lower() for w in toks]
+            for p in range(len(low)):
+                fillers.setdefault((*low[:p], "_", *low[p + 1:]), set()).add(low[p])
+        self.names = capital - lower
+        self.slots = {}
+        for i, toks in self.tokens.items():
+            low = [w.lower() for w in toks]
+            self.slots[i] = {low[p] for p in range(len(low)) if len(fillers[(*low[:p], "_", *low[p + 1:])]) > 1}
+
+    def kept(self, a: str, b: str) -> bool:
+        words_a = {w.lower() for w in self.tokens[a]}
+        words_b = {w.lower() for w in self.tokens[b]}
+        values_a = {w for w in words_a if w.isdigit() or w in self.names}
+        values_b = {w for w in words_b if w.isdigit() or w in self.names}
+        return values_a == values_b and self.slots[a] <= words_b and self.slots[b] <= words_a
+
+
+class _Sets:
+    """Union-find with a size cap (single linkage that stops growing a group past `cap`)."""
+
+    def __init__(self, cap: int | None = None):
+        self.parent: dict[str, str] = {}
+        self.size: dict[str, int] = {}
+        self.cap = cap
+
+    def find(self, x: str) -> str:
+        self.parent.setdefault(x, x)
+        self.size.setdefault(x, 1)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: str, b: str) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb or (self.cap is not None and self.size[ra] + self.size[rb] > self.cap):
+            return False
+        if ra > rb:
+            ra, rb = rb, ra
+        self.parent[rb] = ra
+        self.size[ra] += self.size[rb]
+        return True
+
+    def groups(self) -> list[list[str]]:
+        out: dict[str, list[str]] = {}
+        for x in self.parent:
+            out.setdefault(self.find(x), []).append(x)
+        return [sorted(g) for g in out.values()]
+
+
+def _edges(memories: list[Memory], vectors: dict[str, Any], words: dict[str, set[str]]
+           ) -> list[tuple[str, str, float | None, float]]:
+    """Candidate pairs (a_id, b_id, cosine or None, weighted Jaccard of their word stems), a < b by
+    position: by the cosine of stored vectors (>= EDGE_COSINE), and, for memories without a vector,
+    by shared words (weighted Jaccard >= KEYWORD_EDGE_JACCARD).
+
+    The Jaccard weighs each stem by its inverse document frequency in the store: a restatement
+    swaps common words (stores / keeps), two different facts of one template differ in a rare one
+    (the service's name), which weighs more."""
+    import math
+
+    out: list[tuple[str, str, float | None, float]] = []
+    df: dict[str, int] = {}
+    for ws in words.values():
+        for w in ws:
+            df[w] = df.get(w, 0) + 1
+    n = max(1, len(words))
+    idf = {w: math.log(1 + n / d) for w, d in df.items()}
+
+    def jaccard(a: str, b: str) -> float:
+        wa, wb = words[a], words[b]
+        union = sum(idf[w] for w in wa | wb)
+        return sum(idf[w] for w in wa & wb) / union if union else 0.0
+
+    with_vec = [m.id for m in memories if m.id in vectors]
+    if len(with_vec) > 1:
+        import numpy as np
+
+        matrix = np.stack([vectors[i] for i in with_vec]).astype(np.float32)
+        k = min(TOP_K, len(with_vec) - 1)
+        pairs: dict[tuple[int, int], float] = {}
+        for start in range(0, len(with_vec), BLOCK):
+            sims = matrix[start : start + BLOCK] @ matrix.T
+            sims[np.arange(sims.shape[0]), np.arange(start, start + sims.shape[0])] = -2.0  # not itself
+            top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < sims.shape[1] else np.argsort(-sims, axis=1)
+            for r, row in enumerate(top.tolist()):
+                for c in row:
+                    value = float(sims[r, c])
+                    if value >= EDGE_COSINE:
+                        i = start + r
+                        pairs[(min(i, c), max(i, c))] = value
+        for (i, c), value in pairs.items():
+            a, b = with_vec[i], with_vec[c]
+            out.append((a, b, value, jaccard(a, b)))
+    without = [m.id for m in memories if m.id not in vectors]
+    if without:
+        postings: dict[str, list[str]] = {}
+        for m in memories:
+            for w in words[m.id]:
+                postings.setdefault(w, []).append(m.id)
+        seen: set[tuple[str, str]] = set()
+        for a in without:
+            shared: dict[str, int] = {}
+            for w in words[a]:
+                posting = postings[w]
+                if len(posting) <= MAX_POSTING:
+                    for b in posting:
+                        if b != a:
+                            shared[b] = shared.get(b, 0) + 1
+            for b in shared:
+                key = (a, b) if a < b else (b, a)
+                if key in seen:
+                    continue
+                j = jaccard(a, b)
+                if j >= KEYWORD_EDGE_JACCARD:
+                    seen.add(key)
+                    out.append((key[0], key[1], None, j))
+    return out
+
+
+def _is_near_duplicate(a: Memory, b: Memory, cosine: float | None, jac: float, values: _Values) -> bool:
+    if not values.kept(a.id, b.id):
+        return False  # a value changed (a port, a name, a slot): a change to review, not a restatement
+    if cosine is None:
+        return jac >= KEYWORD_NEAR_DUP_JACCARD
+    return cosine >= NEAR_DUP_COSINE or (cosine >= NEAR_DUP_COSINE_WORDS and jac >= NEAR_DUP_JACCARD)
+
+
+def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
+    """What maintenance would do to the project store, reading only: {"scanned", "keyword_only",
+    "exact": [(canonical Memory, [duplicate Memory])], "proposals": [(Proposal, open_key)]}.
+    Candidates already pending, or kept by the user before (rejected, or a dismissed pair), are
+    left out and counted in "already_reviewed"."""
+    from .context import stems
+
+    store = _queue_store(engine)
+    now = now_ms() if now is None else now
+    memories = sorted(engine.list(limit=10**9, scope="project", include_cold=True), key=lambda m: m.id)
+    by_id = {m.id: m for m in memories}
+    known = store.proposal_keys(("pending", "rejected"))
+    proposals: list[tuple[Proposal, str]] = []
+    reviewed = deferred = 0
+    staged: dict[str, int] = {}
+
+    def staged_of(kind: str) -> int:
+        return staged.get(kind, 0)
+
+    def stage(kind: str, sources: list[Memory], payload: dict[str, Any]) -> None:
+        nonlocal reviewed
+        key = open_key(kind, [m.id for m in sources])
+        ids = [m.id for m in sources]
+        if key in known or (kind in PAIR_TYPES and len(ids) == 2 and store.is_dismissed(ids[0], ids[1])):
+            reviewed += 1
+            return
+        known.add(key)
+        proposals.append((new_proposal(kind, sources, payload, now=now), key))
+        staged[kind] = staged.get(kind, 0) + 1
+
+    # 1. Exact duplicates: one punctuation key; the oldest id is canonical. Same kind: retired (safe);
+    # another kind: a `duplicate` proposal (which kind is right is the user's call).
+    groups: dict[str, list[Memory]] = {}
+    for m in memories:
+        groups.setdefault(punctuation_key(m.text or ""), []).append(m)
+    exact: list[tuple[Memory, list[Memory]]] = []
+    retired: set[str] = set()
+    for key, group in groups.items():
+        if len(group) < 2 or not key:
+            continue
+        canonical, rest = group[0], group[1:]
+        same = [m for m in rest if m.kind == canonical.kind]
+        if same:
+            exact.append((canonical, same))
+            retired |= {m.id for m in same}
+        for m in rest:
+            if m.kind != canonical.kind:
+                why = f"the same text as a {canonical.kind}, stored as a {m.kind}"
+                stage("duplicate", [canonical, m], {"texts": [canonical.text, m.text], "similarity": 1.0,
+                                                    "reason": why})
+                retired.add(m.id)
+    live = [m for m in memories if m.id not in retired]
+
+    # 2. Pairs by vectors (stored, not recomputed) or shared words.
+    vectors = engine.memory_vectors([m.id for m in live])
+    words = {m.id: stems(m.text or "") for m in live}
+    edges = _edges(live, vectors, words)
+
+    # 3. Near-duplicates: grouped; the oldest of a group is canonical, one proposal per other member.
+    near = _Sets()
+    similarity: dict[tuple[str, str], float] = {}
+    values = _Values({m.id: m.text or "" for m in live})
+    for a, b, cosine, jac in edges:
+        if _is_near_duplicate(by_id[a], by_id[b], cosine, jac, values):
+            near.union(a, b)
+            similarity[(a, b)] = cosine if cosine is not None else jac
+    absorbed: set[str] = set()
+    for group in near.groups():
+        if len(group) < 2:
+            continue
+        canonical = by_id[group[0]]
+        for other_id in group[1:]:
+            other = by_id[other_id]
+            sim = similarity.get((canonical.id, other_id), similarity.get((other_id, canonical.id)))
+            if sim is None and canonical.id in vectors and other_id in vectors:
+                sim = float(vectors[canonical.id] @ vectors[other_id])
+            stage("near_duplicate", [canonical, other],
+                  {"texts": [canonical.text, other.text], "similarity": None if sim is None else round(sim, 3),
+                   "measure": "cosine" if canonical.id in vectors and other_id in vectors else "jaccard"})
+            absorbed.add(other_id)
+
+    # 4. Possible conflicts (the classifier `remember` uses): up to 3 strongest per memory, same kind.
+    per_memory: dict[str, int] = {}
+    for a, b, cosine, _ in sorted(edges, key=lambda e: -(e[2] if e[2] is not None else e[3])):
+        if a in absorbed or b in absorbed or (a in near.parent and b in near.parent and near.find(a) == near.find(b)):
+            continue
+        older, newer = _order(by_id[a], by_id[b])
+        if older.kind != newer.kind or per_memory.get(a, 0) >= NEIGHBOURS or per_memory.get(b, 0) >= NEIGHBOURS:
+            continue
+        if staged_of("conflict") >= RUN_CAPS["conflict"]:
+            deferred += 1
+            continue
+        verdict = classify(older.text or "", newer.text or "", cosine)
+        if verdict.label == "unrelated":
+            continue
+        per_memory[a] = per_memory.get(a, 0) + 1
+        per_memory[b] = per_memory.get(b, 0) + 1
+        payload = {"texts": [older.text, newer.text], "reason": verdict.reason, "label": verdict.label,
+                   "origin": "maintenance"}
+        if cosine is not None:
+            payload["similarity"] = round(cosine, 3)
+        stage("conflict", [older, newer], payload)
+
+    # 5. Clusters on one subject (same kind): bounded single linkage; Claude drafts the summary in review.
+    clusters = _Sets(cap=CLUSTER_MAX)
+    strong = [(a, b, c if c is not None else j) for a, b, c, j in edges
+              if a not in absorbed and b not in absorbed and by_id[a].kind == by_id[b].kind
+              and ((c is not None and c >= CLUSTER_COSINE) or (c is None and j >= 2 * KEYWORD_EDGE_JACCARD))]
+    for a, b, _ in sorted(strong, key=lambda e: -e[2]):
+        clusters.union(a, b)
+    groups = [g for g in clusters.groups() if len(g) >= CLUSTER_MIN]
+    for group in sorted(groups, key=lambda g: (-len(g), g[0])):
+        if staged_of("summarise") >= RUN_CAPS["summarise"]:
+            deferred += 1
+            continue
+        members = [by_id[i] for i in group]
+        stage("summarise", members, {"texts": [m.text for m in members], "draft": None,
+                                     "reason": f"{len(members)} {members[0].kind}s on one subject"})
+
+    # 6. Stale, never recalled, low importance: to the cold tier.
+    cutoff = now - STALE_DAYS * 86_400_000
+    olds = [m for m in live if m.cold_at is None and m.importance <= DEMOTE_MAX_IMPORTANCE and m.recorded_at < cutoff]
+    usage = store.usage([m.id for m in olds]) if olds else {}
+    for m in olds:
+        used = usage.get(m.id)
+        if used is None or (not used["injected"] and not used["cited"]):
+            stage("demote", [m], {"texts": [m.text], "importance": m.importance,
+                                  "reason": f"importance {m.importance}, recorded more than {STALE_DAYS} days ago, "
+                                            "never injected by a hook nor cited"})
+    return {"scanned": len(memories), "keyword_only": not vectors, "exact": exact, "proposals": proposals,
+            "already_reviewed": reviewed, "deferred": deferred}
+
+
+def maintain(engine: Cairn, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
+    """One maintenance run over the project store. Dry run (apply False): reports, writes nothing.
+    apply: under the store's maintenance lease, retires exact duplicates (superseded_by the oldest,
+    valid until now: every earlier as_of reads as before) and, unless safe_only, queues the
+    proposals. Returns one object with stable keys: {"store", "dry_run", "safe_only", "scanned",
+    "keyword_only", "exact_duplicates": [{"canonical", "duplicates", "text"}], "retired",
+    "proposals": [{"type", "subject", "sources", "payload", "id" (None in a dry run)}], "counts":
+    {type: n}, "staged", "already_reviewed", "deferred" (past RUN_CAPS: for a later run), "expired",
+    "seconds"}.
+    Raises MaintenanceBusy (another run holds the lease), StoreError (a Postgres store)."""
+    import json
+    import os
+    import socket
+    import time
+
+    from ulid import ULID
+
+    started = time.perf_counter()
+    store = _queue_store(engine)
+    now = now_ms()
+    holder = f"{socket.gethostname()}:{os.getpid()}:{ULID()}"
+    if apply:
+        held = store.take_lease(LEASE, holder, now, LEASE_TTL_MS)
+        if held is not None:
+            from .timeutil import format_time
+
+            raise MaintenanceBusy(f"another maintenance run ({held['holder']}) holds store {store.name!r} until "
+                                  f"{format_time(held['expires_at'])}; try again later")
+    try:
+        found = plan(engine, now=now)
+        staged_ids: dict[str, str] = {}
+        retired = expired = 0
+        proposals = found["proposals"] if not safe_only else []
+        if apply:
+            expired = expire(engine, now=now)
+            with store.transaction():
+                for canonical, duplicates in found["exact"]:
+                    current = store.get(canonical.id)
+                    if current.status != "current":
+                        continue
+                    for dup in duplicates:
+                        if store.get(dup.id).status == "current":
+                            store.supersede(store.seq_of(dup.id), canonical.id, at=now, valid_until=now)
+                            retired += 1
+            if proposals:
+                written = set(store.add_proposals(proposals))
+                staged_ids = {p.id: p.id for p, _ in proposals if p.id in written}
+        counts = {k: 0 for k in PROPOSAL_KEYS}
+        for p, _ in proposals:
+            counts[p.type] += 1
+        report = {
+            "store": store.name, "dry_run": not apply, "safe_only": safe_only, "scanned": found["scanned"],
+            "keyword_only": found["keyword_only"],
+            "exact_duplicates": [{"canonical": c.id, "duplicates": [d.id for d in ds], "text": c.text}
+                                 for c, ds in found["exact"]],
+            "retired": retired,
+            "proposals": [{"type": p.type, "subject": p.subject, "sources": p.source_ids, "payload": p.payload,
+                           "id": staged_ids.get(p.id)} for p, _ in proposals],
+            "counts": counts, "staged": len(staged_ids), "already_reviewed": found["already_reviewed"],
+            "deferred": found["deferred"],
+            "expired": expired, "seconds": round(time.perf_counter() - started, 3),
+        }
+        if apply:
+            store.set_meta("maintenance_last_run", json.dumps(
+                {"at": now, "retired": retired, "staged": len(staged_ids), "safe_only": safe_only,
+                 "seconds": report["seconds"]}))
+        return report
+    finally:
+        if apply:
+            store.release_lease(LEASE, holder)
+
+
+def maintenance_status(engine: Cairn) -> dict[str, Any]:
+    """{"store", "last_run": {"at", "retired", "staged", "safe_only", "seconds"} or None, "stale": no
+    run within config maintenance.stale_days, "background": config maintenance.background, "lease":
+    the running maintenance's {"holder", "acquired_at", "expires_at"} or None, "queue": {state:
+    {type: n}}, "pending": n, "cold": memories in the cold tier}. Reads only."""
+    import json
+
+    store = _queue_store(engine)
+    now = now_ms()
+    raw = store.get_meta("maintenance_last_run")
+    last = json.loads(raw) if raw else None
+    cfg = engine.config.get("maintenance", {})
+    stale_days = cfg.get("stale_days", 7)
+    lease = store.lease(LEASE)
+    counts = store.proposal_counts()
+    return {"store": store.name, "last_run": last,
+            "stale": last is None or last["at"] < now - stale_days * 86_400_000,
+            "background": bool(cfg.get("background", False)),
+            "lease": lease if lease is not None and lease["expires_at"] > now else None,
+            "queue": counts, "pending": sum(counts.get("pending", {}).values()), "cold": store.cold_count()}

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from . import db, paths
 from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreCorrupted, StoreError, StoreNotFound
 from .migrations import MIGRATIONS, fts_secure_delete_supported, migrate
-from .models import Memory, Order, SessionInfo, Turn
+from .models import Memory, Order, Proposal, SessionInfo, Turn
 from .records import NewMemory
 from .text import index_text, normalise
 from .timeutil import END_OF_TIME, now_ms
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 _COLUMNS = (
     "seq, id, text, kind, importance, source, session_id, valid_from, valid_to, recorded_at, "
-    "retired_at, superseded_by, forgotten_at"
+    "retired_at, superseded_by, forgotten_at, cold_at"
 )
 
 
@@ -64,6 +64,8 @@ class Filters:
     known_at: transaction time; the store as it was then (None: now).
     since/until: bounds on valid_from. kinds/tags: any of. include_superseded: with as_of None,
         also superseded and expired memories. Forgotten memories are never returned.
+    include_cold: with as_of None, also memories demoted to the cold tier (an as_of read always
+        includes them: demotion is not a change in what was true).
     """
 
     as_of: int | None = None
@@ -73,6 +75,7 @@ class Filters:
     since: int | None = None
     until: int | None = None
     include_superseded: bool = False
+    include_cold: bool = False
 
     @property
     def current_only(self) -> bool:
@@ -97,6 +100,8 @@ class Filters:
             # What was current at transaction time `known`: the same rule, as the store believed then.
             clauses.append(f"m.retired_at > ? AND {valid_to} > ?")
             params += [known, known, known]
+        if self.as_of is None and not self.include_cold:
+            clauses.append("m.cold_at IS NULL")
         if self.kinds:
             clauses.append(f"m.kind IN ({','.join('?' * len(self.kinds))})")
             params += list(self.kinds)
@@ -235,6 +240,7 @@ class Store:
                 id=r[1], text=r[2], kind=r[3], tags=tags.get(r[0], ()), importance=r[4], source=r[5],
                 session_id=r[6], valid_from=r[7], valid_to=Memory.open_end(r[8]), recorded_at=r[9],
                 retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name,
+                cold_at=r[13],
             )
             for r in rows
         ]
@@ -306,12 +312,15 @@ class Store:
         return self._memories(self.conn.execute(sql, params).fetchall())
 
     def not_current_count(self) -> int:
-        """Live memories (with text) outside the current view: superseded or expired. Two index range scans."""
+        """Live memories (with text) outside the current view: superseded, expired or cold (an upper
+        bound when a cold one is also superseded). Three index range scans."""
         end, now = END_OF_TIME, now_ms()
         return self.conn.execute(
             f"SELECT (SELECT count(*) FROM memories WHERE retired_at < {end} AND text IS NOT NULL)"
             # `+retired_at`: else the planner walks every current row through memories_by_retired (24 ms at 100k).
-            f"     + (SELECT count(*) FROM memories WHERE valid_to <= ? AND +retired_at = {end} AND text IS NOT NULL)",
+            f"     + (SELECT count(*) FROM memories WHERE valid_to <= ? AND +retired_at = {end} AND text IS NOT NULL)"
+            # Cold memories are outside the default view too (memories_cold; one counted twice only widens the search).
+            "     + (SELECT count(*) FROM memories WHERE cold_at IS NOT NULL AND text IS NOT NULL)",
             (now,),
         ).fetchone()[0]
 
@@ -513,11 +522,11 @@ class Store:
         end = END_OF_TIME
         cur = self.conn.execute(
             "INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, valid_to, "
-            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, cold_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (memory.id, memory.text, text_key, memory.kind, memory.importance, memory.source, memory.session_id,
              memory.valid_from, memory.valid_to or end, asserted_valid_to, memory.recorded_at,
-             memory.retired_at or end, memory.superseded_by, memory.forgotten_at),
+             memory.retired_at or end, memory.superseded_by, memory.forgotten_at, memory.cold_at),
         )
         seq = int(cur.lastrowid)
         if memory.text is not None:
@@ -550,6 +559,126 @@ class Store:
         """Every recorded "keep both" pair: (first_id, second_id, dismissed_at)."""
         return [tuple(r) for r in self.conn.execute(
             "SELECT first_id, second_id, dismissed_at FROM review_dismissals ORDER BY first_id, second_id")]
+
+    # -- cold tier, review queue, maintenance lease ---------------------------------------------------
+    supports_queue = True
+
+    def set_cold(self, memory_id: str, at: int | None) -> bool:
+        """Demote a memory to the cold tier at `at` (epoch ms), or bring it back (None). Returns
+        whether it changed. Raises MemoryNotFound."""
+        self.seq_of(memory_id)
+        was = "cold_at IS NULL" if at is not None else "cold_at IS NOT NULL"
+        with self.transaction():
+            cur = self.conn.execute(f"UPDATE memories SET cold_at = ? WHERE id = ? AND {was} AND text IS NOT NULL",
+                                    (at, memory_id))
+        return cur.rowcount == 1
+
+    _PROPOSAL_COLUMNS = ("id, type, state, subject, sources, payload, created_at, expires_at, decided_at, decided_by, "
+                         "result")
+
+    @staticmethod
+    def _proposal(row: Sequence[object]) -> Proposal:
+        return Proposal(id=row[0], type=row[1], state=row[2], subject=row[3],
+                        sources=tuple(json.loads(row[4])), payload=json.loads(row[5]), created_at=row[6],
+                        expires_at=row[7], decided_at=row[8], decided_by=row[9],
+                        result=None if row[10] is None else json.loads(row[10]))
+
+    def add_proposals(self, rows: Sequence[tuple[Proposal, str]]) -> list[str]:
+        """Queue pending proposals, each with its open_key, in one transaction. One whose open_key is
+        already pending is skipped. Returns the ids written."""
+        added: list[str] = []
+        if not rows:
+            return added
+        with self.transaction():
+            for proposal, open_key in rows:
+                cur = self.conn.execute(
+                    f"INSERT OR IGNORE INTO proposals ({self._PROPOSAL_COLUMNS}, open_key) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (proposal.id, proposal.type, proposal.state, proposal.subject,
+                     json.dumps(list(proposal.sources), ensure_ascii=False),
+                     json.dumps(proposal.payload, ensure_ascii=False), proposal.created_at, proposal.expires_at,
+                     proposal.decided_at, proposal.decided_by,
+                     None if proposal.result is None else json.dumps(proposal.result, ensure_ascii=False), open_key))
+                if cur.rowcount == 1:
+                    added.append(proposal.id)
+        return added
+
+    def cold_count(self) -> int:
+        """Live memories in the cold tier."""
+        return self.conn.execute("SELECT count(*) FROM memories WHERE cold_at IS NOT NULL AND text IS NOT NULL"
+                                 ).fetchone()[0]
+
+    def proposal(self, proposal_id: str) -> Proposal | None:
+        row = self.conn.execute(f"SELECT {self._PROPOSAL_COLUMNS} FROM proposals WHERE id = ?",
+                                (proposal_id,)).fetchone()
+        return None if row is None else self._proposal(row)
+
+    def proposals(self, *, states: Sequence[str] = (), types: Sequence[str] = (),
+                  limit: int | None = None) -> list[Proposal]:
+        """Proposals in those states and of those types (all when empty), oldest first."""
+        clauses, params = ["1"], []
+        for column, values in (("state", states), ("type", types)):
+            if values:
+                clauses.append(f"{column} IN ({','.join('?' * len(values))})")
+                params += list(values)
+        sql = f"SELECT {self._PROPOSAL_COLUMNS} FROM proposals WHERE {' AND '.join(clauses)} ORDER BY created_at, id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [self._proposal(r) for r in self.conn.execute(sql, params).fetchall()]
+
+    def proposal_keys(self, states: Sequence[str]) -> set[str]:
+        """open_key of every proposal in those states."""
+        return {r[0] for r in self.conn.execute(
+            f"SELECT open_key FROM proposals WHERE state IN ({','.join('?' * len(states))})", list(states))}
+
+    def close_proposal(self, proposal_id: str, *, state: str, at: int, by: str | None,
+                       result: dict[str, object] | None, from_state: str = "pending") -> bool:
+        """Compare-and-set: move the proposal from `from_state` to `state`. Returns False (nothing
+        written) when it was not in `from_state` (another reviewer got there first)."""
+        with self.transaction():
+            cur = self.conn.execute(
+                "UPDATE proposals SET state = ?, decided_at = ?, decided_by = ?, result = ? WHERE id = ? AND state = ?",
+                (state, at, by, None if result is None else json.dumps(result, ensure_ascii=False), proposal_id,
+                 from_state))
+        return cur.rowcount == 1
+
+    def expire_proposals(self, now: int) -> int:
+        """Pending proposals past their expires_at become expired (silence is never consent). Returns how many."""
+        with self.transaction():
+            cur = self.conn.execute(
+                "UPDATE proposals SET state = 'expired', decided_at = ?, result = ? "
+                "WHERE state = 'pending' AND expires_at <= ?",
+                (now, json.dumps({"reason": "not reviewed within 30 days"}), now))
+        return cur.rowcount
+
+    def proposal_counts(self) -> dict[str, dict[str, int]]:
+        """{state: {type: count}}."""
+        out: dict[str, dict[str, int]] = {}
+        for state, kind, n in self.conn.execute("SELECT state, type, count(*) FROM proposals GROUP BY state, type"):
+            out.setdefault(state, {})[kind] = n
+        return out
+
+    def take_lease(self, name: str, holder: str, now: int, ttl_ms: int) -> dict[str, object] | None:
+        """Take the lease `name` for `holder` until now + ttl_ms, unless another holder has it
+        unexpired: then nothing is written and that holder's row is returned ({"holder",
+        "acquired_at", "expires_at"}). None: taken."""
+        with self.transaction():
+            row = self.conn.execute("SELECT holder, acquired_at, expires_at FROM leases WHERE name = ?",
+                                    (name,)).fetchone()
+            if row is not None and row[0] != holder and row[2] > now:
+                return {"holder": row[0], "acquired_at": row[1], "expires_at": row[2]}
+            self.conn.execute("INSERT OR REPLACE INTO leases (name, holder, acquired_at, expires_at) VALUES (?,?,?,?)",
+                              (name, holder, now, now + ttl_ms))
+        return None
+
+    def release_lease(self, name: str, holder: str) -> None:
+        with self.transaction():
+            self.conn.execute("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
+
+    def lease(self, name: str) -> dict[str, object] | None:
+        row = self.conn.execute("SELECT holder, acquired_at, expires_at FROM leases WHERE name = ?", (name,)).fetchone()
+        return None if row is None else {"holder": row[0], "acquired_at": row[1], "expires_at": row[2]}
 
     def schema_version(self) -> int:
         return self.conn.execute("PRAGMA user_version").fetchone()[0]

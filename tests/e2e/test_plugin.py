@@ -440,27 +440,39 @@ def test_cairn_store_points_two_folders_at_one_store(cairn: CairnSession, tmp_pa
 # --------------------------------------------------------------------------- 5. /cairn:review-memory
 
 
-def test_review_memory_command_expands_and_lists_the_pair(cairn: CairnSession, minilm) -> None:
+def test_review_memory_walks_the_queue_and_records_the_users_verdict(cairn: CairnSession, minilm) -> None:
+    from cairn import Cairn
+
     api = cairn.api
     older, newer = cairn.seed(minilm, "Integration tests run against a real PostgreSQL 16 container, never SQLite.",
                               "Integration tests must use a real PostgreSQL 16 container instead of SQLite.",
                               kind="convention")
-    review = ToolUse(TOOL("memory_review_candidates"), {"limit": 20, "kinds": ["convention"]})
-    cairn.script(review, final=Text("Pair 1 of 1 MARK-REVIEW"))
+    with Cairn.open(cwd=cairn.project, embedder=None) as memory:
+        (proposal,) = memory.review_queue()  # `remember` reported the pair: it joined the queue
+    assert (proposal.type, proposal.source_ids) == ("conflict", [older, newer])
+    queue = ToolUse(TOOL("memory_review_queue"), {"limit": 30, "types": ["conflict"]})
+    decide = ToolUse(TOOL("memory_review_decide"), {"proposal_id": proposal.id, "verdict": "approve"})
+    cairn.script(queue, decide, final=Text("Applied 1 of 1 MARK-REVIEW"))
     # No --allowedTools: the command's own allowed-tools frontmatter must let its tool calls run.
-    run = cairn.run("/cairn:review-memory convention", allowed_tools=())
+    run = cairn.run("/cairn:review-memory conflict", allowed_tools=())
 
-    assert run.result_text == "Pair 1 of 1 MARK-REVIEW"
+    assert run.result_text == "Applied 1 of 1 MARK-REVIEW"
     first = requests_text(api)
-    assert "Walk the user through pairs of Cairn memories that may be duplicates" in first
-    assert 'Narrowing requested by the user: \\"convention\\"' in first
+    assert "Walk the user through the queue" in first
+    assert 'Narrowing requested by the user: \\"conflict\\"' in first
     assert api.hook_context("UserPromptSubmit") == []  # a slash command is not a topic
-    result = tool_json(api, review)
-    assert result["found"] == 1, result
-    (pair,) = result["pairs"]
-    assert (pair["older"]["id"], pair["newer"]["id"]) == (older, newer), pair
-    assert pair["kind"] == "convention" and pair["verdict"] in ("conflict", "supersede")
-    assert "keyword_only" not in result  # the MCP server waited for its model
+    listed = tool_json(api, queue)
+    assert listed["count"] == 1, listed
+    (shown,) = [p for s in listed["subjects"] for p in s["proposals"]]
+    assert shown["id"] == proposal.id and [m["id"] for m in shown["before"]] == [older, newer]
+    done = tool_json(api, decide)
+    assert (done["state"], done["superseded"], done["by"]) == ("applied", [older], newer), done
+    # The queue after the verdict: nothing pending, the proposal applied by the MCP reviewer.
+    with Cairn.open(cwd=cairn.project, embedder=None) as memory:
+        assert memory.review_queue() == []
+        (applied,) = memory.review_queue(states=["applied"])
+        assert (applied.id, applied.decided_by) == (proposal.id, "mcp")
+        assert memory.get(older).superseded_by == newer
 
 
 # --------------------------------------------------------------------------- 6. fails open

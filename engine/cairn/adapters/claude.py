@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import (
-    BROKEN_STORE_ERRORS, Resolved, StoreBusy, StoreNotFound, cited_ids, data_root, is_trivial, private_dir,
-    private_file, prompt_context, required_extra, resolve, session_brief, write_private,
+    BROKEN_STORE_ERRORS, CairnError, Resolved, StoreBusy, StoreNotFound, cited_ids, data_root, is_trivial,
+    private_dir, private_file, prompt_context, required_extra, resolve, session_brief, write_private,
 )
 
 if TYPE_CHECKING:
@@ -217,6 +217,8 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         state.brief = _digest(text) if text else None
         state.uncounted += cited_ids(text)
         state.save()
+        if config["maintenance"]["background"]:
+            start_background_maintenance(memory)
         return text
     if event == USER_PROMPT_SUBMIT:
         prompt = str(payload.get("prompt") or "")
@@ -239,6 +241,29 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
             clock.lap("session state")
         return text
     return None
+
+
+def start_background_maintenance(memory: Cairn) -> bool:
+    """Config maintenance.background (off by default): when the store had no maintenance run within
+    maintenance.stale_days, start `cairn maintain --apply --safe-only` for it in a detached process
+    (only exact duplicates are retired; nothing else changes without a review). Returns whether one
+    was started. Never raises: a hook fails open (errors go to the hook log)."""
+    import subprocess
+    import sys
+
+    try:
+        if not memory.maintenance_status()["stale"]:
+            return False
+        engine_dir = str(Path(__file__).resolve().parents[2])  # engine/cairn/adapters/claude.py -> engine
+        env = {**os.environ, "PYTHONPATH": engine_dir, "CAIRN_NO_WARM": "1"}
+        subprocess.Popen([sys.executable, "-P", "-m", "cairn", "maintain", "--apply", "--safe-only", "--store",
+                          memory.name], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+        log.info("started a background maintenance run of store %s", memory.name)
+        return True
+    except (CairnError, OSError) as exc:
+        log.warning("background maintenance of %s not started: %s", memory.name, exc)
+        return False
 
 
 def _count_usage(memory: Cairn, session_id: str, cited: list[str]) -> int:

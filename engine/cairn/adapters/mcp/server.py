@@ -38,8 +38,7 @@ from pydantic import Field, ValidationError
 
 import cairn
 from cairn import (
-    DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, CairnError, Verdict, render, review_candidates,
-    review_decide,
+    DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, PROPOSAL_STATES, PROPOSAL_TYPES, CairnError, render,
 )
 
 from . import stdio
@@ -78,7 +77,8 @@ TagFilter = Annotated[list[Tag], Field(max_length=20, description="Only memories
 Kinds = Annotated[list[Kind], Field(max_length=len(KINDS), description="Only these kinds (default: all).")]
 When = Annotated[str | None, Field(max_length=40, description="ISO 8601 date or time, e.g. 2026-03-01.")]
 IncludeSuperseded = Annotated[bool, Field(description="Also replaced and expired memories (history).")]
-VerdictName = Literal[tuple(v.value for v in Verdict)]  # type: ignore[valid-type]
+IncludeCold = Annotated[bool, Field(description="Also memories demoted to the cold tier (rarely needed).")]
+ProposalId = Annotated[str, Field(min_length=1, max_length=64, description="A proposal id from memory_review_queue.")]
 
 
 def _memory_id(raw: str) -> str:
@@ -106,11 +106,12 @@ def _describe(name: str, exc: ValidationError) -> str:
     return f"invalid arguments for {name}: " + "; ".join(problems)
 
 
-WRITE_TOOLS = {"memory_remember", "memory_replace", "memory_forget", "memory_review_decide"}
+WRITE_TOOLS = {"memory_remember", "memory_replace", "memory_forget", "memory_review_decide", "memory_propose",
+               "memory_maintenance_run"}
 # The tools a read-only token may call over mcp-http.
 READ_ONLY_TOOLS = frozenset({"memory_recall", "memory_history", "memory_list", "memory_status",
-                             "memory_review_candidates", "memory_search_sessions", "memory_list_sessions",
-                             "memory_read_session"})
+                             "memory_review_queue", "memory_maintenance_status", "memory_search_sessions",
+                             "memory_list_sessions", "memory_read_session"})
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 
 
@@ -201,12 +202,13 @@ def build_server(session: Session) -> MCPServer:
         scope: Annotated[Literal["all", "project", "global"] | None,
                          Field(description="all (default): this project's memories and the user's global ones.")] = None,
         include_superseded: IncludeSuperseded = False,
+        include_cold: IncludeCold = False,
     ) -> str:
         """Search memory by meaning and keywords. Use before answering questions about this project's past decisions, conventions or the user's preferences, and before deciding something that may already be settled. Returns current memories, best first: id, text, kind, date (valid from), status, score, why (which retrievers matched, at which rank). Cite what you use as [mem:ID]."""  # noqa: E501
 
         def do(engine):
             hits = engine.recall(query, k=k, as_of=as_of, kinds=kinds, tags=tags, scope=scope,
-                                 include_superseded=include_superseded)
+                                 include_superseded=include_superseded, include_cold=include_cold)
             return {"hits": [render.hit(h) for h in hits]}
 
         return run(do, embeds=True)
@@ -248,12 +250,13 @@ def build_server(session: Session) -> MCPServer:
         scope: Annotated[Literal["all", "project", "global"] | None,
                          Field(description="project (default), or all: project memories first, then the user's "
                                            "global ones.")] = None,
+        include_cold: IncludeCold = False,
     ) -> str:
         """List memories, newest first, optionally filtered by kind and tag: for browsing, not searching (use memory_recall to find something)."""  # noqa: E501
 
         def do(engine):
             memories = engine.list(kinds=kinds, tags=tags, limit=limit, include_superseded=include_superseded,
-                                   scope=scope)
+                                   scope=scope, include_cold=include_cold)
             return {"memories": [render.memory(m) for m in memories]}
 
         return run(do)
@@ -274,37 +277,97 @@ def build_server(session: Session) -> MCPServer:
                 "keyword_only", "keyword_only_reason", "store_embedding_model")
         return render.dumps({"ok": True, **{k: status[k] for k in keep if status.get(k) is not None}, **base})
 
-    def memory_review_candidates(
-        limit: Annotated[int, Field(ge=1, le=50, description="How many pairs at most.")] = 10,
-        kinds: Kinds = [],  # noqa: B006
-        topic: Annotated[str | None, Field(max_length=500, description="Only memories about this topic.")] = None,
-        scope: Annotated[Literal["project", "global", "all"], Field(description="Which store(s) to scan.")] = "project",
+    def memory_review_queue(
+        types: Annotated[list[Literal[PROPOSAL_TYPES]], Field(  # type: ignore[valid-type]
+            max_length=len(PROPOSAL_TYPES), description="Only these types (default: all).")] = [],  # noqa: B006
+        state: Annotated[Literal[PROPOSAL_STATES], Field(  # type: ignore[valid-type]
+            description="pending (default): awaiting the user's verdict.")] = "pending",
+        limit: Annotated[int, Field(ge=1, le=200, description="How many at most.")] = 50,
     ) -> str:
-        """For /cairn:review-memory: pairs of current memories of the same kind that may duplicate or contradict each other, strongest first. verdict supersede: the newer seems to state a change of the older; conflict: a near-duplicate, elaboration or contradiction. Each pair has both memories (id, text, date) and the evidence (cosine, reason). Pairs the user chose to keep both of are left out. Changes nothing: the user decides, then memory_review_decide applies that verdict."""  # noqa: E501
+        """For /cairn:review-memory and /cairn:import-guidance: the review queue, grouped by subject. Each proposal: id, type (duplicate, near_duplicate, summarise, demote, conflict, add), subject, the source memories as they are now (before), the texts and evidence (similarity, reason), a draft (summarise) and what approving would do (after). Changes nothing the user has not decided: memory_review_decide applies the user's verdict."""  # noqa: E501
 
         def do(engine):
-            pairs, scanned, with_vectors = review_candidates(engine, kinds=tuple(kinds), topic=topic, scope=scope)
-            out: dict[str, Any] = {"pairs": [p.to_json() for p in pairs[:limit]], "found": len(pairs),
-                                   "scanned": scanned}
-            if not with_vectors:
-                out["keyword_only"] = True
-            return out
+            groups: dict[str, list[dict[str, Any]]] = {}
+            proposals = engine.review_queue(states=[state], types=types, limit=limit)
+            for p in proposals:
+                shown = engine.review_show(p.id)
+                entry: dict[str, Any] = {"id": p.id, "type": p.type, **{k: v for k, v in p.payload.items() if v}}
+                entry["before"] = [render.memory(cairn.Memory(**{k: (tuple(v) if k == "tags" else v)
+                                                                 for k, v in m.items()
+                                                                 if k in cairn.Memory.__dataclass_fields__}))
+                                   if not m.get("missing") else {"id": m["id"], "missing": True}
+                                   for m in shown["sources"]]
+                entry["after"] = shown["after"]
+                if shown["stale"]:
+                    entry["stale"] = shown["stale"]
+                if entry["before"]:
+                    entry.pop("texts", None)  # "before" has them, as they are now
+                groups.setdefault(p.subject or "", []).append(entry)
+            return {"subjects": [{"subject": subject, "proposals": items} for subject, items in groups.items()],
+                    "count": len(proposals)}
 
-        return run(do, embeds=True)
+        return run(do)
 
     def memory_review_decide(
-        older_id: MemoryId,
-        newer_id: MemoryId,
-        verdict: Annotated[VerdictName, Field(description="The verdict the user chose for this pair.")],
+        verdict: Annotated[Literal["approve", "keep", "edit", "promote"], Field(
+            description="The verdict the USER gave: approve, keep (nothing changes), edit (approve with text), "
+                        "promote (bring memory_id back from the cold tier).")],
+        proposal_id: Annotated[str | None, Field(max_length=64, description="The proposal (all verdicts but "
+                                                                             "promote).")] = None,
         text: Annotated[str | None, Field(min_length=1, max_length=MAX_TEXT_BYTES,
-                                          description="merge only: the merged text the user agreed to.")] = None,
+                                          description="edit only: the text the user agreed to (a merge, a "
+                                                      "summary, an edited addition).")] = None,
+        keep_id: Annotated[str | None, Field(max_length=64, description="duplicate, near_duplicate, conflict: "
+                                                                        "which memory stays, if the user said.")] = None,
+        memory_id: Annotated[str | None, Field(max_length=64, description="promote only: the cold memory.")] = None,
     ) -> str:
-        """ONLY for /cairn:review-memory: apply the one verdict the user explicitly gave on one pair from memory_review_candidates (older_id and newer_id as listed there). Never choose or infer a verdict yourself, and never call it outside that review. keep_both: both stay current and the pair is not proposed again. replace_older: the older is superseded by the newer (nothing new is written). replace_newer: the newer is superseded by the older. merge: one new memory with `text` (required, as the user agreed it) supersedes both. forget_older / forget_newer: erase that memory for good, IRREVERSIBLE: only after the user confirmed it. Both memories must still be current; otherwise nothing changes and the error says why."""  # noqa: E501
+        """ONLY for /cairn:review-memory and /cairn:import-guidance: apply the one verdict the user explicitly gave on one proposal of memory_review_queue. Never choose or infer a verdict yourself. approve: do what the proposal says; keep: nothing changes (a pair is not proposed again); edit: approve with `text` as the user agreed it; promote: bring a cold memory back. Refused, changing nothing, when the proposal was decided already, expired, or its memories changed since (stale)."""  # noqa: E501
 
         def do(engine):
-            return review_decide(engine, _memory_id(older_id), _memory_id(newer_id), verdict, text)
+            if verdict == "promote":
+                if not memory_id:
+                    raise cairn.InvalidInput("promote needs memory_id: the cold memory to bring back")
+                return engine.promote(_memory_id(memory_id))
+            if not proposal_id:
+                raise cairn.InvalidInput(f"{verdict} needs proposal_id")
+            return engine.review_decide(proposal_id.strip(), verdict, text=text,
+                                        keep_id=_memory_id(keep_id) if keep_id else None, by="mcp")
 
         return run(do, embeds=True)
+
+    def memory_propose(
+        text: Text,
+        kind: Annotated[Kind, Field(description="decision, convention, preference, fact, task or insight.")] = "fact",
+        tags: Tags = [],  # noqa: B006
+        applies_when: Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]] | None, Field(
+            max_length=10, description="When it applies (e.g. 'editing SQL migrations').")] = None,
+        context: Annotated[str | None, Field(max_length=300, description="Where it came from (a heading).")] = None,
+        origin: Annotated[str | None, Field(max_length=300, description="The file it came from.")] = None,
+    ) -> str:
+        """For /cairn:import-guidance: queue one atomic memory for the user's approval (an `add` proposal). Nothing is stored until the user approves it in the review. Returns status queued, pending (the same text is already queued) or exists (already a memory)."""  # noqa: E501
+
+        def do(engine):
+            return engine.propose(text, kind=kind, tags=tags, applies_when=applies_when, context=context,
+                                  origin=origin)
+
+        return run(do)
+
+    def memory_maintenance_run(
+        apply: Annotated[bool, Field(description="false (default): a dry run that writes nothing. true: retire "
+                                                 "exact duplicates and queue the rest for review.")] = False,
+    ) -> str:
+        """Run memory maintenance on this project's store: exact duplicates, near-duplicates, clusters on one subject, stale never-used memories. Dry run by default (reports, writes nothing). With apply, only exact duplicates are retired (superseded, never deleted); everything else is queued for the user's review (memory_review_queue)."""  # noqa: E501
+
+        def do(engine):
+            report = engine.maintain(apply=apply)
+            report["proposals"] = report["proposals"][:20]  # counts has them all
+            return report
+
+        return run(do)
+
+    def memory_maintenance_status() -> str:
+        """When maintenance last ran, whether a run is due, whether one is running (lease), the review queue's counts by state and type, and how many memories are cold."""  # noqa: E501
+        return run(lambda engine: engine.maintenance_status())
 
     def memory_search_sessions(
         query: Annotated[str, Field(min_length=1, max_length=2000,
@@ -370,12 +433,17 @@ def build_server(session: Session) -> MCPServer:
         tool(memory_history, "Memory history", READ_ONLY),
         tool(memory_list, "List memories", READ_ONLY),
         tool(memory_status, "Memory status", READ_ONLY),
-        tool(memory_review_candidates, "Review candidates", READ_ONLY),
+        tool(memory_review_queue, "Review queue", READ_ONLY),
+        tool(memory_maintenance_status, "Maintenance status", READ_ONLY),
         tool(memory_search_sessions, "Search past sessions", READ_ONLY),
         tool(memory_list_sessions, "List past sessions", READ_ONLY),
         tool(memory_read_session, "Read a past session", READ_ONLY),
         tool(memory_review_decide, "Apply a review verdict", ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)),
+        tool(memory_propose, "Propose a memory for review", ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)),
+        tool(memory_maintenance_run, "Run memory maintenance", ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)),
     ]
 
     async def warm_after_handshake(ctx, call_next):

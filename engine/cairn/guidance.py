@@ -1,0 +1,147 @@
+"""Import of existing guidance: a CLAUDE.md, AGENTS.md or .cursorrules file split deterministically
+(markdown-it-py's CommonMark parse: headings, list items, paragraphs) into `add` proposals of the
+review queue. Nothing is stored before the user approves each one (`cairn review`,
+/cairn:review-memory). /cairn:import-guidance is the other way in: Claude reads the files and
+proposes atomic memories with memory_propose.
+
+The split, for the same file, is always the same:
+- each list item's own text (not its sub-items) is one item; an item that only introduces its
+  sub-items ("Testing:") becomes their context instead;
+- a paragraph outside a list is one item, or one per line when every line reads as a rule of its
+  own (a .cursorrules file of plain lines);
+- headings are not items: the path of headings above an item ("Conventions > Testing") is its
+  context; code blocks, tables and HTML are left out (they are not statements).
+The kind comes from the wording (KIND_RULES, first match), else from the heading, else "convention".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidInput, InvalidMemory
+from .models import MAX_TEXT_BYTES
+
+if TYPE_CHECKING:
+    from .engine import Cairn
+
+MAX_FILE_BYTES = 1024 * 1024
+# (pattern over the item's text, or its heading path, lower-cased; kind), first match wins.
+KIND_RULES = (
+    (re.compile(r"\b(we decided|decided to|decision|we chose|we use .* because|instead of)\b"), "decision"),
+    (re.compile(r"\b(i prefer|i like|i want|i'd rather|my preference|preferences?)\b"), "preference"),
+    (re.compile(r"\b(always|never|must|should|do not|don't|avoid|prefer|use|run|keep|make sure|ensure)\b"),
+     "convention"),
+    (re.compile(r"\b(is|are|lives|runs on|located|stored)\b"), "fact"),
+)
+_RULE_LINE = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?\S.{8,}$")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One statement found in a guidance file: its text, its kind and the headings above it."""
+
+    text: str
+    kind: str
+    context: str | None
+    line: int  # 1-based line of the file where it starts
+
+
+def _kind(text: str, context: str | None) -> str:
+    lowered = text.lower()
+    for pattern, kind in KIND_RULES:
+        if pattern.search(lowered):
+            return kind
+    heading = (context or "").lower()
+    for word, kind in (("decision", "decision"), ("preference", "preference"), ("fact", "fact")):
+        if word in heading:
+            return kind
+    return "convention"
+
+
+def _clean(text: str) -> str:
+    return " ".join(text.split()).strip()
+
+
+def split(markdown: str) -> list[Item]:
+    """The items of a guidance file, in file order (see the module docstring for the rules)."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(markdown)
+    headings: list[tuple[int, str]] = []   # (level, text) of the headings above
+    labels: list[str | None] = []          # per open list item: its text when it only introduces sub-items
+    items: list[Item] = []
+    in_item: list[bool] = []               # per open list item: whether its own paragraph was taken
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.type == "heading_open":
+            level = int(tok.tag[1:])
+            text = _clean(tokens[i + 1].content)
+            headings = [(lv, t) for lv, t in headings if lv < level] + [(level, text)]
+            i += 3
+            continue
+        if tok.type == "list_item_open":
+            in_item.append(False)
+            labels.append(None)
+        elif tok.type == "list_item_close":
+            in_item.pop()
+            labels.pop()
+        elif tok.type == "paragraph_open":
+            inline = tokens[i + 1]
+            line = (tok.map[0] + 1) if tok.map else 0
+            context_parts = [t for _, t in headings] + [lb for lb in labels[:-1] if lb]
+            if in_item and not in_item[-1]:
+                in_item[-1] = True
+                text = _clean(inline.content)
+                nested = i + 3 < len(tokens) and tokens[i + 3].type in ("bullet_list_open", "ordered_list_open")
+                if nested and text.endswith(":"):
+                    labels[-1] = text.rstrip(":").strip()  # "Testing:" introduces the sub-items
+                elif text:
+                    items.append(Item(text, "", " > ".join(context_parts) or None, line))
+            elif not in_item:
+                lines = [_clean(x) for x in inline.content.splitlines() if x.strip()]
+                pieces = lines if len(lines) > 1 and all(_RULE_LINE.match(x) for x in lines) else [
+                    _clean(inline.content)]
+                for offset, piece in enumerate(pieces):
+                    piece = re.sub(r"^(?:[-*+]\s+|\d+[.)]\s+)", "", piece)
+                    if piece:
+                        items.append(Item(piece, "", " > ".join(context_parts) or None, line + offset))
+            i += 3
+            continue
+        i += 1
+    return [Item(it.text, _kind(it.text, it.context), it.context, it.line) for it in items]
+
+
+def import_file(engine: Cairn, path: Path) -> dict[str, Any]:
+    """Queue the items of `path` as `add` proposals. Returns {"file", "items", "queued", "pending"
+    (already queued), "exists" (already memories), "skipped": [{"line", "reason"}], "proposals":
+    [ids]}. Raises InvalidInput (missing, unreadable, not UTF-8, over 1 MiB)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InvalidInput(f"{path} is {len(raw)} bytes; guidance files over {MAX_FILE_BYTES} bytes are not imported")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"{path} is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    out: dict[str, Any] = {"file": str(path), "items": 0, "queued": 0, "pending": 0, "exists": 0, "skipped": [],
+                           "proposals": []}
+    for item in split(text):
+        out["items"] += 1
+        if len(item.text.encode("utf-8")) > MAX_TEXT_BYTES:
+            out["skipped"].append({"line": item.line, "reason": f"longer than {MAX_TEXT_BYTES} bytes"})
+            continue
+        try:
+            done = engine.propose(item.text, kind=item.kind, context=item.context, origin=f"{path.name}:{item.line}")
+        except InvalidMemory as exc:
+            out["skipped"].append({"line": item.line, "reason": str(exc)})
+            continue
+        out[done["status"]] += 1
+        if done["proposal"]:
+            out["proposals"].append(done["proposal"]["id"])
+    return out

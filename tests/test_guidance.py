@@ -1,0 +1,110 @@
+"""Import of guidance (guidance.py, `cairn import-guidance`): a deterministic split of CLAUDE.md /
+AGENTS.md / .cursorrules into `add` proposals; nothing is stored before the user approves."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cairn import InvalidInput
+from cairn.guidance import split
+
+from .conftest import run_cli
+
+CLAUDE_MD = """\
+# Project guidance
+
+This repository is the billing service.
+
+## Conventions
+
+- Always run `make lint` before pushing.
+- Use uv for Python environments; never pip install into the system Python.
+- Testing:
+  - Integration tests use a real PostgreSQL 16 container.
+  - Never mock the payment gateway in end-to-end tests.
+
+## Decisions
+
+1. We decided to deploy with Kamal instead of Capistrano because builds were too slow.
+
+```sh
+make deploy
+```
+
+| a | table |
+|---|---|
+"""
+
+CURSORRULES = """\
+You are working on a TypeScript monorepo.
+Prefer pnpm over npm for every package.
+Never commit generated files under dist/.
+"""
+
+
+def test_the_split_follows_headings_bullets_and_paragraphs():
+    items = split(CLAUDE_MD)
+    assert [(i.text, i.kind, i.context) for i in items] == [
+        ("This repository is the billing service.", "fact", "Project guidance"),
+        ("Always run `make lint` before pushing.", "convention", "Project guidance > Conventions"),
+        ("Use uv for Python environments; never pip install into the system Python.", "convention",
+         "Project guidance > Conventions"),
+        ("Integration tests use a real PostgreSQL 16 container.", "convention",
+         "Project guidance > Conventions > Testing"),
+        ("Never mock the payment gateway in end-to-end tests.", "convention",
+         "Project guidance > Conventions > Testing"),
+        ("We decided to deploy with Kamal instead of Capistrano because builds were too slow.", "decision",
+         "Project guidance > Decisions"),
+    ]
+    assert split(CLAUDE_MD) == items  # deterministic
+    assert items[1].line == 7
+
+
+def test_plain_rule_lines_are_one_item_each():
+    assert [i.text for i in split(CURSORRULES)] == [
+        "You are working on a TypeScript monorepo.", "Prefer pnpm over npm for every package.",
+        "Never commit generated files under dist/."]
+
+
+def test_import_queues_proposals_and_stores_nothing_before_approval(kw_memory, tmp_path):
+    path = tmp_path / "CLAUDE.md"
+    path.write_text(CLAUDE_MD)
+    done = kw_memory.import_guidance(path)
+    assert (done["items"], done["queued"], done["pending"], done["exists"]) == (6, 6, 0, 0)
+    assert kw_memory.list() == []
+    queued = kw_memory.review_queue(types=["add"])
+    assert [p.payload["text"] for p in queued][1] == "Always run `make lint` before pushing."
+    assert queued[1].payload["context"] == "Project guidance > Conventions" and queued[1].payload["origin"] == \
+        "CLAUDE.md:7"
+    again = kw_memory.import_guidance(path)
+    assert (again["queued"], again["pending"]) == (0, 6)  # importing twice queues nothing twice
+    kw_memory.review_decide(queued[1].id, "approve")
+    (stored,) = kw_memory.list()
+    assert (stored.text, stored.kind, stored.source) == ("Always run `make lint` before pushing.", "convention",
+                                                        "import")
+
+
+def test_bad_files_are_one_clear_error(kw_memory, tmp_path):
+    with pytest.raises(InvalidInput, match="cannot read"):
+        kw_memory.import_guidance(tmp_path / "missing.md")
+    bad = tmp_path / "bad.md"
+    bad.write_bytes(b"- fine\n- \xff\xfe broken\n")
+    with pytest.raises(InvalidInput, match="not valid UTF-8"):
+        kw_memory.import_guidance(bad)
+    assert kw_memory.review_queue() == []
+
+
+def test_cli_import_guidance(project, monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("CAIRN_NO_WARM", "1")
+    path = tmp_path / ".cursorrules"
+    path.write_text(CURSORRULES)
+    code, out, err = run_cli(capsys, ["import-guidance", str(path), "--json"])
+    assert code == 0, err
+    assert json.loads(out)["queued"] == 3
+    code, out, _ = run_cli(capsys, ["import-guidance", str(path)])
+    assert code == 0 and "0 queued for review, 3 already queued" in out
+    code, out, _ = run_cli(capsys, ["review", "list"])
+    assert code == 0 and "Prefer pnpm over npm for every package." in out
