@@ -37,4 +37,4 @@ def test_the_queue_needs_a_sqlite_store(kw_memory, backend):
             call()
     # A write's possible conflicts are not queued there, and the write itself is not refused.
     kw_memory.remember("Run the linter before pushing.", kind="convention")
-    assert kw_memory.remember("Run the linter before pushing", kind="convention").status == "created"
+    assert kw_memory.remember("We might run the linter before pushing.", kind="convention").status == "created"
