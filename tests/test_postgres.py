@@ -18,7 +18,7 @@ import pytest
 
 from cairn import Cairn, NotCurrent, create_store, list_stores, migrate_store
 from cairn.embedder import HashingEmbedder
-from cairn.pgstore import PgStore
+from cairn.pgstore import PG_MIGRATIONS, PgStore
 from tests.conftest import WAIT_S, run_cli, wait_for
 
 pytestmark = pytest.mark.postgres
@@ -345,7 +345,7 @@ def test_doctor_checks_a_postgres_store_and_fixes_its_indexes(pg_server, monkeyp
     code, found, _ = checks()
     assert [(n.split(": ")[1], c["status"]) for n, c in found.items()] == [
         ("server", "ok"), ("pgvector", "ok"), ("schema", "ok"), ("indexes", "ok")]
-    assert found[f"store {team}: schema"]["detail"] == "version 4"
+    assert found[f"store {team}: schema"]["detail"] == f"version {len(PG_MIGRATIONS)}"
 
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute(f'UPDATE "cairn_{team}".memories SET tsv = NULL WHERE id = %s', (broken.id,))

@@ -258,7 +258,12 @@ def migrate(conn: Connection, path: str) -> int:
             "upgrade Cairn to open it"
         )
     if version == 0 and tables:
-        raise StoreCorrupted(f"{path} is an SQLite database but not a Cairn store")
+        # Judged again under the write lock: a process creating this store may be mid-way (seen
+        # under load: a reader found tables and no schema version while a capture created the store).
+        with write_transaction(conn):
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            raise StoreCorrupted(f"{path} is an SQLite database but not a Cairn store")
     if version == latest:
         return version
     with write_transaction(conn):
