@@ -16,7 +16,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from cairn import Cairn, NotCurrent, create_store, list_stores, migrate_store
+from cairn import Cairn, Draft, NotCurrent, create_store, list_stores, migrate_store
 from cairn.embedder import HashingEmbedder
 from cairn.pgstore import PgStore
 from tests.conftest import WAIT_S, run_cli, wait_for
@@ -454,3 +454,94 @@ def test_hooks_and_mcp_servers_on_two_machines_see_each_others_memories_within_a
     finally:
         for client in clients.values():
             client.close()
+
+
+@pytest.mark.model
+def test_the_warm_process_keeps_a_team_store_open_and_serves_each_new_write_within_a_second(pg_server, monkeypatch,
+                                                                                            tmp_path, team, project):
+    """Hooks normally go through the warm process, which keeps each store open across prompts: its
+    connection must see what other machines commit, at once (and a lost connection is reopened:
+    test_a_long_lived_process_reopens_a_store_whose_connection_was_lost)."""
+    from cairn.adapters import warm
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    for machine in ("laptop", "desktop"):
+        monkeypatch.setenv("CAIRN_HOME", str(tmp_path / machine))
+        create_store(team, postgres=pg_server)
+    desktop = tmp_path / "desktop"
+    monkeypatch.setenv("CAIRN_SERVICE_IDLE_SECONDS", "120")
+    assert warm.spawn(sys.executable)
+    try:
+        assert warm.wait_until_ready(120), (desktop / "logs" / "service.log").read_text()
+
+        def injected(text: str, prompt: str) -> bool:
+            reply = warm.request({"op": "hook", "event": "UserPromptSubmit",
+                                  "env": {"CLAUDE_PROJECT_DIR": str(project), "CAIRN_STORE": team},
+                                  "payload": {"prompt": prompt, "session_id": uuid.uuid4().hex}}, timeout=30)
+            assert reply is not None and reply.get("ok"), reply
+            return text in ((reply["output"] or {}).get("hookSpecificOutput", {}).get("additionalContext", ""))
+
+        for n in (1, 2):  # the second write reaches a store the warm process already holds open
+            text, prompt = HOOK_MEMORY.format(who=f"laptop {n}"), HOOK_PROMPT.format(who=f"laptop {n}")
+            assert not injected(text, prompt)
+            monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "laptop"))
+            with Cairn.open(team, embedder=None) as laptop:
+                laptop.remember(text, kind="decision")
+            monkeypatch.setenv("CAIRN_HOME", str(desktop))
+            wait_for(lambda t=text, p=prompt: injected(t, p), 1.0, "the desktop's warm process to inject it")
+        assert "Traceback" not in (desktop / "logs" / "service.log").read_text()
+    finally:
+        warm.request({"op": "shutdown"})
+        wait_for(lambda: not warm.is_running(), 30, "the warm process to exit")
+
+
+def test_the_bulk_import_skips_and_refuses_exactly_as_the_row_by_row_import(pg_server, monkeypatch, team, hashing):
+    """import_rows from BULK_MIN records on goes through COPY; its result must be the row-by-row
+    import's (SQLite's): the same memories written, the same ones skipped, the same refusal."""
+    from cairn import InvalidImport
+    from cairn.pgstore import BULK_MIN
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    create_store("src")
+    with Cairn.open("src", embedder=hashing) as memory:
+        memory.remember_many([Draft(text=f"Service {i} listens on port {8000 + i}", kind="fact",
+                                    tags=["ports", f"svc-{i % 7}"]) for i in range(BULK_MIN + 40)], detect=False)
+        old = memory.remember("The cache TTL is 60 s", kind="fact", tags=["cache"]).memory
+        memory.replace(old.id, "The cache TTL is 300 s")
+        memory.forget(memory.remember("A password hint to forget", kind="fact").memory.id)
+        dump = io.StringIO()
+        memory.export(dump)
+    lines = dump.getvalue().splitlines()
+    twin = json.loads(lines[3])  # the same text under another id: skipped, as the same id twice is
+    twin["id"] = "01J00000000000000000000000"
+    data = "\n".join([*lines, lines[5], json.dumps(twin)]).encode() + b"\n"
+
+    results, exports = [], []
+    for name in (f"postgres:{team}", "sqlite:check"):
+        create_store(name.split(":")[1], postgres=pg_server if name.startswith("postgres") else None)
+        with Cairn.open(name.split(":")[1], embedder=hashing) as memory:
+            results.append(memory.import_(io.BytesIO(data)))
+            assert memory.import_(io.BytesIO(data)) == {"imported": 0, "skipped": len(lines) + 2}
+            out = io.StringIO()
+            memory.export(out)
+            exports.append(strip_store(out.getvalue()))
+            assert memory.history(old.id)[-1].text == "The cache TTL is 300 s"
+            assert [h.memory.text for h in memory.recall("port 8003", k=1, use_vectors=False)] == \
+                ["Service 3 listens on port 8003"]
+    assert results[0] == results[1] == {"imported": len(lines), "skipped": 2}
+    assert exports[0] == exports[1] == strip_store(dump.getvalue())
+
+    dangling = json.loads(lines[0])
+    dangling.update(id="01J00000000000000000000001", text="A memory replaced by one that exists nowhere",
+                    superseded_by="01J00000000000000000000002", retired_at=dangling["recorded_at"] + 1)
+    bad = "\n".join([json.dumps(dangling), *(json.dumps({**json.loads(line), "id": f"01J1{i:022d}", "text": f"x {i}"})
+                                             for i, line in enumerate(lines[1:BULK_MIN + 1]))]).encode() + b"\n"
+    errors = []
+    for name in (team, "check"):
+        with Cairn.open(name, embedder=None) as memory:
+            before = memory.counts()
+            with pytest.raises(InvalidImport) as caught:
+                memory.import_(io.BytesIO(bad))
+            errors.append(str(caught.value))
+            assert memory.counts() == before  # all or nothing
+    assert errors[0] == errors[1] == "superseded_by points to a memory that is neither in the file nor the store"
