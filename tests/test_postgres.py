@@ -12,7 +12,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import pytest
 
@@ -24,6 +24,11 @@ from tests.conftest import WAIT_S, run_cli, wait_for
 pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "hunter2-Xq9-pw"  # the server trusts local connections; a password in the URL must still never leak
+
+
+def socket_dir(url: str) -> str:
+    """The server's socket folder, the part of pgserver's URL that names where it runs."""
+    return parse_qs(urlsplit(url).query)["host"][0]
 
 
 def with_password(url: str) -> str:
@@ -70,7 +75,8 @@ def test_stores_create_postgres_keeps_the_url_out_of_files_status_exports_and_lo
     assert code == 0, err
     outputs = [out, err]
     for args in (("status", "--store", team, "--json"), ("status", "--store", team), ("stores", "--json"),
-                 ("export", "--store", team), ("recall", "--store", team, "--keyword-only", "release train")):
+                 ("export", "--store", team), ("recall", "--store", team, "--keyword-only", "release train"),
+                 ("backup", "--store", team), ("sessions", "list", "--store", team)):
         code, out, err = cli(*args)
         assert code == 0, (args, err)
         outputs += [out, err]
@@ -78,7 +84,7 @@ def test_stores_create_postgres_keeps_the_url_out_of_files_status_exports_and_lo
     assert status["path"] == f"postgres:cairn_{team}" and status["counts"]["current"] == 1
     assert [r["backend"] for r in json.loads(cli("stores", "--json")[1])["stores"] if r["name"] == team] == \
         ["postgres"]
-    host = urlsplit(pg_server).query  # the server's socket folder: part of the URL
+    host = socket_dir(pg_server)  # the server's socket folder: part of the URL
     for text in outputs:
         assert PASSWORD not in text and url not in text and host not in text
     assert files_under(cairn_home, PASSWORD.encode()) == []
@@ -454,6 +460,9 @@ def test_hooks_and_mcp_servers_on_two_machines_see_each_others_memories_within_a
     finally:
         for client in clients.values():
             client.close()
+    for machine in envs:  # what the servers logged, and every file of both data roots, name no part of the URL
+        assert socket_dir(pg_server) not in (tmp_path / f"{machine}-mcp-stderr.txt").read_text()
+        assert files_under(tmp_path / machine, socket_dir(pg_server).encode()) == []
 
 
 @pytest.mark.model
@@ -489,7 +498,8 @@ def test_the_warm_process_keeps_a_team_store_open_and_serves_each_new_write_with
                 laptop.remember(text, kind="decision")
             monkeypatch.setenv("CAIRN_HOME", str(desktop))
             wait_for(lambda t=text, p=prompt: injected(t, p), 1.0, "the desktop's warm process to inject it")
-        assert "Traceback" not in (desktop / "logs" / "service.log").read_text()
+        log = (desktop / "logs" / "service.log").read_text()
+        assert "Traceback" not in log and socket_dir(pg_server) not in log
     finally:
         warm.request({"op": "shutdown"})
         wait_for(lambda: not warm.is_running(), 30, "the warm process to exit")
@@ -545,3 +555,31 @@ def test_the_bulk_import_skips_and_refuses_exactly_as_the_row_by_row_import(pg_s
             errors.append(str(caught.value))
             assert memory.counts() == before  # all or nothing
     assert errors[0] == errors[1] == "superseded_by points to a memory that is neither in the file nor the store"
+
+
+def test_a_stop_hook_captures_into_the_team_store_and_the_other_machine_searches_it(pg_server, monkeypatch, tmp_path,
+                                                                                    team, project):
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    for machine in ("laptop", "desktop"):
+        monkeypatch.setenv("CAIRN_HOME", str(tmp_path / machine))
+        create_store(team, postgres=pg_server)
+    transcript = tmp_path / "s1.jsonl"
+    said = [("user", "the zebra crossing sensor on the staging board is flaky"),
+            ("assistant", "Reset it with key AKIAIOSFODNN7EXAMPLE <private>board serial zx-4471</private> then.")]
+    transcript.write_text("".join(json.dumps({
+        "type": role, "uuid": f"m{i}", "sessionId": "s1", "timestamp": f"2026-03-01T10:00:0{i}Z",
+        "message": {"role": role, "content": text}}) + "\n" for i, (role, text) in enumerate(said)))
+    env = {**os.environ, "CAIRN_HOME": str(tmp_path / "laptop"), "CAIRN_STORE": team, "CAIRN_NO_WARM": "1",
+           "CLAUDE_PROJECT_DIR": str(project), "PYTHONPATH": str(ROOT / "engine")}
+    out = subprocess.run([sys.executable, "-P", "-m", "cairn", "hook", "Stop"], env=env, text=True, timeout=WAIT_S,
+                         input=json.dumps({"session_id": "s1", "transcript_path": str(transcript),
+                                           "cwd": str(project), "hook_event_name": "Stop"}), capture_output=True)
+    assert (out.returncode, out.stdout) == (0, ""), out.stderr
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "desktop"))
+    with Cairn.open(team, embedder=None) as desktop:
+        hits = wait_for(lambda: desktop.search_sessions("zebra crossing", mode="keyword", window=1), WAIT_S,
+                        lambda: (tmp_path / "laptop" / "logs" / "capture.log").read_text())
+        assert hits[0].turn.uuid == "m0" and [t.uuid for t in hits[0].after] == ["m1"]
+        assert hits[0].after[0].text == "Reset it with key [REDACTED:AWS Access Key]  then."
+        assert desktop.search_sessions("zx-4471", mode="exact") == []
+        assert desktop.status().sessions["private_spans"] == 1
