@@ -207,7 +207,8 @@ def migrate_store(source: str, target: str, *, progress: Progress = _no_progress
     """Copy store `source` into the new store `target`, across backends, losslessly: every memory
     with its history (both times, supersession links, tombstones, asserted valid_to), tags, vectors
     (copied, not recomputed), the recorded model and fingerprint, the project root, the review
-    verdicts and the captured sessions (their turns' vectors are queued and recomputed). Specs: NAME,
+    verdicts and the captured sessions (their turns' vectors are queued and recomputed). Into
+    Postgres, `<private>` spans and secrets are scrubbed on the way (as `remember` does). Specs: NAME,
     sqlite:NAME or postgres:NAME (the server from $CAIRN_POSTGRES_URL or the config). A target on
     Postgres is then marked in the data root, so NAME opens there from now on; a target in SQLite
     removes that mark. The source is left as it was. Returns {"source", "target", "path",
