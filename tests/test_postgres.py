@@ -12,11 +12,11 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import pytest
 
-from cairn import Cairn, NotCurrent, create_store, list_stores, migrate_store
+from cairn import Cairn, Draft, NotCurrent, create_store, list_stores, migrate_store
 from cairn.embedder import HashingEmbedder
 from cairn.pgstore import PG_MIGRATIONS, PgStore
 from tests.conftest import WAIT_S, run_cli, wait_for
@@ -24,6 +24,11 @@ from tests.conftest import WAIT_S, run_cli, wait_for
 pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "hunter2-Xq9-pw"  # the server trusts local connections; a password in the URL must still never leak
+
+
+def socket_dir(url: str) -> str:
+    """The server's socket folder, the part of pgserver's URL that names where it runs."""
+    return parse_qs(urlsplit(url).query)["host"][0]
 
 
 def with_password(url: str) -> str:
@@ -70,7 +75,8 @@ def test_stores_create_postgres_keeps_the_url_out_of_files_status_exports_and_lo
     assert code == 0, err
     outputs = [out, err]
     for args in (("status", "--store", team, "--json"), ("status", "--store", team), ("stores", "--json"),
-                 ("export", "--store", team), ("recall", "--store", team, "--keyword-only", "release train")):
+                 ("export", "--store", team), ("recall", "--store", team, "--keyword-only", "release train"),
+                 ("backup", "--store", team), ("sessions", "list", "--store", team)):
         code, out, err = cli(*args)
         assert code == 0, (args, err)
         outputs += [out, err]
@@ -78,7 +84,7 @@ def test_stores_create_postgres_keeps_the_url_out_of_files_status_exports_and_lo
     assert status["path"] == f"postgres:cairn_{team}" and status["counts"]["current"] == 1
     assert [r["backend"] for r in json.loads(cli("stores", "--json")[1])["stores"] if r["name"] == team] == \
         ["postgres"]
-    host = urlsplit(pg_server).query  # the server's socket folder: part of the URL
+    host = socket_dir(pg_server)  # the server's socket folder: part of the URL
     for text in outputs:
         assert PASSWORD not in text and url not in text and host not in text
     assert files_under(cairn_home, PASSWORD.encode()) == []
@@ -454,3 +460,126 @@ def test_hooks_and_mcp_servers_on_two_machines_see_each_others_memories_within_a
     finally:
         for client in clients.values():
             client.close()
+    for machine in envs:  # what the servers logged, and every file of both data roots, name no part of the URL
+        assert socket_dir(pg_server) not in (tmp_path / f"{machine}-mcp-stderr.txt").read_text()
+        assert files_under(tmp_path / machine, socket_dir(pg_server).encode()) == []
+
+
+@pytest.mark.model
+def test_the_warm_process_keeps_a_team_store_open_and_serves_each_new_write_within_a_second(pg_server, monkeypatch,
+                                                                                            tmp_path, team, project):
+    """Hooks normally go through the warm process, which keeps each store open across prompts: its
+    connection must see what other machines commit, at once (and a lost connection is reopened:
+    test_a_long_lived_process_reopens_a_store_whose_connection_was_lost)."""
+    from cairn.adapters import warm
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    for machine in ("laptop", "desktop"):
+        monkeypatch.setenv("CAIRN_HOME", str(tmp_path / machine))
+        create_store(team, postgres=pg_server)
+    desktop = tmp_path / "desktop"
+    monkeypatch.setenv("CAIRN_SERVICE_IDLE_SECONDS", "120")
+    assert warm.spawn(sys.executable)
+    try:
+        assert warm.wait_until_ready(120), (desktop / "logs" / "service.log").read_text()
+
+        def injected(text: str, prompt: str) -> bool:
+            reply = warm.request({"op": "hook", "event": "UserPromptSubmit",
+                                  "env": {"CLAUDE_PROJECT_DIR": str(project), "CAIRN_STORE": team},
+                                  "payload": {"prompt": prompt, "session_id": uuid.uuid4().hex}}, timeout=30)
+            assert reply is not None and reply.get("ok"), reply
+            return text in ((reply["output"] or {}).get("hookSpecificOutput", {}).get("additionalContext", ""))
+
+        for n in (1, 2):  # the second write reaches a store the warm process already holds open
+            text, prompt = HOOK_MEMORY.format(who=f"laptop {n}"), HOOK_PROMPT.format(who=f"laptop {n}")
+            assert not injected(text, prompt)
+            monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "laptop"))
+            with Cairn.open(team, embedder=None) as laptop:
+                laptop.remember(text, kind="decision")
+            monkeypatch.setenv("CAIRN_HOME", str(desktop))
+            wait_for(lambda t=text, p=prompt: injected(t, p), 1.0, "the desktop's warm process to inject it")
+        log = (desktop / "logs" / "service.log").read_text()
+        assert "Traceback" not in log and socket_dir(pg_server) not in log
+    finally:
+        warm.request({"op": "shutdown"})
+        wait_for(lambda: not warm.is_running(), 30, "the warm process to exit")
+
+
+def test_the_bulk_import_skips_and_refuses_exactly_as_the_row_by_row_import(pg_server, monkeypatch, team, hashing):
+    """import_rows from BULK_MIN records on goes through COPY; its result must be the row-by-row
+    import's (SQLite's): the same memories written, the same ones skipped, the same refusal."""
+    from cairn import InvalidImport
+    from cairn.pgstore import BULK_MIN
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    create_store("src")
+    with Cairn.open("src", embedder=hashing) as memory:
+        memory.remember_many([Draft(text=f"Service {i} listens on port {8000 + i}", kind="fact",
+                                    tags=["ports", f"svc-{i % 7}"]) for i in range(BULK_MIN + 40)], detect=False)
+        old = memory.remember("The cache TTL is 60 s", kind="fact", tags=["cache"]).memory
+        memory.replace(old.id, "The cache TTL is 300 s")
+        memory.forget(memory.remember("A password hint to forget", kind="fact").memory.id)
+        dump = io.StringIO()
+        memory.export(dump)
+    lines = dump.getvalue().splitlines()
+    twin = json.loads(lines[3])  # the same text under another id: skipped, as the same id twice is
+    twin["id"] = "01J00000000000000000000000"
+    data = "\n".join([*lines, lines[5], json.dumps(twin)]).encode() + b"\n"
+
+    results, exports = [], []
+    for name in (f"postgres:{team}", "sqlite:check"):
+        create_store(name.split(":")[1], postgres=pg_server if name.startswith("postgres") else None)
+        with Cairn.open(name.split(":")[1], embedder=hashing) as memory:
+            results.append(memory.import_(io.BytesIO(data)))
+            assert memory.import_(io.BytesIO(data)) == {"imported": 0, "skipped": len(lines) + 2}
+            out = io.StringIO()
+            memory.export(out)
+            exports.append(strip_store(out.getvalue()))
+            assert memory.history(old.id)[-1].text == "The cache TTL is 300 s"
+            assert [h.memory.text for h in memory.recall("port 8003", k=1, use_vectors=False)] == \
+                ["Service 3 listens on port 8003"]
+    assert results[0] == results[1] == {"imported": len(lines), "skipped": 2}
+    assert exports[0] == exports[1] == strip_store(dump.getvalue())
+
+    dangling = json.loads(lines[0])
+    dangling.update(id="01J00000000000000000000001", text="A memory replaced by one that exists nowhere",
+                    superseded_by="01J00000000000000000000002", retired_at=dangling["recorded_at"] + 1)
+    bad = "\n".join([json.dumps(dangling), *(json.dumps({**json.loads(line), "id": f"01J1{i:022d}", "text": f"x {i}"})
+                                             for i, line in enumerate(lines[1:BULK_MIN + 1]))]).encode() + b"\n"
+    errors = []
+    for name in (team, "check"):
+        with Cairn.open(name, embedder=None) as memory:
+            before = memory.counts()
+            with pytest.raises(InvalidImport) as caught:
+                memory.import_(io.BytesIO(bad))
+            errors.append(str(caught.value))
+            assert memory.counts() == before  # all or nothing
+    assert errors[0] == errors[1] == "superseded_by points to a memory that is neither in the file nor the store"
+
+
+def test_a_stop_hook_captures_into_the_team_store_and_the_other_machine_searches_it(pg_server, monkeypatch, tmp_path,
+                                                                                    team, project):
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    for machine in ("laptop", "desktop"):
+        monkeypatch.setenv("CAIRN_HOME", str(tmp_path / machine))
+        create_store(team, postgres=pg_server)
+    transcript = tmp_path / "s1.jsonl"
+    said = [("user", "the zebra crossing sensor on the staging board is flaky"),
+            ("assistant", "Reset it with key AKIAIOSFODNN7EXAMPLE <private>board serial zx-4471</private> then.")]
+    transcript.write_text("".join(json.dumps({
+        "type": role, "uuid": f"m{i}", "sessionId": "s1", "timestamp": f"2026-03-01T10:00:0{i}Z",
+        "message": {"role": role, "content": text}}) + "\n" for i, (role, text) in enumerate(said)))
+    env = {**os.environ, "CAIRN_HOME": str(tmp_path / "laptop"), "CAIRN_STORE": team, "CAIRN_NO_WARM": "1",
+           "CLAUDE_PROJECT_DIR": str(project), "PYTHONPATH": str(ROOT / "engine")}
+    out = subprocess.run([sys.executable, "-P", "-m", "cairn", "hook", "Stop"], env=env, text=True, timeout=WAIT_S,
+                         input=json.dumps({"session_id": "s1", "transcript_path": str(transcript),
+                                           "cwd": str(project), "hook_event_name": "Stop"}), capture_output=True)
+    assert (out.returncode, out.stdout) == (0, ""), out.stderr
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "desktop"))
+    with Cairn.open(team, embedder=None) as desktop:
+        hits = wait_for(lambda: desktop.search_sessions("zebra crossing", mode="keyword", window=1), WAIT_S,
+                        lambda: (tmp_path / "laptop" / "logs" / "capture.log").read_text())
+        assert hits[0].turn.uuid == "m0" and [t.uuid for t in hits[0].after] == ["m1"]
+        assert hits[0].after[0].text == "Reset it with key [REDACTED:AWS Access Key]  then."
+        assert desktop.search_sessions("zx-4471", mode="exact") == []
+        assert desktop.status().sessions["private_spans"] == 1

@@ -95,3 +95,53 @@ def test_private_spans_and_secrets_never_reach_the_store_or_another_reader(backe
         stored = all_files(roots["laptop"])
         assert b"release train" in stored
     assert [n for n in needles if n in stored] == []
+
+
+@pytest.mark.postgres
+def test_an_old_store_or_an_export_with_private_text_is_scrubbed_on_its_way_to_the_server(pg_server, monkeypatch,
+                                                                                         hashing):
+    """A store written before `remember` scrubbed (here: an import into SQLite, which keeps rows as
+    they are), or an export edited by hand, goes to the server scrubbed: by migrate-store and by
+    import alike. A memory that was all private arrives forgotten; a changed memory's vector is
+    recomputed from its scrubbed text, never copied."""
+    import json
+
+    from cairn import migrate_store
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    codename = f"kestrel-{uuid.uuid4().hex[:8]}"
+    create_store("old")
+    with Cairn.open("old", embedder=hashing) as memory:
+        plain = memory.remember("The staging database is Postgres 16", kind="fact").memory
+        dump = io.StringIO()
+        memory.export(dump)
+    base = json.loads(dump.getvalue().splitlines()[0])
+    lines = [dump.getvalue().strip(),
+             json.dumps({**base, "id": "01J00000000000000000000010",
+                         "text": f"Rotate {AWS_KEY} monthly <private>for project {codename}</private>"}),
+             json.dumps({**base, "id": "01J00000000000000000000011", "text": f"<private>{codename}</private>"})]
+    data = ("\n".join(lines) + "\n").encode()
+    with Cairn.open("old", embedder=hashing) as memory:
+        assert memory.import_(io.BytesIO(data)) == {"imported": 2, "skipped": 1}
+        assert codename in memory.get("01J00000000000000000000011").text  # SQLite keeps an import as it is
+
+    names = {f"mig-{uuid.uuid4().hex[:8]}": "migrate", f"imp-{uuid.uuid4().hex[:8]}": "import"}
+    for name, how in names.items():
+        if how == "migrate":
+            done = migrate_store("old", f"postgres:{name}")
+            assert (done["memories"], done["vectors"]) == (3, 1)  # the scrubbed ones are re-embedded
+        else:
+            create_store(name, postgres=pg_server)
+            with Cairn.open(name, embedder=hashing) as memory:
+                assert memory.import_(io.BytesIO(data)) == {"imported": 3, "skipped": 0}
+        with Cairn.open(name, embedder=hashing) as memory:
+            assert memory.get("01J00000000000000000000010").text == "Rotate [REDACTED:AWS Access Key] monthly"
+            gone = memory.get("01J00000000000000000000011")
+            assert gone.text is None and gone.forgotten_at is not None
+            assert memory.get(plain.id).text == plain.text
+            assert memory.flush_backlog() == (1 if how == "migrate" else 0)  # import embedded it already
+            assert memory.counts()["awaiting_embedding"] == 0
+            where = memory.status().path.removeprefix("postgres:")
+        stored = server_bytes(pg_server, where)
+        assert b"Rotate [REDACTED:AWS Access Key] monthly" in stored
+        assert AWS_KEY.encode() not in stored and codename.encode() not in stored

@@ -34,7 +34,9 @@ class Resolved:
     def store_exists(self) -> bool:
         """Whether the chosen store exists, as far as a stat can tell: its SQLite file, or a store
         on Postgres (marked in the data root, or the project's config says `store.backend:
-        postgres`), which is presumed to: only opening it asks the server (StoreNotFound then)."""
+        postgres`), which is presumed to: only opening it asks the server (StoreNotFound then, for
+        a named store; a project store is made on the server at its first open, as every machine
+        of the team opens the same one)."""
         from .backends import backend_of
 
         return self.choice.path.exists() or backend_of(self.choice.name, self.config, project=True) == "postgres"

@@ -219,7 +219,8 @@ def migrate_store(source: str, target: str, *, progress: Progress = _no_progress
     """Copy store `source` into the new store `target`, across backends, losslessly: every memory
     with its history (both times, supersession links, tombstones, asserted valid_to), tags, vectors
     (copied, not recomputed), the recorded model and fingerprint, the project root, the review
-    verdicts and the captured sessions (their turns' vectors are queued and recomputed). Specs: NAME,
+    verdicts and the captured sessions (their turns' vectors are queued and recomputed). Into
+    Postgres, `<private>` spans and secrets are scrubbed on the way (as `remember` does). Specs: NAME,
     sqlite:NAME or postgres:NAME (the server from $CAIRN_POSTGRES_URL or the config). A target on
     Postgres is then marked in the data root, so NAME opens there from now on; a target in SQLite
     removes that mark. The source is left as it was. Returns {"source", "target", "path",
@@ -250,15 +251,43 @@ def migrate_store(source: str, target: str, *, progress: Progress = _no_progress
     return {"source": source, "target": target, "path": dst_path, **copied}
 
 
+def _scrubbed_rows(dst: Store, rows: list[tuple[Memory, int]]) -> tuple[list[tuple[Memory, int]], set[str]]:
+    """Rows about to be copied or imported into `dst`, and the ids of those whose text changed. Into
+    a store on Postgres (shared with a team) each text is scrubbed as `remember` scrubs it (a store
+    written before `remember` did, or an export edited by hand, may hold `<private>` spans or
+    secrets): those spans and secrets never reach the server. A text that was all private arrives
+    as a tombstone (forgotten now). Into SQLite, rows are kept as they are (a restore of one's own
+    data)."""
+    if getattr(dst, "backend", "sqlite") != "postgres":
+        return rows, set()
+    live = [(i, m.text) for i, (m, _) in enumerate(rows) if m.text is not None]
+    out, changed, now = list(rows), set(), now_ms()
+    for (i, text), clean in zip(live, scrub_many([t for _, t in live])):
+        cleaned = clean.text.strip()
+        if cleaned == text:
+            continue
+        memory, asserted = rows[i]
+        if is_blank(cleaned):
+            memory = replace(memory, text=None, tags=(), forgotten_at=memory.forgotten_at or now,
+                             retired_at=min(memory.retired_at or END_OF_TIME, now))
+        else:
+            memory = replace(memory, text=cleaned)
+        out[i] = (memory, asserted)
+        changed.add(memory.id)
+    return out, changed
+
+
 def _copy_store(src: Store, dst: Store, progress: Progress = _no_progress) -> dict[str, int]:
     """Copy everything of `src` into the empty store `dst` (either backend): memories with their
     history, tags, vectors (copied, not recomputed), the recorded model, fingerprint and project
     root, review verdicts, and captured sessions (catalog rows, turns, how far each transcript was
     read; the turns' index keys are rebuilt as a one-shot import builds them, their vectors are
-    queued for embedding). Returns {"memories", "vectors", "dismissals", "sessions", "turns"}."""
-    rows = list(src.iter_rows())
+    queued for embedding). Into Postgres, texts are scrubbed first (_scrubbed_rows); a changed one's
+    vector is not copied but recomputed. Returns {"memories", "vectors", "dismissals", "sessions",
+    "turns"}."""
+    rows, scrubbed = _scrubbed_rows(dst, list(src.iter_rows()))
     imported, _ = dst.import_rows(rows)
-    live = [m.id for m, _ in rows if m.text is not None]
+    live = [m.id for m, _ in rows if m.text is not None and m.id not in scrubbed]  # scrubbed: re-embedded
     vectors = 0
     for start in progress(range(0, len(live), 2000), (len(live) + 1999) // 2000):
         chunk = live[start : start + 2000]
@@ -1364,8 +1393,11 @@ class Cairn:
         """Read JSON Lines written by `export` (bytes, strict UTF-8), validated by the same rules as
         `remember` (records.parse_record). All or nothing: any bad line raises InvalidImport naming
         the line and each of its problems, and nothing is written. Memories whose id exists are
-        skipped. Imported memories are embedded afterwards. Returns {"imported", "skipped"}."""
-        imported, skipped = self.store.import_rows(parse_export_lines(source))
+        skipped. Into a store on Postgres, `<private>` spans and secrets are scrubbed as `remember`
+        does (a text that was all private arrives forgotten). Imported memories are embedded
+        afterwards. Returns {"imported", "skipped"}."""
+        rows, _ = _scrubbed_rows(self.store, parse_export_lines(source))
+        imported, skipped = self.store.import_rows(rows)
         self._embed_all_backlog(progress)
         return {"imported": imported, "skipped": skipped}
 
