@@ -453,9 +453,9 @@ def promote(engine: Cairn, memory_id: str) -> dict[str, Any]:
 # provably safe band) and stages everything that needs judgement as proposals. Never deletes.
 
 NEAR_DUP_COSINE = 0.85          # a restatement on the vector evidence alone (values kept: _Values)
-NEAR_DUP_COSINE_WORDS = 0.75    # ... or this close with at least NEAR_DUP_JACCARD of its word stems shared (idf-weighted)
+NEAR_DUP_COSINE_WORDS = 0.75    # ... or this close with NEAR_DUP_JACCARD of its word stems shared (idf-weighted)
 NEAR_DUP_JACCARD = 0.45
-KEYWORD_NEAR_DUP_JACCARD = 0.6  # keyword-only (no vectors): content-word Jaccard alone
+KEYWORD_NEAR_DUP_JACCARD = 0.6  # keyword-only (no vectors): the stems' weighted Jaccard alone
 EDGE_COSINE = 0.6               # pairs checked at all (REVIEW_MIN_COSINE); clusters need CLUSTER_COSINE
 CLUSTER_COSINE = 0.75
 KEYWORD_EDGE_JACCARD = 0.3
