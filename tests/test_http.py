@@ -148,6 +148,33 @@ def test_review_queue_and_verdict(tmp_path, project, env):
         s.stop()
 
 
+def test_the_durable_queue_over_http(tmp_path, project, env):
+    with Cairn.open(cwd=project, embedder=None) as engine:
+        a = engine.remember("Run the linter before pushing.", kind="convention").memory.id
+        b = engine.remember("We might run the linter before pushing.", kind="convention").memory.id
+    s = Server(["--transport", "http"], cwd=project, env=env, log=tmp_path / "server.log")
+    try:
+        queue = ok(s.request("GET", "/v1/review/proposals"))
+        (proposal,) = queue["proposals"]
+        assert proposal["type"] == "conflict" and [x["id"] for x in proposal["sources"]] == [a, b]
+        shown = ok(s.request("GET", f"/v1/review/proposals/{proposal['id']}"))
+        assert [m["id"] for m in shown["sources"]] == [a, b] and shown["stale"] is None
+        refused(s.request("POST", f"/v1/review/proposals/{proposal['id']}/decide", {"verdict": "edit"}),
+                400, "invalid_input")
+        done = ok(s.request("POST", f"/v1/review/proposals/{proposal['id']}/decide", {"verdict": "approve"}))
+        assert (done["state"], done["superseded"], done["by"]) == ("applied", [a], b)
+        refused(s.request("POST", f"/v1/review/proposals/{proposal['id']}/decide", {"verdict": "keep"}),
+                409, "proposal_closed")
+        refused(s.request("GET", "/v1/review/proposals/nope"), 404, "proposal_not_found")
+        applied = ok(s.request("GET", "/v1/review/proposals?state=applied"))["proposals"]
+        assert [(p["id"], p["decided_by"]) for p in applied] == [(proposal["id"], "http")]
+        report = ok(s.request("POST", "/v1/maintain", {}))
+        assert report["dry_run"] is True and report["scanned"] == 1
+        assert ok(s.request("GET", "/v1/maintain/status"))["last_run"] is None
+    finally:
+        s.stop()
+
+
 # -- the guard ------------------------------------------------------------------------------------------
 def test_a_foreign_host_header_is_refused_on_loopback(server):
     refused(server.request("GET", "/v1/status", headers={"Host": "attacker.example:80"}), 421, "host_not_allowed")

@@ -268,3 +268,24 @@ def test_background_maintenance_is_opt_in_and_starts_only_when_the_store_is_due(
     assert started[0][1:] == ["-P", "-m", "cairn", "maintain", "--apply", "--safe-only", "--store", kw_memory.name]
     kw_memory.maintain(apply=True, safe_only=True)
     assert start_background_maintenance(kw_memory) is False and len(started) == 1
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.sampled_from(SENTENCES), min_size=2, max_size=5, unique=True),
+       kind=st.sampled_from(["summarise", "near_duplicate", "conflict"]), days=st.integers(1, 200))
+def test_approving_a_merge_or_summary_never_loses_text(texts, kind, days):
+    base = review.now_ms() - days * DAY
+    with _fresh(None) as memory:
+        stored = [memory.remember(t, kind="fact", valid_from=base + i, detect=False).memory
+                  for i, t in enumerate(texts)]
+        sources = stored if kind == "summarise" else stored[:2]
+        p = review.new_proposal(kind, sources, {"texts": [m.text for m in sources]}, now=review.now_ms())
+        memory.store.add_proposals([(p, review.open_key(kind, p.source_ids))])
+        done = memory.review_decide(p.id, "edit", text="One statement that replaces them all.")
+        assert sorted(done["superseded"]) == sorted(m.id for m in sources)
+        for m in sources:
+            assert memory.get(m.id).text == m.text and memory.get(m.id).superseded_by == done["by"]
+            assert m.text in [h.text for h in memory.history(m.id)]
+            assert m.id in [x.id for x in memory.list(as_of=m.valid_from, limit=100)]
+        assert sorted(x.id for x in memory.list()) == sorted([done["by"], *(m.id for m in stored[len(sources):])])

@@ -1,17 +1,21 @@
-"""Review: pairs of current memories that may duplicate or contradict each other, and the user's
-verdict on each. The CLI (`cairn review`) and the MCP tools (/cairn:review-memory) both call this.
+"""Review: what may be wrong with the memories, and the user's verdict on each. Three parts:
 
-For each current memory, its nearest current neighbours of the same kind (hybrid recall with the
-memory's own text as the query) are candidates when their cosine is at least REVIEW_MIN_COSINE, or
-when one is the best keyword match. The supersession classifier (cairn.supersede.classify, the rule
-the engine applies on each write) labels each pair; "unrelated" pairs are dropped, and so are pairs
-the user already chose to keep both of (Cairn.dismiss_pair). Only the engine API is used: list,
-embed, recall, is_dismissed.
-
-`review_candidates` changes nothing. `review_decide` applies one verdict the user gave on one pair,
-and only while both memories are still current (else NotCurrent, and nothing changes).
+1. The durable review queue (below "The durable review queue"): proposals kept in the store until the
+   user decides (approve, keep, edit; promote for the cold tier), compare-and-set, expiring after 30
+   days. `cairn review list|show|decide|promote`, the MCP tools memory_review_queue /
+   memory_review_decide / memory_propose and /cairn:review-memory are thin wrappers over it, through
+   the Cairn methods review_queue, review_show, review_decide, propose, promote.
+2. Maintenance (`maintain`, `cairn maintain`, memory_maintenance_run): retires exact duplicates and
+   fills the queue with near-duplicates, clusters to summarise, stale memories to demote and possible
+   conflicts. `remember` queues the possible conflicts it reports (stage_conflicts).
+3. The pair scan the REST API and the browser console still use (`review_candidates`,
+   `review_decide`): for each current memory, its nearest current neighbours of the same kind
+   (hybrid recall with the memory's own text as the query) are candidates when their cosine is at
+   least REVIEW_MIN_COSINE, or when one is the best keyword match; the supersession classifier
+   (cairn.supersede.classify) labels each pair; "unrelated" pairs and pairs the user kept
+   (Cairn.dismiss_pair) are dropped. `review_candidates` changes nothing; `review_decide` applies one
+   verdict on one pair while both memories are still current (else NotCurrent, nothing changes).
 """
-
 from __future__ import annotations
 
 import inspect
@@ -453,10 +457,9 @@ def promote(engine: Cairn, memory_id: str) -> dict[str, Any]:
 # provably safe band) and stages everything that needs judgement as proposals. Never deletes.
 
 NEAR_DUP_COSINE = 0.85          # a restatement on the vector evidence alone (values kept: _Values)
-# ... or this close with at least NEAR_DUP_JACCARD of its word stems shared (idf-weighted)
-NEAR_DUP_COSINE_WORDS = 0.75
+NEAR_DUP_COSINE_WORDS = 0.75    # ... or this close with NEAR_DUP_JACCARD of its word stems shared (idf-weighted)
 NEAR_DUP_JACCARD = 0.45
-KEYWORD_NEAR_DUP_JACCARD = 0.6  # keyword-only (no vectors): content-word Jaccard alone
+KEYWORD_NEAR_DUP_JACCARD = 0.6  # keyword-only (no vectors): the stems' weighted Jaccard alone
 EDGE_COSINE = 0.6               # pairs checked at all (REVIEW_MIN_COSINE); clusters need CLUSTER_COSINE
 CLUSTER_COSINE = 0.75
 KEYWORD_EDGE_JACCARD = 0.3

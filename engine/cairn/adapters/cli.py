@@ -727,7 +727,7 @@ def _maintain_human(report: dict[str, Any]) -> None:
                    f"{cairn.render.shorten(group['text'] or '', 100)}")
     counts = ", ".join(f"{n} {kind}" for kind, n in report["counts"].items() if n)
     if counts:
-        verb = "would propose" if report["dry_run"] else f"staged {report['staged']} proposals"
+        verb = "would propose" if report["dry_run"] else f"queued {report['staged']} for review"
         click.echo(f"  {verb}: {counts}")
     if report["staged"]:
         click.echo("  review them with `cairn review list` or /cairn:review-memory")

@@ -43,8 +43,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import cairn
 from cairn import (
     GLOBAL_STORE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SESSION_MODES, VERDICTS, CairnError, ConfigError,
-    EmbedderUnavailable, InvalidInput, InvalidMemory, InvalidStoreName, InvalidTime, MemoryNotFound, NotCurrent,
-    SessionNotFound, StoreError, StoreNotFound, review_candidates, review_decide,
+    EmbedderUnavailable, InvalidInput, InvalidMemory, InvalidStoreName, InvalidTime, MaintenanceBusy,
+    MemoryNotFound, NotCurrent, PROPOSAL_STATES, PROPOSAL_TYPES, ProposalClosed, ProposalNotFound, SessionNotFound,
+    StoreError, StoreNotFound, review_candidates, review_decide,
 )
 
 from .mcp.session import Session, Unavailable
@@ -84,7 +85,11 @@ ERRORS: dict[str, tuple[int, str]] = {
     "store_not_found": (404, "The named store does not exist (create it with `cairn stores create`)."),
     "not_found": (404, "No such route."),
     "method_not_allowed": (405, "The route exists, with another method."),
+    "proposal_not_found": (404, "No review proposal with that id in the store."),
     "not_current": (409, "The memory was already superseded or forgotten; nothing was changed."),
+    "proposal_closed": (409, "The proposal was decided already, has expired, or its memories changed since it was "
+                             "made (stale); nothing was changed."),
+    "maintenance_busy": (409, "Another maintenance run holds the store's lease; try again later."),
     "body_too_large": (413, "The body is larger than the server's limit (--max-body-bytes)."),
     "unsupported_media_type": (415, "A body that is not `Content-Type: application/json`."),
     "host_not_allowed": (421, "On a loopback bind, a Host header other than localhost, 127.0.0.1 or [::1]."),
@@ -98,7 +103,9 @@ ENGINE_ERRORS: list[tuple[type[Exception], str]] = [
     (InvalidMemory, "invalid_memory"), (InvalidTime, "invalid_time"), (InvalidStoreName, "invalid_store_name"),
     (ConfigError, "config_error"), (InvalidInput, "invalid_input"), (MemoryNotFound, "memory_not_found"),
     (SessionNotFound, "session_not_found"), (NotCurrent, "not_current"), (StoreNotFound, "store_not_found"),
-    (StoreError, "store_unavailable"), (EmbedderUnavailable, "embedder_unavailable"),
+    (ProposalNotFound, "proposal_not_found"), (ProposalClosed, "proposal_closed"),
+    (MaintenanceBusy, "maintenance_busy"), (StoreError, "store_unavailable"),
+    (EmbedderUnavailable, "embedder_unavailable"),
 ]
 
 
@@ -208,6 +215,27 @@ class DecideBody(_Model):
     verdict: Literal[VERDICTS] = Field(description="The user's verdict.")  # type: ignore[valid-type]
     text: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT_BYTES,
                              description="merge only: the merged statement.")
+
+
+class QueueQuery(_Model):
+    state: list[Literal[PROPOSAL_STATES]] = Field(  # type: ignore[valid-type]
+        default=[], description="Only proposals in these states (repeat; default: pending).")
+    type: list[Literal[PROPOSAL_TYPES]] = Field(  # type: ignore[valid-type]
+        default=[], description="Only these types (repeat).")
+    limit: int = Field(default=100, ge=1, le=1000, description="How many at most.")
+
+
+class ProposalDecideBody(_Model):
+    verdict: Literal["approve", "keep", "edit"] = Field(description="The user's verdict.")
+    text: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT_BYTES,
+                             description="edit only: the text the user agreed to.")
+    keep_id: str | None = Field(default=None, max_length=64,
+                                description="duplicate, near_duplicate, conflict: which memory stays.")
+
+
+class MaintainBody(_Model):
+    apply: bool = Field(default=False, description="false: a dry run that writes nothing.")
+    safe_only: bool = Field(default=False, description="With apply: only retire exact duplicates.")
 
 
 class NoInput(_Model):
@@ -339,6 +367,30 @@ def _decide(engine: cairn.Cairn, call: Call) -> Any:
     return review_decide(engine, a.older_id, a.newer_id, a.verdict, a.text)
 
 
+def _queue(engine: cairn.Cairn, call: Call) -> Any:
+    a: QueueQuery = call.args
+    proposals = engine.review_queue(states=a.state or ("pending",), types=a.type, limit=a.limit)
+    return {"proposals": [p.to_json() for p in proposals], "count": len(proposals)}
+
+
+def _proposal(engine: cairn.Cairn, call: Call) -> Any:
+    return engine.review_show(call.path["id"])
+
+
+def _decide_proposal(engine: cairn.Cairn, call: Call) -> Any:
+    a: ProposalDecideBody = call.args
+    return engine.review_decide(call.path["id"], a.verdict, text=a.text, keep_id=a.keep_id, by="http")
+
+
+def _maintain(engine: cairn.Cairn, call: Call) -> Any:
+    a: MaintainBody = call.args
+    return engine.maintain(apply=a.apply, safe_only=a.safe_only)
+
+
+def _maintenance_status(engine: cairn.Cairn, call: Call) -> Any:
+    return engine.maintenance_status()
+
+
 _MEMORY = ("memory_not_found",)
 ROUTES: list[RouteSpec] = [
     RouteSpec("GET", "/v1/status", "Which store and why, counts, model, whether recall is keyword-only.", _status,
@@ -376,6 +428,22 @@ ROUTES: list[RouteSpec] = [
               DecideBody, body=True, write=True, embeds=True,
               returns="What was done: `verdict` and `kept`, `forgotten`, or `superseded` + `by`.",
               errors=(*_MEMORY, "not_current", "invalid_memory")),
+    RouteSpec("GET", "/v1/review/proposals", "The durable review queue (as `cairn review list`): proposals from "
+              "maintenance, possible conflicts and imported guidance.", _queue, QueueQuery,
+              returns="`{\"proposals\": [Proposal], \"count\"}` (docs/cli.md, JSON keys).",
+              errors=("invalid_input",)),
+    RouteSpec("GET", "/v1/review/proposals/{id}", "One proposal with its evidence (as `cairn review show`).",
+              _proposal, returns="`{\"proposal\", \"sources\", \"stale\", \"after\"}`.",
+              errors=("proposal_not_found",)),
+    RouteSpec("POST", "/v1/review/proposals/{id}/decide", "The user's verdict on one proposal: approve, keep or "
+              "edit; compare-and-set.", _decide_proposal, ProposalDecideBody, body=True, write=True, embeds=True,
+              returns="`{\"proposal\", \"type\", \"state\", \"verdict\"}` and what was done.",
+              errors=("proposal_not_found", "proposal_closed", "invalid_input", "invalid_memory")),
+    RouteSpec("POST", "/v1/maintain", "A maintenance run (as `cairn maintain`): a dry run unless `apply`.",
+              _maintain, MaintainBody, body=True, write=True,
+              returns="The run's report (docs/cli.md, `maintain --json`).", errors=("maintenance_busy",)),
+    RouteSpec("GET", "/v1/maintain/status", "The last maintenance run, the lease, the queue's counts.",
+              _maintenance_status, returns="As `cairn maintain --status --json`."),
 ]
 COMMON_ERRORS = ("invalid_json", "invalid_request", "unauthorized", "read_only", "forbidden_store",
                  "store_not_found", "invalid_store_name", "body_too_large", "unsupported_media_type",
