@@ -30,7 +30,8 @@ _EXPORTS = {
     "Hit": "models", "Memory": "models", "SessionHit": "models", "SessionInfo": "models", "Turn": "models",
     "SESSION_MODES": "models", "RememberResult": "models", "Status": "models", "Order": "models",
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
-    "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
+    "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models", "MAX_APPLIES_WHEN": "models",
+    "MAX_APPLIES_CHARS": "models",
     "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "db",
     "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "ensure_data_root": "paths",
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
@@ -76,7 +77,8 @@ if TYPE_CHECKING:
     )
     from .errors import *  # noqa: F403
     from .models import (
-        DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SCOPES, SESSION_MODES, SOURCES, STATUSES,
+        DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES, SCOPES,
+        SESSION_MODES, SOURCES, STATUSES,
         VERDICTS, Hit, Memory, Order, RememberResult, SessionHit, SessionInfo, Status, Turn,
     )
     from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private

@@ -36,7 +36,7 @@ from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreError, Sto
 from .models import Memory, Order
 from .records import NewMemory
 from .store import Filters, current_sql
-from .text import index_text, normalise
+from .text import index_text, normalise, passage
 from .timeutil import END_OF_TIME, now_ms
 
 if TYPE_CHECKING:
@@ -51,11 +51,11 @@ LANGUAGES = ("simple", "arabic", "armenian", "basque", "catalan", "danish", "dut
 HNSW_MAX_EF = 1000  # pgvector's ceiling for hnsw.ef_search
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 def _cols(alias: str = "memories") -> str:
-    """A memory's columns, its tags (sorted) last: one query per read, not one more for the tags."""
+    """A memory's columns, its tags (sorted) then its applies_when: one query per read, not one more for the tags."""
     a = alias
     return (f"{a}.seq, {a}.id, {a}.text, {a}.kind, {a}.importance, {a}.source, {a}.session_id, {a}.valid_from, "
             f"{a}.valid_to, {a}.recorded_at, {a}.retired_at, {a}.superseded_by, {a}.forgotten_at, "
-            f"ARRAY(SELECT t.tag FROM memory_tags t WHERE t.seq = {a}.seq ORDER BY t.tag)")
+            f"ARRAY(SELECT t.tag FROM memory_tags t WHERE t.seq = {a}.seq ORDER BY t.tag), {a}.applies_when")
 
 
 _COLUMNS = _cols()
@@ -117,7 +117,8 @@ def _vector_text(vector: Any) -> str:
 
 
 # -- migrations: the same numbered scheme as migrations.py, their own list ---------------------------
-PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals"), (3, "m003_memory_usage")]
+PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals"), (3, "m003_memory_usage"),
+                                        (4, "m004_applies_when")]
 
 
 def _m001_initial(conn: psycopg.Connection, language: str) -> None:
@@ -179,8 +180,14 @@ def _m003_memory_usage(conn: psycopg.Connection, language: str) -> None:
             last_injected_at bigint, last_cited_at bigint)""")
 
 
+def _m004_applies_when(conn: psycopg.Connection, language: str) -> None:
+    # As SQLite's m007: write-time applies-when phrases (NULL when none), also in the tsv of the
+    # memories written with them (existing memories have none, so no tsv changes).
+    conn.execute("ALTER TABLE memories ADD COLUMN applies_when text[]")
+
+
 _STEPS = {"m001_initial": _m001_initial, "m002_review_dismissals": _m002_review_dismissals,
-          "m003_memory_usage": _m003_memory_usage}
+          "m003_memory_usage": _m003_memory_usage, "m004_applies_when": _m004_applies_when}
 
 
 def _lock_key(text: str) -> int:
@@ -341,7 +348,8 @@ class PgStore:
         return [
             Memory(id=r[1], text=r[2], kind=r[3], tags=tuple(r[13]), importance=r[4], source=r[5],
                    session_id=r[6], valid_from=r[7], valid_to=Memory.open_end(r[8]), recorded_at=r[9],
-                   retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name)
+                   retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name,
+                   applies_when=tuple(r[14] or ()))
             for r in rows
         ]
 
@@ -433,6 +441,18 @@ class PgStore:
             [self._ts, found, *params, int(limit)]).fetchall()
         return [(int(seq), float(score)) for seq, score in rows]
 
+    def term_counts(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """As Store.term_counts: live memories, and how many of them match each term (one phrase of
+        an FTS5 MATCH expression, text.fts_query)."""
+        total = self.conn.execute("SELECT count(*) FROM memories WHERE tsv IS NOT NULL").fetchone()[0]
+        out: dict[str, int] = {}
+        for term in dict.fromkeys(terms):
+            words = phrases(term)
+            out[term] = self.conn.execute(
+                "SELECT count(*) FROM memories WHERE tsv @@ phraseto_tsquery(%s::regconfig, %s)",
+                (self._ts, tokens(words[0]))).fetchone()[0] if words else 0
+        return int(total), out
+
     def _has_vectors(self) -> bool:
         # Once created the table stays (replace_vectors drops and recreates it in one transaction).
         if self._vectors_exist:
@@ -510,26 +530,33 @@ class PgStore:
         return kinds, [(tag, n) for tag, n in tags]
 
     def backlog(self, limit: int) -> list[tuple[int, str]]:
-        return self.conn.execute("SELECT b.seq, m.text FROM vector_backlog b JOIN memories m ON m.seq = b.seq "
-                                 "WHERE m.text IS NOT NULL ORDER BY b.seq LIMIT %s", (int(limit),)).fetchall()
+        """(seq, passage) of memories awaiting a vector, oldest first (as Store.backlog)."""
+        rows = self.conn.execute("SELECT b.seq, m.text, m.applies_when FROM vector_backlog b JOIN memories m "
+                                 "ON m.seq = b.seq WHERE m.text IS NOT NULL ORDER BY b.seq LIMIT %s",
+                                 (int(limit),)).fetchall()
+        return [(seq, passage(text, tuple(applies or ()))) for seq, text, applies in rows]
 
     def all_text_seqs(self) -> list[tuple[int, str]]:
-        return self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL ORDER BY seq").fetchall()
+        """(seq, passage) of every live memory (as Store.all_text_seqs)."""
+        rows = self.conn.execute("SELECT seq, text, applies_when FROM memories WHERE text IS NOT NULL "
+                                 "ORDER BY seq").fetchall()
+        return [(seq, passage(text, tuple(applies or ()))) for seq, text, applies in rows]
 
     # -- writes (inside transaction()) ---------------------------------------------------------------------
-    def _tsv_args(self, text: str, tags: Sequence[str]) -> tuple[str, str]:
-        return self._ts, tokens(text + " " + " ".join(tags))
+    def _tsv_args(self, text: str, tags: Sequence[str], applies_when: Sequence[str] = ()) -> tuple[str, str]:
+        return self._ts, tokens(text + " " + " ".join(tags) + " " + " ; ".join(applies_when))
 
     def insert(self, new: NewMemory, vector: Any) -> int | None:
         """Insert a memory with its index entries; returns its seq, or None when another writer
         stored the same text (normalised) as a current memory meanwhile."""
         row = self.conn.execute(
             f"INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, "
-            f"valid_to, asserted_valid_to, recorded_at, tsv) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
-            f"to_tsvector(%s::regconfig, %s)) ON CONFLICT (text_key) WHERE retired_at = {END_OF_TIME} "
+            f"valid_to, asserted_valid_to, recorded_at, applies_when, tsv) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
+            f"%s, to_tsvector(%s::regconfig, %s)) ON CONFLICT (text_key) WHERE retired_at = {END_OF_TIME} "
             f"AND text_key IS NOT NULL DO NOTHING RETURNING seq",
             (new.id, new.text, new.text_key, new.kind, new.importance, new.source, new.session_id, new.valid_from,
-             new.valid_to, new.valid_to, new.recorded_at, *self._tsv_args(new.text, new.tags))).fetchone()
+             new.valid_to, new.valid_to, new.recorded_at, list(new.applies_when) or None,
+             *self._tsv_args(new.text, new.tags, new.applies_when))).fetchone()
         if row is None:
             return None
         seq = int(row[0])
@@ -572,7 +599,8 @@ class PgStore:
     def erase(self, seq: int, at: int) -> None:
         """Forget: text, tags, keyword entry and vector gone; the row stays as a tombstone."""
         self.conn.execute("SELECT 1 FROM memories WHERE seq = %s FOR UPDATE", (seq,))
-        self.conn.execute("UPDATE memories SET text = NULL, text_key = NULL, tsv = NULL, forgotten_at = %s, "
+        self.conn.execute("UPDATE memories SET text = NULL, text_key = NULL, tsv = NULL, applies_when = NULL, "
+                          "forgotten_at = %s, "
                           "retired_at = least(retired_at, %s) WHERE seq = %s", (at, at, seq))
         self.conn.execute("DELETE FROM memory_tags WHERE seq = %s", (seq,))
         self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
@@ -601,13 +629,14 @@ class PgStore:
         live = memory.text is not None
         row = self.conn.execute(
             "INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, valid_to, "
-            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, tsv) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s, CASE WHEN %s THEN to_tsvector(%s::regconfig, %s) END) "
-            "RETURNING seq",
+            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, applies_when, tsv) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s, "
+            "CASE WHEN %s THEN to_tsvector(%s::regconfig, %s) END) RETURNING seq",
             (memory.id, memory.text, text_key, memory.kind, memory.importance, memory.source, memory.session_id,
              memory.valid_from, memory.valid_to or end, asserted_valid_to, memory.recorded_at,
-             memory.retired_at or end, memory.superseded_by, memory.forgotten_at, live,
-             *self._tsv_args(memory.text or "", memory.tags))).fetchone()
+             memory.retired_at or end, memory.superseded_by, memory.forgotten_at,
+             (list(memory.applies_when) or None) if live else None, live,
+             *self._tsv_args(memory.text or "", memory.tags, memory.applies_when))).fetchone()
         seq = int(row[0])
         if live:
             with self.conn.cursor() as cur:
@@ -722,10 +751,11 @@ class PgStore:
 
     def rebuild_indexes(self) -> None:
         with self.transaction():
-            for seq, text in self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL").fetchall():
+            for seq, text, applies in self.conn.execute(
+                    "SELECT seq, text, applies_when FROM memories WHERE text IS NOT NULL").fetchall():
                 tags = self._tags([seq]).get(seq, ())
                 self.conn.execute("UPDATE memories SET tsv = to_tsvector(%s::regconfig, %s) WHERE seq = %s",
-                                  (*self._tsv_args(text, tags), seq))
+                                  (*self._tsv_args(text, tags, applies or ()), seq))
             self.conn.execute("UPDATE memories SET tsv = NULL WHERE text IS NULL AND tsv IS NOT NULL")
             live = "SELECT seq FROM memories WHERE text IS NOT NULL"
             self.conn.execute(f"DELETE FROM vector_backlog WHERE seq NOT IN ({live})")
