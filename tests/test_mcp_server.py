@@ -198,6 +198,24 @@ def test_tools_are_listed_with_constrained_schemas(shared):
 
 
 # -- the memory lifecycle -----------------------------------------------------------------------------
+def test_remember_and_replace_take_applies_when_and_tell_claude_how_to_write_them(shared):
+    tools = {t.name: t for t in shared.run(lambda s: s.list_tools()).tools}
+    for name in ("memory_remember", "memory_replace"):
+        schema = tools[name].input_schema["properties"]["applies_when"]
+        assert "tasks in which this memory matters" in schema["description"], name
+    remember = tools["memory_remember"].input_schema["properties"]["applies_when"]
+    assert remember["maxItems"] == 4 and remember["items"]["maxLength"] == 80
+    made = shared.ok("memory_remember", text="Release notes are written in docs/changes/NEXT.md before merging",
+                     kind="convention", applies_when=["opening a pull request", "shipping a user-visible fix"])
+    listed = {m["id"]: m for m in shared.ok("memory_list", kinds=["convention"])["memories"]}
+    assert listed[made["id"]]["applies_when"] == ["opening a pull request", "shipping a user-visible fix"]
+    new = shared.ok("memory_replace", id=made["id"], text="Release notes are written in CHANGELOG.md before merging")
+    listed = {m["id"]: m for m in shared.ok("memory_list", kinds=["convention"])["memories"]}
+    assert listed[new["id"]]["applies_when"] == ["opening a pull request", "shipping a user-visible fix"]
+    assert "applies_when" in shared.error("memory_remember", text="Storybook runs on port 6006",
+                                          applies_when=[f"task {i}" for i in range(5)])
+
+
 def test_remember_then_recall_finds_it_with_its_id(shared):
     made = shared.ok("memory_remember", text="We deploy with Kamal because Capistrano was too slow",
                      kind="decision", tags=["deploy"], importance=4)

@@ -30,7 +30,8 @@ _EXPORTS = {
     "Hit": "models", "Memory": "models", "SessionHit": "models", "SessionInfo": "models", "Turn": "models",
     "SESSION_MODES": "models", "RememberResult": "models", "Status": "models", "Order": "models",
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
-    "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models",
+    "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models", "MAX_APPLIES_WHEN": "models",
+    "MAX_APPLIES_CHARS": "models",
     "Proposal": "models", "PROPOSAL_TYPES": "models", "PROPOSAL_STATES": "models", "REVIEW_VERBS": "models",
     "DECIDERS": "models",
     "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "db",
@@ -78,9 +79,9 @@ if TYPE_CHECKING:
     )
     from .errors import *  # noqa: F403
     from .models import (
-        DECIDERS, DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, PROPOSAL_STATES, PROPOSAL_TYPES,
-        REVIEW_VERBS, SCOPES, SESSION_MODES, SOURCES, STATUSES, VERDICTS, Hit, Memory, Order, Proposal, RememberResult,
-        SessionHit, SessionInfo, Status, Turn,
+        DECIDERS, DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES,
+        PROPOSAL_STATES, PROPOSAL_TYPES, REVIEW_VERBS, SCOPES, SESSION_MODES, SOURCES, STATUSES, VERDICTS, Hit, Memory,
+        Order, Proposal, RememberResult, SessionHit, SessionInfo, Status, Turn,
     )
     from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig

@@ -80,6 +80,19 @@ SHARED_FRACTION = 0.25
 # since BM25 already orders by shared words (and every hit read costs a stemming).
 HYBRID_DEPTH = 50
 MAX_PROMPT_CHARS = 2000  # of a prompt, embedded, searched and stemmed (a pasted log can be huge)
+IDF_MAX_TERMS = 48  # distinct words of a prompt whose store frequency is looked up
+# The gate's second route (rare_match), on the store's own word frequencies (TermWeights): a memory
+# sharing at least RARE_MIN_SHARED of the prompt's stems that cover RARE_COVERAGE of its IDF weight
+# (a stem no memory holds weighing ABSENT_WEIGHT of its IDF), with a cosine of at least RARE_FLOOR;
+# keyword-only, with no cosine to back the words, KEYWORD_RARE_COVERAGE. Calibrated with
+# bench/gate_sweep.py on the dev split of tests/data/relevance (memories with their applies-when
+# phrases) and the paraphrase class; curves and the chosen point: docs/benchmarks.md, "Applies when
+# and the store's word frequencies".
+ABSENT_WEIGHT = 0.5
+RARE_COVERAGE = 0.45
+RARE_MIN_SHARED = 2
+RARE_FLOOR = 0.30
+KEYWORD_RARE_COVERAGE = 0.6
 
 # Session brief: the kinds listed by importance, each under its title; then the most recent memories.
 BRIEF_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("preference", "Preferences"))
@@ -210,6 +223,42 @@ def shares_enough(prompt_stems: set[str], memory_text: str, minimum: int) -> boo
 
 
 @dataclass(frozen=True)
+class TermWeights:
+    """How informative each content stem of a prompt is in this store: its IDF,
+    ln(1 + (N - df + 0.5) / (df + 0.5)) as BM25 computes it, N the store's keyword-indexed memories
+    and df those containing the stem (text or applies-when). A stem no memory contains gets its df
+    of 0 (the highest IDF): it tells that the prompt asks about something the store does not hold."""
+
+    idf: dict[str, float]
+    df: dict[str, int]
+    total: int
+
+    def coverage(self, shared: Collection[str], absent: float | None = None) -> float:
+        """The IDF-weighted share of the prompt's stems that `shared` (stems a memory has) covers,
+        0..1: high when the memory holds the prompt's rare words, low when it shares only words
+        common in this store, or a few of a prompt that is mostly about something else. absent: the
+        weight of a stem no memory holds, as a multiple of its IDF (default ABSENT_WEIGHT)."""
+        absent = ABSENT_WEIGHT if absent is None else absent
+        weight = {s: idf * (absent if self.df.get(s) == 0 else 1.0) for s, idf in self.idf.items()}
+        whole = sum(weight.values())
+        return sum(weight.get(s, 0.0) for s in shared) / whole if whole else 0.0
+
+
+def term_weights(memory: Cairn, prompt: str) -> TermWeights:
+    """The IDF in the project store of each content stem of `prompt` (the first IDF_MAX_TERMS
+    distinct words are looked up, one index lookup each; later ones count as absent)."""
+    words = list(dict.fromkeys(content_words(prompt)))
+    phrases = {w: '"' + w.replace('"', '""') + '"' for w in words[:IDF_MAX_TERMS]}
+    total, counts = memory.term_counts(phrases.values()) if phrases else (0, {})
+    df: dict[str, int] = {}
+    for word in words:
+        stem = _stem_word(word)
+        df[stem] = max(df.get(stem, 0), counts.get(phrases.get(word, ""), 0))
+    idf = {stem: math.log(1 + (total - n + 0.5) / (n + 0.5)) for stem, n in df.items()}
+    return TermWeights(idf, df, total)
+
+
+@dataclass(frozen=True)
 class CosineGate:
     """One model's cosine thresholds (see the constants above). multilingual: whether its cosines
     also judge CJK prompts (else those are judged by shared words alone)."""
@@ -218,6 +267,7 @@ class CosineGate:
     weak: float
     min_shared: int
     multilingual: bool
+    rare_floor: float = 0.0  # the least cosine for the rare-words route (rare_match)
 
 
 def cosine_gate(model_name: str | None) -> CosineGate | None:
@@ -225,9 +275,11 @@ def cosine_gate(model_name: str | None) -> CosineGate | None:
     (its prompts are judged by shared words alone). Read at call time, so a sweep may set the
     module's constants."""
     if model_name == GATE_MODEL:
-        return CosineGate(STRONG_COSINE, WEAK_COSINE, MIN_SHARED_STEMS, multilingual=False)
+        return CosineGate(STRONG_COSINE, WEAK_COSINE, MIN_SHARED_STEMS, multilingual=False, rare_floor=RARE_FLOOR)
     if model_name == E5_MODEL:
-        return CosineGate(E5_STRONG_COSINE, E5_WEAK_COSINE, E5_MIN_SHARED_STEMS, multilingual=True)
+        # Not calibrated for E5's rare-words route: its weak threshold, where its cosines start to mean something.
+        return CosineGate(E5_STRONG_COSINE, E5_WEAK_COSINE, E5_MIN_SHARED_STEMS, multilingual=True,
+                          rare_floor=E5_WEAK_COSINE)
     return None
 
 
@@ -254,9 +306,29 @@ def passes(cosine: float | None, prompt_stems: set[str], memory_text: str, gate:
     return cosine >= gate.weak and shares_enough(prompt_stems, memory_text, gate.min_shared)
 
 
-def is_relevant(hit: Hit, prompt_stems: set[str]) -> bool:
+def rare_match(cosine: float | None, prompt_stems: set[str], memory_text: str, weights: TermWeights | None,
+               gate: CosineGate | None = None) -> bool:
+    """The gate's second route, on this store's own word frequencies: the memory (text and applies-when
+    phrases) holds at least RARE_MIN_SHARED of the prompt's content stems (all of a shorter prompt's)
+    covering at least RARE_COVERAGE of the prompt's IDF weight (TermWeights.coverage), and, with a
+    cosine, the cosine is at least the gate's rare_floor; without one (keyword-only),
+    KEYWORD_RARE_COVERAGE. weights None (a CJK prompt, whose bigrams
+    this was not calibrated on): never."""
+    if weights is None or not prompt_stems:
+        return False
+    shared = prompt_stems & _stem_text(memory_text)
+    need = KEYWORD_RARE_COVERAGE if cosine is None else RARE_COVERAGE
+    if len(shared) < min(RARE_MIN_SHARED, len(prompt_stems)) or weights.coverage(shared) < need:
+        return False
+    gate = gate or cosine_gate(GATE_MODEL)
+    return cosine is None or cosine >= gate.rare_floor
+
+
+def is_relevant(hit: Hit, prompt_stems: set[str], weights: TermWeights | None = None) -> bool:
     """The gate on a recall hit, with the cosine recall reported for it (if any)."""
-    return passes(hit.reasons.get("vector", {}).get("cosine"), prompt_stems, hit.memory.text or "")
+    cosine = hit.reasons.get("vector", {}).get("cosine")
+    return (passes(cosine, prompt_stems, hit.memory.passage)
+            or rare_match(cosine, prompt_stems, hit.memory.passage, weights))
 
 
 def _cosines(memory: Cairn, hits: list[Hit], query_vector) -> dict[str, float]:
@@ -304,15 +376,28 @@ def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None,
     text = prompt[:MAX_PROMPT_CHARS]
     words = stems(text)
     gate = _gate_for(memory.embedder)
-    if gate is None or (not gate.multilingual and is_cjk(text)):
+    cjk = is_cjk(text)
+    if gate is None or (not gate.multilingual and cjk):
         query_vector = None  # no thresholds for this model's cosines, or not on this language
+    weights: list[TermWeights] = []  # looked up once, and only for a hit that may take the second route
+
+    def relevant(hit: Hit, cosine: float | None) -> bool:
+        if passes(cosine, words, hit.memory.passage, gate):
+            return True
+        if cjk or len(words & _stem_text(hit.memory.passage)) < min(RARE_MIN_SHARED, len(words)):
+            return False
+        if not weights:
+            weights.append(term_weights(memory, text))
+        return rare_match(cosine, words, hit.memory.passage, weights[0], gate)
+
     if query_vector is None:
         hits = memory.recall(text, k=k * 3 + len(exclude), use_vectors=False, scope="project")
-        return [h for h in hits if h.memory.id not in exclude and is_relevant(h, words)][:k]
+        return [h for h in hits if h.memory.id not in exclude
+                and relevant(h, h.reasons.get("vector", {}).get("cosine"))][:k]
     hits = memory.recall(text, k=max(k * 3, HYBRID_DEPTH) + len(exclude), query_vector=query_vector, scope="project")
     hits = [h for h in hits if h.memory.id not in exclude]
     cosines = _cosines(memory, hits, query_vector)
-    return [h for h in hits if passes(cosines.get(h.memory.id), words, h.memory.text or "", gate)][:k]
+    return [h for h in hits if relevant(h, cosines.get(h.memory.id))][:k]
 
 
 def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200, query_vector=None,

@@ -38,7 +38,7 @@ from .backends import backend_of, marker_path, marker_schema, open_store, postgr
 from .config import load_config
 from .store import Filters, Store
 from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value
-from .text import duplicate_key, fts_query, is_blank, lone_surrogate
+from .text import duplicate_key, fts_query, is_blank, lone_surrogate, passage
 from .timeutil import END_OF_TIME, now_ms, parse_time
 
 if TYPE_CHECKING:
@@ -718,9 +718,14 @@ class Cairn:
         replaces: str | Iterable[str] | None = None,
         scope: str = "project",
         detect: bool | None = None,
+        applies_when: Iterable[str] = (),
     ) -> RememberResult:
         """Store one memory. Times: ISO 8601 or epoch ms (UTC); valid_from defaults to now.
 
+        applies_when: one to MAX_APPLIES_WHEN (4) short phrases, at most MAX_APPLIES_CHARS (80)
+        characters each, naming the tasks in which the memory matters ("fixing a flaky test",
+        "changing the public API"); embedded and keyword-indexed with the text, so recall and the
+        per-prompt gate find the memory for a task its words do not name.
         scope: "project" or "global" (the user's store for every project). detect: automatic
         supersession (default: config `supersession.enabled`). Exact duplicates (after
         normalisation) of a current memory write nothing and return it with status "duplicate".
@@ -733,8 +738,11 @@ class Cairn:
         """
         if replaces is not None and not isinstance(replaces, str):
             replaces = tuple(replaces)
+        if applies_when is not None and not isinstance(applies_when, str):
+            applies_when = tuple(applies_when)
         draft = Draft(text=text, kind=kind, tags=tuple(tags), importance=importance, source=source,
-                      session_id=session_id, valid_from=valid_from, valid_to=valid_to, replaces=replaces)
+                      session_id=session_id, valid_from=valid_from, valid_to=valid_to, replaces=replaces,
+                      applies_when=applies_when)
         return self.remember_many([draft], scope=scope, detect=detect)[0]
 
     def remember_many(self, drafts: list[Draft], *, scope: str = "project",
@@ -753,7 +761,7 @@ class Cairn:
         for draft in drafts:
             for old_id in draft.replaced_ids:
                 self._require_current(store, old_id)
-        vectors = self.embed([r.text for r in rows])
+        vectors = self.embed([passage(r.text, r.applies_when) for r in rows])
         if vectors is not None:
             self._claim_space(store)
         detect = self.config["supersession"]["enabled"] if detect is None else detect
@@ -873,9 +881,11 @@ class Cairn:
         session_id: str | None = None,
         valid_from: Any = None,
         valid_to: Any = None,
+        applies_when: Iterable[str] | None = None,
     ) -> RememberResult:
         """Supersede `memory_id` (or several ids: a merge) with a new memory, in the store that holds
-        the (first) old one. Kind, tags and importance default to the first old memory's. If `text`
+        the (first) old one. Kind, tags, importance and applies_when default to the first old
+        memory's (applies_when=[] drops them). If `text`
         is already a current memory, the old ones are superseded by that one and nothing new is
         written. Raises MemoryNotFound, NotCurrent, InvalidMemory."""
         ids = [memory_id] if isinstance(memory_id, str) else list(memory_id)
@@ -887,7 +897,8 @@ class Cairn:
         return self.remember(
             text, kind=old.kind if kind is None else kind, tags=old.tags if tags is None else tags,
             importance=old.importance if importance is None else importance, source=source, session_id=session_id,
-            valid_from=valid_from, valid_to=valid_to, replaces=tuple(ids), scope=scope)
+            valid_from=valid_from, valid_to=valid_to, replaces=tuple(ids), scope=scope,
+            applies_when=old.applies_when if applies_when is None else applies_when)
 
     # -- review -----------------------------------------------------------------------------------
     def dismiss_pair(self, first_id: str, second_id: str) -> None:
@@ -1108,6 +1119,12 @@ class Cairn:
         "tags": [(tag, current count)], the `tags` most used first}."""
         kinds, top = self.store.current_kinds_and_tags(tags)
         return {"kinds": kinds, "tags": top}
+
+    def term_counts(self, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
+        """Document frequencies in the project store: (live memories keyword-indexed, {term: how many
+        of them contain it}). A term is one quoted phrase as text.fts_query writes it ('"flag"'),
+        stemmed as the index is. For an IDF of a prompt's words (context.py)."""
+        return self.store.term_counts(list(terms))
 
     def cosines(self, memory_ids: Iterable[str], query_vector: np.ndarray) -> dict[str, float]:
         """Cosine of each memory's stored vector with `query_vector` (float32[dim], L2-normalised),

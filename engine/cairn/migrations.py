@@ -233,6 +233,23 @@ def m007_review_queue(conn: Connection) -> None:
     conn.execute("CREATE INDEX memories_cold ON memories(cold_at) WHERE cold_at IS NOT NULL")
 
 
+@migration
+def m008_applies_when(conn: Connection) -> None:
+    # Write-time "applies when" phrases (JSON array of strings; NULL when none), kept with each
+    # memory version, and a third FTS column indexing them. FTS5 tables cannot gain a column, so the
+    # index is rebuilt under a new name with its rows copied, then renamed.
+    conn.execute("ALTER TABLE memories ADD COLUMN applies_when TEXT")
+    conn.execute(
+        "CREATE VIRTUAL TABLE memory_fts_v8 USING fts5("
+        "body, tags, applies, tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+    if fts_secure_delete_supported(conn):  # as m004
+        conn.execute("INSERT INTO memory_fts_v8(memory_fts_v8, rank) VALUES ('secure-delete', 1)")
+    conn.execute("INSERT INTO memory_fts_v8(rowid, body, tags, applies) SELECT rowid, body, tags, '' FROM memory_fts")
+    conn.execute("DROP TABLE memory_fts")
+    conn.execute("ALTER TABLE memory_fts_v8 RENAME TO memory_fts")
+
+
 def _user_tables(conn: Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     return {r[0] for r in rows}

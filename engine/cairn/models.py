@@ -6,12 +6,15 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
+from .text import passage
 from .timeutil import END_OF_TIME, format_time
 
 # Closed sets, documented in docs/cli.md. A new kind is a schema decision, not a free-form string.
 KINDS = ("decision", "convention", "preference", "fact", "task", "insight")
 SOURCES = ("user", "agent", "capture", "import")
 MAX_TEXT_BYTES = 8 * 1024  # UTF-8 bytes of one memory's text
+MAX_APPLIES_WHEN = 4  # applies-when phrases of one memory
+MAX_APPLIES_CHARS = 80  # characters of one applies-when phrase ("fixing a flaky test in CI")
 IMPORTANCE_RANGE = (1, 5)
 DEFAULT_IMPORTANCE = 3
 # A memory's status, from its times (Memory.status is the one definition; the store's current view,
@@ -55,6 +58,8 @@ class Memory:
     """One stored memory, current, superseded or forgotten (a tombstone, whose text is None).
 
     Times are epoch milliseconds, UTC. valid_to / retired_at are None while open.
+    applies_when: up to MAX_APPLIES_WHEN short phrases naming the tasks in which the memory matters
+    ("fixing a flaky test"), written with it; () when none. Indexed for recall with the text.
     valid_from/valid_to: valid time, when the fact holds in the world.
     recorded_at/retired_at: transaction time, when the store learned it and when it stopped
     holding it as current (superseded or forgotten).
@@ -75,11 +80,18 @@ class Memory:
     forgotten_at: int | None
     store: str = ""
     cold_at: int | None = None  # demoted to the cold tier then (epoch ms); None: warm
+    applies_when: tuple[str, ...] = ()
 
     @property
     def cold(self) -> bool:
         """In the cold tier: left out of the hooks and of default recall and list (include_cold, as_of find it)."""
         return self.cold_at is not None
+
+    @property
+    def passage(self) -> str:
+        """What is embedded and matched for this memory: its text, then its applies-when phrases
+        (text.passage); "" for a tombstone."""
+        return passage(self.text or "", self.applies_when) if self.text is not None else ""
 
     @property
     def status(self) -> str:
@@ -101,6 +113,7 @@ class Memory:
         """Stable JSON keys (docs/cli.md): times as epoch ms plus ISO 8601 twins (`*_iso`)."""
         data = asdict(self)
         data["tags"] = list(self.tags)
+        data["applies_when"] = list(self.applies_when or ())
         data["status"] = self.status
         for key in ("valid_from", "valid_to", "recorded_at", "retired_at", "forgotten_at", "cold_at"):
             data[f"{key}_iso"] = format_time(data[key])

@@ -39,7 +39,7 @@ from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreError, Sto
 from .models import Memory, Order, SessionInfo, Turn
 from .records import NewMemory
 from .store import Filters, Store, current_sql
-from .text import index_text, normalise
+from .text import index_text, normalise, passage
 from .timeutil import END_OF_TIME, now_ms
 
 if TYPE_CHECKING:
@@ -54,11 +54,11 @@ HNSW_MAX_EF = 1000  # pgvector's ceiling for hnsw.ef_search
 BULK_MIN = 200  # import_rows / fill_backlog with at least this many rows go through COPY
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 def _cols(alias: str = "memories") -> str:
-    """A memory's columns, its tags (sorted) last: one query per read, not one more for the tags."""
+    """A memory's columns, its tags (sorted) then its applies_when: one query per read, not one more for the tags."""
     a = alias
     return (f"{a}.seq, {a}.id, {a}.text, {a}.kind, {a}.importance, {a}.source, {a}.session_id, {a}.valid_from, "
             f"{a}.valid_to, {a}.recorded_at, {a}.retired_at, {a}.superseded_by, {a}.forgotten_at, {a}.cold_at, "
-            f"ARRAY(SELECT t.tag FROM memory_tags t WHERE t.seq = {a}.seq ORDER BY t.tag)")
+            f"ARRAY(SELECT t.tag FROM memory_tags t WHERE t.seq = {a}.seq ORDER BY t.tag), {a}.applies_when")
 
 
 _COLUMNS = _cols()
@@ -146,7 +146,7 @@ def _ranked_sql(table: str, alias: str, rank: str, where: str) -> str:
 
 # -- migrations: the same numbered scheme as migrations.py, their own list ---------------------------
 PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals"), (3, "m003_memory_usage"),
-                                        (4, "m004_sessions"), (5, "m005_cold_tier")]
+                                        (4, "m004_sessions"), (5, "m005_cold_tier"), (6, "m006_applies_when")]
 
 
 def _m001_initial(conn: psycopg.Connection, language: str) -> None:
@@ -255,9 +255,15 @@ def _m005_cold_tier(conn: psycopg.Connection, language: str) -> None:
     conn.execute("CREATE INDEX memories_cold ON memories(cold_at) WHERE cold_at IS NOT NULL")
 
 
+def _m006_applies_when(conn: psycopg.Connection, language: str) -> None:
+    # As SQLite's m008: write-time applies-when phrases (NULL when none), also in the tsv of the
+    # memories written with them (existing memories have none, so no tsv changes).
+    conn.execute("ALTER TABLE memories ADD COLUMN applies_when text[]")
+
+
 _STEPS = {"m001_initial": _m001_initial, "m002_review_dismissals": _m002_review_dismissals,
           "m003_memory_usage": _m003_memory_usage, "m004_sessions": _m004_sessions,
-          "m005_cold_tier": _m005_cold_tier}
+          "m005_cold_tier": _m005_cold_tier, "m006_applies_when": _m006_applies_when}
 
 
 def _lock_key(text: str) -> int:
@@ -478,7 +484,7 @@ class PgStore:
             Memory(id=r[1], text=r[2], kind=r[3], tags=tuple(r[14]), importance=r[4], source=r[5],
                    session_id=r[6], valid_from=r[7], valid_to=Memory.open_end(r[8]), recorded_at=r[9],
                    retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name,
-                   cold_at=r[13])
+                   cold_at=r[13], applies_when=tuple(r[15] or ()))
             for r in rows
         ]
 
@@ -560,6 +566,18 @@ class PgStore:
         rows = self.conn.execute(_ranked_sql("memories", "m", "ts_rank(m.tsv, q.tq, 1)", _pg(where)),
                                  [self._ts, found, *params, int(limit)]).fetchall()
         return [(int(seq), float(score)) for seq, score in rows]
+
+    def term_counts(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """As Store.term_counts: live memories, and how many of them match each term (one phrase of
+        an FTS5 MATCH expression, text.fts_query)."""
+        total = self.conn.execute("SELECT count(*) FROM memories WHERE tsv IS NOT NULL").fetchone()[0]
+        out: dict[str, int] = {}
+        for term in dict.fromkeys(terms):
+            words = phrases(term)
+            out[term] = self.conn.execute(
+                "SELECT count(*) FROM memories WHERE tsv @@ phraseto_tsquery(%s::regconfig, %s)",
+                (self._ts, tokens(words[0]))).fetchone()[0] if words else 0
+        return int(total), out
 
     def _vectors_ready(self, index: PgVectorIndex) -> bool:
         """Whether `index`'s table exists (asked once: it stays, until replace_vectors drops and
@@ -650,26 +668,33 @@ class PgStore:
         return kinds, [(tag, n) for tag, n in tags]
 
     def backlog(self, limit: int) -> list[tuple[int, str]]:
-        return self.conn.execute("SELECT b.seq, m.text FROM vector_backlog b JOIN memories m ON m.seq = b.seq "
-                                 "WHERE m.text IS NOT NULL ORDER BY b.seq LIMIT %s", (int(limit),)).fetchall()
+        """(seq, passage) of memories awaiting a vector, oldest first (as Store.backlog)."""
+        rows = self.conn.execute("SELECT b.seq, m.text, m.applies_when FROM vector_backlog b JOIN memories m "
+                                 "ON m.seq = b.seq WHERE m.text IS NOT NULL ORDER BY b.seq LIMIT %s",
+                                 (int(limit),)).fetchall()
+        return [(seq, passage(text, tuple(applies or ()))) for seq, text, applies in rows]
 
     def all_text_seqs(self) -> list[tuple[int, str]]:
-        return self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL ORDER BY seq").fetchall()
+        """(seq, passage) of every live memory (as Store.all_text_seqs)."""
+        rows = self.conn.execute("SELECT seq, text, applies_when FROM memories WHERE text IS NOT NULL "
+                                 "ORDER BY seq").fetchall()
+        return [(seq, passage(text, tuple(applies or ()))) for seq, text, applies in rows]
 
     # -- writes (inside transaction()) ---------------------------------------------------------------------
-    def _tsv_args(self, text: str, tags: Sequence[str]) -> tuple[str, str]:
-        return self._ts, tokens(text + " " + " ".join(tags))
+    def _tsv_args(self, text: str, tags: Sequence[str], applies_when: Sequence[str] = ()) -> tuple[str, str]:
+        return self._ts, tokens(text + " " + " ".join(tags) + " " + " ; ".join(applies_when))
 
     def insert(self, new: NewMemory, vector: Any) -> int | None:
         """Insert a memory with its index entries; returns its seq, or None when another writer
         stored the same text (normalised) as a current memory meanwhile."""
         row = self.conn.execute(
             f"INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, "
-            f"valid_to, asserted_valid_to, recorded_at, tsv) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
-            f"to_tsvector(%s::regconfig, %s)) ON CONFLICT (text_key) WHERE retired_at = {END_OF_TIME} "
+            f"valid_to, asserted_valid_to, recorded_at, applies_when, tsv) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
+            f"%s, to_tsvector(%s::regconfig, %s)) ON CONFLICT (text_key) WHERE retired_at = {END_OF_TIME} "
             f"AND text_key IS NOT NULL DO NOTHING RETURNING seq",
             (new.id, new.text, new.text_key, new.kind, new.importance, new.source, new.session_id, new.valid_from,
-             new.valid_to, new.valid_to, new.recorded_at, *self._tsv_args(new.text, new.tags))).fetchone()
+             new.valid_to, new.valid_to, new.recorded_at, list(new.applies_when) or None,
+             *self._tsv_args(new.text, new.tags, new.applies_when))).fetchone()
         if row is None:
             return None
         seq = int(row[0])
@@ -708,7 +733,8 @@ class PgStore:
     def erase(self, seq: int, at: int) -> None:
         """Forget: text, tags, keyword entry and vector gone; the row stays as a tombstone."""
         self.conn.execute("SELECT 1 FROM memories WHERE seq = %s FOR UPDATE", (seq,))
-        self.conn.execute("UPDATE memories SET text = NULL, text_key = NULL, tsv = NULL, forgotten_at = %s, "
+        self.conn.execute("UPDATE memories SET text = NULL, text_key = NULL, tsv = NULL, applies_when = NULL, "
+                          "forgotten_at = %s, "
                           "retired_at = least(retired_at, %s) WHERE seq = %s", (at, at, seq))
         self.conn.execute("DELETE FROM memory_tags WHERE seq = %s", (seq,))
         self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
@@ -737,13 +763,14 @@ class PgStore:
         live = memory.text is not None
         row = self.conn.execute(
             "INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, valid_to, "
-            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, cold_at, tsv) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s, "
+            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, cold_at, applies_when, tsv) "
+            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s, "
             "CASE WHEN %s THEN to_tsvector(%s::regconfig, %s) END) RETURNING seq",
             (memory.id, memory.text, text_key, memory.kind, memory.importance, memory.source, memory.session_id,
              memory.valid_from, memory.valid_to or end, asserted_valid_to, memory.recorded_at,
-             memory.retired_at or end, memory.superseded_by, memory.forgotten_at, memory.cold_at, live,
-             *self._tsv_args(memory.text or "", memory.tags))).fetchone()
+             memory.retired_at or end, memory.superseded_by, memory.forgotten_at, memory.cold_at,
+             (list(memory.applies_when) or None) if live else None, live,
+             *self._tsv_args(memory.text or "", memory.tags, memory.applies_when))).fetchone()
         seq = int(row[0])
         if live:
             with self.conn.cursor() as cur:
@@ -843,20 +870,24 @@ class PgStore:
             live = m.text is not None
             rows.append((len(rows), m.id, m.text, key, m.kind, m.importance, m.source, m.session_id, m.valid_from,
                          m.valid_to or end, asserted, m.recorded_at, m.retired_at or end, m.superseded_by,
-                         m.forgotten_at, "\n".join(m.tags) if live else "",
-                         self._tsv_args(m.text, m.tags)[1] if live else None))
+                         m.forgotten_at, m.cold_at, "\n".join(m.tags) if live else "",
+                         "\n".join(m.applies_when) if live else "",
+                         self._tsv_args(m.text, m.tags, m.applies_when)[1] if live else None))
         self.conn.execute("SET CONSTRAINTS ALL DEFERRED")  # chains may point forward in the file
         self.conn.execute("""CREATE TEMP TABLE cairn_import (
                 ord integer, id text, text text, text_key text, kind text, importance integer, source text,
                 session_id text, valid_from bigint, valid_to bigint, asserted_valid_to bigint, recorded_at bigint,
-                retired_at bigint, superseded_by text, forgotten_at bigint, tags text, tokens text) ON COMMIT DROP""")
+                retired_at bigint, superseded_by text, forgotten_at bigint, cold_at bigint, tags text, applies text,
+                tokens text) ON COMMIT DROP""")
         with self.conn.cursor() as cur, cur.copy("COPY cairn_import FROM STDIN") as copy:
             for row in rows:
                 copy.write_row(row)
         columns = ("id, text, text_key, kind, importance, source, session_id, valid_from, valid_to, asserted_valid_to, "
-                   "recorded_at, retired_at, superseded_by, forgotten_at")
-        self.conn.execute(f"INSERT INTO memories ({columns}, tsv) SELECT {columns}, CASE WHEN text IS NOT NULL "
-                          "THEN to_tsvector(%s::regconfig, tokens) END FROM cairn_import ORDER BY ord", (self._ts,))
+                   "recorded_at, retired_at, superseded_by, forgotten_at, cold_at")
+        self.conn.execute(f"INSERT INTO memories ({columns}, applies_when, tsv) SELECT {columns}, "
+                          "CASE WHEN applies <> '' THEN string_to_array(applies, E'\\n') END, "
+                          "CASE WHEN text IS NOT NULL THEN to_tsvector(%s::regconfig, tokens) END "
+                          "FROM cairn_import ORDER BY ord", (self._ts,))
         self.conn.execute("INSERT INTO memory_tags(tag, seq) SELECT DISTINCT t.tag, m.seq FROM cairn_import i "
                           "JOIN memories m ON m.id = i.id CROSS JOIN unnest(string_to_array(i.tags, E'\\n')) t(tag) "
                           "WHERE i.text IS NOT NULL AND i.tags <> ''")
@@ -943,10 +974,11 @@ class PgStore:
         for index in self.invalid_indexes():
             self.conn.execute(f'REINDEX INDEX "{self.schema}"."{index}"')
         with self.transaction():
-            for seq, text in self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL").fetchall():
+            for seq, text, applies in self.conn.execute(
+                    "SELECT seq, text, applies_when FROM memories WHERE text IS NOT NULL").fetchall():
                 tags = self._tags([seq]).get(seq, ())
                 self.conn.execute("UPDATE memories SET tsv = to_tsvector(%s::regconfig, %s) WHERE seq = %s",
-                                  (*self._tsv_args(text, tags), seq))
+                                  (*self._tsv_args(text, tags, applies or ()), seq))
             self.conn.execute("UPDATE memories SET tsv = NULL WHERE text IS NULL AND tsv IS NOT NULL")
             live = "SELECT seq FROM memories WHERE text IS NOT NULL"
             self.conn.execute(f"DELETE FROM vector_backlog WHERE seq NOT IN ({live})")

@@ -7,12 +7,14 @@ sorted), and both report every problem of a record at once, not the first one on
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import IO, Any
 
 from .errors import InvalidImport, InvalidMemory, InvalidTime
-from .models import DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SOURCES, Memory
+from .models import (DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN,
+                     MAX_TEXT_BYTES, SOURCES, Memory)
 from .text import is_blank, lone_surrogate, normalise
 from .timeutil import END_OF_TIME, parse_time
 
@@ -23,7 +25,8 @@ MAX_TAG_CHARS = 64
 class Draft:
     """A memory as a caller states it, before validation. Times: epoch ms (UTC) or ISO 8601.
 
-    replaces: one id, or several (a merge)."""
+    replaces: one id, or several (a merge). applies_when: up to MAX_APPLIES_WHEN short phrases
+    naming the tasks in which the memory matters ("adding a lint rule")."""
 
     text: str
     kind: str = "fact"
@@ -34,6 +37,7 @@ class Draft:
     valid_from: Any = None
     valid_to: Any = None
     replaces: str | tuple[str, ...] | None = None
+    applies_when: tuple[str, ...] = ()
 
     @property
     def replaced_ids(self) -> tuple[str, ...]:
@@ -57,6 +61,45 @@ class NewMemory:
     valid_from: int
     valid_to: int
     recorded_at: int
+    applies_when: tuple[str, ...] = ()
+
+
+def _applies_problems(phrases: Any) -> tuple[list[str], tuple[str, ...]]:
+    """Problems with applies-when phrases, and the phrases as stored: NFC, whitespace collapsed,
+    duplicates (ignoring case) dropped, in the caller's order."""
+    if phrases is None:
+        return [], ()
+    if isinstance(phrases, str) or not isinstance(phrases, Iterable):
+        return ["applies_when must be a list of short phrases"], ()
+    problems: list[str] = []
+    out: list[str] = []
+    for i, phrase in enumerate(phrases, start=1):
+        if not isinstance(phrase, str):
+            problems.append(f"applies_when phrase {i} is not a string")
+            continue
+        if lone_surrogate(phrase) is not None:
+            problems.append(f"applies_when phrase {i} is not valid Unicode (a lone surrogate)")
+            continue
+        if is_blank(phrase):
+            problems.append(f"applies_when phrase {i} is empty")
+            continue
+        clean = " ".join(unicodedata.normalize("NFC", phrase).split())
+        if len(clean) > MAX_APPLIES_CHARS:
+            problems.append(f"applies_when phrase {i} is {len(clean)} characters; at most {MAX_APPLIES_CHARS} "
+                            "(a short task, e.g. \"fixing a flaky test\")")
+        elif clean.casefold() not in (p.casefold() for p in out):
+            out.append(clean)
+    if len(out) > MAX_APPLIES_WHEN:
+        problems.append(f"applies_when has {len(out)} phrases; at most {MAX_APPLIES_WHEN}")
+    return problems, tuple(out)
+
+
+def normalise_applies_when(phrases: Iterable[str] | None) -> tuple[str, ...]:
+    """Applies-when phrases as stored (see _applies_problems). Raises InvalidMemory."""
+    problems, out = _applies_problems(phrases)
+    if problems:
+        raise InvalidMemory("; ".join(problems))
+    return out
 
 
 def _tag_problems(tags: Any) -> tuple[list[str], tuple[str, ...]]:
@@ -91,7 +134,8 @@ def normalise_tags(tags: Iterable[str]) -> tuple[str, ...]:
 
 def field_problems(*, text: Any, kind: Any, source: Any, importance: Any, tags: Any,
                    tombstone: bool = False) -> tuple[list[str], tuple[str, ...]]:
-    """Every problem with these fields, and the normalised tags. tombstone: text may be None."""
+    """Every problem with these fields, and the normalised tags. tombstone: text may be None.
+    (applies_when has its own check, _applies_problems.)"""
     problems: list[str] = []
     if text is None and tombstone:
         pass
@@ -121,6 +165,8 @@ def validate(draft: Draft, *, recorded_at: int) -> NewMemory:
     `recorded_at`, epoch ms). Raises InvalidMemory naming every problem, or InvalidTime."""
     problems, tags = field_problems(text=draft.text, kind=draft.kind, source=draft.source,
                                     importance=draft.importance, tags=draft.tags)
+    applies_problems, applies_when = _applies_problems(draft.applies_when)
+    problems += applies_problems
     times: dict[str, int | None] = {}
     for name in ("valid_from", "valid_to"):
         try:
@@ -141,6 +187,7 @@ def validate(draft: Draft, *, recorded_at: int) -> NewMemory:
         id=str(ULID()), text=text, text_key=normalise(text), kind=draft.kind, tags=tags,
         importance=draft.importance, source=draft.source, session_id=draft.session_id,
         valid_from=valid_from, valid_to=END_OF_TIME if valid_to is None else valid_to, recorded_at=recorded_at,
+        applies_when=applies_when,
     )
 
 
@@ -172,6 +219,8 @@ def parse_record(record: Any, line: int) -> tuple[Memory, int]:
         text=text, kind=record.get("kind"), source=record.get("source"), importance=record.get("importance"),
         tags=record.get("tags") or [], tombstone=text is None)
     problems += field_issues
+    applies_problems, applies_when = _applies_problems(record.get("applies_when"))
+    problems += applies_problems
     if (times["valid_to"] is not None and times["valid_from"] is not None
             and times["valid_to"] <= times["valid_from"]):
         problems.append("valid_to must be later than valid_from")
@@ -183,6 +232,7 @@ def parse_record(record: Any, line: int) -> tuple[Memory, int]:
         valid_from=times["valid_from"], valid_to=times["valid_to"], recorded_at=times["recorded_at"],
         retired_at=times["retired_at"], superseded_by=record.get("superseded_by"), forgotten_at=times["forgotten_at"],
         cold_at=times["cold_at"],
+        applies_when=applies_when if text is not None else (),
     )
     asserted = times["asserted_valid_to"]
     return memory, END_OF_TIME if asserted is None else asserted

@@ -58,6 +58,8 @@ def memory(m: Memory) -> dict[str, Any]:
         out["until"] = day(m.valid_to)
     if m.tags:
         out["tags"] = list(m.tags)
+    if m.applies_when:
+        out["applies_when"] = list(m.applies_when)
     if m.importance != DEFAULT_IMPORTANCE:
         out["importance"] = m.importance
     if m.superseded_by:

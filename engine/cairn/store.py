@@ -19,7 +19,7 @@ from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreCorrupted,
 from .migrations import MIGRATIONS, fts_secure_delete_supported, migrate
 from .models import Memory, Order, Proposal, SessionInfo, Turn
 from .records import NewMemory
-from .text import index_text, normalise
+from .text import index_text, normalise, passage
 from .timeutil import END_OF_TIME, now_ms
 from .vectors import BACKENDS, TURN_BACKENDS, NumpyIndex, SqliteVecIndex, VectorIndex
 
@@ -28,8 +28,21 @@ if TYPE_CHECKING:
 
 _COLUMNS = (
     "seq, id, text, kind, importance, source, session_id, valid_from, valid_to, recorded_at, "
-    "retired_at, superseded_by, forgotten_at, cold_at"
+    "retired_at, superseded_by, forgotten_at, cold_at, applies_when"
 )
+
+
+def _applies_json(phrases: Sequence[str]) -> str | None:
+    """applies_when as stored: a JSON array, NULL when there is none."""
+    return json.dumps(list(phrases), ensure_ascii=False) if phrases else None
+
+
+def _applies(value: str | None) -> tuple[str, ...]:
+    return tuple(json.loads(value)) if value else ()
+
+
+def _passage(text: str, applies_json: str | None) -> str:
+    return passage(text, _applies(applies_json))
 
 
 def current_sql(alias: str = "") -> str:
@@ -241,6 +254,7 @@ class Store:
                 session_id=r[6], valid_from=r[7], valid_to=Memory.open_end(r[8]), recorded_at=r[9],
                 retired_at=Memory.open_end(r[10]), superseded_by=r[11], forgotten_at=r[12], store=self.name,
                 cold_at=r[13],
+                applies_when=_applies(r[14]),
             )
             for r in rows
         ]
@@ -350,7 +364,8 @@ class Store:
         return excluded if excluded <= self.FAST_PATH_MAX_EXCLUDED else None
 
     def keyword_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
-        """BM25 over text and tags: [(seq, score)], best first; score = -bm25 (higher is better)."""
+        """BM25 over text, tags and applies-when phrases: [(seq, score)], best first; score = -bm25
+        (higher is better)."""
         extra = self._fast_path_extra(filters)
         if extra is not None:
             rows = self.conn.execute(
@@ -365,6 +380,20 @@ class Store:
             (match, *params, int(limit)),
         ).fetchall()
         return [(int(seq), -float(rank)) for seq, rank in rows]
+
+    def term_counts(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """How many live memories are keyword-indexed, and for each term (an FTS5 MATCH expression
+        as text.fts_query writes one phrase: '"feature"') how many of them match it: the document
+        frequencies an IDF is computed from. Counts include superseded memories (they share the
+        project's words); each term is one index lookup."""
+        # FTS5's docsize table holds one row per indexed document: counting it is a b-tree count,
+        # where count(*) on the FTS table reads every row (0.03 against 0.8 ms at 3,000 memories).
+        total = self.conn.execute("SELECT count(*) FROM memory_fts_docsize").fetchone()[0]
+        out: dict[str, int] = {}
+        for term in dict.fromkeys(terms):
+            out[term] = self.conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
+                                          (term,)).fetchone()[0]
+        return int(total), out
 
     def vector_search(self, query: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
         """Nearest neighbours among the filtered memories: [(seq, cosine)], best first."""
@@ -446,14 +475,20 @@ class Store:
         return kinds, [(tag, n) for tag, n in tags]
 
     def backlog(self, limit: int) -> list[tuple[int, str]]:
-        return self.conn.execute(
-            "SELECT b.seq, m.text FROM vector_backlog b JOIN memories m ON m.seq = b.seq "
+        """(seq, passage) of memories awaiting a vector, oldest first: the passage (Memory.passage)
+        is what is embedded."""
+        rows = self.conn.execute(
+            "SELECT b.seq, m.text, m.applies_when FROM vector_backlog b JOIN memories m ON m.seq = b.seq "
             "WHERE m.text IS NOT NULL ORDER BY b.seq LIMIT ?",
             (int(limit),),
         ).fetchall()
+        return [(seq, _passage(text, applies)) for seq, text, applies in rows]
 
     def all_text_seqs(self) -> list[tuple[int, str]]:
-        return self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL ORDER BY seq").fetchall()
+        """(seq, passage) of every live memory: what is embedded."""
+        rows = self.conn.execute(
+            "SELECT seq, text, applies_when FROM memories WHERE text IS NOT NULL ORDER BY seq").fetchall()
+        return [(seq, _passage(text, applies)) for seq, text, applies in rows]
 
     # -- writes (call inside db.write_transaction) ---------------------------------------------------
     def insert(self, new: NewMemory, vector: np.ndarray | None) -> int:
@@ -461,15 +496,15 @@ class Store:
         exact duplicate of a current memory."""
         cur = self.conn.execute(
             "INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, "
-            "valid_to, asserted_valid_to, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "valid_to, asserted_valid_to, recorded_at, applies_when) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (new.id, new.text, new.text_key, new.kind, new.importance, new.source, new.session_id,
-             new.valid_from, new.valid_to, new.valid_to, new.recorded_at),
+             new.valid_from, new.valid_to, new.valid_to, new.recorded_at, _applies_json(new.applies_when)),
         )
         seq = int(cur.lastrowid)
         self.conn.executemany("INSERT INTO memory_tags(tag, seq) VALUES (?, ?)", [(t, seq) for t in new.tags])
         self.conn.execute(
-            "INSERT INTO memory_fts(rowid, body, tags) VALUES (?, ?, ?)",
-            (seq, index_text(new.text), " ".join(new.tags)),
+            "INSERT INTO memory_fts(rowid, body, tags, applies) VALUES (?, ?, ?, ?)",
+            (seq, index_text(new.text), " ".join(new.tags), index_text("; ".join(new.applies_when))),
         )
         self.put_vector(seq, vector)
         return seq
@@ -497,8 +532,8 @@ class Store:
     def erase(self, seq: int, at: int) -> None:
         """Forget: text, tags, FTS row and vector gone; the row stays as a tombstone."""
         self.conn.execute(
-            "UPDATE memories SET text = NULL, text_key = NULL, forgotten_at = ?, retired_at = min(retired_at, ?) "
-            "WHERE seq = ?",
+            "UPDATE memories SET text = NULL, text_key = NULL, applies_when = NULL, forgotten_at = ?, "
+            "retired_at = min(retired_at, ?) WHERE seq = ?",
             (at, at, seq),
         )
         self.conn.execute("DELETE FROM memory_tags WHERE seq = ?", (seq,))
@@ -522,18 +557,19 @@ class Store:
         end = END_OF_TIME
         cur = self.conn.execute(
             "INSERT INTO memories (id, text, text_key, kind, importance, source, session_id, valid_from, valid_to, "
-            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, cold_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "asserted_valid_to, recorded_at, retired_at, superseded_by, forgotten_at, cold_at, applies_when) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (memory.id, memory.text, text_key, memory.kind, memory.importance, memory.source, memory.session_id,
              memory.valid_from, memory.valid_to or end, asserted_valid_to, memory.recorded_at,
-             memory.retired_at or end, memory.superseded_by, memory.forgotten_at, memory.cold_at),
+             memory.retired_at or end, memory.superseded_by, memory.forgotten_at, memory.cold_at,
+             _applies_json(memory.applies_when) if memory.text is not None else None),
         )
         seq = int(cur.lastrowid)
         if memory.text is not None:
             self.conn.executemany("INSERT INTO memory_tags(tag, seq) VALUES (?, ?)", [(t, seq) for t in memory.tags])
             self.conn.execute(
-                "INSERT INTO memory_fts(rowid, body, tags) VALUES (?, ?, ?)",
-                (seq, index_text(memory.text), " ".join(memory.tags)),
+                "INSERT INTO memory_fts(rowid, body, tags, applies) VALUES (?, ?, ?, ?)",
+                (seq, index_text(memory.text), " ".join(memory.tags), index_text("; ".join(memory.applies_when))),
             )
             self.conn.execute("INSERT INTO vector_backlog(seq) VALUES (?)", (seq,))
         return seq
@@ -781,10 +817,12 @@ class Store:
         and queue live memories without a vector for embedding (in one transaction)."""
         with self.transaction():
             self.conn.execute("DELETE FROM memory_fts")
-            rows = self.conn.execute("SELECT seq, text FROM memories WHERE text IS NOT NULL").fetchall()
-            tags = self._tags([seq for seq, _ in rows])
-            self.conn.executemany("INSERT INTO memory_fts(rowid, body, tags) VALUES (?, ?, ?)",
-                                  [(seq, index_text(text), " ".join(tags.get(seq, ()))) for seq, text in rows])
+            rows = self.conn.execute("SELECT seq, text, applies_when FROM memories WHERE text IS NOT NULL").fetchall()
+            tags = self._tags([seq for seq, _, _ in rows])
+            self.conn.executemany(
+                "INSERT INTO memory_fts(rowid, body, tags, applies) VALUES (?, ?, ?, ?)",
+                [(seq, index_text(text), " ".join(tags.get(seq, ())), index_text("; ".join(_applies(applies))))
+                 for seq, text, applies in rows])
             index = self.vector_index
             live = "SELECT seq FROM memories WHERE text IS NOT NULL"
             self.conn.execute(f"DELETE FROM vector_backlog WHERE seq NOT IN ({live})")

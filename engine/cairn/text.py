@@ -196,3 +196,14 @@ def content_words(text: str) -> list[str]:
         else:
             words += [w for term in query_terms(chunk) for w in term if w not in STOPWORDS]
     return words
+
+
+APPLIES_PREFIX = "Applies when: "
+
+
+def passage(text: str, applies_when: tuple[str, ...] | list[str] = ()) -> str:
+    """A memory as it is embedded and matched by the prompt gate: its text, and on a second line its
+    applies-when phrases ("Applies when: fixing a flaky test; changing CI"); the text alone without them."""
+    if not applies_when:
+        return text
+    return f"{text}\n{APPLIES_PREFIX}{'; '.join(applies_when)}"

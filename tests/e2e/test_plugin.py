@@ -53,6 +53,11 @@ RELATED = "Is it fine to restart the primary database during business hours toda
 UNRELATED = "Write a haiku about autumn leaves falling in the park."
 FLAGS = "Feature flags are read from flags.yaml in the platform-config repository, reloaded every 60 seconds."
 FLAGS_RELATED = "Where are the feature flags read from, and how often is flags.yaml reloaded?"
+# Issue 6's single-memory case: a direct question about the memory's subject in other words, and a
+# prompt that shares one topic word but asks something else.
+FLAGS_ISSUE6 = "Both services read feature flags from flags.yaml in the platform-config repo, reloaded every 60 s."
+FLAGS_QUESTION = "where do our feature flags come from?"
+FLAGS_NEAR_MISS = "add a --verbose flag to the import CLI"
 
 # The plugin's runtime is this venv; the warm process exits on its own after a minute idle as a backstop.
 # CAIRN_E2E_RUNTIME_PYTHON: run the plugin on another runtime, e.g. a venv of engine/runtime-requirements.txt
@@ -311,6 +316,28 @@ def test_related_prompt_gets_the_memory_unrelated_gets_nothing(cairn: CairnSessi
     cairn.run(RELATED)
     assert line in injected(api, "SessionStart")[0]
     assert api.hook_context("UserPromptSubmit") == []
+
+
+def test_direct_question_about_the_only_memory_injects_it_on_both_paths(cairn: CairnSession, minilm) -> None:
+    """Issue 6: a store holding the single flags.yaml memory must inject it for "where do our feature
+    flags come from?" (other words, the memory's rare words), keyword-only and hybrid, and nothing for
+    a prompt sharing only the word "flag"."""
+    api = cairn.api
+    (memory_id,) = cairn.seed(minilm, FLAGS_ISSUE6, kind="fact")
+    cairn.without_brief()
+    assert cairn.harness.leftover_processes() == [] and cairn.warm_request({"op": "ping"}) is None
+    for path in ("keyword-only (warm process loading)", "hybrid (warm process ready)"):
+        cairn.script(final=Text("ok MARK-FLAGS"))
+        cairn.run(FLAGS_QUESTION)
+        contexts = injected(api, "UserPromptSubmit")
+        assert len(contexts) == 1, (path, contexts)
+        assert f"[mem:{memory_id}]" in contexts[0] and FLAGS_ISSUE6 in contexts[0], (path, contexts)
+
+        cairn.script(final=Text("ok MARK-FLAG-CLI"))
+        cairn.run(FLAGS_NEAR_MISS)
+        assert FLAGS_NEAR_MISS in requests_text(api)
+        assert api.hook_context("UserPromptSubmit") == [], (path, api.hook_context("UserPromptSubmit"))
+        cairn.wait_warm()
 
 
 # --------------------------------------------------------------------------- 3. replace and history

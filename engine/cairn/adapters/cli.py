@@ -207,23 +207,26 @@ def cli(verbose: bool) -> None:
 @click.option("--source", type=click.Choice(SOURCES), default="user", show_default=True)
 @click.option("--valid-from", type=TIME, help="When it became true (ISO 8601; default: now).")
 @click.option("--valid-to", type=TIME, help="When it stops being true (ISO 8601; default: open).")
+@click.option("--applies-when", "applies_when", multiple=True, metavar="PHRASE",
+              help="A task in which this memory matters, e.g. \"adding a lint rule\"; repeat for up to 4 "
+                   "(with --replaces, default: the replaced memory's).")
 @click.option("--replaces", metavar="ID", help="Supersede this memory.")
 @click.option("--scope", type=click.Choice(["project", "global"]), default="project", show_default=True)
 @click.option("--no-detect", is_flag=True, help="Do not supersede similar memories automatically.")
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model (embedded later).")
 @store_options(use_warm=True)
-def remember(memory: Cairn, as_json: bool, text: str, tags, no_detect: bool, scope: str, replaces: str | None,
-             **fields) -> None:
+def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[str, ...], no_detect: bool,
+             scope: str, replaces: str | None, **fields) -> None:
     """Store TEXT as a memory ("-" reads it from stdin)."""
     if text == "-":
         text = _read_stdin()
     if replaces is not None:
-        # As Cairn.replace: kind, tags and importance default to the replaced memory's.
-        result = memory.replace(replaces, text, tags=tags or None, **fields)
+        # As Cairn.replace: kind, tags, importance and applies-when default to the replaced memory's.
+        result = memory.replace(replaces, text, tags=tags or None, applies_when=applies_when or None, **fields)
     else:
         draft = {k: v for k, v in fields.items() if v is not None}
-        result = memory.remember_many([cairn.Draft(text=text, tags=tags, **draft)], scope=scope,
-                                      detect=False if no_detect else None)[0]
+        result = memory.remember_many([cairn.Draft(text=text, tags=tags, applies_when=applies_when, **draft)],
+                                      scope=scope, detect=False if no_detect else None)[0]
 
     def human() -> None:
         verb = "already remembered as" if result.status == "duplicate" else "remembered"
@@ -268,7 +271,8 @@ def _show_hits(as_json: bool, hits: list[dict[str, Any]]) -> None:
             click.echo("no memories match")
         for n, data in enumerate(hits, 1):
             fields = {k: v for k, v in data["memory"].items() if k in Memory.__dataclass_fields__}
-            hit = Hit(Memory(**{**fields, "tags": tuple(fields["tags"])}), data["score"], data["reasons"])
+            fields.update(tags=tuple(fields["tags"]), applies_when=tuple(fields.get("applies_when") or ()))
+            hit = Hit(Memory(**fields), data["score"], data["reasons"])
             click.echo(f"{n}. {cairn.render.line(hit.memory)}\n    score {hit.score:.4f}: {hit.why()}")
 
     _emit(as_json, hits, human)

@@ -152,6 +152,8 @@ class RememberBody(_Model):
     valid_to: str | None = When
     scope: Literal["project", "global"] = Field(default="project", description="global: the user's store for "
                                                                                "every project.")
+    applies_when: list[str] = Field(default=[], max_length=4, description="1-4 short phrases naming the tasks in "
+                                                                          "which the memory matters.")
 
 
 class RecallBody(_Model):
@@ -293,7 +295,8 @@ def _remember(engine: cairn.Cairn, call: Call) -> Any:
     a: RememberBody = call.args
     call.scope(a.scope)
     return engine.remember(a.text, kind=a.kind, tags=a.tags, importance=a.importance, source="user",
-                           valid_from=a.valid_from, valid_to=a.valid_to, scope=a.scope).to_json()
+                           valid_from=a.valid_from, valid_to=a.valid_to, scope=a.scope,
+                           applies_when=a.applies_when).to_json()
 
 
 def _recall(engine: cairn.Cairn, call: Call) -> Any:

@@ -38,7 +38,8 @@ from pydantic import Field, ValidationError
 
 import cairn
 from cairn import (
-    DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, PROPOSAL_STATES, PROPOSAL_TYPES, CairnError, render,
+    DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES, PROPOSAL_STATES,
+    PROPOSAL_TYPES, CairnError, render,
 )
 
 from . import stdio
@@ -73,6 +74,14 @@ Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_BYTES,
                             description="One self-contained statement, understandable without this conversation.")]
 Tag = Annotated[str, Field(min_length=1, max_length=64)]
 Tags = Annotated[list[Tag], Field(max_length=20, description="Short topic words, no spaces (e.g. deploy, testing).")]
+AppliesPhrase = Annotated[str, Field(min_length=1, max_length=MAX_APPLIES_CHARS)]
+_APPLIES_HOW = (
+    "1-4 short phrases naming the tasks in which this memory matters, as a developer would say the task, "
+    "not the memory's own words: the work someone would be doing when they need it (e.g. for \"Run `just "
+    "gen-all` after changing a grammar\": \"adding a lint rule\", \"changing the parser grammar\"; for \"Feature "
+    "flags are read from flags.yaml\": \"adding or changing a feature flag\"). Per-prompt recall matches prompts "
+    "against them.")
+AppliesWhen = Annotated[list[AppliesPhrase], Field(max_length=MAX_APPLIES_WHEN, description=_APPLIES_HOW)]
 TagFilter = Annotated[list[Tag], Field(max_length=20, description="Only memories with any of these tags.")]
 Kinds = Annotated[list[Kind], Field(max_length=len(KINDS), description="Only these kinds (default: all).")]
 When = Annotated[str | None, Field(max_length=40, description="ISO 8601 date or time, e.g. 2026-03-01.")]
@@ -180,12 +189,13 @@ def build_server(session: Session) -> MCPServer:
         valid_from: When = None,
         scope: Annotated[Literal["project", "global"],
                          Field(description="global: a preference of the user's that holds in every project.")] = "project",
+        applies_when: AppliesWhen = [],  # noqa: B006
     ) -> str:
         """Store one memory: a decision with its reason, a convention, a user preference or a non-obvious fact, as one self-contained statement. Not what the code or git history already records; never secrets. If it restates a changed fact, use memory_replace instead. valid_from: when it became true (default now). Returns id and status (created, or duplicate: nothing written); a clear change of a similar memory supersedes it (superseded ids); similar ones kept beside it are listed as conflicts."""  # noqa: E501
 
         def do(engine):
             result = engine.remember(text, kind=kind, tags=tags, importance=importance, valid_from=valid_from,
-                                     scope=scope)
+                                     scope=scope, applies_when=applies_when)
             conflicts = [{"id": c["id"], "text": engine.get(c["id"]).text, "reason": c["reason"]}
                          for c in result.conflicts]
             return render.remembered(result, conflicts)
@@ -217,11 +227,15 @@ def build_server(session: Session) -> MCPServer:
         id: MemoryId,  # noqa: A002 - the name the model sees
         text: Text,
         valid_from: When = None,
+        applies_when: Annotated[list[AppliesPhrase] | None,
+                                Field(max_length=MAX_APPLIES_WHEN,
+                                      description=_APPLIES_HOW + " Default: the old memory's.")] = None,
     ) -> str:
-        """Supersede a memory whose fact has changed: writes the new text (same kind, tags and importance, in the store that holds the old one) and retires the old one, which stays in history (memory_history, as_of) but no longer comes back in recall or list. valid_from: when the change took effect (default now). Use it instead of memory_remember whenever the new statement replaces an old one. Returns status created (new id, superseded: [old id]), or duplicate: the text is already a current memory (its id), the old one is now superseded by it, and nothing new was written."""  # noqa: E501
+        """Supersede a memory whose fact has changed: writes the new text (same kind, tags, importance and applies_when unless given, in the store that holds the old one) and retires the old one, which stays in history (memory_history, as_of) but no longer comes back in recall or list. valid_from: when the change took effect (default now). Use it instead of memory_remember whenever the new statement replaces an old one. Returns status created (new id, superseded: [old id]), or duplicate: the text is already a current memory (its id), the old one is now superseded by it, and nothing new was written."""  # noqa: E501
 
         def do(engine):
-            return render.replaced(engine.replace(_memory_id(id), text, valid_from=valid_from))
+            return render.replaced(engine.replace(_memory_id(id), text, valid_from=valid_from,
+                                                  applies_when=applies_when))
 
         return run(do, embeds=True)
 
