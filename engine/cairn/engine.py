@@ -589,10 +589,13 @@ class Cairn:
         """Store one memory. Times: ISO 8601 or epoch ms (UTC); valid_from defaults to now.
 
         scope: "project" or "global" (the user's store for every project). detect: automatic
-        supersession (default: config `supersession.enabled`). Exact duplicates (after
-        normalisation) of a current memory write nothing and return it with status "duplicate".
+        supersession (default: config `supersession.enabled`). Duplicates of a current memory (the
+        same text after NFC, casefolding, whitespace and punctuation that says nothing:
+        text.duplicate_key) write nothing and return it with status "duplicate"; with `replaces`
+        only an identical normalised text counts, so an edit may change punctuation alone.
         `replaces` (an id, or several: a merge) supersedes those; otherwise a memory of the same kind
-        stating a change to a similar current one supersedes it (supersede.classify).
+        stating a change to a similar current one supersedes it (supersede.classify), and similar
+        ones it does not retire are listed in `conflicts`.
         Raises InvalidMemory (every problem named), InvalidTime, MemoryNotFound, NotCurrent.
         """
         if replaces is not None and not isinstance(replaces, str):

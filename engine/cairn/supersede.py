@@ -77,6 +77,10 @@ PARAPHRASE_COSINE = 0.80
 # Dice overlap of subject words above which a non-change is a possible duplicate ("conflict"). Set
 # by hand, not swept: it only moves pairs between conflict and unrelated, never into supersede.
 CONFLICT_OVERLAP = 0.6
+# The same for a new text with a change marker, whose change the rules could not pin to the old one:
+# a lower bar, since a stale memory left unreported is what a chain of moves must never leave. Set by
+# hand like CONFLICT_OVERLAP: it moves pairs between conflict and unrelated only.
+CHANGE_CONFLICT_OVERLAP = 0.4
 # Tokens a value change must share before the differing span (its subject): one is not enough. The
 # same with and without a model (a longer prefix without one made the two modes disagree on "Office
 # moved to Berlin" / "... Munich"); the multi-valued rule now keeps out what 3 used to.
@@ -410,4 +414,13 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
     if overlap >= CONFLICT_OVERLAP or (cosine is not None and cosine >= PARAPHRASE_COSINE):
         why = f"similar texts but no clear statement of change (word overlap {overlap:.2f})"
         return Verdict("conflict", why)
+    if _has_marker(new):
+        # An announced change near the old memory's subject that the rules could not pin to it ("We
+        # bumped the project to Python 3.12" after "The project targets Python 3.11"): the old one
+        # may be stale, so the pair is reported rather than left silent.
+        state = _tokens(_state(old)) if _is_change_statement(old) else old_tokens
+        near = _dice(_subject_words(state), _subject_words(_tokens(_RETIRE.sub(" ", _REPLACE.sub(" ", new)))))
+        if near >= CHANGE_CONFLICT_OVERLAP:
+            return Verdict("conflict", f"the new text announces a change near this subject (word overlap "
+                                       f"{near:.2f}) but not clearly of it: check whether it still holds")
     return Verdict("unrelated", f"different subjects (word overlap {overlap:.2f})")
