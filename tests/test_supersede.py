@@ -142,7 +142,8 @@ def test_below_threshold_the_words_alone_decide():
 def test_both_modes_agree_on_short_subjects():
     # Found by a new user: without the model "Java target is 21" only made a conflict of "... 17".
     for old, new in [("Java target is 17.", "Java target is 21."), ("Default port: 8000.", "Default port: 8080."),
-                     ("Tech lead: Amara.", "Tech lead: Jonas."), ("Office moved to Berlin.", "Office moved to Munich.")]:
+                     ("Tech lead: Amara.", "Tech lead: Jonas."),
+                     ("Office moved to Berlin.", "Office moved to Munich.")]:
         assert classify(old, new, 0.95).label == "supersede"
         assert classify(old, new, None).label == "supersede"
 
@@ -407,7 +408,8 @@ def test_engine_additions_to_a_multi_valued_relation_stay_current(engine):
 
 def test_engine_a_punctuation_variant_is_the_same_memory(engine):
     first = engine.remember("Run the linter before pushing.", kind="convention")
-    for variant in ["Run the linter before pushing", "run the linter   before pushing!", "`Run the linter before pushing`"]:
+    variants = ["Run the linter before pushing", "run the linter   before pushing!", "`Run the linter before pushing`"]
+    for variant in variants:
         again = engine.remember(variant, kind="convention")
         assert again.status == "duplicate" and again.memory.id == first.memory.id, variant
         assert again.memory.text == "Run the linter before pushing."  # the stored text is untouched
