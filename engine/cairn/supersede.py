@@ -118,6 +118,8 @@ _RELATIONS = frozenset(
 _ENVIRONMENTS = frozenset(
     "production prod staging stag dev development test local ci qa preview sandbox".split()
 )
+# A value right after one of these names which thing ("service number 3", "ticket 41"), not a new value.
+_IDENTIFIER_NOUNS = frozenset("number nr num id item issue ticket step".split())
 _TIME_WORDS = frozenset("this next last today tomorrow yesterday week month year quarter".split())
 
 _HEDGE = re.compile(
@@ -357,6 +359,8 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
     if len(old_tokens) - i2 >= max(3, 2 * len(prefix)):
         return None, None  # a short prefix and a shared predicate twice as long: the span names *which*
         # subject ("service 0 writes its logs to ..." vs "service 1 ..."), not a new value of one subject
+    if prefix[-1] in _IDENTIFIER_NOUNS:
+        return None, None  # "memory number 0 says ..." / "number 1 says ...": which one, not a new value
     if prefix[-1] == "for" and not any(t[0].isdigit() for t in before + after):
         return None, None  # "used for caching" / "for rate limiting": another purpose or scope, not a value
     if (_TIME_WORDS | _ENVIRONMENTS | _NEGATIONS) & set(before + after):
