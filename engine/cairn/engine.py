@@ -727,10 +727,13 @@ class Cairn:
         "changing the public API"); embedded and keyword-indexed with the text, so recall and the
         per-prompt gate find the memory for a task its words do not name.
         scope: "project" or "global" (the user's store for every project). detect: automatic
-        supersession (default: config `supersession.enabled`). Exact duplicates (after
-        normalisation) of a current memory write nothing and return it with status "duplicate".
+        supersession (default: config `supersession.enabled`). Duplicates of a current memory (the
+        same text after NFC, casefolding, whitespace and punctuation that says nothing:
+        text.duplicate_key) write nothing and return it with status "duplicate"; with `replaces`
+        only an identical normalised text counts, so an edit may change punctuation alone.
         `replaces` (an id, or several: a merge) supersedes those; otherwise a memory of the same kind
-        stating a change to a similar current one supersedes it (supersede.classify). The text is
+        stating a change to a similar current one supersedes it (supersede.classify), and similar
+        ones it does not retire are listed in `conflicts`. The text is
         stored without its `<private>...</private>` spans and with secrets (API keys, tokens,
         passwords) replaced by `[REDACTED:<type>]`, as captured turns are (privacy.scrub).
         Raises InvalidMemory (every problem named; a text that is all private), InvalidTime,

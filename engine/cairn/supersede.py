@@ -77,6 +77,10 @@ PARAPHRASE_COSINE = 0.80
 # Dice overlap of subject words above which a non-change is a possible duplicate ("conflict"). Set
 # by hand, not swept: it only moves pairs between conflict and unrelated, never into supersede.
 CONFLICT_OVERLAP = 0.6
+# The same for a new text with a change marker, whose change the rules could not pin to the old one:
+# a lower bar, since a stale memory left unreported is what a chain of moves must never leave. Set by
+# hand like CONFLICT_OVERLAP: it moves pairs between conflict and unrelated only.
+CHANGE_CONFLICT_OVERLAP = 0.4
 # Tokens a value change must share before the differing span (its subject): one is not enough. The
 # same with and without a model (a longer prefix without one made the two modes disagree on "Office
 # moved to Berlin" / "... Munich"); the multi-valued rule now keeps out what 3 used to.
@@ -114,6 +118,8 @@ _RELATIONS = frozenset(
 _ENVIRONMENTS = frozenset(
     "production prod staging stag dev development test local ci qa preview sandbox".split()
 )
+# A value right after one of these names which thing ("service number 3", "ticket 41"), not a new value.
+_IDENTIFIER_NOUNS = frozenset("number nr num id item issue ticket step".split())
 _TIME_WORDS = frozenset("this next last today tomorrow yesterday week month year quarter".split())
 
 _HEDGE = re.compile(
@@ -353,6 +359,8 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
     if len(old_tokens) - i2 >= max(3, 2 * len(prefix)):
         return None, None  # a short prefix and a shared predicate twice as long: the span names *which*
         # subject ("service 0 writes its logs to ..." vs "service 1 ..."), not a new value of one subject
+    if prefix[-1] in _IDENTIFIER_NOUNS:
+        return None, None  # "memory number 0 says ..." / "number 1 says ...": which one, not a new value
     if prefix[-1] == "for" and not any(t[0].isdigit() for t in before + after):
         return None, None  # "used for caching" / "for rate limiting": another purpose or scope, not a value
     if (_TIME_WORDS | _ENVIRONMENTS | _NEGATIONS) & set(before + after):
@@ -410,4 +418,13 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
     if overlap >= CONFLICT_OVERLAP or (cosine is not None and cosine >= PARAPHRASE_COSINE):
         why = f"similar texts but no clear statement of change (word overlap {overlap:.2f})"
         return Verdict("conflict", why)
+    if _has_marker(new):
+        # An announced change near the old memory's subject that the rules could not pin to it ("We
+        # bumped the project to Python 3.12" after "The project targets Python 3.11"): the old one
+        # may be stale, so the pair is reported rather than left silent.
+        state = _tokens(_state(old)) if _is_change_statement(old) else old_tokens
+        near = _dice(_subject_words(state), _subject_words(_tokens(_RETIRE.sub(" ", _REPLACE.sub(" ", new)))))
+        if near >= CHANGE_CONFLICT_OVERLAP:
+            return Verdict("conflict", f"the new text announces a change near this subject (word overlap "
+                                       f"{near:.2f}) but not clearly of it: check whether it still holds")
     return Verdict("unrelated", f"different subjects (word overlap {overlap:.2f})")
