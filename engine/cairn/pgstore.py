@@ -446,6 +446,10 @@ class PgStore:
     def close(self) -> None:
         self.conn.close()
 
+    def hold_vectors(self) -> bool:
+        """As Store.hold_vectors: never here; the HNSW index answers on the server."""
+        return False
+
     def replaced(self) -> bool:
         """Whether this connection is no longer usable (closed, or lost with the server): a
         long-lived process then opens the store again (Cairn.stale). No round trip."""

@@ -21,7 +21,7 @@ from .models import Memory, Order, Proposal, SessionInfo, Turn
 from .records import NewMemory
 from .text import index_text, normalise, passage
 from .timeutil import END_OF_TIME, now_ms
-from .vectors import BACKENDS, TURN_BACKENDS, NumpyIndex, SqliteVecIndex, VectorIndex
+from .vectors import BACKENDS, TURN_BACKENDS, NumpyIndex, SqliteVecIndex, VectorCache, VectorIndex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -157,6 +157,7 @@ class Store:
         self.vector_index: VectorIndex | None = None
         self.turn_index: VectorIndex | None = None  # captured turns' vectors, same backend
         self.vector_unavailable: str | None = None
+        self.vector_cache: VectorCache | None = None  # see hold_vectors
         self._identity = _file_identity(path)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -205,6 +206,19 @@ class Store:
 
     def close(self) -> None:
         self.conn.close()
+
+    def hold_vectors(self) -> bool:
+        """Keep the memories' vectors in process memory from now on (vectors.VectorCache), for a
+        long-lived process: k-NN and vector lookups of the default view are then served from memory,
+        re-synchronised with the file before each use. Returns whether it is on (only a sqlite-vec
+        index can be held)."""
+        if isinstance(self.vector_index, SqliteVecIndex) and self.vector_cache is None:
+            self.vector_cache = VectorCache()
+        return self.vector_cache is not None
+
+    def _held(self) -> VectorCache | None:
+        cache = self.vector_cache
+        return cache if cache is not None and cache.sync(self.conn) else None
 
     def replaced(self) -> bool:
         """Whether the file at `path` is no longer the one this connection has open: deleted, or
@@ -401,7 +415,10 @@ class Store:
             return []
         extra = self._fast_path_extra(filters)
         if extra is not None:
-            return self._keep_current(self.vector_index.search(self.conn, query, limit + extra, None, ()), limit)
+            held = self._held()
+            found = held.search(query, limit + extra) if held is not None else \
+                self.vector_index.search(self.conn, query, limit + extra, None, ())
+            return self._keep_current(found, limit)
         where, params = filters.where()
         return self.vector_index.search(self.conn, query, limit, f"SELECT m.seq FROM memories m WHERE {where}", params)
 
@@ -413,6 +430,9 @@ class Store:
             return {}
         import numpy as np
 
+        held = self._held()
+        if held is not None:
+            return held.vectors_of(seqs)
         marks = ",".join("?" * len(seqs))
         if isinstance(self.vector_index, SqliteVecIndex):
             if len(seqs) <= self.VEC0_POINT_LOOKUPS_MAX:

@@ -154,3 +154,105 @@ class TurnNumpyIndex(NumpyIndex):
 
 
 TURN_BACKENDS: dict[str, type[VectorIndex]] = {"sqlite-vec": TurnSqliteVecIndex, "numpy": TurnNumpyIndex}
+
+
+class VectorCache:
+    """The memories' vectors of a sqlite-vec index held in process memory, for long-lived processes
+    (the warm process, the MCP server): an exact k-NN is then one matrix product (~1.6 ms for
+    10,000 x 384 floats on one core) instead of vec0's pass over its chunks (~10-14 ms), and a
+    stored vector is a dictionary lookup instead of a vec0 point query (~0.3 ms each).
+
+    Exact, never stale: before each use, `sync` compares the connection's PRAGMA data_version
+    (changes when another connection commits) and total_changes (this connection's writes) with
+    what the cache saw; when either moved, it re-reads vec0's chunk table (validity bitmap and
+    rowids per chunk of 1,024 slots: ~0.1 ms at 10k) and the store's embedding fingerprint, and
+    reloads only the chunks whose slots changed. A slot is only ever rewritten in place with the
+    same rowid by a re-embedding (Store.replace_vectors), which records a new fingerprint.
+
+    Reads sqlite-vec's shadow tables (`<table>_chunks`, `<table>_vector_chunks00`; layout of
+    sqlite-vec 0.1.x). If they are not laid out as expected, `sync` returns False and the caller
+    searches vec0 as before.
+    """
+
+    def __init__(self, table: str = SqliteVecIndex.table):
+        self.table = table
+        self.seen: tuple[int, int] | None = None  # (data_version, total_changes) at the last sync
+        self.fingerprint: object = None
+        self.chunks: dict[int, tuple[bytes, bytes]] = {}  # chunk_id -> (validity, rowids) as loaded
+        self.parts: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # chunk_id -> (seqs, vectors) of valid slots
+        self.seqs: np.ndarray | None = None  # int64[n]
+        self.matrix: np.ndarray | None = None  # float32[n, dim], L2-normalised rows
+        self.row_of: dict[int, int] = {}
+        self.usable = True
+
+    def sync(self, conn: Connection) -> bool:
+        """Bring the cache up to date with the store; False when it cannot serve (unknown layout)."""
+        if not self.usable:
+            return False
+        seen = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        if seen == self.seen:
+            return True
+        try:
+            self._reload(conn)
+        except (ValueError, TypeError, IndexError) as exc:  # not the layout this reads: use vec0
+            import logging
+
+            logging.getLogger(__name__).warning("vector cache off (sqlite-vec layout not understood: %s)", exc)
+            self.usable = False
+            return False
+        # total_changes again: the reads above wrote nothing, so this is the value the next sync sees.
+        self.seen = (seen[0], conn.total_changes)
+        return True
+
+    def _reload(self, conn: Connection) -> None:
+        import numpy as np
+
+        fingerprint = conn.execute("SELECT value FROM meta WHERE key = 'embedding_fingerprint'").fetchone()
+        if fingerprint != self.fingerprint:
+            self.chunks, self.parts, self.fingerprint = {}, {}, fingerprint
+        exists = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (self.table,)).fetchone()
+        rows = conn.execute(f'SELECT chunk_id, size, validity, rowids FROM "{self.table}_chunks"').fetchall() \
+            if exists else []
+        current = {int(chunk_id): (bytes(validity), bytes(rowids)) for chunk_id, _, validity, rowids in rows}
+        sizes = {int(chunk_id): int(size) for chunk_id, size, _, _ in rows}
+        changed = [c for c, meta in current.items() if self.chunks.get(c) != meta]
+        for chunk_id in set(self.parts) - set(current):
+            del self.parts[chunk_id]
+        for chunk_id in changed:
+            validity, rowids = current[chunk_id]
+            size = sizes[chunk_id]
+            (blob,) = conn.execute(f'SELECT vectors FROM "{self.table}_vector_chunks00" WHERE rowid = ?',
+                                   (chunk_id,)).fetchone()
+            valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[:size].astype(bool)
+            seqs = np.frombuffer(rowids, dtype=np.int64)[:size]
+            vectors = np.frombuffer(blob, dtype=np.float32).reshape(size, -1)
+            self.parts[chunk_id] = (seqs[valid].copy(), vectors[valid].copy())
+        self.chunks = current
+        if changed or self.seqs is None or len(self.parts) != len(current):
+            parts = [self.parts[c] for c in sorted(self.parts)]
+            if parts:
+                self.seqs = np.concatenate([p[0] for p in parts])
+                self.matrix = np.ascontiguousarray(np.concatenate([p[1] for p in parts]))
+            else:
+                self.seqs, self.matrix = np.zeros(0, dtype=np.int64), None
+            self.row_of = {int(s): i for i, s in enumerate(self.seqs)}
+
+    def search(self, query: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """The k nearest of all cached vectors: [(seq, cosine similarity)], best first, ties by seq
+        (as vec0 orders them)."""
+        import numpy as np
+
+        if self.matrix is None or k <= 0:
+            return []
+        if isinstance(query, (bytes, bytearray)):
+            query = np.frombuffer(query, dtype=np.float32)
+        similarity = self.matrix @ np.asarray(query, dtype=np.float32)
+        top = min(int(k), len(similarity))
+        best = np.argpartition(-similarity, top - 1)[:top]
+        order = best[np.lexsort((self.seqs[best], -similarity[best]))]
+        return [(int(self.seqs[i]), float(similarity[i])) for i in order]
+
+    def vectors_of(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
+        """The cached vector of each of `seqs` that has one (absent ones are left out)."""
+        matrix = self.matrix
+        return {} if matrix is None else {int(s): matrix[i] for s in seqs if (i := self.row_of.get(int(s))) is not None}
