@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -128,3 +133,30 @@ def test_the_exact_shortcut_for_the_current_view_matches_the_filtered_search(tmp
     assert store.keyword_search('"redis"', Filters(), 10) == fast_kw
     assert len(fast_vec) == len(fast_kw) == 10
     memory.close()
+
+
+def test_a_validated_config_is_read_back_without_yaml_or_jsonschema(tmp_path, cairn_home, monkeypatch):
+    """PyYAML + jsonschema cost more than a cold hook's budget: a file validated once is read back
+    from the data root's cache; an edit is validated again (an invalid edit is still refused)."""
+    config = tmp_path / "config.yaml"
+    config.write_text("hooks:\n  prompt_k: 3\n")
+    monkeypatch.setenv("CAIRN_CONFIG", str(config))
+    cairn_home.mkdir(parents=True, exist_ok=True)
+    probe = ("import sys, json; from cairn.config import load_config; c = load_config(); "
+             "print(json.dumps([c['hooks']['prompt_k'], 'yaml' in sys.modules, 'jsonschema' in sys.modules]))")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "engine")}
+
+    def run() -> list:
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
+        return json.loads(out.stdout)
+
+    assert run() == [3, True, True]  # first read: parsed and validated
+    assert run() == [3, False, False]  # then from the cache
+    cached = list((cairn_home / "cache").glob("config-*.json"))
+    assert len(cached) == 1 and stat.S_IMODE(cached[0].stat().st_mode) == 0o600
+    assert stat.S_IMODE((cairn_home / "cache").stat().st_mode) == 0o700
+    config.write_text("hooks:\n  prompt_k: 4\n")
+    assert run() == [4, True, True]
+    config.write_text("hooks:\n  prompt_k: many\n")
+    with pytest.raises(ConfigError, match="prompt_k"):
+        load_config()

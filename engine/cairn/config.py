@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 
 from .embedder import BACKENDS
 from .errors import ConfigError
-from .locations import user_config_dir
+from .locations import data_root_dir, user_config_dir
 
 DEFAULTS: dict[str, Any] = {
     "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "backend": "auto", "device": "cpu",
@@ -128,21 +130,62 @@ def _validator() -> Any:
     return cls(SCHEMA)
 
 
+def _cache_path(raw: bytes) -> Path:
+    """Where a file with these bytes, once validated against this SCHEMA, is kept as JSON."""
+    digest = hashlib.sha256(json.dumps(SCHEMA, sort_keys=True).encode() + b"\0" + raw).hexdigest()
+    return Path(data_root_dir()) / "cache" / f"config-{digest[:32]}.json"
+
+
 def _read(path: Path) -> dict[str, Any]:
-    # Imported only when a config file exists: together they cost ~100 ms of a hook's budget.
-    if path.stat().st_size == 0:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc})") from None
+    if not raw:
         return {}  # an empty file: no settings, and no YAML parser to import
+    # PyYAML and jsonschema cost ~100-200 ms to import, more than a cold hook's whole budget: a
+    # file already validated (same bytes, same schema) is read back from the data root's cache.
+    cache = _cache_path(raw)
+    try:
+        cached = json.loads(cache.read_bytes())
+        if isinstance(cached, dict):
+            return cached
+    except (OSError, ValueError):
+        pass
+    data = _parse(path, raw)
+    _keep(cache, data)
+    return data
+
+
+def _keep(cache: Path, data: dict[str, Any]) -> None:
+    """Write the validated settings to `cache` (0600 in a 0700 folder, atomically); best effort."""
+    if not cache.parent.parent.is_dir():
+        return  # no data root yet: its creation (paths.ensure_data_root) decides its modes
+    try:
+        encoded = json.dumps(data).encode()
+        cache.parent.mkdir(mode=0o700, exist_ok=True)
+        partial = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(encoded)
+        os.replace(partial, cache)
+    except (OSError, TypeError, ValueError):  # a read-only data root, a value JSON cannot hold
+        pass
+
+
+def _parse(path: Path, raw: bytes) -> dict[str, Any]:
+    """The YAML in `raw`, validated against SCHEMA. Raises ConfigError naming the file and key."""
     import jsonschema
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.safe_load(raw.decode("utf-8"))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or type(exc).__name__
         raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: cannot read ({exc})") from None
     data = {} if data is None else data
     # best_match picks the error jsonschema.validate would raise, without re-checking SCHEMA against
