@@ -316,3 +316,32 @@ def test_locomo_conversations_import_as_sessions(engine, tmp_path):
     assert [(t.uuid, t.speaker, t.role) for t in turns] == [("D1:1", "Ann", "user"), ("D1:2", "Bob", "assistant")]
     assert turns[1].text == "Lovely! [shares a dog]"
     assert engine.search_sessions("puppy", mode="keyword")[0].turn.uuid == "D1:1"
+
+
+def test_turns_embedded_later_or_re_embedded_get_the_vectors_capture_gives_them(project, hashing, use_backend,
+                                                                               tmp_path):
+    """A turn's vector is computed from "SPEAKER: text" however it is made: at capture, from the
+    backlog (captured keyword-only), or by `reembed` with another model (which re-embeds turns too,
+    so two models' vectors are never searched together)."""
+    from cairn.embedder import HashingEmbedder
+
+    data = {"speaker_a": "Ann", "speaker_b": "Bob", "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Rex."},
+                          {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely, what breed is he?"}]}
+    path = tmp_path / "8.json"
+    path.write_text(json.dumps(data))
+    with Cairn.open(cwd=project, embedder=None) as keyword_only:
+        keyword_only.import_locomo(path)
+    spoken = "Ann: I adopted a puppy named Rex."
+
+    def best(memory: Cairn, embedder) -> float:
+        return memory.store.turn_vector_search(embedder.embed_queries([spoken])[0], 1)[0][1]
+
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        assert memory.flush_turn_backlog() == 2
+        assert best(memory, hashing) == pytest.approx(1.0, abs=1e-3)
+    other = HashingEmbedder(dim=32, model_name="test/other")
+    with Cairn.open(cwd=project, embedder=other, check_model=False) as memory:
+        memory.reembed()
+        assert memory.store.turn_backlog(10) == []
+        assert best(memory, other) == pytest.approx(1.0, abs=1e-3)

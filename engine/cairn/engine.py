@@ -1322,11 +1322,12 @@ class Cairn:
     def flush_turn_backlog(self, limit: int = 256) -> int:
         """Embed up to `limit` turns captured while no model was loaded; returns how many."""
         pending = self.store.turn_backlog(limit)
-        vectors = self.embed([text for _, text in pending]) if pending and self.store.turn_index else None
+        texts = [f"{speaker}: {text}" if speaker else text for _, speaker, text in pending]  # as _embed_text
+        vectors = self.embed(texts) if pending and self.store.turn_index else None
         if vectors is None:
             return 0
         self._claim_space(self.store)
-        self.store.fill_turn_backlog({seq: v for (seq, _), v in zip(pending, vectors)})
+        self.store.fill_turn_backlog({seq: v for (seq, _, _), v in zip(pending, vectors)})
         return len(pending)
 
     def search_sessions(self, query: str, *, mode: str = "auto", k: int | None = None, window: int | None = None,
@@ -1438,7 +1439,8 @@ class Cairn:
 
     def reembed(self, *, progress: Progress = _no_progress) -> int:
         """Re-embed every live memory with the configured model, replacing the vector index and the
-        store's recorded fingerprint. Returns how many were embedded. Raises EmbedderUnavailable."""
+        store's recorded fingerprint, then every captured turn. Returns how many memories were
+        embedded. Raises EmbedderUnavailable."""
         if self.embedder is None:
             raise EmbedderUnavailable("embedding is disabled by configuration; nothing to re-embed with")
         store = self.store
@@ -1451,6 +1453,11 @@ class Cairn:
         for chunk in progress(chunks, len(chunks)):
             vectors.update(zip((seq for seq, _ in chunk), self.embedder.embed([text for _, text in chunk])))
         store.replace_vectors(vectors, model_name=self.embedder.model_name, fingerprint=self.embedder.fingerprint)
+        # Captured turns too: their old vectors are in the old model's space. Queued, then embedded
+        # here; an interrupted run leaves the rest queued for the next capture (flush_turn_backlog).
+        if store.requeue_turn_vectors():
+            while self.flush_turn_backlog(batch):
+                pass
         return len(rows)
 
 

@@ -1150,15 +1150,25 @@ class PgStore:
         else:
             self.conn.execute("INSERT INTO turn_vector_backlog(seq) VALUES (%s) ON CONFLICT DO NOTHING", (seq,))
 
-    def turn_backlog(self, limit: int) -> list[tuple[int, str]]:
-        """(seq, text) of turns awaiting a vector, oldest first."""
-        return self.conn.execute("SELECT b.seq, t.text FROM turn_vector_backlog b JOIN turns t ON t.seq = b.seq "
+    def turn_backlog(self, limit: int) -> list[tuple[int, str | None, str]]:
+        """(seq, speaker, text) of turns awaiting a vector, oldest first."""
+        return self.conn.execute("SELECT b.seq, t.speaker, t.text FROM turn_vector_backlog b "
+                                 "JOIN turns t ON t.seq = b.seq "
                                  "ORDER BY b.seq LIMIT %s", (int(limit),)).fetchall()
 
     def fill_turn_backlog(self, vectors: dict[int, Any]) -> None:
         with self.transaction():
             for seq, vector in vectors.items():
                 self.put_turn_vector(seq, vector)
+
+    def requeue_turn_vectors(self) -> int:
+        """As Store.requeue_turn_vectors."""
+        with self.transaction():
+            if self.turn_index is not None:
+                self.turn_index.drop(self.conn)
+                self._ready_tables.discard(self.turn_index.table)
+            self.conn.execute("INSERT INTO turn_vector_backlog(seq) SELECT seq FROM turns ON CONFLICT DO NOTHING")
+            return self.conn.execute("SELECT count(*) FROM turn_vector_backlog").fetchone()[0]
 
     @staticmethod
     def _turn_time_sql(since: int | None, until: int | None) -> tuple[str, list[object]]:

@@ -1052,15 +1052,25 @@ class Store:
         else:
             self.conn.execute("INSERT OR IGNORE INTO turn_vector_backlog(seq) VALUES (?)", (seq,))
 
-    def turn_backlog(self, limit: int) -> list[tuple[int, str]]:
-        """(seq, text) of turns awaiting a vector, oldest first."""
-        return self.conn.execute("SELECT b.seq, t.text FROM turn_vector_backlog b JOIN turns t ON t.seq = b.seq "
+    def turn_backlog(self, limit: int) -> list[tuple[int, str | None, str]]:
+        """(seq, speaker, text) of turns awaiting a vector, oldest first."""
+        return self.conn.execute("SELECT b.seq, t.speaker, t.text FROM turn_vector_backlog b "
+                                 "JOIN turns t ON t.seq = b.seq "
                                  "ORDER BY b.seq LIMIT ?", (int(limit),)).fetchall()
 
     def fill_turn_backlog(self, vectors: dict[int, np.ndarray]) -> None:
         with self.transaction():
             for seq, vector in vectors.items():
                 self.put_turn_vector(seq, vector)
+
+    def requeue_turn_vectors(self) -> int:
+        """Drop every captured turn's vector and queue all turns for embedding (a re-embedding with
+        another model: vectors of two models are never searched together). Returns how many."""
+        with self.transaction():
+            if self.turn_index is not None:
+                self.turn_index.drop(self.conn)
+            self.conn.execute("INSERT OR IGNORE INTO turn_vector_backlog(seq) SELECT seq FROM turns")
+            return self.conn.execute("SELECT count(*) FROM turn_vector_backlog").fetchone()[0]
 
     @staticmethod
     def _turn_time_sql(since: int | None, until: int | None) -> tuple[str, list[object]]:
