@@ -60,6 +60,7 @@ subjects, multi-clause memories) the rules of 4-6. Figures: docs/benchmarks.md, 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from collections.abc import Sequence
@@ -120,7 +121,22 @@ _ENVIRONMENTS = frozenset(
 )
 # A value right after one of these names which thing ("service number 3", "ticket 41"), not a new value.
 _IDENTIFIER_NOUNS = frozenset("number nr num id item issue ticket step".split())
-_TIME_WORDS = frozenset("this next last today tomorrow yesterday week month year quarter".split())
+# "this week" / "next week": another period, never a value. A unit of time is a value once counted
+# ("two weeks" -> "one week", "every two weeks"): only an uncounted unit is a period.
+_TIME_WORDS = frozenset("this next last today tomorrow yesterday".split())
+_TIME_UNITS = frozenset("week month year quarter".split())
+_COUNTS = frozenset("one two three four five six seven eight nine ten eleven twelve every each half couple".split())
+# A relation of its own inside a replaced span ("laptop is a ThinkPad", "node pool: e2"): the span
+# names another attribute and its value, not a new value of the same one.
+_COPULAS = frozenset("is are was were be been being am".split())
+# Raw words with a colon that ends a word ("Tech lead: Amara"); a colon inside "9:30" is no relation.
+_WORD_OR_COLON = re.compile(r":(?=\s|$)|" + _TOKEN.pattern)
+# "The office moved to Manchester": a move with no object of its own changes where the subject is, so
+# the old value must be a place or a time ("is in Leeds", "lives in Lyon", "runs on Fly", "is on
+# Tuesday"), not another attribute ("the office manager is Dana", "the user speaks Italian").
+_BARE_MOVE = re.compile(r"\b(?:moved|relocated|migrated)(?: back)? to\b")
+_LOCATIVE = frozenset("in at on to near via through inside".split())
+_LOCATION_VERBS = re.compile(r"^(?:live[sd]?|living|based|located|resides?|resided|stay(?:s|ed)?|sits?|runs?|hosted|hosts?)$")
 
 _HEDGE = re.compile(
     r"\?|\b(might|maybe|perhaps|probably|could|would|may|will|should we|plan(s|ned|ning)? to"
@@ -185,6 +201,53 @@ def _stem(word: str) -> str:
 def _tokens(text: str) -> list[str]:
     # "the user's editor" and "their editor" name the same editor: a possessive 's is no word of its own.
     return [_stem(t[:-2] if t.endswith("'s") else t) for t in _TOKEN.findall(text) if t not in _DROPPED]
+
+
+def _analyse(text: str) -> tuple[list[str], list[int]]:
+    """Raw words of `text` (with ":" where a colon ends a word) and, for each of `_tokens(text)`, the
+    index of the raw word it came from."""
+    raw = _WORD_OR_COLON.findall(text)
+    return raw, [i for i, w in enumerate(raw) if w != ":" and w not in _DROPPED]
+
+
+def _own_relation(text: str, start: int, end: int) -> bool:
+    """Whether tokens[start:end] of `text` hold a relation of their own: a copula or a colon between
+    their first and last word ("laptop is a ThinkPad", "node pool: e2-standard-4")."""
+    raw, at = _analyse(text)
+    if end - start < 2 or end > len(at):
+        return False
+    return any(w == ":" or w in _COPULAS for w in raw[at[start] + 1:at[end - 1]])
+
+
+def _verb_at(text: str, cased: str | None, index: int) -> str | None:
+    """The token at `index` of `text` if it reads as a finite verb ("owns", "meets", "exported"):
+    a lower-case word ending in -s or -ed (not -ss, -us, -is). `cased`: the text before casefolding,
+    so that a name ("Jenkins", "Postgres") is not taken for a verb; without it every word counts."""
+    raw, at = _analyse(text)
+    if index >= len(at):
+        return None
+    word = raw[at[index]]
+    if cased is not None:
+        cased_raw = _WORD_OR_COLON.findall(cased)
+        if len(cased_raw) == len(raw) and not cased_raw[at[index]].islower():
+            return None
+    if len(word) < 4 or not word.isalpha() or word.endswith(("ss", "us", "is")):
+        return None
+    return _stem(word) if word.endswith(("s", "ed")) else None
+
+
+def _other_predicate(old: str, new: str, i1: int, i2: int, j1: int, j2: int,
+                     cased: tuple[str | None, str | None] = (None, None)) -> bool:
+    """Whether the replaced spans old[i1:i2] -> new[j1:j2] (token positions) change the predicate
+    rather than its value: either span holds a relation of its own ("laptop is a ThinkPad"), or both
+    open with different verbs and run to the end ("owns the onboarding flow" / "meets on Mondays"; in
+    "needs one approval" / "requires two approvals" the shared "approvals" keeps the attribute)."""
+    if _own_relation(old, i1, i2) or _own_relation(new, j1, j2):
+        return True
+    if i2 - i1 < 2 or j2 - j1 < 2 or i2 < len(_analyse(old)[1]) or j2 < len(_analyse(new)[1]):
+        return False
+    verbs = _verb_at(old, cased[0], i1), _verb_at(new, cased[1], j1)
+    return all(verbs) and verbs[0] != verbs[1]
 
 
 def _persons(text: str) -> frozenset[str]:
@@ -252,8 +315,9 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
     may be named there instead of in the old text (a chain whose new step names an older value)."""
     replace = _REPLACE.search(new) or _PREFER_OVER.search(new)
     retire = _RETIRE.search(new)
-    old_tokens = _tokens(_state(old)) if _is_change_statement(old) else _tokens(old)
-    new_tokens = _tokens(_RETIRE.sub(" ", _REPLACE.sub(" ", new)))
+    stated = _state(old) if _is_change_statement(old) else old
+    stripped = _RETIRE.sub(" ", _REPLACE.sub(" ", new))
+    old_tokens, new_tokens = _tokens(stated), _tokens(stripped)
     shared = _subject_words(old_tokens) & _subject_words(new_tokens)
     if not shared:
         return None
@@ -268,12 +332,30 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
             return None
         return f"new text replaces '{' '.join(value)}' (same subject '{' '.join(sorted(shared))}')"
     new_set = set(new_tokens)
-    old_subject = [t for t in old_tokens if t not in _GENERIC]
+    at = [k for k, t in enumerate(old_tokens) if t not in _GENERIC]  # token position of each subject word
+    old_subject = [old_tokens[k] for k in at]
     missing = [i for i, t in enumerate(old_subject) if t not in new_set]
     if not missing and not retire:
         return None  # old fully restated with "now"/"instead": a duplicate, not a change
+    if changed and missing and missing[-1] - missing[0] + 1 != len(missing):
+        # "We upgraded the cluster to Kubernetes 1.30" after "The cluster runs Kubernetes 1.29": the
+        # change verb stands in for the old relation ("runs"), the word right after what it changes.
+        moved = {i for i, t in enumerate(old_subject) if t in set(_tokens(changed.group("obj")))}
+        if moved and missing[0] == max(moved) + 1:
+            missing = missing[1:]
     if missing and missing[-1] - missing[0] + 1 != len(missing):
         return None  # old words missing in two places: subject and value both differ
+    # A change verb naming its object ("upgraded React to 18.3") says which attribute changes and
+    # stands in for the old relation ("the React version is 17"); without one, the words decide.
+    if missing and not changed:
+        ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
+               if op[0] != "equal"]
+        if len(ops) == 1 and ops[0][0] == "replace" and _other_predicate(stated, stripped, *ops[0][1:]):
+            return None  # "the user works at Doctolib" / "the user now lives in Ghent": another fact
+        if _own_relation(stated, at[missing[0]], at[missing[-1]] + 1):
+            return None  # the old words that go hold their own "is": another attribute and its value
+        if _BARE_MOVE.search(new) and not changed and not _located(stated, at[missing[0]]):
+            return None  # "the office moved to Manchester" changes where it is, not "the office manager"
     if retire and not replace:
         ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
                if op[0] != "equal"]
@@ -291,6 +373,14 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
     return f"'{marker}': {gone} no longer holds (same subject '{' '.join(sorted(shared))}')"
 
 
+def _located(text: str, index: int) -> bool:
+    """Whether the token at `index` of `text` opens a place or a time: it follows a locative
+    preposition ("is in Leeds", "is on Tuesday", "to Nantes") or is a verb of place ("lives", "based")."""
+    raw, at = _analyse(text)
+    word = at[index]
+    return bool(_LOCATION_VERBS.match(raw[word])) or (word > 0 and raw[word - 1] in _LOCATIVE)
+
+
 def _clauses(text: str) -> list[str]:
     return [c.strip(" .!") for c in _CLAUSE_SPLIT.split(text) if c.strip(" .!")]
 
@@ -304,7 +394,7 @@ def _clause_change(old: str, new: str, history: tuple[str, ...]) -> tuple[str, s
         if _has_marker(new):
             change = _marker_change(clause, new, history)
         else:
-            change, _ = _value_change(_tokens(clause), _tokens(new), MIN_PREFIX, clause)
+            change, _ = _value_change(_tokens(clause), _tokens(new), MIN_PREFIX, clause, new)
         if change:
             return clause, change
     return None
@@ -343,10 +433,11 @@ def _rejects(old: str, value: list[str]) -> bool:
     return any(w in value and i > 0 and words[i - 1] in _NEGATIONS for i, w in enumerate(words))
 
 
-def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
-                  old: str) -> tuple[str | None, str | None]:
+def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int, old: str, new: str,
+                  cased: tuple[str | None, str | None] = (None, None)) -> tuple[str | None, str | None]:
     """(reason, None) if the texts differ in exactly one replaced span after a shared subject;
-    (None, why) if they do but the relation holds several values (an addition); else (None, None)."""
+    (None, why) if they do but the relation holds several values (an addition); else (None, None).
+    old, new: the normalised texts the tokens came from; cased: the same before casefolding, if known."""
     ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
            if op[0] != "equal"]
     if len(ops) != 1 or ops[0][0] != "replace":
@@ -365,6 +456,10 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         return None, None  # "used for caching" / "for rate limiting": another purpose or scope, not a value
     if (_TIME_WORDS | _ENVIRONMENTS | _NEGATIONS) & set(before + after):
         return None, None  # another time period or environment, or a flipped polarity: not a new value
+    if _TIME_UNITS & set(before + after) and not any(t[0].isdigit() or t in _COUNTS for t in before + after):
+        return None, None  # "weekly" / "next month": an uncounted unit names a period, not a duration
+    if _other_predicate(old, new, i1, i2, j1, j2, cased):
+        return None, None  # "owns the onboarding flow" / "meets on Mondays": another fact of the subject
     relation = _multi_valued_before(old_tokens, i1, i2)
     if relation and not _ROLE.search(old):
         return None, f"'{relation}' can hold several values: {' '.join(after)} is an addition beside {' '.join(before)}"
@@ -394,7 +489,11 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
         if _has_marker(new):
             change = _marker_change(old, new, tuple(history))
         else:
-            change, addition = _value_change(old_tokens, new_tokens, MIN_PREFIX, old)
+            # An old change statement ("Code freeze lasts three weeks now") says what holds without its marker.
+            stated = _state(old) if _is_change_statement(old) else old
+            cased_old = None if stated != old else unicodedata.normalize("NFC", old_text)
+            change, addition = _value_change(_tokens(stated), new_tokens, MIN_PREFIX, stated, new,
+                                             (cased_old, unicodedata.normalize("NFC", new_text)))
     if addition:
         return Verdict("unrelated", addition)
     if change is None and old_people == new_people:
