@@ -130,11 +130,25 @@ _COUNTS = frozenset("one two three four five six seven eight nine ten eleven twe
 # names another attribute and its value, not a new value of the same one.
 _COPULAS = frozenset("is are was were be been being am".split())
 # Raw words with a colon that ends a word ("Tech lead: Amara"); a colon inside "9:30" is no relation.
+# Verbs that the -s/-ed test misses: base forms after a plural subject ("deploys go through Argo",
+# "backend devs own the API") and irregular participles ("is built with Gatsby", "is written in Rust").
+_VERBS = frozenset(
+    "go need own meet run use get make require take send store write read build deploy ship host serve "
+    "handle maintain support live work lead review cover call accept expire start stop finish open close "
+    "wait retry fail pass sync block allow sit keep hold give show pay sell tell set put come bring "
+    "hire report alert notify publish release merge push pull "
+    "written built made kept held sent shown known given taken done seen drawn grown hidden driven "
+    "chosen spoken begun bound found paid sold told led fed met sat stood brought bought taught spent "
+    "gone ran".split()
+)
 _WORD_OR_COLON = re.compile(r":(?=\s|$)|" + _TOKEN.pattern)
 # "The office moved to Manchester": a move with no object of its own changes where the subject is, so
 # the old value must be a place or a time ("is in Leeds", "lives in Lyon", "runs on Fly", "is on
 # Tuesday"), not another attribute ("the office manager is Dana", "the user speaks Italian").
 _BARE_MOVE = re.compile(r"\b(?:moved|relocated|migrated)(?: back)? to\b")
+# A time of day or week: "standup moved to Zoom" does not change "standup is at 9:30".
+_WHEN = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2} ?[ap]\.?m\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"
+                   r"|\b(?:noon|midnight|mornings?|afternoons?|evenings?)\b")
 _LOCATIVE = frozenset("in at on to near via through inside".split())
 _LOCATION_VERBS = re.compile(r"^(?:live[sd]?|living|based|located|resides?|resided|stay(?:s|ed)?|sits?|runs?|hosted|hosts?)$")
 
@@ -161,7 +175,8 @@ _PRESENT_ONLY = frozenset({"now", "from now on", "going forward"})
 # bundler", "uses dbt for transformations"): a role is filled by one value.
 _MULTI_VALUED = frozenset(
     "use used own owned maintain support speak know like love enjoy work contribute depend include includ "
-    "contain manage manag accept integrate read follow play visit attend learn study collect pin host".split()
+    "contain manage manag accept integrate read follow play visit attend learn study collect pin host "
+    "review mentor teach lead subscribe sponsor".split()
 )
 _ROLE = re.compile(r"\b(for|as)\b")
 # Clauses of one memory: "Deploys go through blue-green on Fly; never restart the DB in business hours".
@@ -231,6 +246,8 @@ def _verb_at(text: str, cased: str | None, index: int) -> str | None:
         cased_raw = _WORD_OR_COLON.findall(cased)
         if len(cased_raw) == len(raw) and not cased_raw[at[index]].islower():
             return None
+    if word in _VERBS:
+        return word
     if len(word) < 4 or not word.isalpha() or word.endswith(("ss", "us", "is")):
         return None
     return _stem(word) if word.endswith(("s", "ed")) else None
@@ -302,7 +319,7 @@ def _multi_valued_before(tokens: list[str], start: int, end: int) -> str | None:
     if start == 0 or all(t[0].isdigit() for t in tokens[start:end]):
         return None
     verb = tokens[start - 1]
-    if verb == "on" and start >= 2:
+    if verb in ("on", "with") and start >= 2:  # "works on the app", "integrates with Stripe"
         verb = tokens[start - 2]
     return verb if verb in _MULTI_VALUED else None
 
@@ -354,8 +371,14 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
             return None  # "the user works at Doctolib" / "the user now lives in Ghent": another fact
         if _own_relation(stated, at[missing[0]], at[missing[-1]] + 1):
             return None  # the old words that go hold their own "is": another attribute and its value
-        if _BARE_MOVE.search(new) and not changed and not _located(stated, at[missing[0]]):
-            return None  # "the office moved to Manchester" changes where it is, not "the office manager"
+        move = _BARE_MOVE.search(new)
+        if move and not changed:
+            if not _located(stated, at[missing[0]]):
+                return None  # "the office moved to Manchester" changes where it is, not "the office manager"
+            words, positions = list(_WORD_OR_COLON.finditer(stated)), _analyse(stated)[1]
+            gone = stated[words[positions[at[missing[0]]]].start():words[positions[at[missing[-1]]]].end()]
+            if bool(_WHEN.search(gone)) != bool(_WHEN.search(new[move.end():])):
+                return None  # a place for a time or a time for a place: "standup moved to Zoom"
     if retire and not replace:
         ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
                if op[0] != "equal"]
@@ -461,6 +484,8 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
     if _other_predicate(old, new, i1, i2, j1, j2, cased):
         return None, None  # "owns the onboarding flow" / "meets on Mondays": another fact of the subject
     relation = _multi_valued_before(old_tokens, i1, i2)
+    if relation and re.search(rf"\b{relation}\w*\s*:", old):
+        relation = None  # "Tech lead: Amara" names a role holder; "leads the platform team" is a relation
     if relation and not _ROLE.search(old):
         return None, f"'{relation}' can hold several values: {' '.join(after)} is an addition beside {' '.join(before)}"
     subject = " ".join(t for t in old_tokens if t not in before)
