@@ -492,6 +492,22 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
     return f"same subject '{subject}', value {' '.join(before)} -> {' '.join(after)}", None
 
 
+def _one_slot(old_tokens: list[str], new_tokens: list[str]) -> str | None:
+    """'X -> Y' if the token lists differ in exactly one short replaced span (at most 2 tokens a side)
+    inside a shared frame that goes on after it with a subject word ("use _ for bugs"); else None.
+    A span at the end ("Hannah is the DBA" / "... learning Rust") may be another fact altogether."""
+    ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace":
+        return None
+    _, i1, i2, j1, j2 = ops[0]
+    if i2 - i1 > 2 or j2 - j1 > 2 or not _subject_words(old_tokens[i2:]):
+        return None
+    if (_TIME_WORDS | _ENVIRONMENTS) & set(old_tokens[i1:i2] + new_tokens[j1:j2]):
+        return None  # "on call this week" / "on vacation next week": another period or environment
+    return f"'{' '.join(old_tokens[i1:i2])}' -> '{' '.join(new_tokens[j1:j2])}'"
+
+
 def classify(old_text: str, new_text: str, cosine: float | None, *, history: Sequence[str] = ()) -> Verdict:
     """Decide whether `new_text` supersedes `old_text`; see the module docstring for the method.
 
@@ -542,6 +558,11 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
     if overlap >= CONFLICT_OVERLAP or (cosine is not None and cosine >= PARAPHRASE_COSINE):
         why = f"similar texts but no clear statement of change (word overlap {overlap:.2f})"
         return Verdict("conflict", why)
+    slot = _one_slot(old_tokens, new_tokens)
+    if slot and old_people == new_people:
+        # "We use Jira for bugs" / "We use Linear for bugs": one word swapped in a shared frame, too
+        # short a subject to call it a change, but a stale memory must not go unreported.
+        return Verdict("conflict", f"the texts differ only in {slot}: check whether both still hold")
     if _has_marker(new):
         # An announced change near the old memory's subject that the rules could not pin to it ("We
         # bumped the project to Python 3.12" after "The project targets Python 3.11"): the old one
