@@ -312,16 +312,20 @@ def _state(text: str) -> str:
     return _REPLACE.sub(" ", _NAMED_OLD.sub(drop_named, text))
 
 
-def _multi_valued_before(tokens: list[str], start: int, end: int) -> str | None:
-    """The multi-valued relation whose object is tokens[start:end] ("maintain" in "maintains the Helm
-    charts", "work" in "works on the app"), if any. A value that is only numbers ("pinned to 1.75.0",
-    "reads at 3.5 GB/s") is a setting's value, not one object among several."""
+def _multi_valued_before(tokens: list[str], start: int, end: int, text: str) -> str | None:
+    """The multi-valued relation whose object is tokens[start:end] of `text` ("maintain" in "maintains
+    the Helm charts", "work" in "works on the app"), if any. A value that is only numbers ("pinned to
+    1.75.0", "reads at 3.5 GB/s") is a setting's value, not one object among several; a passive verb
+    before a preposition ("is hosted on Ghost") says where, which is one place."""
     if start == 0 or all(t[0].isdigit() for t in tokens[start:end]):
         return None
-    verb = tokens[start - 1]
-    if verb in ("on", "with") and start >= 2:  # "works on the app", "integrates with Stripe"
-        verb = tokens[start - 2]
-    return verb if verb in _MULTI_VALUED else None
+    at = start - 1
+    if tokens[at] in ("on", "with") and start >= 2:  # "works on the app", "integrates with Stripe"
+        at = start - 2
+        raw, positions = _analyse(text)
+        if at < len(positions) and positions[at] > 0 and raw[positions[at] - 1] in _COPULAS:
+            return None
+    return tokens[at] if tokens[at] in _MULTI_VALUED else None
 
 
 def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
@@ -388,7 +392,7 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
         return None  # the differing words open the old sentence: they name its subject, not a value
     if missing and replace and replace.group() in _PRESENT_ONLY and not retire:
         relation = _multi_valued_before(old_tokens, old_tokens.index(old_subject[missing[0]]),
-                                        old_tokens.index(old_subject[missing[-1]]) + 1)
+                                        old_tokens.index(old_subject[missing[-1]]) + 1, stated)
         if relation and not _ROLE.search(old):
             return None  # "the data team now uses Airflow": maybe beside dbt, not instead of it
     gone = " ".join(old_subject[i] for i in missing) or "the old statement"
@@ -401,7 +405,10 @@ def _located(text: str, index: int) -> bool:
     preposition ("is in Leeds", "is on Tuesday", "to Nantes") or is a verb of place ("lives", "based")."""
     raw, at = _analyse(text)
     word = at[index]
-    return bool(_LOCATION_VERBS.match(raw[word])) or (word > 0 and raw[word - 1] in _LOCATIVE)
+    before = word - 1
+    while before >= 0 and raw[before] in _DROPPED - _LOCATIVE:  # "is in the Berlin office", "in us-east-1"
+        before -= 1
+    return bool(_LOCATION_VERBS.match(raw[word])) or (before >= 0 and raw[before] in _LOCATIVE)
 
 
 def _clauses(text: str) -> list[str]:
@@ -483,7 +490,7 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         return None, None  # "weekly" / "next month": an uncounted unit names a period, not a duration
     if _other_predicate(old, new, i1, i2, j1, j2, cased):
         return None, None  # "owns the onboarding flow" / "meets on Mondays": another fact of the subject
-    relation = _multi_valued_before(old_tokens, i1, i2)
+    relation = _multi_valued_before(old_tokens, i1, i2, old)
     if relation and re.search(rf"\b{relation}\w*\s*:", old):
         relation = None  # "Tech lead: Amara" names a role holder; "leads the platform team" is a relation
     if relation and not _ROLE.search(old):
