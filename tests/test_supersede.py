@@ -367,6 +367,8 @@ def test_duplicate_key_keeps_punctuation_inside_words(a, b):
         ("The platform team owns Kafka.", "The platform team now runs the on-call rotation."),
         ("The growth team is responsible for onboarding.", "The growth team is based in Austin."),  # prepositions
         ("The mobile app is written in Swift.", "The mobile app is available on TestFlight."),
+        ("The main branch is protected.", "The main branch requires two reviews."),  # a participle alone
+        ("The user moved to Berlin.", "The user's company moved to Munich."),  # the user's company, not the user
     ],
 )
 def test_another_predicate_of_the_same_subject_is_no_new_value(old, new, cosine):

@@ -252,10 +252,11 @@ def _own_relation(text: str, start: int, end: int) -> bool:
     return any(w == ":" or w in _COPULAS for w in raw[at[start] + 1:at[end - 1]])
 
 
-def _verb_at(text: str, cased: str | None, index: int) -> str | None:
+def _verb_at(text: str, cased: str | None, index: int, alone: bool = False) -> str | None:
     """The token at `index` of `text` if it reads as a finite verb ("owns", "meets", "exported"):
     a lower-case word ending in -s or -ed (not -ss, -us, -is). `cased`: the text before casefolding,
-    so that a name ("Jenkins", "Postgres") is not taken for a verb; without it every word counts."""
+    so that a name ("Jenkins", "Postgres") is not taken for a verb; without it every word counts.
+    alone: the word is the whole span; then -s is no evidence ("Nantes", "Paris" are values)."""
     raw, at = _analyse(text)
     if index >= len(at):
         return None
@@ -268,7 +269,7 @@ def _verb_at(text: str, cased: str | None, index: int) -> str | None:
         return word
     if len(word) < 4 or not word.isalpha() or word.endswith(("ss", "us", "is")):
         return None
-    return _stem(word) if word.endswith(("s", "ed")) else None
+    return _stem(word) if word.endswith("ed") or (word.endswith("s") and not alone) else None
 
 
 def _other_predicate(old: str, new: str, i1: int, i2: int, j1: int, j2: int,
@@ -279,7 +280,9 @@ def _other_predicate(old: str, new: str, i1: int, i2: int, j1: int, j2: int,
     "needs one approval" / "requires two approvals" the shared "approvals" keeps the attribute)."""
     if _own_relation(old, i1, i2) or _own_relation(new, j1, j2):
         return True
-    if i2 - i1 < 2 or j2 - j1 < 2 or i2 < len(_analyse(old)[1]) or j2 < len(_analyse(new)[1]):
+    if min(i2 - i1, j2 - j1) < 1 or (i2 - i1) + (j2 - j1) < 3:
+        return False  # a verb needs an object on one side at least: "Redis" / "Memcached" are values
+    if i2 < len(_analyse(old)[1]) or j2 < len(_analyse(new)[1]):
         return False
     # A predicate word with a preposition of its own on each side ("is responsible for onboarding" /
     # "is based in Austin"); a span opening with a preposition or "go" only routes ("go through Fly").
@@ -287,11 +290,24 @@ def _other_predicate(old: str, new: str, i1: int, i2: int, j1: int, j2: int,
     before, after = set(old_span) & _PREPOSITIONS, set(new_span) & _PREPOSITIONS
     if before and after and not before & after and old_span[0] not in _GENERIC and new_span[0] not in _GENERIC:
         return True
-    verbs = _verb_at(old, cased[0], i1), _verb_at(new, cased[1], j1)
+    verbs = _verb_at(old, cased[0], i1, i2 - i1 == 1), _verb_at(new, cased[1], j1, j2 - j1 == 1)
     return all(verbs) and verbs[0] != verbs[1]
 
 
 _PREPOSITIONS = frozenset("in at on for from with by via through into".split())
+
+
+def _possessed_match(old: str, new: str) -> bool:
+    """Whether every thing one text names as someone's ("the user's laptop", "the cluster's ingress")
+    is named in the other too: "The user moved to Berlin" / "The user's company moved to Munich" are
+    about two subjects, "the user's editor" / "their editor" about one."""
+    old_words, new_words = set(_tokens(old)), set(_tokens(new))
+    for text, other in ((old, new_words), (new, old_words)):
+        words = _TOKEN.findall(text)
+        for i, word in enumerate(words[:-1]):
+            if word.endswith("'s") and words[i + 1] not in _DROPPED and _stem(words[i + 1]) not in other:
+                return False
+    return True
 
 
 def _persons(text: str) -> frozenset[str]:
@@ -566,7 +582,9 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
         return Verdict("unrelated", "the texts are about different people")
 
     change = addition = None
-    if old_people == new_people:  # a person named on one side only may be someone else entirely
+    # A person named on one side only may be someone else entirely; a thing of someone's ("the user's
+    # laptop") on one side only is another subject than its owner.
+    if old_people == new_people and _possessed_match(old, new):
         # A marked text is judged by the marker rule alone: its "no" (e.g. "moved standup") is final.
         if _has_marker(new):
             change = _marker_change(old, new, tuple(history))
