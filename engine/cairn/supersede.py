@@ -172,15 +172,17 @@ _LOCATION_VERBS = re.compile(
 
 _HEDGE = re.compile(
     r"\?|\b(might|maybe|perhaps|probably|could|would|may|will|should we|plan(s|ned|ning)? to"
-    r"|consider(ing)?|thinking|i think|propos\w*|soon)\b"
+    r"|consider(ing)?|thinking|i think|propos\w*|soon|going to|upcoming"
+    # A change announced for later ("is moving to Valencia next month") has not happened yet.
+    r"|next (?:week|month|quarter|year|sprint|release)|(?:is|are|am) (?:moving|switching|migrating|changing))\b"
 )
 # "The CLI is also distributed via Scoop": an addition next to the old value, never a replacement.
 _ADDITIVE = re.compile(r"\b(also|too|as well|in addition|additionally)\b")
 _APPROX = re.compile(r"~|\b(about|around|roughly|approximately|approx)\b")
 # Markers whose words are removed from the new text before comparing (they carry no subject).
 _REPLACE = re.compile(
-    r"\b(now|from now on|going forward|switch(ed|ing)?|mov(e|ed|ing)|migrat(ed|e|ing)|replac(ed|e|ing)"
-    r"|instead|rather than|chang(ed|e)( their mind)?|renamed|upgraded|downgraded|bumped"
+    r"\b(now|from now on|going forward|switch(ed|ing)?|mov(e|ed|ing)|relocat(ed|e|ing)|migrat(ed|e|ing)"
+    r"|replac(ed|e|ing)|instead|rather than|chang(ed|e)( their mind)?|renamed|upgraded|downgraded|bumped"
     r"|rewritten|rewrote|took over)\b"
 )
 # "We moved standup to 9:00": what the verb moves ("standup") must be something the old text is about.
