@@ -196,7 +196,7 @@ _PRESENT_ONLY = frozenset({"now", "from now on", "going forward"})
 _MULTI_VALUED = frozenset(
     "use used own owned maintain support speak know like love enjoy work contribute depend include includ "
     "contain manage manag accept integrate read follow play visit attend learn study collect pin host "
-    "review mentor teach lead subscribe sponsor".split()
+    "review mentor teach lead subscribe sponsor talk".split()
 )
 _ROLE = re.compile(r"\b(for|as)\b")
 # Clauses of one memory: "Deploys go through blue-green on Fly; never restart the DB in business hours".
