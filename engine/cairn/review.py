@@ -29,11 +29,25 @@ from .errors import (
     StaleProposal, StoreError,
 )
 from .models import DECIDERS, PROPOSAL_STATES, PROPOSAL_TYPES, Memory, Proposal
-from .supersede import classify
+from .supersede import Verdict as Judgement, classify, names_old_value
 from .timeutil import now_ms
 
 if TYPE_CHECKING:
     from .engine import Cairn
+
+
+def _classify(engine: Cairn, older: Memory, newer: Memory, cosine: float | None) -> Judgement:
+    """supersede.classify on (older, newer) as `remember` calls it: when the newer text names the
+    value it replaces ("from X to Y"), with the texts of the memories `older` retired (its chain), so
+    a chain step naming a value only a retired memory holds reads the same here as at write time."""
+    history: list[str] = []
+    if names_old_value(newer.text or ""):
+        try:
+            chain = engine.history(older.id)  # oldest first; `older` is current, so last but for merges
+            history = [m.text or "" for m in chain[:[m.id for m in chain].index(older.id)]]
+        except MemoryNotFound:
+            history = []  # forgotten meanwhile: judged on the two texts alone
+    return classify(older.text or "", newer.text or "", cosine, history=history)
 
 
 class Verdict(str, Enum):
@@ -115,7 +129,7 @@ def review_candidates(engine: Cairn, *, kinds: tuple[str, ...] = (), topic: str 
                 if not ((cosine is not None and cosine >= REVIEW_MIN_COSINE) or other.id == best_keyword):
                     continue
                 older, newer = _order(m, other)
-                verdict = classify(older.text or "", newer.text or "", cosine)
+                verdict = _classify(engine, older, newer, cosine)
                 if verdict.label != "unrelated":
                     pairs[key] = Pair(older, newer, verdict.label, verdict.reason, cosine)
     return sorted(pairs.values(), key=Pair.sort_key), scanned, with_vectors
@@ -729,7 +743,7 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
         if staged_of("conflict") >= RUN_CAPS["conflict"]:
             deferred += 1
             continue
-        verdict = classify(older.text or "", newer.text or "", cosine)
+        verdict = _classify(engine, older, newer, cosine)
         if verdict.label == "unrelated":
             continue
         per_memory[a] = per_memory.get(a, 0) + 1
