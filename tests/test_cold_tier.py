@@ -1,11 +1,9 @@
-"""The cold tier on both store backends; the review queue and maintenance say clearly that they
-need a SQLite store."""
+"""The cold tier on both store backends, and the review queue and maintenance on both."""
 
 from __future__ import annotations
 
 import pytest
 
-from cairn import StoreError
 from tests.conftest import BACKENDS
 
 
@@ -28,13 +26,15 @@ def test_cold_memories_leave_default_reads_on_every_backend(kw_memory, backend):
     assert sorted(m.id for m in kw_memory.list()) == sorted([warm.id, cold.id])
 
 
-def test_the_queue_needs_a_sqlite_store(kw_memory, backend):
-    if backend == "sqlite":
-        assert kw_memory.review_queue() == []
-        return
-    for call in (kw_memory.review_queue, kw_memory.maintain, kw_memory.maintenance_status):
-        with pytest.raises(StoreError, match="review queue and maintenance need a SQLite store"):
-            call()
-    # A write's possible conflicts are not queued there, and the write itself is not refused.
+def test_the_queue_and_maintenance_work_on_every_backend(kw_memory, backend):
+    assert kw_memory.review_queue() == []
     kw_memory.remember("Run the linter before pushing.", kind="convention")
-    assert kw_memory.remember("We might run the linter before pushing.", kind="convention").status == "created"
+    b = kw_memory.remember("We might run the linter before pushing.", kind="convention")
+    assert b.status == "created" and b.conflicts
+    (p,) = kw_memory.review_queue()
+    assert p.type == "conflict" and p.source_ids[1] == b.memory.id
+    assert kw_memory.maintain()["dry_run"] is True
+    status = kw_memory.maintenance_status()
+    assert status["pending"] == 1 and status["queue"] == {"pending": {"conflict": 1}} and status["cold"] == 0
+    assert kw_memory.review_decide(p.id, "keep")["state"] == "rejected"
+    assert kw_memory.maintenance_status()["queue"] == {"rejected": {"conflict": 1}}

@@ -917,8 +917,8 @@ class Cairn:
                      limit: int | None = None) -> list[Proposal]:
         """The review queue of the project store, oldest first (review.queue): proposals in `states`
         (PROPOSAL_STATES; default pending) of `types` (PROPOSAL_TYPES; default all). Pending
-        proposals older than 30 days, or whose sources changed, become expired first.
-        Raises InvalidInput, StoreError (a Postgres store)."""
+        proposals older than 30 days, or whose sources changed, become expired first, on either
+        backend (SQLite or Postgres). Raises InvalidInput."""
         from . import review
 
         return review.queue(self, states=tuple(states), types=tuple(types), limit=limit)
@@ -961,7 +961,7 @@ class Cairn:
     def maintain(self, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
         """One maintenance run over the project store (review.maintain): a dry run unless apply;
         apply retires exact duplicates and, unless safe_only, queues proposals. Never deletes.
-        Raises MaintenanceBusy, StoreError."""
+        Raises MaintenanceBusy (another run, on any machine, holds the store's lease)."""
         from . import review
 
         return review.maintain(self, apply=apply, safe_only=safe_only)

@@ -218,10 +218,10 @@ def new_proposal(kind: str, sources: list[Memory], payload: dict[str, Any], *, s
 
 
 def _queue_store(engine: Cairn):
+    """The project store, SQLite (Store) or Postgres (PgStore): both have the queue's methods."""
     store = engine.store
     if not getattr(store, "supports_queue", False):
-        raise StoreError(f"store {store.name!r} is on Postgres: the review queue and maintenance need a SQLite "
-                         "store for now")
+        raise StoreError(f"store {store.name!r} has no review queue")
     return store
 
 
@@ -256,8 +256,7 @@ def expire(engine: Cairn, *, now: int | None = None) -> int:
 def queue(engine: Cairn, *, states: tuple[str, ...] = ("pending",), types: tuple[str, ...] = (),
           limit: int | None = None) -> list[Proposal]:
     """The review queue, oldest first: proposals in `states` (PROPOSAL_STATES; default pending) of
-    `types` (PROPOSAL_TYPES; default all). Expiry is applied first (expire). Raises InvalidInput,
-    StoreError (a Postgres store)."""
+    `types` (PROPOSAL_TYPES; default all). Expiry is applied first (expire). Raises InvalidInput."""
     for value, allowed, what in ((states, PROPOSAL_STATES, "state"), (types, PROPOSAL_TYPES, "type")):
         for v in value:
             if v not in allowed:
@@ -383,8 +382,11 @@ def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = 
     now = now_ms()
     store.expire_proposals(now)
     stale: str | None = None
-    with store.transaction():  # BEGIN IMMEDIATE: one decision at a time per store, across processes
-        p = store.proposal(proposal_id)
+    # SQLite: BEGIN IMMEDIATE, one decision at a time per store, across processes. Postgres: the
+    # proposal's row is locked (SELECT ... FOR UPDATE) until the decision commits; a second reviewer
+    # waits, then reads it decided.
+    with store.transaction():
+        p = store.proposal(proposal_id, for_update=True)
         if p is None:
             raise ProposalNotFound(f"no proposal {proposal_id!r} in store {store.name!r}")
         if p.state != "pending":
@@ -779,7 +781,7 @@ def maintain(engine: Cairn, *, apply: bool = False, safe_only: bool = False) -> 
     "proposals": [{"type", "subject", "sources", "payload", "id" (None in a dry run)}], "counts":
     {type: n}, "staged", "already_reviewed", "deferred" (past RUN_CAPS: for a later run), "expired",
     "seconds"}.
-    Raises MaintenanceBusy (another run holds the lease), StoreError (a Postgres store)."""
+    Raises MaintenanceBusy (another run holds the lease)."""
     import json
     import os
     import socket

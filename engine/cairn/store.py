@@ -644,7 +644,9 @@ class Store:
         return self.conn.execute("SELECT count(*) FROM memories WHERE cold_at IS NOT NULL AND text IS NOT NULL"
                                  ).fetchone()[0]
 
-    def proposal(self, proposal_id: str) -> Proposal | None:
+    def proposal(self, proposal_id: str, *, for_update: bool = False) -> Proposal | None:
+        """The proposal, or None. for_update: as PgStore's; here the decision's BEGIN IMMEDIATE
+        already keeps every other writer out until it ends."""
         row = self.conn.execute(f"SELECT {self._PROPOSAL_COLUMNS} FROM proposals WHERE id = ?",
                                 (proposal_id,)).fetchone()
         return None if row is None else self._proposal(row)
