@@ -140,10 +140,14 @@ def test_review_is_the_queue_only_and_promote_brings_a_cold_memory_back(tmp_path
         refused(s.request("POST", "/v1/review/decide", {"older_id": "a", "newer_id": "b", "verdict": "keep_both"}),
                 404, "not_found")
         assert ok(s.request("GET", "/v1/maintain/status"))["cold"] == 1
+        counts = ok(s.request("GET", "/v1/status"))["counts"]
+        assert (counts["current"], counts["cold"], counts["total"]) == (0, 1, 1)
         assert ok(s.request("POST", f"/v1/memories/{cold}/promote")) == {"promoted": cold}
         refused(s.request("POST", f"/v1/memories/{cold}/promote"), 400, "invalid_input")
         refused(s.request("POST", "/v1/memories/01NOSUCHMEMORY/promote"), 404, "memory_not_found")
         assert [m["id"] for m in ok(s.request("GET", "/v1/memories"))["memories"]] == [cold]
+        counts = ok(s.request("GET", "/v1/status"))["counts"]
+        assert (counts["current"], counts["cold"]) == (1, 0)
     finally:
         s.stop()
 

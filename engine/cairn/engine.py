@@ -1114,7 +1114,8 @@ class Cairn:
         return out[:limit]
 
     def counts(self) -> dict[str, int]:
-        """The project store's counts: current, superseded, forgotten, total, awaiting_embedding."""
+        """The project store's counts: current (warm: what the hooks and default recall see), cold
+        (current but demoted to the cold tier), superseded, forgotten, total, awaiting_embedding."""
         return self.store.counts()
 
     def topics(self, *, tags: int = 8) -> dict[str, Any]:

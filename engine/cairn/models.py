@@ -175,7 +175,7 @@ class RememberResult:
 class Status:
     """What `Cairn.status()` reports: which store and why, its counts and size, and how recall runs.
 
-    counts: current, superseded, forgotten, total, awaiting_embedding. bytes: database plus WAL.
+    counts: current (warm), cold, superseded, forgotten, total, awaiting_embedding. bytes: database plus WAL.
     keyword_only: recall uses BM25 alone (keyword_only_reason says why)."""
 
     store: str

@@ -681,23 +681,27 @@ class PgStore:
         return list(dict.fromkeys(ids))
 
     def counts(self) -> dict[str, int]:
+        """As Store.counts: "current" is warm only (what the hooks and default recall see), "cold" apart."""
+        now = now_ms()
         row = self.conn.execute(
-            f"""SELECT count(*) FILTER (WHERE {_pg(current_sql())}),
+            f"""SELECT count(*) FILTER (WHERE {_pg(current_sql())} AND cold_at IS NULL),
+                       count(*) FILTER (WHERE {_pg(current_sql())} AND cold_at IS NOT NULL),
                        count(*) FILTER (WHERE superseded_by IS NOT NULL AND forgotten_at IS NULL),
                        count(*) FILTER (WHERE forgotten_at IS NOT NULL),
                        count(*)
-                FROM memories""", (now_ms(),)).fetchone()
+                FROM memories""", (now, now)).fetchone()
         backlog = self.conn.execute("SELECT count(*) FROM vector_backlog").fetchone()[0]
-        return {"current": row[0], "superseded": row[1], "forgotten": row[2], "total": row[3],
+        return {"current": row[0], "cold": row[1], "superseded": row[2], "forgotten": row[3], "total": row[4],
                 "awaiting_embedding": backlog}
 
     def current_kinds_and_tags(self, tag_limit: int) -> tuple[dict[str, int], list[tuple[str, int]]]:
         now = now_ms()
         kinds = dict(self.conn.execute(
-            f"SELECT kind, count(*) FROM memories m WHERE {_pg(current_sql('m'))} GROUP BY kind", (now,)).fetchall())
+            f"SELECT kind, count(*) FROM memories m WHERE {_pg(current_sql('m'))} AND m.cold_at IS NULL GROUP BY kind",
+            (now,)).fetchall())
         tags = self.conn.execute(
             f"SELECT t.tag, count(*) AS n FROM memory_tags t JOIN memories m ON m.seq = t.seq "
-            f"WHERE {_pg(current_sql('m'))} GROUP BY t.tag ORDER BY n DESC, t.tag LIMIT %s",
+            f"WHERE {_pg(current_sql('m'))} AND m.cold_at IS NULL GROUP BY t.tag ORDER BY n DESC, t.tag LIMIT %s",
             (now, int(tag_limit))).fetchall()
         return kinds, [(tag, n) for tag, n in tags]
 

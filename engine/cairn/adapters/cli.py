@@ -390,7 +390,8 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
         else:
             click.echo(f"store     {info['store']}  ({info['path']})")
         click.echo(f"chosen by {info['chosen_by']}")
-        click.echo(f"memories  {c['current']} current, {c['superseded']} superseded, {c['forgotten']} forgotten"
+        click.echo(f"memories  {c['current']} current, {c['cold']} cold, {c['superseded']} superseded, "
+                   f"{c['forgotten']} forgotten"
                    + (f", {c['awaiting_embedding']} awaiting embedding" if c["awaiting_embedding"] else ""))
         click.echo(f"size      {info['bytes']:,} bytes")
         click.echo(f"vectors   {info['vector_backend'] or 'unavailable'}; model {info['embedding_model'] or 'none'}")

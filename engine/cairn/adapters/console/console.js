@@ -216,6 +216,7 @@ async function start2() {
   try {
     const status = await api("GET", "/v1/status");
     $("store-line").textContent = `store ${status.store}: ${status.counts.current} current memories`
+      + (status.counts.cold ? ` (and ${status.counts.cold} cold)` : "")
       + (status.keyword_only ? " (keyword-only recall)" : "");
     await search();
   } catch (err) { $("store-line").textContent = ""; notice(err.message); }
