@@ -612,3 +612,37 @@ def test_two_machines_share_the_team_stores_review_queue(pg_server, monkeypatch,
         with pytest.raises(ProposalClosed, match="already applied by mcp"):
             laptop.review_decide(p.id, "keep")
         assert laptop.get(b.id).superseded_by == a.id and laptop.counts()["current"] == 1
+
+
+def test_migrate_store_carries_the_review_queue_both_ways_scrubbed_into_postgres(pg_server, monkeypatch, team):
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    create_store("src")
+    with Cairn.open("src", embedder=None) as memory:
+        memory.remember("Run the linter before pushing.", kind="convention")
+        memory.remember("We might run the linter before pushing.", kind="convention")
+        (conflict,) = memory.review_queue()
+        kept = memory.propose("Tabs, not spaces.", kind="preference")["proposal"]["id"]
+        memory.review_decide(kept, "keep")
+        # an imported guidance line with a secret in it, queued before anything scrubbed it
+        secret = memory.propose("The deploy key is AKIAIOSFODNN7EXAMPLE for the staging bucket")["proposal"]["id"]
+        memory.maintain(apply=True)
+        before = {p.id: p for p in memory.review_queue(states=["pending", "rejected"])}
+    assert set(before) >= {conflict.id, kept, secret}
+
+    done = migrate_store("src", f"postgres:{team}")
+    assert done["proposals"] == len(before)
+    with Cairn.open(team, embedder=None) as memory:
+        after = {p.id: p for p in memory.review_queue(states=["pending", "rejected"])}
+        assert {i: (p.state, p.type, p.sources) for i, p in after.items()} == \
+            {i: (p.state, p.type, p.sources) for i, p in before.items()}
+        assert after[secret].payload["text"] == "The deploy key is [REDACTED:AWS Access Key] for the staging bucket"
+        assert after[conflict.id].payload == before[conflict.id].payload
+        assert memory.maintenance_status()["last_run"] is not None
+        # the copied proposal is still decidable: its sources' stamps came along with the memories
+        assert memory.review_decide(conflict.id, "approve")["state"] == "applied"
+
+    migrate_store(f"postgres:{team}", "sqlite:back")
+    with Cairn.open("back", embedder=None) as memory:
+        states = {p.id: p.state for p in memory.review_queue(states=["pending", "rejected", "applied", "expired"])}
+        assert set(states) == set(before)
+        assert (states[conflict.id], states[kept], states[secret]) == ("applied", "rejected", "pending")

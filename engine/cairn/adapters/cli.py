@@ -519,11 +519,13 @@ def migrate_store(source: str, target: str, as_json: bool) -> None:
 
     Each is NAME, sqlite:NAME or postgres:NAME (the server from $CAIRN_POSTGRES_URL or
     store.postgres_url). A Postgres TARGET becomes where NAME opens from then on; SOURCE is left as
-    it was. Captured sessions are copied too (their turns' vectors are recomputed)."""
+    it was. The review queue and captured sessions are copied too (the turns' vectors are
+    recomputed)."""
     done = cairn.migrate_store(source, target, progress=_progress)
     _emit(as_json, done, lambda: click.echo(
-        f"copied {done['memories']} memories ({done['vectors']} vectors, {done['dismissals']} review verdicts) "
-        f"and {done['sessions']} sessions ({done['turns']} turns) from {source} to {target} ({done['path']})"))
+        f"copied {done['memories']} memories ({done['vectors']} vectors, {done['dismissals']} review verdicts, "
+        f"{done['proposals']} review proposals) and {done['sessions']} sessions ({done['turns']} turns) "
+        f"from {source} to {target} ({done['path']})"))
 
 
 @cli.command()
