@@ -16,7 +16,7 @@ import pytest
 from cairn import (
     Cairn, InvalidInput, InvalidMemory, ProposalClosed, ProposalNotFound, StaleProposal, create_store,
 )
-from tests.conftest import BACKENDS
+from tests.conftest import BACKENDS, WAIT_S, wait_for
 
 DAY = 86_400_000
 
@@ -198,6 +198,46 @@ def test_reviewers_in_threads_never_apply_one_proposal_twice(kw_memory, project,
     assert len([m for m in history if m.status == "current"]) == 1
     # At most one new memory (an edit), never two.
     assert len(kw_memory.list(include_superseded=True)) <= 3
+
+
+def test_a_second_reviewer_waits_for_the_first_then_sees_it_decided(kw_memory, project, backend, monkeypatch):
+    # Reviewer A's decision holds the proposal (SQLite: the write lock; Postgres: its row, SELECT ...
+    # FOR UPDATE) while it applies; reviewer B's "keep" waits, then reads it applied: refused, and
+    # nothing of B's (no "keep both" dismissal) is written.
+    import cairn.review as review
+
+    older, newer, pid = _conflict(kw_memory)
+    applying, release = threading.Event(), threading.Event()
+    apply = review._apply
+
+    def slow_apply(*args, **kwargs):
+        applying.set()
+        assert release.wait(WAIT_S)
+        return apply(*args, **kwargs)
+
+    monkeypatch.setattr(review, "_apply", slow_apply)
+    outcomes: dict[str, str] = {}
+
+    def decide(who: str, verdict: str) -> None:
+        with Cairn.open(cwd=project, embedder=None) as mine:
+            try:
+                outcomes[who] = mine.review_decide(pid, verdict, by="cli" if who == "a" else "mcp")["state"]
+            except ProposalClosed as exc:
+                outcomes[who] = str(exc)
+
+    a = threading.Thread(target=decide, args=("a", "approve"))
+    a.start()
+    wait_for(applying.is_set, what="reviewer A applying")
+    b = threading.Thread(target=decide, args=("b", "keep"))
+    b.start()
+    b.join(0.5)
+    assert b.is_alive() and "b" not in outcomes  # B waits for A's decision
+    release.set()
+    a.join(WAIT_S)
+    b.join(WAIT_S)
+    assert outcomes["a"] == "applied" and "already applied by cli" in outcomes["b"], outcomes
+    assert not kw_memory.is_dismissed(older, newer)
+    assert kw_memory.get(older).superseded_by == newer
 
 
 def _decide_in_process(name: str, pid: str, by: str) -> list[str]:

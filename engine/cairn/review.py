@@ -274,7 +274,8 @@ def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = 
                     store.dismiss_pair(ids[0], ids[1], now)
                 except MemoryNotFound:
                     pass
-            store.close_proposal(p.id, state="rejected", at=now, by=by, result={"verdict": "keep"})
+            if not store.close_proposal(p.id, state="rejected", at=now, by=by, result={"verdict": "keep"}):
+                raise ProposalClosed(f"proposal {p.id} was decided meanwhile; nothing was changed")
             return {"proposal": p.id, "type": p.type, "state": "rejected", "verdict": verdict}
         stale = _stale_reason(store, p)
         if stale is None:
