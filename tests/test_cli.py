@@ -499,13 +499,6 @@ def test_loading_notice_only_on_a_terminal(cairn, monkeypatch):
     assert code == 0 and err == ""  # no model, no notice
 
 
-def test_the_verdicts_the_cli_offers_are_the_engines():
-    # The CLI builds its choices from models.VERDICTS without importing the engine's review module.
-    from cairn import VERDICTS, Verdict
-
-    assert tuple(v.value for v in Verdict) == VERDICTS
-
-
 def test_stores_json_names_the_data_root(cairn, cairn_home):
     cairn("remember", "Deploys go through blue-green on Fly", "--keyword-only")
     code, out, _ = cairn("stores", "--json")

@@ -1,12 +1,12 @@
-"""The cold tier on both store backends; the review queue and maintenance say clearly that they
-need a SQLite store."""
+"""The cold tier on both store backends, and the review queue and maintenance on both."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from cairn import StoreError
-from tests.conftest import BACKENDS
+from tests.conftest import BACKENDS, run_cli
 
 
 @pytest.fixture(params=BACKENDS)
@@ -28,13 +28,44 @@ def test_cold_memories_leave_default_reads_on_every_backend(kw_memory, backend):
     assert sorted(m.id for m in kw_memory.list()) == sorted([warm.id, cold.id])
 
 
-def test_the_queue_needs_a_sqlite_store(kw_memory, backend):
-    if backend == "sqlite":
-        assert kw_memory.review_queue() == []
-        return
-    for call in (kw_memory.review_queue, kw_memory.maintain, kw_memory.maintenance_status):
-        with pytest.raises(StoreError, match="review queue and maintenance need a SQLite store"):
-            call()
-    # A write's possible conflicts are not queued there, and the write itself is not refused.
+def test_the_queue_and_maintenance_work_on_every_backend(kw_memory, backend):
+    assert kw_memory.review_queue() == []
     kw_memory.remember("Run the linter before pushing.", kind="convention")
-    assert kw_memory.remember("We might run the linter before pushing.", kind="convention").status == "created"
+    b = kw_memory.remember("We might run the linter before pushing.", kind="convention")
+    assert b.status == "created" and b.conflicts
+    (p,) = kw_memory.review_queue()
+    assert p.type == "conflict" and p.source_ids[1] == b.memory.id
+    assert kw_memory.maintain()["dry_run"] is True
+    status = kw_memory.maintenance_status()
+    assert status["pending"] == 1 and status["queue"] == {"pending": {"conflict": 1}} and status["cold"] == 0
+    assert kw_memory.review_decide(p.id, "keep")["state"] == "rejected"
+    assert kw_memory.maintenance_status()["queue"] == {"rejected": {"conflict": 1}}
+
+
+def test_cold_memories_are_counted_apart_from_current_in_counts_and_status(kw_memory, backend, project, capsys,
+                                                                          monkeypatch):
+    # "current" stays what the hooks and default recall see; cold memories have their own count.
+    kw_memory.remember("Deploys go through the blue-green pipeline on Fly", kind="decision")
+    cold = kw_memory.remember("The old deploy script copied files with rsync", kind="fact", importance=1).memory
+    old = kw_memory.remember("The API listens on port 8080", kind="fact").memory
+    kw_memory.replace(old.id, "The API listens on port 9090")
+    kw_memory.set_cold(cold.id, True)
+    counts = kw_memory.counts()
+    assert {k: counts[k] for k in ("current", "cold", "superseded", "forgotten", "total")} == {
+        "current": 2, "cold": 1, "superseded": 1, "forgotten": 0, "total": 4}
+    assert kw_memory.status().counts == counts
+    assert kw_memory.topics()["kinds"] == {"decision": 1, "fact": 1}  # the map of the store: warm only
+    assert len(kw_memory.list()) == counts["current"]
+    # the CLI's status, in both forms
+    kw_memory.close()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("CAIRN_NO_WARM", "1")
+    code, out, err = run_cli(capsys, ["status", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["counts"]["cold"] == 1 and json.loads(out)["counts"]["current"] == 2
+    code, out, err = run_cli(capsys, ["status"])
+    assert code == 0 and "memories  2 current, 1 cold, 1 superseded, 0 forgotten" in out, out + err
+    code, out, err = run_cli(capsys, ["review", "promote", cold.id])
+    assert code == 0, err
+    code, out, err = run_cli(capsys, ["status", "--json"])
+    assert (json.loads(out)["counts"]["current"], json.loads(out)["counts"]["cold"]) == (3, 0)

@@ -1,7 +1,8 @@
 """The review console in a real headless Chromium (the distribution's package), driven by Selenium.
 
-`cairn serve --transport http` on a store with a superseded memory, a review pair and a captured
-session: the test loads the page, searches, opens a history, records a verdict, forgets a memory
+`cairn serve --transport http` on a store with a superseded memory, a queued review proposal and a
+captured session: the test loads the page, searches, opens a history, approves the proposal from the
+review queue (with its evidence), forgets a memory
 (accepting the confirmation), searches sessions, and checks labels and keyboard use. Screenshots go
 to the test's output folder (tmp_path/screenshots); with CAIRN_CONSOLE_SCREENSHOT=PATH the main one is
 also saved there (docs/console.png is made that way).
@@ -38,8 +39,9 @@ def seeded(tmp_path, cairn_home):
     with Cairn.open(cwd=project, embedder=None) as engine:
         old = engine.remember("The API is served by Flask", kind="decision", tags=["api"], detect=False).memory.id
         new = engine.replace(old, "The API is served by FastAPI").memory.id
-        engine.remember("Staging deploys go out every Tuesday", kind="convention", detect=False)
-        engine.remember("Staging deploys now go out every Thursday", kind="convention", detect=False)
+        # a possible conflict `remember` reports: it joins the review queue as a proposal
+        engine.remember("Run the linter before pushing.", kind="convention")
+        assert engine.remember("We might run the linter before pushing.", kind="convention").conflicts
         engine.remember("Release notes live in CHANGELOG.md", kind="fact", detect=False)
         engine.add_session_turns("s1", [
             TurnDraft(uuid="u1", role="user", text="why does the linter reject snake_case_module?", at=1_000),
@@ -95,18 +97,32 @@ def test_console_search_history_verdict_forget_sessions(seeded, browser, tmp_pat
         assert cells[0][1] == "superseded" and cells[0][5] != "—" and cells[1][1] == "current" and cells[1][5] == "—"
         browser.save_screenshot(str(shots / "history.png"))
 
-        # the review queue: one pair; a verdict recorded from its button
+        # the review queue: one proposal with its evidence; a verdict recorded from its button
         browser.find_element(By.ID, "review-load").click()
-        wait_for(lambda: len(texts(browser, "#review li.pair-row")) == 1, what="the review pair")
+        wait_for(lambda: len(texts(browser, "#review li.proposal-row")) == 1, what="the review proposal")
+        (row,) = texts(browser, "#review li.proposal-row")
+        assert "conflict" in row and "Run the linter before pushing." in row and \
+            "We might run the linter before pushing." in row and "approve:" in row, row
+        pid = browser.find_element(By.CSS_SELECTOR, "#review li.proposal-row").get_attribute("data-proposal")
+        assert [b.get_attribute("data-verdict") for b in browser.find_elements(
+            By.CSS_SELECTOR, "#review li.proposal-row button")] == ["approve", "keep", "edit"]
+        wait_for(lambda: "1 pending · 0 cold" in browser.find_element(By.ID, "review-status").text,
+                 what="the queue's counts")
         browser.save_screenshot(str(shots / "review.png"))
         if os.environ.get("CAIRN_CONSOLE_SCREENSHOT"):
             browser.save_screenshot(os.environ["CAIRN_CONSOLE_SCREENSHOT"])
-        browser.find_element(By.CSS_SELECTOR, '#review li.pair-row button[data-verdict="keep_both"]').click()
-        wait_for(lambda: "Verdict keep_both recorded." in browser.find_element(By.ID, "notice").text,
-                 what="the verdict notice")
-        wait_for(lambda: not texts(browser, "#review li.pair-row"), what="an empty queue")
-        code, _, queue = server.request("GET", "/v1/review")
-        assert code == 200 and queue["pairs"] == []  # kept both: not proposed again
+        browser.find_element(By.CSS_SELECTOR, '#review li.proposal-row button[data-verdict="approve"]').click()
+        wait_for(lambda: "Verdict approve on conflict proposal: applied." in browser.find_element(By.ID, "notice").text,
+                 what=lambda: f"the verdict notice; got {browser.find_element(By.ID, 'notice').text!r}")
+        wait_for(lambda: not texts(browser, "#review li.proposal-row"), what="an empty queue")
+        code, _, queue = server.request("GET", "/v1/review/proposals")
+        assert code == 200 and queue["proposals"] == []
+        code, _, applied = server.request("GET", "/v1/review/proposals?state=applied")
+        (done,) = applied["proposals"]
+        assert (done["id"], done["decided_by"], done["result"]["verdict"]) == (pid, "http", "approve")
+        older, newer = (s["id"] for s in done["sources"])
+        code, _, body = server.request("GET", f"/v1/memories/{older}")
+        assert body["memory"]["status"] == "superseded" and body["memory"]["superseded_by"] == newer
 
         # forget, with its confirmation accepted
         box.clear()

@@ -129,7 +129,7 @@ def test_a_store_written_before_secure_delete_is_purged_when_opened(project, has
         assert memory.store.conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
         assert files_holding(cairn_home, NEEDLES) == {}
         memory.flush_backlog(100)
-        assert memory.counts() == {"current": 40, "superseded": 0, "forgotten": 1, "total": 41,
+        assert memory.counts() == {"current": 40, "cold": 0, "superseded": 0, "forgotten": 1, "total": 41,
                                    "awaiting_embedding": 0}
         assert len(memory.recall("port 8005 journald", k=3)) == 3
     assert path.exists()

@@ -32,7 +32,7 @@ def test_text_of_only_invisible_characters_is_refused_as_empty_by_replace(kw_mem
     old = kw_memory.remember("The build runs on GitHub Actions").memory
     with pytest.raises(InvalidMemory, match="memory text is empty"):
         kw_memory.replace(old.id, text)
-    assert kw_memory.counts() == {"current": 1, "superseded": 0, "forgotten": 0, "total": 1,
+    assert kw_memory.counts() == {"current": 1, "cold": 0, "superseded": 0, "forgotten": 0, "total": 1,
                                   "awaiting_embedding": 1}
 
 

@@ -97,8 +97,7 @@ def test_errors_are_json_with_stable_codes(server):
     refused(server.request("GET", "/v1/status?store=../etc"), 400, "invalid_store_name")
     refused(server.request("GET", "/v1/nothing"), 404, "not_found")
     refused(server.request("PUT", "/v1/status"), 405, "method_not_allowed")
-    refused(server.request("POST", "/v1/review/decide", {"older_id": "a", "newer_id": "b", "verdict": "shrug"}),
-            400, "invalid_request")
+    refused(server.request("POST", "/v1/review/proposals/p1/decide", {"verdict": "shrug"}), 400, "invalid_request")
     # every code the server sent is documented in ERRORS
     assert {"invalid_request", "invalid_json", "not_found"} <= set(rest.ERRORS)
 
@@ -130,20 +129,25 @@ def test_sessions_search_list_and_read(tmp_path, project, env):
         s.stop()
 
 
-def test_review_queue_and_verdict(tmp_path, project, env):
+def test_review_is_the_queue_only_and_promote_brings_a_cold_memory_back(tmp_path, project, env):
     with Cairn.open(cwd=project, embedder=None) as engine:
-        older = engine.remember("Staging deploys go out every Tuesday", kind="convention", detect=False).memory.id
-        newer = engine.remember("Staging deploys now go out every Thursday", kind="convention", detect=False).memory.id
+        cold = engine.remember("The old staging box is called bramble", importance=1).memory.id
+        engine.set_cold(cold, True)
     s = Server(["--transport", "http"], cwd=project, env=env, log=tmp_path / "server.log")
     try:
-        queue = ok(s.request("GET", "/v1/review"))
-        assert [(p["older"]["id"], p["newer"]["id"]) for p in queue["pairs"]] == [(older, newer)]
-        done = ok(s.request("POST", "/v1/review/decide", {"older_id": older, "newer_id": newer,
-                                                          "verdict": "replace_older"}))
-        assert done["superseded"] == [older] and done["by"] == newer
-        assert ok(s.request("GET", "/v1/review"))["pairs"] == []
-        refused(s.request("POST", "/v1/review/decide", {"older_id": older, "newer_id": newer, "verdict": "keep_both"}),
-                409, "not_current")
+        # The pair scan and its verdicts are gone: the queue (/v1/review/proposals) is the one review.
+        refused(s.request("GET", "/v1/review"), 404, "not_found")
+        refused(s.request("POST", "/v1/review/decide", {"older_id": "a", "newer_id": "b", "verdict": "keep_both"}),
+                404, "not_found")
+        assert ok(s.request("GET", "/v1/maintain/status"))["cold"] == 1
+        counts = ok(s.request("GET", "/v1/status"))["counts"]
+        assert (counts["current"], counts["cold"], counts["total"]) == (0, 1, 1)
+        assert ok(s.request("POST", f"/v1/memories/{cold}/promote")) == {"promoted": cold}
+        refused(s.request("POST", f"/v1/memories/{cold}/promote"), 400, "invalid_input")
+        refused(s.request("POST", "/v1/memories/01NOSUCHMEMORY/promote"), 404, "memory_not_found")
+        assert [m["id"] for m in ok(s.request("GET", "/v1/memories"))["memories"]] == [cold]
+        counts = ok(s.request("GET", "/v1/status"))["counts"]
+        assert (counts["current"], counts["cold"]) == (1, 0)
     finally:
         s.stop()
 

@@ -2,7 +2,8 @@
 exact duplicates by supersession (never deletes) and stages the judgement calls in the review queue;
 a lease keeps two runs apart; cold memories leave the hooks and default reads. The invariants of
 issue #8 are property tests here: recall as of any earlier time is unchanged by a run, and approving
-a merge or a summary loses no text."""
+a merge or a summary loses no text. The engine-level tests run on both store backends (SQLite, and
+Postgres: marked `postgres`); the property tests on SQLite stores of their own."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import cairn.review as review
 from cairn import Cairn, MaintenanceBusy, prompt_context, session_brief
 from cairn.embedder import HashingEmbedder
 
-from .conftest import legacy
+from .conftest import BACKENDS, legacy
 
 DAY = 86_400_000
 
@@ -31,17 +32,33 @@ def _later(monkeypatch, days: int) -> int:
     return at
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
 @pytest.fixture
-def hashed(project, hashing):
+def hashed(project, hashing, use_backend):
     """The engine with the hashing embedder: vectors without the model (bag of words, 64 dims)."""
     with Cairn.open(cwd=project, embedder=hashing) as engine:
         yield engine
 
 
+def _writes(engine: Cairn) -> tuple:
+    """What any write to the store would change: SQLite's total_changes() on the connection; on
+    Postgres each table's row count and newest row version (xmin: an insert or update makes one)."""
+    store = engine.store
+    if getattr(store, "backend", "sqlite") == "postgres":
+        return tuple(store.conn.execute(f"SELECT count(*), coalesce(max(xmin::text::bigint), 0) FROM {table}"
+                                        ).fetchone()
+                     for table in ("memories", "proposals", "leases", "meta", "review_dismissals", "vector_backlog"))
+    return store.conn.execute("SELECT count(*), total_changes() FROM proposals").fetchone()
+
+
 def test_a_dry_run_reports_and_writes_nothing(hashed):
     a = hashed.remember("Run the linter before pushing.", kind="convention", detect=False).memory
     b = legacy(hashed, "run the linter before pushing", "convention")
-    before = hashed.store.conn.execute("SELECT count(*), total_changes() FROM proposals").fetchone()
+    before = _writes(hashed)
     report = hashed.maintain()
     assert report["dry_run"] is True and report["retired"] == 0 and report["staged"] == 0
     assert report["exact_duplicates"] == [{"canonical": a.id, "duplicates": [b.id], "text": a.text}]
@@ -49,7 +66,7 @@ def test_a_dry_run_reports_and_writes_nothing(hashed):
                            "proposals", "counts", "staged", "already_reviewed", "deferred", "expired", "seconds"}
     assert set(report["counts"]) == {"duplicate", "near_duplicate", "summarise", "demote", "conflict"}
     assert hashed.get(b.id).status == "current"
-    assert hashed.store.conn.execute("SELECT count(*), total_changes() FROM proposals").fetchone() == before
+    assert _writes(hashed) == before
     assert hashed.store.get_meta("maintenance_last_run") is None
 
 
@@ -151,7 +168,7 @@ def test_stale_never_used_low_importance_memories_are_proposed_for_the_cold_tier
     assert kw_memory.get(old.id).cold and kw_memory.get(old.id).status == "current"
 
 
-def test_the_lease_keeps_two_runs_off_one_store(kw_memory):
+def test_the_lease_keeps_two_runs_off_one_store(kw_memory, backend):
     kw_memory.remember("a fact worth keeping", detect=False)
     now = review.now_ms()
     assert kw_memory.store.take_lease(review.LEASE, "other-host:1:x", now, 60_000) is None
@@ -163,6 +180,30 @@ def test_the_lease_keeps_two_runs_off_one_store(kw_memory):
     assert kw_memory.maintain(apply=True)["dry_run"] is False
     status = kw_memory.maintenance_status()
     assert status["lease"] is None and status["last_run"]["retired"] == 0 and status["stale"] is False
+
+
+def test_two_runs_racing_for_the_lease_one_wins(kw_memory, project, backend):
+    import threading
+
+    kw_memory.remember("a fact worth keeping", detect=False)
+    barrier = threading.Barrier(4)
+    won: list[str] = []
+    now = review.now_ms()
+
+    def race(holder: str) -> None:
+        with Cairn.open(cwd=project, embedder=None) as mine:
+            barrier.wait()
+            if mine.store.take_lease(review.LEASE, holder, now, 60_000) is None:
+                won.append(holder)
+
+    threads = [threading.Thread(target=race, args=(f"host-{i}:1:x",)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(won) == 1 and kw_memory.maintenance_status()["lease"]["holder"] == won[0]
+    with pytest.raises(MaintenanceBusy, match=won[0]):
+        kw_memory.maintain(apply=True)
 
 
 def test_a_lapsed_lease_does_not_block_forever(kw_memory):

@@ -25,7 +25,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from cairn import KINDS
+from cairn import KINDS, Cairn
 
 from .conftest import git_init, wait_for
 
@@ -415,6 +415,24 @@ def test_maintenance_runs_dry_by_default_and_reports_its_status(shared):
     assert "promote needs memory_id" in shared.error("memory_review_decide", verdict="promote")
     assert "verdict: Input should be" in shared.error("memory_review_decide", proposal_id="x", verdict="merge")
     assert "no proposal 'nope'" in shared.error("memory_review_decide", proposal_id="nope", verdict="approve")
+
+
+def test_memory_status_counts_cold_memories_apart_from_current(tmp_path, home, monkeypatch):
+    project = git_init(tmp_path / "project")
+    env = server_env(home, project)
+    monkeypatch.setenv("CAIRN_HOME", env["CAIRN_HOME"])
+    monkeypatch.setenv("CAIRN_CONFIG", env["CAIRN_CONFIG"])
+    with Cairn.open(cwd=project, embedder=None) as engine:
+        engine.remember("Deploys go through the blue-green pipeline on Fly", kind="decision")
+        cold = engine.remember("The old staging box is called bramble", kind="fact", importance=1).memory
+        engine.set_cold(cold.id, True)
+    client = Client(env, tmp_path / "stderr.txt")
+    try:
+        status = wait_for(lambda: (s := client.ok("memory_status")).get("counts") and s, CALL_TIMEOUT,
+                          "memory_status with counts")
+        assert (status["counts"]["current"], status["counts"]["cold"], status["counts"]["total"]) == (1, 1, 2)
+    finally:
+        client.close()
 
 
 # -- bad input: a tool error with a clear message, and nothing written ------------------------------------

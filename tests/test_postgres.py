@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import pytest
 
-from cairn import Cairn, Draft, NotCurrent, create_store, list_stores, migrate_store
+from cairn import Cairn, Draft, NotCurrent, ProposalClosed, create_store, list_stores, migrate_store
 from cairn.embedder import HashingEmbedder
 from cairn.pgstore import PG_MIGRATIONS, PgStore
 from tests.conftest import WAIT_S, run_cli, wait_for
@@ -583,3 +583,66 @@ def test_a_stop_hook_captures_into_the_team_store_and_the_other_machine_searches
         assert hits[0].after[0].text == "Reset it with key [REDACTED:AWS Access Key]  then."
         assert desktop.search_sessions("zx-4471", mode="exact") == []
         assert desktop.status().sessions["private_spans"] == 1
+
+
+def test_two_machines_share_the_team_stores_review_queue(pg_server, monkeypatch, tmp_path, team, cli):
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    for machine in ("laptop", "desktop"):
+        monkeypatch.setenv("CAIRN_HOME", str(tmp_path / machine))
+        create_store(team, postgres=pg_server)
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "laptop"))
+    with Cairn.open(team, embedder=None) as laptop:
+        a = laptop.remember("Always squash commits before merging a pull request", kind="convention",
+                            detect=False).memory
+        b = laptop.remember("Before merging a pull request, always squash the commits", kind="convention",
+                            detect=False).memory
+    # The nightly cron line (`cairn maintain --all --apply`) covers the team store too.
+    code, out, err = cli("maintain", "--all", "--apply", "--json")
+    assert code == 0, err
+    (report,) = [r for r in json.loads(out)["stores"] if r["store"] == team]
+    assert report["dry_run"] is False and report["counts"]["near_duplicate"] == 1
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "desktop"))
+    with Cairn.open(team, embedder=None) as desktop:
+        (p,) = desktop.review_queue(types=["near_duplicate"])
+        assert p.source_ids == [a.id, b.id]
+        assert desktop.review_decide(p.id, "approve", by="mcp")["superseded"] == [b.id]
+        assert desktop.maintenance_status()["last_run"]["staged"] == report["staged"]
+    monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "laptop"))
+    with Cairn.open(team, embedder=None) as laptop:
+        with pytest.raises(ProposalClosed, match="already applied by mcp"):
+            laptop.review_decide(p.id, "keep")
+        assert laptop.get(b.id).superseded_by == a.id and laptop.counts()["current"] == 1
+
+
+def test_migrate_store_carries_the_review_queue_both_ways_scrubbed_into_postgres(pg_server, monkeypatch, team):
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    create_store("src")
+    with Cairn.open("src", embedder=None) as memory:
+        memory.remember("Run the linter before pushing.", kind="convention")
+        memory.remember("We might run the linter before pushing.", kind="convention")
+        (conflict,) = memory.review_queue()
+        kept = memory.propose("Tabs, not spaces.", kind="preference")["proposal"]["id"]
+        memory.review_decide(kept, "keep")
+        # an imported guidance line with a secret in it, queued before anything scrubbed it
+        secret = memory.propose("The deploy key is AKIAIOSFODNN7EXAMPLE for the staging bucket")["proposal"]["id"]
+        memory.maintain(apply=True)
+        before = {p.id: p for p in memory.review_queue(states=["pending", "rejected"])}
+    assert set(before) >= {conflict.id, kept, secret}
+
+    done = migrate_store("src", f"postgres:{team}")
+    assert done["proposals"] == len(before)
+    with Cairn.open(team, embedder=None) as memory:
+        after = {p.id: p for p in memory.review_queue(states=["pending", "rejected"])}
+        assert {i: (p.state, p.type, p.sources) for i, p in after.items()} == \
+            {i: (p.state, p.type, p.sources) for i, p in before.items()}
+        assert after[secret].payload["text"] == "The deploy key is [REDACTED:AWS Access Key] for the staging bucket"
+        assert after[conflict.id].payload == before[conflict.id].payload
+        assert memory.maintenance_status()["last_run"] is not None
+        # the copied proposal is still decidable: its sources' stamps came along with the memories
+        assert memory.review_decide(conflict.id, "approve")["state"] == "applied"
+
+    migrate_store(f"postgres:{team}", "sqlite:back")
+    with Cairn.open("back", embedder=None) as memory:
+        states = {p.id: p.state for p in memory.review_queue(states=["pending", "rejected", "applied", "expired"])}
+        assert set(states) == set(before)
+        assert (states[conflict.id], states[kept], states[secret]) == ("applied", "rejected", "pending")

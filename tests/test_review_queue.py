@@ -1,6 +1,6 @@
 """The durable review queue (review.py, migration m007_review_queue): proposals persist, decisions
 are compare-and-set, stale and expired proposals are refused, and two reviewers never apply one
-proposal twice."""
+proposal twice. Every test runs on both store backends (SQLite, and Postgres: marked `postgres`)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,22 @@ import os
 import subprocess
 import sys
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
 
 from cairn import (
-    Cairn, InvalidInput, InvalidMemory, ProposalClosed, ProposalNotFound, StaleProposal,
+    Cairn, InvalidInput, InvalidMemory, ProposalClosed, ProposalNotFound, StaleProposal, create_store,
 )
+from tests.conftest import BACKENDS, WAIT_S, wait_for
 
 DAY = 86_400_000
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
 
 
 def _conflict(memory: Cairn) -> tuple[str, str, str]:
@@ -166,8 +173,9 @@ def test_promote_brings_a_cold_memory_back(kw_memory):
     assert [x.id for x in kw_memory.list()] == [m.id]
 
 
-def test_reviewers_in_threads_never_apply_one_proposal_twice(kw_memory, project):
+def test_reviewers_in_threads_never_apply_one_proposal_twice(kw_memory, project, backend):
     older, newer, pid = _conflict(kw_memory)
+    assert getattr(kw_memory.store, "backend", "sqlite") == backend
     outcomes: list[str] = []
     barrier = threading.Barrier(6)
 
@@ -192,25 +200,70 @@ def test_reviewers_in_threads_never_apply_one_proposal_twice(kw_memory, project)
     assert len(kw_memory.list(include_superseded=True)) <= 3
 
 
-def _decide_in_process(pid: str, by: str) -> list[str]:
+def test_a_second_reviewer_waits_for_the_first_then_sees_it_decided(kw_memory, project, backend, monkeypatch):
+    # Reviewer A's decision holds the proposal (SQLite: the write lock; Postgres: its row, SELECT ...
+    # FOR UPDATE) while it applies; reviewer B's "keep" waits, then reads it applied: refused, and
+    # nothing of B's (no "keep both" dismissal) is written.
+    import cairn.review as review
+
+    older, newer, pid = _conflict(kw_memory)
+    applying, release = threading.Event(), threading.Event()
+    apply = review._apply
+
+    def slow_apply(*args, **kwargs):
+        applying.set()
+        assert release.wait(WAIT_S)
+        return apply(*args, **kwargs)
+
+    monkeypatch.setattr(review, "_apply", slow_apply)
+    outcomes: dict[str, str] = {}
+
+    def decide(who: str, verdict: str) -> None:
+        with Cairn.open(cwd=project, embedder=None) as mine:
+            try:
+                outcomes[who] = mine.review_decide(pid, verdict, by="cli" if who == "a" else "mcp")["state"]
+            except ProposalClosed as exc:
+                outcomes[who] = str(exc)
+
+    a = threading.Thread(target=decide, args=("a", "approve"))
+    a.start()
+    wait_for(applying.is_set, what="reviewer A applying")
+    b = threading.Thread(target=decide, args=("b", "keep"))
+    b.start()
+    b.join(0.5)
+    assert b.is_alive() and "b" not in outcomes  # B waits for A's decision
+    release.set()
+    a.join(WAIT_S)
+    b.join(WAIT_S)
+    assert outcomes["a"] == "applied" and "already applied by cli" in outcomes["b"], outcomes
+    assert not kw_memory.is_dismissed(older, newer)
+    assert kw_memory.get(older).superseded_by == newer
+
+
+def _decide_in_process(name: str, pid: str, by: str) -> list[str]:
     return [sys.executable, "-c",
             "from cairn import Cairn, ProposalClosed\n"
-            "with Cairn.open('shared', embedder=None) as m:\n"
+            f"with Cairn.open({name!r}, embedder=None) as m:\n"
             "    try:\n"
             f"        print(m.review_decide({pid!r}, 'approve', by={by!r})['state'])\n"
             "    except ProposalClosed as e:\n"
             "        print('closed')\n"]
 
 
-def test_reviewers_in_separate_processes_apply_once(cairn_home):
-    with Cairn.open("shared", create=True, embedder=None) as memory:
+def test_reviewers_in_separate_processes_apply_once(cairn_home, use_backend, backend):
+    # Two reviewers at once (the CLI and the MCP server are separate processes) on one store: on
+    # Postgres, as on two machines sharing the team store.
+    name = f"shared-{uuid.uuid4().hex[:8]}"
+    create_store(name, postgres=os.environ["CAIRN_POSTGRES_URL"] if backend == "postgres" else None)
+    with Cairn.open(name, embedder=None) as memory:
+        assert getattr(memory.store, "backend", "sqlite") == backend
         older, newer, pid = _conflict(memory)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "engine"), "CAIRN_NO_WARM": "1"}
-    procs = [subprocess.Popen(_decide_in_process(pid, by), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for by in ("cli", "mcp", "cli", "mcp")]
+    procs = [subprocess.Popen(_decide_in_process(name, pid, by), env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for by in ("cli", "mcp", "cli", "mcp")]
     results = [p.communicate(timeout=120) for p in procs]
     assert sorted(out.strip() for out, _ in results) == ["applied", "closed", "closed", "closed"], results
-    with Cairn.open("shared", embedder=None) as memory:
+    with Cairn.open(name, embedder=None) as memory:
         assert memory.get(older).superseded_by == newer
         (p,) = memory.review_queue(states=["applied"])
         assert p.decided_by in ("cli", "mcp")

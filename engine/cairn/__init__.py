@@ -20,7 +20,7 @@ __version__ = "0.1.0"
 # The public API: every name an adapter (CLI, hooks, warm process, MCP server) may use, and the
 # module that defines it. tests/test_architecture.py holds adapters to this list.
 _EXPORTS = {
-    "Cairn": "engine", "SCOPES": "models", "VERDICTS": "models", "create_store": "engine", "list_stores": "engine",
+    "Cairn": "engine", "SCOPES": "models", "create_store": "engine", "list_stores": "engine",
     "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine", "backup_store": "engine",
     "backups_of": "engine", "restore_store": "engine", "migrate_store": "engine",
     "Draft": "records",
@@ -38,7 +38,6 @@ _EXPORTS = {
     "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "ensure_data_root": "paths",
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
-    "Verdict": "review", "review_candidates": "review", "review_decide": "review",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
@@ -80,11 +79,10 @@ if TYPE_CHECKING:
     from .errors import *  # noqa: F403
     from .models import (
         DECIDERS, DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES,
-        PROPOSAL_STATES, PROPOSAL_TYPES, REVIEW_VERBS, SCOPES, SESSION_MODES, SOURCES, STATUSES, VERDICTS, Hit, Memory,
+        PROPOSAL_STATES, PROPOSAL_TYPES, REVIEW_VERBS, SCOPES, SESSION_MODES, SOURCES, STATUSES, Hit, Memory,
         Order, Proposal, RememberResult, SessionHit, SessionInfo, Status, Turn,
     )
     from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig
     from .records import Draft
-    from .review import Verdict, review_candidates, review_decide
     from .timeutil import format_date, format_time, parse_time

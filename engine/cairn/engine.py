@@ -223,8 +223,9 @@ def migrate_store(source: str, target: str, *, progress: Progress = _no_progress
     Postgres, `<private>` spans and secrets are scrubbed on the way (as `remember` does). Specs: NAME,
     sqlite:NAME or postgres:NAME (the server from $CAIRN_POSTGRES_URL or the config). A target on
     Postgres is then marked in the data root, so NAME opens there from now on; a target in SQLite
-    removes that mark. The source is left as it was. Returns {"source", "target", "path",
-    "memories", "vectors", "dismissals", "sessions", "turns"}.
+    removes that mark. The review queue comes along (every proposal, in its state). The source is
+    left as it was. Returns {"source", "target", "path", "memories", "vectors", "dismissals",
+    "proposals", "sessions", "turns"}.
     Raises InvalidInput, StoreNotFound, StoreError (the target exists and holds memories or sessions)."""
     (src_backend, src_name), (dst_backend, dst_name) = _store_spec(source), _store_spec(target)
     if (src_backend, src_name) == (dst_backend, dst_name):
@@ -280,11 +281,11 @@ def _scrubbed_rows(dst: Store, rows: list[tuple[Memory, int]]) -> tuple[list[tup
 def _copy_store(src: Store, dst: Store, progress: Progress = _no_progress) -> dict[str, int]:
     """Copy everything of `src` into the empty store `dst` (either backend): memories with their
     history, tags, vectors (copied, not recomputed), the recorded model, fingerprint and project
-    root, review verdicts, and captured sessions (catalog rows, turns, how far each transcript was
-    read; the turns' index keys are rebuilt as a one-shot import builds them, their vectors are
-    queued for embedding). Into Postgres, texts are scrubbed first (_scrubbed_rows); a changed one's
-    vector is not copied but recomputed. Returns {"memories", "vectors", "dismissals", "sessions",
-    "turns"}."""
+    root, review verdicts, the review queue (_copy_proposals), and captured sessions (catalog
+    rows, turns, how far each transcript was read; the turns' index keys are rebuilt as a one-shot
+    import builds them, their vectors are queued for embedding). Into Postgres, texts are scrubbed
+    first (_scrubbed_rows); a changed one's vector is not copied but recomputed. Returns
+    {"memories", "vectors", "dismissals", "proposals", "sessions", "turns"}."""
     rows, scrubbed = _scrubbed_rows(dst, list(src.iter_rows()))
     imported, _ = dst.import_rows(rows)
     live = [m.id for m, _ in rows if m.text is not None and m.id not in scrubbed]  # scrubbed: re-embedded
@@ -294,13 +295,14 @@ def _copy_store(src: Store, dst: Store, progress: Progress = _no_progress) -> di
         seqs, targets = src.seqs_of(chunk), dst.seqs_of(chunk)
         found = src.vectors_of([seqs[i] for i in chunk])
         vectors += dst.fill_backlog({targets[i]: found[seqs[i]] for i in chunk if seqs[i] in found and i in targets})
-    for key in ("embedding_model", "embedding_fingerprint", "project_root"):
+    for key in ("embedding_model", "embedding_fingerprint", "project_root", "maintenance_last_run"):
         value = src.get_meta(key)
         if value is not None:
             dst.set_meta(key, value)
     dismissals = src.dismissals()
     for first, second, at in dismissals:
         dst.dismiss_pair(first, second, at)
+    proposals = _copy_proposals(src, dst)
     sessions = turns = 0
     for info in src.sessions(2**62):
         stored = src.session_turns(info.session_id, 0, 2**62)
@@ -313,8 +315,43 @@ def _copy_store(src: Store, dst: Store, progress: Progress = _no_progress) -> di
                       private_spans=info.private_spans, trailing_meta={}, rekey={})
         sessions += 1
         turns += len(keyed)
-    return {"memories": imported, "vectors": vectors, "dismissals": len(dismissals), "sessions": sessions,
-            "turns": turns}
+    return {"memories": imported, "vectors": vectors, "dismissals": len(dismissals), "proposals": proposals,
+            "sessions": sessions, "turns": turns}
+
+
+def _copy_proposals(src: Store, dst: Store) -> int:
+    """Copy the review queue, every state, as it is (ids, source stamps, decisions and results):
+    the stamps stay valid, since the memories are copied with every time they carry. Into Postgres
+    the texts a proposal carries (payload "texts", "text", "draft", and its subject) are scrubbed
+    as the memories' texts are (_scrubbed_rows). Returns how many were copied."""
+    from .review import open_key
+
+    proposals = src.proposals()
+    if getattr(dst, "backend", "sqlite") == "postgres":
+        proposals = [_scrubbed_proposal(p) for p in proposals]
+    return len(dst.add_proposals([(p, open_key(p.type, p.source_ids, p.payload.get("text"))) for p in proposals]))
+
+
+def _scrubbed_proposal(p: Proposal) -> Proposal:
+    """The proposal with `<private>` spans and secrets scrubbed from the texts it carries."""
+    payload = dict(p.payload)
+    texts = list(payload.get("texts") or [])
+    # (where, text): where is an index into texts, or a payload key, or None for the subject
+    found: list[tuple[int | str | None, str]] = [(i, t) for i, t in enumerate(texts) if isinstance(t, str)]
+    found += [(key, payload[key]) for key in ("text", "draft") if isinstance(payload.get(key), str)]
+    if p.subject is not None:
+        found.append((None, p.subject))
+    subject = p.subject
+    for (where, _), clean in zip(found, scrub_many([t for _, t in found])):
+        if where is None:
+            subject = clean.text.strip()
+        elif isinstance(where, int):
+            texts[where] = clean.text.strip()
+        else:
+            payload[where] = clean.text.strip()
+    if "texts" in payload:
+        payload["texts"] = texts
+    return replace(p, subject=subject, payload=payload)
 
 
 _BACKUP_TIME = "%Y%m%dT%H%M%S"
@@ -925,8 +962,8 @@ class Cairn:
                      limit: int | None = None) -> list[Proposal]:
         """The review queue of the project store, oldest first (review.queue): proposals in `states`
         (PROPOSAL_STATES; default pending) of `types` (PROPOSAL_TYPES; default all). Pending
-        proposals older than 30 days, or whose sources changed, become expired first.
-        Raises InvalidInput, StoreError (a Postgres store)."""
+        proposals older than 30 days, or whose sources changed, become expired first, on either
+        backend (SQLite or Postgres). Raises InvalidInput."""
         from . import review
 
         return review.queue(self, states=tuple(states), types=tuple(types), limit=limit)
@@ -969,7 +1006,7 @@ class Cairn:
     def maintain(self, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
         """One maintenance run over the project store (review.maintain): a dry run unless apply;
         apply retires exact duplicates and, unless safe_only, queues proposals. Never deletes.
-        Raises MaintenanceBusy, StoreError."""
+        Raises MaintenanceBusy (another run, on any machine, holds the store's lease)."""
         from . import review
 
         return review.maintain(self, apply=apply, safe_only=safe_only)
@@ -1122,7 +1159,8 @@ class Cairn:
         return out[:limit]
 
     def counts(self) -> dict[str, int]:
-        """The project store's counts: current, superseded, forgotten, total, awaiting_embedding."""
+        """The project store's counts: current (warm: what the hooks and default recall see), cold
+        (current but demoted to the cold tier), superseded, forgotten, total, awaiting_embedding."""
         return self.store.counts()
 
     def topics(self, *, tags: int = 8) -> dict[str, Any]:

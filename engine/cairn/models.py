@@ -26,8 +26,6 @@ DEFAULT_IMPORTANCE = 3
 #   forgotten   erased by `forget`: a tombstone without text
 STATUSES = ("current", "superseded", "expired", "retired", "forgotten")
 SCOPES = ("project", "global", "all")  # which stores a read covers: this project's, the user's global one, both
-# The user's verdicts on a review pair (review.Verdict): see there.
-VERDICTS = ("keep_both", "replace_older", "replace_newer", "merge", "forget_older", "forget_newer")
 # The durable review queue (review.py). A proposal's type: what it would do when approved.
 #   duplicate       the same text after normalising case, whitespace and punctuation, but another kind
 #   near_duplicate  a restatement (both texts and their similarity): one stays, the other is retired
@@ -177,7 +175,7 @@ class RememberResult:
 class Status:
     """What `Cairn.status()` reports: which store and why, its counts and size, and how recall runs.
 
-    counts: current, superseded, forgotten, total, awaiting_embedding. bytes: database plus WAL.
+    counts: current (warm), cold, superseded, forgotten, total, awaiting_embedding. bytes: database plus WAL.
     keyword_only: recall uses BM25 alone (keyword_only_reason says why)."""
 
     store: str

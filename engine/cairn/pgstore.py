@@ -19,6 +19,10 @@ server holds many stores; several machines share a store by connecting to the sa
   (SELECT ... FOR UPDATE), so two machines superseding the same memory cannot both do it, and an
   exact duplicate written at the same moment on two machines is stored once (ON CONFLICT).
 
+The review queue and the maintenance lease as on SQLite (review.py runs unchanged on both): a
+decision locks its proposal's row (SELECT ... FOR UPDATE) and moves its state compare-and-set, so
+two reviewers on two machines never apply one proposal twice; the lease is taken by one upsert.
+
 Captured sessions as on SQLite: `turns` with a tsvector per turn (its text weighted A, its index
 key B) for keyword search, `turn_vectors` (HNSW) for semantic search, a substring scan for exact
 search (no pg_trgm: see turn_exact_search). The connection URL is never stored, logged or shown (an
@@ -36,7 +40,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreError, StoreNotFound
-from .models import Memory, Order, SessionInfo, Turn
+from .models import Memory, Order, Proposal, SessionInfo, Turn
 from .records import NewMemory
 from .store import Filters, Store, current_sql
 from .text import index_text, normalise, passage
@@ -146,7 +150,8 @@ def _ranked_sql(table: str, alias: str, rank: str, where: str) -> str:
 
 # -- migrations: the same numbered scheme as migrations.py, their own list ---------------------------
 PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals"), (3, "m003_memory_usage"),
-                                        (4, "m004_sessions"), (5, "m005_cold_tier"), (6, "m006_applies_when")]
+                                        (4, "m004_sessions"), (5, "m005_cold_tier"), (6, "m006_applies_when"),
+                                        (7, "m007_review_queue")]
 
 
 def _m001_initial(conn: psycopg.Connection, language: str) -> None:
@@ -250,7 +255,7 @@ def _m004_sessions(conn: psycopg.Connection, language: str) -> None:
 
 
 def _m005_cold_tier(conn: psycopg.Connection, language: str) -> None:
-    # As SQLite's m007 for the cold tier (the review queue itself is not on this backend yet).
+    # As SQLite's m007 for the cold tier (the review queue came with m007).
     conn.execute("ALTER TABLE memories ADD COLUMN cold_at bigint")
     conn.execute("CREATE INDEX memories_cold ON memories(cold_at) WHERE cold_at IS NOT NULL")
 
@@ -261,9 +266,38 @@ def _m006_applies_when(conn: psycopg.Connection, language: str) -> None:
     conn.execute("ALTER TABLE memories ADD COLUMN applies_when text[]")
 
 
+def _m007_review_queue(conn: psycopg.Connection, language: str) -> None:
+    # As SQLite's m007 for the review queue and the maintenance lease (the cold tier came with
+    # m005). sources / payload / result: JSON text, read and written as on SQLite. open_key is unique
+    # among pending proposals, so one thing is never queued twice, even by two machines at once.
+    conn.execute("""CREATE TABLE proposals (
+            id text PRIMARY KEY,                  -- ULID
+            type text NOT NULL CHECK (type IN ('duplicate', 'near_duplicate', 'summarise', 'demote',
+                                               'conflict', 'add')),
+            state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'approved', 'rejected',
+                                                                   'expired', 'applied')),
+            subject text,
+            sources text NOT NULL DEFAULT '[]',
+            payload text NOT NULL DEFAULT '{}',
+            open_key text NOT NULL,
+            created_at bigint NOT NULL,           -- epoch ms, UTC
+            expires_at bigint NOT NULL,
+            decided_at bigint,
+            decided_by text,                      -- cli | mcp | http
+            result text)""")
+    conn.execute("CREATE UNIQUE INDEX proposals_open ON proposals(open_key) WHERE state = 'pending'")
+    conn.execute("CREATE INDEX proposals_by_state ON proposals(state, created_at)")
+    conn.execute("""CREATE TABLE leases (
+            name text PRIMARY KEY,
+            holder text NOT NULL,
+            acquired_at bigint NOT NULL,
+            expires_at bigint NOT NULL)""")
+
+
 _STEPS = {"m001_initial": _m001_initial, "m002_review_dismissals": _m002_review_dismissals,
           "m003_memory_usage": _m003_memory_usage, "m004_sessions": _m004_sessions,
-          "m005_cold_tier": _m005_cold_tier, "m006_applies_when": _m006_applies_when}
+          "m005_cold_tier": _m005_cold_tier, "m006_applies_when": _m006_applies_when,
+          "m007_review_queue": _m007_review_queue}
 
 
 def _lock_key(text: str) -> int:
@@ -651,23 +685,27 @@ class PgStore:
         return list(dict.fromkeys(ids))
 
     def counts(self) -> dict[str, int]:
+        """As Store.counts: "current" is warm only (what the hooks and default recall see), "cold" apart."""
+        now = now_ms()
         row = self.conn.execute(
-            f"""SELECT count(*) FILTER (WHERE {_pg(current_sql())}),
+            f"""SELECT count(*) FILTER (WHERE {_pg(current_sql())} AND cold_at IS NULL),
+                       count(*) FILTER (WHERE {_pg(current_sql())} AND cold_at IS NOT NULL),
                        count(*) FILTER (WHERE superseded_by IS NOT NULL AND forgotten_at IS NULL),
                        count(*) FILTER (WHERE forgotten_at IS NOT NULL),
                        count(*)
-                FROM memories""", (now_ms(),)).fetchone()
+                FROM memories""", (now, now)).fetchone()
         backlog = self.conn.execute("SELECT count(*) FROM vector_backlog").fetchone()[0]
-        return {"current": row[0], "superseded": row[1], "forgotten": row[2], "total": row[3],
+        return {"current": row[0], "cold": row[1], "superseded": row[2], "forgotten": row[3], "total": row[4],
                 "awaiting_embedding": backlog}
 
     def current_kinds_and_tags(self, tag_limit: int) -> tuple[dict[str, int], list[tuple[str, int]]]:
         now = now_ms()
         kinds = dict(self.conn.execute(
-            f"SELECT kind, count(*) FROM memories m WHERE {_pg(current_sql('m'))} GROUP BY kind", (now,)).fetchall())
+            f"SELECT kind, count(*) FROM memories m WHERE {_pg(current_sql('m'))} AND m.cold_at IS NULL GROUP BY kind",
+            (now,)).fetchall())
         tags = self.conn.execute(
             f"SELECT t.tag, count(*) AS n FROM memory_tags t JOIN memories m ON m.seq = t.seq "
-            f"WHERE {_pg(current_sql('m'))} GROUP BY t.tag ORDER BY n DESC, t.tag LIMIT %s",
+            f"WHERE {_pg(current_sql('m'))} AND m.cold_at IS NULL GROUP BY t.tag ORDER BY n DESC, t.tag LIMIT %s",
             (now, int(tag_limit))).fetchall()
         return kinds, [(tag, n) for tag, n in tags]
 
@@ -1044,7 +1082,9 @@ class PgStore:
     def _turn_tsv_args(self, text: str, key: str) -> tuple[str, str, str, str]:
         return self._ts, tokens(text), self._ts, tokens(key)
 
-    supports_queue = False  # the review queue and the maintenance lease: SQLite stores only, for now
+
+    # -- cold tier, review queue, maintenance lease (as Store's) ---------------------------------------
+    supports_queue = True
 
     def set_cold(self, memory_id: str, at: int | None) -> bool:
         """As Store.set_cold."""
@@ -1054,6 +1094,108 @@ class PgStore:
             cur = self.conn.execute(f"UPDATE memories SET cold_at = %s WHERE id = %s AND {was} AND text IS NOT NULL",
                                     (at, memory_id))
         return cur.rowcount == 1
+
+    def cold_count(self) -> int:
+        """Live memories in the cold tier."""
+        return self.conn.execute("SELECT count(*) FROM memories WHERE cold_at IS NOT NULL AND text IS NOT NULL"
+                                 ).fetchone()[0]
+
+    _PROPOSAL_COLUMNS = Store._PROPOSAL_COLUMNS
+
+    def add_proposals(self, rows: Sequence[tuple[Proposal, str]]) -> list[str]:
+        """As Store.add_proposals: one whose open_key is already pending (on any machine) is skipped."""
+        added: list[str] = []
+        if not rows:
+            return added
+        with self.transaction():
+            for proposal, open_key in rows:
+                cur = self.conn.execute(
+                    f"INSERT INTO proposals ({self._PROPOSAL_COLUMNS}, open_key) "
+                    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT DO NOTHING",
+                    (proposal.id, proposal.type, proposal.state, proposal.subject,
+                     json.dumps(list(proposal.sources), ensure_ascii=False),
+                     json.dumps(proposal.payload, ensure_ascii=False), proposal.created_at, proposal.expires_at,
+                     proposal.decided_at, proposal.decided_by,
+                     None if proposal.result is None else json.dumps(proposal.result, ensure_ascii=False), open_key))
+                if cur.rowcount == 1:
+                    added.append(proposal.id)
+        return added
+
+    def proposal(self, proposal_id: str, *, for_update: bool = False) -> Proposal | None:
+        """The proposal, or None. for_update: lock its row until the transaction ends, so that a
+        second reviewer's decision waits for this one's and then sees it decided."""
+        lock = " FOR UPDATE" if for_update else ""
+        row = self.conn.execute(f"SELECT {self._PROPOSAL_COLUMNS} FROM proposals WHERE id = %s{lock}",
+                                (proposal_id,)).fetchone()
+        return None if row is None else Store._proposal(row)
+
+    def proposals(self, *, states: Sequence[str] = (), types: Sequence[str] = (),
+                  limit: int | None = None) -> list[Proposal]:
+        """As Store.proposals: oldest first."""
+        clauses, params = ["true"], []
+        for column, values in (("state", states), ("type", types)):
+            if values:
+                clauses.append(f"{column} = ANY(%s)")
+                params.append(list(values))
+        sql = f"SELECT {self._PROPOSAL_COLUMNS} FROM proposals WHERE {' AND '.join(clauses)} ORDER BY created_at, id"
+        if limit is not None:
+            sql += " LIMIT %s"
+            params.append(int(limit))
+        return [Store._proposal(r) for r in self.conn.execute(sql, params).fetchall()]
+
+    def proposal_keys(self, states: Sequence[str]) -> set[str]:
+        """open_key of every proposal in those states."""
+        return {r[0] for r in self.conn.execute("SELECT open_key FROM proposals WHERE state = ANY(%s)",
+                                                (list(states),))}
+
+    def close_proposal(self, proposal_id: str, *, state: str, at: int, by: str | None,
+                       result: dict[str, object] | None, from_state: str = "pending") -> bool:
+        """As Store.close_proposal: compare-and-set. Under READ COMMITTED a concurrent UPDATE of the
+        row waits for the first to commit and then re-checks `state = from_state`, so only one wins."""
+        cur = self.conn.execute(
+            "UPDATE proposals SET state = %s, decided_at = %s, decided_by = %s, result = %s "
+            "WHERE id = %s AND state = %s",
+            (state, at, by, None if result is None else json.dumps(result, ensure_ascii=False), proposal_id,
+             from_state))
+        return cur.rowcount == 1
+
+    def expire_proposals(self, now: int) -> int:
+        """As Store.expire_proposals."""
+        cur = self.conn.execute(
+            "UPDATE proposals SET state = 'expired', decided_at = %s, result = %s "
+            "WHERE state = 'pending' AND expires_at <= %s",
+            (now, json.dumps({"reason": "not reviewed within 30 days"}), now))
+        return cur.rowcount
+
+    def proposal_counts(self) -> dict[str, dict[str, int]]:
+        """{state: {type: count}}."""
+        out: dict[str, dict[str, int]] = {}
+        for state, kind, n in self.conn.execute("SELECT state, type, count(*) FROM proposals GROUP BY state, type"):
+            out.setdefault(state, {})[kind] = int(n)
+        return out
+
+    def take_lease(self, name: str, holder: str, now: int, ttl_ms: int) -> dict[str, object] | None:
+        """As Store.take_lease, in one statement: the upsert takes the lease when it is free, ours
+        or lapsed; two machines racing for it serialise on the row (or on the primary key)."""
+        with self.transaction():
+            taken = self.conn.execute(
+                "INSERT INTO leases (name, holder, acquired_at, expires_at) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, acquired_at = excluded.acquired_at, "
+                "expires_at = excluded.expires_at WHERE leases.holder = excluded.holder OR leases.expires_at <= %s "
+                "RETURNING holder", (name, holder, now, now + ttl_ms, now)).fetchone()
+            if taken is not None:
+                return None
+            row = self.conn.execute("SELECT holder, acquired_at, expires_at FROM leases WHERE name = %s",
+                                    (name,)).fetchone()
+        return {"holder": row[0], "acquired_at": row[1], "expires_at": row[2]}
+
+    def release_lease(self, name: str, holder: str) -> None:
+        self.conn.execute("DELETE FROM leases WHERE name = %s AND holder = %s", (name, holder))
+
+    def lease(self, name: str) -> dict[str, object] | None:
+        row = self.conn.execute("SELECT holder, acquired_at, expires_at FROM leases WHERE name = %s",
+                                (name,)).fetchone()
+        return None if row is None else {"holder": row[0], "acquired_at": row[1], "expires_at": row[2]}
 
     def session_progress(self, session_id: str) -> tuple[str | None, int, str | None]:
         """(transcript_path, bytes read so far, last uuid) of a captured session; (None, 0, None) if unknown."""

@@ -117,17 +117,3 @@ def replaced(result: RememberResult) -> dict[str, Any]:
         else:
             out["note"] = f"memory {result.memory.id} already states this; nothing was changed"
     return out
-
-
-def review_pair(pair: Any) -> dict[str, Any]:
-    """A review.Pair: the verdict proposed, why, and both memories (id, text, date)."""
-    out: dict[str, Any] = {
-        "verdict": pair.label, "reason": pair.reason, "kind": pair.newer.kind,
-        "older": {"id": pair.older.id, "text": pair.older.text, "date": day(pair.older.valid_from)},
-        "newer": {"id": pair.newer.id, "text": pair.newer.text, "date": day(pair.newer.valid_from)},
-    }
-    if pair.cosine is not None:
-        out["cosine"] = round(pair.cosine, 2)
-    if pair.newer.store == GLOBAL_STORE:
-        out["store"] = GLOBAL_STORE
-    return out

@@ -1,31 +1,25 @@
-"""Review: what may be wrong with the memories, and the user's verdict on each. Three parts:
+"""Review: what may be wrong with the memories, and the user's verdict on each. Two parts:
 
 1. The durable review queue (below "The durable review queue"): proposals kept in the store until the
    user decides (approve, keep, edit; promote for the cold tier), compare-and-set, expiring after 30
    days. `cairn review list|show|decide|promote`, the MCP tools memory_review_queue /
-   memory_review_decide / memory_propose and /cairn:review-memory are thin wrappers over it, through
-   the Cairn methods review_queue, review_show, review_decide, propose, promote.
-2. Maintenance (`maintain`, `cairn maintain`, memory_maintenance_run): retires exact duplicates and
-   fills the queue with near-duplicates, clusters to summarise, stale memories to demote and possible
-   conflicts. `remember` queues the possible conflicts it reports (stage_conflicts).
-3. The pair scan the REST API and the browser console still use (`review_candidates`,
-   `review_decide`): for each current memory, its nearest current neighbours of the same kind
-   (hybrid recall with the memory's own text as the query) are candidates when their cosine is at
-   least REVIEW_MIN_COSINE, or when one is the best keyword match; the supersession classifier
-   (cairn.supersede.classify) labels each pair; "unrelated" pairs and pairs the user kept
-   (Cairn.dismiss_pair) are dropped. `review_candidates` changes nothing; `review_decide` applies one
-   verdict on one pair while both memories are still current (else NotCurrent, nothing changes).
+   memory_review_decide / memory_propose, the REST routes /v1/review/proposals... and the browser
+   console, and /cairn:review-memory are thin wrappers over it, through the Cairn methods
+   review_queue, review_show, review_decide, propose, promote. It works on both store backends
+   (store.Store on SQLite, pgstore.PgStore on Postgres) through the same store methods.
+2. Maintenance (`maintain`, `cairn maintain`, memory_maintenance_run, POST /v1/maintain): retires
+   exact duplicates and fills the queue with near-duplicates, clusters to summarise, stale memories
+   to demote and possible conflicts. `remember` queues the possible conflicts it reports
+   (stage_conflicts).
 """
 from __future__ import annotations
 
 import inspect
 import re
-from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
-    InvalidInput, InvalidMemory, MaintenanceBusy, MemoryNotFound, NotCurrent, ProposalClosed, ProposalNotFound,
+    InvalidInput, InvalidMemory, MaintenanceBusy, MemoryNotFound, ProposalClosed, ProposalNotFound,
     StaleProposal, StoreError,
 )
 from .models import DECIDERS, PROPOSAL_STATES, PROPOSAL_TYPES, Memory, Proposal
@@ -50,132 +44,11 @@ def _classify(engine: Cairn, older: Memory, newer: Memory, cosine: float | None)
     return classify(older.text or "", newer.text or "", cosine, history=history)
 
 
-class Verdict(str, Enum):
-    """The user's verdict on a pair (older, newer). Its values are models.VERDICTS."""
-
-    KEEP_BOTH = "keep_both"          # both stay current; the pair is not proposed again
-    REPLACE_OLDER = "replace_older"  # the older is superseded by the newer; nothing new is written
-    REPLACE_NEWER = "replace_newer"  # the newer is superseded by the older
-    MERGE = "merge"                  # one new memory with the agreed text supersedes both
-    FORGET_OLDER = "forget_older"    # erase the older for good
-    FORGET_NEWER = "forget_newer"    # erase the newer for good
-
-REVIEW_MIN_COSINE = 0.6
-NEIGHBOURS = 3        # nearest memories checked per memory
-MAX_SCANNED = 2000    # newest current memories scanned per store
-TOPIC_MATCHES = 50    # memories a topic narrows the scan to
-
-
-@dataclass(frozen=True)
-class Pair:
-    older: Memory
-    newer: Memory
-    label: str
-    reason: str
-    cosine: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        """Compact JSON (render.review_pair): the CLI's --json and the MCP tool result."""
-        from .render import review_pair
-
-        return review_pair(self)
-
-    def sort_key(self) -> tuple[int, float, str]:
-        return (0 if self.label == "supersede" else 1, -(self.cosine or 0.0), self.newer.id)
+NEIGHBOURS = 3        # possible conflicts kept per memory in one maintenance run
 
 
 def _order(a: Memory, b: Memory) -> tuple[Memory, Memory]:
     return (a, b) if (a.valid_from, a.recorded_at, a.id) <= (b.valid_from, b.recorded_at, b.id) else (b, a)
-
-
-def review_candidates(engine: Cairn, *, kinds: tuple[str, ...] = (), topic: str | None = None,
-                      scope: str = "project") -> tuple[list[Pair], int, bool]:
-    """(pairs, strongest first; memories scanned; whether vectors were available). Changes nothing."""
-    scopes = ["project", "global"] if scope == "all" else [scope]
-    pairs: dict[tuple[str, str], Pair] = {}
-    dismissed: dict[tuple[str, str], bool] = {}
-    scanned = 0
-    with_vectors = True
-    for store_scope in scopes:
-        memories = engine.list(kinds=kinds, scope=store_scope, limit=MAX_SCANNED)
-        if topic:
-            near = {h.memory.id for h in engine.recall(topic, k=TOPIC_MATCHES, kinds=kinds, scope=store_scope)}
-            memories = [m for m in memories if m.id in near]
-        if not memories:
-            continue
-        scanned += len(memories)
-        vectors = engine.embed([m.text or "" for m in memories])
-        with_vectors = with_vectors and vectors is not None
-        by_id = {m.id: (None if vectors is None else vectors[i]) for i, m in enumerate(memories)}
-        for m in memories:
-            vector = by_id[m.id]
-            hits = engine.recall(m.text or "", k=NEIGHBOURS + 1, kinds=(m.kind,), scope=store_scope,
-                                 query_vector=vector, use_vectors=vector is not None)
-            others = [h for h in hits if h.memory.id != m.id]
-            keyword = [h for h in others if "bm25" in h.reasons]
-            best_keyword = min(keyword, key=lambda h: h.reasons["bm25"]["rank"]).memory.id if keyword else None
-            for h in others:
-                other = h.memory
-                key = tuple(sorted((m.id, other.id)))
-                if key in pairs:
-                    continue
-                if key not in dismissed:
-                    dismissed[key] = engine.is_dismissed(*key)
-                if dismissed[key]:
-                    continue
-                cosine = h.reasons.get("vector", {}).get("cosine")
-                if vector is not None and by_id.get(other.id) is not None:
-                    cosine = float(vector @ by_id[other.id])
-                if not ((cosine is not None and cosine >= REVIEW_MIN_COSINE) or other.id == best_keyword):
-                    continue
-                older, newer = _order(m, other)
-                verdict = _classify(engine, older, newer, cosine)
-                if verdict.label != "unrelated":
-                    pairs[key] = Pair(older, newer, verdict.label, verdict.reason, cosine)
-    return sorted(pairs.values(), key=Pair.sort_key), scanned, with_vectors
-
-
-def review_decide(engine: Cairn, older_id: str, newer_id: str, verdict: Verdict | str,
-                  text: str | None = None) -> dict[str, Any]:
-    """Apply the user's verdict on the pair (older_id, newer_id), as listed by review_candidates.
-
-    text: the merged statement, for Verdict.MERGE only. Returns what was done: {"verdict", and
-    "kept" | "forgotten" | "superseded" + "by" (+ "created" for a merge)}.
-    Raises InvalidMemory (bad verdict, same id twice, text missing or not allowed), MemoryNotFound,
-    NotCurrent (either memory is no longer current: the pair is out of date; nothing changes)."""
-    try:
-        verdict = Verdict(verdict)
-    except ValueError:
-        raise InvalidMemory(f"unknown verdict {verdict!r}; expected one of: "
-                            f"{', '.join(v.value for v in Verdict)}") from None
-    if older_id == newer_id:
-        raise InvalidMemory("older_id and newer_id are the same memory")
-    if verdict is Verdict.MERGE and text is None:
-        raise InvalidMemory("merge needs text: the merged statement the user agreed to")
-    if verdict is not Verdict.MERGE and text is not None:
-        raise InvalidMemory(f"text is only for merge, not {verdict.value}")
-    pair = {m.id: m for m in (engine.get(older_id), engine.get(newer_id))}
-    for m in pair.values():
-        if m.status != "current":
-            by = f" by {m.superseded_by}" if m.superseded_by else ""
-            raise NotCurrent(f"memory {m.id} is already {m.status}{by}; this pair is out of date")
-    if verdict is Verdict.KEEP_BOTH:
-        engine.dismiss_pair(older_id, newer_id)
-        return {"verdict": verdict.value, "kept": [older_id, newer_id],
-                "note": "both stay current; this pair will not be proposed again"}
-    if verdict in (Verdict.FORGET_OLDER, Verdict.FORGET_NEWER):
-        gone = engine.forget(older_id if verdict is Verdict.FORGET_OLDER else newer_id)
-        return {"verdict": verdict.value, "forgotten": gone.id}
-    if verdict is Verdict.MERGE:
-        both = list(pair.values())
-        tags = sorted({t for m in both for t in m.tags})
-        result = engine.replace([older_id, newer_id], text, tags=tags, importance=max(m.importance for m in both))
-        return {"verdict": verdict.value, "superseded": result.superseded, "by": result.memory.id,
-                "created": result.status == "created"}
-    old, new = (older_id, newer_id) if verdict is Verdict.REPLACE_OLDER else (newer_id, older_id)
-    result = engine.replace(old, pair[new].text)
-    return {"verdict": verdict.value, "superseded": result.superseded, "by": result.memory.id}
-
 
 
 # == The durable review queue ==========================================================================
@@ -232,10 +105,10 @@ def new_proposal(kind: str, sources: list[Memory], payload: dict[str, Any], *, s
 
 
 def _queue_store(engine: Cairn):
+    """The project store, SQLite (Store) or Postgres (PgStore): both have the queue's methods."""
     store = engine.store
     if not getattr(store, "supports_queue", False):
-        raise StoreError(f"store {store.name!r} is on Postgres: the review queue and maintenance need a SQLite "
-                         "store for now")
+        raise StoreError(f"store {store.name!r} has no review queue")
     return store
 
 
@@ -270,8 +143,7 @@ def expire(engine: Cairn, *, now: int | None = None) -> int:
 def queue(engine: Cairn, *, states: tuple[str, ...] = ("pending",), types: tuple[str, ...] = (),
           limit: int | None = None) -> list[Proposal]:
     """The review queue, oldest first: proposals in `states` (PROPOSAL_STATES; default pending) of
-    `types` (PROPOSAL_TYPES; default all). Expiry is applied first (expire). Raises InvalidInput,
-    StoreError (a Postgres store)."""
+    `types` (PROPOSAL_TYPES; default all). Expiry is applied first (expire). Raises InvalidInput."""
     for value, allowed, what in ((states, PROPOSAL_STATES, "state"), (types, PROPOSAL_TYPES, "type")):
         for v in value:
             if v not in allowed:
@@ -397,8 +269,11 @@ def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = 
     now = now_ms()
     store.expire_proposals(now)
     stale: str | None = None
-    with store.transaction():  # BEGIN IMMEDIATE: one decision at a time per store, across processes
-        p = store.proposal(proposal_id)
+    # SQLite: BEGIN IMMEDIATE, one decision at a time per store, across processes. Postgres: the
+    # proposal's row is locked (SELECT ... FOR UPDATE) until the decision commits; a second reviewer
+    # waits, then reads it decided.
+    with store.transaction():
+        p = store.proposal(proposal_id, for_update=True)
         if p is None:
             raise ProposalNotFound(f"no proposal {proposal_id!r} in store {store.name!r}")
         if p.state != "pending":
@@ -413,7 +288,8 @@ def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = 
                     store.dismiss_pair(ids[0], ids[1], now)
                 except MemoryNotFound:
                     pass
-            store.close_proposal(p.id, state="rejected", at=now, by=by, result={"verdict": "keep"})
+            if not store.close_proposal(p.id, state="rejected", at=now, by=by, result={"verdict": "keep"}):
+                raise ProposalClosed(f"proposal {p.id} was decided meanwhile; nothing was changed")
             return {"proposal": p.id, "type": p.type, "state": "rejected", "verdict": verdict}
         stale = _stale_reason(store, p)
         if stale is None:
@@ -474,7 +350,7 @@ NEAR_DUP_COSINE = 0.85          # a restatement on the vector evidence alone (va
 NEAR_DUP_COSINE_WORDS = 0.75    # ... or this close with NEAR_DUP_JACCARD of its word stems shared (idf-weighted)
 NEAR_DUP_JACCARD = 0.45
 KEYWORD_NEAR_DUP_JACCARD = 0.6  # keyword-only (no vectors): the stems' weighted Jaccard alone
-EDGE_COSINE = 0.6               # pairs checked at all (REVIEW_MIN_COSINE); clusters need CLUSTER_COSINE
+EDGE_COSINE = 0.6               # pairs checked at all; clusters need CLUSTER_COSINE
 CLUSTER_COSINE = 0.75
 KEYWORD_EDGE_JACCARD = 0.3
 CLUSTER_MIN, CLUSTER_MAX = 3, 8
@@ -793,7 +669,7 @@ def maintain(engine: Cairn, *, apply: bool = False, safe_only: bool = False) -> 
     "proposals": [{"type", "subject", "sources", "payload", "id" (None in a dry run)}], "counts":
     {type: n}, "staged", "already_reviewed", "deferred" (past RUN_CAPS: for a later run), "expired",
     "seconds"}.
-    Raises MaintenanceBusy (another run holds the lease), StoreError (a Postgres store)."""
+    Raises MaintenanceBusy (another run holds the lease)."""
     import json
     import os
     import socket

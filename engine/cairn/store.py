@@ -469,29 +469,34 @@ class Store:
         return [r[0] for r in back] + [r[0] for r in forward]
 
     def counts(self) -> dict[str, int]:
+        """{"current": current and warm (what the hooks and default recall see), "cold": current but
+        demoted to the cold tier, "superseded", "forgotten", "total" (every row), "awaiting_embedding"}."""
         row = self.conn.execute(
             f"""SELECT
-                  sum({current_sql()}),
+                  sum({current_sql()} AND cold_at IS NULL),
+                  sum({current_sql()} AND cold_at IS NOT NULL),
                   sum(superseded_by IS NOT NULL AND forgotten_at IS NULL),
                   sum(forgotten_at IS NOT NULL),
                   count(*)
-                FROM memories""", (now_ms(),)
+                FROM memories""", (now_ms(), now_ms())
         ).fetchone()
         backlog = self.conn.execute("SELECT count(*) FROM vector_backlog").fetchone()[0]
         return {
-            "current": row[0] or 0, "superseded": row[1] or 0, "forgotten": row[2] or 0,
-            "total": row[3] or 0, "awaiting_embedding": backlog,
+            "current": row[0] or 0, "cold": row[1] or 0, "superseded": row[2] or 0, "forgotten": row[3] or 0,
+            "total": row[4] or 0, "awaiting_embedding": backlog,
         }
 
     def current_kinds_and_tags(self, tag_limit: int) -> tuple[dict[str, int], list[tuple[str, int]]]:
-        """Current memories per kind, and the `tag_limit` most used tags of current memories with
-        their counts (most used first, then by name)."""
+        """Current (warm) memories per kind, and the `tag_limit` most used tags of current memories
+        with their counts (most used first, then by name). Cold memories are left out, as the hooks do."""
         now = now_ms()
         kinds = dict(self.conn.execute(
-            f"SELECT kind, count(*) FROM memories m WHERE {current_sql('m')} GROUP BY kind", (now,)).fetchall())
+            f"SELECT kind, count(*) FROM memories m WHERE {current_sql('m')} AND m.cold_at IS NULL GROUP BY kind",
+            (now,)).fetchall())
         tags = self.conn.execute(
             f"SELECT t.tag, count(*) AS n FROM memory_tags t JOIN memories m ON m.seq = t.seq "
-            f"WHERE {current_sql('m')} GROUP BY t.tag ORDER BY n DESC, t.tag LIMIT ?", (now, int(tag_limit))).fetchall()
+            f"WHERE {current_sql('m')} AND m.cold_at IS NULL GROUP BY t.tag ORDER BY n DESC, t.tag LIMIT ?",
+            (now, int(tag_limit))).fetchall()
         return kinds, [(tag, n) for tag, n in tags]
 
     def backlog(self, limit: int) -> list[tuple[int, str]]:
@@ -664,7 +669,9 @@ class Store:
         return self.conn.execute("SELECT count(*) FROM memories WHERE cold_at IS NOT NULL AND text IS NOT NULL"
                                  ).fetchone()[0]
 
-    def proposal(self, proposal_id: str) -> Proposal | None:
+    def proposal(self, proposal_id: str, *, for_update: bool = False) -> Proposal | None:
+        """The proposal, or None. for_update: as PgStore's; here the decision's BEGIN IMMEDIATE
+        already keeps every other writer out until it ends."""
         row = self.conn.execute(f"SELECT {self._PROPOSAL_COLUMNS} FROM proposals WHERE id = ?",
                                 (proposal_id,)).fetchone()
         return None if row is None else self._proposal(row)

@@ -390,7 +390,8 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
         else:
             click.echo(f"store     {info['store']}  ({info['path']})")
         click.echo(f"chosen by {info['chosen_by']}")
-        click.echo(f"memories  {c['current']} current, {c['superseded']} superseded, {c['forgotten']} forgotten"
+        click.echo(f"memories  {c['current']} current, {c['cold']} cold, {c['superseded']} superseded, "
+                   f"{c['forgotten']} forgotten"
                    + (f", {c['awaiting_embedding']} awaiting embedding" if c["awaiting_embedding"] else ""))
         click.echo(f"size      {info['bytes']:,} bytes")
         click.echo(f"vectors   {info['vector_backend'] or 'unavailable'}; model {info['embedding_model'] or 'none'}")
@@ -518,11 +519,13 @@ def migrate_store(source: str, target: str, as_json: bool) -> None:
 
     Each is NAME, sqlite:NAME or postgres:NAME (the server from $CAIRN_POSTGRES_URL or
     store.postgres_url). A Postgres TARGET becomes where NAME opens from then on; SOURCE is left as
-    it was. Captured sessions are copied too (their turns' vectors are recomputed)."""
+    it was. The review queue and captured sessions are copied too (the turns' vectors are
+    recomputed)."""
     done = cairn.migrate_store(source, target, progress=_progress)
     _emit(as_json, done, lambda: click.echo(
-        f"copied {done['memories']} memories ({done['vectors']} vectors, {done['dismissals']} review verdicts) "
-        f"and {done['sessions']} sessions ({done['turns']} turns) from {source} to {target} ({done['path']})"))
+        f"copied {done['memories']} memories ({done['vectors']} vectors, {done['dismissals']} review verdicts, "
+        f"{done['proposals']} review proposals) and {done['sessions']} sessions ({done['turns']} turns) "
+        f"from {source} to {target} ({done['path']})"))
 
 
 @cli.command()
@@ -760,8 +763,9 @@ def maintain(apply_: bool, safe_only: bool, show_status: bool, store_name: str |
         raise cairn.InvalidInput("--store and --all exclude each other")
     if safe_only and not apply_:
         raise cairn.InvalidInput("--safe-only goes with --apply")
-    names = [row["name"] for row in cairn.list_stores() if row.get("backend") == "sqlite" and "error" not in row] \
-        if all_stores else [store_name]
+    # --all: SQLite and Postgres stores alike (a team store's lease keeps two machines' runs apart);
+    # a store that cannot be opened (no server URL) is left out.
+    names = [row["name"] for row in cairn.list_stores() if "error" not in row] if all_stores else [store_name]
     reports = []
     for name in names:
         resolved = cairn.resolve(name)

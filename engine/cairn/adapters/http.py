@@ -42,10 +42,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import cairn
 from cairn import (
-    GLOBAL_STORE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SESSION_MODES, VERDICTS, CairnError, ConfigError,
+    GLOBAL_STORE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SESSION_MODES, CairnError, ConfigError,
     EmbedderUnavailable, InvalidInput, InvalidMemory, InvalidStoreName, InvalidTime, MaintenanceBusy,
     MemoryNotFound, NotCurrent, PROPOSAL_STATES, PROPOSAL_TYPES, ProposalClosed, ProposalNotFound, SessionNotFound,
-    StoreError, StoreNotFound, review_candidates, review_decide,
+    StoreError, StoreNotFound,
 )
 
 from .mcp.session import Session, Unavailable
@@ -71,11 +71,12 @@ ERRORS: dict[str, tuple[int, str]] = {
     "invalid_json": (400, "The body is not a JSON object."),
     "invalid_request": (400, "A field of the body or query is missing, of the wrong type, out of range or unknown; "
                              "`fields` lists each problem."),
-    "invalid_memory": (400, "The engine refused the memory: empty or oversized text, unknown kind, importance out of "
-                            "range, an unknown verdict or a merge without text."),
+    "invalid_memory": (400, "The engine refused the memory: empty or oversized text, unknown kind or importance out "
+                            "of range (also the text of an `edit` verdict)."),
     "invalid_time": (400, "A time that cannot be parsed (ISO 8601 or epoch ms)."),
     "invalid_store_name": (400, "`store` is not a store name."),
-    "invalid_input": (400, "Other input the engine refused (an empty query, an unknown search mode)."),
+    "invalid_input": (400, "Other input the engine refused (an empty query, an unknown search mode, an `edit` "
+                           "without text, a keep_id that is not a source, promoting a memory that is not cold)."),
     "unauthorized": (401, "No token, or not a valid one, where one is required: send `Authorization: Bearer TOKEN`."),
     "read_only": (403, "A read-only token asked to write."),
     "forbidden_store": (403, "The token is limited to other stores (the global store counts as one: `global`)."),
@@ -204,21 +205,6 @@ class ReadSessionQuery(_Model):
     limit: int = Field(default=50, ge=1, le=200, description="How many turns.")
 
 
-class ReviewQuery(_Model):
-    limit: int = Field(default=10, ge=1, le=50, description="How many pairs at most.")
-    kind: list[Kind] = Field(default=[], description="Only these kinds (repeat).")
-    topic: str | None = Field(default=None, max_length=500, description="Only memories about this topic.")
-    scope: Scope_ = Field(default="project", description="Which store(s) to scan.")
-
-
-class DecideBody(_Model):
-    older_id: str = Field(min_length=1, max_length=64, description="As listed by GET /v1/review.")
-    newer_id: str = Field(min_length=1, max_length=64, description="As listed by GET /v1/review.")
-    verdict: Literal[VERDICTS] = Field(description="The user's verdict.")  # type: ignore[valid-type]
-    text: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT_BYTES,
-                             description="merge only: the merged statement.")
-
-
 class QueueQuery(_Model):
     state: list[Literal[PROPOSAL_STATES]] = Field(  # type: ignore[valid-type]
         default=[], description="Only proposals in these states (repeat; default: pending).")
@@ -334,6 +320,11 @@ def _forget(engine: cairn.Cairn, call: Call) -> Any:
     return {"memory": engine.forget(call.path["id"]).to_json()}
 
 
+def _promote(engine: cairn.Cairn, call: Call) -> Any:
+    call.own(engine, call.path["id"])
+    return engine.promote(call.path["id"])
+
+
 def _status(engine: cairn.Cairn, call: Call) -> Any:
     return engine.status().to_json()
 
@@ -353,21 +344,6 @@ def _read_session(engine: cairn.Cairn, call: Call) -> Any:
     a: ReadSessionQuery = call.args
     info, turns = engine.read_session(call.path["id"], offset=a.offset, limit=a.limit)
     return {"session": info.to_json(), "turns": [t.to_json() for t in turns]}
-
-
-def _review(engine: cairn.Cairn, call: Call) -> Any:
-    a: ReviewQuery = call.args
-    pairs, scanned, with_vectors = review_candidates(engine, kinds=tuple(a.kind), topic=a.topic,
-                                                     scope=call.scope(a.scope) or "project")
-    return {"pairs": [p.to_json() for p in pairs[: a.limit]], "found": len(pairs), "scanned": scanned,
-            "keyword_only": not with_vectors}
-
-
-def _decide(engine: cairn.Cairn, call: Call) -> Any:
-    a: DecideBody = call.args
-    call.own(engine, a.older_id)
-    call.own(engine, a.newer_id)
-    return review_decide(engine, a.older_id, a.newer_id, a.verdict, a.text)
 
 
 def _queue(engine: cairn.Cairn, call: Call) -> Any:
@@ -423,14 +399,6 @@ ROUTES: list[RouteSpec] = [
     RouteSpec("GET", "/v1/sessions/{id}", "A captured session's turns, paged by position.", _read_session,
               ReadSessionQuery, returns="`{\"session\": SessionInfo, \"turns\": [Turn]}`.",
               errors=("session_not_found",)),
-    RouteSpec("GET", "/v1/review", "The review queue: pairs that may duplicate or contradict each other.", _review,
-              ReviewQuery, embeds=True,
-              returns="`{\"pairs\": [{verdict, reason, kind, older, newer, cosine}], \"found\", \"scanned\", "
-                      "\"keyword_only\"}`."),
-    RouteSpec("POST", "/v1/review/decide", "Apply the user's verdict on one pair from the queue.", _decide,
-              DecideBody, body=True, write=True, embeds=True,
-              returns="What was done: `verdict` and `kept`, `forgotten`, or `superseded` + `by`.",
-              errors=(*_MEMORY, "not_current", "invalid_memory")),
     RouteSpec("GET", "/v1/review/proposals", "The durable review queue (as `cairn review list`): proposals from "
               "maintenance, possible conflicts and imported guidance.", _queue, QueueQuery,
               returns="`{\"proposals\": [Proposal], \"count\"}` (docs/cli.md, JSON keys).",
@@ -442,6 +410,9 @@ ROUTES: list[RouteSpec] = [
               "edit; compare-and-set.", _decide_proposal, ProposalDecideBody, body=True, write=True, embeds=True,
               returns="`{\"proposal\", \"type\", \"state\", \"verdict\"}` and what was done.",
               errors=("proposal_not_found", "proposal_closed", "invalid_input", "invalid_memory")),
+    RouteSpec("POST", "/v1/memories/{id}/promote", "Promote: bring a memory back from the cold tier (into hooks "
+              "and default recall).", _promote, write=True, returns="`{\"promoted\": id}`.",
+              errors=(*_MEMORY, "invalid_input")),
     RouteSpec("POST", "/v1/maintain", "A maintenance run (as `cairn maintain`): a dry run unless `apply`.",
               _maintain, MaintainBody, body=True, write=True,
               returns="The run's report (docs/cli.md, `maintain --json`).", errors=("maintenance_busy",)),

@@ -3,10 +3,9 @@
 "use strict";
 
 const KINDS = ["decision", "convention", "preference", "fact", "task", "insight"];
-const VERDICTS = [
-  ["keep_both", "Keep both"], ["replace_older", "Newer replaces older"], ["replace_newer", "Older replaces newer"],
-  ["merge", "Merge…"], ["forget_older", "Forget older"], ["forget_newer", "Forget newer"],
-];
+// The review queue's verdicts (review.decide): approve what the proposal says, keep (reject: nothing
+// changes), or edit then approve with the user's text.
+const VERDICTS = [["approve", "Approve"], ["keep", "Keep as is"], ["edit", "Edit…"]];
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const store = params.get("store");
@@ -115,41 +114,73 @@ async function forgetMemory(m) {
   } catch (err) { notice(err.message); }
 }
 
-function side(label, m) {
-  return el("div", {}, el("div", {class: "meta", text: `${label} · ${m.date} · ${m.id}`}), el("p", {class: "text", text: m.text}));
+function source(m, index, proposal) {
+  if (m.missing) return el("div", {class: "source"}, el("div", {class: "meta", text: `${m.id} · no longer in the store`}));
+  const role = proposal.sources.length === 2 && ["duplicate", "near_duplicate", "conflict"].includes(proposal.type)
+    ? (index === 0 ? "older" : "newer") : `source ${index + 1}`;
+  const meta = `${role} · ${m.kind} · ${day(m.valid_from_iso)} · ${m.status}` + (m.cold ? " · cold" : "") + ` · ${m.id}`;
+  return el("div", {class: "source", "data-id": m.id}, el("div", {class: "meta", text: meta}),
+    el("p", {class: "text", text: m.text ?? "[forgotten]"}));
+}
+
+function evidence(p) {
+  const parts = [p.type];
+  if (p.subject) parts.push(`about “${p.subject}”`);
+  if (p.payload.reason) parts.push(p.payload.reason);
+  if (p.payload.similarity !== undefined && p.payload.similarity !== null) {
+    parts.push(`${p.payload.measure ?? "similarity"} ${p.payload.similarity}`);
+  }
+  parts.push(`proposed ${day(p.created_at_iso)}, expires ${day(p.expires_at_iso)}`);
+  return parts.join(" · ");
 }
 
 async function loadReview() {
   const list = $("review");
   try {
-    const data = await api("GET", "/v1/review", undefined, {limit: 20});
-    list.replaceChildren(...data.pairs.map((p) => {
+    const [queue, status] = await Promise.all([
+      api("GET", "/v1/review/proposals", undefined, {limit: 20}), api("GET", "/v1/maintain/status")]);
+    // Each proposal with its evidence: the source memories as they are now and what a verdict would do.
+    const shown = await Promise.all(queue.proposals.map((p) => api("GET", `/v1/review/proposals/${encodeURIComponent(p.id)}`)));
+    list.replaceChildren(...shown.map(({proposal: p, sources, stale, after}) => {
       const buttons = VERDICTS.map(([verdict, label]) => el("button", {
-        type: "button", "data-verdict": verdict, onclick: () => decide(p, verdict)}, label));
-      return el("li", {class: "pair-row", "data-older": p.older.id, "data-newer": p.newer.id},
-        el("div", {class: "meta", text: `${p.kind} · proposed: ${p.verdict} · ${p.reason}`
-          + (p.cosine !== undefined ? ` · cosine ${p.cosine}` : "")}),
-        el("div", {class: "pair"}, side("older", p.older), side("newer", p.newer)),
-        el("div", {class: "actions", role: "group", "aria-label": "Verdict"}, ...buttons));
+        type: "button", "data-verdict": verdict, "aria-label": `${label.replace("…", "")} proposal ${p.id}`,
+        onclick: () => decide(p, sources, verdict)}, label));
+      const body = p.type === "add"
+        ? [el("div", {class: "source"}, el("div", {class: "meta", text: `new ${p.payload.kind}`
+            + (p.payload.context ? ` · from “${p.payload.context}”` : "")}), el("p", {class: "text", text: p.payload.text}))]
+        : sources.map((m, i) => source(m, i, p));
+      return el("li", {class: "proposal-row", "data-proposal": p.id, "data-type": p.type},
+        el("div", {class: "meta", text: evidence(p)}),
+        el("div", {class: "pair"}, ...body),
+        el("p", {class: "after", text: stale ? `Stale: ${stale}` : after}),
+        el("div", {class: "actions", role: "group", "aria-label": `Verdict on proposal ${p.id}`}, ...buttons));
     }));
-    notice(data.pairs.length ? "" : `Nothing to review (${data.scanned} memories scanned).`);
+    $("review-status").textContent = `${status.pending} pending · ${status.cold} cold`
+      + (status.last_run ? ` · last maintenance ${new Date(status.last_run.at).toISOString().slice(0, 10)}`
+        : " · no maintenance run yet");
+    notice(shown.length ? "" : "Nothing to review.");
   } catch (err) { notice(err.message); }
 }
 
-async function decide(pair, verdict) {
-  const body = {older_id: pair.older.id, newer_id: pair.newer.id, verdict};
-  if (verdict === "merge") {
-    const text = prompt("Merged statement:", `${pair.older.text} ${pair.newer.text}`);
+function draftOf(proposal, sources) {
+  if (proposal.type === "add") return proposal.payload.text;
+  if (proposal.payload.draft) return proposal.payload.draft;
+  const texts = sources.filter((m) => m.text).map((m) => m.text);
+  return proposal.type === "summarise" ? texts.join(" ") : (texts[texts.length - 1] ?? "");
+}
+
+async function decide(proposal, sources, verdict) {
+  const body = {verdict};
+  if (verdict === "edit") {
+    const text = prompt("The statement to store instead:", draftOf(proposal, sources));
     if (!text) return;
     body.text = text;
-  } else if (verdict.startsWith("forget") && !confirm("Forget that memory for good?")) {
-    return;
   }
   try {
-    const result = await api("POST", "/v1/review/decide", body);
+    const result = await api("POST", `/v1/review/proposals/${encodeURIComponent(proposal.id)}/decide`, body);
     await loadReview();
     await search();
-    notice(`Verdict ${result.verdict} recorded.`);
+    notice(`Verdict ${result.verdict} on ${proposal.type} proposal: ${result.state}.`);
   } catch (err) { notice(err.message); }
 }
 
@@ -185,6 +216,7 @@ async function start2() {
   try {
     const status = await api("GET", "/v1/status");
     $("store-line").textContent = `store ${status.store}: ${status.counts.current} current memories`
+      + (status.counts.cold ? ` (and ${status.counts.cold} cold)` : "")
       + (status.keyword_only ? " (keyword-only recall)" : "");
     await search();
   } catch (err) { $("store-line").textContent = ""; notice(err.message); }
