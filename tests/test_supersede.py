@@ -550,15 +550,11 @@ def test_engine_a_time_unit_chain_leaves_the_last_length(engine):
 
 
 def test_review_reads_a_chain_step_as_remember_does(kw_memory):
-    """The review scan and maintenance classify with the retired chain, as `remember` does: a step
-    naming a value only a retired memory holds ("from npm") is a change there too, not merely similar."""
-    from cairn import review_candidates
-
+    """Maintenance classifies with the retired chain, as `remember` does: a step naming a value only
+    a retired memory holds ("from npm") is a change there too, not merely similar."""
     kw_memory.remember("The web app's package manager is npm.")
     yarn = kw_memory.remember("The web app's package manager is now Yarn.")
     assert len(yarn.superseded) == 1
     moved = kw_memory.remember("We switched the web app's package manager from npm to pnpm.", detect=False).memory
-    pairs, _, _ = review_candidates(kw_memory)
-    assert [(p.older.id, p.newer.id, p.label) for p in pairs] == [(yarn.memory.id, moved.id, "supersede")]
     conflicts = [p for p in kw_memory.maintain()["proposals"] if p["type"] == "conflict"]
     assert [(p["sources"], p["payload"]["label"]) for p in conflicts] == [([yarn.memory.id, moved.id], "supersede")]
