@@ -93,6 +93,26 @@ def build(engine: Cairn, corpus) -> float:
     return len(drafts) / (time.perf_counter() - start)
 
 
+def build_import(engine: Cairn, corpus) -> float:
+    """The SQLite store through `Cairn.import_` (export-format JSON Lines, then the backlog embedded
+    from the precomputed vectors): a bulk load. `remember_many` now also looks for a near-duplicate
+    (a keyword search) per memory, which makes a 100k build take most of an hour here."""
+    import io
+
+    from ulid import ULID
+
+    start_ms = 1_700_000_000_000
+    lines = []
+    for i, (text, kind, tags) in enumerate(corpus):
+        at = start_ms + i
+        lines.append(json.dumps({"id": str(ULID.from_timestamp(at / 1000)), "text": text, "kind": kind,
+                                 "tags": list(tags), "importance": 3, "source": "agent", "valid_from": at,
+                                 "recorded_at": at}))
+    start = time.perf_counter()
+    engine.import_(io.BytesIO("\n".join(lines).encode()))
+    return len(corpus) / (time.perf_counter() - start)
+
+
 def pct(samples: list[float]) -> tuple[float, float]:
     qs = statistics.quantiles(samples, n=100, method="inclusive")
     return qs[49] * 1000, qs[94] * 1000
@@ -109,6 +129,9 @@ def main() -> None:
     parser.add_argument("--build", choices=["migrate", "remember"], default="migrate",
                         help="how the Postgres store is built: migrate-store from the SQLite one (bulk COPY), "
                              "or remember_many as the SQLite one")
+    parser.add_argument("--sqlite-build", choices=["remember", "import"], default="remember",
+                        help="how the SQLite store is built: remember_many (chunks of 256) or import_ (a bulk "
+                             "load of export-format lines)")
     args = parser.parse_args()
 
     import pgserver
@@ -131,7 +154,7 @@ def main() -> None:
         rates = {}
         with Cairn.open("bench-sqlite", embedder=embedder) as sqlite_engine:
             print(f"building sqlite ({args.size:,} memories) ...", flush=True)
-            rates["sqlite"] = build(sqlite_engine, corpus)
+            rates["sqlite"] = (build if args.sqlite_build == "remember" else build_import)(sqlite_engine, corpus)
         print(f"building postgres ({args.size:,} memories, {args.build}) ...", flush=True)
         if args.build == "migrate":
             start = time.perf_counter()
@@ -185,7 +208,8 @@ def main() -> None:
             print(f"| {measure} | {s50:.1f} / {s95:.1f} | {p50:.1f} / {p95:.1f} | {ratio:.2f}x | "
                   f"{'met' if ratio <= 2 else 'NOT met'} |")
         pg_build = "migrate-store from SQLite" if args.build == "migrate" else "remember_many"
-        print(f"| build (SQLite: remember_many, vectors precomputed; Postgres: {pg_build}) | {rates['sqlite']:.0f} /s "
+        sq_build = "remember_many" if args.sqlite_build == "remember" else "import_"
+        print(f"| build (SQLite: {sq_build}, vectors precomputed; Postgres: {pg_build}) | {rates['sqlite']:.0f} /s "
               f"| {rates['postgres']:.0f} /s | | |")
         print(f"| forget (incl. erase + flush) | {forget_ms['sqlite']:.0f} ms | {forget_ms['postgres']:.0f} ms | | |")
         print(f"\nmean overlap of the two backends' top 10: {statistics.mean(overlap):.3f}")

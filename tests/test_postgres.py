@@ -132,6 +132,10 @@ def test_migrate_store_round_trips_sqlite_postgres_sqlite_with_history_vectors_a
         f"cairn_{team}"
     with Cairn.open(team, embedder=hashing) as memory:
         assert memory.status().path == f"postgres:cairn_{team}"
+        # The copy filled the vectors without their HNSW index, then built it once: it is there and valid.
+        assert memory.store.conn.execute("SELECT count(*) FROM pg_indexes WHERE schemaname = %s AND indexname = "
+                                         "'memory_vectors_hnsw'", (f"cairn_{team}",)).fetchone()[0] == 1
+        assert memory.store.invalid_indexes() == []
         middle = io.StringIO()
         memory.export(middle)
         assert memory.is_dismissed(a.id, b.id)
