@@ -587,3 +587,40 @@ def test_a_stop_hook_captures_into_the_team_store_and_the_other_machine_searches
         assert hits[0].after[0].text == "Reset it with key [REDACTED:AWS Access Key]  then."
         assert desktop.search_sessions("zx-4471", mode="exact") == []
         assert desktop.status().sessions["private_spans"] == 1
+
+
+def test_reads_and_writes_go_on_while_a_forget_rewrites_the_vector_table(pg_server, monkeypatch, team, hashing):
+    """A forget's VACUUM FULL holds the vector table exclusively while it rebuilds the HNSW index
+    (about a minute at 100k memories). Meanwhile recall answers from keywords and a write stores
+    its memory queued for embedding, each within a second instead of waiting the rebuild out; the
+    queued vector is stored once the table is free."""
+    from cairn.pgstore import VECTOR_LOCK_WAIT_MS, connect
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    create_store(team, postgres=pg_server)
+    with Cairn.open(team, embedder=hashing) as memory:
+        for i in range(20):
+            memory.remember(f"Service {i} listens on port {8000 + i}", kind="fact", detect=False)
+        assert memory.counts()["awaiting_embedding"] == 0
+        memory.store.conn.execute("SET statement_timeout = '20s'")  # a statement that waits fails, not hangs
+        other = connect(pg_server)
+        try:
+            other.execute("BEGIN")
+            # The lock VACUUM FULL takes:
+            other.execute(f'LOCK TABLE "{memory.store.schema}".memory_vectors IN ACCESS EXCLUSIVE MODE')
+            wait = VECTOR_LOCK_WAIT_MS / 1000  # each statement on the vector table gives up after this
+            start = time.monotonic()
+            hits = memory.recall("which port does service 7 listen on")
+            recall_s = time.monotonic() - start
+            start = time.monotonic()
+            made = memory.remember("Service 99 listens on port 8099", kind="fact")  # detection reads vectors too
+            remember_s = time.monotonic() - start
+            assert hits and hits[0].memory.text == "Service 7 listens on port 8007"
+            assert all("vector" not in h.reasons and "bm25" in h.reasons for h in hits)
+            assert made.status == "created" and memory.counts()["awaiting_embedding"] == 1
+            assert recall_s < 2 * wait + 1.0 and remember_s < 3 * wait + 1.0, (recall_s, remember_s)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert memory.flush_backlog() == 1 and memory.counts()["awaiting_embedding"] == 0
+        assert "vector" in memory.recall("Service 99 port", k=1)[0].reasons

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -45,6 +46,8 @@ from .timeutil import END_OF_TIME, now_ms
 if TYPE_CHECKING:
     import numpy as np
     import psycopg
+
+log = logging.getLogger(__name__)
 
 LANGUAGES = ("simple", "arabic", "armenian", "basque", "catalan", "danish", "dutch", "english", "finnish", "french",
              "german", "greek", "hindi", "hungarian", "indonesian", "irish", "italian", "lithuanian", "nepali",
@@ -63,6 +66,7 @@ def _cols(alias: str = "memories") -> str:
 
 _COLUMNS = _cols()
 HNSW_EF_SEARCH = 400  # candidates the HNSW scan keeps: the default view's filter drops some of them
+VECTOR_LOCK_WAIT_MS = 500  # how long a vector read or write waits for the vector table before going without
 HNSW_BUILD_MAX_MB = 2048  # the most maintenance_work_mem an HNSW (re)build asks for
 
 
@@ -654,6 +658,17 @@ class PgStore:
                 with self._maintenance_memory(index.table):
                     index.build_index(self.conn)
 
+    @contextlib.contextmanager
+    def _vector_lock_wait(self) -> Iterator[None]:
+        """A block of statements on memory_vectors that waits at most VECTOR_LOCK_WAIT_MS for the
+        table's lock (a forget's VACUUM FULL holds it exclusively while it rebuilds the HNSW index:
+        a minute at 100k memories), then raises psycopg's LockNotAvailable with the block rolled
+        back. A savepoint inside the caller's transaction, else a transaction of its own."""
+        with self.conn.transaction():
+            self.conn.execute(f"SET LOCAL lock_timeout = '{VECTOR_LOCK_WAIT_MS}ms'")
+            yield
+            self.conn.execute("SET LOCAL lock_timeout = DEFAULT")  # the caller's transaction waits as before
+
     def vector_search(self, query: Any, filters: Filters, limit: int) -> list[tuple[int, float]]:
         """Nearest neighbours among the filtered memories: [(seq, cosine)], best first. The default
         view walks the HNSW index (approximate; HNSW_EF_SEARCH candidates, the view's filter applied
@@ -667,9 +682,17 @@ class PgStore:
             order = "v.embedding <=> %s::vector"  # the index's operator: an HNSW index scan
         else:
             order = "(v.embedding <=> %s::vector) + 0"  # not the index's: an exact scan of the filtered rows
-        rows = self.conn.execute(
-            f"SELECT v.seq, 1 - (v.embedding <=> %s::vector) FROM memory_vectors v JOIN memories m ON m.seq = v.seq "
-            f"WHERE {_pg(where)} ORDER BY {order}, v.seq LIMIT %s", [q, *params, q, int(limit)]).fetchall()
+        import psycopg
+
+        try:
+            with self._vector_lock_wait():
+                rows = self.conn.execute(
+                    f"SELECT v.seq, 1 - (v.embedding <=> %s::vector) FROM memory_vectors v JOIN memories m "
+                    f"ON m.seq = v.seq WHERE {_pg(where)} ORDER BY {order}, v.seq LIMIT %s",
+                    [q, *params, q, int(limit)]).fetchall()
+        except psycopg.errors.LockNotAvailable:
+            log.info("vector search skipped: a forget is rewriting the vector table (keyword results only)")
+            return []
         return [(int(s), float(c)) for s, c in rows]
 
     def vectors_of(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
@@ -678,8 +701,14 @@ class PgStore:
             return {}
         import numpy as np
 
-        rows = self.conn.execute("SELECT seq, embedding::real[] FROM memory_vectors WHERE seq = ANY(%s)",
-                                 (list(seqs),))
+        import psycopg
+
+        try:
+            with self._vector_lock_wait():
+                rows = self.conn.execute("SELECT seq, embedding::real[] FROM memory_vectors WHERE seq = ANY(%s)",
+                                         (list(seqs),)).fetchall()
+        except psycopg.errors.LockNotAvailable:
+            return {}  # a forget is rewriting the table: as if these had no vector yet
         return {int(s): np.asarray(v, dtype=np.float32) for s, v in rows}
 
     def chain_ids(self, memory_id: str) -> list[str]:
@@ -760,16 +789,24 @@ class PgStore:
     def put_vector(self, seq: int, vector: Any, *, fresh: bool = False) -> None:
         """Store `vector` for `seq`, or queue the memory for embedding when there is none.
         fresh: `seq` was just inserted (it has no vector and no backlog entry yet)."""
+        import psycopg
+
         if vector is not None and self.vector_index is not None:
             self._ensure_vector_table(self.vector_index, len(vector))
-            if fresh:
-                self.conn.execute("INSERT INTO memory_vectors(seq, embedding) VALUES (%s, %s::vector)",
-                                  (seq, _vector_text(vector)))
+            try:
+                with self._vector_lock_wait():
+                    if fresh:
+                        self.conn.execute("INSERT INTO memory_vectors(seq, embedding) VALUES (%s, %s::vector)",
+                                          (seq, _vector_text(vector)))
+                        return
+                    self.vector_index.upsert(self.conn, seq, vector)
+                self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
                 return
-            self.vector_index.upsert(self.conn, seq, vector)
-            self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
-        else:
-            self.conn.execute("INSERT INTO vector_backlog(seq) VALUES (%s) ON CONFLICT DO NOTHING", (seq,))
+            except psycopg.errors.LockNotAvailable:
+                # A forget is rewriting the vector table: the memory is stored now and queued for
+                # embedding (flush_backlog), rather than the write waiting out the rebuild.
+                log.info("memory %s queued for embedding: a forget is rewriting the vector table", seq)
+        self.conn.execute("INSERT INTO vector_backlog(seq) VALUES (%s) ON CONFLICT DO NOTHING", (seq,))
 
     def supersede(self, old_seq: int, new_id: str, at: int, valid_until: int) -> bool:
         """Retire `old_seq` at transaction time `at`, its validity ending at `valid_until`. The row
