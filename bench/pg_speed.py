@@ -14,10 +14,13 @@ on both, alternating backend per query so that a burst of load elsewhere on the 
 - recall (keyword only): `Cairn.recall(use_vectors=False)`.
 
 Also: build rate (memories/s, vectors precomputed) and one `forget` on each (Postgres: VACUUM FULL
-of the store's tables, HNSW rebuild included). The bar (issue 14): Postgres p95 within 2x of SQLite.
+of the tables that held the memory, HNSW rebuild included), with what another connection's
+recalls and writes do meanwhile (a thread of hybrid recall, keyword recall and remember). The
+bar (issue 14): Postgres p95 within 2x of SQLite.
 The server is a PostgreSQL 16 + pgvector started from the pgserver wheel in a temporary folder.
 
     python bench/pg_speed.py [--size 100000] [--queries 200] [--build migrate|remember]
+                             [--sqlite-build remember|import]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -113,6 +117,25 @@ def build_import(engine: Cairn, corpus) -> float:
     return len(corpus) / (time.perf_counter() - start)
 
 
+def watch(store: str, embedder, queries, qvecs, stop, out: dict[str, list[float]]) -> None:
+    """On a connection of its own, until `stop`: hybrid recall, keyword recall and a remember in
+    turn, each one's latency (s) appended to out[kind]."""
+    with Cairn.open(store, embedder=embedder) as engine:
+        i = 0
+        while not stop.is_set():
+            q, v = queries[i % len(queries)], qvecs[i % len(qvecs)]
+            calls = (("recall (query_vector)", engine.recall, (q,), {"query_vector": v}),
+                     ("recall (keyword only)", engine.recall, (q,), {"use_vectors": False}),
+                     ("remember", engine.remember, (f"bench note {i} written during a forget",),
+                      {"kind": "fact", "detect": False}))
+            for kind, call, args, kwargs in calls:
+                t = time.perf_counter()
+                call(*args, **kwargs)
+                out.setdefault(kind, []).append(time.perf_counter() - t)
+            i += 1
+        out["awaiting_embedding"] = [engine.counts()["awaiting_embedding"]]
+
+
 def pct(samples: list[float]) -> tuple[float, float]:
     qs = statistics.quantiles(samples, n=100, method="inclusive")
     return qs[49] * 1000, qs[94] * 1000
@@ -189,11 +212,20 @@ def main() -> None:
             top = [{h.memory.text for h in e.recall(q, query_vector=v, k=10)} for e in engines.values()]
             overlap.append(len(top[0] & top[1]) / max(1, len(top[0])))
         forget_ms = {}
+        during: dict[str, list[float]] = {}
         for name, engine in engines.items():
             victim = engine.list(limit=1)[0]
+            if name == "postgres":  # another process's view while the forget runs: what waits, for how long
+                stop = threading.Event()
+                watcher = threading.Thread(target=watch, args=("bench-pg", embedder, queries, qvecs, stop, during))
+                watcher.start()
+                time.sleep(1.0)
             t = time.perf_counter()
             engine.forget(victim.id)
             forget_ms[name] = (time.perf_counter() - t) * 1000
+            if name == "postgres":
+                stop.set()
+                watcher.join()
 
         print(f"\n## Postgres vs SQLite at {args.size:,} memories ({args.queries} queries)\n")
         print("| measure | SQLite p50 / p95 ms | Postgres p50 / p95 ms | p95 ratio | bar (<= 2x) |")
@@ -212,6 +244,14 @@ def main() -> None:
         print(f"| build (SQLite: {sq_build}, vectors precomputed; Postgres: {pg_build}) | {rates['sqlite']:.0f} /s "
               f"| {rates['postgres']:.0f} /s | | |")
         print(f"| forget (incl. erase + flush) | {forget_ms['sqlite']:.0f} ms | {forget_ms['postgres']:.0f} ms | | |")
+        for kind in ("recall (query_vector)", "recall (keyword only)", "remember"):
+            got = during.get(kind, [])
+            if got:
+                print(f"during the Postgres forget, another connection: {kind} x{len(got)}, "
+                      f"median {statistics.median(got) * 1000:.0f} ms, max {max(got) * 1000:.0f} ms")
+        print(f"memories awaiting embedding after it: {during.get('awaiting_embedding', ['?'])[0]}")
+        out["during_forget"] = {k: [len(v), statistics.median(v) * 1000, max(v) * 1000]
+                                for k, v in during.items() if k != "awaiting_embedding" and v}
         print(f"\nmean overlap of the two backends' top 10: {statistics.mean(overlap):.3f}")
         print(f"load average (1, 5, 15 min) before timing: {load_before}, after: {load_after}")
         out["top10_overlap"] = statistics.mean(overlap)
