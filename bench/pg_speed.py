@@ -181,8 +181,20 @@ def main() -> None:
         print(f"building postgres ({args.size:,} memories, {args.build}) ...", flush=True)
         if args.build == "migrate":
             start = time.perf_counter()
-            migrate_store("sqlite:bench-sqlite", "postgres:bench-pg")
-            rates["postgres"] = args.size / (time.perf_counter() - start)
+            marks: list[float] = []
+
+            def progress(items, total):  # wraps migrate-store's loop over the vectors: when it starts and ends
+                marks.append(time.perf_counter())
+                yield from items
+                marks.append(time.perf_counter())
+
+            migrate_store("sqlite:bench-sqlite", "postgres:bench-pg", progress=progress)
+            end = time.perf_counter()
+            rates["postgres"] = args.size / (end - start)
+            if len(marks) == 2:
+                phases = {"memories (scrub, COPY)": marks[0] - start, "vectors (COPY)": marks[1] - marks[0],
+                          "HNSW index build and the rest": end - marks[1]}
+                print("migrate-store phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items()), flush=True)
         else:
             create_store("bench-pg", postgres=os.environ["CAIRN_POSTGRES_URL"])
             with Cairn.open("bench-pg", embedder=embedder) as pg_engine:
