@@ -786,15 +786,17 @@ class PgStore:
         self.put_vector(seq, vector, fresh=True)
         return seq
 
-    def put_vector(self, seq: int, vector: Any, *, fresh: bool = False) -> None:
+    def put_vector(self, seq: int, vector: Any, *, fresh: bool = False, wait: bool = False) -> None:
         """Store `vector` for `seq`, or queue the memory for embedding when there is none.
-        fresh: `seq` was just inserted (it has no vector and no backlog entry yet)."""
+        fresh: `seq` was just inserted (it has no vector and no backlog entry yet). Unless `wait`,
+        a vector table locked by a forget's rewrite for VECTOR_LOCK_WAIT_MS queues it as well
+        (filling the backlog waits instead: queueing again would only repeat the wait)."""
         import psycopg
 
         if vector is not None and self.vector_index is not None:
             self._ensure_vector_table(self.vector_index, len(vector))
             try:
-                with self._vector_lock_wait():
+                with contextlib.nullcontext() if wait else self._vector_lock_wait():
                     if fresh:
                         self.conn.execute("INSERT INTO memory_vectors(seq, embedding) VALUES (%s, %s::vector)",
                                           (seq, _vector_text(vector)))
@@ -1022,7 +1024,7 @@ class PgStore:
                 alive = {s for (s,) in self.conn.execute("SELECT seq FROM vector_backlog FOR UPDATE")}
                 for seq, vector in vectors.items():
                     if seq in alive:
-                        self.put_vector(seq, vector)
+                        self.put_vector(seq, vector, wait=True)
                         stored += 1
             return stored
         with self.transaction():
@@ -1046,7 +1048,7 @@ class PgStore:
             self._ready_tables.discard(self.vector_index.table)
             self.conn.execute("DELETE FROM vector_backlog")
             for seq, vector in vectors.items():
-                self.put_vector(seq, vector)
+                self.put_vector(seq, vector, wait=True)
             for (seq,) in self.conn.execute("SELECT seq FROM memories WHERE text IS NOT NULL").fetchall():
                 if seq not in vectors:
                     self.put_vector(seq, None)
