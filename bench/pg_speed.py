@@ -14,10 +14,13 @@ on both, alternating backend per query so that a burst of load elsewhere on the 
 - recall (keyword only): `Cairn.recall(use_vectors=False)`.
 
 Also: build rate (memories/s, vectors precomputed) and one `forget` on each (Postgres: VACUUM FULL
-of the store's tables, HNSW rebuild included). The bar (issue 14): Postgres p95 within 2x of SQLite.
+of the tables that held the memory, HNSW rebuild included), with what another connection's
+recalls and writes do meanwhile (a thread of hybrid recall, keyword recall and remember). The
+bar (issue 14): Postgres p95 within 2x of SQLite.
 The server is a PostgreSQL 16 + pgvector started from the pgserver wheel in a temporary folder.
 
     python bench/pg_speed.py [--size 100000] [--queries 200] [--build migrate|remember]
+                             [--sqlite-build remember|import]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -93,6 +97,45 @@ def build(engine: Cairn, corpus) -> float:
     return len(drafts) / (time.perf_counter() - start)
 
 
+def build_import(engine: Cairn, corpus) -> float:
+    """The SQLite store through `Cairn.import_` (export-format JSON Lines, then the backlog embedded
+    from the precomputed vectors): a bulk load. `remember_many` now also looks for a near-duplicate
+    (a keyword search) per memory, which makes a 100k build take most of an hour here."""
+    import io
+
+    from ulid import ULID
+
+    start_ms = 1_700_000_000_000
+    lines = []
+    for i, (text, kind, tags) in enumerate(corpus):
+        at = start_ms + i
+        lines.append(json.dumps({"id": str(ULID.from_timestamp(at / 1000)), "text": text, "kind": kind,
+                                 "tags": list(tags), "importance": 3, "source": "agent", "valid_from": at,
+                                 "recorded_at": at}))
+    start = time.perf_counter()
+    engine.import_(io.BytesIO("\n".join(lines).encode()))
+    return len(corpus) / (time.perf_counter() - start)
+
+
+def watch(store: str, embedder, queries, qvecs, stop, out: dict[str, list[float]]) -> None:
+    """On a connection of its own, until `stop`: hybrid recall, keyword recall and a remember in
+    turn, each one's latency (s) appended to out[kind]."""
+    with Cairn.open(store, embedder=embedder) as engine:
+        i = 0
+        while not stop.is_set():
+            q, v = queries[i % len(queries)], qvecs[i % len(qvecs)]
+            calls = (("recall (query_vector)", engine.recall, (q,), {"query_vector": v}),
+                     ("recall (keyword only)", engine.recall, (q,), {"use_vectors": False}),
+                     ("remember", engine.remember, (f"bench note {i} written during a forget",),
+                      {"kind": "fact", "detect": False}))
+            for kind, call, args, kwargs in calls:
+                t = time.perf_counter()
+                call(*args, **kwargs)
+                out.setdefault(kind, []).append(time.perf_counter() - t)
+            i += 1
+        out["awaiting_embedding"] = [engine.counts()["awaiting_embedding"]]
+
+
 def pct(samples: list[float]) -> tuple[float, float]:
     qs = statistics.quantiles(samples, n=100, method="inclusive")
     return qs[49] * 1000, qs[94] * 1000
@@ -109,6 +152,9 @@ def main() -> None:
     parser.add_argument("--build", choices=["migrate", "remember"], default="migrate",
                         help="how the Postgres store is built: migrate-store from the SQLite one (bulk COPY), "
                              "or remember_many as the SQLite one")
+    parser.add_argument("--sqlite-build", choices=["remember", "import"], default="remember",
+                        help="how the SQLite store is built: remember_many (chunks of 256) or import_ (a bulk "
+                             "load of export-format lines)")
     args = parser.parse_args()
 
     import pgserver
@@ -131,12 +177,24 @@ def main() -> None:
         rates = {}
         with Cairn.open("bench-sqlite", embedder=embedder) as sqlite_engine:
             print(f"building sqlite ({args.size:,} memories) ...", flush=True)
-            rates["sqlite"] = build(sqlite_engine, corpus)
+            rates["sqlite"] = (build if args.sqlite_build == "remember" else build_import)(sqlite_engine, corpus)
         print(f"building postgres ({args.size:,} memories, {args.build}) ...", flush=True)
         if args.build == "migrate":
             start = time.perf_counter()
-            migrate_store("sqlite:bench-sqlite", "postgres:bench-pg")
-            rates["postgres"] = args.size / (time.perf_counter() - start)
+            marks: list[float] = []
+
+            def progress(items, total):  # wraps migrate-store's loop over the vectors: when it starts and ends
+                marks.append(time.perf_counter())
+                yield from items
+                marks.append(time.perf_counter())
+
+            migrate_store("sqlite:bench-sqlite", "postgres:bench-pg", progress=progress)
+            end = time.perf_counter()
+            rates["postgres"] = args.size / (end - start)
+            if len(marks) == 2:
+                phases = {"memories (scrub, COPY)": marks[0] - start, "vectors (COPY)": marks[1] - marks[0],
+                          "HNSW index build and the rest": end - marks[1]}
+                print("migrate-store phases: " + ", ".join(f"{k} {v:.0f} s" for k, v in phases.items()), flush=True)
         else:
             create_store("bench-pg", postgres=os.environ["CAIRN_POSTGRES_URL"])
             with Cairn.open("bench-pg", embedder=embedder) as pg_engine:
@@ -166,11 +224,20 @@ def main() -> None:
             top = [{h.memory.text for h in e.recall(q, query_vector=v, k=10)} for e in engines.values()]
             overlap.append(len(top[0] & top[1]) / max(1, len(top[0])))
         forget_ms = {}
+        during: dict[str, list[float]] = {}
         for name, engine in engines.items():
             victim = engine.list(limit=1)[0]
+            if name == "postgres":  # another process's view while the forget runs: what waits, for how long
+                stop = threading.Event()
+                watcher = threading.Thread(target=watch, args=("bench-pg", embedder, queries, qvecs, stop, during))
+                watcher.start()
+                time.sleep(1.0)
             t = time.perf_counter()
             engine.forget(victim.id)
             forget_ms[name] = (time.perf_counter() - t) * 1000
+            if name == "postgres":
+                stop.set()
+                watcher.join()
 
         print(f"\n## Postgres vs SQLite at {args.size:,} memories ({args.queries} queries)\n")
         print("| measure | SQLite p50 / p95 ms | Postgres p50 / p95 ms | p95 ratio | bar (<= 2x) |")
@@ -185,9 +252,18 @@ def main() -> None:
             print(f"| {measure} | {s50:.1f} / {s95:.1f} | {p50:.1f} / {p95:.1f} | {ratio:.2f}x | "
                   f"{'met' if ratio <= 2 else 'NOT met'} |")
         pg_build = "migrate-store from SQLite" if args.build == "migrate" else "remember_many"
-        print(f"| build (SQLite: remember_many, vectors precomputed; Postgres: {pg_build}) | {rates['sqlite']:.0f} /s "
+        sq_build = "remember_many" if args.sqlite_build == "remember" else "import_"
+        print(f"| build (SQLite: {sq_build}, vectors precomputed; Postgres: {pg_build}) | {rates['sqlite']:.0f} /s "
               f"| {rates['postgres']:.0f} /s | | |")
         print(f"| forget (incl. erase + flush) | {forget_ms['sqlite']:.0f} ms | {forget_ms['postgres']:.0f} ms | | |")
+        for kind in ("recall (query_vector)", "recall (keyword only)", "remember"):
+            got = during.get(kind, [])
+            if got:
+                print(f"during the Postgres forget, another connection: {kind} x{len(got)}, "
+                      f"median {statistics.median(got) * 1000:.0f} ms, max {max(got) * 1000:.0f} ms")
+        print(f"memories awaiting embedding after it: {during.get('awaiting_embedding', ['?'])[0]}")
+        out["during_forget"] = {k: [len(v), statistics.median(v) * 1000, max(v) * 1000]
+                                for k, v in during.items() if k != "awaiting_embedding" and v}
         print(f"\nmean overlap of the two backends' top 10: {statistics.mean(overlap):.3f}")
         print(f"load average (1, 5, 15 min) before timing: {load_before}, after: {load_after}")
         out["top10_overlap"] = statistics.mean(overlap)

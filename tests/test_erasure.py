@@ -180,3 +180,37 @@ def test_forget_on_postgres_leaves_no_text_or_vector_in_the_store_tables_or_inde
         assert (tomb.id, tomb.text, tomb.tags) == (secret.id, None, ())
         assert secret.id not in [h.memory.id for h in memory.recall("vault passphrase zyxwquartz")]
         assert memory.counts()["current"] == 40
+
+
+@pytest.mark.postgres
+def test_forget_on_postgres_rewrites_only_the_tables_that_held_the_memory(project, hashing, backend, monkeypatch,
+                                                                          pg_server):
+    """The rewrite (VACUUM FULL: new files, HNSW rebuilt) is the cost of a forget on Postgres: a
+    memory without tags or vector leaves the tags' and vectors' tables as they were; one with both
+    rewrites all three. A rewritten table gets a new relfilenode."""
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    Path(os.environ["CAIRN_CONFIG"]).write_text("store:\n  backend: postgres\n")
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        fill(memory)
+        store = memory.store
+
+        def files() -> dict[str, int]:
+            return dict(store.conn.execute(
+                "SELECT relname, relfilenode FROM pg_class WHERE relname IN ('memories', 'memory_tags', "
+                "'memory_vectors', 'memory_vectors_hnsw') AND relnamespace = %s::regnamespace", (store.schema,)))
+
+        bare = memory.remember("The vault is rotated on Mondays", kind="fact").memory
+        store.conn.execute("DELETE FROM memory_vectors WHERE seq = %s", (store.seq_of(bare.id),))  # as if unembedded
+        before = files()
+        memory.forget(bare.id)
+        after = files()
+        assert after["memories"] != before["memories"]
+        assert {k: after[k] for k in ("memory_tags", "memory_vectors", "memory_vectors_hnsw")} == \
+            {k: before[k] for k in ("memory_tags", "memory_vectors", "memory_vectors_hnsw")}
+
+        full = memory.remember(SECRET, kind="fact", tags=["zyxwquartz-vault"]).memory
+        before = files()
+        memory.forget(full.id)
+        assert all(files()[k] != before[k] for k in before)
+        assert store.invalid_indexes() == []
+        assert len(memory.recall("service port journald", k=3)) == 3

@@ -132,6 +132,10 @@ def test_migrate_store_round_trips_sqlite_postgres_sqlite_with_history_vectors_a
         f"cairn_{team}"
     with Cairn.open(team, embedder=hashing) as memory:
         assert memory.status().path == f"postgres:cairn_{team}"
+        # The copy filled the vectors without their HNSW index, then built it once: it is there and valid.
+        assert memory.store.conn.execute("SELECT count(*) FROM pg_indexes WHERE schemaname = %s AND indexname = "
+                                         "'memory_vectors_hnsw'", (f"cairn_{team}",)).fetchone()[0] == 1
+        assert memory.store.invalid_indexes() == []
         middle = io.StringIO()
         memory.export(middle)
         assert memory.is_dismissed(a.id, b.id)
@@ -646,3 +650,40 @@ def test_migrate_store_carries_the_review_queue_both_ways_scrubbed_into_postgres
         states = {p.id: p.state for p in memory.review_queue(states=["pending", "rejected", "applied", "expired"])}
         assert set(states) == set(before)
         assert (states[conflict.id], states[kept], states[secret]) == ("applied", "rejected", "pending")
+
+
+def test_reads_and_writes_go_on_while_a_forget_rewrites_the_vector_table(pg_server, monkeypatch, team, hashing):
+    """A forget's VACUUM FULL holds the vector table exclusively while it rebuilds the HNSW index
+    (about a minute at 100k memories). Meanwhile recall answers from keywords and a write stores
+    its memory queued for embedding, each within a second instead of waiting the rebuild out; the
+    queued vector is stored once the table is free."""
+    from cairn.pgstore import VECTOR_LOCK_WAIT_MS, connect
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    create_store(team, postgres=pg_server)
+    with Cairn.open(team, embedder=hashing) as memory:
+        for i in range(20):
+            memory.remember(f"Service {i} listens on port {8000 + i}", kind="fact", detect=False)
+        assert memory.counts()["awaiting_embedding"] == 0
+        memory.store.conn.execute("SET statement_timeout = '20s'")  # a statement that waits fails, not hangs
+        other = connect(pg_server)
+        try:
+            other.execute("BEGIN")
+            # The lock VACUUM FULL takes:
+            other.execute(f'LOCK TABLE "{memory.store.schema}".memory_vectors IN ACCESS EXCLUSIVE MODE')
+            wait = VECTOR_LOCK_WAIT_MS / 1000  # each statement on the vector table gives up after this
+            start = time.monotonic()
+            hits = memory.recall("which port does service 7 listen on")
+            recall_s = time.monotonic() - start
+            start = time.monotonic()
+            made = memory.remember("Service 99 listens on port 8099", kind="fact")  # detection reads vectors too
+            remember_s = time.monotonic() - start
+            assert hits and hits[0].memory.text == "Service 7 listens on port 8007"
+            assert all("vector" not in h.reasons and "bm25" in h.reasons for h in hits)
+            assert made.status == "created" and memory.counts()["awaiting_embedding"] == 1
+            assert recall_s < 2 * wait + 1.0 and remember_s < 3 * wait + 1.0, (recall_s, remember_s)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert memory.flush_backlog() == 1 and memory.counts()["awaiting_embedding"] == 0
+        assert "vector" in memory.recall("Service 99 port", k=1)[0].reasons

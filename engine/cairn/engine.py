@@ -290,11 +290,13 @@ def _copy_store(src: Store, dst: Store, progress: Progress = _no_progress) -> di
     imported, _ = dst.import_rows(rows)
     live = [m.id for m, _ in rows if m.text is not None and m.id not in scrubbed]  # scrubbed: re-embedded
     vectors = 0
-    for start in progress(range(0, len(live), 2000), (len(live) + 1999) // 2000):
-        chunk = live[start : start + 2000]
-        seqs, targets = src.seqs_of(chunk), dst.seqs_of(chunk)
-        found = src.vectors_of([seqs[i] for i in chunk])
-        vectors += dst.fill_backlog({targets[i]: found[seqs[i]] for i in chunk if seqs[i] in found and i in targets})
+    with dst.bulk_vectors():  # Postgres: the HNSW index built once, after the copy
+        for start in progress(range(0, len(live), 2000), (len(live) + 1999) // 2000):
+            chunk = live[start : start + 2000]
+            seqs, targets = src.seqs_of(chunk), dst.seqs_of(chunk)
+            found = src.vectors_of([seqs[i] for i in chunk])
+            vectors += dst.fill_backlog({targets[i]: found[seqs[i]] for i in chunk
+                                         if seqs[i] in found and i in targets})
     for key in ("embedding_model", "embedding_fingerprint", "project_root", "maintenance_last_run"):
         value = src.get_meta(key)
         if value is not None:

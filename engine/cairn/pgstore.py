@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
@@ -49,6 +50,8 @@ from .timeutil import END_OF_TIME, now_ms
 if TYPE_CHECKING:
     import numpy as np
     import psycopg
+
+log = logging.getLogger(__name__)
 
 LANGUAGES = ("simple", "arabic", "armenian", "basque", "catalan", "danish", "dutch", "english", "finnish", "french",
              "german", "greek", "hindi", "hungarian", "indonesian", "irish", "italian", "lithuanian", "nepali",
@@ -67,6 +70,26 @@ def _cols(alias: str = "memories") -> str:
 
 _COLUMNS = _cols()
 HNSW_EF_SEARCH = 400  # candidates the HNSW scan keeps: the default view's filter drops some of them
+VECTOR_LOCK_WAIT_MS = 500  # how long a vector read or write waits for the vector table before going without
+HNSW_BUILD_MAX_MB = 2048  # the most maintenance_work_mem an HNSW (re)build asks for
+
+
+def maintenance_mem_mb(conn: psycopg.Connection, table: str) -> int | None:
+    """maintenance_work_mem (MB) for building the HNSW index of vector table `table` in memory:
+    pgvector's in-memory graph takes about the vectors' size plus their neighbour lists (m = 16:
+    32 neighbours at level 0), here 2.5 times the table's heap, at least 64 and at most
+    HNSW_BUILD_MAX_MB. None when the session's setting is already as large, or `table` holds
+    no vectors."""
+    row = conn.execute(
+        "SELECT pg_table_size(c.oid) FROM pg_class c "
+        "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'embedding' WHERE c.oid = to_regclass(%s)",
+        (table,)).fetchone()
+    if row is None:
+        return None
+    want = min(HNSW_BUILD_MAX_MB, max(64, int(row[0] * 2.5 / 2**20) + 1))
+    have = conn.execute("SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"
+                        ).fetchone()[0] // 2**20  # the setting's unit is kB
+    return want if want > have else None
 
 
 def _pg(sql: str) -> str:
@@ -316,14 +339,23 @@ class PgVectorIndex:
     def exists(self, conn: psycopg.Connection) -> bool:
         return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (self.table,)).fetchone()[0]
 
-    def create(self, conn: psycopg.Connection, dim: int) -> None:
+    def create(self, conn: psycopg.Connection, dim: int, *, index: bool = True) -> None:
+        """The table, and its HNSW index unless `index` is False (a bulk load builds it afterwards:
+        build_index)."""
         # No foreign key to memories: it would lock memories against every other writer's open
         # transaction while this one (inside a write) creates the table, a deadlock. Memory rows are
         # never deleted (tombstones stay), and erase deletes the vector itself.
         conn.execute(f"CREATE TABLE IF NOT EXISTS {self.table} (seq bigint PRIMARY KEY, "
                      f"embedding vector({int(dim)}) NOT NULL)")
+        if index:
+            self.build_index(conn)
+
+    def build_index(self, conn: psycopg.Connection) -> None:
         conn.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} "
                      "USING hnsw (embedding vector_cosine_ops)")
+
+    def drop_index(self, conn: psycopg.Connection) -> None:
+        conn.execute(f"DROP INDEX IF EXISTS {self.table}_hnsw")
 
     def drop(self, conn: psycopg.Connection) -> None:
         conn.execute(f"DROP TABLE IF EXISTS {self.table}")
@@ -332,8 +364,9 @@ class PgVectorIndex:
         conn.execute(f"INSERT INTO {self.table}(seq, embedding) VALUES (%s, %s::vector) "
                      "ON CONFLICT (seq) DO UPDATE SET embedding = excluded.embedding", (seq, _vector_text(vector)))
 
-    def delete(self, conn: psycopg.Connection, seq: int) -> None:
-        conn.execute(f"DELETE FROM {self.table} WHERE seq = %s", (seq,))
+    def delete(self, conn: psycopg.Connection, seq: int) -> bool:
+        """Delete `seq`'s vector; returns whether it had one."""
+        return conn.execute(f"DELETE FROM {self.table} WHERE seq = %s", (seq,)).rowcount > 0
 
     def count(self, conn: psycopg.Connection) -> int:
         return conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
@@ -393,6 +426,8 @@ class PgStore:
         self.vector_unavailable: str | None = None
         self._ts = "cairn_text"
         self._ready_tables: set[str] = set()  # vector tables known to exist (they are never dropped but by reembed)
+        self._bulk_vectors = False  # inside bulk_vectors(): the vector table is created without its index
+        self._unflushed: set[str] = set()  # tables erase() removed rows from since the last flush_to_disk
 
     # -- lifecycle -------------------------------------------------------------------------------
     @staticmethod
@@ -636,7 +671,41 @@ class PgStore:
             with self.conn.transaction():
                 # Two machines' first vectors: one creates the table, the other waits and reuses it.
                 self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key(f"cairn vec {self.schema}"),))
-                index.create(self.conn, dim)
+                index.create(self.conn, dim, index=not (self._bulk_vectors and index is self.vector_index))
+
+    @contextlib.contextmanager
+    def bulk_vectors(self) -> Iterator[None]:
+        """For filling an empty store's vectors in bulk (migrate-store): inside, memory_vectors has no
+        HNSW index; on leaving (an error included) the index is built once over every vector, in
+        memory (maintenance_work_mem raised: _maintenance_memory). pgvector builds a graph of 100k
+        vectors that way many times faster than it inserts them one by one into an index. A store
+        that already holds vectors keeps its index (the block then changes nothing). Not inside a
+        transaction: the build commits on its own."""
+        index = self.vector_index
+        if index is None or (self._has_vectors() and index.count(self.conn)):
+            yield
+            return
+        if self._has_vectors():
+            index.drop_index(self.conn)
+        self._bulk_vectors = True
+        try:
+            yield
+        finally:
+            self._bulk_vectors = False
+            if self._has_vectors():
+                with self._maintenance_memory(index.table):
+                    index.build_index(self.conn)
+
+    @contextlib.contextmanager
+    def _vector_lock_wait(self) -> Iterator[None]:
+        """A block of statements on memory_vectors that waits at most VECTOR_LOCK_WAIT_MS for the
+        table's lock (a forget's VACUUM FULL holds it exclusively while it rebuilds the HNSW index:
+        a minute at 100k memories), then raises psycopg's LockNotAvailable with the block rolled
+        back. A savepoint inside the caller's transaction, else a transaction of its own."""
+        with self.conn.transaction():
+            self.conn.execute(f"SET LOCAL lock_timeout = '{VECTOR_LOCK_WAIT_MS}ms'")
+            yield
+            self.conn.execute("SET LOCAL lock_timeout = DEFAULT")  # the caller's transaction waits as before
 
     def vector_search(self, query: Any, filters: Filters, limit: int) -> list[tuple[int, float]]:
         """Nearest neighbours among the filtered memories: [(seq, cosine)], best first. The default
@@ -651,9 +720,17 @@ class PgStore:
             order = "v.embedding <=> %s::vector"  # the index's operator: an HNSW index scan
         else:
             order = "(v.embedding <=> %s::vector) + 0"  # not the index's: an exact scan of the filtered rows
-        rows = self.conn.execute(
-            f"SELECT v.seq, 1 - (v.embedding <=> %s::vector) FROM memory_vectors v JOIN memories m ON m.seq = v.seq "
-            f"WHERE {_pg(where)} ORDER BY {order}, v.seq LIMIT %s", [q, *params, q, int(limit)]).fetchall()
+        import psycopg
+
+        try:
+            with self._vector_lock_wait():
+                rows = self.conn.execute(
+                    f"SELECT v.seq, 1 - (v.embedding <=> %s::vector) FROM memory_vectors v JOIN memories m "
+                    f"ON m.seq = v.seq WHERE {_pg(where)} ORDER BY {order}, v.seq LIMIT %s",
+                    [q, *params, q, int(limit)]).fetchall()
+        except psycopg.errors.LockNotAvailable:
+            log.info("vector search skipped: a forget is rewriting the vector table (keyword results only)")
+            return []
         return [(int(s), float(c)) for s, c in rows]
 
     def vectors_of(self, seqs: Sequence[int]) -> dict[int, np.ndarray]:
@@ -662,8 +739,14 @@ class PgStore:
             return {}
         import numpy as np
 
-        rows = self.conn.execute("SELECT seq, embedding::real[] FROM memory_vectors WHERE seq = ANY(%s)",
-                                 (list(seqs),))
+        import psycopg
+
+        try:
+            with self._vector_lock_wait():
+                rows = self.conn.execute("SELECT seq, embedding::real[] FROM memory_vectors WHERE seq = ANY(%s)",
+                                         (list(seqs),)).fetchall()
+        except psycopg.errors.LockNotAvailable:
+            return {}  # a forget is rewriting the table: as if these had no vector yet
         return {int(s): np.asarray(v, dtype=np.float32) for s, v in rows}
 
     def chain_ids(self, memory_id: str) -> list[str]:
@@ -745,19 +828,29 @@ class PgStore:
         self.put_vector(seq, vector, fresh=True)
         return seq
 
-    def put_vector(self, seq: int, vector: Any, *, fresh: bool = False) -> None:
+    def put_vector(self, seq: int, vector: Any, *, fresh: bool = False, wait: bool = False) -> None:
         """Store `vector` for `seq`, or queue the memory for embedding when there is none.
-        fresh: `seq` was just inserted (it has no vector and no backlog entry yet)."""
+        fresh: `seq` was just inserted (it has no vector and no backlog entry yet). Unless `wait`,
+        a vector table locked by a forget's rewrite for VECTOR_LOCK_WAIT_MS queues it as well
+        (filling the backlog waits instead: queueing again would only repeat the wait)."""
+        import psycopg
+
         if vector is not None and self.vector_index is not None:
             self._ensure_vector_table(self.vector_index, len(vector))
-            if fresh:
-                self.conn.execute("INSERT INTO memory_vectors(seq, embedding) VALUES (%s, %s::vector)",
-                                  (seq, _vector_text(vector)))
+            try:
+                with contextlib.nullcontext() if wait else self._vector_lock_wait():
+                    if fresh:
+                        self.conn.execute("INSERT INTO memory_vectors(seq, embedding) VALUES (%s, %s::vector)",
+                                          (seq, _vector_text(vector)))
+                        return
+                    self.vector_index.upsert(self.conn, seq, vector)
+                self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
                 return
-            self.vector_index.upsert(self.conn, seq, vector)
-            self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
-        else:
-            self.conn.execute("INSERT INTO vector_backlog(seq) VALUES (%s) ON CONFLICT DO NOTHING", (seq,))
+            except psycopg.errors.LockNotAvailable:
+                # A forget is rewriting the vector table: the memory is stored now and queued for
+                # embedding (flush_backlog), rather than the write waiting out the rebuild.
+                log.info("memory %s queued for embedding: a forget is rewriting the vector table", seq)
+        self.conn.execute("INSERT INTO vector_backlog(seq) VALUES (%s) ON CONFLICT DO NOTHING", (seq,))
 
     def supersede(self, old_seq: int, new_id: str, at: int, valid_until: int) -> bool:
         """Retire `old_seq` at transaction time `at`, its validity ending at `valid_until`. The row
@@ -778,26 +871,50 @@ class PgStore:
         self.conn.execute("UPDATE memories SET text = NULL, text_key = NULL, tsv = NULL, applies_when = NULL, "
                           "forgotten_at = %s, "
                           "retired_at = least(retired_at, %s) WHERE seq = %s", (at, at, seq))
-        self.conn.execute("DELETE FROM memory_tags WHERE seq = %s", (seq,))
+        self._unflushed.add("memories")
+        if self.conn.execute("DELETE FROM memory_tags WHERE seq = %s", (seq,)).rowcount:
+            self._unflushed.add("memory_tags")
         self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
-        if self._has_vectors():
-            self.vector_index.delete(self.conn, seq)
+        if self._has_vectors() and self.vector_index.delete(self.conn, seq):
+            self._unflushed.add("memory_vectors")
 
-    def flush_to_disk(self) -> bool:
-        """After a forget: VACUUM FULL the tables that held the text, its tags and its vector. A
-        plain VACUUM only marks the dead row versions free: their bytes stay in the heap pages, and
-        HNSW keeps a deleted element's vector in its pages, until overwritten. VACUUM FULL rewrites
-        each table and rebuilds its indexes into new files, so the forgotten text and vector are in
-        no file of the store's tables (the server's WAL keeps them until its segments are recycled,
-        and backups keep them). It holds an exclusive lock on each table while it runs (the HNSW
-        rebuild dominates: docs/benchmarks.md). Returns False when it could not run (a transaction
-        is open on this connection)."""
+    def flush_to_disk(self, *, every_table: bool = False) -> bool:
+        """After a forget: VACUUM FULL the tables erase() removed rows from since the last flush
+        (the memory table always, the tags' table when the memory had tags, the vector table when it
+        had a vector), or all three (every_table). A plain VACUUM only marks the dead row versions
+        free: their bytes stay in the heap pages, and a GIN index keeps a word's entry after its
+        last row is gone, until overwritten. VACUUM FULL rewrites each table and rebuilds its indexes
+        into new files, so the forgotten text and vector are in no file of the store's tables (the
+        server's WAL keeps them until its segments are recycled, and backups keep them). It holds an
+        exclusive lock on each table while it runs: reads and writes of that table wait. The HNSW
+        rebuild dominates; it runs with maintenance_work_mem raised so that pgvector builds the
+        graph in memory (maintenance_mem_mb; far faster than the on-disk build it falls back to).
+        Returns False when it could not run (a transaction is open on this connection)."""
         if self.conn.info.transaction_status != 0:  # IDLE: VACUUM cannot run inside a transaction
             return False
-        tables = ["memories", "memory_tags"] + (["memory_vectors"] if self._has_vectors() else [])
+        tables = [t for t in ("memories", "memory_tags", "memory_vectors") if every_table or t in self._unflushed]
+        if "memory_vectors" in tables and not self._has_vectors():
+            tables.remove("memory_vectors")
         for table in tables:
-            self.conn.execute(f"VACUUM FULL {table}")
+            with self._maintenance_memory(table):
+                self.conn.execute(f"VACUUM FULL {table}")
+            self._unflushed.discard(table)
         return True
+
+    @contextlib.contextmanager
+    def _maintenance_memory(self, table: str) -> Iterator[None]:
+        """maintenance_work_mem (this session's) raised for an index build over `table`, then reset:
+        pgvector's HNSW build keeps the graph in memory while it fits, else it goes on inserting
+        into the index on disk one element at a time (and says so in a NOTICE)."""
+        mb = maintenance_mem_mb(self.conn, table)
+        if mb is None:
+            yield
+            return
+        self.conn.execute(f"SET maintenance_work_mem = '{int(mb)}MB'")
+        try:
+            yield
+        finally:
+            self.conn.execute("RESET maintenance_work_mem")
 
     def insert_raw(self, memory: Memory, text_key: str | None, asserted_valid_to: int) -> int:
         """Insert a memory exactly as exported (import); index entries follow for live ones."""
@@ -949,7 +1066,7 @@ class PgStore:
                 alive = {s for (s,) in self.conn.execute("SELECT seq FROM vector_backlog FOR UPDATE")}
                 for seq, vector in vectors.items():
                     if seq in alive:
-                        self.put_vector(seq, vector)
+                        self.put_vector(seq, vector, wait=True)
                         stored += 1
             return stored
         with self.transaction():
@@ -973,7 +1090,7 @@ class PgStore:
             self._ready_tables.discard(self.vector_index.table)
             self.conn.execute("DELETE FROM vector_backlog")
             for seq, vector in vectors.items():
-                self.put_vector(seq, vector)
+                self.put_vector(seq, vector, wait=True)
             for (seq,) in self.conn.execute("SELECT seq FROM memories WHERE text IS NOT NULL").fetchall():
                 if seq not in vectors:
                     self.put_vector(seq, None)
@@ -1030,7 +1147,7 @@ class PgStore:
                                   "(SELECT seq FROM memory_vectors) ON CONFLICT DO NOTHING")
             else:
                 self.conn.execute(f"INSERT INTO vector_backlog(seq) {live} ON CONFLICT DO NOTHING")
-        self.flush_to_disk()
+        self.flush_to_disk(every_table=True)
 
     def file_size(self) -> int:
         """Bytes the store's tables and indexes take on the server."""

@@ -571,6 +571,11 @@ class Store:
         if self.vector_index is not None and self.vector_index.exists(self.conn):
             self.vector_index.delete(self.conn, seq)
 
+    def bulk_vectors(self) -> contextlib.AbstractContextManager:
+        """As PgStore.bulk_vectors (an index built once after a bulk fill); sqlite-vec's index has no
+        graph to build, so nothing changes here."""
+        return contextlib.nullcontext()
+
     def flush_to_disk(self) -> bool:
         """Checkpoint the WAL into the database file and truncate it (after a forget: the erased
         text then survives in no file). Returns False when a reader kept the WAL in use; the next
