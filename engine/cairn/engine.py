@@ -38,7 +38,7 @@ from .backends import backend_of, marker_path, marker_schema, open_store, postgr
 from .config import load_config
 from .store import Filters, Store
 from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value
-from .text import duplicate_key, fts_query, is_blank, lone_surrogate, passage
+from .text import duplicate_key, fts_query, index_text, is_blank, lone_surrogate, passage
 from .timeutil import END_OF_TIME, now_ms, parse_time
 
 if TYPE_CHECKING:
@@ -880,10 +880,13 @@ class Cairn:
     @staticmethod
     def _same_memory(store: Store, row: NewMemory) -> Memory | None:
         """A current memory (any kind) whose text differs from `row`'s only in punctuation, case or
-        whitespace (text.duplicate_key); its best keyword matches are the ones compared."""
-        match = fts_query(row.text)
-        if not match:
+        whitespace (text.duplicate_key). Candidates: the memories holding the text's words as one
+        phrase, in order (such texts tokenise alike: what duplicate_key drops is a separator to the
+        tokenizer): an index lookup, where the OR of its words ranked every memory sharing one."""
+        body = index_text(row.text)
+        if not any(ch.isalnum() for ch in body):
             return None
+        match = '"' + body.replace('"', '""') + '"'
         key = duplicate_key(row.text)
         seqs = [s for s, _ in store.keyword_search(match, Filters(), DETECTION_CANDIDATES)]
         found = store.by_seqs(seqs)
