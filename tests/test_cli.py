@@ -92,6 +92,8 @@ BAD_INPUTS = [
     (("remember", "fine text", "--importance", "6"), "importance must be an integer from 1 to 5"),
     (("remember", "fine text", "--importance", "0"), "importance must be an integer from 1 to 5"),
     (("remember", "fine text", "--valid-from", "last tuesday"), "--valid-from: cannot read 'last tuesday'"),
+    (("remember", "fine text", "--valid-from", "²"), "--valid-from: cannot read '²'"),  # found by bench/fuzz.py
+    (("recall", "deploy", "--as-of", "١٢٣"), "--as-of: cannot read '١٢٣'"),  # digits, but not epoch ms
     (("recall", "deploy", "--as-of", "2026-13-45"), "--as-of: cannot read '2026-13-45'"),
     (("recall", "deploy", "--as-of", "yesterday"), "--as-of: cannot read 'yesterday'"),
     (("recall", "deploy", "--known-at", "soon"), "--known-at: cannot read 'soon'"),

@@ -180,3 +180,13 @@ def test_an_engine_knows_when_its_store_file_was_deleted_or_replaced(project):
         assert memory.stale
     with Cairn.open(cwd=project, embedder=None) as fresh:
         assert not fresh.stale and fresh.counts()["total"] == 0
+
+
+@pytest.mark.parametrize("value", ["²", "١٢٣", "-²", float("nan"), float("inf"), float("-inf")])
+def test_a_time_that_only_looks_numeric_is_one_clear_error(value):
+    """"²".isdigit() is true and int("²") raises ValueError: found by bench/fuzz.py on the CLI."""
+    from cairn.errors import InvalidTime
+    from cairn.timeutil import parse_time
+
+    with pytest.raises(InvalidTime, match="--valid-from"):
+        parse_time(value, field="--valid-from")

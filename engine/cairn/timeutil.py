@@ -6,12 +6,15 @@ range checks stay plain comparisons (`valid_to > :t`) with no NULL cases.
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from datetime import date, datetime, timezone
 
 from .errors import InvalidTime
 
 END_OF_TIME = 2**62  # epoch ms far beyond any real date; never shown to users
+_EPOCH_MS = re.compile(r"-?[0-9]+")
 
 
 def now_ms() -> int:
@@ -31,6 +34,8 @@ def parse_time(value: str | int | float | datetime | date | None, *, field: str 
         return None
     if isinstance(value, bool):
         raise InvalidTime(f"{field}: expected a time, got a boolean")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidTime(f"{field}: {value!r} is not a time")
     if isinstance(value, (int, float)):
         return int(value)
     if isinstance(value, datetime):
@@ -40,7 +45,7 @@ def parse_time(value: str | int | float | datetime | date | None, *, field: str 
     text = str(value).strip()
     if text.lower() == "now":
         return now_ms()
-    if text.lstrip("-").isdigit():
+    if _EPOCH_MS.fullmatch(text):  # ASCII digits only: "²".isdigit() is true, int("²") fails
         return int(text)
     try:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
