@@ -190,3 +190,11 @@ def test_a_time_that_only_looks_numeric_is_one_clear_error(value):
 
     with pytest.raises(InvalidTime, match="--valid-from"):
         parse_time(value, field="--valid-from")
+
+
+def test_a_nul_byte_in_a_memory_is_no_crash_in_the_duplicate_check(kw_memory):
+    """remember's punctuation-duplicate check sends the text as one FTS5 phrase, where a NUL would end
+    the string ("unterminated string"): found by bench/fuzz.py on the CLI (`remember '0\\x00'`)."""
+    first = kw_memory.remember("0\x00 deploys on Fridays")
+    assert first.status == "created"
+    assert kw_memory.remember("0\x00 deploys on Fridays.").status == "duplicate"

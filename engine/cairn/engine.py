@@ -886,7 +886,9 @@ class Cairn:
         body = index_text(row.text)
         if not any(ch.isalnum() for ch in body):
             return None
-        match = '"' + body.replace('"', '""') + '"'
+        # Inside an FTS5 string only '"' (doubled) and NUL (it ends the C string) are special; NUL
+        # is a separator to the tokenizer anyway.
+        match = '"' + body.replace('"', '""').replace("\x00", " ") + '"'
         key = duplicate_key(row.text)
         seqs = [s for s, _ in store.keyword_search(match, Filters(), DETECTION_CANDIDATES)]
         found = store.by_seqs(seqs)
