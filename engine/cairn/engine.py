@@ -90,9 +90,9 @@ def _skip_line(handle: IO[bytes], position: int) -> int | None:
         position += len(buf)
 
 
-def _embed_text(turn: TurnDraft) -> str:
+def _embed_text(speaker: str | None, text: str) -> str:
     """What a turn's vector is computed from: its speaker's name (when known) and its text."""
-    return f"{turn.speaker}: {turn.text}" if turn.speaker else turn.text
+    return f"{speaker}: {text}" if speaker else text
 
 
 def _no_progress(items: Iterable[Any], total: int) -> Iterable[Any]:
@@ -1268,7 +1268,8 @@ class Cairn:
         keys = session_keys(context, max(0, len(previous) - NEIGHBOURS))
         rekey = {t.uuid: key for t, key in zip(previous[-NEIGHBOURS:], keys)}
         keyed = [{**asdict(d), "key": key} for d, key in zip(kept, keys[len(rekey):])]
-        vectors = self.embed([_embed_text(d) for d in kept]) if kept and store.turn_index is not None else None
+        vectors = (self.embed([_embed_text(d.speaker, d.text) for d in kept])
+                   if kept and store.turn_index is not None else None)
         for i, row in enumerate(keyed):
             row["vector"] = None if vectors is None else vectors[i]
         if vectors is not None:
@@ -1367,7 +1368,7 @@ class Cairn:
     def flush_turn_backlog(self, limit: int = 256) -> int:
         """Embed up to `limit` turns captured while no model was loaded; returns how many."""
         pending = self.store.turn_backlog(limit)
-        texts = [f"{speaker}: {text}" if speaker else text for _, speaker, text in pending]  # as _embed_text
+        texts = [_embed_text(speaker, text) for _, speaker, text in pending]
         vectors = self.embed(texts) if pending and self.store.turn_index else None
         if vectors is None:
             return 0
