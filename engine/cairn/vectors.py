@@ -216,7 +216,8 @@ class VectorCache:
         current = {int(chunk_id): (bytes(validity), bytes(rowids)) for chunk_id, _, validity, rowids in rows}
         sizes = {int(chunk_id): int(size) for chunk_id, size, _, _ in rows}
         changed = [c for c, meta in current.items() if self.chunks.get(c) != meta]
-        for chunk_id in set(self.parts) - set(current):
+        removed = set(self.parts) - set(current)
+        for chunk_id in removed:
             del self.parts[chunk_id]
         for chunk_id in changed:
             validity, rowids = current[chunk_id]
@@ -228,7 +229,7 @@ class VectorCache:
             vectors = np.frombuffer(blob, dtype=np.float32).reshape(size, -1)
             self.parts[chunk_id] = (seqs[valid].copy(), vectors[valid].copy())
         self.chunks = current
-        if changed or self.seqs is None or len(self.parts) != len(current):
+        if changed or removed or self.seqs is None:
             parts = [self.parts[c] for c in sorted(self.parts)]
             if parts:
                 self.seqs = np.concatenate([p[0] for p in parts])
