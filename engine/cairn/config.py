@@ -130,9 +130,14 @@ def _validator() -> Any:
     return cls(SCHEMA)
 
 
+@functools.cache
+def _schema_bytes() -> bytes:
+    return json.dumps(SCHEMA, sort_keys=True).encode()
+
+
 def _cache_path(raw: bytes) -> Path:
     """Where a file with these bytes, once validated against this SCHEMA, is kept as JSON."""
-    digest = hashlib.sha256(json.dumps(SCHEMA, sort_keys=True).encode() + b"\0" + raw).hexdigest()
+    digest = hashlib.sha256(_schema_bytes() + b"\0" + raw).hexdigest()
     return Path(data_root_dir()) / "cache" / f"config-{digest[:32]}.json"
 
 
