@@ -106,19 +106,7 @@ def _store_checks(path, fingerprint: str | None, fix: bool) -> list[Check]:
         store = Store.open(path, name=name, create=False) if fix or version == latest else None
     except CairnError as exc:
         return checks + [Check(f"{prefix}: readable", "fail", str(exc), _latest_backup(name))]
-    if version == latest:
-        checks.append(Check(f"{prefix}: schema", "ok", f"version {version}"))
-    else:
-        checks.append(Check(f"{prefix}: schema", "warn", f"version {version}; this Cairn writes {latest}",
-                            "opening the store migrates it (`cairn doctor --fix`)", fixed=store is not None))
-    if store is None:
-        return checks
-    try:
-        checks.append(_index_checks(prefix, store, fix, "FTS row", "FTS"))
-        checks += _model_check(prefix, store, name, fingerprint)
-    finally:
-        store.close()
-    return checks
+    return checks + _opened_checks(prefix, store, version, latest, fix, name, fingerprint, ("FTS row", "FTS"))
 
 
 def _index_checks(prefix: str, store: Any, fix: bool, what: str, index: str) -> Check:
@@ -187,15 +175,24 @@ def _postgres_checks(name: str, fingerprint: str | None, fix: bool, config: dict
             store = PgStore.open(url, name=name, create=False, schema=schema)
     except CairnError as exc:
         return checks + [Check(f"{prefix}: readable", "fail", str(exc), "check the server's log")]
+    return checks + _opened_checks(prefix, store, version, latest, fix, name, fingerprint,
+                                   ("tsvector entry", "tsvector"))
+
+
+def _opened_checks(prefix: str, store: Any, version: int, latest: int, fix: bool, name: str,
+                   fingerprint: str | None, index_words: tuple[str, str]) -> list[Check]:
+    """The schema check, then, when `store` was opened (None: not opened), the index and model
+    checks; closes `store`. index_words: how the keyword index's entries and the index are named
+    on this backend (_index_checks)."""
     if version == latest:
-        checks.append(Check(f"{prefix}: schema", "ok", f"version {version}"))
+        checks = [Check(f"{prefix}: schema", "ok", f"version {version}")]
     else:
-        checks.append(Check(f"{prefix}: schema", "warn", f"version {version}; this Cairn writes {latest}",
-                            "opening the store migrates it (`cairn doctor --fix`)", fixed=store is not None))
+        checks = [Check(f"{prefix}: schema", "warn", f"version {version}; this Cairn writes {latest}",
+                        "opening the store migrates it (`cairn doctor --fix`)", fixed=store is not None)]
     if store is None:
         return checks
     try:
-        checks.append(_index_checks(prefix, store, fix, "tsvector entry", "tsvector"))
+        checks.append(_index_checks(prefix, store, fix, *index_words))
         checks += _model_check(prefix, store, name, fingerprint)
     finally:
         store.close()
