@@ -32,8 +32,8 @@ from .paths import GLOBAL_STORE, StoreChoice, backups_dir, private_dir, store_pa
 from .ranking import RankingConfig, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .privacy import scrub_many
-from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, fuse, parse_lines, read_locomo,
-                       session_keys, title_of)
+from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, clean_text, fuse, parse_lines,
+                       read_locomo, session_keys, title_of)
 from .backends import backend_of, marker_path, marker_schema, open_store, postgres_names, write_marker
 from .config import load_config
 from .store import Filters, Store
@@ -886,9 +886,9 @@ class Cairn:
         body = index_text(row.text)
         if not any(ch.isalnum() for ch in body):
             return None
-        # Inside an FTS5 string only '"' (doubled) and NUL (it ends the C string) are special; NUL
-        # is a separator to the tokenizer anyway.
-        match = '"' + body.replace('"', '""').replace("\x00", " ") + '"'
+        # Inside an FTS5 string only '"' (doubled) and NUL are special, and records.validate refuses
+        # a NUL.
+        match = '"' + body.replace('"', '""') + '"'
         key = duplicate_key(row.text)
         seqs = [s for s, _ in store.keyword_search(match, Filters(), DETECTION_CANDIDATES)]
         found = store.by_seqs(seqs)
@@ -1255,7 +1255,8 @@ class Cairn:
         redactions: Counter = Counter()
         private = 0
         kept: list[TurnDraft] = []
-        for d, clean in zip(fresh, scrub_many([d.text for d in fresh])):
+        # clean_text again: a caller of this API may not have read its turns through parse_lines.
+        for d, clean in zip(fresh, scrub_many([clean_text(d.text) for d in fresh])):
             redactions.update(clean.redactions)
             private += clean.private_spans
             if clean.text.strip():
@@ -1401,11 +1402,14 @@ class Cairn:
             raise InvalidInput("k must be at least 1 and window at least 0")
         bounds = {"since": parse_time(since, field="since"), "until": parse_time(until, field="until")}
         store = self.store
-        needle = query
+        # Turns are stored through clean_text (no NUL or other C0 controls): an exact needle must be too.
+        needle = clean_text(query)
         if mode == "auto":
-            mode, needle = choose_mode(query)
+            mode, needle = choose_mode(needle)
             if mode == "exact" and not store.turn_exact_search(needle, 1, **bounds):
                 mode, needle = "hybrid", query
+        if mode == "exact" and not needle.strip():
+            raise InvalidInput("query is empty once control characters are removed")
         ranked: list[tuple[int, float, dict[str, Any]]]
         if mode == "exact":
             ranked = [(s, v, {"exact": {"rank": i}}) for i, (s, v) in enumerate(

@@ -80,6 +80,9 @@ def _applies_problems(phrases: Any) -> tuple[list[str], tuple[str, ...]]:
         if lone_surrogate(phrase) is not None:
             problems.append(f"applies_when phrase {i} is not valid Unicode (a lone surrogate)")
             continue
+        if "\x00" in phrase:
+            problems.append(f"applies_when phrase {i} contains a NUL byte")
+            continue
         if is_blank(phrase):
             problems.append(f"applies_when phrase {i} is empty")
             continue
@@ -114,6 +117,9 @@ def _tag_problems(tags: Any) -> tuple[list[str], tuple[str, ...]]:
         if lone_surrogate(tag) is not None:
             problems.append(f"tag {tag!r} is not valid Unicode (a lone surrogate)")
             continue
+        if "\x00" in tag:
+            problems.append(f"tag {tag!r} contains a NUL byte")
+            continue
         key = normalise(tag).strip(",")
         if is_blank(key):
             continue
@@ -145,6 +151,11 @@ def field_problems(*, text: Any, kind: Any, source: Any, importance: Any, tags: 
     elif (at := lone_surrogate(text)) is not None:
         problems.append(f"memory text is not valid Unicode (a lone surrogate at character {at}; "
                         "undecodable bytes?)")
+    elif "\x00" in text:
+        # PostgreSQL's text type cannot hold U+0000, so neither backend stores one: a memory
+        # accepted by one store must be movable to the other (migrate-store, import).
+        problems.append(f"memory text contains a NUL byte (U+0000) at character {text.index(chr(0))}; "
+                        "binary data is not a memory")
     else:
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > MAX_TEXT_BYTES:
