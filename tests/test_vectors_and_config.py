@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -155,8 +156,15 @@ def test_a_validated_config_is_read_back_without_yaml_or_jsonschema(tmp_path, ca
     cached = list((cairn_home / "cache").glob("config-*.json"))
     assert len(cached) == 1 and stat.S_IMODE(cached[0].stat().st_mode) == 0o600
     assert stat.S_IMODE((cairn_home / "cache").stat().st_mode) == 0o700
+    # An entry not rewritten for 30 days goes when a new one is written; fresh entries stay.
+    month_old = time.time() - 31 * 86400
+    os.utime(cached[0], (month_old, month_old))
     config.write_text("hooks:\n  prompt_k: 4\n")
     assert run() == [4, True, True]
+    assert not cached[0].exists()
+    config.write_text("hooks:\n  prompt_k: 5\n")
+    assert run() == [5, True, True]
+    assert len(list((cairn_home / "cache").glob("config-*.json"))) == 2
     config.write_text("hooks:\n  prompt_k: many\n")
     with pytest.raises(ConfigError, match="prompt_k"):
         load_config()

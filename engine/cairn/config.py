@@ -14,6 +14,7 @@ import functools
 import hashlib
 import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -175,7 +176,28 @@ def _keep(cache: Path, data: dict[str, Any]) -> None:
             out.write(encoded)
         os.replace(partial, cache)
     except (OSError, TypeError, ValueError):  # a read-only data root, a value JSON cannot hold
-        pass
+        return
+    _prune(cache.parent, keep=cache)
+
+
+CACHE_MAX_AGE_S = 30 * 86400  # an entry not rewritten for 30 days is dropped; if still used, it is
+# validated once more and written again. Only a miss writes, so hits stay one read.
+
+
+def _prune(folder: Path, *, keep: Path) -> None:
+    """Remove cached configs (and writers' leftover partial files) older than CACHE_MAX_AGE_S, so
+    that every edit of a config file does not leave an entry behind forever; best effort."""
+    cutoff = time.time() - CACHE_MAX_AGE_S
+    try:
+        entries = list(folder.glob("config-*"))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry != keep and entry.stat().st_mtime < cutoff:
+                entry.unlink()
+        except OSError:  # another process pruned it first, or it is not ours to remove
+            pass
 
 
 def _parse(path: Path, raw: bytes) -> dict[str, Any]:
