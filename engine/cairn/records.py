@@ -64,6 +64,17 @@ class NewMemory:
     applies_when: tuple[str, ...] = ()
 
 
+def _string_problem(value: Any) -> str | None:
+    """Why `value` cannot be stored as a short text field ("is not a string", ...), or None."""
+    if not isinstance(value, str):
+        return "is not a string"
+    if lone_surrogate(value) is not None:
+        return "is not valid Unicode (a lone surrogate)"
+    if "\x00" in value:  # PostgreSQL's text type cannot hold U+0000 (see field_problems)
+        return "contains a NUL byte"
+    return None
+
+
 def _applies_problems(phrases: Any) -> tuple[list[str], tuple[str, ...]]:
     """Problems with applies-when phrases, and the phrases as stored: NFC, whitespace collapsed,
     duplicates (ignoring case) dropped, in the caller's order."""
@@ -74,14 +85,8 @@ def _applies_problems(phrases: Any) -> tuple[list[str], tuple[str, ...]]:
     problems: list[str] = []
     out: list[str] = []
     for i, phrase in enumerate(phrases, start=1):
-        if not isinstance(phrase, str):
-            problems.append(f"applies_when phrase {i} is not a string")
-            continue
-        if lone_surrogate(phrase) is not None:
-            problems.append(f"applies_when phrase {i} is not valid Unicode (a lone surrogate)")
-            continue
-        if "\x00" in phrase:
-            problems.append(f"applies_when phrase {i} contains a NUL byte")
+        if (problem := _string_problem(phrase)) is not None:
+            problems.append(f"applies_when phrase {i} {problem}")
             continue
         if is_blank(phrase):
             problems.append(f"applies_when phrase {i} is empty")
@@ -111,14 +116,8 @@ def _tag_problems(tags: Any) -> tuple[list[str], tuple[str, ...]]:
     problems: list[str] = []
     out: list[str] = []
     for tag in tags:
-        if not isinstance(tag, str):
-            problems.append(f"tag {tag!r} is not a string")
-            continue
-        if lone_surrogate(tag) is not None:
-            problems.append(f"tag {tag!r} is not valid Unicode (a lone surrogate)")
-            continue
-        if "\x00" in tag:
-            problems.append(f"tag {tag!r} contains a NUL byte")
+        if (problem := _string_problem(tag)) is not None:
+            problems.append(f"tag {tag!r} {problem}")
             continue
         key = normalise(tag).strip(",")
         if is_blank(key):
