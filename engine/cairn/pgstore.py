@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreError, StoreNotFound
 from .models import Memory, Order, Proposal, SessionInfo, Turn
 from .records import NewMemory
-from .store import Filters, Store, current_sql
+from .store import Filters, Store, current_sql, time_bounds
 from .text import index_text, normalise, passage
 from .timeutil import END_OF_TIME, now_ms
 
@@ -1431,14 +1431,8 @@ class PgStore:
 
     @staticmethod
     def _turn_time_sql(since: int | None, until: int | None) -> tuple[str, list[object]]:
-        clauses, params = ["TRUE"], []
-        if since is not None:
-            clauses.append("t.at >= %s")
-            params.append(since)
-        if until is not None:
-            clauses.append("t.at < %s")
-            params.append(until)
-        return " AND ".join(clauses), params
+        clauses, params = time_bounds(since, until, start="t.at", end="t.at", mark="%s")
+        return " AND ".join(["TRUE", *clauses]), params
 
     def turn_keyword_search(self, match: str, limit: int, *, since: int | None = None, until: int | None = None,
                             key_weight: float = 1.0) -> list[tuple[int, float]]:
@@ -1498,13 +1492,9 @@ class PgStore:
 
     def sessions(self, limit: int, *, since: int | None = None, until: int | None = None) -> list[SessionInfo]:
         """Captured sessions, most recently active first."""
-        clauses, params = ["TRUE"], []
-        if since is not None:
-            clauses.append("coalesce(ended_at, updated_at) >= %s")
-            params.append(since)
-        if until is not None:
-            clauses.append("coalesce(started_at, updated_at) < %s")
-            params.append(until)
+        clauses, params = time_bounds(since, until, start="coalesce(started_at, updated_at)",
+                                      end="coalesce(ended_at, updated_at)", mark="%s")
+        clauses.insert(0, "TRUE")
         rows = self.conn.execute(
             f"SELECT {Store._SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(clauses)} "
             "ORDER BY coalesce(ended_at, updated_at) DESC, session_id LIMIT %s", (*params, int(limit))).fetchall()

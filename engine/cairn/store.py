@@ -143,6 +143,22 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
+
+def time_bounds(since: int | None, until: int | None, *, start: str, end: str, mark: str = "?"
+                ) -> tuple[list[str], list[object]]:
+    """SQL clauses keeping the rows whose span [start, end] overlaps [since, until) (a point in time:
+    start == end), and their parameters. since/until: epoch ms, UTC, or None (unbounded); start/end:
+    SQL expressions; mark: the driver's placeholder ("?" for sqlite3, "%s" for psycopg)."""
+    clauses: list[str] = []
+    params: list[object] = []
+    if since is not None:
+        clauses.append(f"{end} >= {mark}")
+        params.append(since)
+    if until is not None:
+        clauses.append(f"{start} < {mark}")
+        params.append(until)
+    return clauses, params
+
 class Store:
     """One open store file. Not thread-safe for concurrent writes from one object; use one per thread.
 
@@ -1086,13 +1102,7 @@ class Store:
 
     @staticmethod
     def _turn_time_sql(since: int | None, until: int | None) -> tuple[str, list[object]]:
-        clauses, params = [], []
-        if since is not None:
-            clauses.append("t.at >= ?")
-            params.append(since)
-        if until is not None:
-            clauses.append("t.at < ?")
-            params.append(until)
+        clauses, params = time_bounds(since, until, start="t.at", end="t.at")
         return " AND ".join(clauses), params
 
     def turn_keyword_search(self, match: str, limit: int, *, since: int | None = None, until: int | None = None,
@@ -1145,13 +1155,9 @@ class Store:
 
     def sessions(self, limit: int, *, since: int | None = None, until: int | None = None) -> list[SessionInfo]:
         """Captured sessions, most recently active first."""
-        clauses, params = ["1"], []
-        if since is not None:
-            clauses.append("coalesce(ended_at, updated_at) >= ?")
-            params.append(since)
-        if until is not None:
-            clauses.append("coalesce(started_at, updated_at) < ?")
-            params.append(until)
+        clauses, params = time_bounds(since, until, start="coalesce(started_at, updated_at)",
+                                      end="coalesce(ended_at, updated_at)")
+        clauses.insert(0, "1")
         rows = self.conn.execute(
             f"SELECT {self._SESSION_COLUMNS} FROM sessions WHERE {' AND '.join(clauses)} "
             "ORDER BY coalesce(ended_at, updated_at) DESC, session_id LIMIT ?", (*params, int(limit))).fetchall()
