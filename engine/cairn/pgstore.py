@@ -11,7 +11,10 @@ server holds many stores; several machines share a store by connecting to the sa
   drops stop words itself). The text is tokenised in Python first exactly as FTS5's unicode61 does
   (runs of letters and digits, diacritics removed, CJK runs as bigrams then unigrams: text.py), so
   `server.http.port` or `GB/s` become the same words on both backends. Scores are BM25-like: the sum
-  over the query's phrases of idf(phrase) * ts_rank.
+  over the query's phrases of idf(phrase) * ts_rank. `memory_postings` (m008) holds each tsv's
+  lexemes with their ts_rank, kept by triggers on every write of a tsv: a one-word phrase is
+  ranked from its b-tree alone (an index-only scan), the view's filter applied to the best-scored
+  memories only; a phrase of several words is matched against the tsv. Same scores either way.
 - Vector arm: `memory_vectors` (vector(dim)) with an HNSW index (cosine). The default view searches
   the index for limit + (memories outside the view) and drops those, as store.py does; any other
   filter runs an exact scan over the filtered rows, so filters apply before the k cut.
