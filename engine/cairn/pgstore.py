@@ -985,15 +985,18 @@ class PgStore:
     def flush_to_disk(self, *, every_table: bool = False) -> bool:
         """After a forget: VACUUM FULL the tables erase() removed rows from since the last flush
         (the memory table always, the postings when it had a keyword entry, the tags' table when it
-        had tags, the vector table when it had a vector), or all four (every_table). A plain VACUUM only marks the dead row versions
-        free: their bytes stay in the heap pages, and a GIN index keeps a word's entry after its
-        last row is gone, until overwritten. VACUUM FULL rewrites each table and rebuilds its indexes
-        into new files, so the forgotten text and vector are in no file of the store's tables (the
-        server's WAL keeps them until its segments are recycled, and backups keep them). It holds an
-        exclusive lock on each table while it runs: reads and writes of that table wait. The HNSW
-        rebuild dominates; it runs with maintenance_work_mem raised so that pgvector builds the
-        graph in memory (maintenance_mem_mb; far faster than the on-disk build it falls back to).
-        Returns False when it could not run (a transaction is open on this connection)."""
+        had tags, the vector table when it had a vector), or all four (every_table). A plain VACUUM
+        only marks the dead row versions free: their bytes stay in the heap pages, and a GIN index
+        keeps a word's entry after its last row is gone, until overwritten. VACUUM FULL rewrites
+        each table and rebuilds its indexes into new files, so the forgotten text, its words and
+        its vector are in no file of the store's tables (the server's WAL keeps them until its
+        segments are recycled, and backups keep them). It holds an exclusive lock on each table
+        while it runs: reads and writes of that table wait (keyword search reads the tsv instead of
+        the postings meanwhile; a write waits, its trigger adds postings). The HNSW rebuild
+        dominates; it runs with maintenance_work_mem raised so that pgvector builds the graph in
+        memory (maintenance_mem_mb; far faster than the on-disk build it falls back to). Durations
+        per table (ms) in `flush_ms`. Returns False when it could not run (a transaction is open
+        on this connection)."""
         if self.conn.info.transaction_status != 0:  # IDLE: VACUUM cannot run inside a transaction
             return False
         tables = [t for t in ("memories", "memory_postings", "memory_tags", "memory_vectors")
