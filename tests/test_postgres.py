@@ -827,3 +827,30 @@ def test_postings_rank_exactly_as_the_tsv_after_every_write_path(pg_server, monk
         assert memory.store.conn.execute("SELECT count(*) FROM memory_postings").fetchone()[0] > 100
         assert assert_postings_rank_as_the_tsv(memory, times) > 200
         assert memory.store.index_report()["postings_stale"] == 0
+
+
+def test_keyword_recall_goes_on_from_the_tsv_while_a_forget_rewrites_the_postings(pg_server, monkeypatch, team):
+    """A forget's VACUUM FULL of memory_postings (seconds at 100k memories) holds the table
+    exclusively: keyword search then waits at most VECTOR_LOCK_WAIT_MS and ranks from the tsv,
+    with the same result."""
+    from cairn.pgstore import VECTOR_LOCK_WAIT_MS, connect
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    create_store(team, postgres=pg_server)
+    with Cairn.open(team, embedder=None) as memory:
+        for i in range(20):
+            memory.remember(f"Service {i} listens on port {8000 + i}", kind="fact", detect=False)
+        expected = [h.memory.id for h in memory.recall("which port does service 7 listen on")]
+        memory.store.conn.execute("SET statement_timeout = '20s'")  # a statement that waits fails, not hangs
+        other = connect(pg_server)
+        try:
+            other.execute("BEGIN")
+            other.execute(f'LOCK TABLE "{memory.store.schema}".memory_postings IN ACCESS EXCLUSIVE MODE')
+            start = time.monotonic()
+            hits = [h.memory.id for h in memory.recall("which port does service 7 listen on")]
+            recall_s = time.monotonic() - start
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert hits == expected and memory.get(hits[0]).text == "Service 7 listens on port 8007"
+        assert VECTOR_LOCK_WAIT_MS / 1000 <= recall_s < 2 * VECTOR_LOCK_WAIT_MS / 1000 + 1.0, recall_s
