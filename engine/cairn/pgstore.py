@@ -1256,17 +1256,18 @@ class PgStore:
         for index in self.invalid_indexes():
             self.conn.execute(f'REINDEX INDEX "{self.schema}"."{index}"')
         with self.transaction():
+            # Postings that drifted are made again from the tsv column: all gone first (the trigger
+            # then adds those of each tsv that changes), the rest added after (ON CONFLICT: those).
+            self.conn.execute("DELETE FROM memory_postings")
             for seq, text, applies in self.conn.execute(
                     "SELECT seq, text, applies_when FROM memories WHERE text IS NOT NULL").fetchall():
                 tags = self._tags([seq]).get(seq, ())
                 self.conn.execute("UPDATE memories SET tsv = to_tsvector(%s::regconfig, %s) WHERE seq = %s",
                                   (*self._tsv_args(text, tags, applies or ()), seq))
             self.conn.execute("UPDATE memories SET tsv = NULL WHERE text IS NULL AND tsv IS NOT NULL")
-            # The triggers follow each tsv that changed; postings that drifted otherwise are made again.
-            self.conn.execute("DELETE FROM memory_postings")
             self.conn.execute("INSERT INTO memory_postings (lexeme, seq, r) SELECT p.lexeme, m.seq, p.r "
                               "FROM memories m CROSS JOIN LATERAL cairn_postings(m.tsv) p WHERE m.tsv IS NOT NULL "
-                              "ORDER BY 1, 2")
+                              "ORDER BY 1, 2 ON CONFLICT (lexeme, seq) DO UPDATE SET r = excluded.r")
             live = "SELECT seq FROM memories WHERE text IS NOT NULL"
             self.conn.execute(f"DELETE FROM vector_backlog WHERE seq NOT IN ({live})")
             if self._has_vectors():
