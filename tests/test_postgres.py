@@ -722,8 +722,9 @@ def postings_drift(store) -> int:
 
 
 def assert_postings_rank_as_the_tsv(memory: Cairn, times: list[int]) -> int:
-    """Every query under every filter (views, as_of, known_at, kinds, tags; a small limit too):
-    the postings path's ranking equals the tsv path's, scores equal. Returns how many hits compared."""
+    """Every query under every filter (views, as_of and known_at at each of `times`, kinds, tags; a
+    small limit too): the postings path's ranking equals the tsv path's, scores equal. Returns how
+    many hits compared."""
     from cairn.store import Filters
     from cairn.text import fts_query
 
@@ -765,8 +766,9 @@ def test_postings_rank_exactly_as_the_tsv_after_every_write_path(pg_server, monk
         memory.remember_many([Draft(text=f"Bench note {i}: service {i} logs to journald on port {9000 + i}",
                                     kind="fact", tags=("ports",) if i % 2 else (), valid_from=t0 + i * day)
                               for i in range(12)], detect=False)
-        memory.replace(made[0].id, "The API gateway listens on port 9443 behind the pre-commit hooks",
-                       valid_from=t0 + 10 * day)
+        replaced = memory.replace(made[0].id, "The API gateway listens on port 9443 behind the pre-commit hooks",
+                                  valid_from=t0 + 10 * day).memory
+        times.append(replaced.recorded_at - 1)  # known_at: the store as it was before that replace
         memory.remember("Deploys go through the release train on Tuesdays; the service restarts twice",
                         kind="decision", tags=["deploy"], replaces=made[1].id, valid_from=t0 + 20 * day)
         memory.remember("The journald service keeps logs for a week", kind="fact", valid_from=t0,
