@@ -15,8 +15,11 @@ on both, alternating backend per query so that a burst of load elsewhere on the 
 
 Also: build rate (memories/s, vectors precomputed) and one `forget` on each (Postgres: VACUUM FULL
 of the tables that held the memory, HNSW rebuild included), with what another connection's
-recalls and writes do meanwhile (a thread of hybrid recall, keyword recall and remember). The
-bar (issue 14): Postgres p95 within 2x of SQLite.
+recalls and writes do meanwhile (a thread of hybrid recall, keyword recall and remember), and how
+long its VACUUM FULL took per table. On Postgres alone: the keyword statement by itself, from the
+postings (m008) and from the tsvector (the statement before them), fastest of 5 on 25 queries, with
+whether both ranked alike; the postings' rows and size, and the time to build them from the
+tsvector column as m008 does. The bar (issue 14): Postgres p95 within 2x of SQLite.
 The server is a PostgreSQL 16 + pgvector started from the pgserver wheel in a temporary folder.
 
     python bench/pg_speed.py [--size 100000] [--queries 200] [--build migrate|remember]
@@ -136,6 +139,46 @@ def watch(store: str, embedder, queries, qvecs, stop, out: dict[str, list[float]
         out["awaiting_embedding"] = [engine.counts()["awaiting_embedding"]]
 
 
+def keyword_statement(engine: Cairn, queries: list[str]) -> dict[str, float]:
+    """The keyword statement alone (`keyword_search`, default view, the recall's 50 candidates) on
+    Postgres, from the postings and from the tsv (the statement before them), alternating: the mean
+    over `queries` of each query's fastest of 5 runs (ms), and for how many queries both ranked alike."""
+    from cairn.store import Filters
+    from cairn.text import fts_query
+
+    store = engine.store
+    best: dict[str, list[float]] = {"postings": [], "tsv": []}
+    same = 0
+    for q in queries:
+        match = fts_query(q)
+        times: dict[str, list[float]] = {"postings": [], "tsv": []}
+        results = {}
+        for _ in range(5):
+            for name, postings in (("postings", True), ("tsv", False)):
+                t = time.perf_counter()
+                results[name] = store.keyword_search(match, Filters(), 50, postings=postings)
+                times[name].append(time.perf_counter() - t)
+        for name in best:
+            best[name].append(min(times[name]) * 1000)
+        same += [s for s, _ in results["postings"]] == [s for s, _ in results["tsv"]]
+    return {"postings": statistics.mean(best["postings"]), "tsv": statistics.mean(best["tsv"]), "same": same}
+
+
+def postings_figures(engine: Cairn) -> dict[str, float]:
+    """memory_postings' rows and size (MB, table and index), and the time to build them again from
+    the tsv column as migration m008 does (into a scratch table, then its index; dropped after)."""
+    conn = engine.store.conn
+    rows = conn.execute("SELECT count(*) FROM memory_postings").fetchone()[0]
+    size = conn.execute("SELECT pg_total_relation_size('memory_postings')").fetchone()[0]
+    start = time.perf_counter()
+    conn.execute("CREATE TABLE bench_postings AS SELECT p.lexeme, m.seq, p.r FROM memories m "
+                 "CROSS JOIN LATERAL cairn_postings(m.tsv) p WHERE m.tsv IS NOT NULL ORDER BY 1, 2")
+    conn.execute("CREATE UNIQUE INDEX ON bench_postings (lexeme, seq) INCLUDE (r)")
+    build = time.perf_counter() - start
+    conn.execute("DROP TABLE bench_postings")
+    return {"rows": rows, "mb": size / 2**20, "build_s": build}
+
+
 def pct(samples: list[float]) -> tuple[float, float]:
     qs = statistics.quantiles(samples, n=100, method="inclusive")
     return qs[49] * 1000, qs[94] * 1000
@@ -223,6 +266,8 @@ def main() -> None:
         for q, v in zip(queries[:50], qvecs[:50]):
             top = [{h.memory.text for h in e.recall(q, query_vector=v, k=10)} for e in engines.values()]
             overlap.append(len(top[0] & top[1]) / max(1, len(top[0])))
+        statement = keyword_statement(engines["postgres"], queries[:25])
+        postings = postings_figures(engines["postgres"])
         forget_ms = {}
         during: dict[str, list[float]] = {}
         for name, engine in engines.items():
@@ -262,6 +307,14 @@ def main() -> None:
                 print(f"during the Postgres forget, another connection: {kind} x{len(got)}, "
                       f"median {statistics.median(got) * 1000:.0f} ms, max {max(got) * 1000:.0f} ms")
         print(f"memories awaiting embedding after it: {during.get('awaiting_embedding', ['?'])[0]}")
+        flush = getattr(engines["postgres"].store, "flush_ms", {})
+        print("the Postgres forget's VACUUM FULL per table: " + ", ".join(f"{k} {v:.0f} ms" for k, v in flush.items()))
+        print(f"keyword statement alone (mean over 25 queries of each one's fastest of 5): postings "
+              f"{statement['postings']:.1f} ms, tsv {statement['tsv']:.1f} ms; same ranking for "
+              f"{statement['same']} of 25")
+        print(f"postings: {postings['rows']:,} rows, {postings['mb']:.0f} MB (table + index), built from the tsv "
+              f"in {postings['build_s']:.1f} s (as m008 does)")
+        out.update(flush_ms=flush, statement_ms=statement, postings=postings)
         out["during_forget"] = {k: [len(v), statistics.median(v) * 1000, max(v) * 1000]
                                 for k, v in during.items() if k != "awaiting_embedding" and v}
         print(f"\nmean overlap of the two backends' top 10: {statistics.mean(overlap):.3f}")

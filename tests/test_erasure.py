@@ -174,6 +174,10 @@ def test_forget_on_postgres_leaves_no_text_or_vector_in_the_store_tables_or_inde
         blob = next(iter(store.vectors_of([store.seq_of(secret.id)]).values())).tobytes()
         before = relation_files_holding(store.conn, store.schema, NEEDLES + (blob,))
         assert any(SECRET.encode() in hits for hits in before.values()) and any(blob in h for h in before.values())
+        # The postings (m008) hold the text's lexemes, in their table and in their index.
+        postings = {Path(store.conn.execute("SELECT pg_relation_filepath(%s)", (rel,)).fetchone()[0]).name
+                    for rel in ("memory_postings", "memory_postings_by_lexeme")}
+        assert all(b"zyxwquartz" in before.get(name, []) for name in postings), before
 
         tomb = memory.forget(secret.id)
         assert relation_files_holding(store.conn, store.schema, NEEDLES + (blob,)) == {}
@@ -186,8 +190,9 @@ def test_forget_on_postgres_leaves_no_text_or_vector_in_the_store_tables_or_inde
 def test_forget_on_postgres_rewrites_only_the_tables_that_held_the_memory(project, hashing, backend, monkeypatch,
                                                                           pg_server):
     """The rewrite (VACUUM FULL: new files, HNSW rebuilt) is the cost of a forget on Postgres: a
-    memory without tags or vector leaves the tags' and vectors' tables as they were; one with both
-    rewrites all three. A rewritten table gets a new relfilenode."""
+    memory without tags or vector rewrites its row's table and the postings of its words, and
+    leaves the tags' and vectors' tables as they were; one with both rewrites all four. A
+    rewritten table (or index) gets a new relfilenode."""
     monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
     Path(os.environ["CAIRN_CONFIG"]).write_text("store:\n  backend: postgres\n")
     with Cairn.open(cwd=project, embedder=hashing) as memory:
@@ -196,15 +201,16 @@ def test_forget_on_postgres_rewrites_only_the_tables_that_held_the_memory(projec
 
         def files() -> dict[str, int]:
             return dict(store.conn.execute(
-                "SELECT relname, relfilenode FROM pg_class WHERE relname IN ('memories', 'memory_tags', "
-                "'memory_vectors', 'memory_vectors_hnsw') AND relnamespace = %s::regnamespace", (store.schema,)))
+                "SELECT relname, relfilenode FROM pg_class WHERE relname IN ('memories', 'memory_postings', "
+                "'memory_postings_by_lexeme', 'memory_tags', 'memory_vectors', 'memory_vectors_hnsw') "
+                "AND relnamespace = %s::regnamespace", (store.schema,)))
 
         bare = memory.remember("The vault is rotated on Mondays", kind="fact").memory
         store.conn.execute("DELETE FROM memory_vectors WHERE seq = %s", (store.seq_of(bare.id),))  # as if unembedded
         before = files()
         memory.forget(bare.id)
         after = files()
-        assert after["memories"] != before["memories"]
+        assert all(after[k] != before[k] for k in ("memories", "memory_postings", "memory_postings_by_lexeme"))
         assert {k: after[k] for k in ("memory_tags", "memory_vectors", "memory_vectors_hnsw")} == \
             {k: before[k] for k in ("memory_tags", "memory_vectors", "memory_vectors_hnsw")}
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import pytest
+from ulid import ULID
 
 from cairn import Cairn, Draft, NotCurrent, ProposalClosed, create_store, list_stores, migrate_store
 from cairn.embedder import HashingEmbedder
@@ -687,3 +688,183 @@ def test_reads_and_writes_go_on_while_a_forget_rewrites_the_vector_table(pg_serv
             other.close()
         assert memory.flush_backlog() == 1 and memory.counts()["awaiting_embedding"] == 0
         assert "vector" in memory.recall("Service 99 port", k=1)[0].reasons
+
+
+# -- postings (m008): one-word phrases ranked from memory_postings, exactly as from the tsv ---------
+POSTINGS_TEXTS = [
+    ("The API gateway listens on port 8080 behind the pre-commit hooks", "fact", ["api", "ports"],
+     ["changing the gateway"]),
+    ("Deploys go through the release train on Thursdays; the service restarts on failure", "decision", ["deploy"],
+     []),
+    ("Der Dienst startet nach einem Fehler neu und schreibt Protokolle nach journald", "fact", ["dienst"],
+     ["Dienste neu starten"]),
+    ("Les services redémarrent après une panne ; les journaux vont dans journald", "fact", [], []),
+    ("東京のサーバーはポート9090で起動する", "fact", ["サーバー"], ["サーバーを起動するとき"]),
+    ("数据库连接池的大小是二十，服务重启后生效", "fact", [], ["调整数据库"]),
+    ("Services restart services; the service logs to journald, service after service", "fact", ["ports"], []),
+    ("The server.http.port setting moves the gateway's port; GB/s figures are per service", "decision", [],
+     ["tuning the gateway"]),
+]
+POSTINGS_QUERIES = ["service restarts", "port", "pre-commit hooks", "journald Protokolle", "サーバー起動", "数据库",
+                    "redémarrent panne", "gateway deploy release", "Dienst", "changing the gateway",
+                    "server.http.port", "Thursdays failure", "bench note 7 journald", "GB/s", "nothing-matches-this"]
+
+
+def postings_drift(store) -> int:
+    """Rows in memory_postings that recomputing them from the tsv column would not give, plus the
+    reverse (lexeme, memory, rank)."""
+    recomputed = ("SELECT p.lexeme, m.seq, p.r FROM memories m CROSS JOIN LATERAL cairn_postings(m.tsv) p "
+                  "WHERE m.tsv IS NOT NULL")
+    return store.conn.execute(
+        f"SELECT (SELECT count(*) FROM (SELECT lexeme, seq, r FROM memory_postings EXCEPT ALL {recomputed}) a) "
+        f"+ (SELECT count(*) FROM ({recomputed} EXCEPT ALL SELECT lexeme, seq, r FROM memory_postings) b)"
+    ).fetchone()[0]
+
+
+def assert_postings_rank_as_the_tsv(memory: Cairn, times: list[int]) -> int:
+    """Every query under every filter (views, as_of and known_at at each of `times`, kinds, tags; a
+    small limit too): the postings path's ranking equals the tsv path's, scores equal. Returns how
+    many hits compared."""
+    from cairn.store import Filters
+    from cairn.text import fts_query
+
+    store = memory.store
+    assert postings_drift(store) == 0
+    filters = [Filters(), Filters(include_superseded=True), Filters(include_cold=True),
+               Filters(kinds=("decision",)), Filters(tags=("ports",)), Filters(since=times[1])]
+    filters += [Filters(as_of=t) for t in times] + [Filters(known_at=t) for t in times]
+    compared = 0
+    for query in POSTINGS_QUERIES:
+        match = fts_query(query)
+        for f in filters:
+            for limit in (50, 2):
+                want = store.keyword_search(match, f, limit, postings=False)
+                got = store.keyword_search(match, f, limit, postings=True)
+                assert [s for s, _ in got] == [s for s, _ in want], (query, f, limit)
+                assert [sc for _, sc in got] == pytest.approx([sc for _, sc in want], rel=1e-12), (query, f)
+                compared += len(got)
+    return compared
+
+
+def test_postings_rank_exactly_as_the_tsv_after_every_write_path(pg_server, monkeypatch, hashing, team):
+    """A varied store (English, German, French, Chinese, Japanese; tags; applies_when; superseded,
+    expired, cold and forgotten memories; several valid and transaction times) written through
+    remember, remember_many, replace, supersession by `replaces`, forget, set_cold, both imports
+    (row by row and bulk), migrate-store, reembed and the index rebuild, on stores with English and
+    German text search configurations: the postings hold exactly what the tsv column gives, and
+    keyword search ranks from them as from the tsv. Then a store from before m008 (its postings
+    dropped, schema version 7) gets them on opening."""
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    day = 86_400_000
+    t0 = 1_700_000_000_000
+    times = [t0 - day, t0 + 5 * day, t0 + 15 * day, t0 + 25 * day]
+
+    create_store(team, postgres=pg_server)
+    with Cairn.open(team, embedder=hashing) as memory:
+        made = [memory.remember(text, kind=kind, tags=tags, applies_when=applies, valid_from=t0, detect=False).memory
+                for text, kind, tags, applies in POSTINGS_TEXTS]
+        memory.remember_many([Draft(text=f"Bench note {i}: service {i} logs to journald on port {9000 + i}",
+                                    kind="fact", tags=("ports",) if i % 2 else (), valid_from=t0 + i * day)
+                              for i in range(12)], detect=False)
+        replaced = memory.replace(made[0].id, "The API gateway listens on port 9443 behind the pre-commit hooks",
+                                  valid_from=t0 + 10 * day).memory
+        times.append(replaced.recorded_at - 1)  # known_at: the store as it was before that replace
+        memory.remember("Deploys go through the release train on Tuesdays; the service restarts twice",
+                        kind="decision", tags=["deploy"], replaces=made[1].id, valid_from=t0 + 20 * day)
+        memory.remember("The journald service keeps logs for a week", kind="fact", valid_from=t0,
+                        valid_to=t0 + 8 * day, detect=False)
+        memory.forget(made[3].id)
+        memory.set_cold(made[6].id, True)
+        import_lines = [json.dumps({"id": str(ULID.from_timestamp((t0 + i) / 1000)), "kind": "fact",
+                                    "text": f"Imported {i}: der Dienst {i} schreibt nach journald, service port {i}",
+                                    "tags": ["import"], "importance": 3, "source": "import", "valid_from": t0 + i,
+                                    "recorded_at": t0 + i}) for i in range(3)]
+        assert memory.import_(io.BytesIO("\n".join(import_lines).encode()))["imported"] == 3  # row by row
+        assert memory.reembed() > 0
+        assert assert_postings_rank_as_the_tsv(memory, times) > 200
+        memory.store.rebuild_indexes()  # remakes every postings row: checked apart from the writes before
+        memory.remember("サーバーのポートは起動のときに決まる", kind="fact", detect=False)
+        memory.forget(made[5].id)
+        assert assert_postings_rank_as_the_tsv(memory, times) > 200
+
+    # A German store from SQLite through migrate-store (the bulk import: COPY, one INSERT ... SELECT).
+    Path(os.environ["CAIRN_CONFIG"]).write_text("store:\n  language: german\n")
+    create_store("postings-src")
+    with Cairn.open("postings-src", embedder=hashing) as src:
+        lines = [json.dumps({"id": str(ULID.from_timestamp((t0 + i) / 1000)), "kind": "fact" if i % 3 else "decision",
+                             "text": f"Der Dienst {i} startet neu; service {i} restarts and logs to journald "
+                                     f"({'東京のサーバー' if i % 7 == 0 else 'port'} {i})",
+                             "tags": ["ports"] if i % 5 == 0 else [], "importance": 3, "source": "import",
+                             "valid_from": t0 + i * day // 20, "recorded_at": t0 + i})
+                 for i in range(260)]
+        src.import_(io.BytesIO("\n".join(lines).encode()))
+        for text, kind, tags, applies in POSTINGS_TEXTS:
+            src.remember(text, kind=kind, tags=tags, applies_when=applies, valid_from=t0, detect=False)
+        listed = src.list(limit=300)
+        src.replace(listed[0].id, "Der Dienst startet jetzt zweimal neu", valid_from=t0 + 12 * day)
+        src.forget(listed[1].id)
+        src.set_cold(listed[2].id, True)
+    german = f"{team}-de"
+    assert migrate_store("postings-src", f"postgres:{german}")["memories"] > 260
+    with Cairn.open(german, embedder=hashing) as memory:
+        assert memory.store.get_meta("text_search_language") == "german"
+        assert assert_postings_rank_as_the_tsv(memory, times) > 500
+        more = [json.dumps({"id": str(ULID.from_timestamp((t0 + 10_000 + i) / 1000)), "kind": "fact",
+                            "text": f"Nachtrag {i}: der Dienst protokolliert nach journald", "tags": [],
+                            "importance": 3, "source": "import", "valid_from": t0, "recorded_at": t0 + 10_000 + i})
+                for i in range(210)]
+        assert memory.import_(io.BytesIO("\n".join(more).encode()))["imported"] == 210  # bulk, into a full store
+        current = memory.list(limit=5)
+        memory.forget(current[0].id)
+        memory.replace(current[1].id, "Der Dienst startet nie neu", valid_from=t0 + 30 * day)
+        assert assert_postings_rank_as_the_tsv(memory, times) > 500
+
+    # A store from before m008: its postings are made when it is opened.
+    with Cairn.open(team, embedder=hashing) as memory:
+        memory.store.conn.execute("DROP TABLE memory_postings; DROP FUNCTION memory_postings_added, "
+                                  "memory_postings_changed CASCADE; DROP FUNCTION cairn_postings; "
+                                  "DELETE FROM migrations WHERE number = 8")
+    with Cairn.open(team, embedder=hashing) as memory:
+        assert memory.store.schema_version() == len(PG_MIGRATIONS)
+        assert memory.store.conn.execute("SELECT count(*) FROM memory_postings").fetchone()[0] > 100
+        assert assert_postings_rank_as_the_tsv(memory, times) > 200
+        store = memory.store
+        assert store.index_report()["postings_stale"] == 0
+        # Postings that drifted (written around the triggers) are what doctor reports, and --fix remakes.
+        store.conn.execute("ALTER TABLE memories DISABLE TRIGGER memory_postings_changed")
+        store.conn.execute("UPDATE memories SET tsv = NULL WHERE id = %s", (made[7].id,))
+        store.conn.execute("ALTER TABLE memories ENABLE TRIGGER memory_postings_changed")
+        store.conn.execute("DELETE FROM memory_postings WHERE seq = %s", (store.seq_of(made[2].id),))
+        assert postings_drift(store) > 0
+        assert {k: v for k, v in store.index_report().items() if k in ("fts_missing", "postings_stale")} == \
+            {"fts_missing": 1, "postings_stale": 2}
+        store.rebuild_indexes()
+        assert store.index_report()["postings_stale"] == 0 and store.index_report()["fts_missing"] == 0
+        assert assert_postings_rank_as_the_tsv(memory, times) > 200
+
+
+def test_keyword_recall_goes_on_from_the_tsv_while_a_forget_rewrites_the_postings(pg_server, monkeypatch, team):
+    """A forget's VACUUM FULL of memory_postings (seconds at 100k memories) holds the table
+    exclusively: keyword search then waits at most VECTOR_LOCK_WAIT_MS and ranks from the tsv,
+    with the same result."""
+    from cairn.pgstore import VECTOR_LOCK_WAIT_MS, connect
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    create_store(team, postgres=pg_server)
+    with Cairn.open(team, embedder=None) as memory:
+        for i in range(20):
+            memory.remember(f"Service {i} listens on port {8000 + i}", kind="fact", detect=False)
+        expected = [h.memory.id for h in memory.recall("which port does service 7 listen on")]
+        memory.store.conn.execute("SET statement_timeout = '20s'")  # a statement that waits fails, not hangs
+        other = connect(pg_server)
+        try:
+            other.execute("BEGIN")
+            other.execute(f'LOCK TABLE "{memory.store.schema}".memory_postings IN ACCESS EXCLUSIVE MODE')
+            start = time.monotonic()
+            hits = [h.memory.id for h in memory.recall("which port does service 7 listen on")]
+            recall_s = time.monotonic() - start
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+        assert hits == expected and memory.get(hits[0]).text == "Service 7 listens on port 8007"
+        assert VECTOR_LOCK_WAIT_MS / 1000 <= recall_s < 2 * VECTOR_LOCK_WAIT_MS / 1000 + 1.0, recall_s

@@ -11,7 +11,10 @@ server holds many stores; several machines share a store by connecting to the sa
   drops stop words itself). The text is tokenised in Python first exactly as FTS5's unicode61 does
   (runs of letters and digits, diacritics removed, CJK runs as bigrams then unigrams: text.py), so
   `server.http.port` or `GB/s` become the same words on both backends. Scores are BM25-like: the sum
-  over the query's phrases of idf(phrase) * ts_rank.
+  over the query's phrases of idf(phrase) * ts_rank. `memory_postings` (m008) holds each tsv's
+  lexemes with their ts_rank, kept by triggers on every write of a tsv: a one-word phrase is
+  ranked from its b-tree alone (an index-only scan), the view's filter applied to the best-scored
+  memories only; a phrase of several words is matched against the tsv. Same scores either way.
 - Vector arm: `memory_vectors` (vector(dim)) with an HNSW index (cosine). The default view searches
   the index for limit + (memories outside the view) and drops those, as store.py does; any other
   filter runs an exact scan over the filtered rows, so filters apply before the k cut.
@@ -36,6 +39,7 @@ import hashlib
 import json
 import logging
 import re
+import time
 import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -171,10 +175,43 @@ def _ranked_sql(table: str, alias: str, rank: str, where: str) -> str:
             WHERE h.ok GROUP BY h.seq ORDER BY score DESC, h.seq LIMIT %s"""
 
 
+def _postings_sql(where: str) -> str:
+    """keyword_search's statement on the memories' postings (m008): the scores of _ranked_sql over
+    `memories` with rank ts_rank(m.tsv, q.tq, 1), found another way. A phrase of one lexeme is
+    looked up in memory_postings (an index-only scan of (lexeme, seq) including the rank computed
+    at write time); a phrase of several (`pre commit`) is matched against the tsv as in
+    _ranked_sql. Every hit is counted for idf, as there; the filter `where` (over `memories m`) is
+    applied last, to the scored memories best first, so that only as many memory rows are read as
+    it takes to find `limit` that pass. Parameters, in order: the text search configuration twice,
+    the phrases (text[]), those of `where`, the limit."""
+    return f"""WITH q AS MATERIALIZED (
+                 SELECT i, tq, CASE WHEN numnode(tq) = 1
+                                    THEN (tsvector_to_array(to_tsvector(%s::regconfig, p)))[1] END AS lexeme
+                 FROM (SELECT i, p, phraseto_tsquery(%s::regconfig, p) AS tq
+                       FROM unnest(%s::text[]) WITH ORDINALITY t(p, i)) t),
+             hits AS MATERIALIZED (
+                 SELECT q.i, p.seq, p.r FROM q JOIN memory_postings p ON p.lexeme = q.lexeme COLLATE "C"
+                 UNION ALL
+                 SELECT q.i, m.seq, ts_rank(m.tsv, q.tq, 1) FROM q JOIN memories m ON m.tsv @@ q.tq
+                 WHERE q.lexeme IS NULL),
+             est AS MATERIALIZED (SELECT reltuples AS n FROM pg_class WHERE oid = 'memories'::regclass),
+             total AS MATERIALIZED (
+                 SELECT CASE WHEN (SELECT n FROM est) >= 1000 THEN (SELECT n FROM est)
+                        ELSE (SELECT count(*) FROM memories WHERE tsv IS NOT NULL) END AS n),
+             idf AS MATERIALIZED (
+                 SELECT i, ln(1 + (greatest(total.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+                 FROM hits, total GROUP BY i, total.n)
+            SELECT s.seq, s.score
+            FROM (SELECT h.seq, sum(idf.idf * h.r) AS score FROM hits h JOIN idf USING (i)
+                  GROUP BY h.seq ORDER BY score DESC, h.seq) s
+            JOIN memories m ON m.seq = s.seq
+            WHERE {where} ORDER BY s.score DESC, s.seq LIMIT %s"""
+
+
 # -- migrations: the same numbered scheme as migrations.py, their own list ---------------------------
 PG_MIGRATIONS: list[tuple[int, str]] = [(1, "m001_initial"), (2, "m002_review_dismissals"), (3, "m003_memory_usage"),
                                         (4, "m004_sessions"), (5, "m005_cold_tier"), (6, "m006_applies_when"),
-                                        (7, "m007_review_queue")]
+                                        (7, "m007_review_queue"), (8, "m008_postings")]
 
 
 def _m001_initial(conn: psycopg.Connection, language: str) -> None:
@@ -317,10 +354,59 @@ def _m007_review_queue(conn: psycopg.Connection, language: str) -> None:
             expires_at bigint NOT NULL)""")
 
 
+def _m008_postings(conn: psycopg.Connection, language: str) -> None:
+    # Postings of the keyword index: one row per (lexeme, memory) of every tsv, with that lexeme's
+    # ts_rank(tsv, 'lexeme', 1) computed when the tsv is written. A one-word phrase is then ranked
+    # from the b-tree alone (an index-only scan: no heap visit, no ts_rank call per hit); the
+    # ranks are the values ts_rank gives at query time, so the scores are the same. Kept exact by
+    # triggers on memories, whatever statement writes a tsv: a statement-level one for inserts (a
+    # bulk import's INSERT ... SELECT adds its postings in one statement), a row-level one when a
+    # tsv changes (rebuild; forget sets it to NULL) or a row goes. Names are schema-qualified: a
+    # trigger runs under the search_path of whichever session writes.
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    s = '"' + schema.replace('"', '""') + '"'
+    conn.execute('CREATE TABLE memory_postings (lexeme text COLLATE "C" NOT NULL, seq bigint NOT NULL, '
+                 "r real NOT NULL)")
+    # Each lexeme of `tsv` with its rank as a one-lexeme query: the lexeme written as tsquery input
+    # (quoted, backslash and quote escaped), so it is taken as it is, not parsed or stemmed again.
+    quoted = r"'''' || replace(replace(u.lexeme, '\', '\\'), '''', '\''') || ''''"
+    conn.execute(f"""CREATE FUNCTION {s}.cairn_postings(tsv tsvector) RETURNS TABLE (lexeme text, r real)
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT u.lexeme, ts_rank(tsv, ({quoted})::tsquery, 1) FROM unnest(tsv) u $$""")
+    conn.execute(f"""CREATE FUNCTION {s}.memory_postings_added() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO {s}.memory_postings (lexeme, seq, r)
+          SELECT p.lexeme, a.seq, p.r FROM added a CROSS JOIN LATERAL {s}.cairn_postings(a.tsv) p
+          WHERE a.tsv IS NOT NULL ORDER BY 1, 2;
+          RETURN NULL;
+        END $$""")
+    conn.execute(f"""CREATE FUNCTION {s}.memory_postings_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          IF OLD.tsv IS NOT NULL THEN
+            DELETE FROM {s}.memory_postings p
+            WHERE p.lexeme = ANY (tsvector_to_array(OLD.tsv) COLLATE "C") AND p.seq = OLD.seq;
+          END IF;
+          IF TG_OP = 'UPDATE' AND NEW.tsv IS NOT NULL THEN
+            INSERT INTO {s}.memory_postings (lexeme, seq, r)
+            SELECT p.lexeme, NEW.seq, p.r FROM {s}.cairn_postings(NEW.tsv) p;
+          END IF;
+          RETURN NULL;
+        END $$""")
+    conn.execute("INSERT INTO memory_postings (lexeme, seq, r) SELECT p.lexeme, m.seq, p.r FROM memories m "
+                 "CROSS JOIN LATERAL cairn_postings(m.tsv) p WHERE m.tsv IS NOT NULL ORDER BY 1, 2")
+    conn.execute("CREATE UNIQUE INDEX memory_postings_by_lexeme ON memory_postings (lexeme, seq) INCLUDE (r)")
+    conn.execute("CREATE TRIGGER memory_postings_added AFTER INSERT ON memories REFERENCING NEW TABLE AS added "
+                 "FOR EACH STATEMENT EXECUTE FUNCTION memory_postings_added()")
+    conn.execute("CREATE TRIGGER memory_postings_changed AFTER UPDATE OF tsv ON memories FOR EACH ROW "
+                 "WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv) EXECUTE FUNCTION memory_postings_changed()")
+    conn.execute("CREATE TRIGGER memory_postings_removed AFTER DELETE ON memories FOR EACH ROW "
+                 "EXECUTE FUNCTION memory_postings_changed()")
+
+
 _STEPS = {"m001_initial": _m001_initial, "m002_review_dismissals": _m002_review_dismissals,
           "m003_memory_usage": _m003_memory_usage, "m004_sessions": _m004_sessions,
           "m005_cold_tier": _m005_cold_tier, "m006_applies_when": _m006_applies_when,
-          "m007_review_queue": _m007_review_queue}
+          "m007_review_queue": _m007_review_queue, "m008_postings": _m008_postings}
 
 
 def _lock_key(text: str) -> int:
@@ -428,6 +514,7 @@ class PgStore:
         self._ready_tables: set[str] = set()  # vector tables known to exist (they are never dropped but by reembed)
         self._bulk_vectors = False  # inside bulk_vectors(): the vector table is created without its index
         self._unflushed: set[str] = set()  # tables erase() removed rows from since the last flush_to_disk
+        self.flush_ms: dict[str, float] = {}  # how long the last flush_to_disk took per table (ms)
 
     # -- lifecycle -------------------------------------------------------------------------------
     @staticmethod
@@ -625,17 +712,30 @@ class PgStore:
             " + (SELECT count(*) FROM memories WHERE cold_at IS NOT NULL AND text IS NOT NULL)",
             (END_OF_TIME, now_ms(), END_OF_TIME)).fetchone()[0]
 
-    def keyword_search(self, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+    def keyword_search(self, match: str, filters: Filters, limit: int, *,
+                       postings: bool = True) -> list[tuple[int, float]]:
         """BM25-like scores over text and tags for an FTS5 MATCH expression (text.fts_query):
         [(seq, score)], best first, higher is better. score = sum over the query's phrases found in
         the memory of idf(phrase) * ts_rank(tsv, phrase, 1), idf as BM25's (Lucene's form) from the
-        number of memories holding the phrase (counted from the same index scan that finds them)
-        and the number of memories (the planner's estimate from 1,000 on; an exact count costs a
-        scan per query). The filters apply in the same query. One round trip."""
+        number of memories holding the phrase (counted from the same scan that finds them) and the
+        number of memories (the planner's estimate from 1,000 on; an exact count costs a scan per
+        query). The filters apply in the same query. One round trip. postings: one-word phrases
+        from memory_postings (_postings_sql, the default); False ranks every phrase from the tsv
+        (_ranked_sql), the same scores read the slow way (the reference the tests compare with)."""
         found = phrases(match)
         if not found:
             return []
         where, params = filters.where()
+        if postings:
+            import psycopg
+
+            try:
+                with self._lock_wait():
+                    rows = self.conn.execute(_postings_sql(_pg(where)),
+                                             [self._ts, self._ts, found, *params, int(limit)]).fetchall()
+                return [(int(seq), float(score)) for seq, score in rows]
+            except psycopg.errors.LockNotAvailable:
+                log.info("keyword search from the tsv: a forget is rewriting the postings")
         rows = self.conn.execute(_ranked_sql("memories", "m", "ts_rank(m.tsv, q.tq, 1)", _pg(where)),
                                  [self._ts, found, *params, int(limit)]).fetchall()
         return [(int(seq), float(score)) for seq, score in rows]
@@ -697,11 +797,12 @@ class PgStore:
                     index.build_index(self.conn)
 
     @contextlib.contextmanager
-    def _vector_lock_wait(self) -> Iterator[None]:
-        """A block of statements on memory_vectors that waits at most VECTOR_LOCK_WAIT_MS for the
-        table's lock (a forget's VACUUM FULL holds it exclusively while it rebuilds the HNSW index:
-        a minute at 100k memories), then raises psycopg's LockNotAvailable with the block rolled
-        back. A savepoint inside the caller's transaction, else a transaction of its own."""
+    def _lock_wait(self) -> Iterator[None]:
+        """A block of statements on memory_vectors or memory_postings that waits at most
+        VECTOR_LOCK_WAIT_MS for the table's lock (a forget's VACUUM FULL holds it exclusively while
+        it rewrites the table: a minute for the vectors at 100k memories, with the HNSW rebuild),
+        then raises psycopg's LockNotAvailable with the block rolled back. A savepoint inside the
+        caller's transaction, else a transaction of its own."""
         with self.conn.transaction():
             self.conn.execute(f"SET LOCAL lock_timeout = '{VECTOR_LOCK_WAIT_MS}ms'")
             yield
@@ -723,7 +824,7 @@ class PgStore:
         import psycopg
 
         try:
-            with self._vector_lock_wait():
+            with self._lock_wait():
                 rows = self.conn.execute(
                     f"SELECT v.seq, 1 - (v.embedding <=> %s::vector) FROM memory_vectors v JOIN memories m "
                     f"ON m.seq = v.seq WHERE {_pg(where)} ORDER BY {order}, v.seq LIMIT %s",
@@ -742,7 +843,7 @@ class PgStore:
         import psycopg
 
         try:
-            with self._vector_lock_wait():
+            with self._lock_wait():
                 rows = self.conn.execute("SELECT seq, embedding::real[] FROM memory_vectors WHERE seq = ANY(%s)",
                                          (list(seqs),)).fetchall()
         except psycopg.errors.LockNotAvailable:
@@ -838,7 +939,7 @@ class PgStore:
         if vector is not None and self.vector_index is not None:
             self._ensure_vector_table(self.vector_index, len(vector))
             try:
-                with contextlib.nullcontext() if wait else self._vector_lock_wait():
+                with contextlib.nullcontext() if wait else self._lock_wait():
                     if fresh:
                         self.conn.execute("INSERT INTO memory_vectors(seq, embedding) VALUES (%s, %s::vector)",
                                           (seq, _vector_text(vector)))
@@ -866,12 +967,15 @@ class PgStore:
         return True
 
     def erase(self, seq: int, at: int) -> None:
-        """Forget: text, tags, keyword entry and vector gone; the row stays as a tombstone."""
-        self.conn.execute("SELECT 1 FROM memories WHERE seq = %s FOR UPDATE", (seq,))
+        """Forget: text, tags, keyword entry (its postings with it: the trigger of m008) and vector
+        gone; the row stays as a tombstone."""
+        row = self.conn.execute("SELECT tsv IS NOT NULL FROM memories WHERE seq = %s FOR UPDATE", (seq,)).fetchone()
         self.conn.execute("UPDATE memories SET text = NULL, text_key = NULL, tsv = NULL, applies_when = NULL, "
                           "forgotten_at = %s, "
                           "retired_at = least(retired_at, %s) WHERE seq = %s", (at, at, seq))
         self._unflushed.add("memories")
+        if row is not None and row[0]:
+            self._unflushed.add("memory_postings")
         if self.conn.execute("DELETE FROM memory_tags WHERE seq = %s", (seq,)).rowcount:
             self._unflushed.add("memory_tags")
         self.conn.execute("DELETE FROM vector_backlog WHERE seq = %s", (seq,))
@@ -880,24 +984,31 @@ class PgStore:
 
     def flush_to_disk(self, *, every_table: bool = False) -> bool:
         """After a forget: VACUUM FULL the tables erase() removed rows from since the last flush
-        (the memory table always, the tags' table when the memory had tags, the vector table when it
-        had a vector), or all three (every_table). A plain VACUUM only marks the dead row versions
-        free: their bytes stay in the heap pages, and a GIN index keeps a word's entry after its
-        last row is gone, until overwritten. VACUUM FULL rewrites each table and rebuilds its indexes
-        into new files, so the forgotten text and vector are in no file of the store's tables (the
-        server's WAL keeps them until its segments are recycled, and backups keep them). It holds an
-        exclusive lock on each table while it runs: reads and writes of that table wait. The HNSW
-        rebuild dominates; it runs with maintenance_work_mem raised so that pgvector builds the
-        graph in memory (maintenance_mem_mb; far faster than the on-disk build it falls back to).
-        Returns False when it could not run (a transaction is open on this connection)."""
+        (the memory table always, the postings when it had a keyword entry, the tags' table when it
+        had tags, the vector table when it had a vector), or all four (every_table). A plain VACUUM
+        only marks the dead row versions free: their bytes stay in the heap pages, and a GIN index
+        keeps a word's entry after its last row is gone, until overwritten. VACUUM FULL rewrites
+        each table and rebuilds its indexes into new files, so the forgotten text, its words and
+        its vector are in no file of the store's tables (the server's WAL keeps them until its
+        segments are recycled, and backups keep them). It holds an exclusive lock on each table
+        while it runs: reads and writes of that table wait (keyword search reads the tsv instead of
+        the postings meanwhile; a write waits, its trigger adds postings). The HNSW rebuild
+        dominates; it runs with maintenance_work_mem raised so that pgvector builds the graph in
+        memory (maintenance_mem_mb; far faster than the on-disk build it falls back to). Durations
+        per table (ms) in `flush_ms`. Returns False when it could not run (a transaction is open
+        on this connection)."""
         if self.conn.info.transaction_status != 0:  # IDLE: VACUUM cannot run inside a transaction
             return False
-        tables = [t for t in ("memories", "memory_tags", "memory_vectors") if every_table or t in self._unflushed]
+        tables = [t for t in ("memories", "memory_postings", "memory_tags", "memory_vectors")
+                  if every_table or t in self._unflushed]
         if "memory_vectors" in tables and not self._has_vectors():
             tables.remove("memory_vectors")
+        self.flush_ms = {}
         for table in tables:
+            start = time.perf_counter()
             with self._maintenance_memory(table):
                 self.conn.execute(f"VACUUM FULL {table}")
+            self.flush_ms[table] = (time.perf_counter() - start) * 1000
             self._unflushed.discard(table)
         return True
 
@@ -981,9 +1092,17 @@ class PgStore:
         if len(records) >= BULK_MIN:
             try:
                 with self.transaction():
-                    return self._import_bulk(records)
+                    done = self._import_bulk(records)
             except psycopg.errors.IntegrityError:
                 pass  # rolled back; the row-by-row import names the memory (and writes nothing either)
+            else:
+                if self.conn.info.transaction_status == 0:  # IDLE: VACUUM cannot run inside a transaction
+                    # The postings' visibility map set now (index-only scans skip the heap only for
+                    # pages marked all-visible) and the planner's row counts taken, rather than when
+                    # autovacuum comes round after a bulk load.
+                    self.conn.execute("VACUUM (ANALYZE) memory_postings")
+                    self.conn.execute("ANALYZE memories")
+                return done
         imported = skipped = 0
         try:
             with self.transaction():
@@ -1102,12 +1221,16 @@ class PgStore:
         return "ok"
 
     def index_report(self) -> dict[str, int]:
-        """As Store.index_report, for the tsvector column and the vector table."""
+        """As Store.index_report, for the tsvector column, its postings and the vector table.
+        postings_stale: memories whose postings are not one per lexeme of their tsv."""
         one = lambda sql: self.conn.execute(sql).fetchone()[0]  # noqa: E731
         report = {
             "live": one("SELECT count(*) FROM memories WHERE text IS NOT NULL"),
             "fts_missing": one("SELECT count(*) FROM memories WHERE text IS NOT NULL AND tsv IS NULL"),
             "fts_orphans": one("SELECT count(*) FROM memories WHERE text IS NULL AND tsv IS NOT NULL"),
+            "postings_stale": one(
+                "SELECT count(*) FROM memories m FULL JOIN (SELECT seq, count(*) AS n FROM memory_postings "
+                "GROUP BY seq) p ON p.seq = m.seq WHERE coalesce(length(m.tsv), 0) <> coalesce(p.n, 0)"),
             "vector_missing": 0, "vector_orphans": 0,
         }
         live = "SELECT seq FROM memories WHERE text IS NOT NULL"
@@ -1127,18 +1250,24 @@ class PgStore:
             "ORDER BY c.relname", (self.schema,))]
 
     def rebuild_indexes(self) -> None:
-        """As Store.rebuild_indexes: every live memory's keyword entry recomputed, vectors of
+        """As Store.rebuild_indexes: every live memory's keyword entry and postings recomputed, vectors of
         memories that are not live dropped, live memories without one queued; then each invalid
         index rebuilt (REINDEX) and the tables vacuumed (flush_to_disk)."""
         for index in self.invalid_indexes():
             self.conn.execute(f'REINDEX INDEX "{self.schema}"."{index}"')
         with self.transaction():
+            # Postings that drifted are made again from the tsv column: all gone first (the trigger
+            # then adds those of each tsv that changes), the rest added after (ON CONFLICT: those).
+            self.conn.execute("DELETE FROM memory_postings")
             for seq, text, applies in self.conn.execute(
                     "SELECT seq, text, applies_when FROM memories WHERE text IS NOT NULL").fetchall():
                 tags = self._tags([seq]).get(seq, ())
                 self.conn.execute("UPDATE memories SET tsv = to_tsvector(%s::regconfig, %s) WHERE seq = %s",
                                   (*self._tsv_args(text, tags, applies or ()), seq))
             self.conn.execute("UPDATE memories SET tsv = NULL WHERE text IS NULL AND tsv IS NOT NULL")
+            self.conn.execute("INSERT INTO memory_postings (lexeme, seq, r) SELECT p.lexeme, m.seq, p.r "
+                              "FROM memories m CROSS JOIN LATERAL cairn_postings(m.tsv) p WHERE m.tsv IS NOT NULL "
+                              "ORDER BY 1, 2 ON CONFLICT (lexeme, seq) DO UPDATE SET r = excluded.r")
             live = "SELECT seq FROM memories WHERE text IS NOT NULL"
             self.conn.execute(f"DELETE FROM vector_backlog WHERE seq NOT IN ({live})")
             if self._has_vectors():
