@@ -152,7 +152,8 @@ _VERBS = frozenset(
     "go need own meet run use get make require take send store write read build deploy ship host serve "
     "handle maintain support live work lead review cover call accept expire start stop finish open close "
     "wait retry fail pass sync block allow sit keep hold give show pay sell tell set put come bring "
-    "hire report alert notify publish release merge push pull "
+    "hire report alert notify publish release merge push pull post cache email record draft upload log "
+    "track generate archive rotate sign scan "
     "written built made kept held sent shown known given taken done seen drawn grown hidden driven "
     "chosen spoken begun bound found paid sold told led fed met sat stood brought bought taught spent "
     "gone ran".split()
@@ -174,7 +175,11 @@ _HEDGE = re.compile(
     r"\?|\b(might|maybe|perhaps|probably|could|would|may|will|should we|plan(s|ned|ning)? to"
     r"|consider(ing)?|thinking|i think|propos\w*|soon|going to|upcoming"
     # A change announced for later ("is moving to Valencia next month") has not happened yet.
-    r"|next (?:week|month|quarter|year|sprint|release)|(?:is|are|am) (?:moving|switching|migrating|changing))\b"
+    r"|next (?:week|month|quarter|year|sprint|release)"
+    # Wishes and intentions ("wants to step down", "we intend to stop ...") are not changes either.
+    r"|(?:want|intend|hope|aim|expect|wish|plan)(?:s|ed)? to|(?:scheduled|about|due|set) to|evaluat\w*"
+    r"|(?:is|are|am) (?:moving|switching|migrating|changing|relocating|replacing|retiring|dropping|handing"
+    r"|stepping|removing|stopping|upgrading))\b"
 )
 # "The CLI is also distributed via Scoop": an addition next to the old value, never a replacement.
 _ADDITIVE = re.compile(r"\b(also|too|as well|in addition|additionally)\b")
@@ -183,7 +188,7 @@ _APPROX = re.compile(r"~|\b(about|around|roughly|approximately|approx)\b")
 _REPLACE = re.compile(
     r"\b(now|from now on|going forward|switch(ed|ing)?|mov(e|ed|ing)|relocat(ed|e|ing)|migrat(ed|e|ing)"
     r"|replac(ed|e|ing)|instead|rather than|chang(ed|e)( their mind)?|renamed|upgraded|downgraded|bumped"
-    r"|rewritten|rewrote|took over)\b"
+    r"|rewritten|rewrote|took over|passed(?= from)|tak(?:en|es) off|took off)\b"
 )
 # "We moved standup to 9:00": what the verb moves ("standup") must be something the old text is about.
 # "now" alone says what holds at present, not that something else stopped holding: on a relation that
@@ -196,7 +201,7 @@ _PRESENT_ONLY = frozenset({"now", "from now on", "going forward"})
 _MULTI_VALUED = frozenset(
     "use used own owned maintain support speak know like love enjoy work contribute depend include includ "
     "contain manage manag accept integrate read follow play visit attend learn study collect pin host "
-    "review mentor teach lead subscribe sponsor talk".split()
+    "review mentor teach lead subscribe sponsor talk pull fetch import consume volunteer".split()
 )
 _ROLE = re.compile(r"\b(for|as)\b")
 # Clauses of one memory: "Deploys go through blue-green on Fly; never restart the DB in business hours".
@@ -208,13 +213,51 @@ _CHANGED_OBJECT = re.compile(
     r" (?P<obj>.+?) (?:to|from)\b"
 )
 _PREFER_OVER = re.compile(r"\bprefer\w* .+ over ")  # "prefer pytest-mock over unittest.mock"
-_RETIRE = re.compile(r"\b(no longer|anymore|any more|stopped|dropped|removed|deprecated|(?:is|are|was|were) gone)\b")
+# Retiring verbs: what they name has stopped holding ("Luigi was retired", "the account was cancelled",
+# "stepped down as chair", "the Jenkins server was shut down").
+_RETIRE = re.compile(
+    r"\b(no longer|anymore|any more|stopped|dropped|removed|deprecated|(?:is|are|was|were) gone"
+    r"|retired|cancell?ed|closed|resolved|deleted|shut down|decommissioned|discontinued|sunset(?:ted)?"
+    r"|archived|abandoned|scrapped|disbanded|step(?:s|ped)? down)\b"
+)
 # "instead of X", "rather than X", "from X to Y", "replaced X with Y", "prefer Y over X": X is the
 # old value the new text names explicitly.
 _NAMED_OLD = re.compile(
     r"\b(?:instead of|rather than|over) (?P<a>[^,;()]+?)(?=\.?$|[,;()]|\. | for | in | now)"
     r"|\bfrom (?P<b>[^,;]+?) to\b|\breplaced (?:the )?(?P<c>[^,;]+?) (?:with|by|as)\b"
+    # "moved off GCS to BuildBuddy", "was taken off the droplet and now lives on Vercel"
+    r"|\b(?:mov|migrat|tak|took|switch)\w* off (?:of )?(?P<d>[^,;]+?)(?= to | onto | and |[,;]|\.?$)"
 )
+
+
+# "Ines handed the release call over to Tomasz": a transfer names the old holder (the giver) and the
+# new one, so it reads as "the release call passed from Ines to Tomasz", which the named-old-value
+# rule already knows. The giver is one word (a name, "user"); "we"/"I" name no holder.
+_TRANSFER = re.compile(
+    r"(?:\bthe )?(?P<giver>[^\s,;]+) (?:handed|hands|passed|passes|transferred|transfers|gave|gives)"
+    r" (?:over |on )?(?P<obj>[^,;]+?) (?:over |on |back )?to (?P<taker>[^,;]+?)(?=[,;]|\.?$|\. )"
+)
+# "The user has lived in Faro since June", "the files have been in Figma since spring": a perfect
+# tense with "since" states what holds now; the start date is no part of the value.
+_SINCE = re.compile(r"\b(?:has|have)(?P<been> been)? (?P<rest>[^,;]*?) since [^,;]*?(?=[,;]|\.?$|\. )")
+
+
+def _canonical(text: str) -> str:
+    """A normalised text with transfers and perfect-tense "since" statements rewritten into the forms
+    the change rules read: "a handed x over to b" -> "x passed from a to b", "has lived in y since
+    june" -> "now lived in y"."""
+    text = _TRANSFER.sub(lambda m: f"{m['obj']} passed from {m['giver']} to {m['taker']}", text)
+    return _SINCE.sub(lambda m: f"now{m['been'] or ''} {m['rest']}", text)
+
+
+def _named(text: str) -> re.Match[str] | None:
+    """The first "instead of X" / "from X to Y" / ... of `text` (see _NAMED_OLD). "over X" counts only
+    after "prefer": "flashed over USB" and "over the air" name a channel, not a replaced value."""
+    return next((m for m in _NAMED_OLD.finditer(text) if not _plain_over(text, m)), None)
+
+
+def _plain_over(text: str, match: re.Match[str]) -> bool:
+    return match.group().startswith("over ") and not re.search(r"\bprefer", text[:match.start()])
 
 
 def _stem(word: str) -> str:
@@ -335,7 +378,7 @@ def _dice(a: set[str], b: set[str]) -> float:
 
 def names_old_value(text: str) -> bool:
     """Whether `text` names the value it replaces ("from X to Y", "instead of X", "replaced X with")."""
-    return bool(_NAMED_OLD.search(normalise(text)))
+    return bool(_named(_canonical(normalise(text))))
 
 
 def _has_marker(new: str) -> bool:
@@ -343,7 +386,7 @@ def _has_marker(new: str) -> bool:
 
 
 def _is_change_statement(text: str) -> bool:
-    return bool(_REPLACE.search(text) or _RETIRE.search(text) or _NAMED_OLD.search(text))
+    return bool(_REPLACE.search(text) or _RETIRE.search(text) or _named(text))
 
 
 def _state(text: str) -> str:
@@ -352,6 +395,8 @@ def _state(text: str) -> str:
     'we moved ci from travis to circleci' -> 'we ci to circleci'. A chain's next step is compared with
     this, so a memory that records a move can itself be retired by the next move."""
     def drop_named(match: re.Match[str]) -> str:
+        if _plain_over(text, match):
+            return match.group()
         return " to" if match.group("b") is not None else " "
 
     return _REPLACE.sub(" ", _NAMED_OLD.sub(drop_named, text))
@@ -365,11 +410,17 @@ def _multi_valued_before(tokens: list[str], start: int, end: int, text: str) -> 
     if start == 0 or all(t[0].isdigit() for t in tokens[start:end]):
         return None
     at = start - 1
-    if tokens[at] in ("on", "with") and start >= 2:  # "works on the app", "integrates with Stripe"
+    raw, positions = _analyse(text)
+    if tokens[at] in ("on", "with", "from", "at") and start >= 2:  # "works on the app", "reads from S3"
         at = start - 2
-        raw, positions = _analyse(text)
         if at < len(positions) and positions[at] > 0 and raw[positions[at] - 1] in _COPULAS:
             return None
+        if tokens[at] == "work" and tokens[start - 1] in ("at", "from"):
+            return None  # "works at Doctolib", "works from the Amsterdam office": one place at a time
+        if tokens[start - 1] == "from" and tokens[at] not in _MULTI_VALUED and at >= 1:
+            at -= 1  # "pulls data from Salesforce": the verb's object sits between it and the source
+    elif at >= 1 and at < len(positions) and raw[positions[at]].endswith("ing"):
+        at -= 1  # "enjoys writing Clojure": the relation is the verb before the activity
     return tokens[at] if tokens[at] in _MULTI_VALUED else None
 
 
@@ -390,12 +441,15 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
     changed = _CHANGED_OBJECT.search(new)
     if changed and not set(_tokens(changed.group("obj"))) & set(old_tokens):
         return None  # the verb changes something else ("moved standup"), not what the old text states
-    named = _NAMED_OLD.search(new)
+    named = _named(new)
     if named:
         value = _tokens(next(g for g in named.groups() if g))
-        known = set(_tokens(old)).union(*(_tokens(normalise(h)) for h in history))
+        known = set(_tokens(old)).union(*(_tokens(_canonical(normalise(h))) for h in history))
         if not set(value) & known or _rejects(old, value):
             return None
+        if named.group("b") is not None and "passed from" in new and not shared - set(value):
+            return None  # a transfer's old value is a holder, who may hold other things: "Ines handed the
+            # planning doc to Tomasz" says nothing of the release call Ines runs
         return f"new text replaces '{' '.join(value)}' (same subject '{' '.join(sorted(shared))}')"
     new_set = set(new_tokens)
     at = [k for k, t in enumerate(old_tokens) if t not in _GENERIC]  # token position of each subject word
@@ -491,16 +545,46 @@ def _untouched_clause(old: str, new: str) -> str | None:
     """A clause of a multi-clause old text that the new text does not touch (no shared subject word),
     or None. Such a clause ("never restart the DB in business hours") still holds after the change."""
     clauses = _clauses(old)
-    if len(clauses) < 2:
+    if len(clauses) < 2 and len(_and_split(old)) < 2:
         return None
     new_words = _subject_words(_tokens(_RETIRE.sub(" ", _REPLACE.sub(" ", new))))
     for clause in clauses:
         words = _TOKEN.findall(clause)
         if not words or words[0] in _ANAPHORA or _is_change_statement(clause):
             continue  # a continuation or the old change itself, not a fact of its own
-        if not _subject_words(_tokens(clause)) & new_words:
+        first, *joined = _and_split(clause)
+        if len(clauses) > 1 and not _subject_words(_tokens(clause)) & new_words:
             return clause
+        for part in joined:
+            # "... recorded in Loom and posted to #demos": the joined predicate shares the subject of
+            # the first, so only its own words say whether the new text touches it.
+            own = _subject_words(_tokens(part)) - _subject_words(_tokens(first))
+            if own and not own & new_words:
+                return part
     return None
+
+
+def _and_split(clause: str) -> list[str]:
+    """A clause split at each coordinating "and" whose right side opens with a verb of its own
+    ("recorded in Loom and posted to #demos", "caches menus and syncs orders"); "Tuesday and
+    Thursday", "the pipeline and the ETL jobs" stay whole. The first part holds the shared subject."""
+    parts = re.split(r",? and (?:then |also )?", clause)
+    out = [parts[0]]
+    for part in parts[1:]:
+        words = _TOKEN.findall(part)
+        if len(words) >= 2 and _verb_form(words[0]):
+            out.append(part)
+        else:
+            out[-1] += " and " + part
+    return out
+
+
+def _verb_form(word: str) -> bool:
+    """Whether a lower-case word reads as a finite verb or participle: a known verb, an -ed form, or
+    the -s form of a known verb ("syncs", "takes"); "jenkins", "redis", "docs" are not."""
+    if word in _VERBS or (len(word) >= 5 and word.endswith("ed")):
+        return True
+    return word.endswith("s") and (word[:-1] in _VERBS or (word.endswith("es") and word[:-2] in _VERBS))
 
 
 def _news(marker: re.Pattern[str], old: str, new: str) -> str | None:
@@ -575,7 +659,7 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
     memories `old_text` itself retired (its supersession chain), oldest first."""
     if cosine is not None and cosine < SIMILARITY_THRESHOLD:
         cosine = None
-    old, new = normalise(old_text), normalise(new_text)
+    old, new = _canonical(normalise(old_text)), _canonical(normalise(new_text))
     old_tokens, new_tokens = _tokens(old), _tokens(new)
     if old_tokens == new_tokens:
         return Verdict("conflict", "the texts state the same thing")
