@@ -183,7 +183,9 @@ _HEDGE = re.compile(
 )
 # "The CLI is also distributed via Scoop": an addition next to the old value, never a replacement.
 _ADDITIVE = re.compile(r"\b(also|too|as well|in addition|additionally)\b")
-_APPROX = re.compile(r"~|\b(about|around|roughly|approximately|approx)\b")
+# "about 10 minutes" is approximate; "the ticket about the leaked token" is not.
+_APPROX = re.compile(r"~|\b(about|around|roughly|approximately|approx)\b(?= ?~?\d| (?:a|an|one|two|three|four|five|"
+                     r"six|seven|eight|nine|ten|twelve|twenty|thirty|fifty|a hundred|half|a dozen)\b)")
 # Markers whose words are removed from the new text before comparing (they carry no subject).
 _REPLACE = re.compile(
     r"\b(now|from now on|going forward|switch(ed|ing)?|mov(e|ed|ing)|relocat(ed|e|ing)|migrat(ed|e|ing)"
@@ -494,8 +496,10 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
                if op[0] != "equal"]
         if len(ops) == 1 and ops[0][0] == "replace":
             return None  # "no longer" about another value ("Priya no longer owns billing" vs "... invoicing")
-    elif missing and missing[0] == 0:
-        return None  # the differing words open the old sentence: they name its subject, not a value
+    if missing and missing[0] == 0 and (not retire or replace or _subject_words(new_tokens) - set(old_tokens)):
+        return None  # the differing words open the old sentence: they name its subject, not a value;
+        # retired, it may go unnamed ("we no longer use Git LFS"), but not for a scope of its own
+        # ("support for Safari 15 was dropped from the iOS app" says nothing of the web client)
     if missing and replace and replace.group() in _PRESENT_ONLY and not retire:
         relation = _multi_valued_before(old_tokens, old_tokens.index(old_subject[missing[0]]),
                                         old_tokens.index(old_subject[missing[-1]]) + 1, stated)
@@ -504,6 +508,48 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
     gone = " ".join(old_subject[i] for i in missing) or "the old statement"
     marker = (retire or replace).group().strip()
     return f"'{marker}': {gone} no longer holds (same subject '{' '.join(sorted(shared))}')"
+
+
+# Polarity: a state and its opposite ("disabled" is "not enabled"), so that "is disabled" -> "is
+# enabled again" and "has no offline mode" -> "now has an offline mode" read as one fact flipped.
+_OPPOSITES = {
+    "disabled": "enabled", "disable": "enable", "disables": "enables", "off": "on", "closed": "open",
+    "resolved": "open", "shut": "open", "inactive": "active", "unavailable": "available",
+    "forbidden": "allowed", "disallowed": "allowed", "blocked": "allowed", "private": "public",
+    "hidden": "visible", "optional": "required", "unsupported": "supported", "unlocked": "locked",
+    "paused": "running", "stopped": "running",
+}
+_NEGATING = _NEGATIONS | {"doesn't", "isn't", "aren't", "won't", "can't", "cannot", "without"}
+# Words that say a state holds now without being part of it.
+_STATE_MARKERS = frozenset("now again anymore more longer since".split())
+_STATE_CHANGE = re.compile(r"\b(now|again|any ?more|from now on)\b")
+
+
+def _polarity(text: str) -> tuple[list[str], int]:
+    """(tokens with negations and state markers left out and each state in its positive form,
+    1 if the text negates its state an odd number of times else 0)."""
+    words, flips = [], 0
+    for word in _TOKEN.findall(text):
+        if word in _NEGATING:
+            flips += 1
+        elif word in _OPPOSITES:
+            flips += 1
+            words.append(_stem(_OPPOSITES[word]))
+        elif word not in _DROPPED and word not in _STATE_MARKERS and word not in _IDENTIFIER_NOUNS:
+            words.append(_stem(word[:-2] if word.endswith("'s") else word))
+    return words, flips % 2
+
+
+def _polarity_change(old: str, new: str) -> str | None:
+    """Reason if `new` says the same as `old` with its state flipped and marked as a change ("now",
+    "again", "no longer", "was closed"): "the fuzz job is disabled" -> "... is enabled again". A bare
+    flip with no marker ("is enabled" / "is not enabled") is a contradiction for review, not a change."""
+    (old_words, old_flip), (new_words, new_flip) = _polarity(old), _polarity(new)
+    if old_flip == new_flip or old_words != new_words or not old_words:
+        return None
+    if not (_news(_STATE_CHANGE, old, new) or _news(_RETIRE, old, new)):
+        return None  # "deleted" in both texts is the state itself, not news of a change
+    return f"the state of '{' '.join(new_words)}' flipped"
 
 
 def _located(text: str, index: int) -> bool:
@@ -680,6 +726,8 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
             cased_old = None if stated != old else unicodedata.normalize("NFC", old_text)
             change, addition = _value_change(_tokens(stated), new_tokens, MIN_PREFIX, stated, new,
                                              (cased_old, unicodedata.normalize("NFC", new_text)))
+        if change is None and not addition:
+            change = _polarity_change(_state(old) if _has_marker(old) and not _polarity(old)[1] else old, new)
     if addition:
         return Verdict("unrelated", addition)
     if change is None and old_people == new_people:
