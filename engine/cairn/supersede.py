@@ -237,7 +237,7 @@ _NAMED_OLD = re.compile(
 # rule already knows. The giver is one word (a name, "user"); "we"/"I" name no holder.
 _TRANSFER = re.compile(
     r"(?:\bthe )?(?P<giver>[^\s,;]+) (?:handed|hands|passed|passes|transferred|transfers|gave|gives)"
-    r" (?:over |on )?(?P<obj>[^,;]+?) (?:over |on |back )?to (?P<taker>[^,;]+?)(?=[,;]|\.?$|\. )"
+    r" (?!from\b)(?:over |on )?(?P<obj>[^,;]+?) (?:over |on |back )?to (?P<taker>[^,;]+?)(?=[,;]|\.?$|\. )"
 )
 # "The user has lived in Faro since June", "the files have been in Figma since spring": a perfect
 # tense with "since" states what holds now; the start date is no part of the value.
@@ -645,13 +645,43 @@ def _rejects(old: str, value: list[str]) -> bool:
     return any(w in value and i > 0 and words[i - 1] in _NEGATIONS for i, w in enumerate(words))
 
 
+# Words that change how often ("every other Friday", "twice monthly"), dropped or added on their own.
+_FREQUENCY_MODIFIERS = frozenset("other twice thrice second third alternate bi fortnightly".split())
+
+
+def _merged_ops(old_tokens: list[str], new_tokens: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """The non-equal opcodes of old -> new, with replaced spans that only a preposition or two keep
+    apart merged into one ("tuesdays at 15:00" -> "fridays at 10:30", "redis 6 on t3.small" -> "redis
+    7 on r6g.large"): two values of one setting changed at once are one new value. Only "at"/"on" join
+    them: "tabs in Go" -> "spaces in Python", "Adyen for card" -> "Braintree for PayPal" change a scope."""
+    ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    merged = ops[:1]
+    for op in ops[1:]:
+        last = merged[-1]
+        gap = old_tokens[last[2]:op[1]]
+        if (last[0] == op[0] == "replace" and 0 < len(gap) <= 2 and all(t in ("at", "on") for t in gap)
+                and op[3] - last[4] == len(gap)):
+            merged[-1] = ("replace", last[1], op[2], last[3], op[4])
+        else:
+            merged.append(op)
+    return merged
+
+
 def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int, old: str, new: str,
                   cased: tuple[str | None, str | None] = (None, None)) -> tuple[str | None, str | None]:
     """(reason, None) if the texts differ in exactly one replaced span after a shared subject;
     (None, why) if they do but the relation holds several values (an addition); else (None, None).
     old, new: the normalised texts the tokens came from; cased: the same before casefolding, if known."""
-    ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
-           if op[0] != "equal"]
+    ops = _merged_ops(old_tokens, new_tokens)
+    if len(ops) == 1 and ops[0][0] in ("insert", "delete") and ops[0][1] >= min_prefix:
+        # "every other Friday" -> "every Friday", "monthly" -> "twice monthly": a frequency modifier
+        # added or dropped changes the value of the same setting.
+        _, i1, i2, j1, j2 = ops[0]
+        span = old_tokens[i1:i2] + new_tokens[j1:j2]
+        if span and set(span) <= _FREQUENCY_MODIFIERS and _subject_words(old_tokens[:i1]):
+            return f"same subject, frequency {' '.join(old_tokens[i1 - 1:i2 + 1])} -> " \
+                   f"{' '.join(new_tokens[j1 - 1:j2 + 1])}", None
     if len(ops) != 1 or ops[0][0] != "replace":
         return None, None
     _, i1, i2, j1, j2 = ops[0]
@@ -659,6 +689,7 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
     if len(prefix) < min_prefix or not _subject_words(prefix):
         return None, None  # the differing words open the sentence: they are its subject, not a value
     before, after = old_tokens[i1:i2], new_tokens[j1:j2]
+    counted = prefix[-1][0].isdigit() or prefix[-1] in _COUNTS  # "to one day" -> "to one year"
     if len(old_tokens) - i2 >= max(3, 2 * len(prefix)):
         return None, None  # a short prefix and a shared predicate twice as long: the span names *which*
         # subject ("service 0 writes its logs to ..." vs "service 1 ..."), not a new value of one subject
@@ -668,7 +699,8 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         return None, None  # "used for caching" / "for rate limiting": another purpose or scope, not a value
     if (_TIME_WORDS | _ENVIRONMENTS | _NEGATIONS) & set(before + after):
         return None, None  # another time period or environment, or a flipped polarity: not a new value
-    if _TIME_UNITS & set(before + after) and not any(t[0].isdigit() or t in _COUNTS for t in before + after):
+    if _TIME_UNITS & set(before + after) and not counted and not any(t[0].isdigit() or t in _COUNTS
+                                                                     for t in before + after):
         return None, None  # "weekly" / "next month": an uncounted unit names a period, not a duration
     if _other_predicate(old, new, i1, i2, j1, j2, cased):
         return None, None  # "owns the onboarding flow" / "meets on Mondays": another fact of the subject
