@@ -713,6 +713,39 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
     return f"same subject '{subject}', value {' '.join(before)} -> {' '.join(after)}", None
 
 
+# "Kwame is the scrum master for the identity squad": the holder opens the sentence; "the" says the
+# role has one holder ("a reviewer for the style guide" has several).
+_ROLE_HOLDER = re.compile(r"^(?P<holder>[^,;:]+?) (?:is|are) the (?P<role>[^,;:]+?)[.!]?$")
+_PRONOUNS = frozenset("it this that these those they he she there here what who which".split())
+
+
+def _role_holder_change(old: str, new: str) -> str | None:
+    """Reason if both texts name a holder of one and the same role ("X is the incident commander for
+    the outage drill" / "Y is ..."), each holder a name of at most three words; else None."""
+    a, b = _ROLE_HOLDER.match(old), _ROLE_HOLDER.match(new)
+    if not a or not b or _tokens(a["role"]) != _tokens(b["role"]) or not _subject_words(_tokens(a["role"])):
+        return None
+    holders = _tokens(a["holder"]), _tokens(b["holder"])
+    if holders[0] == holders[1] or any(not h or len(h) > 3 or set(h) & _PRONOUNS for h in holders):
+        return None
+    return f"the {a['role']} is now {b['holder']}, not {a['holder']}"
+
+
+def _restructured_change(old: str, new: str) -> str | None:
+    """Reason if the texts name one subject in other words ("the retention for audit logs" / "audit log
+    retention": the same words before the first "is") and change its value; else None."""
+    halves = [re.split(r"\b(?:is|are)\b", text, maxsplit=1) for text in (old, new)]
+    if any(len(h) != 2 for h in halves):
+        return None
+    subjects = [_tokens(h[0]) for h in halves]
+    words = [{t for t in s if t not in _GENERIC} for s in subjects]
+    if subjects[0] == subjects[1] or words[0] != words[1] or len(words[0]) < 2:
+        return None
+    rebuilt = f"{halves[0][0]} is {halves[1][1]}"  # the new value under the old subject's wording
+    change, _ = _value_change(_tokens(old), _tokens(rebuilt), MIN_PREFIX, old, rebuilt)
+    return change
+
+
 def _one_slot(old_tokens: list[str], new_tokens: list[str]) -> str | None:
     """'X -> Y' if the token lists differ in exactly one short replaced span (at most 2 tokens a side)
     inside a shared frame that goes on after it with a subject word ("use _ for bugs"); else None.
@@ -758,6 +791,8 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
             cased_old = None if stated != old else unicodedata.normalize("NFC", old_text)
             change, addition = _value_change(_tokens(stated), new_tokens, MIN_PREFIX, stated, new,
                                              (cased_old, unicodedata.normalize("NFC", new_text)))
+        if change is None and not addition and not _has_marker(new):
+            change = _role_holder_change(stated, new) or _restructured_change(stated, new)
         if change is None and not addition:
             change = _polarity_change(_state(old) if _has_marker(old) and not _polarity(old)[1] else old, new)
     if addition:
