@@ -423,7 +423,11 @@ def _multi_valued_before(tokens: list[str], start: int, end: int, text: str) -> 
             at -= 1  # "pulls data from Salesforce": the verb's object sits between it and the source
     elif at >= 1 and at < len(positions) and raw[positions[at]].endswith("ing"):
         at -= 1  # "enjoys writing Clojure": the relation is the verb before the activity
-    return tokens[at] if tokens[at] in _MULTI_VALUED else None
+    word = tokens[at]
+    following = raw[positions[at] + 1] if at < len(positions) and positions[at] + 1 < len(raw) else ""
+    if word.endswith("er") and word[:-2] in _MULTI_VALUED and following == "of":
+        return word  # "the owner of the billing repo", "a maintainer of": a holder of one of several
+    return word if word in _MULTI_VALUED else None
 
 
 def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
@@ -505,6 +509,8 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
                                         old_tokens.index(old_subject[missing[-1]]) + 1, stated)
         if relation and not _ROLE.search(old):
             return None  # "the data team now uses Airflow": maybe beside dbt, not instead of it
+    if missing and _scope_changed(old_tokens, new_tokens, at[missing[0]], at[missing[-1]] + 1):
+        return None  # "enabled in the editor" -> "disabled in the terminal": the scope changed too
     gone = " ".join(old_subject[i] for i in missing) or "the old statement"
     marker = (retire or replace).group().strip()
     return f"'{marker}': {gone} no longer holds (same subject '{' '.join(sorted(shared))}')"
@@ -550,6 +556,26 @@ def _polarity_change(old: str, new: str) -> str | None:
     if not (_news(_STATE_CHANGE, old, new) or _news(_RETIRE, old, new)):
         return None  # "deleted" in both texts is the state itself, not news of a change
     return f"the state of '{' '.join(new_words)}' flipped"
+
+
+def _scope_changed(old_tokens: list[str], new_tokens: list[str], start: int, end: int) -> bool:
+    """Whether the old value old_tokens[start:end] is a state with a scope of its own that the new
+    text changes as well ("closed on Sundays" / "open on Saturdays", "enabled in the editor" /
+    "disabled in the terminal"), or the new text names a word of its own right before the first
+    shared subject word ("the API is public" / "the admin API is private"): another scope."""
+    old_set = set(old_tokens)
+    states = {_stem(w) for pair in _OPPOSITES.items() for w in pair}
+    for k in range(start + 1, end - 1):
+        if old_tokens[k] in _PREPOSITIONS and old_tokens[k] in new_tokens and old_tokens[k - 1] in states:
+            following = new_tokens[new_tokens.index(old_tokens[k]) + 1:][:1]
+            if following and following[0] not in old_set and following[0] not in _GENERIC:
+                return True
+    shared_at = [j for j, t in enumerate(new_tokens) if t in old_set and t not in _GENERIC]
+    if not shared_at or shared_at[0] == 0:
+        return False
+    modifier = new_tokens[shared_at[0] - 1]
+    return modifier not in old_set and modifier not in _GENERIC and not modifier[0].isdigit() \
+        and not _HEDGE.search(modifier)
 
 
 def _located(text: str, index: int) -> bool:
@@ -690,6 +716,10 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         return None, None  # the differing words open the sentence: they are its subject, not a value
     before, after = old_tokens[i1:i2], new_tokens[j1:j2]
     counted = prefix[-1][0].isdigit() or prefix[-1] in _COUNTS  # "to one day" -> "to one year"
+    for span, other in ((after, before), (before, after)):
+        scoped = [k for k, t in enumerate(span) if t in ("for", "in") and k > 0 and t not in other]
+        if scoped and _subject_words(span[scoped[0] + 1:]):
+            return None, None  # "$20" -> "$25 for students": a value for another scope, beside the old
     if len(old_tokens) - i2 >= max(3, 2 * len(prefix)):
         return None, None  # a short prefix and a shared predicate twice as long: the span names *which*
         # subject ("service 0 writes its logs to ..." vs "service 1 ..."), not a new value of one subject
