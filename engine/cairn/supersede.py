@@ -672,6 +672,7 @@ def _rejects(old: str, value: list[str]) -> bool:
 
 
 # Words that change how often ("every other Friday", "twice monthly"), dropped or added on their own.
+_SHORT_UNITS = frozenset("day hour minute second".split())  # "every three weeks" -> "every week"
 _FREQUENCY_MODIFIERS = frozenset("other twice thrice second third alternate bi fortnightly".split())
 
 
@@ -705,7 +706,9 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         # added or dropped changes the value of the same setting.
         _, i1, i2, j1, j2 = ops[0]
         span = old_tokens[i1:i2] + new_tokens[j1:j2]
-        if span and set(span) <= _FREQUENCY_MODIFIERS and _subject_words(old_tokens[:i1]):
+        unit = old_tokens[i2:i2 + 1] if i2 > i1 else new_tokens[j2:j2 + 1]
+        counts = all(t in _COUNTS or t.isdigit() for t in span) and set(unit) & (_TIME_UNITS | _SHORT_UNITS)
+        if span and (set(span) <= _FREQUENCY_MODIFIERS or counts) and _subject_words(old_tokens[:i1]):
             return f"same subject, frequency {' '.join(old_tokens[i1 - 1:i2 + 1])} -> " \
                    f"{' '.join(new_tokens[j1 - 1:j2 + 1])}", None
     if len(ops) != 1 or ops[0][0] != "replace":
@@ -821,8 +824,14 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
             cased_old = None if stated != old else unicodedata.normalize("NFC", old_text)
             change, addition = _value_change(_tokens(stated), new_tokens, MIN_PREFIX, stated, new,
                                              (cased_old, unicodedata.normalize("NFC", new_text)))
-        if change is None and not addition and not _has_marker(new):
-            change = _role_holder_change(stated, new) or _restructured_change(stated, new)
+        if change is None and not addition:
+            # "Tom is the release captain now": "now" says the new holder or value holds at present.
+            stated = _state(old) if _is_change_statement(old) else old
+            markers = [m.group() for m in _REPLACE.finditer(new)]
+            if not _has_marker(new) or (all(m in _PRESENT_ONLY for m in markers) and not _RETIRE.search(new)
+                                        and not _PREFER_OVER.search(new)):
+                plain = re.sub(r"\s+", " ", _REPLACE.sub(" ", new)).strip(" .")
+                change = _role_holder_change(stated, plain) or _restructured_change(stated, plain)
         if change is None and not addition:
             change = _polarity_change(_state(old) if _has_marker(old) and not _polarity(old)[1] else old, new)
     if addition:
