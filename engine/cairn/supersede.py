@@ -529,13 +529,18 @@ _NEGATING = _NEGATIONS | {"doesn't", "isn't", "aren't", "won't", "can't", "canno
 # Words that say a state holds now without being part of it.
 _STATE_MARKERS = frozenset("now again anymore more longer since".split())
 _STATE_CHANGE = re.compile(r"\b(now|again|any ?more|from now on)\b")
+# "switched off", "turned on": a switch is a state, on or off, whatever the verb.
+_SWITCH = re.compile(r"\b(?:switch|turn|flipp?|set)(?:ed|s)? (?:on|off)\b")
 
 
 def _polarity(text: str) -> tuple[list[str], int]:
     """(tokens with negations and state markers left out and each state in its positive form,
     1 if the text negates its state an odd number of times else 0)."""
     words, flips = [], 0
-    for word in _TOKEN.findall(text):
+    raw = _TOKEN.findall(_SWITCH.sub(lambda m: " " + m.group().rsplit(" ", 1)[1], text))
+    for i, word in enumerate(raw):
+        if word in ("on", "off") and i > 0 and raw[i - 1] in _COPULAS:
+            word = "enabled" if word == "on" else "disabled"  # "is on" is "is enabled"
         if word in _NEGATING:
             flips += 1
         elif word in _OPPOSITES:
@@ -553,7 +558,7 @@ def _polarity_change(old: str, new: str) -> str | None:
     (old_words, old_flip), (new_words, new_flip) = _polarity(old), _polarity(new)
     if old_flip == new_flip or old_words != new_words or not old_words:
         return None
-    if not (_news(_STATE_CHANGE, old, new) or _news(_RETIRE, old, new)):
+    if not (_news(_STATE_CHANGE, old, new) or _news(_RETIRE, old, new) or _news(_SWITCH, old, new)):
         return None  # "deleted" in both texts is the state itself, not news of a change
     return f"the state of '{' '.join(new_words)}' flipped"
 
@@ -833,7 +838,7 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
                 plain = re.sub(r"\s+", " ", _REPLACE.sub(" ", new)).strip(" .")
                 change = _role_holder_change(stated, plain) or _restructured_change(stated, plain)
         if change is None and not addition:
-            change = _polarity_change(_state(old) if _has_marker(old) and not _polarity(old)[1] else old, new)
+            change = _polarity_change(old, new)
     if addition:
         return Verdict("unrelated", addition)
     if change is None and old_people == new_people:
