@@ -226,7 +226,9 @@ _RETIRE = re.compile(
 # old value the new text names explicitly.
 _NAMED_OLD = re.compile(
     r"\b(?:instead of|rather than|over) (?P<a>[^,;()]+?)(?=\.?$|[,;()]|\. | for | in | now)"
-    r"|\bfrom (?P<b>[^,;]+?) to\b|\breplaced (?:the )?(?P<c>[^,;]+?) (?:with|by|as)\b"
+    r"|\bfrom (?P<b>[^,;]+?) to\b|\breplaced (?:the )?(?P<c>[^,;]+?)(?: (?:with|by|as)\b|(?= for | in | on |[,;]|\.?$))"
+    # "Vite bundles the frontend now, not Webpack": what the present holds, then what it no longer does
+    r"|\bnow,? not (?P<e>[^,;()]+?)(?=\.?$|[,;()]|\. )"
     # "moved off GCS to BuildBuddy", "was taken off the droplet and now lives on Vercel"
     r"|\b(?:mov|migrat|tak|took|switch)\w* off (?:of )?(?P<d>[^,;]+?)(?= to | onto | and |[,;]|\.?$)"
 )
@@ -440,6 +442,7 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
     retire = _RETIRE.search(new)
     stated = _state(old) if _is_change_statement(old) else old
     stripped = _RETIRE.sub(" ", _REPLACE.sub(" ", new))
+    stripped_clauses = _REPLACE.sub(" ", new)
     old_tokens, new_tokens = _tokens(stated), _tokens(stripped)
     shared = _subject_words(old_tokens) & _subject_words(new_tokens)
     if not shared:
@@ -496,7 +499,11 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
             if bool(_WHEN.search(gone)) != bool(_WHEN.search(new[move.end():])):
                 return None  # a place for a time or a time for a place: "standup moved to Zoom"
     if retire and not replace:
-        ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
+        # Judged by the clause that says what stopped ("stopped caching FX rates; it reads them live
+        # from the API"): a clause after it says what holds instead, not which value stopped.
+        own = next((c for c in _clauses(stripped_clauses) if _RETIRE.search(c)), None)
+        retired = _tokens(_RETIRE.sub(" ", own)) if own else new_tokens
+        ops = [op for op in SequenceMatcher(None, old_tokens, retired, autojunk=False).get_opcodes()
                if op[0] != "equal"]
         if len(ops) == 1 and ops[0][0] == "replace":
             return None  # "no longer" about another value ("Priya no longer owns billing" vs "... invoicing")
