@@ -203,7 +203,7 @@ _PRESENT_ONLY = frozenset({"now", "from now on", "going forward"})
 _MULTI_VALUED = frozenset(
     "use used own owned maintain support speak know like love enjoy work contribute depend include includ "
     "contain manage manag accept integrate read follow play visit attend learn study collect pin host "
-    "review mentor teach lead subscribe sponsor talk pull fetch import consume volunteer".split()
+    "review mentor teach lead subscribe sponsor talk pull fetch import consume volunteer approve".split()
 )
 _ROLE = re.compile(r"\b(for|as)\b")
 # Clauses of one memory: "Deploys go through blue-green on Fly; never restart the DB in business hours".
@@ -451,6 +451,11 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
     if changed and not set(_tokens(changed.group("obj"))) & set(old_tokens):
         return None  # the verb changes something else ("moved standup"), not what the old text states
     named = _named(new)
+    bare = named and (named.group("e") or (named.group("c") if not re.search(r" (?:with|by|as)$", named.group())
+                                           else None))
+    if bare and not _subject_words(old_tokens) - set(_tokens(bare)) <= set(new_tokens):
+        named = None  # "Vite bundles the storefront now, not Webpack" after "Webpack bundles the admin
+        # app": a bare named value with the old's other words missing; the words decide, as unnamed
     if named:
         value = _tokens(next(g for g in named.groups() if g))
         known = set(_tokens(old)).union(*(_tokens(_canonical(normalise(h))) for h in history))
@@ -459,6 +464,10 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
         if named.group("b") is not None and "passed from" in new and not shared - set(value):
             return None  # a transfer's old value is a holder, who may hold other things: "Ines handed the
             # planning doc to Tomasz" says nothing of the release call Ines runs
+        old_words = set(old_tokens)
+        for scope in re.finditer(r"\bfor (?:the )?([^,;.]+)", new):
+            if not _subject_words(_tokens(scope.group(1))) & old_words:
+                return None  # "MkDocs replaced Sphinx for the API reference": a narrower scope than the old
         return f"new text replaces '{' '.join(value)}' (same subject '{' '.join(sorted(shared))}')"
     new_set = set(new_tokens)
     at = [k for k, t in enumerate(old_tokens) if t not in _GENERIC]  # token position of each subject word
