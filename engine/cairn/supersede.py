@@ -220,7 +220,8 @@ _PREFER_OVER = re.compile(r"\bprefer\w* .+ over ")  # "prefer pytest-mock over u
 _RETIRE = re.compile(
     r"\b(no longer|anymore|any more|stopped|dropped|removed|deprecated|(?:is|are|was|were) gone"
     r"|retired|cancell?ed|closed|resolved|deleted|shut down|decommissioned|discontinued|sunset(?:ted)?"
-    r"|archived|abandoned|scrapped|disbanded|step(?:s|ped)? down)\b"
+    r"|archived|abandoned|scrapped|disbanded|step(?:s|ped)? down|ditched|phased out|got rid of|killed"
+    r"|uninstalled|terminated|revoked|unsubscribed|withdrawn|(?:switched|turned) off)\b"
 )
 # "instead of X", "rather than X", "from X to Y", "replaced X with Y", "prefer Y over X": X is the
 # old value the new text names explicitly.
@@ -238,7 +239,7 @@ _NAMED_OLD = re.compile(
 # new one, so it reads as "the release call passed from Ines to Tomasz", which the named-old-value
 # rule already knows. The giver is one word (a name, "user"); "we"/"I" name no holder.
 _TRANSFER = re.compile(
-    r"(?:\bthe )?(?P<giver>[^\s,;]+) (?:handed|hands|passed|passes|transferred|transfers|gave|gives)"
+    r"(?:\bthe )?(?P<giver>[^\s,;]+) (?:has |have )?(?:handed|hands|passed|passes|transferred|transfers|gave|gives)"
     r" (?!from\b)(?:over |on )?(?P<obj>[^,;]+?) (?:over |on |back )?to (?P<taker>[^,;]+?)(?=[,;]|\.?$|\. )"
 )
 # "The user has lived in Faro since June", "the files have been in Figma since spring": a perfect
@@ -252,6 +253,11 @@ def _canonical(text: str) -> str:
     june" -> "now lived in y"."""
     text = _TRANSFER.sub(lambda m: f"{m['obj']} passed from {m['giver']} to {m['taker']}", text)
     return _SINCE.sub(lambda m: f"now{m['been'] or ''} {m['rest']}", text)
+
+
+def _loose(token: str) -> str:
+    """A token without the inflection the stemmer keeps: "live"/"lived", "own"/"owned" compare equal."""
+    return re.sub(r"(?:es|ed|e|d|s)$", "", token) if len(token) > 3 and token.isalpha() else token
 
 
 def _named(text: str) -> re.Match[str] | None:
@@ -472,7 +478,8 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
     new_set = set(new_tokens)
     at = [k for k, t in enumerate(old_tokens) if t not in _GENERIC]  # token position of each subject word
     old_subject = [old_tokens[k] for k in at]
-    missing = [i for i, t in enumerate(old_subject) if t not in new_set]
+    loose = {_loose(t) for t in new_set}  # "lives" / "has lived": one verb in another form
+    missing = [i for i, t in enumerate(old_subject) if t not in new_set and _loose(t) not in loose]
     if not missing and not retire:
         return None  # old fully restated with "now"/"instead": a duplicate, not a change
     if changed and missing:
@@ -648,6 +655,14 @@ def _untouched_clause(old: str, new: str) -> str | None:
         first, *joined = _and_split(clause)
         if len(clauses) > 1 and not _subject_words(_tokens(clause)) & new_words:
             return clause
+        if joined:
+            # "The bot triages issues and labels PRs" / "the bot no longer labels PRs": the first
+            # predicate ("triages issues"), after the subject, is untouched as well.
+            raw = _TOKEN.findall(first)
+            verb = next((i for i, w in enumerate(raw) if i > 0 and (w in _COPULAS or _verb_form(w))), None)
+            predicate = _subject_words(_tokens(" ".join(raw[verb:]))) if verb is not None else set()
+            if predicate and not predicate & new_words:
+                return first
         for part in joined:
             # "... recorded in Loom and posted to #demos": the joined predicate shares the subject of
             # the first, so only its own words say whether the new text touches it.
@@ -677,7 +692,9 @@ def _verb_form(word: str) -> bool:
     the -s form of a known verb ("syncs", "takes"); "jenkins", "redis", "docs" are not."""
     if word in _VERBS or (len(word) >= 5 and word.endswith("ed")):
         return True
-    return word.endswith("s") and (word[:-1] in _VERBS or (word.endswith("es") and word[:-2] in _VERBS))
+    # Any -s word: a noun read as a verb only splits off a part the new text must then touch, which
+    # can turn a change into a conflict for review, never the reverse.
+    return len(word) >= 4 and word.isalpha() and word.endswith("s") and not word.endswith(("ss", "us", "is"))
 
 
 def _news(marker: re.Pattern[str], old: str, new: str) -> str | None:
@@ -749,7 +766,7 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         # subject ("service 0 writes its logs to ..." vs "service 1 ..."), not a new value of one subject
     if prefix[-1] in _IDENTIFIER_NOUNS:
         return None, None  # "memory number 0 says ..." / "number 1 says ...": which one, not a new value
-    if prefix[-1] == "for" and not any(t[0].isdigit() for t in before + after):
+    if prefix[-1] == "for" and not any(t[0].isdigit() or t in _COUNTS for t in before + after + prefix[-2:-1]):
         return None, None  # "used for caching" / "for rate limiting": another purpose or scope, not a value
     if (_TIME_WORDS | _ENVIRONMENTS | _NEGATIONS) & set(before + after):
         return None, None  # another time period or environment, or a flipped polarity: not a new value
