@@ -240,7 +240,7 @@ _NAMED_OLD = re.compile(
 # rule already knows. The giver is one word (a name, "user"); "we"/"I" name no holder.
 _TRANSFER = re.compile(
     r"(?:\bthe )?(?P<giver>[^\s,;]+) (?:has |have )?(?:handed|hands|passed|passes|transferred|transfers|gave|gives)"
-    r" (?!from\b)(?:over |on )?(?P<obj>[^,;]+?) (?:over |on |back )?to (?P<taker>[^,;]+?)(?=[,;]|\.?$|\. )"
+    r" (?!(?:from|in|out|up|away|back)\b)(?:over |on )?(?P<obj>[^,;]+?) (?:over |on |back )?to (?P<taker>[^,;]+?)(?=[,;]|\.?$|\. )"
 )
 # "The user has lived in Faro since June", "the files have been in Figma since spring": a perfect
 # tense with "since" states what holds now; the start date is no part of the value.
@@ -532,6 +532,8 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
                                         old_tokens.index(old_subject[missing[-1]]) + 1, stated)
         if relation and not _ROLE.search(old):
             return None  # "the data team now uses Airflow": maybe beside dbt, not instead of it
+    if missing and not changed and _state_beside(stated, old_tokens, new_tokens, at[missing[0]]):
+        return None  # "Grace leads the mobile team" / "Grace is now on parental leave": a state of her own
     if missing and _scope_changed(old_tokens, new_tokens, at[missing[0]], at[missing[-1]] + 1):
         return None  # "enabled in the editor" -> "disabled in the terminal": the scope changed too
     gone = " ".join(old_subject[i] for i in missing) or "the old statement"
@@ -586,6 +588,23 @@ def _polarity_change(old: str, new: str) -> str | None:
     return f"the state of '{' '.join(new_words)}' flipped"
 
 
+def _state_beside(old: str, old_tokens: list[str], new_tokens: list[str], start: int) -> bool:
+    """Whether the old words that go open with a verb and its object ("leads the mobile team") while
+    the new words that come open with a preposition ("on parental leave"): a state of the subject
+    beside what it does, not a new value of it. Verbs of place ("lives in Kassel" / "is in Leipzig")
+    are the exception: there the preposition restates the place."""
+    raw, positions = _analyse(old)
+    if start >= len(positions):
+        return False
+    word = raw[positions[start]]
+    if word in _COPULAS or _LOCATION_VERBS.match(word) or not (word in _VERBS or _verb_form(word)):
+        return False
+    old_set = set(old_tokens)
+    first = next((j for j, t in enumerate(new_tokens) if t not in old_set and t not in _GENERIC), None)
+    return first is not None and first > 0 and new_tokens[first - 1] in ("on", "in", "at") \
+        and new_tokens[first - 1] not in old_set
+
+
 def _scope_changed(old_tokens: list[str], new_tokens: list[str], start: int, end: int) -> bool:
     """Whether the old value old_tokens[start:end] is a state with a scope of its own that the new
     text changes as well ("closed on Sundays" / "open on Saturdays", "enabled in the editor" /
@@ -594,10 +613,17 @@ def _scope_changed(old_tokens: list[str], new_tokens: list[str], start: int, end
     old_set = set(old_tokens)
     states = {_stem(w) for pair in _OPPOSITES.items() for w in pair}
     for k in range(start + 1, end - 1):
-        if old_tokens[k] in _PREPOSITIONS and old_tokens[k] in new_tokens and old_tokens[k - 1] in states:
-            following = new_tokens[new_tokens.index(old_tokens[k]) + 1:][:1]
-            if following and following[0] not in old_set and following[0] not in _GENERIC:
-                return True
+        prep = old_tokens[k]
+        if prep not in _PREPOSITIONS or prep not in new_tokens:
+            continue
+        at = new_tokens.index(prep)
+        following, preceding = new_tokens[at + 1:at + 2], new_tokens[at - 1:at] if at else []
+        if not following or following[0] in old_set or following[0] in _GENERIC:
+            continue
+        if old_tokens[k - 1] in states:
+            return True
+        if prep in ("for", "in") and preceding and preceding[0] not in old_set and preceding[0] not in _GENERIC:
+            return True  # "ubuntu-22.04 for CI" -> "ubuntu-24.04 for docs builds": value and scope both new
     shared_at = [j for j, t in enumerate(new_tokens) if t in old_set and t not in _GENERIC]
     if not shared_at or shared_at[0] == 0:
         return False
