@@ -79,7 +79,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from .text import normalise
@@ -650,29 +650,70 @@ def _clauses(text: str) -> list[str]:
 def _clause_change(old: str, new: str, history: tuple[str, ...]) -> tuple[str, str] | None:
     """(clause, reason) if `new` changes one clause of a multi-clause `old`; else None."""
     clauses = _clauses(old)
-    if len(clauses) < 2:
+    parts = [(c, p) for c in clauses for p in _and_split(c)]
+    if len(parts) < 2:
         return None
-    for clause in clauses:
+    subject = _subject_of(clauses[0])
+    new_words = set(_tokens(new))
+    for clause, part in parts:
+        # A later clause or joined predicate may leave the memory's subject unsaid ("The geocoder uses
+        # Nominatim; cache lookups for 24 hours", "... and reviewed by the PM"): it is read with it.
+        said = part
+        if subject and part != clauses[0] and set(_tokens(subject)) & new_words \
+                and not set(_tokens(subject)) & set(_tokens(part)):
+            said = f"{subject} {part}"
         if _has_marker(new):
-            change = _marker_change(clause, new, history)
+            change = _marker_change(said, new, history)
         else:
-            change, _ = _value_change(_tokens(clause), _tokens(new), MIN_PREFIX, clause, new)
+            change, _ = _value_change(_tokens(said), _tokens(new), MIN_PREFIX, said, new)
         if change:
-            return clause, change
+            return part, change
     return None
+
+
+def _subject_of(clause: str) -> str:
+    """The words of a clause before its verb: its first copula, else its first verb form ("the
+    geocoder" of "the geocoder uses nominatim", "release notes" of "release notes are drafted ...")."""
+    raw = _TOKEN.findall(clause)
+    verb = next((i for i, w in enumerate(raw) if i > 0 and w in _COPULAS), None)
+    if verb is None:
+        verb = next((i for i, w in enumerate(raw) if i > 0 and _verb_form(w)), None)
+    return " ".join(raw[:verb]) if verb else ""
+
+
+_PARTIAL = "the new text changes "
 
 
 def _partial(changed: str, untouched: str | None) -> str:
     rest = f" but not '{untouched}', which the old memory also says" if untouched else ", one part of the old memory"
-    return f"the new text changes {changed}{rest}: split or edit it rather than retire it"
+    return f"{_PARTIAL}{changed}{rest}: split or edit it rather than retire it"
 
 
 def _untouched_clause(old: str, new: str) -> str | None:
     """A clause of a multi-clause old text that the new text does not touch (no shared subject word),
     or None. Such a clause ("never restart the DB in business hours") still holds after the change."""
+    return next(_untouched_clauses(old, new), None)
+
+
+def _covered(old: str, new: str, later: Sequence[str]) -> bool:
+    """Whether each clause of `old` that `new` leaves untouched is changed by one of `later` (current
+    memories newer than `old` that each change a part of it): "drafted in Google Docs and reviewed by
+    the PM", then "now drafted in Notion", then "now reviewed by the tech writer": nothing remains."""
+    parts = [p for c in _clauses(old) for p in _and_split(c)
+             if not (_TOKEN.findall(p)[:1] and _TOKEN.findall(p)[0] in _ANAPHORA) and not _is_change_statement(p)]
+    changed = set()
+    for text in (new, *(_canonical(normalise(t)) for t in later)):
+        part = _clause_change(old, text, ())
+        if part and not _HEDGE.search(text) and (text == new or classify(old, text, None).reason.startswith(_PARTIAL)):
+            changed.add(part[0])
+    return len(parts) > 1 and all(p in changed for p in parts)
+
+
+def _untouched_clauses(old: str, new: str) -> Iterator[str]:
+    """Every clause of `old` that `new` does not touch, in order (see _untouched_clause)."""
     clauses = _clauses(old)
     if len(clauses) < 2 and len(_and_split(old)) < 2:
-        return None
+        return
     new_words = _subject_words(_tokens(_RETIRE.sub(" ", _REPLACE.sub(" ", new))))
     for clause in clauses:
         words = _TOKEN.findall(clause)
@@ -680,22 +721,22 @@ def _untouched_clause(old: str, new: str) -> str | None:
             continue  # a continuation or the old change itself, not a fact of its own
         first, *joined = _and_split(clause)
         if len(clauses) > 1 and not _subject_words(_tokens(clause)) & new_words:
-            return clause
+            yield clause
+            continue
         if joined:
             # "The bot triages issues and labels PRs" / "the bot no longer labels PRs": the first
             # predicate ("triages issues"), after the subject, is untouched as well.
+            subject = _subject_of(first)
             raw = _TOKEN.findall(first)
-            verb = next((i for i, w in enumerate(raw) if i > 0 and (w in _COPULAS or _verb_form(w))), None)
-            predicate = _subject_words(_tokens(" ".join(raw[verb:]))) if verb is not None else set()
+            predicate = _subject_words(_tokens(" ".join(raw[len(subject.split()):]))) if subject else set()
             if predicate and not predicate & new_words:
-                return first
+                yield first
         for part in joined:
             # "... recorded in Loom and posted to #demos": the joined predicate shares the subject of
             # the first, so only its own words say whether the new text touches it.
             own = _subject_words(_tokens(part)) - _subject_words(_tokens(first))
             if own and not own & new_words:
-                return part
-    return None
+                yield part
 
 
 def _and_split(clause: str) -> list[str]:
@@ -859,12 +900,15 @@ def _one_slot(old_tokens: list[str], new_tokens: list[str]) -> str | None:
     return f"'{' '.join(old_tokens[i1:i2])}' -> '{' '.join(new_tokens[j1:j2])}'"
 
 
-def classify(old_text: str, new_text: str, cosine: float | None, *, history: Sequence[str] = ()) -> Verdict:
+def classify(old_text: str, new_text: str, cosine: float | None, *, history: Sequence[str] = (),
+             later: Sequence[str] = ()) -> Verdict:
     """Decide whether `new_text` supersedes `old_text`; see the module docstring for the method.
 
     cosine: the embeddings' cosine, or None without a model. Below SIMILARITY_THRESHOLD it is no
     evidence either way and the words alone decide, exactly as without a model. history: texts of the
-    memories `old_text` itself retired (its supersession chain), oldest first."""
+    memories `old_text` itself retired (its supersession chain), oldest first. later: texts of current
+    memories newer than `old_text`; when `new_text` changes one part of a multi-part old text and
+    those have changed each other part, nothing of it remains and it is superseded."""
     if cosine is not None and cosine < SIMILARITY_THRESHOLD:
         cosine = None
     old, new = _canonical(normalise(old_text)), _canonical(normalise(new_text))
@@ -902,12 +946,16 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
         return Verdict("unrelated", addition)
     if change is None and old_people == new_people:
         part = _clause_change(old, new, tuple(history))
+        if part and later and not _HEDGE.search(new) and _covered(old, new, later):
+            return Verdict("supersede", f"{part[1]}; later memories changed the rest of it")
         if part:  # the change is in one clause of the old memory: the rest may still hold
             return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})", _untouched_clause(old, new)))
     tentative = _HEDGE.search(new) or _APPROX.search(old) or _APPROX.search(new)
     additive = _news(_ADDITIVE, old, new)
     if change and not (tentative or additive):
         untouched = _untouched_clause(old, new)
+        if later and _covered(old, new, later):
+            return Verdict("supersede", f"{change}; later memories changed the rest of it")
         if untouched:
             part = _clause_change(old, new, tuple(history))
             return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})" if part else f"part of it ({change})",
