@@ -307,6 +307,9 @@ def _own_relation(text: str, start: int, end: int) -> bool:
     return any(w == ":" or w in _COPULAS for w in raw[at[start] + 1:at[end - 1]])
 
 
+_DETERMINERS = frozenset("the a an this that these those its their our my your his her every each".split())
+
+
 def _verb_at(text: str, cased: str | None, index: int, alone: bool = False) -> str | None:
     """The token at `index` of `text` if it reads as a finite verb ("owns", "meets", "exported"):
     a lower-case word ending in -s or -ed (not -ss, -us, -is). `cased`: the text before casefolding,
@@ -316,6 +319,8 @@ def _verb_at(text: str, cased: str | None, index: int, alone: bool = False) -> s
     if index >= len(at):
         return None
     word = raw[at[index]]
+    if at[index] > 0 and raw[at[index] - 1] in _DETERMINERS:
+        return None  # "the docs team", "a release": a noun after its determiner
     if cased is not None:
         cased_raw = _WORD_OR_COLON.findall(cased)
         if len(cased_raw) == len(raw) and not cased_raw[at[index]].islower():
@@ -445,7 +450,11 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
     `history`: texts the old memory retired; a value the new text names as replaced ("from X to Y")
     may be named there instead of in the old text (a chain whose new step names an older value)."""
     replace = _REPLACE.search(new) or _PREFER_OVER.search(new)
-    retire = _RETIRE.search(new)
+    # A retiring word the old text has too ("deleted after merge" / "not deleted after merge") is
+    # part of what both say, not news of a change.
+    retire = next((m for m in _RETIRE.finditer(new) if m.group() not in old), None)
+    if not (replace or retire):
+        return None
     stated = _state(old) if _is_change_statement(old) else old
     stripped = _RETIRE.sub(" ", _REPLACE.sub(" ", new))
     stripped_clauses = _REPLACE.sub(" ", new)
@@ -521,8 +530,13 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
         retired = _tokens(_RETIRE.sub(" ", own)) if own else new_tokens
         ops = [op for op in SequenceMatcher(None, old_tokens, retired, autojunk=False).get_opcodes()
                if op[0] != "equal"]
-        if len(ops) == 1 and ops[0][0] == "replace":
-            return None  # "no longer" about another value ("Priya no longer owns billing" vs "... invoicing")
+        subject = _tokens(_subject_of(stated))
+        whole = bool(subject) and old_tokens[:len(subject)] == subject
+        span = retired[ops[0][3]:ops[0][4]] if ops else []
+        if len(ops) == 1 and ops[0][0] == "replace" and not (whole and ops[0][1] == len(subject)
+                                                             and not set(span) & _PREPOSITIONS):
+            return None  # "no longer" about another value ("Priya no longer owns billing" vs "... invoicing");
+            # what goes right after the subject is all it did ("the deploy preview job was retired")
     if missing and missing[0] == 0 and (not retire or replace or _subject_words(new_tokens) - set(old_tokens)):
         return None  # the differing words open the old sentence: they name its subject, not a value;
         # retired, it may go unnamed ("we no longer use Git LFS"), but not for a scope of its own
@@ -532,6 +546,9 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
                                         old_tokens.index(old_subject[missing[-1]]) + 1, stated)
         if relation and not _ROLE.search(old):
             return None  # "the data team now uses Airflow": maybe beside dbt, not instead of it
+    gone_words = {old_subject[i] for i in missing}
+    if gone_words & _ENVIRONMENTS and (new_set - set(old_tokens)) & _ENVIRONMENTS:
+        return None  # "on in staging" / "off in production": another environment, not a new value
     if missing and not changed and _state_beside(stated, old_tokens, new_tokens, at[missing[0]]):
         return None  # "Grace leads the mobile team" / "Grace is now on parental leave": a state of her own
     if missing and _scope_changed(old_tokens, new_tokens, at[missing[0]], at[missing[-1]] + 1):
@@ -675,7 +692,7 @@ def _subject_of(clause: str) -> str:
     """The words of a clause before its verb: its first copula, else its first verb form ("the
     geocoder" of "the geocoder uses nominatim", "release notes" of "release notes are drafted ...")."""
     raw = _TOKEN.findall(clause)
-    verb = next((i for i, w in enumerate(raw) if i > 0 and w in _COPULAS), None)
+    verb = next((i for i, w in enumerate(raw) if i > 0 and (w in _COPULAS or w in _VERBS)), None)
     if verb is None:
         verb = next((i for i, w in enumerate(raw) if i > 0 and _verb_form(w)), None)
     return " ".join(raw[:verb]) if verb else ""
