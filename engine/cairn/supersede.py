@@ -162,7 +162,7 @@ _WORD_OR_COLON = re.compile(r":(?=\s|$)|" + _TOKEN.pattern)
 # "The office moved to Manchester": a move with no object of its own changes where the subject is, so
 # the old value must be a place or a time ("is in Leeds", "lives in Lyon", "runs on Fly", "is on
 # Tuesday"), not another attribute ("the office manager is Dana", "the user speaks Italian").
-_BARE_MOVE = re.compile(r"\b(?:moved|relocated|migrated)(?: back)? to\b")
+_BARE_MOVE = re.compile(r"\b(?:moved|relocated|migrated|transferred)(?: back)? to\b")
 # A time of day or week: "standup moved to Zoom" does not change "standup is at 9:30".
 _WHEN = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2} ?[ap]\.?m\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"
                    r"|\b(?:noon|midnight|mornings?|afternoons?|evenings?)\b")
@@ -190,7 +190,7 @@ _APPROX = re.compile(r"~|\b(about|around|roughly|approximately|approx)\b(?= ?~?\
 _REPLACE = re.compile(
     r"\b(now|from now on|going forward|switch(ed|ing)?|mov(e|ed|ing)|relocat(ed|e|ing)|migrat(ed|e|ing)"
     r"|replac(ed|e|ing)|instead|rather than|chang(ed|e)( their mind)?|renamed|upgraded|downgraded|bumped"
-    r"|rewritten|rewrote|took over|passed(?= from)|tak(?:en|es) off|took off)\b"
+    r"|rewritten|rewrote|took over|passed(?= from)|tak(?:en|es) off|took off|transferred(?= to))\b"
 )
 # "We moved standup to 9:00": what the verb moves ("standup") must be something the old text is about.
 # "now" alone says what holds at present, not that something else stopped holding: on a relation that
@@ -438,6 +438,8 @@ def _multi_valued_before(tokens: list[str], start: int, end: int, text: str) -> 
         at -= 1  # "enjoys writing Clojure": the relation is the verb before the activity
     word = tokens[at]
     following = raw[positions[at] + 1] if at < len(positions) and positions[at] + 1 < len(raw) else ""
+    if following in _COPULAS:
+        return None  # "the team lead is Ben": a noun before its copula, not the verb "leads"
     if word.endswith("er") and word[:-2] in _MULTI_VALUED and following == "of":
         return word  # "the owner of the billing repo", "a maintainer of": a holder of one of several
     return word if word in _MULTI_VALUED else None
@@ -666,10 +668,24 @@ def _clauses(text: str) -> list[str]:
 
 def _clause_change(old: str, new: str, history: tuple[str, ...]) -> tuple[str, str] | None:
     """(clause, reason) if `new` changes one clause of a multi-clause `old`; else None."""
+    return next(_part_changes(old, new, history), None)
+
+
+def _every_part_changed(old: str, new: str, history: tuple[str, ...]) -> bool:
+    """Whether `new` changes each clause and joined predicate of a multi-part `old` ("Mobile builds run
+    on Bitrise and take 20 minutes" / "... now run on Codemagic and take 12 minutes")."""
+    parts = [p for c in _clauses(old) for p in _and_split(c)]
+    if len(parts) < 2 or next(_untouched_clauses(old, new), None) is not None:
+        return False  # a part the new text does not even touch still holds
+    return len({part for part, _ in _part_changes(old, new, history)}) == len(set(parts))
+
+
+def _part_changes(old: str, new: str, history: tuple[str, ...]) -> Iterator[tuple[str, str]]:
+    """(part, reason) for each clause or joined predicate of a multi-part `old` that `new` changes."""
     clauses = _clauses(old)
     parts = [(c, p) for c in clauses for p in _and_split(c)]
     if len(parts) < 2:
-        return None
+        return
     subject = _subject_of(clauses[0])
     new_words = set(_tokens(new))
     for clause, part in parts:
@@ -684,8 +700,7 @@ def _clause_change(old: str, new: str, history: tuple[str, ...]) -> tuple[str, s
         else:
             change, _ = _value_change(_tokens(said), _tokens(new), MIN_PREFIX, said, new)
         if change:
-            return part, change
-    return None
+            yield part, change
 
 
 def _subject_of(clause: str) -> str:
@@ -745,8 +760,9 @@ def _untouched_clauses(old: str, new: str) -> Iterator[str]:
             # predicate ("triages issues"), after the subject, is untouched as well.
             subject = _subject_of(first)
             raw = _TOKEN.findall(first)
-            predicate = _subject_words(_tokens(" ".join(raw[len(subject.split()):]))) if subject else set()
-            if predicate and not predicate & new_words:
+            # its verb counts even when generic ("run on Bitrise" / "now run on Codemagic": touched)
+            predicate = set(_tokens(" ".join(raw[len(subject.split()):]))) - _PREPOSITIONS if subject else set()
+            if predicate and not predicate & (new_words | set(_tokens(new))):
                 yield first
         for part in joined:
             # "... recorded in Loom and posted to #demos": the joined predicate shares the subject of
@@ -949,6 +965,12 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
             cased_old = None if stated != old else unicodedata.normalize("NFC", old_text)
             change, addition = _value_change(_tokens(stated), new_tokens, MIN_PREFIX, stated, new,
                                              (cased_old, unicodedata.normalize("NFC", new_text)))
+            if change is None and addition is None and len(_clauses(old)) == 1:
+                # "Olu left; the team lead is Ben": the new value may be stated in a clause of its own.
+                for clause in _clauses(new)[1:] if len(_clauses(new)) > 1 else ():
+                    change, addition = _value_change(_tokens(stated), _tokens(clause), MIN_PREFIX, stated, clause)
+                    if change or addition:
+                        break
         if change is None and not addition:
             # "Tom is the release captain now": "now" says the new holder or value holds at present.
             stated = _state(old) if _is_change_statement(old) else old
@@ -963,6 +985,9 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
         return Verdict("unrelated", addition)
     if change is None and old_people == new_people:
         part = _clause_change(old, new, tuple(history))
+        if part and not (_HEDGE.search(new) or _news(_ADDITIVE, old, new)) \
+                and _every_part_changed(old, new, tuple(history)):
+            return Verdict("supersede", f"every part changed: {part[1]}")
         if part and later and not _HEDGE.search(new) and _covered(old, new, later):
             return Verdict("supersede", f"{part[1]}; later memories changed the rest of it")
         if part:  # the change is in one clause of the old memory: the rest may still hold
