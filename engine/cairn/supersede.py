@@ -181,6 +181,9 @@ _HEDGE = re.compile(
     r"|(?:is|are|am) (?:moving|switching|migrating|changing|relocating|replacing|retiring|dropping|handing"
     r"|stepping|removing|stopping|upgrading))\b"
 )
+# "The office closed early today", "the cache was wiped this morning": an event, not a standing change.
+_ONE_OFF = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|evening)|last night|for now"
+                      r"|temporarily|for the day|until further notice)\b")
 # "The CLI is also distributed via Scoop": an addition next to the old value, never a replacement.
 _ADDITIVE = re.compile(r"\b(also|too|as well|in addition|additionally)\b")
 # "about 10 minutes" is approximate; "the ticket about the leaked token" is not.
@@ -811,6 +814,7 @@ def _rejects(old: str, value: list[str]) -> bool:
 
 # Words that change how often ("every other Friday", "twice monthly"), dropped or added on their own.
 _SHORT_UNITS = frozenset("day hour minute second".split())  # "every three weeks" -> "every week"
+_MULTIPLIERS = frozenset("twice thrice bi fortnightly".split())  # need no "every" ("twice monthly")
 _FREQUENCY_MODIFIERS = frozenset("other twice thrice second third alternate bi fortnightly".split())
 
 
@@ -846,7 +850,8 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         span = old_tokens[i1:i2] + new_tokens[j1:j2]
         unit = old_tokens[i2:i2 + 1] if i2 > i1 else new_tokens[j2:j2 + 1]
         counts = all(t in _COUNTS or t.isdigit() for t in span) and set(unit) & (_TIME_UNITS | _SHORT_UNITS)
-        if span and (set(span) <= _FREQUENCY_MODIFIERS or counts) and _subject_words(old_tokens[:i1]):
+        frequency = set(span) <= _FREQUENCY_MODIFIERS and (old_tokens[i1 - 1] == "every" or set(span) & _MULTIPLIERS)
+        if span and (frequency or counts) and _subject_words(old_tokens[:i1]):
             return f"same subject, frequency {' '.join(old_tokens[i1 - 1:i2 + 1])} -> " \
                    f"{' '.join(new_tokens[j1 - 1:j2 + 1])}", None
     if len(ops) != 1 or ops[0][0] != "replace":
@@ -967,7 +972,7 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
                                              (cased_old, unicodedata.normalize("NFC", new_text)))
             if change is None and addition is None and len(_clauses(old)) == 1:
                 # "Olu left; the team lead is Ben": the new value may be stated in a clause of its own.
-                for clause in _clauses(new)[1:] if len(_clauses(new)) > 1 else ():
+                for clause in _clauses(new) if len(_clauses(new)) > 1 else ():
                     change, addition = _value_change(_tokens(stated), _tokens(clause), MIN_PREFIX, stated, clause)
                     if change or addition:
                         break
@@ -992,7 +997,7 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
             return Verdict("supersede", f"{part[1]}; later memories changed the rest of it")
         if part:  # the change is in one clause of the old memory: the rest may still hold
             return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})", _untouched_clause(old, new)))
-    tentative = _HEDGE.search(new) or _APPROX.search(old) or _APPROX.search(new)
+    tentative = _HEDGE.search(new) or _APPROX.search(old) or _APPROX.search(new) or _ONE_OFF.search(new)
     additive = _news(_ADDITIVE, old, new)
     if change and not (tentative or additive):
         untouched = _untouched_clause(old, new)
