@@ -595,12 +595,14 @@ _OPPOSITES = {
     "resolved": "open", "shut": "open", "inactive": "active", "unavailable": "available",
     "forbidden": "allowed", "disallowed": "allowed", "blocked": "allowed", "private": "public",
     "hidden": "visible", "optional": "required", "unsupported": "supported", "unlocked": "locked",
-    "paused": "running", "stopped": "running",
+    "paused": "running", "stopped": "running", "resumed": "running", "broken": "working", "fixed": "working",
+    "reopened": "open", "unblocked": "allowed", "blocks": "allows", "block": "allow",
 }
 _NEGATING = _NEGATIONS | {"doesn't", "isn't", "aren't", "won't", "can't", "cannot", "without"}
 # Words that say a state holds now without being part of it.
-_STATE_MARKERS = frozenset("now again anymore more longer since".split())
-_STATE_CHANGE = re.compile(r"\b(now|again|any ?more|from now on)\b")
+_STATE_MARKERS = frozenset("now again anymore more longer since re".split())
+# News of a flip: "now", "again", or a verb that only says the state came back ("was fixed").
+_STATE_CHANGE = re.compile(r"\b(now|again|any ?more|from now on|re-?enabled|reopened|resumed|restored|fixed|unblocked)\b")
 # "switched off", "turned on": a switch is a state, on or off, whatever the verb.
 _SWITCH = re.compile(r"\b(?:switch|turn|flipp?|set)(?:ed|s)? (?:on|off)\b")
 
