@@ -579,8 +579,9 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
         # from the API"): a clause after it says what holds instead, not which value stopped.
         own = next((c for c in _clauses(stripped_clauses) if _RETIRE.search(c)), None)
         retired = _tokens(_RETIRE.sub(" ", own)) if own else new_tokens
-        if missing and own and _subject_words(retired) - set(old_tokens):
-            return None  # "Mina stepped down from the hiring committee": it names a thing of its own
+        after = next((k for k, t in enumerate(retired) if t in _PREPOSITIONS), len(retired))
+        if missing and own and _subject_words(retired[after:]) - set(old_tokens):
+            return None  # "Mina stepped down from the hiring committee": an object of its own
         ops = [op for op in SequenceMatcher(None, old_tokens, retired, autojunk=False).get_opcodes()
                if op[0] != "equal"]
         subject = _tokens(_subject_of(stated))
