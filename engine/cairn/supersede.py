@@ -524,7 +524,7 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
             return None  # a transfer's old value is a holder, who may hold other things: "Ines handed the
             # planning doc to Tomasz" says nothing of the release call Ines runs
         old_words = set(old_tokens)
-        for scope in re.finditer(r"\bfor (?:the )?([^,;.]+)", new):
+        for scope in re.finditer(r"\bfor (?:the )?([^\s,;.]+(?: [^\s,;.]+)?)", new):  # two words name it
             if not _subject_words(_tokens(scope.group(1))) & old_words:
                 return None  # "MkDocs replaced Sphinx for the API reference": a narrower scope than the old
         return f"new text replaces '{' '.join(value)}' (same subject '{' '.join(sorted(shared))}')"
