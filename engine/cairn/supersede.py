@@ -276,6 +276,27 @@ _TRANSFER = re.compile(
 _SINCE = re.compile(r"\b(?:has|have)(?P<been> been)? (?P<rest>[^,;]*?) since [^,;]*?(?=[,;]|\.?$|\. )")
 
 
+# "Payroll is handled by Leo now": a passive names the doer last; "Kim handles payroll" is the same
+# relation with the doer first. The old text is put in the new one's voice (`_in_voice_of`).
+_PASSIVE = re.compile(r"^(?:the )?(?P<obj>[^,;]+?) (?:is|are|was|were|has been|have been) (?P<verb>[a-z]+ed|run|led|kept|held|"
+                      r"done|taken|written|built|made|paid|sent) by (?P<agent>[^,;.]+?)(?P<rest>(?: now)?[.!]?)$")
+_ACTIVE = re.compile(r"^(?P<agent>[^\s,;]+(?: [^\s,;]+)?) (?P<verb>[a-z]+) (?:the )?(?P<obj>[^,;]+?)[.!]?$")
+
+
+def _in_voice_of(old: str, new: str) -> str:
+    """`old` ("kim handles payroll") in the passive of `new` ("payroll is handled by leo now") when
+    both name the same relation and object: "payroll is handled by kim". A relation that holds several
+    values ("owns", "reviews") is left as it is: another doer may be one more, not instead."""
+    passive, active = _PASSIVE.match(new), _ACTIVE.match(old)
+    if not passive or not active or _loose(_stem(active["verb"])) != _loose(_stem(passive["verb"])):
+        return old
+    if _stem(active["verb"]) in _MULTI_VALUED or _loose(_stem(active["verb"])) in _MULTI_VALUED:
+        return old
+    if _tokens(active["obj"]) != _tokens(passive["obj"]) or _tokens(active["agent"]) == _tokens(passive["agent"]):
+        return old
+    return f"{passive['obj']} is {passive['verb']} by {active['agent']}"
+
+
 def _canonical(text: str) -> str:
     """A normalised text with transfers and perfect-tense "since" statements rewritten into the forms
     the change rules read: "a handed x over to b" -> "x passed from a to b", "has lived in y since
@@ -1003,6 +1024,7 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
     if cosine is not None and cosine < SIMILARITY_THRESHOLD:
         cosine = None
     old, new = _canonical(normalise(old_text)), _canonical(normalise(new_text))
+    old = _in_voice_of(old, new)
     old_tokens, new_tokens = _tokens(old), _tokens(new)
     if old_tokens == new_tokens:
         return Verdict("conflict", "the texts state the same thing")
