@@ -102,6 +102,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from collections.abc import Iterator, Sequence
@@ -320,6 +321,7 @@ def _plain_over(text: str, match: re.Match[str]) -> bool:
     return match.group().startswith("over ") and not re.search(r"\bprefer", text[:match.start()])
 
 
+@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """Crude suffix stripping so 'deploys'/'deployed'/'deploy' and 'lives'/'live' compare equal."""
     if not word.isalpha() or len(word) < 4:
@@ -643,6 +645,7 @@ _OPPOSITES = {
     "paused": "running", "stopped": "running", "resumed": "running", "broken": "working", "fixed": "working",
     "reopened": "open", "unblocked": "allowed", "blocks": "allows", "block": "allow",
 }
+_STATES = frozenset(_stem(w) for pair in _OPPOSITES.items() for w in pair)  # stemmed, either side
 _NEGATING = _NEGATIONS | {"doesn't", "isn't", "aren't", "won't", "can't", "cannot", "without"}
 # Words that say a state holds now without being part of it.
 _STATE_MARKERS = frozenset("now again anymore more longer since re".split())
@@ -706,7 +709,7 @@ def _scope_changed(old_tokens: list[str], new_tokens: list[str], start: int, end
     "disabled in the terminal"), or the new text names a word of its own right before the first
     shared subject word ("the API is public" / "the admin API is private"): another scope."""
     old_set = set(old_tokens)
-    states = {_stem(w) for pair in _OPPOSITES.items() for w in pair}
+    states = _STATES
     for k in range(start + 1, end - 1):
         prep = old_tokens[k]
         if prep not in _PREPOSITIONS or prep not in new_tokens:
