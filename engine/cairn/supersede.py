@@ -407,6 +407,14 @@ def _other_predicate(old: str, new: str, i1: int, i2: int, j1: int, j2: int,
     return all(verbs) and _loose(verbs[0]) != _loose(verbs[1])
 
 
+def _possession(text: str, index: int, head: str, new_tokens: list[str]) -> str | None:
+    """"have" if the value at token `index` of `text` is something the subject has ("has two cats")
+    and the new text names another thing ("has a dog"): one can have several. A count of the same
+    thing ("two QA engineers" -> "three QA engineers") is a value."""
+    counted = all(t[0].isdigit() or t in _COUNTS for t in _tokens(text)[index:index + 1])
+    return "have" if _had(text, index) and head not in new_tokens and not (counted and head in _COUNTS) else None
+
+
 def _had(text: str, index: int) -> str | None:
     """"have" if the token at `index` of `text` is the object of has/have/had ("the user has a Pixel
     phone"): possession is a predicate of its own beside "lives in Faro"."""
@@ -619,8 +627,9 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
         # retired, it may go unnamed ("we no longer use Git LFS"), but not for a scope of its own
         # ("support for Safari 15 was dropped from the iOS app" says nothing of the web client)
     if missing and replace and replace.group() in _PRESENT_ONLY and not retire:
-        relation = _multi_valued_before(old_tokens, old_tokens.index(old_subject[missing[0]]),
-                                        old_tokens.index(old_subject[missing[-1]]) + 1, stated)
+        first, last = old_tokens.index(old_subject[missing[0]]), old_tokens.index(old_subject[missing[-1]]) + 1
+        relation = _multi_valued_before(old_tokens, first, last, stated) \
+            or _possession(stated, first, old_tokens[last - 1], new_tokens)
         if relation and not _ROLE.search(old):
             return None  # "the data team now uses Airflow": maybe beside dbt, not instead of it
     gone_words = {old_subject[i] for i in missing}
@@ -950,6 +959,9 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         return None, None  # "memory number 0 says ..." / "number 1 says ...": which one, not a new value
     if prefix[-1] == "for" and not any(t[0].isdigit() or t in _COUNTS for t in before + after + prefix[-2:-1]):
         return None, None  # "used for caching" / "for rate limiting": another purpose or scope, not a value
+    scopes = [set(span) & (_PREPOSITIONS | {_stem("during"), "after", "before", "until"}) for span in (before, after)]
+    if all(scopes) and scopes[0] != scopes[1]:
+        return None, None  # "paused during the freeze" / "resumed after the freeze": another time or place
     if (_TIME_WORDS | _ENVIRONMENTS | _NEGATIONS) & set(before + after):
         return None, None  # another time period or environment, or a flipped polarity: not a new value
     if _TIME_UNITS & set(before + after) and not counted and not any(t[0].isdigit() or t in _COUNTS
@@ -957,7 +969,7 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         return None, None  # "weekly" / "next month": an uncounted unit names a period, not a duration
     if _other_predicate(old, new, i1, i2, j1, j2, cased):
         return None, None  # "owns the onboarding flow" / "meets on Mondays": another fact of the subject
-    relation = _multi_valued_before(old_tokens, i1, i2, old)
+    relation = _multi_valued_before(old_tokens, i1, i2, old) or _possession(old, i1, old_tokens[i2 - 1], new_tokens)
     if relation and re.search(rf"\b{relation}\w*\s*:", old):
         relation = None  # "Tech lead: Amara" names a role holder; "leads the platform team" is a relation
     if relation and not _ROLE.search(old):
