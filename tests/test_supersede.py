@@ -619,8 +619,8 @@ def test_a_multi_part_memory_is_superseded_once_every_part_changed():
 
 
 def test_engine_parts_changed_in_turn_retire_the_whole(engine):
-    steps = ["Changelogs are written in Markdown and reviewed by the docs team.", "Changelogs are now written in AsciiDoc.",
-             "Changelogs are now reviewed by the release manager."]
+    steps = ["Changelogs are written in Markdown and reviewed by the docs team.",
+             "Changelogs are now written in AsciiDoc.", "Changelogs are now reviewed by the release manager."]
     results = [engine.remember(text) for text in steps]
     assert results[1].superseded == [] and [c["id"] for c in results[1].conflicts] == [results[0].memory.id]
     assert results[2].superseded == [results[0].memory.id], results[2].conflicts

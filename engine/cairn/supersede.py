@@ -249,7 +249,8 @@ _PREFER_OVER = re.compile(r"\bprefer\w* .+ over ")  # "prefer pytest-mock over u
 _RETIRE = re.compile(
     r"\b(no longer|anymore|any more|stopped|dropped|removed|deprecated|(?:is|are|was|were) gone"
     # "are deleted after merge", "is closed on Sundays": a standing rule or state, not an event
-    r"|(?<!\bis )(?<!\bare )(?<!\bbe )(?<!\bnot )(?<!\bnever )(?:retired|cancell?ed|closed(?: down)?|resolved|deleted|shut down|decommissioned|discontinued|sunset(?:ted)?"
+    r"|(?<!\bis )(?<!\bare )(?<!\bbe )(?<!\bnot )(?<!\bnever )"
+    r"(?:retired|cancell?ed|closed(?: down)?|resolved|deleted|shut down|decommissioned|discontinued|sunset(?:ted)?"
     r"|archived|abandoned|scrapped|disbanded|step(?:s|ped)? down|ditched|phased out|got rid of|killed"
     r"|uninstalled|terminated|revoked|unsubscribed|withdrawn)|(?:switched|turned) off)\b"
 )
@@ -270,7 +271,8 @@ _NAMED_OLD = re.compile(
 # rule already knows. The giver is one word (a name, "user"); "we"/"I" name no holder.
 _TRANSFER = re.compile(
     r"(?:\bthe )?(?P<giver>[^\s,;]+) (?:has |have )?(?:handed|hands|passed|passes|transferred|transfers|gave|gives)"
-    r" (?!(?:from|in|out|up|away|back)\b)(?:over |on )?(?P<obj>[^,;]+?) (?:over |on |back )?to (?P<taker>[^,;]+?)(?=[,;]|\.?$|\. )"
+    r" (?!(?:from|in|out|up|away|back)\b)(?:over |on )?(?P<obj>[^,;]+?) (?:over |on |back )?to"
+    r" (?P<taker>[^,;]+?)(?=[,;]|\.?$|\. )"
 )
 # "The user has lived in Faro since June", "the files have been in Figma since spring": a perfect
 # tense with "since" states what holds now; the start date is no part of the value.
@@ -279,7 +281,8 @@ _SINCE = re.compile(r"\b(?:has|have)(?P<been> been)? (?P<rest>[^,;]*?) since [^,
 
 # "Payroll is handled by Leo now": a passive names the doer last; "Kim handles payroll" is the same
 # relation with the doer first. The old text is put in the new one's voice (`_in_voice_of`).
-_PASSIVE = re.compile(r"^(?:the )?(?P<obj>[^,;]+?) (?:is|are|was|were|has been|have been) (?P<verb>[a-z]+ed|run|led|kept|held|"
+_PASSIVE = re.compile(r"^(?:the )?(?P<obj>[^,;]+?) (?:is|are|was|were|has been|have been) "
+                      r"(?P<verb>[a-z]+ed|run|led|kept|held|"
                       r"done|taken|written|built|made|paid|sent) by (?P<agent>[^,;.]+?)(?P<rest>(?: now)?[.!]?)$")
 _ACTIVE = re.compile(r"^(?P<agent>[^\s,;]+(?: [^\s,;]+)?) (?P<verb>[a-z]+) (?:the )?(?P<obj>[^,;]+?)[.!]?$")
 
@@ -659,7 +662,8 @@ _NEGATING = _NEGATIONS | {"doesn't", "isn't", "aren't", "won't", "can't", "canno
 # Words that say a state holds now without being part of it.
 _STATE_MARKERS = frozenset("now again anymore more longer since re".split())
 # News of a flip: "now", "again", or a verb that only says the state came back ("was fixed").
-_STATE_CHANGE = re.compile(r"\b(now|again|any ?more|from now on|re-?enabled|reopened|resumed|restored|fixed|unblocked)\b")
+_STATE_CHANGE = re.compile(r"\b(now|again|any ?more|from now on|re-?enabled|reopened|resumed|restored|fixed"
+                           r"|unblocked)\b")
 # "switched off", "turned on": a switch is a state, on or off, whatever the verb.
 _SWITCH = re.compile(r"\b(?:switch|turn|flipp?|set)(?:ed|s)? (?:on|off)\b")
 
@@ -776,7 +780,7 @@ def _part_changes(old: str, new: str, history: tuple[str, ...]) -> Iterator[tupl
         return
     subject = _subject_of(clauses[0])
     new_words = set(_tokens(new))
-    for clause, part in parts:
+    for _clause, part in parts:
         # A later clause or joined predicate may leave the memory's subject unsaid ("The geocoder uses
         # Nominatim; cache lookups for 24 hours", "... and reviewed by the PM"): it is read with it.
         said = part
@@ -1087,7 +1091,8 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
             return Verdict("supersede", f"{part[1]}; later memories changed the rest of it")
         if part:  # the change is in one clause of the old memory: the rest may still hold
             return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})", _untouched_clause(old, new)))
-    tentative = _HEDGE.search(new) or _HEDGE.search(old) or _APPROX.search(old) or _APPROX.search(new) or _ONE_OFF.search(new)
+    tentative = (_HEDGE.search(new) or _HEDGE.search(old) or _APPROX.search(old) or _APPROX.search(new)
+                 or _ONE_OFF.search(new))
     additive = _news(_ADDITIVE, old, new)
     if change and not (tentative or additive):
         untouched = _untouched_clause(old, new)
