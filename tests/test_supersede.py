@@ -184,8 +184,8 @@ def test_labelled_set_is_well_formed():
 def test_keyword_only_precision_on_the_labelled_set():
     """Supersede precision/recall with cosine=None over every labelled pair (dev and holdout).
 
-    Measured: precision 1.000, recall 0.876 on 618 pairs (2026-12-01, dev9 added). The floors leave room for one
-    or two new false positives before failing, and catch a rule that stops finding changes.
+    Measured: precision 1.000, recall 0.922 on 804 pairs (2026-12-01, dev10 added). The floors leave room for a
+    few new false positives before failing, and catch a rule that stops finding changes.
     """
     pairs = load_pairs()
     predicted = [classify(p["old"], p["new"], None).label for p in pairs]
@@ -195,7 +195,7 @@ def test_keyword_only_precision_on_the_labelled_set():
     false_positives = [(p["old"], p["new"]) for p, v in zip(pairs, predicted)
                        if v == "supersede" and p["label"] != "supersede"]
     assert tp / (tp + fp) >= 0.97, false_positives
-    assert tp / gold >= 0.83
+    assert tp / gold >= 0.88
 
 
 @pytest.mark.parametrize("cosine", [0.95, None])
