@@ -490,7 +490,9 @@ def _state(text: str) -> str:
             return match.group()
         return " to" if match.group("b") is not None else " "
 
-    return _REPLACE.sub(" ", _NAMED_OLD.sub(drop_named, text))
+    # Markers first: "passed" is one only before "from", which the named value's removal takes away.
+    text = _REPLACE.sub(lambda m: " " if m.group() != "over" else m.group(), text)
+    return _NAMED_OLD.sub(drop_named, text)
 
 
 def _multi_valued_before(tokens: list[str], start: int, end: int, text: str) -> str | None:
@@ -608,6 +610,8 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
     if missing and replace and replace.group() in _PRESENT_ONLY and not retire \
             and not _subject_words(new_tokens) - set(old_tokens) - {"now"}:
         return None  # "has had a Pixel phone since 2021" after "the phone is a Pixel 8": less said, not changed
+    if retire and not replace and _RETIRE.search(old):
+        return None  # "nightly builds were stopped" / "we no longer run nightly builds": both retire it
     if retire and not replace:
         # Judged by the clause that says what stopped ("stopped caching FX rates; it reads them live
         # from the API"): a clause after it says what holds instead, not which value stopped.
@@ -654,10 +658,11 @@ _OPPOSITES = {
     "resolved": "open", "shut": "open", "inactive": "active", "unavailable": "available",
     "forbidden": "allowed", "disallowed": "allowed", "blocked": "allowed", "private": "public",
     "hidden": "visible", "optional": "required", "unsupported": "supported", "unlocked": "locked",
-    "paused": "running", "stopped": "running", "resumed": "running", "broken": "working", "fixed": "working",
-    "reopened": "open", "unblocked": "allowed", "blocks": "allows", "block": "allow",
+    "paused": "running", "stopped": "running", "broken": "working", "blocks": "allows", "block": "allow",
 }
-_STATES = frozenset(_stem(w) for pair in _OPPOSITES.items() for w in pair)  # stemmed, either side
+# The positive state in other words: "was resumed" is "running", "was fixed" is "working".
+_SAME_STATE = {"resumed": "running", "fixed": "working", "reopened": "open", "unblocked": "allowed"}
+_STATES = frozenset(_stem(w) for pairs in (_OPPOSITES, _SAME_STATE) for pair in pairs.items() for w in pair)  # stemmed, either side
 _NEGATING = _NEGATIONS | {"doesn't", "isn't", "aren't", "won't", "can't", "cannot", "without"}
 # Words that say a state holds now without being part of it.
 _STATE_MARKERS = frozenset("now again anymore more longer since re".split())
@@ -681,6 +686,8 @@ def _polarity(text: str) -> tuple[list[str], int]:
         elif word in _OPPOSITES:
             flips += 1
             words.append(_stem(_OPPOSITES[word]))
+        elif word in _SAME_STATE:
+            words.append(_stem(_SAME_STATE[word]))
         elif word not in _DROPPED and word not in _STATE_MARKERS and word not in _IDENTIFIER_NOUNS:
             words.append(_stem(word[:-2] if word.endswith("'s") else word))
     return words, flips % 2
@@ -952,6 +959,9 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         return None, None  # the differing words open the sentence: they are its subject, not a value
     before, after = old_tokens[i1:i2], new_tokens[j1:j2]
     counted = prefix[-1][0].isdigit() or prefix[-1] in _COUNTS  # "to one day" -> "to one year"
+    content = [t for t in before if t not in _GENERIC], [t for t in after if t not in _GENERIC]
+    if all(content) and all(len(t) >= 5 and any(t[:5] == u[:5] for u in content[1]) for t in content[0]):
+        return None, None  # "retained for" / "retention": one word in another form, not a new value
     for span, other in ((after, before), (before, after)):
         scoped = [k for k, t in enumerate(span) if t in ("for", "in") and k > 0 and t not in other]
         if scoped and _subject_words(span[scoped[0] + 1:]):
@@ -1051,6 +1061,8 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
     if old_people and new_people and old_people != new_people:
         return Verdict("unrelated", "the texts are about different people")
 
+    if _polarity(old) == _polarity(new):
+        return Verdict("conflict", "the texts state the same thing")  # "is disabled" / "is turned off"
     change = addition = None
     # A person named on one side only may be someone else entirely; a thing of someone's ("the user's
     # laptop") on one side only is another subject than its owner.
