@@ -959,9 +959,8 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         return None, None  # the differing words open the sentence: they are its subject, not a value
     before, after = old_tokens[i1:i2], new_tokens[j1:j2]
     counted = prefix[-1][0].isdigit() or prefix[-1] in _COUNTS  # "to one day" -> "to one year"
-    content = [t for t in before if t not in _GENERIC], [t for t in after if t not in _GENERIC]
-    if all(content) and all(len(t) >= 5 and any(t[:5] == u[:5] for u in content[1]) for t in content[0]):
-        return None, None  # "retained for" / "retention": one word in another form, not a new value
+    if any(t[0].isdigit() for t in old_tokens[i2:]) and not any(t[0].isdigit() for t in before + after):
+        return None, None  # "retained for 400 days" / "retention is 400 days": the number, the value, stays
     for span, other in ((after, before), (before, after)):
         scoped = [k for k, t in enumerate(span) if t in ("for", "in") and k > 0 and t not in other]
         if scoped and _subject_words(span[scoped[0] + 1:]):
