@@ -662,7 +662,8 @@ _OPPOSITES = {
 }
 # The positive state in other words: "was resumed" is "running", "was fixed" is "working".
 _SAME_STATE = {"resumed": "running", "fixed": "working", "reopened": "open", "unblocked": "allowed"}
-_STATES = frozenset(_stem(w) for pairs in (_OPPOSITES, _SAME_STATE) for pair in pairs.items() for w in pair)  # stemmed, either side
+_STATES = frozenset(_stem(word) for table in (_OPPOSITES, _SAME_STATE) for pair in table.items()
+                    for word in pair)  # stemmed, either side
 _NEGATING = _NEGATIONS | {"doesn't", "isn't", "aren't", "won't", "can't", "cannot", "without"}
 # Words that say a state holds now without being part of it.
 _STATE_MARKERS = frozenset("now again anymore more longer since re".split())
