@@ -956,9 +956,12 @@ def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int,
         return None, None
     _, i1, i2, j1, j2 = ops[0]
     prefix = old_tokens[:i1]
-    if len(prefix) < min_prefix or not _subject_words(prefix):
-        return None, None  # the differing words open the sentence: they are its subject, not a value
     before, after = old_tokens[i1:i2], new_tokens[j1:j2]
+    # "Standup is Mondays at 10:00" -> "Thursdays at 09:30": a day and time is a value even after a
+    # one-word subject.
+    when = i1 == len(old_tokens) - (i2 - i1) and all(_WHEN.search(" ".join(span)) for span in (before, after))
+    if len(prefix) < (1 if when else min_prefix) or not _subject_words(prefix):
+        return None, None  # the differing words open the sentence: they are its subject, not a value
     counted = prefix[-1][0].isdigit() or prefix[-1] in _COUNTS  # "to one day" -> "to one year"
     if any(t[0].isdigit() for t in old_tokens[i2:]) and not any(t[0].isdigit() for t in before + after):
         return None, None  # "retained for 400 days" / "retention is 400 days": the number, the value, stays
