@@ -184,8 +184,8 @@ def test_labelled_set_is_well_formed():
 def test_keyword_only_precision_on_the_labelled_set():
     """Supersede precision/recall with cosine=None over every labelled pair (dev and holdout).
 
-    Measured: precision 1.000, recall 0.876 on 618 pairs (2026-12-01, dev9 added). The floors leave room for one
-    or two new false positives before failing, and catch a rule that stops finding changes.
+    Measured: precision 1.000, recall 0.922 on 804 pairs (2026-12-01, dev10 added). The floors leave room for a
+    few new false positives before failing, and catch a rule that stops finding changes.
     """
     pairs = load_pairs()
     predicted = [classify(p["old"], p["new"], None).label for p in pairs]
@@ -195,7 +195,7 @@ def test_keyword_only_precision_on_the_labelled_set():
     false_positives = [(p["old"], p["new"]) for p, v in zip(pairs, predicted)
                        if v == "supersede" and p["label"] != "supersede"]
     assert tp / (tp + fp) >= 0.97, false_positives
-    assert tp / gold >= 0.83
+    assert tp / gold >= 0.88
 
 
 @pytest.mark.parametrize("cosine", [0.95, None])
@@ -558,3 +558,70 @@ def test_review_reads_a_chain_step_as_remember_does(kw_memory):
     moved = kw_memory.remember("We switched the web app's package manager from npm to pnpm.", detect=False).memory
     conflicts = [p for p in kw_memory.maintain()["proposals"] if p["type"] == "conflict"]
     assert [(p["sources"], p["payload"]["label"]) for p in conflicts] == [([yarn.memory.id, moved.id], "supersede")]
+
+
+@pytest.mark.parametrize("cosine", [0.95, None])
+@pytest.mark.parametrize(
+    ("old", "new", "label"),
+    [
+        # change verbs: transfers, moves off, retirements, "has ... since"
+        ("Pia runs the demo day.", "Pia handed the demo day over to Rolf.", True),
+        ("Pia runs the demo day.", "Pia handed the budget spreadsheet to Rolf.", False),
+        ("Pia writes the monthly report.", "Pia handed in the monthly report to finance.", False),
+        ("Jonah maintains the importer.", "Upkeep of the importer passed from Jonah to Wen.", True),
+        ("Artifacts are stored in Nexus.", "Artifacts moved off Nexus to Artifactory.", True),
+        ("Deploy previews run on the old Jenkins box.", "The deploy preview job was retired.", True),
+        ("The web client supports Firefox 115.", "Support for Firefox 115 was dropped from the desktop app.", False),
+        ("Wen chairs the architecture forum.", "Wen stepped down as chair of the architecture forum.", True),
+        ("Wen chairs the architecture forum.", "Wen wants to step down as chair of the architecture forum.", False),
+        ("The user lives in Turku.", "The user has lived in Oulu since March.", True),
+        ("The user lives in Turku.", "The user has lived in Turku since 2020.", False),
+        # polarity flips, marked as news
+        ("Nightly exports are disabled.", "Nightly exports are enabled again.", True),
+        ("The CLI has no plugin system.", "The CLI now has a plugin system.", True),
+        ("Telemetry is enabled in the CLI.", "Telemetry is not enabled in the CLI.", False),  # bare contradiction
+        ("Autoscaling is on in staging.", "Autoscaling is off in production now.", False),
+        # values: counted unit, two values at once, a frequency word dropped
+        ("The session lasts one hour.", "The session lasts one day.", True),
+        ("Payday is on the 25th at 09:00.", "Payday is on the 28th at 12:00.", True),
+        ("Backups run at 02:00 on the primary.", "Backups run at 03:00 on the replica.", False),
+        ("The digest goes out every other Monday.", "The digest goes out every Monday.", True),
+        ("Lint the whole repo before a release.", "Lint the repo before a release.", False),
+        # a subject in other words, a holder opening the sentence
+        ("The timeout for export jobs is 60 seconds.", "Export job timeout is 120 seconds.", True),
+        ("The timeout for export jobs is 60 seconds.", "The export page timeout is 120 seconds.", False),
+        ("Ilse is the release captain for the mobile app.", "Femi is the release captain for the mobile app.", True),
+        ("Ilse is a reviewer for the mobile app.", "Femi is a reviewer for the mobile app.", False),
+        ("Ilse is the release captain for the mobile app.", "Femi is the release captain for the web app.", False),
+        # one of two joined predicates changed: the other still holds
+        ("Changelogs are written in Markdown and reviewed by the docs team.", "Changelogs are now written in AsciiDoc.",
+         False),
+        ("The agent batches events and ships them every 10 seconds.", "The agent no longer batches events.", False),
+        # a relation that holds several values, the verb a word or a preposition before the value
+        ("The user enjoys painting watercolours.", "The user enjoys painting murals.", False),
+        ("The billing job reads from the invoices table.", "The billing job reads from the refunds table.", False),
+    ],
+)
+def test_third_pass_kinds(old, new, label, cosine):
+    """Issue 8, third pass: change verbs, polarity, values outside one span, restructured subjects, a
+    holder opening the sentence, joined predicates; and their near misses. Both modes agree."""
+    verdict = classify(old, new, cosine)
+    assert (verdict.label == "supersede") is label, verdict.reason
+
+
+def test_a_multi_part_memory_is_superseded_once_every_part_changed():
+    old = "Changelogs are written in Markdown and reviewed by the docs team."
+    first, second = "Changelogs are now written in AsciiDoc.", "Changelogs are now reviewed by the release manager."
+    assert classify(old, second, None).label == "conflict"
+    assert classify(old, second, None, later=[first]).label == "supersede"
+    assert classify(old, second, None, later=["Changelogs are pinned in the wiki."]).label == "conflict"
+    assert classify(old, second, None, later=["We might write changelogs in AsciiDoc."]).label == "conflict"
+
+
+def test_engine_parts_changed_in_turn_retire_the_whole(engine):
+    steps = ["Changelogs are written in Markdown and reviewed by the docs team.",
+             "Changelogs are now written in AsciiDoc.", "Changelogs are now reviewed by the release manager."]
+    results = [engine.remember(text) for text in steps]
+    assert results[1].superseded == [] and [c["id"] for c in results[1].conflicts] == [results[0].memory.id]
+    assert results[2].superseded == [results[0].memory.id], results[2].conflicts
+    assert _current_texts(engine) == set(steps[1:])

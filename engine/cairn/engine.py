@@ -917,7 +917,9 @@ class Cairn:
         for seq, cosine in near.items():
             old = memories[seq]
             history = [store.get(i).text or "" for i in store.chain_ids(old.id)[:-1]] if chained else []
-            verdict = classify(old.text or "", row.text, cosine, history=history)
+            # Newer candidates may each have changed another part of a multi-part old memory.
+            later = [memories[s].text or "" for s in sorted(near) if s > seq]
+            verdict = classify(old.text or "", row.text, cosine, history=history, later=later)
             if verdict.label == "supersede":
                 targets.append((seq, old, verdict.reason))
             elif verdict.label == "conflict":
