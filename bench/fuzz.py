@@ -1,6 +1,6 @@
 """Hostile-input fuzzing at scale: tests/test_fuzz.py with N generated inputs per surface.
 
-Surfaces: the hook's stdin, each of the nine MCP tools' arguments, the CLI's arguments and stdin.
+Surfaces: the hook's stdin, the arguments of each MCP tool tests/test_fuzz.py fuzzes, the CLI's arguments and stdin.
 Each input must get a result or one clear error, with no traceback and, for a refused write, the
 store's counts unchanged (see tests/test_fuzz.py). Prints, per surface, the inputs run, failures
 and wall time; a failure is printed with its smallest input, and the exit status is 1.

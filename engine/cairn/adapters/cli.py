@@ -1,8 +1,9 @@
 """The `cairn` command line: a thin layer over the engine API.
 
-Every command that works on a store takes --store NAME (else $CAIRN_STORE, else the project of the
-working directory) and --create; every command takes --json (stable keys, docs/cli.md). Errors:
-one line on stderr, exit code 2. Defaults (k, scope, limit) come from the config, never from here.
+A command that reads or writes one store's memories takes --store NAME (else $CAIRN_STORE, else the
+project of the working directory) and --create; every command but hook, serve and config takes --json
+(stable keys, docs/cli.md). Errors: one line on stderr, exit code 2. Defaults (k, scope, limit)
+come from the config, never from here.
 """
 
 from __future__ import annotations
