@@ -11,7 +11,7 @@ import sys
 
 from cairn.adapters import warm
 
-from .conftest import wait_for
+from .conftest import git_init, wait_for
 
 RUN = ("import sys, json\n"
        "from cairn.adapters.cli import main\n"
@@ -29,7 +29,7 @@ def _cairn(project, *args: str) -> tuple[dict, str, str]:
     return json.loads(last), out.stdout, "\n".join(lines)
 
 
-def test_remember_and_recall_go_through_the_warm_process(project, cairn_home):
+def test_remember_and_recall_go_through_the_warm_process(project, cairn_home, tmp_path):
     assert not warm.is_running()
     try:
         done, out, err = _cairn(project, "remember", "Deploys go through blue-green on Fly", "--json")
@@ -50,6 +50,17 @@ def test_remember_and_recall_go_through_the_warm_process(project, cairn_home):
         assert done["code"] == 2 and "'no-such-store' does not exist" in err
         done, out, _ = _cairn(project, "recall", "how do we deploy?", "--keyword-only", "--json")
         assert done["code"] == 0 and not done["model_imported"] and "vector" not in json.loads(out)[0]["reasons"]
+        # A project with no store of its own still sees the global store (found by a new user: the warm
+        # process answered "no memories match" there, the in-process CLI found the preference).
+        done, _, _ = _cairn(project, "remember", "I prefer tabs over spaces in Makefiles", "--kind", "preference",
+                            "--scope", "global")
+        assert done["code"] == 0
+        fresh = git_init(tmp_path / "fresh-project")
+        for scope in ("global", "all"):
+            done, out, err = _cairn(fresh, "recall", "tabs or spaces in a Makefile", "--scope", scope, "--json")
+            assert done["code"] == 0, err
+            assert [h["memory"]["text"] for h in json.loads(out)][:1] == ["I prefer tabs over spaces in Makefiles"]
+        assert not any(cairn_home.glob("stores/fresh-project*"))  # a read created no store
     finally:
         warm.request({"op": "shutdown"})
         wait_for(lambda: not warm.is_running(), what="the warm process to exit")

@@ -169,7 +169,9 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                         raise StoreNotFound(f"store {resolved.choice.name!r} does not exist (chosen by "
                                             f"{resolved.choice.reason}); create it with "
                                             f"`cairn stores create {resolved.choice.name}`")
-                    return {"ok": True, "result": []}
+                    # A project with no store yet may still see the global store (scope all/global):
+                    # the CLI answers that in-process, as it does with no warm process.
+                    return {"ok": False, "error": "no project store: answered by the CLI"}
                 try:
                     embedder = self.embedder_for(resolved.config, wait=True)
                 except CairnError as exc:  # the project's model cannot load: keyword-only, as in-process
