@@ -126,3 +126,21 @@ def test_the_session_start_names_cairn_doctor_when_the_store_is_broken(project, 
     assert "`cairn doctor`" in context and context.count("\n") == 0
     prompt = hook("UserPromptSubmit", {"session_id": "s-2", "prompt": "when do deploys go out?"}, project)
     assert (prompt.returncode, prompt.stdout) == (0, "")
+
+
+def test_a_bad_project_config_is_said_at_session_start_and_by_doctor(project, hashing, doctor):
+    """Found by a new user: a `.cairn.yaml` below a minimum turned memory off with no word to anyone,
+    and `cairn doctor` said all was well."""
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        memory.remember("Deploys go out on Tuesdays", kind="fact")
+    (project / ".cairn.yaml").write_text("store:\n  busy_timeout_ms: 100\n")
+    start = hook("SessionStart", {"session_id": "s-1", "source": "startup"}, project)
+    assert start.returncode == 0
+    message = json.loads(start.stdout)["systemMessage"]
+    assert "store.busy_timeout_ms" in message and ".cairn.yaml" in message and "off" in message
+    prompt = hook("UserPromptSubmit", {"session_id": "s-1", "prompt": "when do deploys go out?"}, project)
+    assert (prompt.returncode, prompt.stdout) == (0, "")
+    code, checks = doctor()
+    assert code == 1
+    failed = [c for c in checks.values() if c["status"] == "fail"]
+    assert failed and any("store.busy_timeout_ms" in c["detail"] for c in failed)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import (
-    BROKEN_STORE_ERRORS, CairnError, Resolved, StoreBusy, StoreNotFound, cited_ids, data_root, is_trivial,
+    BROKEN_STORE_ERRORS, CairnError, ConfigError, Resolved, StoreBusy, StoreNotFound, cited_ids, data_root, is_trivial,
     private_dir, private_file, prompt_context, required_extra, resolve, session_brief, write_private,
 )
 
@@ -35,6 +35,7 @@ HOOK_BUSY_TIMEOUT_MS = 1000
 SESSION_START = "SessionStart"
 STORE_BROKEN = ("Cairn memory: this project's memory store cannot be used, so nothing was recalled. "
                 "Tell the user to run `cairn doctor` in a terminal to check and repair it.")
+CONFIG_BROKEN = "Cairn memory is off in this project until its configuration is fixed: {error}"
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
 CAPTURE_EVENTS = ("Stop", "PreCompact")  # events that capture the new part of the session's transcript
 
@@ -124,7 +125,15 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
 
     clock = _Clock(timings)
     session_id = str(payload.get("session_id") or "")
-    resolved = resolver(None, cwd=_project_dir(payload, env), env=env)
+    try:
+        resolved = resolver(None, cwd=_project_dir(payload, env), env=env)
+    except ConfigError as exc:
+        # A bad config turns memory off: say so once, at session start, to the user (a prompt fails
+        # open silently; the caller logs it), as for a broken store.
+        if event != SESSION_START:
+            raise
+        log.error("%s: %s", event, exc)
+        return {"systemMessage": CONFIG_BROKEN.format(error=exc)}
     choice, config = resolved.choice, resolved.config
     reason = _disabled(choice.project_root, config, env, session_id)
     clock.lap("resolve")

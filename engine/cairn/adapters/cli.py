@@ -592,18 +592,36 @@ def _warm_check() -> cairn.Check:
                        f"stop it; it is restarted on demand (see {cairn.data_root() / 'logs' / 'service.log'})")
 
 
+def _config_check() -> tuple[Any, dict[str, Any] | None]:
+    """The settings this directory's project uses (user config, then its .cairn.yaml), as a check,
+    and those settings (None when they do not load): a bad file turns memory off in the hooks."""
+    try:
+        resolved = cairn.resolve(None)
+    except cairn.ConfigError as exc:
+        return cairn.Check("config", "fail", str(exc), "fix that key; until then the hooks recall nothing here"), None
+    except cairn.CairnError:  # e.g. CAIRN_STORE names no store: the store checks say so
+        return cairn.Check("config", "ok", "settings load"), None
+    return cairn.Check("config", "ok", f"settings for store {resolved.choice.name} load"), resolved.config
+
+
 @cli.command()
 @click.option("--fix", is_flag=True, help="Repair what can be: indexes, file modes, pending migrations.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 def doctor(fix: bool, as_json: bool) -> None:
-    """Check the installation and every store: versions, sqlite-vec, the model and each store's
+    """Check the installation and every store: this directory's settings (user config and the
+    project's .cairn.yaml), versions, sqlite-vec, the model those settings name and each store's
     fingerprint, schema, integrity, index consistency (a store on Postgres: the server reachable,
     pgvector, schema version, index consistency and validity), warm process, file modes, and whether
     Claude Code runs Cairn's hooks in this project. Loads the model (a few seconds). Exit 1 when a
     check fails (and --fix did not repair it)."""
     from .claude import hooks_check, settings_project
 
-    checks = [*cairn.doctor(fix=fix), _warm_check(), hooks_check(settings_project(Path.cwd()))]
+    config_check, config = _config_check()
+    try:
+        engine_checks = cairn.doctor(fix=fix, config=config)
+    except cairn.ConfigError:  # the user-level file is broken: the config check names it
+        engine_checks = []
+    checks = [config_check, *engine_checks, _warm_check(), hooks_check(settings_project(Path.cwd()))]
     failed = [c for c in checks if c.status == "fail" and not c.fixed]
 
     def human() -> None:
