@@ -150,6 +150,20 @@ def _vector_text(vector: Any) -> str:
     return "[" + ",".join(repr(float(x)) for x in np.asarray(vector, dtype=np.float32)) + "]"
 
 
+def _idf_ctes(table: str) -> str:
+    """The CTEs `est`, `total` and `idf` of a ranking statement over `table`'s tsv, after a CTE
+    `hits (i, seq, r)`: idf per phrase i as BM25's (Lucene's form), ln(1 + (N - n + 0.5) / (n + 0.5)),
+    n the rows holding the phrase, N the rows (the planner's estimate from 1,000 on; an exact count
+    costs a scan per query)."""
+    return f"""est AS MATERIALIZED (SELECT reltuples AS n FROM pg_class WHERE oid = '{table}'::regclass),
+             total AS MATERIALIZED (
+                 SELECT CASE WHEN (SELECT n FROM est) >= 1000 THEN (SELECT n FROM est)
+                        ELSE (SELECT count(*) FROM {table} WHERE tsv IS NOT NULL) END AS n),
+             idf AS MATERIALIZED (
+                 SELECT i, ln(1 + (greatest(total.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+                 FROM hits, total GROUP BY i, total.n)"""
+
+
 def _ranked_sql(table: str, alias: str, rank: str, where: str) -> str:
     """One statement ranking the rows of `table` (its `tsv` column) for a list of phrases, BM25-like:
     score = sum over the phrases a row holds of idf(phrase) * rank, idf as BM25's (Lucene's form)
@@ -164,13 +178,7 @@ def _ranked_sql(table: str, alias: str, rank: str, where: str) -> str:
              hits AS MATERIALIZED (
                  SELECT q.i, {a}.seq, {rank} AS r, ({where}) AS ok
                  FROM q JOIN {table} {a} ON {a}.tsv @@ q.tq),
-             est AS MATERIALIZED (SELECT reltuples AS n FROM pg_class WHERE oid = '{table}'::regclass),
-             total AS MATERIALIZED (
-                 SELECT CASE WHEN (SELECT n FROM est) >= 1000 THEN (SELECT n FROM est)
-                        ELSE (SELECT count(*) FROM {table} WHERE tsv IS NOT NULL) END AS n),
-             idf AS MATERIALIZED (
-                 SELECT i, ln(1 + (greatest(total.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-                 FROM hits, total GROUP BY i, total.n)
+             {_idf_ctes(table)}
             SELECT h.seq, sum(idf.idf * h.r) AS score FROM hits h JOIN idf USING (i)
             WHERE h.ok GROUP BY h.seq ORDER BY score DESC, h.seq LIMIT %s"""
 
@@ -194,13 +202,7 @@ def _postings_sql(where: str) -> str:
                  UNION ALL
                  SELECT q.i, m.seq, ts_rank(m.tsv, q.tq, 1) FROM q JOIN memories m ON m.tsv @@ q.tq
                  WHERE q.lexeme IS NULL),
-             est AS MATERIALIZED (SELECT reltuples AS n FROM pg_class WHERE oid = 'memories'::regclass),
-             total AS MATERIALIZED (
-                 SELECT CASE WHEN (SELECT n FROM est) >= 1000 THEN (SELECT n FROM est)
-                        ELSE (SELECT count(*) FROM memories WHERE tsv IS NOT NULL) END AS n),
-             idf AS MATERIALIZED (
-                 SELECT i, ln(1 + (greatest(total.n, count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-                 FROM hits, total GROUP BY i, total.n)
+             {_idf_ctes("memories")}
             SELECT s.seq, s.score
             FROM (SELECT h.seq, sum(idf.idf * h.r) AS score FROM hits h JOIN idf USING (i)
                   GROUP BY h.seq ORDER BY score DESC, h.seq) s
