@@ -914,11 +914,12 @@ class Cairn:
         memories = store.by_seqs(list(near))
         chained = names_old_value(row.text)  # "from X to Y": X may be named only earlier in the chain
         targets, conflicts = [], []
+        oldest_first = sorted(near)
         for seq, cosine in near.items():
             old = memories[seq]
             history = [store.get(i).text or "" for i in store.chain_ids(old.id)[:-1]] if chained else []
             # Newer candidates may each have changed another part of a multi-part old memory.
-            later = [memories[s].text or "" for s in sorted(near) if s > seq]
+            later = [memories[s].text or "" for s in oldest_first if s > seq]
             verdict = classify(old.text or "", row.text, cosine, history=history, later=later)
             if verdict.label == "supersede":
                 targets.append((seq, old, verdict.reason))

@@ -143,7 +143,6 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
-
 def time_bounds(since: int | None, until: int | None, *, start: str, end: str, mark: str = "?"
                 ) -> tuple[list[str], list[object]]:
     """SQL clauses keeping the rows whose span [start, end] overlaps [since, until) (a point in time:
@@ -158,6 +157,7 @@ def time_bounds(since: int | None, until: int | None, *, start: str, end: str, m
         clauses.append(f"{start} < {mark}")
         params.append(until)
     return clauses, params
+
 
 class Store:
     """One open store file. Not thread-safe for concurrent writes from one object; use one per thread.
