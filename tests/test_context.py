@@ -413,3 +413,61 @@ def test_the_brief_ends_with_a_map_of_the_store(kw_memory):
     small = session_brief(kw_memory, budget=150)  # no room for the map: the memories come first
     assert small is None or "In memory:" not in small
     assert all(len(b) <= n for b, n in ((brief, 1500), (small or "", 150)))
+
+
+# -- the user's global store in the brief ----------------------------------------------------------
+
+def test_the_brief_shows_the_global_stores_preferences_after_the_projects_own(kw_memory):
+    dec = remember_slowly(kw_memory, "The database is PostgreSQL 16", kind="decision", importance=5)
+    fact = remember_slowly(kw_memory, "CI takes about 12 minutes", kind="fact")
+    pref = kw_memory.remember("The user wants commit messages in the imperative mood", kind="preference",
+                              scope="global", detect=False).memory
+    kw_memory.remember("The user reads diffs in Meld", kind="fact", scope="global", detect=False)
+    brief = session_brief(kw_memory)
+    lines = brief.split("\n")
+    titles = [line for line in lines[1:] if not line.startswith("- ")]
+    assert titles == ["Decisions:", f"{context.GLOBAL_TITLE}:", "Recent:", "In memory: 1 decision, 1 fact."]
+    start = lines.index(f"{context.GLOBAL_TITLE}:")
+    assert lines[start + 1].startswith(f"- [mem:{pref.id}] ") and " preference: The user wants" in lines[start + 1]
+    assert "Meld" not in brief  # a global fact is not a preference for every project's brief
+    assert dec.id in brief and fact.id in brief
+
+
+def test_the_global_section_takes_at_most_its_share_of_the_budget(kw_memory):
+    kw_memory.remember("The staging database is reset every night", kind="fact")
+    for i in range(40):
+        kw_memory.remember(f"Preference {i}: the user likes option {i} for tool {i} in every repository",
+                           kind="preference", scope="global", detect=False)
+    brief = session_brief(kw_memory, budget=1500)
+    start = brief.index(f"{context.GLOBAL_TITLE}:")
+    end = brief.index("Recent:")
+    assert len(brief) <= 1500
+    assert 0 < len(brief[start:end]) <= 1500 // context.GLOBAL_SHARE
+    assert "staging database" in brief
+
+
+def test_a_project_without_a_store_is_briefed_from_the_global_store_and_gets_no_store(project):
+    with Cairn.open(store="global", embedder=None) as glob:
+        pref = glob.remember("The user wants commit messages in the imperative mood", kind="preference",
+                             detect=False).memory
+    path = choose_store(None, cwd=project, env={}).path
+    brief = _context(claude_hooks.handle("SessionStart", _payload(project, source="startup"), _env(project)))
+    assert brief.startswith("Cairn memory: this project has no store yet; your global store holds 1 current")
+    assert f"[mem:{pref.id}]" in brief and "imperative mood" in brief
+    # A prompt in it still gets nothing, and neither event creates the project's store.
+    assert claude_hooks.handle("UserPromptSubmit", _payload(project, prompt="Write the commit message"),
+                               _env(project)) is None
+    assert not path.exists()
+
+
+def test_a_global_store_that_cannot_be_read_leaves_the_project_brief_whole(stocked, monkeypatch):
+    with Cairn.open(store="global", embedder=None) as glob:
+        glob.remember("The user wants commit messages in the imperative mood", kind="preference", detect=False)
+    with Cairn.open(cwd=stocked, embedder=None) as engine:
+        whole = session_brief(engine)
+    (stores_dir() / "global.db").write_bytes(b"this is not a SQLite database" * 200)
+    for suffix in ("-wal", "-shm"):
+        (stores_dir() / f"global.db{suffix}").unlink(missing_ok=True)
+    brief = _context(claude_hooks.handle("SessionStart", _payload(stocked, source="startup"), _env(stocked)))
+    assert "release workflow" in brief and "imperative mood" not in brief
+    assert context.GLOBAL_TITLE not in brief and brief != whole

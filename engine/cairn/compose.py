@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import PROJECT_FILE, load_config, user_config_path
-from .paths import StoreChoice, choose_store
+from .paths import GLOBAL_STORE, StoreChoice, choose_store, store_path
 
 if TYPE_CHECKING:
     from .embedder import Embedder
@@ -40,6 +40,21 @@ class Resolved:
         from .backends import backend_of
 
         return self.choice.path.exists() or backend_of(self.choice.name, self.config, project=True) == "postgres"
+
+    def global_instead(self) -> Resolved | None:
+        """The user's global store, with this project's config: what a project whose own store does
+        not exist yet still has (the session brief shows its preferences in every project). None
+        when the global store does not exist either, or when it is the chosen store."""
+        from .backends import backend_of
+
+        if self.choice.name == GLOBAL_STORE:
+            return None
+        path = store_path(GLOBAL_STORE)
+        if not path.exists() and backend_of(GLOBAL_STORE, self.config, project=False) != "postgres":
+            return None
+        choice = StoreChoice(GLOBAL_STORE, path, "the global store (this project has no store yet)",
+                             explicit=True, project_root=None)
+        return Resolved(choice, self.config)
 
 
 def resolve(store: str | None = None, *, cwd: Path | None = None, env: dict[str, str] | None = None,

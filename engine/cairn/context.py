@@ -7,6 +7,7 @@ Claude can recall, replace or forget it.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections.abc import Collection
@@ -15,12 +16,16 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .embedder import EQUIVALENT_WEIGHTS
+from .errors import CairnError
 from .models import Hit, Memory, Order
+from .paths import GLOBAL_STORE
 from .render import context_line as memory_line
 from .text import CJK_CHARS, content_words
 
 if TYPE_CHECKING:
     from .engine import Cairn
+
+log = logging.getLogger(__name__)
 
 # Words of prompts that carry no topic: acknowledgements and continuations ("ok", "yes please",
 # "sure, go ahead", "looks good, continue"). A prompt made only of these is trivial.
@@ -99,6 +104,10 @@ BRIEF_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("pr
 BRIEF_MEMORY_CHARS = 200  # one memory's text in the brief: more lines fit; memory_recall has the rest
 RECENT_SHARE = 3  # the most recent memories always get at least 1/3 of the brief's budget
 MAP_TAGS = 8  # tags named in the brief's map of the store
+# The user's global store (preferences that hold in every project) gets its own section of the
+# brief, at most 1/GLOBAL_SHARE of the budget: the project's own memories come first.
+GLOBAL_SHARE = 4
+GLOBAL_TITLE = "Yours, in every project (global store)"
 
 
 def is_trivial(prompt: str) -> bool:
@@ -125,19 +134,28 @@ def _fill(header: str, lines: list[str], budget: int) -> str | None:
 
 def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
     """The project's most important current decisions, conventions and preferences (importance,
-    then newest first), then the most recent other memories, within `budget` characters.
+    then newest first), then the user's own from the global store, then the most recent other
+    memories, within `budget` characters.
 
     The important ones may fill the budget up to 1/RECENT_SHARE short of it, so the recent ones
-    always get a part. Whole lines only. It ends with a map of the rest (`store_map`), so Claude
-    knows when memory_recall is worth a call. None when the store has no current memory or nothing
-    fits."""
+    always get a part; the global store's take at most 1/GLOBAL_SHARE. Whole lines only. It ends
+    with a map of the rest (`store_map`), so Claude knows when memory_recall is worth a call. When
+    `memory` is opened on the global store itself (a project with no store yet), the brief is the
+    global store's. None when no store has a current memory or nothing fits."""
+    on_global = memory.name == GLOBAL_STORE
     counts = memory.counts()
-    if counts["current"] == 0 or budget <= 0:
+    global_important = [] if on_global else _global_important(memory, budget // 40 + 1)
+    if (counts["current"] == 0 and not global_important) or budget <= 0:
         return None
-    header = (f"Cairn project memory ({counts['current']} current memories in store {memory.name}). "
-              "Cite as [mem:ID]; the memory_recall tool finds more.")
-    footer = store_map(memory)
-    if len(header) + 1 + len(footer) < budget // 2:  # the map never crowds out the memories
+    if on_global:
+        header = (f"Cairn memory: this project has no store yet; your global store holds "
+                  f"{counts['current']} current memories that hold in every project. "
+                  "Cite as [mem:ID]; the memory_recall tool finds more.")
+    else:
+        header = (f"Cairn project memory ({counts['current']} current memories in store {memory.name}). "
+                  "Cite as [mem:ID]; the memory_recall tool finds more.")
+    footer = store_map(memory) if counts["current"] else ""
+    if footer and len(header) + 1 + len(footer) < budget // 2:  # the map never crowds out the memories
         budget -= 1 + len(footer)
     else:
         footer = ""
@@ -146,14 +164,14 @@ def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
                             order=Order.IMPORTANCE)
     titles = dict(BRIEF_SECTIONS)
     sections: dict[str, list[str]] = {kind: [] for kind, _ in BRIEF_SECTIONS}
-    sections["recent"] = []
-    titles["recent"] = "Recent"
+    sections["global"], sections["recent"] = [], []
+    titles["global"], titles["recent"] = GLOBAL_TITLE, "Recent"
     used = len(header)
     shown: set[str] = set()
 
     def add(m: Memory, section: str, cap: int) -> bool:
         nonlocal used
-        line = memory_line(m, with_kind=section == "recent", limit=BRIEF_MEMORY_CHARS)
+        line = memory_line(m, with_kind=section in ("global", "recent"), limit=BRIEF_MEMORY_CHARS)
         cost = 1 + len(line) + (0 if sections[section] else 2 + len(titles[section]))
         if used + cost > cap:
             return False
@@ -164,8 +182,13 @@ def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
 
     # In order of priority, stopping at the first line that does not fit: a shorter, less important
     # memory never takes the place of a more important one.
+    important_cap = budget - budget // RECENT_SHARE
     for m in important:
-        if not add(m, m.kind, budget - budget // RECENT_SHARE):
+        if not add(m, m.kind, important_cap):
+            break
+    global_cap = min(important_cap, used + budget // GLOBAL_SHARE)
+    for m in global_important:
+        if not add(m, "global", global_cap):
             break
     for m in memory.list(limit=limit + len(shown), scope="project"):
         if m.id not in shown and not add(m, "recent", budget):
@@ -177,6 +200,18 @@ def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
     if len(lines) == 1:
         return None
     return "\n".join(lines + ([footer] if footer else []))
+
+
+def _global_important(memory: Cairn, limit: int) -> list[Memory]:
+    """The global store's current decisions, conventions and preferences by importance; [] when it
+    does not exist or cannot be read (a broken or foreign-model global store never costs the
+    project its brief: the reason goes to the hook log)."""
+    try:
+        return memory.list(kinds=[kind for kind, _ in BRIEF_SECTIONS], limit=limit, scope="global",
+                           order=Order.IMPORTANCE)
+    except CairnError as exc:
+        log.warning("session brief: the global store is left out: %s", exc)
+        return []
 
 
 def store_map(memory: Cairn, *, tags: int = MAP_TAGS) -> str:

@@ -145,8 +145,12 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         if choice.explicit:  # CAIRN_STORE names a store that does not exist: say so (in the log)
             raise StoreNotFound(f"store {choice.name!r} (from {choice.reason}) does not exist; "
                                 f"create it with `cairn stores create {choice.name}`")
-        # No memories yet; do not create a store just by starting a session.
-        return {"systemMessage": notice} if notice else None
+        # No memories yet; do not create a store just by starting a session. The user's global
+        # store (preferences for every project) is still briefed, when there is one.
+        glob = resolved.global_instead() if event == SESSION_START else None
+        if glob is None:
+            return {"systemMessage": notice} if notice else None
+        resolved, embedder, embedder_for = glob, None, None  # a brief needs no model
     if embedder_for is not None:
         embedder = embedder_for(config)
     try:
