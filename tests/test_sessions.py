@@ -211,6 +211,39 @@ def test_secrets_are_redacted_and_only_counted():
     assert "[REDACTED:AWS Access Key]" in out.text
 
 
+# Secrets detect-secrets' own detectors miss, found by Cairn's (cairn/secret_detectors.py); each
+# made up here, in the provider's published format.
+ANTHROPIC_KEY = "sk-ant-api03-" + "Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3 + "-AbCdEf"
+OPENAI_PROJECT_KEY = "sk-proj-" + "Nf3Ud8Rk1Wm6Yq9Bt4Hc7Jp2Lx5Va0Se" * 2
+
+
+@pytest.mark.parametrize(("line", "secret", "kind", "kept"), [
+    (f"the key is {ANTHROPIC_KEY} for CI", ANTHROPIC_KEY, "Anthropic API Key", "for CI"),
+    (f"OPENAI_API_KEY={OPENAI_PROJECT_KEY}", OPENAI_PROJECT_KEY, "OpenAI API Key", "OPENAI_API_KEY="),
+    ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kd9", "wJalrXUtnFEMI",
+     "Secret Assignment", "export AWS_SECRET_ACCESS_KEY="),
+    ("PGPASSWORD=hunter2secret psql -h db", "hunter2secret", "Secret Assignment", "psql -h db"),
+    ("the staging password: Tr0ub4dor&3 (rotate it)", "Tr0ub4dor&3", "Password In Prose", "(rotate it)"),
+    ("the password is hunter22 for now", "hunter22", "Password In Prose", "for now"),
+])
+def test_secrets_beyond_detect_secrets_own_are_redacted(line, secret, kind, kept):
+    out = scrub(line)
+    assert secret not in out.text
+    assert f"[REDACTED:{kind}]" in out.text and kept in out.text
+    assert out.redactions[kind] == 1
+
+
+@pytest.mark.parametrize("text", [
+    "the password reset flow sends an email; a password is required",
+    "set DATABASE_PASSWORD in the vault, never in the repo",
+    "TOKEN_TTL=3600 and USE_TOKEN=true and DB_PASSWORD=$DB_PASS and API_KEY=${KEY}",
+    "GITHUB_TOKEN=<your token here> or X_TOKEN={{ secrets.X }}",
+    "sk-ant- is the prefix of Anthropic keys",
+])
+def test_settings_references_and_placeholders_are_not_secrets(text):
+    assert scrub(text).text == text
+
+
 def test_ordinary_identifiers_are_not_redacted():
     text = "commit 3f2a9bc1d7e4a7b8c9d0e1f2a3b4c5d6e7f8a9b0 fixed test_user_login in src/auth.py"
     assert scrub(text).text == text

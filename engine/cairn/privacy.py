@@ -8,7 +8,9 @@ index keys and its vector all come from the scrubbed text):
    cloud and SaaS keys and tokens, private keys, passwords in URLs and in assignments). Its two
    high-entropy detectors are left out: on a free line of prose they flag commit hashes, uuids and
    ordinary words, which would make exactly what session search is for (a hash, an id) unfindable.
-   A private key's whole PEM block is redacted, not just its BEGIN line.
+   A private key's whole PEM block is redacted, not just its BEGIN line. Cairn adds detectors of
+   its own (secret_detectors.py) for what those miss: Anthropic and OpenAI project keys, unquoted
+   `PGPASSWORD=...`-style assignments, a password given in prose.
 
 Only counts leave this module (by detector type), never a value.
 """
@@ -19,9 +21,13 @@ import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|\Z")
+# Detectors for what detect-secrets' own miss (Anthropic and OpenAI project keys, unquoted
+# `PGPASSWORD=...` assignments, a password given in prose), loaded through its plugin-path setting.
+_DETECTORS = Path(__file__).with_name("secret_detectors.py")
 # detect-secrets detectors not used (see the module docstring).
 _LEFT_OUT = {"Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector"}
 _lock = threading.Lock()  # detect-secrets keeps its settings in a module-level global
@@ -46,10 +52,15 @@ def strip_private(text: str) -> tuple[str, int]:
 def _plugins() -> list[dict[str, str]]:
     global _plugins_config
     if _plugins_config is None:
-        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+        from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class, get_plugins_from_file
 
         names = sorted({c.__name__ for c in get_mapping_from_secret_type_to_class().values()} - _LEFT_OUT)
-        _plugins_config = [{"name": n} for n in names]
+        ours = f"file://{_DETECTORS}"
+        _plugins_config = [{"name": n} for n in names] + [
+            {"name": c.__name__, "path": ours} for c in get_plugins_from_file(str(_DETECTORS))]
+        # detect-secrets caches its name-to-class map on first use: built again under settings
+        # that name our file, it holds our detectors too.
+        get_mapping_from_secret_type_to_class.cache_clear()
     return _plugins_config
 
 
