@@ -149,6 +149,40 @@ def test_an_old_fingerprint_is_upgraded_to_name_the_weights(project):
             "team/model|dim=64|l2|backend=hashing|weights=aaaaaaaaaaaaaaaa")
 
 
+class _NeverLoads(SentenceTransformerEmbedder):
+    """A configured model that cannot load (offline, no local weights), whose `loaded` claims
+    otherwise, as a warm-process client's did while a warm process serving another model ran."""
+
+    loaded = True
+
+    def _open(self):
+        raise EmbedderUnavailable("cannot load embedding model 'team/missing': offline")
+
+
+def test_a_model_that_cannot_load_records_no_vector_space(project):
+    with Cairn.open(cwd=project, embedder=_NeverLoads("team/missing")) as memory:
+        memory.remember("The API is versioned in the URL")  # keyword-only: waits for its vector
+        assert memory.status().counts["awaiting_embedding"] == 1
+        assert memory.store.get_meta("embedding_model") is None
+        assert memory.store.get_meta("embedding_fingerprint") is None
+    # The model that works later claims the store, and embeds what waited.
+    with Cairn.open(cwd=project, embedder=_weights("team/model", "aaaaaaaaaaaaaaaa")) as memory:
+        memory.remember("Deploys go through blue-green on Fly")
+        assert memory.flush_backlog() == 1
+        assert memory.store.get_meta("embedding_fingerprint") == (
+            "team/model|dim=64|l2|backend=hashing|weights=aaaaaaaaaaaaaaaa")
+
+
+def test_a_warm_client_knows_its_space_only_once_answered(monkeypatch, tmp_path):
+    from cairn.adapters import warm
+
+    sock = tmp_path / "warm.sock"
+    sock.touch()  # a warm process runs (perhaps for another model)
+    monkeypatch.setattr(warm, "socket_file", lambda: str(sock))
+    client = warm.session_embedder(load_config(None), wait_seconds=0)
+    assert client.loaded is False
+
+
 @pytest.mark.model
 def test_a_store_embedded_by_sentence_transformers_is_read_and_extended_by_onnx(project, minilm, onnx):
     with Cairn.open(cwd=project, embedder=minilm) as memory:

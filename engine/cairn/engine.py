@@ -725,7 +725,7 @@ class Cairn:
         current = self.embedder.fingerprint
         recorded = store.get_meta("embedding_fingerprint")
         if store.get_meta("embedding_model") is None or recorded is None:
-            if not record:  # a read: nothing to compare with, and reads write nothing
+            if not record or not self.embedder.dim:  # a read writes nothing; a space with no size is not known yet
                 return
             store.set_meta("embedding_model", self.embedder.model_name)
             store.set_meta("embedding_fingerprint", current)

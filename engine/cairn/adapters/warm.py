@@ -317,7 +317,9 @@ def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: b
 
         @property
         def loaded(self) -> bool:
-            return self.local.loaded or os.path.exists(socket_file())
+            # Its vector space is known: loaded here, or the warm process has answered (a running
+            # warm process may serve another model, or fail to load this one).
+            return self.local.loaded or self.weights is not None
 
         def load(self) -> None:
             self.embed(["warm up"])
