@@ -472,6 +472,20 @@ def test_status_says_keyword_only_when_the_model_cannot_load(cairn, tmp_path, mo
     assert ok["keyword_only"] is True  # the same configuration, whatever the store
 
 
+def test_status_reports_a_store_embedded_with_another_model_rather_than_failing(cairn, tmp_path, monkeypatch):
+    assert cairn("remember", "Deploys go through blue-green on Fly")[0] == 0  # vectors of the default model
+    config = tmp_path / "config.yaml"
+    config.write_text(f"embedding: {{model: {tmp_path / 'no-such-model'}}}\n")
+    monkeypatch.setenv("CAIRN_CONFIG", str(config))
+    code, _, err = cairn("remember", "We now deploy with Kamal")
+    assert code != 0 and "cairn reembed" in err  # the write is refused ...
+    code, out, _ = cairn("status")
+    assert code == 0 and "MISMATCH  the store's vectors come from sentence-transformers/all-MiniLM-L6-v2" in out
+    info = json.loads(cairn("status", "--json")[1])  # ... and status says why
+    assert info["store_embedding_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert info["embedding_model"] == str(tmp_path / "no-such-model")
+
+
 def test_status_with_the_model_is_not_keyword_only(cairn):
     info = json.loads(cairn("status", "--json")[1])
     assert info["keyword_only"] is False and info["model_loaded"] is True

@@ -175,7 +175,7 @@ def store_options(fn: Callable | None = None, *, read_only: bool = False, use_wa
             embedder = _cli_embedder(resolved.config)
         started = time.perf_counter()
         with cairn.Cairn.open(resolved=resolved, create=create, embedder=embedder, read_only=read_only,
-                              check_model=fn.__name__ != "reembed") as memory:
+                              check_model=fn.__name__ not in ("reembed", "status")) as memory:
             _TIMINGS["store open"] = time.perf_counter() - started
             fn(memory, as_json=as_json, **kwargs)
 
@@ -396,6 +396,11 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
                    + (f", {c['awaiting_embedding']} awaiting embedding" if c["awaiting_embedding"] else ""))
         click.echo(f"size      {info['bytes']:,} bytes")
         click.echo(f"vectors   {info['vector_backend'] or 'unavailable'}; model {info['embedding_model'] or 'none'}")
+        stored = info["store_embedding_model"]
+        if stored and info["embedding_model"] and stored != info["embedding_model"]:
+            # status opens such a store anyway (check_model off) to say so, not to fail on it
+            click.echo(f"MISMATCH  the store's vectors come from {stored}: writes and vector recall are "
+                       f"refused until `cairn reembed` re-embeds it with {info['embedding_model']}")
         ses = info.get("sessions") or {}
         if ses.get("sessions"):
             click.echo(f"sessions  {ses['sessions']} captured, {ses['turns']} turns"
