@@ -54,7 +54,9 @@ def test_remember_recall_history_forget_round_trip(cairn):
     assert code == 0 and "superseded by" in out and "Kamal" in out
 
     code, out, _ = cairn("forget", new["memory"]["id"])
-    assert code == 0 and out.startswith("forgot")
+    assert code == 0 and out == f"forgot {new['memory']['id']}\n"
+    code, out, _ = cairn("forget", new["memory"]["id"])  # idempotent, and says so
+    assert code == 0 and out == f"already forgotten: {new['memory']['id']}\n"
     code, out, _ = cairn("recall", "Kamal", "--json")
     assert json.loads(out) == []
 

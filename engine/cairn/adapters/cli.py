@@ -309,8 +309,11 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
 @store_options
 def forget(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """Erase MEMORY_ID: its text, vector and index entries; a tombstone remains."""
+    started = int(time.time() * 1000)  # epoch ms, as the engine stamps forgotten_at
     tomb = memory.forget(memory_id)
-    _emit(as_json, cairn.render.full(tomb), lambda: click.echo(f"forgot {tomb.id}"))
+    # Forget is idempotent: a tombstone from an earlier forget is given back unchanged, and said so.
+    done = "forgot" if (tomb.forgotten_at or 0) >= started else "already forgotten:"
+    _emit(as_json, cairn.render.full(tomb), lambda: click.echo(f"{done} {tomb.id}"))
 
 
 @cli.command()
