@@ -137,6 +137,35 @@ def test_started_in_the_plugin_folder_without_a_project_it_refuses_and_creates_n
     assert not list(home.glob("stores/*.db"))
 
 
+def test_reads_create_no_store_and_the_first_write_does(tmp_path):
+    home, project = tmp_path / "home", git_init(tmp_path / "project")
+    env = _keyword_only_env(home, project)
+    proc = _start(env, project, tmp_path / "stderr.txt")
+    try:
+        _rpc(proc, INITIALIZE)
+        _read_until_id(proc, 1, 30, [])
+        _rpc(proc, INITIALIZED)
+        reads = [("memory_recall", {"query": "deploy"}), ("memory_list", {}), ("memory_review_queue", {}),
+                 ("memory_search_sessions", {"query": "deploy"}), ("memory_list_sessions", {}),
+                 ("memory_maintenance_run", {}), ("memory_maintenance_status", {}), ("memory_status", {})]
+        for ident, (tool, arguments) in enumerate(reads, start=2):
+            result = _call(proc, ident, tool, arguments)
+            assert not result.get("isError"), result
+        assert json.loads(_call(proc, 20, "memory_recall", {"query": "deploy"})["content"][0]["text"]) == {"hits": []}
+        assert not list(home.glob("stores/*.db"))
+        # Another process creates the store: the next read sees what it wrote.
+        subprocess.run([sys.executable, "-m", "cairn", "remember", "Deploys go through blue-green on Fly",
+                        "--keyword-only"], cwd=project, env=env, check=True, capture_output=True)
+        hits = json.loads(_call(proc, 21, "memory_recall", {"query": "deploy"})["content"][0]["text"])["hits"]
+        assert [h["text"] for h in hits] == ["Deploys go through blue-green on Fly"]
+        written = _call(proc, 22, "memory_remember", {"text": "The API is versioned in the URL"})
+        assert not written.get("isError"), written
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(list(home.glob("stores/*.db"))) == 1
+
+
 # -- time budgets: first call, stdin EOF, parent death --------------------------------------------------------
 FIRST_CALL_S = 5.0
 EXIT_AFTER_EOF_S = 2.0

@@ -173,9 +173,9 @@ def _session_row(info: cairn.SessionInfo) -> dict[str, Any]:
 
 
 def build_server(session: Session) -> MCPServer:
-    def run(fn, *, embeds: bool = False) -> str:
+    def run(fn, *, embeds: bool = False, writes: bool = True) -> str:
         try:
-            return render.dumps(session.call(fn, embeds=embeds))
+            return render.dumps(session.call(fn, embeds=embeds, writes=writes))
         except (Unavailable, CairnError) as exc:
             raise ToolError(str(exc)) from None
 
@@ -221,7 +221,7 @@ def build_server(session: Session) -> MCPServer:
                                  include_superseded=include_superseded, include_cold=include_cold)
             return {"hits": [render.hit(h) for h in hits]}
 
-        return run(do, embeds=True)
+        return run(do, embeds=True, writes=False)
 
     def memory_replace(
         id: MemoryId,  # noqa: A002 - the name the model sees
@@ -254,7 +254,7 @@ def build_server(session: Session) -> MCPServer:
         def do(engine):
             return {"chain": [render.history_entry(m) for m in engine.history(_memory_id(id))]}
 
-        return run(do)
+        return run(do, writes=False)
 
     def memory_list(
         kinds: Kinds = [],  # noqa: B006
@@ -273,7 +273,7 @@ def build_server(session: Session) -> MCPServer:
                                    scope=scope, include_cold=include_cold)
             return {"memories": [render.memory(m) for m in memories]}
 
-        return run(do)
+        return run(do, writes=False)
 
     def memory_status() -> str:
         """Which store this project uses and why (chosen_by), memory counts, the embedding model and whether it is loaded, and whether recall is keyword-only (and why). Use when memory seems missing or wrong."""  # noqa: E501
@@ -320,7 +320,7 @@ def build_server(session: Session) -> MCPServer:
             return {"subjects": [{"subject": subject, "proposals": items} for subject, items in groups.items()],
                     "count": len(proposals)}
 
-        return run(do)
+        return run(do, writes=False)
 
     def memory_review_decide(
         verdict: Annotated[Literal["approve", "keep", "edit", "promote"], Field(
@@ -377,11 +377,11 @@ def build_server(session: Session) -> MCPServer:
             report["proposals"] = report["proposals"][:20]  # counts has them all
             return report
 
-        return run(do)
+        return run(do, writes=apply)
 
     def memory_maintenance_status() -> str:
         """When maintenance last ran, whether a run is due, whether one is running (lease), the review queue's counts by state and type, and how many memories are cold."""  # noqa: E501
-        return run(lambda engine: engine.maintenance_status())
+        return run(lambda engine: engine.maintenance_status(), writes=False)
 
     def memory_search_sessions(
         query: Annotated[str, Field(min_length=1, max_length=2000,
@@ -402,7 +402,7 @@ def build_server(session: Session) -> MCPServer:
             hits = engine.search_sessions(query, mode=mode, k=k, window=window, since=since, until=until)
             return {"hits": [_session_hit(h) for h in hits]}
 
-        return run(do, embeds=mode != "exact" and mode != "keyword")
+        return run(do, embeds=mode != "exact" and mode != "keyword", writes=False)
 
     def memory_list_sessions(
         limit: Annotated[int, Field(ge=1, le=200, description="How many at most.")] = 20,
@@ -415,7 +415,7 @@ def build_server(session: Session) -> MCPServer:
             return {"sessions": [_session_row(s) for s in engine.list_sessions(limit=limit, since=since,
                                                                                 until=until)]}
 
-        return run(do)
+        return run(do, writes=False)
 
     def memory_read_session(
         session_id: Annotated[str, Field(min_length=1, max_length=200, description="As listed or found.")],
@@ -429,7 +429,7 @@ def build_server(session: Session) -> MCPServer:
             return {"session": _session_row(info), "turns": [_turn(t) for t in turns],
                     "next_offset": turns[-1].position + 1 if len(turns) == limit else None}
 
-        return run(do)
+        return run(do, writes=False)
 
     def tool(fn, title: str, annotations: ToolAnnotations) -> Tool:
         made = Tool.from_function(fn, title=title, annotations=annotations, structured_output=False)

@@ -108,6 +108,7 @@ class Session:
         self._name: str | None = None
         self._embedder_for = embedder_for
         self._engine: Cairn | None = None
+        self._placeholder_for: Resolved | None = None  # the store an empty read-only engine stands for
         self._embedder: Embedder | None = None  # the engine's, ungated (the warm-up loads it)
         self._lock = threading.RLock()
         self._warm_lock = threading.Lock()  # never the engine lock: the event loop takes this one
@@ -123,10 +124,17 @@ class Session:
             self._name = self._resolve().choice.name
         return self._name
 
-    def _open(self) -> Cairn:
-        """The open engine. Call with the lock held. Raises Unavailable."""
+    def _open(self, *, write: bool = True) -> Cairn:
+        """The open engine. Call with the lock held. Raises Unavailable.
+
+        write: the call may write. A project store that does not exist yet is created only by a
+        write; reads meanwhile get an empty read-only engine, replaced by the real store as soon as
+        it exists (another process wrote) or a write needs it."""
         if self._engine is not None and self._engine.stale:  # deleted or restored: open the path again
             log.info("the store file was deleted or replaced; reopening it")
+            self._engine.close()
+            self._engine = None
+        if self._engine is not None and not self._engine.exists and (write or self._placeholder_ends()):
             self._engine.close()
             self._engine = None
         if self._engine is not None:
@@ -137,7 +145,9 @@ class Session:
             resolved = self._resolve()
             self._embedder = self._embedder_for(resolved.config)
             gated = _AfterWarmup(self._embedder, self) if self._embedder is not None else None
-            self._engine = Cairn.open(resolved=resolved, embedder=gated)
+            read_only = not write and not resolved.store_exists
+            self._engine = Cairn.open(resolved=resolved, embedder=gated, read_only=read_only)
+            self._placeholder_for = resolved if read_only else None
         except Unavailable:
             raise
         except CairnError as exc:
@@ -148,15 +158,20 @@ class Session:
         log.info("store %s (%s)", self._engine.name, self._engine.choice.reason)
         return self._engine
 
-    def call(self, fn: Callable[[Cairn], T], *, embeds: bool = False) -> T:
+    def _placeholder_ends(self) -> bool:
+        """Whether the store the read-only placeholder stands for exists now (one stat)."""
+        return self._placeholder_for is not None and self._placeholder_for.store_exists
+
+    def call(self, fn: Callable[[Cairn], T], *, embeds: bool = False, writes: bool = True) -> T:
         """Run fn(engine) alone. embeds: fn needs the model, so first wait (at most MODEL_WAIT_S) for
         the warm-up, without holding the engine (memory_status must still answer meanwhile).
+        writes: fn may write (only a write creates the project's store; see _open).
         Raises Unavailable, or what fn raises."""
         if embeds and self.warm_state != "ready":
             self.start_warmup()
             self._warmed.wait(MODEL_WAIT_S)
         with self._lock:
-            return fn(self._open())
+            return fn(self._open(write=writes))
 
     def try_call(self, fn: Callable[[Cairn], T], timeout: float) -> T | None:
         """Like call, but None if another call holds the engine for longer than `timeout` seconds
@@ -164,7 +179,7 @@ class Session:
         if not self._lock.acquire(timeout=timeout):
             return None
         try:
-            return fn(self._open())
+            return fn(self._open(write=False))
         finally:
             self._lock.release()
 
@@ -207,7 +222,7 @@ class Session:
             self._warmed.set()
         if self.warm_state != "ready":
             return
-        if self._engine is None and not self._store_exists():
+        if not self._store_exists():
             return  # no store, so no backlog
         try:  # memories written while no model was available get their vectors now, in batches
             for _ in range(10_000):  # bounded: a backlog row that never clears must not spin forever
@@ -246,7 +261,7 @@ class Session:
             log.info("embedding model %s in %.1f s (no store yet)", state, time.monotonic() - started)
             return state
         try:
-            engine = self.call(lambda e: e)
+            engine = self.call(lambda e: e, writes=False)
         except Unavailable as exc:
             log.warning("not warming the model: %s", exc)
             return "failed"
