@@ -625,3 +625,37 @@ def test_engine_parts_changed_in_turn_retire_the_whole(engine):
     assert results[1].superseded == [] and [c["id"] for c in results[1].conflicts] == [results[0].memory.id]
     assert results[2].superseded == [results[0].memory.id], results[2].conflicts
     assert _current_texts(engine) == set(steps[1:])
+
+
+# -- a role's holder in any of its three forms; "May" the month is no hedge ---------------------------
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ("The accessibility champion is Farah.", "Gustavo is the accessibility champion now.", "supersede"),
+    ("Gustavo is the accessibility champion now.", "Accessibility champion: Isidora.", "supersede"),
+    ("Incident commander for the outage drill: Kwame", "The incident commander for the outage drill is Lea.",
+     "supersede"),
+    # Another role, or the same holder: nothing to retire.
+    ("The tech lead for payments is Ana.", "Ben is the tech lead for search.", None),
+    ("Gustavo is the accessibility champion.", "Accessibility champion: Gustavo.", "conflict"),
+    # A holder that is no name (a pronoun, a long phrase) is not a holder.
+    ("The release captain is Ilse.", "They are the release captain.", None),
+    ("Ilse is the release captain.", "The person who tags each build is the release captain.", None),
+])
+def test_a_role_holder_changes_whichever_form_states_it(old, new, expected):
+    for cosine in (None, 0.95):
+        verdict = classify(old, new, cosine)
+        if expected is None:
+            assert verdict.label != "supersede"
+        else:
+            assert verdict.label == expected, verdict
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ("Since May our team syncs happen on Discord", "Team syncs moved from Discord to Mattermost in September",
+     "supersede"),
+    ("In May 2025 the ledger moved to Aurora.", "The ledger moved from Aurora to AlloyDB.", "supersede"),
+    ("Team syncs happen on Discord", "Team syncs may move to Mattermost", "conflict"),  # the modal verb
+])
+def test_may_the_month_is_not_a_hedge(old, new, expected):
+    for cosine in (None, 0.95):
+        assert classify(old, new, cosine).label == expected

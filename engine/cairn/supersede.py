@@ -198,7 +198,10 @@ _LOCATION_VERBS = re.compile(
 )
 
 _HEDGE = re.compile(
-    r"\?|\b(might|maybe|perhaps|probably|could|would|may|will|should we|plan(s|ned|ning)? to"
+    r"\?|\b(might|maybe|perhaps|probably|could|would|will|should we|plan(s|ned|ning)? to"
+    # "may", but not the month: "since May", "in May 2025", "on 3 May", "May 12".
+    r"|(?<!in )(?<!since )(?<!from )(?<!until )(?<!till )(?<!by )(?<!of )(?<!early )(?<!late )(?<!mid-)"
+    r"(?<!mid )(?<!last )(?<!this )(?<!next )(?<![0-9] )(?<![0-9]th )may(?!\s*[0-9])"
     r"|consider(ing)?|thinking|i think|propos\w*|soon|going to|upcoming"
     # A change announced for later ("is moving to Valencia next month") has not happened yet.
     r"|next (?:week|month|quarter|year|sprint|release)"
@@ -1001,16 +1004,37 @@ _ROLE_HOLDER = re.compile(r"^(?P<holder>[^,;:]+?) (?:is|are) the (?P<role>[^,;:]
 _PRONOUNS = frozenset("it this that these those they he she there here what who which".split())
 
 
+# The same statement with the role first: "the accessibility champion is Farah", and as a label:
+# "Accessibility champion: Isidora".
+_ROLE_FIRST = re.compile(r"^the (?P<role>[^,;:]+?) (?:is|are) (?P<holder>[^,;:]+?)[.!]?$")
+_ROLE_LABEL = re.compile(r"^(?:the )?(?P<role>[^,;:]+?): (?P<holder>[^,;:]+?)[.!]?$")
+
+
+def _role_of(text: str) -> tuple[re.Match[str], bool] | None:
+    """The role statement of `text` and whether it is in the plain "the ROLE is HOLDER" form."""
+    for pattern in (_ROLE_HOLDER, _ROLE_LABEL, _ROLE_FIRST):
+        match = pattern.match(text)
+        if match:
+            return match, pattern is _ROLE_FIRST
+    return None
+
+
 def _role_holder_change(old: str, new: str) -> str | None:
     """Reason if both texts name a holder of one and the same role ("X is the incident commander for
-    the outage drill" / "Y is ..."), each holder a name of at most three words; else None."""
-    a, b = _ROLE_HOLDER.match(old), _ROLE_HOLDER.match(new)
-    if not a or not b or _tokens(a["role"]) != _tokens(b["role"]) or not _subject_words(_tokens(a["role"])):
+    the outage drill" / "Y is ...", also as "the incident commander ... is Y" or "Incident commander
+    ...: Y"), each holder a name of at most three words; else None. Two plain "the ROLE is HOLDER"
+    texts are left to the value rules (_value_change), which read that form already."""
+    a, b = _role_of(old), _role_of(new)
+    if not a or not b or (a[1] and b[1]):
+        return None
+    (a, _), (b, _) = a, b
+    if _tokens(a["role"]) != _tokens(b["role"]) or not _subject_words(_tokens(a["role"])):
         return None
     holders = _tokens(a["holder"]), _tokens(b["holder"])
     if holders[0] == holders[1] or any(not h or len(h) > 3 or set(h) & _PRONOUNS for h in holders):
         return None
-    return f"the {a['role']} is now {b['holder']}, not {a['holder']}"
+    role, taker, giver = (" ".join(m.split()) for m in (a["role"], b["holder"], a["holder"]))
+    return f"the {role} is now {taker}, not {giver}"
 
 
 def _restructured_change(old: str, new: str) -> str | None:
