@@ -277,6 +277,32 @@ _TRANSFER = re.compile(
     r" (?!(?:from|in|out|up|away|back)\b)(?:over |on )?(?P<obj>[^,;]+?) (?:over |on |back )?to"
     r" (?P<taker>[^,;]+?)(?=[,;]|\.?$|\. )"
 )
+# "Chiara took over the hiring loop from Tobias": a transfer with the new holder first.
+_TAKE_OVER = re.compile(
+    r"(?:\bthe )?(?P<taker>[^\s,;]+) (?:has |have )?(?:took|takes|taken) over (?P<obj>[^,;]+?) from"
+    r" (?P<giver>[^,;]+?)(?=[,;]|\.?$|\. )"
+)
+# A date that opens a statement says from when it holds: "As of 3 March, requests are triaged in
+# Intercom", "Since October the critique happens on Fridays" hold now. A date later in the text
+# ("moved to X in September") is left where it is.
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
+_DATE = (rf"(?:(?:early |mid-?|late )?(?:[0-9]{{1,2}}(?:st|nd|rd|th)? )?{_MONTH}(?: [0-9]{{1,2}}(?:st|nd|rd|th)?)?"
+         r"(?:,? [0-9]{4})?|q[1-4](?: [0-9]{4})?|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}"
+         r"|(?:this|last) (?:week|month|quarter|sprint|year)|(?:mon|tues|wednes|thurs|fri|satur|sun)day)")
+_DATED = re.compile(rf"^(?:as of|since|starting(?: from)?|effective|beginning) {_DATE},? (?P<rest>.+?)(?P<end>\.?)$")
+# "The model registry moved again, to Neptune": the comma does not part the verb from its value.
+_COMMA_TO = re.compile(r"\b(?P<verb>(?:moved|switched|migrated|changed|went|relocated)(?: again| back)?), to\b")
+# "We swapped HAProxy for Caddy": HAProxy went, Caddy came; "Flux replaced Spinnaker for deploys":
+# the new value first. Both read as "replaced X with Y", which names the old value.
+_SWAPPED = re.compile(r"\bswap(?:ped|s)? (?P<a>[^,;]+?) (?:for|with) (?P<b>[^,;]+?)(?= as | for | in | on |[,;]|\.?$)")
+_REPLACED_BY_FIRST = re.compile(r"^(?P<b>[^\s,;]+(?: [^\s,;]+)?) (?:has )?(?<!was )(?<!were )(?<!been )(?<!is )(?<!are )"
+                                r"replaced (?!by )(?P<a>[^\s,;]+(?: [^\s,;]+)?)"
+                                r" (?P<rest>(?:for|as|in|on) .+)$")
+# One spelling per unit, so "120 s" and "120 seconds" state the same value.
+_UNIT = re.compile(r"\b(?P<n>[0-9]+(?:\.[0-9]+)?) ?(?P<unit>ms|msecs?|milliseconds?|s|secs?|seconds?|mins?|minutes?"
+                   r"|h|hrs?|hours?|d|days?)\b(?!-)")
+_UNIT_NAMES = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 # "The user has lived in Faro since June", "the files have been in Figma since spring": a perfect
 # tense with "since" states what holds now; the start date is no part of the value.
 _SINCE = re.compile(r"\b(?:has|have)(?P<been> been)? (?P<rest>[^,;]*?) since [^,;]*?(?=[,;]|\.?$|\. )")
@@ -305,10 +331,19 @@ def _in_voice_of(old: str, new: str) -> str:
 
 
 def _canonical(text: str) -> str:
-    """A normalised text with transfers and perfect-tense "since" statements rewritten into the forms
-    the change rules read: "a handed x over to b" -> "x passed from a to b", "has lived in y since
-    june" -> "now lived in y"."""
+    """A normalised text with transfers, dated and perfect-tense "since" statements and units rewritten
+    into the forms the change rules read: "a handed x over to b" and "b took over x from a" -> "x
+    passed from a to b"; "has lived in y since june" and "since june, they live in y" -> "now ...";
+    "as of 3 march, x is y" -> "x is y now"; "moved again, to y" -> "moved again to y"; "120 s" ->
+    "120 seconds"."""
     text = _TRANSFER.sub(lambda m: f"{m['obj']} passed from {m['giver']} to {m['taker']}", text)
+    text = _TAKE_OVER.sub(lambda m: f"{m['obj']} passed from {m['giver']} to {m['taker']}", text)
+    text = _DATED.sub(lambda m: f"{m['rest']} now{m['end']}", text)
+    text = _SWAPPED.sub(lambda m: f"replaced {m['a']} with {m['b']}", text)
+    text = _REPLACED_BY_FIRST.sub(lambda m: f"we replaced {m['a']} with {m['b']} {m['rest']}", text)
+    text = _COMMA_TO.sub(r"\g<verb> to", text)
+    text = _UNIT.sub(lambda m: f"{m['n']} {_UNIT_NAMES['ms' if m['unit'].startswith(('ms', 'milli')) else m['unit'][0]]}",
+                     text)
     return _SINCE.sub(lambda m: f"now{m['been'] or ''} {m['rest']}", text)
 
 
@@ -418,7 +453,8 @@ def _possession(text: str, index: int, head: str, new_tokens: list[str]) -> str 
     and the new text names another thing ("has a dog"): one can have several. A count of the same
     thing ("two QA engineers" -> "three QA engineers") is a value."""
     counted = all(t[0].isdigit() or t in _COUNTS for t in _tokens(text)[index:index + 1])
-    return "have" if _had(text, index) and head not in new_tokens and not (counted and head in _COUNTS) else None
+    return ("have" if _had(text, index) and head not in new_tokens
+            and not (counted and (head in _COUNTS or head[:1].isdigit())) else None)
 
 
 def _had(text: str, index: int) -> str | None:
@@ -1037,6 +1073,34 @@ def _role_holder_change(old: str, new: str) -> str | None:
     return f"the {role} is now {taker}, not {giver}"
 
 
+# Words that say the new text holds at present, in place of what held before.
+_PRESENT_MARK = re.compile(r"\b(?:from now on|going forward|these days|nowadays|now|again)\b")
+
+
+def _doer_change(old: str, new: str) -> str | None:
+    """Reason if the new text gives one relation another doer and says it holds at present
+    ("Typesense powers the storefront search" / "Algolia powers the storefront search now", "Maven
+    builds the JVM services again"); else None. The doer is the opening span (at most three words,
+    no pronoun); the rest, from a verb that is no copula on, is the same. A relation that holds
+    several doers at once (_MULTI_VALUED: "maintains", "uses") is left alone."""
+    if not _PRESENT_MARK.search(new) or _PRESENT_MARK.search(old):
+        return None
+    old_tokens, new_tokens = _tokens(old), _tokens(_PRESENT_MARK.sub(" ", new))
+    ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if len(ops) != 1 or ops[0][0] != "replace" or ops[0][1] != 0 or ops[0][3] != 0:
+        return None
+    _, _, i2, _, j2 = ops[0]
+    doers, rest = (old_tokens[:i2], new_tokens[:j2]), old_tokens[i2:]
+    if any(len(d) > 3 or set(d) & (_PRONOUNS | {"we", "i", "you"}) for d in doers) or len(rest) < 3:
+        return None
+    verb = rest[0]
+    if verb in ("is", "are", "was", "were", "be") or _stem(verb) in _MULTI_VALUED \
+            or _loose(_stem(verb)) in _MULTI_VALUED or not _subject_words(rest[1:]):
+        return None
+    return f"{' '.join(doers[1])} {' '.join(rest)} now, not {' '.join(doers[0])}"
+
+
 def _restructured_change(old: str, new: str) -> str | None:
     """Reason if the texts name one subject in other words ("the retention for audit logs" / "audit log
     retention": the same words before the first "is") and change its value; else None."""
@@ -1116,7 +1180,8 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
             if not _has_marker(new) or (all(m in _PRESENT_ONLY for m in markers) and not _RETIRE.search(new)
                                         and not _PREFER_OVER.search(new)):
                 plain = re.sub(r"\s+", " ", _REPLACE.sub(" ", new)).strip(" .")
-                change = _role_holder_change(stated, plain) or _restructured_change(stated, plain)
+                change = (_role_holder_change(stated, plain) or _restructured_change(stated, plain)
+                          or _doer_change(stated, new))
         if change is None and not addition:
             change = _polarity_change(old, new)
     if addition:
