@@ -296,13 +296,18 @@ _COMMA_TO = re.compile(r"\b(?P<verb>(?:moved|switched|migrated|changed|went|relo
 # "We swapped HAProxy for Caddy": HAProxy went, Caddy came; "Flux replaced Spinnaker for deploys":
 # the new value first. Both read as "replaced X with Y", which names the old value.
 _SWAPPED = re.compile(r"\bswap(?:ped|s)? (?P<a>[^,;]+?) (?:for|with) (?P<b>[^,;]+?)(?= as | for | in | on |[,;]|\.?$)")
-_REPLACED_BY_FIRST = re.compile(r"^(?P<b>[^\s,;]+(?: [^\s,;]+)?) (?:has )?(?<!was )(?<!were )(?<!been )(?<!is )(?<!are )"
-                                r"replaced (?!by )(?P<a>[^\s,;]+(?: [^\s,;]+)?)"
+_REPLACED_BY_FIRST = re.compile(r"^(?P<b>[^\s,;]+(?: [^\s,;]+)?) (?:has )?"
+                                r"(?<!was )(?<!were )(?<!been )(?<!is )(?<!are )replaced (?!by )"
+                                r"(?P<a>[^\s,;]+(?: [^\s,;]+)?)"
                                 r" (?P<rest>(?:for|as|in|on) .+)$")
 # One spelling per unit, so "120 s" and "120 seconds" state the same value.
 _UNIT = re.compile(r"\b(?P<n>[0-9]+(?:\.[0-9]+)?) ?(?P<unit>ms|msecs?|milliseconds?|s|secs?|seconds?|mins?|minutes?"
                    r"|h|hrs?|hours?|d|days?)\b(?!-)")
 _UNIT_NAMES = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+def _unit_key(unit: str) -> str:
+    return "ms" if unit.startswith(("ms", "milli")) else unit[0]
 # "The user has lived in Faro since June", "the files have been in Figma since spring": a perfect
 # tense with "since" states what holds now; the start date is no part of the value.
 _SINCE = re.compile(r"\b(?:has|have)(?P<been> been)? (?P<rest>[^,;]*?) since [^,;]*?(?=[,;]|\.?$|\. )")
@@ -342,8 +347,7 @@ def _canonical(text: str) -> str:
     text = _SWAPPED.sub(lambda m: f"replaced {m['a']} with {m['b']}", text)
     text = _REPLACED_BY_FIRST.sub(lambda m: f"we replaced {m['a']} with {m['b']} {m['rest']}", text)
     text = _COMMA_TO.sub(r"\g<verb> to", text)
-    text = _UNIT.sub(lambda m: f"{m['n']} {_UNIT_NAMES['ms' if m['unit'].startswith(('ms', 'milli')) else m['unit'][0]]}",
-                     text)
+    text = _UNIT.sub(lambda m: f"{m['n']} {_UNIT_NAMES[_unit_key(m['unit'])]}", text)
     return _SINCE.sub(lambda m: f"now{m['been'] or ''} {m['rest']}", text)
 
 
