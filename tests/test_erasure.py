@@ -18,7 +18,7 @@ from cairn import Cairn
 from cairn.migrations import MIGRATIONS
 from cairn.adapters.cli import main
 
-SECRET = "The staging vault passphrase is zyxwquartz-plover-42, rotated by Ingrid"
+SECRET = "The staging vault codename is zyxwquartz-plover-42, rotated by Ingrid"
 NEEDLES = (SECRET.encode(), b"zyxwquartz", b"Ingrid", SECRET.lower().encode())
 
 
@@ -47,7 +47,7 @@ def test_forget_leaves_neither_text_nor_vector_in_any_file(project, hashing, cai
     with Cairn.open(cwd=project, embedder=hashing) as memory:
         fill(memory)
         secret = memory.remember(SECRET, kind="fact", tags=["zyxwquartz-vault"]).memory
-        memory.recall("vault passphrase")
+        memory.recall("vault codename")
         vector = memory.store.vectors_of([memory.store.seq_of(secret.id)])
         blob = next(iter(vector.values())).tobytes()
         memory.store.flush_to_disk()  # the text now sits in the database file itself, not just the WAL
@@ -59,7 +59,7 @@ def test_forget_leaves_neither_text_nor_vector_in_any_file(project, hashing, cai
         # What remains is the tombstone: id and times, no text.
         assert (tomb.id, tomb.text, tomb.tags) == (secret.id, None, ())
         assert tomb.forgotten_at is not None and tomb.recorded_at == secret.recorded_at
-        assert secret.id not in [h.memory.id for h in memory.recall("vault passphrase zyxwquartz")]
+        assert secret.id not in [h.memory.id for h in memory.recall("vault codename zyxwquartz")]
         assert memory.counts()["current"] == 40
 
 
@@ -78,10 +78,10 @@ def test_forget_through_the_cli_leaves_no_trace_in_stores_logs_or_session_marker
     for i in range(10):
         cli("remember", f"Service {i} listens on port {8000 + i}")
     made = json.loads(cli("remember", SECRET, "--tags", "vault", "--json"))["memory"]
-    assert made["id"] in cli("recall", "vault passphrase", "--json")
+    assert made["id"] in cli("recall", "vault codename", "--json")
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project)}
     for event, payload in (("SessionStart", {"session_id": "s-1", "source": "startup"}),
-                           ("UserPromptSubmit", {"session_id": "s-2", "prompt": "what is the vault passphrase?"})):
+                           ("UserPromptSubmit", {"session_id": "s-2", "prompt": "what is the vault codename?"})):
         out = subprocess.run([sys.executable, "-P", "-m", "cairn", "hook", event], input=json.dumps(payload),
                              capture_output=True, text=True, env=env, cwd=str(project), timeout=120, check=True)
         assert "zyxwquartz" in out.stdout  # the hook did inject it: markers were written with it in context
@@ -182,7 +182,7 @@ def test_forget_on_postgres_leaves_no_text_or_vector_in_the_store_tables_or_inde
         tomb = memory.forget(secret.id)
         assert relation_files_holding(store.conn, store.schema, NEEDLES + (blob,)) == {}
         assert (tomb.id, tomb.text, tomb.tags) == (secret.id, None, ())
-        assert secret.id not in [h.memory.id for h in memory.recall("vault passphrase zyxwquartz")]
+        assert secret.id not in [h.memory.id for h in memory.recall("vault codename zyxwquartz")]
         assert memory.counts()["current"] == 40
 
 

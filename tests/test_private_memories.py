@@ -145,3 +145,16 @@ def test_an_old_store_or_an_export_with_private_text_is_scrubbed_on_its_way_to_t
         stored = server_bytes(pg_server, where)
         assert b"Rotate [REDACTED:AWS Access Key] monthly" in stored
         assert AWS_KEY.encode() not in stored and codename.encode() not in stored
+
+
+def test_applies_when_phrases_are_scrubbed_and_a_tag_holding_a_secret_is_refused(kw_memory):
+    key = "sk-ant-api03-" + "Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3
+    m = kw_memory.remember("Deploy the API server with the release workflow", kind="decision",
+                           applies_when=["PGPASSWORD=Sup3rS3cretPw psql", "deploying <private>to db7.corp</private>"]).memory
+    assert m.applies_when == ("PGPASSWORD=[REDACTED:Secret Assignment] psql", "deploying")
+    before = kw_memory.counts()["current"]
+    with pytest.raises(InvalidMemory, match="tag 2 holds a secret"):
+        kw_memory.remember("Rotate the CI key monthly", tags=["ci", key])
+    with pytest.raises(InvalidMemory, match="applies_when phrase 1 is all <private> content"):
+        kw_memory.remember("Rotate the CI key monthly", applies_when=["<private>the vault at db7</private>"])
+    assert kw_memory.counts()["current"] == before  # nothing written

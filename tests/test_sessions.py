@@ -225,6 +225,13 @@ OPENAI_PROJECT_KEY = "sk-proj-" + "Nf3Ud8Rk1Wm6Yq9Bt4Hc7Jp2Lx5Va0Se" * 2
     ("PGPASSWORD=hunter2secret psql -h db", "hunter2secret", "Secret Assignment", "psql -h db"),
     ("the staging password: Tr0ub4dor&3 (rotate it)", "Tr0ub4dor&3", "Password In Prose", "(rotate it)"),
     ("the password is hunter22 for now", "hunter22", "Password In Prose", "for now"),
+    ("The DB password for staging is Xy7!qPz9", "Xy7!qPz9", "Password In Prose", "for staging is"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kd9", "wJalrXUtnFEMI", "Secret Assignment",
+     "aws_secret_access_key = "),
+    ("DB_PASS=Sup3rS3cret for the replica", "Sup3rS3cret", "Secret Assignment", "for the replica"),
+    ("MYSQL_PWD=hunter2x mysql -u app", "hunter2x", "Secret Assignment", "mysql -u app"),
+    ("key AIzaSyA1234567890abcdefghijklmnopqrstuv here", "AIzaSyA1234567890", "Google API Key", "here"),
+    ("npm_abcdefghijklmnopqrstuvwxyz0123456789 in .npmrc", "npm_abcdefghij", "npm Token", "in .npmrc"),
 ])
 def test_secrets_beyond_detect_secrets_own_are_redacted(line, secret, kind, kept):
     out = scrub(line)
@@ -233,12 +240,32 @@ def test_secrets_beyond_detect_secrets_own_are_redacted(line, secret, kind, kept
     assert out.redactions[kind] == 1
 
 
+@pytest.mark.parametrize("line", [
+    # Detectors that match a fixed-length part of a longer token: the whole token goes.
+    "stripe sk_live_51H8abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRS here",
+    "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB here",
+    "jwt eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c here",
+])
+def test_no_part_of_a_token_survives_its_redaction(line):
+    out = scrub(line).text
+    assert out.endswith(" here") and out.count("[REDACTED:") == 1
+    token = line.split()[1].split("=")[-1]
+    assert not any(token[i:i + 6] in out for i in range(len(token) - 5))
+
+
+def test_text_after_a_one_line_private_key_is_kept():
+    out = scrub("-----BEGIN RSA PRIVATE KEY----- MIIEowIBAAKCAQEA7 -----END RSA PRIVATE KEY----- after key")
+    assert out.text == "[REDACTED:Private Key] after key"
+
+
 @pytest.mark.parametrize("text", [
     "the password reset flow sends an email; a password is required",
     "set DATABASE_PASSWORD in the vault, never in the repo",
     "TOKEN_TTL=3600 and USE_TOKEN=true and DB_PASSWORD=$DB_PASS and API_KEY=${KEY}",
     "GITHUB_TOKEN=<your token here> or X_TOKEN={{ secrets.X }}",
     "sk-ant- is the prefix of Anthropic keys",
+    "SESSION_TOKEN_TTL=3600s MAX_TOKENS=4096k CSRF_TOKEN_HEADER=X-CSRF-Token SECRET_KEY_BASE=TRUE",
+    "the pwd is /home/alice/src2 and PASSPORT_ID=AB123456 and COMPASS_URL=https://compass.example",
 ])
 def test_settings_references_and_placeholders_are_not_secrets(text):
     assert scrub(text).text == text

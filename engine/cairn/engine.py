@@ -513,21 +513,43 @@ def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
 
 def _scrubbed(drafts: list[Draft]) -> list[Draft]:
     """The drafts as they may be stored: `<private>` spans removed and secrets replaced by
-    `[REDACTED:<type>]` (privacy.scrub, as for captured turns), before validation, embedding,
+    `[REDACTED:<type>]` (privacy.scrub, as for captured turns) in the text and in each applies-when
+    phrase, and a tag holding either refused (InvalidMemory), before validation, embedding,
     duplicate detection or any write, on every backend: what a person marks private or a key pasted
     into a memory never reaches a store, a shared one least of all. Raises InvalidMemory for a text
     that was nothing but private spans (it is not stored, and not silently dropped either)."""
-    texts = [(i, d.text) for i, d in enumerate(drafts) if isinstance(d.text, str) and not is_blank(d.text)
-             and lone_surrogate(d.text) is None]
-    if not texts:
+    def scrubbable(value: object) -> bool:
+        return isinstance(value, str) and not is_blank(value) and lone_surrogate(value) is None
+
+    # (draft index, field, phrase index or None, string): the text, each applies-when phrase and each
+    # tag, scrubbed in one batch.
+    found: list[tuple[int, str, int | None, str]] = []
+    for i, d in enumerate(drafts):
+        if scrubbable(d.text):
+            found.append((i, "text", None, d.text))
+        for field in ("applies_when", "tags"):
+            values = getattr(d, field)
+            if isinstance(values, (list, tuple)):
+                found += [(i, field, j, v) for j, v in enumerate(values) if scrubbable(v)]
+    if not found:
         return drafts
     out = list(drafts)
-    for (i, text), clean in zip(texts, scrub_many([t for _, t in texts])):
-        if clean.text == text:
+    for (i, field, j, value), clean in zip(found, scrub_many([v for *_, v in found])):
+        if clean.text == value:
             continue
+        if field == "tags":  # a tag is shown in every listing and cannot hold a redaction marker
+            kinds = ", ".join(sorted(clean.redactions)) or "<private>"
+            raise InvalidMemory(f"tag {j + 1} holds a secret ({kinds}) or private text; tags are not "
+                                "redacted, so leave it out")
         if is_blank(clean.text):
-            raise InvalidMemory("the text is all <private> content: nothing of it may be stored")
-        out[i] = replace(drafts[i], text=clean.text.strip())
+            what = "the text" if field == "text" else f"applies_when phrase {j + 1}"
+            raise InvalidMemory(f"{what} is all <private> content: nothing of it may be stored")
+        if field == "text":
+            out[i] = replace(out[i], text=clean.text.strip())
+        else:
+            phrases = list(out[i].applies_when)
+            phrases[j] = clean.text.strip()
+            out[i] = replace(out[i], applies_when=tuple(phrases))
     return out
 
 

@@ -30,6 +30,8 @@ _PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|\Z")
 _DETECTORS = Path(__file__).with_name("secret_detectors.py")
 # detect-secrets detectors not used (see the module docstring).
 _LEFT_OUT = {"Base64HighEntropyString", "HexHighEntropyString", "IPPublicDetector"}
+_TOKEN_BACK = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_TOKEN_ON = _TOKEN_BACK | frozenset("+/=.")
 _lock = threading.Lock()  # detect-secrets keeps its settings in a module-level global
 _plugins_config: list[dict[str, str]] | None = None
 
@@ -81,9 +83,24 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
                  if m.group(0) != value and m.group(0).startswith(value)]
         if whole and secret.type != "Private Key":
             spans = whole
+        if spans and secret.type != "Private Key":
+            spans = [_whole_token(line, start, end) for start, end in spans]
         if spans:
             found.append((secret.type, spans))
     return found
+
+
+def _whole_token(line: str, start: int, end: int) -> tuple[int, int]:
+    """The span widened to the whole token around it: some detectors match a fixed-length part of
+    a longer key (a Stripe key's first 24 characters, a JWT without its signature), and what they
+    leave out is as secret as what they match. Not back across "=" or ":", which end a name."""
+    while start > 0 and line[start - 1] in _TOKEN_BACK:
+        start -= 1
+    while end < len(line) and line[end] in _TOKEN_ON:
+        end += 1
+    while end > start and line[end - 1] == ".":  # a sentence's full stop is not part of the key
+        end -= 1
+    return start, end
 
 
 def _redact(text: str) -> tuple[str, Counter]:
@@ -105,7 +122,10 @@ def _redact(text: str) -> tuple[str, Counter]:
             block_lines = rest[: end.end()].count("\n") + 1
             counts["Private Key"] += 1
             start = line.find("-----BEGIN")
-            out_lines.append((line[:start] if start >= 0 else "") + "[REDACTED:Private Key]")
+            # What follows the END marker on its line is not part of the key: kept (and scanned).
+            tail, tail_counts = _redact(rest[end.end():].split("\n", 1)[0]) if end.group() else ("", Counter())
+            counts.update(tail_counts)
+            out_lines.append((line[:start] if start >= 0 else "") + "[REDACTED:Private Key]" + tail)
             i += block_lines
             continue
         spans = sorted({s for _, ss in detections for s in ss})

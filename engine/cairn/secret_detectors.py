@@ -32,23 +32,67 @@ class OpenAIProjectKeyDetector(RegexBasedDetector):
 
 
 class EnvSecretAssignmentDetector(RegexBasedDetector):
-    """An unquoted shell or .env assignment to a variable named as a secret:
-    `AWS_SECRET_ACCESS_KEY=...`, `export PGPASSWORD=...`, `GITHUB_TOKEN=...` (detect-secrets'
-    keyword detector wants quotes outside code files). The variable name is upper case, as an
-    environment variable's is; `$OTHER` references, `<placeholders>` and plain numbers or booleans
-    are not secrets."""
+    """An unquoted assignment to a variable named as a secret, in a shell, a .env file or a
+    credentials file: `AWS_SECRET_ACCESS_KEY=...`, `export PGPASSWORD=...`, `DB_PASS=...`,
+    `aws_secret_access_key = ...` (detect-secrets' keyword detector wants quotes outside code
+    files). Not a secret: a name that only sizes or points at one (`MAX_TOKENS`, `SESSION_TOKEN_TTL`,
+    `CSRF_TOKEN_HEADER`, `SECRET_FILE`), or a value that is a number (with a unit), a boolean, a
+    `$REFERENCE`, a `<placeholder>`, a path or a URL."""
 
     secret_type = "Secret Assignment"
-    denylist = [re.compile(
-        r"(?<![A-Za-z0-9_])[A-Z][A-Z0-9_]*(?:SECRET|PASSWORD|PASSWD|PASSPHRASE|TOKEN|API_?KEY|ACCESS_?KEY|"
-        r"PRIVATE_?KEY|CREDENTIALS?)[A-Z0-9_]*=" + _NOT_A_SETTING + r"([^\s'\"$;<{][^\s'\";]{3,})")]
+    denylist = [re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z][A-Za-z0-9_]*)(?: ?= ?| = )"
+                           r"(?P<value>[^\s'\"$;<{][^\s'\";]{3,})")]
+
+    def analyze_string(self, string: str):
+        for match in self.denylist[0].finditer(string):
+            if _secret_name(match["name"]) and not _not_secret_value(match["value"]):
+                yield match["value"]
+
+
+# Words of a variable name that make it a secret's ("DB_PASS", "pgpassword", "GITHUB_TOKEN"), and
+# words that say the variable holds something about a secret rather than the secret itself.
+_SECRET_WORDS = ("secret", "password", "passwd", "passphrase", "pass", "pwd", "token", "apikey", "credential",
+                 "credentials", "privatekey", "accesskey")
+_ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length len expiry expires expiration timeout
+    url uri path file dir name type id ids endpoint host port enabled enable disabled max min num tokens
+    rotation policy hint prompt field param length version format mode store backend provider""".split())
+_SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|yes|no|on|off|none|null|nil"
+                            r"|[/~.].*|[a-z][a-z0-9+.-]*://.*)$")
+
+
+def _secret_name(name: str) -> bool:
+    words = [w for w in re.split(r"_+", name.lower()) if w]
+    if not words or words[0] in ("max", "min", "num") or words[-1] in _ABOUT_WORDS:
+        return False
+    joined = "".join(words)
+    return any(w in _SECRET_WORDS for w in words) or joined.endswith(
+        ("password", "passwd", "secret", "token", "apikey", "accesskey", "privatekey", "secretkey"))
+
+
+def _not_secret_value(value: str) -> bool:
+    return bool(_SETTING_VALUE.match(value.rstrip(".,")))
+
+
+class GoogleApiKeyDetector(RegexBasedDetector):
+    """Google API keys: "AIza" and 35 more characters (Google's published key format)."""
+
+    secret_type = "Google API Key"
+    denylist = [re.compile(r"\bAIza[0-9A-Za-z_-]{35}")]
+
+
+class NpmTokenDetector(RegexBasedDetector):
+    """npm access tokens: "npm_" and 36 letters and digits (npm's published token format)."""
+
+    secret_type = "npm Token"
+    denylist = [re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")]
 
 
 class PasswordProseDetector(RegexBasedDetector):
-    """A password given in prose: "the password is hunter22", "password: Tr0ub4dor&3". The value
-    must hold a letter and a digit or symbol, so "the password is required" is left alone."""
+    """A password given in prose: "the password is hunter22", "password: Tr0ub4dor&3", "the DB
+    password for staging is Xy7!qPz9". The value must hold a letter and a digit or symbol, so "the
+    password is required" is left alone, and not be a path ("pwd" is also the shell's folder)."""
 
     secret_type = "Password In Prose"
     denylist = [re.compile(
-        r"(?i)\b(?:password|passwd|passphrase|pwd)\s*(?:is|was|:|=)\s*"
-        r"(?=[^\s'\"]*[A-Za-z])(?=[^\s'\"]*[0-9!@#%^&*+=?~])([^\s'\"]{6,})")]
+        r"(?i)\b(?:password|passwd|passphrase)(?: for (?:the )?[\w-]+(?: [\w-]+)?)?\s*(?:is|was|:|=)\s*"
+        r"(?![/~])(?=[^\s'\"]*[A-Za-z])(?=[^\s'\"]*[0-9!@#%^&*+=?~])([^\s'\"]{6,})")]
