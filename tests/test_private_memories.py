@@ -149,8 +149,9 @@ def test_an_old_store_or_an_export_with_private_text_is_scrubbed_on_its_way_to_t
 
 def test_applies_when_phrases_are_scrubbed_and_a_tag_holding_a_secret_is_refused(kw_memory):
     key = "sk-ant-api03-" + "Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3
+    phrases = ["PGPASSWORD=Sup3rS3cretPw psql", "deploying <private>to db7.corp</private>"]
     m = kw_memory.remember("Deploy the API server with the release workflow", kind="decision",
-                           applies_when=["PGPASSWORD=Sup3rS3cretPw psql", "deploying <private>to db7.corp</private>"]).memory
+                           applies_when=phrases).memory
     assert m.applies_when == ("PGPASSWORD=[REDACTED:Secret Assignment] psql", "deploying")
     before = kw_memory.counts()["current"]
     with pytest.raises(InvalidMemory, match="tag 2 holds a secret"):

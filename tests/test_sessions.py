@@ -244,7 +244,8 @@ def test_secrets_beyond_detect_secrets_own_are_redacted(line, secret, kind, kept
     # Detectors that match a fixed-length part of a longer token: the whole token goes.
     "stripe sk_live_51H8abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRS here",
     "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB here",
-    "jwt eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c here",
+    "jwt eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c here",
 ])
 def test_no_part_of_a_token_survives_its_redaction(line):
     out = scrub(line).text
