@@ -69,6 +69,15 @@ def test_status_says_which_store_and_why(cairn, project):
     assert info["vector_backend"] == "sqlite-vec"
 
 
+def test_a_global_memory_creates_no_project_store(cairn, cairn_home):
+    code, out, _ = cairn("remember", "The user wants short answers", "--kind", "preference", "--scope", "global")
+    assert code == 0 and out.startswith("remembered ")
+    assert list(store_files(cairn_home)) == ["global.db"]
+    code, out, _ = cairn("recall", "short answers", "--scope", "global", "--json")
+    assert [h["memory"]["text"] for h in json.loads(out)] == ["The user wants short answers"]
+    assert list(store_files(cairn_home)) == ["global.db"]
+
+
 def test_stores_create_then_use_by_name(cairn):
     code, _, err = cairn("recall", "x", "--store", "team-notes")
     assert code == 2 and "does not exist" in err and "cairn stores create team-notes" in err

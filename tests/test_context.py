@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cairn import Cairn, StoreNotFound
+from cairn import Cairn, StoreCorrupted, StoreNotFound
 from cairn import context, render
 from cairn.adapters import claude as claude_hooks
 from cairn.context import is_trivial, passes, prompt_context, relevant_hits, session_brief, stems
@@ -450,10 +450,12 @@ def test_a_project_without_a_store_is_briefed_from_the_global_store_and_gets_no_
     with Cairn.open(store="global", embedder=None) as glob:
         pref = glob.remember("The user wants commit messages in the imperative mood", kind="preference",
                              detect=False).memory
+        glob.remember("The user's laptop is a ThinkPad", kind="fact", detect=False)
     path = choose_store(None, cwd=project, env={}).path
     brief = _context(claude_hooks.handle("SessionStart", _payload(project, source="startup"), _env(project)))
-    assert brief.startswith("Cairn memory: this project has no store yet; your global store holds 1 current")
+    assert brief.startswith("Cairn memory: this project has no store yet; your global store holds 2 current")
     assert f"[mem:{pref.id}]" in brief and "imperative mood" in brief
+    assert "ThinkPad" not in brief  # decisions, conventions and preferences only, as in a project's brief
     # A prompt in it still gets nothing, and neither event creates the project's store.
     assert claude_hooks.handle("UserPromptSubmit", _payload(project, prompt="Write the commit message"),
                                _env(project)) is None
@@ -471,3 +473,38 @@ def test_a_global_store_that_cannot_be_read_leaves_the_project_brief_whole(stock
     brief = _context(claude_hooks.handle("SessionStart", _payload(stocked, source="startup"), _env(stocked)))
     assert "release workflow" in brief and "imperative mood" not in brief
     assert context.GLOBAL_TITLE not in brief and brief != whole
+
+
+def test_cairn_store_naming_the_global_store_gets_a_plain_brief_of_it(project, monkeypatch):
+    with Cairn.open(store="global", embedder=None) as glob:
+        glob.remember("The user wants commit messages in the imperative mood", kind="preference", detect=False)
+    brief = _context(claude_hooks.handle("SessionStart", _payload(project, source="startup"),
+                                         _env(project, CAIRN_STORE="global")))
+    assert brief.startswith("Cairn project memory (1 current memories in store global)")
+    assert context.GLOBAL_TITLE not in brief and brief.count("imperative mood") == 1
+
+
+def test_a_global_only_brief_uses_the_whole_budget(project):
+    with Cairn.open(store="global", embedder=None) as glob:
+        for i in range(30):
+            glob.remember(f"Preference {i}: the user likes option {i} for tool {i} in every repository",
+                          kind="preference", detect=False)
+    brief = _context(claude_hooks.handle("SessionStart", _payload(project, source="startup"), _env(project)))
+    assert 1500 // context.GLOBAL_SHARE < len(brief) <= 1500
+
+
+def test_a_broken_global_store_costs_neither_a_project_without_a_store_nor_a_recall(project, stocked):
+    with Cairn.open(store="global", embedder=None) as glob:
+        glob.remember("The user wants commit messages in the imperative mood", kind="preference", detect=False)
+    (stores_dir() / "global.db").write_bytes(b"this is not a SQLite database" * 200)
+    for suffix in ("-wal", "-shm"):
+        (stores_dir() / f"global.db{suffix}").unlink(missing_ok=True)
+    empty = project.parent / "another"
+    from .conftest import git_init
+    git_init(empty)
+    assert claude_hooks.handle("SessionStart", _payload(empty, source="startup"), _env(empty)) is None
+    with Cairn.open(cwd=stocked, embedder=None) as engine:
+        hits = engine.recall("release workflow")  # scope all: the project's answer, the global left out
+        assert hits and "release workflow" in hits[0].memory.text
+        with pytest.raises(StoreCorrupted):
+            engine.recall("release workflow", scope="global")

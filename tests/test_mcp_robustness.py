@@ -153,6 +153,10 @@ def test_reads_create_no_store_and_the_first_write_does(tmp_path):
             assert not result.get("isError"), result
         assert json.loads(_call(proc, 20, "memory_recall", {"query": "deploy"})["content"][0]["text"]) == {"hits": []}
         assert not list(home.glob("stores/*.db"))
+        glob = _call(proc, 19, "memory_remember", {"text": "The user wants short answers", "kind": "preference",
+                                                   "scope": "global"})
+        assert not glob.get("isError"), glob
+        assert [p.name for p in home.glob("stores/*.db")] == ["global.db"]  # a global write: no project store
         # Another process creates the store: the next read sees what it wrote.
         subprocess.run([sys.executable, "-m", "cairn", "remember", "Deploys go through blue-green on Fly",
                         "--keyword-only"], cwd=project, env=env, check=True, capture_output=True)
@@ -163,7 +167,7 @@ def test_reads_create_no_store_and_the_first_write_does(tmp_path):
     finally:
         proc.kill()
         proc.wait()
-    assert len(list(home.glob("stores/*.db"))) == 1
+    assert len(list(home.glob("stores/*.db"))) == 2  # the global store and the project's
 
 
 # -- time budgets: first call, stdin EOF, parent death --------------------------------------------------------

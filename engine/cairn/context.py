@@ -132,22 +132,23 @@ def _fill(header: str, lines: list[str], budget: int) -> str | None:
     return "\n".join(out) if len(out) > 1 else None
 
 
-def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
+def session_brief(memory: Cairn, *, budget: int = 1500, global_only: bool = False) -> str | None:
     """The project's most important current decisions, conventions and preferences (importance,
     then newest first), then the user's own from the global store, then the most recent other
     memories, within `budget` characters.
 
     The important ones may fill the budget up to 1/RECENT_SHARE short of it, so the recent ones
     always get a part; the global store's take at most 1/GLOBAL_SHARE. Whole lines only. It ends
-    with a map of the rest (`store_map`), so Claude knows when memory_recall is worth a call. When
-    `memory` is opened on the global store itself (a project with no store yet), the brief is the
-    global store's. None when no store has a current memory or nothing fits."""
-    on_global = memory.name == GLOBAL_STORE
+    with a map of the rest (`store_map`), so Claude knows when memory_recall is worth a call.
+    global_only: `memory` is opened on the global store in place of a project that has no store yet;
+    the brief is then the global store's decisions, conventions and preferences, in the whole budget.
+    None when no store has a current memory or nothing fits."""
+    on_global = memory.name == GLOBAL_STORE  # also when CAIRN_STORE names it: no section of its own
     counts = memory.counts()
     global_important = [] if on_global else _global_important(memory, budget // 40 + 1)
     if (counts["current"] == 0 and not global_important) or budget <= 0:
         return None
-    if on_global:
+    if global_only:
         header = (f"Cairn memory: this project has no store yet; your global store holds "
                   f"{counts['current']} current memories that hold in every project. "
                   "Cite as [mem:ID]; the memory_recall tool finds more.")
@@ -182,7 +183,8 @@ def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
 
     # In order of priority, stopping at the first line that does not fit: a shorter, less important
     # memory never takes the place of a more important one.
-    important_cap = budget - budget // RECENT_SHARE
+    # The recent memories' share is kept free, except in a global-only brief, which lists no others.
+    important_cap = budget if global_only else budget - budget // RECENT_SHARE
     for m in important:
         if not add(m, m.kind, important_cap):
             break
@@ -190,7 +192,7 @@ def session_brief(memory: Cairn, *, budget: int = 1500) -> str | None:
     for m in global_important:
         if not add(m, "global", global_cap):
             break
-    for m in memory.list(limit=limit + len(shown), scope="project"):
+    for m in memory.list(limit=limit + len(shown), scope="project") if not global_only else ():
         if m.id not in shown and not add(m, "recent", budget):
             break
     lines = [header]

@@ -712,12 +712,21 @@ class Cairn:
         return self._global
 
     def _stores(self, scope: str | None, *, write: bool = False) -> list[Store]:
-        """The stores a scope covers. Reads skip a global store that does not exist yet."""
+        """The stores a scope covers. Reads skip a global store that does not exist yet, and a read
+        of scope "all" one that cannot be used (logged)."""
         if scope not in SCOPES:
             raise InvalidMemory(f"unknown scope {scope!r}; expected one of: {', '.join(SCOPES)}")
         if scope == "project":
             return [self.store]
-        glob = self.global_store(create=write)
+        try:
+            glob = self.global_store(create=write)
+        except (StoreError, DatabaseError) as exc:
+            # A read of "all" answers from the project store when the global one cannot be used (one
+            # broken file must not cost every project its recall); a write or a global read says why.
+            if write or scope == "global" or isinstance(exc, StoreBusy):
+                raise
+            log.warning("the global store is left out of this read: %s", exc)
+            return [self.store]
         if scope == "global":
             return [glob] if glob is not None else []
         return [self.store] + ([glob] if glob is not None and glob is not self.store else [])

@@ -150,18 +150,20 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         glob = resolved.global_instead() if event == SESSION_START else None
         if glob is None:
             return {"systemMessage": notice} if notice else None
-        resolved, embedder, embedder_for = glob, None, None  # a brief needs no model
+        resolved, embedder, embedder_for, global_only = glob, None, None, True  # a brief needs no model
+    else:
+        global_only = False
     if embedder_for is not None:
         embedder = embedder_for(config)
     try:
         if open_memory is not None:
             memory = open_memory(resolved, embedder)
             clock.lap("open")
-            text = _respond(memory, event, payload, config, embedder, clock)
+            text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only)
         else:
             with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
                 clock.lap("open")
-                text = _respond(memory, event, payload, config, embedder, clock)
+                text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only)
     except StoreBusy:
         raise  # locked, not broken (`cairn doctor` would find nothing): fail open; the caller logs it
     except BROKEN_STORE_ERRORS as exc:
@@ -169,6 +171,9 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         # start says so once, in one line; a prompt fails open silently (the caller logs it).
         if event != SESSION_START:
             raise
+        if global_only:  # the project has no store to be broken; the global one is left out
+            log.error("%s: the global store cannot be used: %s", event, exc)
+            return {"systemMessage": notice} if notice else None
         log.error("%s: the store %s cannot be used: %s", event, choice.name, exc)
         text = STORE_BROKEN
     if not text and not notice:
@@ -212,7 +217,7 @@ class _Clock:
 
 
 def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[str, Any],
-             embedder: Embedder | None, clock: _Clock | None = None) -> str | None:
+             embedder: Embedder | None, clock: _Clock | None = None, *, global_only: bool = False) -> str | None:
     clock = clock or _Clock(None)
     hooks = config["hooks"]
     state = SessionState(str(payload.get("session_id") or ""))
@@ -220,7 +225,7 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
     if event == SESSION_START:
         source = payload.get("source", "startup")
         budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
-        text = session_brief(memory, budget=budget)
+        text = session_brief(memory, budget=budget, global_only=global_only)
         if source == "resume":
             if text is None or state.brief == _digest(text):
                 return None  # the transcript already holds this brief

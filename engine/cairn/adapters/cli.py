@@ -174,7 +174,11 @@ def store_options(fn: Callable | None = None, *, read_only: bool = False, use_wa
         elif use_warm:
             embedder = _cli_embedder(resolved.config)
         started = time.perf_counter()
-        with cairn.Cairn.open(resolved=resolved, create=create, embedder=embedder, read_only=read_only,
+        # A write to the global store alone creates no project store (read_only only spares a
+        # project store that does not exist; the global one is opened for the write as always).
+        only_global = kwargs.get("scope") == "global" and fn.__name__ == "remember"
+        with cairn.Cairn.open(resolved=resolved, create=create, embedder=embedder,
+                              read_only=read_only or only_global,
                               check_model=fn.__name__ not in ("reembed", "status")) as memory:
             _TIMINGS["store open"] = time.perf_counter() - started
             fn(memory, as_json=as_json, **kwargs)

@@ -200,7 +200,7 @@ def build_server(session: Session) -> MCPServer:
                          for c in result.conflicts]
             return render.remembered(result, conflicts)
 
-        return run(do, embeds=True)
+        return run(do, embeds=True, writes=scope == "project")  # a global write creates no project store
 
     def memory_recall(
         query: Annotated[str, Field(min_length=1, max_length=2000, description="What you want to know, in words.")],
