@@ -541,3 +541,14 @@ def test_comma_separated_tags_filter_recall_and_list(cairn):
     assert code == 0 and len(json.loads(out)) == 2
     code, out, _ = cairn("recall", "deploys", "--tag", "deploy,nothing", "--keyword-only", "--json")
     assert [h["memory"]["tags"] for h in json.loads(out)] == [["deploy", "ops"]]
+
+
+def test_a_hook_run_by_hand_logs_to_hooks_log_not_the_terminal(cairn_home, project):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "cairn", "hook", "UserPromptSubmit"], input=b"garbage{",
+                         capture_output=True, cwd=project, timeout=120)
+    assert out.returncode == 0 and out.stdout == b"" and out.stderr == b""  # fails open, quietly
+    log = (cairn_home / "logs" / "hooks.log").read_text()
+    assert "UserPromptSubmit hook failed open" in log and "JSONDecodeError" in log

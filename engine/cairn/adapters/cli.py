@@ -1101,8 +1101,12 @@ def config_(client: str, dry_run: bool, store_name: str | None, command: str | N
 def hook(event: str, args: tuple[str, ...]) -> None:
     """Run a Claude Code hook: EVENT is SessionStart, UserPromptSubmit, Stop or PreCompact (stdin: the hook's JSON),
     or `pause SESSION_ID [off]`. Fails open: exit 0 whatever happens; errors go to hooks.log."""
-    from .hook import hook_main
+    from .hook import _log_to_file, hook_main
 
+    try:
+        _log_to_file(force=True)
+    except Exception:  # noqa: BLE001 - no log file (an unwritable data root): the hook still runs, fails open
+        pass
     hook_main([event, *args], hook_process=True)
 
 

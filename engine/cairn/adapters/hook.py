@@ -213,15 +213,17 @@ def _timing(event: str, started: float) -> None:
         sys.stderr.flush()
 
 
-def _log_to_file() -> None:
-    """Send this process's logging to <data root>/logs/hooks.log (once; a no-op when configured)."""
+def _log_to_file(*, force: bool = False) -> None:
+    """Send this process's logging to <data root>/logs/hooks.log (once; a no-op when configured,
+    unless force: `cairn hook` replaces the CLI's stderr logging, so a hook run by hand logs where
+    the plugin's does)."""
     import logging
 
     from cairn import data_root, private_dir, private_file
 
     logs = private_dir(data_root() / "logs")
     logging.basicConfig(filename=str(private_file(logs / "hooks.log")), level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(message)s")
+                        format="%(asctime)s %(levelname)s %(message)s", force=force)
 
 
 def _log_failure(event: str, exc: BaseException) -> None:
