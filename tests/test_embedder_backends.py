@@ -183,6 +183,17 @@ def test_a_warm_client_knows_its_space_only_once_answered(monkeypatch, tmp_path)
     assert client.loaded is False
 
 
+def test_a_fingerprint_recorded_with_unknown_weights_names_them_at_the_next_write(project):
+    with Cairn.open(cwd=project, embedder=_weights("team/model", "aaaaaaaaaaaaaaaa")) as memory:
+        memory.store.set_meta("embedding_model", "team/model")
+        memory.store.set_meta("embedding_fingerprint", "team/model|dim=64|l2|backend=hashing|weights=?")
+        memory.remember("Deploys go through blue-green on Fly")
+        assert memory.store.get_meta("embedding_fingerprint").endswith("weights=aaaaaaaaaaaaaaaa")
+    with Cairn.open(cwd=project, embedder=_weights("team/model", "bbbbbbbbbbbbbbbb")) as memory:
+        with pytest.raises(EmbeddingMismatch):  # from now on other weights are refused
+            memory.remember("We now deploy with Kamal")
+
+
 @pytest.mark.model
 def test_a_store_embedded_by_sentence_transformers_is_read_and_extended_by_onnx(project, minilm, onnx):
     with Cairn.open(cwd=project, embedder=minilm) as memory:

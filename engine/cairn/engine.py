@@ -766,8 +766,11 @@ class Cairn:
                 f"store {store.name!r} holds vectors of {recorded!r}, which this model's vectors "
                 f"({current!r}) cannot be mixed with; run `cairn reembed` to re-embed it with the configured model"
             )
-        if record and "weights" not in parse_fingerprint(recorded) and self.embedder.weights:
-            store.set_meta("embedding_fingerprint", current)  # recorded before fingerprints named the weights
+        if record and parse_fingerprint(recorded).get("weights", "?") == "?" and self.embedder.weights \
+                and self.embedder.weights != "?":
+            # recorded before fingerprints named the weights, or while they were unknown ("weights=?"):
+            # name them now, so the weights are checked from here on
+            store.set_meta("embedding_fingerprint", current)
 
     def flush_backlog(self, limit: int = 256, store: Store | None = None) -> int:
         """Embed up to `limit` memories stored while no model was loaded. Returns how many were
