@@ -434,6 +434,22 @@ def test_starting_a_session_creates_no_store(cairn: CairnSession) -> None:
     assert not store_file(cairn.project).exists(), "a session that stored nothing created a store"
 
 
+def test_a_project_without_a_store_is_briefed_with_the_users_global_preferences(cairn: CairnSession,
+                                                                                 minilm) -> None:
+    from cairn import Cairn
+
+    (cairn.project / ".cairn.yaml").write_text("sessions:\n  capture: false\n")  # as above: no store made
+    with Cairn.open(store="global", embedder=minilm) as glob:
+        pref = glob.remember("The user wants commit messages in the imperative mood", kind="preference").memory
+    cairn.script(final=Text("ok MARK-GLOBAL"))
+    cairn.run("Write the commit message for this change")
+    briefs = cairn.api.hook_context("SessionStart")
+    assert len(briefs) == 1 and "this project has no store yet" in briefs[0], briefs
+    assert f"[mem:{pref.id}]" in briefs[0] and "imperative mood" in briefs[0]
+    cairn.wait_warm()
+    assert not store_file(cairn.project).exists(), "briefing from the global store created a project store"
+
+
 def test_cairn_store_points_two_folders_at_one_store(cairn: CairnSession, tmp_path: Path) -> None:
     api = cairn.api
     created = subprocess.run([sys.executable, "-m", "cairn", "stores", "create", "team-notes"],
