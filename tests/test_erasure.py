@@ -220,3 +220,46 @@ def test_forget_on_postgres_rewrites_only_the_tables_that_held_the_memory(projec
         assert all(files()[k] != before[k] for k in before)
         assert store.invalid_indexes() == []
         assert len(memory.recall("service port journald", k=3)) == 3
+
+
+def test_forget_takes_the_text_out_of_review_proposals_too(project, cairn_home, hashing):
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        fill(memory)
+        secret = memory.remember(SECRET, kind="fact").memory
+        other = memory.remember("Deploys go through blue-green on Fly", kind="decision").memory
+        # A pending proposal naming the memory, and a decided one.
+        memory.store.add_proposals([(p, f"conflict:{p.id}") for p in [
+            _proposal("pending-one", [secret, other]), _proposal("decided-one", [other, secret])]])
+        memory.store.close_proposal("decided-one", state="rejected", at=1, by="user", result={"kept": [secret.text]})
+        assert files_holding(cairn_home, NEEDLES), "the search must find the text before the forget"
+        memory.forget(secret.id)
+        pending, decided = memory.store.proposal("pending-one"), memory.store.proposal("decided-one")
+        assert pending.state == "expired" and decided.state == "rejected"
+        for p in (pending, decided):
+            assert SECRET not in json.dumps([p.subject, p.payload, p.result])
+            assert "[forgotten]" in p.payload["texts"] and other.text in p.payload["texts"]
+    assert files_holding(cairn_home, NEEDLES) == {}
+
+
+def _proposal(proposal_id: str, sources):
+    from cairn.models import Proposal
+
+    return Proposal(id=proposal_id, type="conflict", state="pending", subject=" ".join(sources[0].text.split()[:4]),
+                    sources=tuple({"id": m.id, "stamp": str(m.recorded_at)} for m in sources),
+                    payload={"texts": [m.text for m in sources], "reason": "test"}, created_at=1,
+                    expires_at=2**62, decided_at=None, decided_by=None, result=None)
+
+
+@pytest.mark.postgres
+def test_forget_on_postgres_takes_the_text_out_of_review_proposals(project, hashing, pg_server, monkeypatch):
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    Path(os.environ["CAIRN_CONFIG"]).write_text("store:\n  backend: postgres\n")
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        secret = memory.remember(SECRET, kind="fact").memory
+        other = memory.remember("Deploys go through blue-green on Fly", kind="decision").memory
+        memory.store.add_proposals([(_proposal("pg-pending", [secret, other]), "conflict:pg-pending")])
+        memory.forget(secret.id)
+        p = memory.store.proposal("pg-pending")
+        assert p.state == "expired" and SECRET not in json.dumps([p.subject, p.payload, p.result])
+        assert p.payload["texts"] == ["[forgotten]", other.text]
+        assert "proposals" not in memory.store._unflushed  # VACUUM FULL rewrote it with the other tables

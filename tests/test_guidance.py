@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cairn import InvalidInput
+from cairn import InvalidInput, InvalidMemory
 from cairn.guidance import split
 
 from .conftest import run_cli
@@ -108,3 +108,26 @@ def test_cli_import_guidance(project, monkeypatch, capsys, tmp_path):
     assert code == 0 and "0 queued for review, 3 already queued" in out
     code, out, _ = run_cli(capsys, ["review", "list"])
     assert code == 0 and "Prefer pnpm over npm for every package." in out
+
+
+def test_secrets_and_private_spans_never_reach_the_queue(kw_memory, tmp_path, cairn_home):
+    key = "sk-ant-api03-" + "Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3
+    guide = tmp_path / "CLAUDE.md"
+    guide.write_text("# Database PGPASSWORD=Sup3rS3cretPassw0rd\n\n"
+                     f"- Connect with PGPASSWORD=Sup3rS3cretPassw0rd and the key {key}\n"
+                     "- The wiki password lives in <private>wikipass123</private> the vault\n")
+    done = kw_memory.import_guidance(guide)
+    assert done["queued"] == 2
+    direct = kw_memory.propose("Use the token", context=f"Setup {key}", applies_when=["PGPASSWORD=Sup3rS3cretPw"])
+    assert direct["status"] == "queued"
+    queued = json.dumps([p.to_json() for p in kw_memory.store.proposals()])
+    for secret in ("Sup3rS3cretPassw0rd", "Sup3rS3cretPw", key[:20], "wikipass123"):
+        assert secret not in queued
+    assert "[REDACTED:Secret Assignment]" in queued and "[REDACTED:Anthropic API Key]" in queued
+    with pytest.raises(InvalidMemory, match="all <private> content"):
+        kw_memory.propose("<private>only this</private>")
+    with pytest.raises(InvalidMemory, match="tag 1 holds a secret"):
+        kw_memory.propose("Rotate the key", tags=(key,))
+    kw_memory.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    from .test_erasure import files_holding
+    assert files_holding(cairn_home, (b"Sup3rS3cret", b"wikipass123")) == {}

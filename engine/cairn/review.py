@@ -199,10 +199,11 @@ def propose(engine: Cairn, text: str, *, kind: str = "fact", tags: tuple[str, ..
     from .text import normalise
 
     now = now_ms()
-    row = validate(Draft(text=text, kind=kind, tags=tuple(tags), source="import"), recorded_at=now)
     if applies_when is not None and (not isinstance(applies_when, list)
                                      or not all(isinstance(a, str) and a.strip() for a in applies_when)):
         raise InvalidMemory("applies_when must be a list of non-empty strings")
+    text, context, origin, applies_when = _scrubbed_for_queue(text, context, origin, applies_when, tuple(tags))
+    row = validate(Draft(text=text, kind=kind, tags=tuple(tags), source="import"), recorded_at=now)
     store = _queue_store(engine)
     existing = store.current_by_text_key(normalise(row.text))
     if existing is not None:
@@ -216,6 +217,27 @@ def propose(engine: Cairn, text: str, *, kind: str = "fact", tags: tuple[str, ..
     if not store.add_proposals([(p, open_key("add", [], row.text))]):  # the same text is pending
         return {"status": "pending", "proposal": None}
     return {"status": "queued", "proposal": p.to_json()}
+
+
+def _scrubbed_for_queue(text: str, context: str | None, origin: str | None, applies_when: list[str] | None,
+                        tags: tuple[str, ...]) -> tuple[str, str | None, str | None, list[str] | None]:
+    """What a proposed memory may carry into the queue: `<private>` spans and secrets scrubbed from
+    its text, context (a heading), origin (a path) and applies-when phrases, as `remember` scrubs a
+    memory (the queue is in the same store file, and goes where the store goes). Raises
+    InvalidMemory for a text that is all private, or a tag that holds a secret."""
+    from .privacy import scrub_many
+    from .text import is_blank
+
+    strings = [text, context or "", origin or "", *(applies_when or []), *tags]
+    clean = scrub_many([s if isinstance(s, str) else "" for s in strings])
+    if isinstance(text, str) and not is_blank(text) and is_blank(clean[0].text):
+        raise InvalidMemory("the text is all <private> content: nothing of it may be proposed")
+    for j, (tag, done) in enumerate(zip(tags, clean[3 + len(applies_when or []):])):
+        if isinstance(tag, str) and done.text != tag:
+            raise InvalidMemory(f"tag {j + 1} holds a secret or private text; tags are not redacted, so leave it out")
+    phrases = [c.text.strip() for c in clean[3:3 + len(applies_when or [])]]
+    return (clean[0].text.strip() if isinstance(text, str) else text, clean[1].text.strip() or None,
+            clean[2].text.strip() or None, [p for p in phrases if p] if applies_when is not None else None)
 
 
 def stage_conflicts(engine: Cairn, store: Any, new: Memory, conflicts: list[dict[str, str]]) -> list[str]:

@@ -19,7 +19,7 @@ from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreCorrupted,
 from .migrations import MIGRATIONS, fts_secure_delete_supported, migrate
 from .models import Memory, Order, Proposal, SessionInfo, Turn
 from .records import NewMemory
-from .text import index_text, normalise, passage
+from .text import forgotten_subject, index_text, normalise, passage, without_text
 from .timeutil import END_OF_TIME, now_ms
 from .vectors import BACKENDS, TURN_BACKENDS, NumpyIndex, SqliteVecIndex, VectorCache, VectorIndex
 
@@ -571,7 +571,11 @@ class Store:
         return True
 
     def erase(self, seq: int, at: int) -> None:
-        """Forget: text, tags, FTS row and vector gone; the row stays as a tombstone."""
+        """Forget: text, tags, FTS row and vector gone; the row stays as a tombstone. Review
+        proposals that carry the text lose it too (_forget_in_proposals)."""
+        row = self.conn.execute("SELECT id, text FROM memories WHERE seq = ?", (seq,)).fetchone()
+        if row is not None and row[1] is not None:
+            self._forget_in_proposals(row[0], row[1], at)
         self.conn.execute(
             "UPDATE memories SET text = NULL, text_key = NULL, applies_when = NULL, forgotten_at = ?, "
             "retired_at = min(retired_at, ?) WHERE seq = ?",
@@ -664,6 +668,26 @@ class Store:
                         sources=tuple(json.loads(row[4])), payload=json.loads(row[5]), created_at=row[6],
                         expires_at=row[7], decided_at=row[8], decided_by=row[9],
                         result=None if row[10] is None else json.loads(row[10]))
+
+    def _forget_in_proposals(self, memory_id: str, text: str, at: int) -> int:
+        """Every proposal with `memory_id` among its sources, its `text` replaced by "[forgotten]"
+        in subject, payload and result; a pending one expires (it cannot be decided on a text that
+        is gone). Returns how many changed. Call inside the forget's transaction."""
+        changed = 0
+        rows = self.conn.execute(f"SELECT {self._PROPOSAL_COLUMNS} FROM proposals WHERE sources LIKE ?",
+                                 (f'%"{memory_id}"%',)).fetchall()
+        for p in map(self._proposal, rows):
+            if memory_id not in p.source_ids:
+                continue
+            pending = p.state == "pending"
+            result = {"reason": "a source memory was forgotten"} if pending else without_text(p.result, text)
+            self.conn.execute(
+                "UPDATE proposals SET subject = ?, payload = ?, result = ?, state = ?, decided_at = ? WHERE id = ?",
+                (forgotten_subject(p.subject, text), json.dumps(without_text(p.payload, text), ensure_ascii=False),
+                 None if result is None else json.dumps(result, ensure_ascii=False),
+                 "expired" if pending else p.state, at if pending else p.decided_at, p.id))
+            changed += 1
+        return changed
 
     def add_proposals(self, rows: Sequence[tuple[Proposal, str]]) -> list[str]:
         """Queue pending proposals, each with its open_key, in one transaction. One whose open_key is

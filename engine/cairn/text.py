@@ -207,3 +207,29 @@ def passage(text: str, applies_when: tuple[str, ...] | list[str] = ()) -> str:
     if not applies_when:
         return text
     return f"{text}\n{APPLIES_PREFIX}{'; '.join(applies_when)}"
+
+
+FORGOTTEN = "[forgotten]"
+
+
+def without_text(value: object, text: str) -> object:
+    """`value` (JSON: str, list, dict, numbers) with every occurrence of `text` replaced by
+    FORGOTTEN, at any depth: what a review proposal carries of a memory that was then forgotten."""
+    if isinstance(value, str):
+        return value.replace(text, FORGOTTEN) if text and text in value else value
+    if isinstance(value, list):
+        return [without_text(v, text) for v in value]
+    if isinstance(value, dict):
+        return {k: without_text(v, text) for k, v in value.items()}
+    return value
+
+
+def forgotten_subject(subject: str | None, text: str) -> str | None:
+    """A proposal's subject after a source memory's `text` is forgotten: a subject taken from that
+    text's words (review.subject_of uses the first words, or shared content words) goes too."""
+    if not subject:
+        return subject
+    words = set(content_words(subject))
+    if subject in text or normalise(subject) in normalise(text) or (words and words <= set(content_words(text))):
+        return FORGOTTEN
+    return subject
