@@ -131,3 +131,14 @@ def test_secrets_and_private_spans_never_reach_the_queue(kw_memory, tmp_path, ca
     kw_memory.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     from .test_erasure import files_holding
     assert files_holding(cairn_home, (b"Sup3rS3cret", b"wikipass123")) == {}
+
+
+def test_review_list_says_how_many_more_match_than_it_shows(project, monkeypatch, capsys, kw_memory):
+    for i in range(3):
+        kw_memory.propose(f"Proposed rule number {i}: keep modules under {i + 3}00 lines")
+    monkeypatch.chdir(project)
+    code, out, _ = run_cli(capsys, ["review", "list", "--limit", "2"])
+    assert code == 0 and "... and 1 more" in out
+    code, out, _ = run_cli(capsys, ["review", "list", "--limit", "2", "--json"])
+    listed = json.loads(out)
+    assert listed["count"] == 2 and listed["total"] == 3

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import cairn.review as review
-from cairn import Cairn, MaintenanceBusy, prompt_context, session_brief
+from cairn import Cairn, InvalidInput, MaintenanceBusy, prompt_context, session_brief
 from cairn.embedder import HashingEmbedder
 
 from .conftest import BACKENDS, legacy
@@ -164,8 +164,26 @@ def test_stale_never_used_low_importance_memories_are_proposed_for_the_cold_tier
     demotes = [p for p in report["proposals"] if p["type"] == "demote"]
     assert [p["sources"] for p in demotes] == [[old.id]], (used.id, important.id)
     (proposal,) = kw_memory.review_queue(types=["demote"])
+    with pytest.raises(InvalidInput, match="a demote proposal takes approve or keep"):
+        kw_memory.review_decide(proposal.id, "edit", text="The wiki is on Notion")  # the text would be lost
     assert kw_memory.review_decide(proposal.id, "approve")["demoted"] == old.id
     assert kw_memory.get(old.id).cold and kw_memory.get(old.id).status == "current"
+    # The user brings it back: that is their verdict, and the next runs do not propose it again.
+    kw_memory.promote(old.id)
+    for _ in range(2):
+        again = kw_memory.maintain(apply=True)
+        assert [p for p in again["proposals"] if p["type"] == "demote"] == []
+    assert not kw_memory.get(old.id).cold
+
+
+def test_demotions_are_capped_per_run_and_the_rest_deferred(kw_memory, monkeypatch):
+    monkeypatch.setitem(review.RUN_CAPS, "demote", 3)
+    for i in range(5):
+        kw_memory.remember(f"Old note {i} about the retired build box number {i}", importance=1, detect=False)
+    _later(monkeypatch, review.STALE_DAYS + 1)
+    report = kw_memory.maintain(apply=True)
+    assert report["counts"]["demote"] == 3 and report["deferred"] == 2
+    assert len(kw_memory.review_queue(types=["demote"])) == 3
 
 
 def test_the_lease_keeps_two_runs_off_one_store(kw_memory, backend):

@@ -303,6 +303,9 @@ def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = 
             raise ProposalClosed(f"proposal {p.id} is already {p.state}{when}; nothing was changed")
         if keep_id is not None and (p.type not in PAIR_TYPES or keep_id not in p.source_ids):
             raise InvalidInput(f"keep_id must be one of the sources of a {', '.join(PAIR_TYPES)} proposal")
+        if verdict == "edit" and p.type == "demote":
+            raise InvalidInput("a demote proposal takes approve or keep; to change the memory's text, edit the "
+                               "memory itself (cairn edit, memory_replace)")
         if verdict == "keep":
             ids = p.source_ids
             if p.type in PAIR_TYPES and len(ids) == 2:
@@ -384,7 +387,7 @@ TOP_K = 10                      # nearest neighbours per memory that can make a 
 PROPOSAL_KEYS = ("duplicate", "near_duplicate", "summarise", "demote", "conflict")
 # Proposals of these types one run queues at most, strongest first (the rest wait for a later run,
 # counted in "deferred"): a queue of thousands is not one anybody reviews.
-RUN_CAPS = {"conflict": 100, "summarise": 50}
+RUN_CAPS = {"conflict": 100, "summarise": 50, "demote": 100}
 
 
 def punctuation_key(text: str) -> str:
@@ -560,7 +563,9 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
     now = now_ms() if now is None else now
     memories = sorted(engine.list(limit=10**9, scope="project", include_cold=True), key=lambda m: m.id)
     by_id = {m.id: m for m in memories}
-    known = store.proposal_keys(("pending", "rejected"))
+    # Pending, kept by the user, or already applied (a demoted memory the user promoted again is
+    # not proposed for the cold tier again: the promote was their verdict).
+    known = store.proposal_keys(("pending", "rejected", "applied"))
     proposals: list[tuple[Proposal, str]] = []
     reviewed = deferred = 0
     staged: dict[str, int] = {}
@@ -675,6 +680,9 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
     for m in olds:
         used = usage.get(m.id)
         if used is None or (not used["injected"] and not used["cited"]):
+            if staged_of("demote") >= RUN_CAPS["demote"]:
+                deferred += 1
+                continue
             stage("demote", [m], {"texts": [m.text], "importance": m.importance,
                                   "reason": f"importance {m.importance}, recorded more than {STALE_DAYS} days ago, "
                                             "never injected by a hook nor cited"})

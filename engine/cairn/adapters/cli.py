@@ -676,6 +676,10 @@ def _proposal_line(p: dict[str, Any]) -> str:
 def review_list(memory: Cairn, as_json: bool, states, types, limit: int) -> None:
     """The queue, grouped by subject (oldest first within each). Expired proposals are closed first."""
     items = [p.to_json() for p in memory.review_queue(states=states or ("pending",), types=types, limit=limit)]
+    queue = memory.maintenance_status()["queue"]  # {state: {type: count}}
+    total = sum(n for state, by_type in queue.items() if state in (states or ("pending",))
+                for kind, n in by_type.items() if not types or kind in types)
+    total = max(total, len(items))
 
     def human() -> None:
         if not items:
@@ -688,9 +692,11 @@ def review_list(memory: Cairn, as_json: bool, states, types, limit: int) -> None
             click.echo(f"== {subject}")
             for p in group:
                 click.echo(_proposal_line(p))
+        if total > len(items):
+            click.echo(f"... and {total - len(items)} more (--limit N shows more, --type one type)")
         click.echo("see one with: cairn review show ID; decide with: cairn review decide ID approve|keep|edit")
 
-    _emit(as_json, {"proposals": items, "count": len(items)}, human)
+    _emit(as_json, {"proposals": items, "count": len(items), "total": total}, human)
 
 
 @review.command(name="show")
