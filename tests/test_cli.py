@@ -427,6 +427,20 @@ def test_edit_saves_the_edited_text_as_a_replacement(cairn, monkeypatch):
     assert code == 2 and "not current" in err
 
 
+def test_an_edit_that_is_refused_is_kept_in_a_file_the_error_names(cairn, monkeypatch, tmp_path):
+    import re
+
+    old = json.loads(cairn("remember", "The API listens on port 8080", "--json")[1])["memory"]
+    long_edit = "The API listens on port 9090. " + "More words the user typed. " * 400
+    monkeypatch.setattr("click.edit", lambda text, **_: long_edit)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    code, _, err = cairn("edit", old["id"])
+    assert code == 2 and "the limit is" in err and "nothing was written" in err
+    kept = Path(re.search(r"your edited text is in (\S+)", err).group(1))
+    assert kept.read_text() == long_edit and (kept.stat().st_mode & 0o777) == 0o600
+    assert json.loads(cairn("list", "--json")[1])[0]["text"] == "The API listens on port 8080"
+
+
 def test_stores_delete_asks_and_deletes_the_files(cairn, cairn_home, monkeypatch):
     assert cairn("stores", "create", "scratch")[0] == 0
     assert cairn("remember", "A scratch note", "--store", "scratch", "--keyword-only")[0] == 0

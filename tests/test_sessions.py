@@ -335,6 +335,20 @@ def test_an_identifier_that_no_turn_contains_falls_back_to_hybrid(engine, transc
     assert hits and hits[0].mode == "hybrid"
 
 
+def test_a_pasted_error_message_is_found_as_written(engine, transcript):
+    engine.ingest_transcript(transcript)
+    hits = engine.search_sessions("ModuleNotFoundError: No module named 'cairn_x'", window=0)
+    assert [h.turn.uuid for h in hits] == ["u1"] and hits[0].mode == "exact"
+    # Pasted but held by no turn: searched by keyword and meaning instead.
+    assert engine.search_sessions("ModuleNotFoundError: No module named 'other'")[0].mode == "hybrid"
+
+
+def test_semantic_search_returns_no_filler_for_what_no_turn_is_about(engine, transcript):
+    engine.ingest_transcript(transcript)
+    assert engine.search_sessions("zyxwquartz plover", mode="semantic") == []
+    assert engine.search_sessions("zyxwquartz plover", mode="hybrid") == []
+
+
 def test_search_is_bounded_by_time(engine, transcript):
     engine.ingest_transcript(transcript)
     assert [h.turn.uuid for h in engine.search_sessions("staging", mode="keyword", since="2026-03-01T10:01:02Z")] \

@@ -33,7 +33,7 @@ from .ranking import RankingConfig, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .privacy import scrub_many
 from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, clean_text, fuse, parse_lines,
-                       read_locomo, session_keys, title_of)
+                       looks_verbatim, read_locomo, session_keys, title_of)
 from .backends import backend_of, marker_path, marker_schema, open_store, postgres_names, write_marker
 from .config import load_config
 from .store import Filters, Store
@@ -1445,6 +1445,8 @@ class Cairn:
             mode, needle = choose_mode(needle)
             if mode == "exact" and not store.turn_exact_search(needle, 1, **bounds):
                 mode, needle = "hybrid", query
+            elif mode == "hybrid" and looks_verbatim(needle) and store.turn_exact_search(needle, 1, **bounds):
+                mode = "exact"  # an error message or a command pasted whole, found as it was written
         if mode == "exact" and not needle.strip():
             raise InvalidInput("query is empty once control characters are removed")
         ranked: list[tuple[int, float, dict[str, Any]]]
@@ -1464,7 +1466,9 @@ class Cairn:
                     query_vector = None if vectors is None else vectors[0]
                 if query_vector is not None:
                     self._claim_space(store, record=False)
-                    lists["vector"] = store.turn_vector_search(query_vector, depth, **bounds)
+                    # As for memories (VECTOR_FLOOR): a nearest turn with no real similarity is filler.
+                    lists["vector"] = [(seq, cosine) for seq, cosine in
+                                       store.turn_vector_search(query_vector, depth, **bounds) if cosine > VECTOR_FLOOR]
             ranked = fuse(lists, FUSION_WEIGHTS)[:k]
         turns = store.turns_by_seqs([s for s, _, _ in ranked])
         hits = []

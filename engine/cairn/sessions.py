@@ -271,6 +271,16 @@ def choose_mode(query: str) -> tuple[str, str]:
     return "hybrid", query
 
 
+_VERBATIM_PUNCTUATION = re.compile(r"['\"`:()\[\]{}/\\=<>]")
+
+
+def looks_verbatim(query: str) -> bool:
+    """Whether `query` looks pasted rather than phrased (an error message, a command line: at least
+    12 characters with quotes, a colon, brackets or a path): auto mode then looks for it as written
+    first, and searches by keyword and meaning only when no turn holds it."""
+    return len(query.strip()) >= 12 and bool(_VERBATIM_PUNCTUATION.search(query))
+
+
 def fuse(rankings: dict[str, list[tuple[int, float]]], weights: dict[str, float], rrf_k: int = RRF_K
          ) -> list[tuple[int, float, dict[str, Any]]]:
     """Reciprocal Rank Fusion: [(seq, score, {retriever: {"rank", "score"}})], best first, ties by seq."""

@@ -365,7 +365,17 @@ def edit(memory: Cairn, as_json: bool, memory_id: str) -> None:
     if edited is None or edited.strip() == (old.text or "").strip():
         _emit(as_json, {"changed": False, "id": old.id}, lambda: click.echo(f"unchanged; nothing written ({old.id})"))
         return
-    result = memory.replace(old.id, edited.strip(), source="user")
+    try:
+        result = memory.replace(old.id, edited.strip(), source="user")
+    except cairn.InvalidInput as exc:
+        # Refused (too long, all private ...): the user's edit is kept in a private temporary file
+        # (outside the data root, which a forget must leave clean), named in the error.
+        import tempfile
+
+        fd, kept = tempfile.mkstemp(prefix=f"cairn-edit-{old.id}-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(edited)
+        raise cairn.InvalidInput(f"{exc}; nothing was written; your edited text is in {kept}") from None
     _emit(as_json, {"changed": True, **result.to_json()},
           lambda: click.echo(f"replaced {old.id} by {result.memory.id}"))
 
