@@ -142,3 +142,30 @@ def test_review_list_says_how_many_more_match_than_it_shows(project, monkeypatch
     code, out, _ = run_cli(capsys, ["review", "list", "--limit", "2", "--json"])
     listed = json.loads(out)
     assert listed["count"] == 2 and listed["total"] == 3
+
+
+def test_a_wrapped_paragraph_is_one_item_and_a_sub_item_names_its_parent():
+    text = ("# Errors\n\nDo not swallow exceptions; log them with\n`logger.exception` and re-raise.\n\n"
+            "- Pin every dependency with pip-tools.\n  - Exception: CI images already have pip pinned.\n\n"
+            "| env | url |\n|---|---|\n| prod | https://x |\n\n```sh\nmake lint\n```\n")
+    items = split(text)
+    assert [(i.text, i.context) for i in items] == [
+        ("Do not swallow exceptions; log them with `logger.exception` and re-raise.", "Errors"),
+        ("Pin every dependency with pip-tools.", "Errors"),
+        ("Exception: CI images already have pip pinned.", "Errors > Pin every dependency with pip-tools."),
+    ]
+    from cairn.guidance import left_out
+    assert left_out(text) == {"tables": 1, "code blocks": 1}
+
+
+def test_importing_again_does_not_requeue_what_the_user_decided(kw_memory, tmp_path):
+    guide = tmp_path / "AGENTS.md"
+    guide.write_text("- Never commit generated files under dist/.\n- Prefer pnpm over npm for every package.\n")
+    first = kw_memory.import_guidance(guide)
+    assert first["queued"] == 2
+    keep, edit = kw_memory.review_queue(types=["add"])
+    kw_memory.review_decide(keep.id, "keep")
+    kw_memory.review_decide(edit.id, "edit", text="Use pnpm, never npm or yarn.")
+    again = kw_memory.import_guidance(guide)
+    assert again["queued"] == 0 and again["reviewed"] == 2
+    assert kw_memory.review_queue(types=["add"]) == []

@@ -1032,7 +1032,7 @@ class Cairn:
     def propose(self, text: str, *, kind: str = "fact", tags: Iterable[str] = (), context: str | None = None,
                 applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:
         """Queue a new memory for the user's approval (an `add` proposal; nothing is stored before):
-        see review.propose. Returns {"status": "queued" | "pending" | "exists", "proposal", ...}.
+        see review.propose. Returns {"status": "queued" | "pending" | "exists" | "reviewed", "proposal", ...}.
         Raises InvalidMemory."""
         from . import review
 
@@ -1042,7 +1042,8 @@ class Cairn:
     def import_guidance(self, path: str | Path) -> dict[str, Any]:
         """Split a CLAUDE.md / AGENTS.md / .cursorrules file deterministically (guidance.split:
         headings, bullets) into `add` proposals. Nothing is stored before approval. Returns
-        {"file", "items", "queued", "pending", "exists", "proposals": [ids]}. Raises InvalidInput."""
+        {"file", "items", "queued", "pending", "exists", "reviewed", "skipped", "proposals": [ids]}.
+        Raises InvalidInput."""
         from .guidance import import_file
 
         return import_file(self, Path(path))

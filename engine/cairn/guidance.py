@@ -10,7 +10,8 @@ The split, for the same file, is always the same:
 - a paragraph outside a list is one item, or one per line when every line reads as a rule of its
   own (a .cursorrules file of plain lines);
 - headings are not items: the path of headings above an item ("Conventions > Testing") is its
-  context; code blocks, tables and HTML are left out (they are not statements).
+  context (a list item with sub-items also names them: "Pin every dependency > Except in CI");
+  code blocks, tables and HTML are left out (they are not statements), and counted (`left_out`).
 The kind comes from the wording (KIND_RULES, first match), else from the heading, else "convention".
 """
 
@@ -37,6 +38,26 @@ KIND_RULES = (
     (re.compile(r"\b(is|are|lives|runs on|located|stored)\b"), "fact"),
 )
 _RULE_LINE = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?\S.{8,}$")
+_SENTENCE_START = re.compile(r"^(?:[-*+]\s+|\d+[.)]\s+)?[A-Z0-9\"'(\[]")
+CONTEXT_LABEL_CHARS = 80  # a parent list item named in its sub-items' context, at most
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= CONTEXT_LABEL_CHARS else text[:CONTEXT_LABEL_CHARS - 1].rstrip() + "…"
+
+
+def left_out(markdown: str) -> dict[str, int]:
+    """What the split leaves out of a guidance file, by kind: {"code blocks", "tables", "html"}
+    (counts; kinds with none are absent), so an import can say so."""
+    from markdown_it import MarkdownIt
+
+    counts: dict[str, int] = {}
+    for tok in MarkdownIt("commonmark").enable("table").parse(markdown):
+        kind = {"fence": "code blocks", "code_block": "code blocks", "table_open": "tables",
+                "html_block": "html"}.get(tok.type)
+        if kind:
+            counts[kind] = counts.get(kind, 0) + 1
+    return counts
 
 
 @dataclass(frozen=True)
@@ -97,14 +118,18 @@ def split(markdown: str) -> list[Item]:
                 in_item[-1] = True
                 text = _clean(inline.content)
                 nested = i + 3 < len(tokens) and tokens[i + 3].type in ("bullet_list_open", "ordered_list_open")
-                if nested and text.endswith(":"):
-                    labels[-1] = text.rstrip(":").strip()  # "Testing:" introduces the sub-items
-                elif text:
+                if nested:  # the sub-items are read under it: "Testing" or "Pin every dependency"
+                    labels[-1] = _short(text.rstrip(":").strip())
+                if text and not (nested and text.endswith(":")):  # "Testing:" only introduces them
                     items.append(Item(text, "", " > ".join(context_parts) or None, line))
             elif not in_item:
                 lines = [_clean(x) for x in inline.content.splitlines() if x.strip()]
-                pieces = lines if len(lines) > 1 and all(_RULE_LINE.match(x) for x in lines) else [
-                    _clean(inline.content)]
+                # One rule per line only when each line reads as one and each starts as a sentence
+                # does: a paragraph wrapped mid-sentence ("... log them with" / "`logger.exception`
+                # and re-raise.") stays one item.
+                own = (len(lines) > 1 and all(_RULE_LINE.match(x) for x in lines)
+                       and all(_SENTENCE_START.match(x) for x in lines[1:]))
+                pieces = lines if own else [_clean(inline.content)]
                 for offset, piece in enumerate(pieces):
                     piece = re.sub(r"^(?:[-*+]\s+|\d+[.)]\s+)", "", piece)
                     if piece:
@@ -117,8 +142,8 @@ def split(markdown: str) -> list[Item]:
 
 def import_file(engine: Cairn, path: Path) -> dict[str, Any]:
     """Queue the items of `path` as `add` proposals. Returns {"file", "items", "queued", "pending"
-    (already queued), "exists" (already memories), "skipped": [{"line", "reason"}], "proposals":
-    [ids]}. Raises InvalidInput (missing, unreadable, not UTF-8, over 1 MiB)."""
+    (already queued), "exists" (already memories), "reviewed" (decided by the user before),
+    "skipped": [{"line", "reason"}], "left_out": {kind: count} (left_out), "proposals": [ids]}. Raises InvalidInput (missing, unreadable, not UTF-8, over 1 MiB)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -129,8 +154,8 @@ def import_file(engine: Cairn, path: Path) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{path} is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    out: dict[str, Any] = {"file": str(path), "items": 0, "queued": 0, "pending": 0, "exists": 0, "skipped": [],
-                           "proposals": []}
+    out: dict[str, Any] = {"file": str(path), "items": 0, "queued": 0, "pending": 0, "exists": 0, "reviewed": 0,
+                           "skipped": [], "left_out": left_out(text), "proposals": []}
     for item in split(text):
         out["items"] += 1
         if len(item.text.encode("utf-8")) > MAX_TEXT_BYTES:

@@ -193,7 +193,8 @@ def propose(engine: Cairn, text: str, *, kind: str = "fact", tags: tuple[str, ..
             applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:
     """Queue an `add` proposal: a new memory stored only when the user approves it (import-guidance,
     memory_propose). context: where it came from (a heading); origin: the file. Returns {"status":
-    "queued" | "pending" (the same text is already queued) | "exists" (already a current memory),
+    "queued" | "pending" (the same text is already queued) | "exists" (already a current memory) |
+    "reviewed" (the user decided on the same text before: kept out, or approved, maybe edited),
     "proposal": its JSON or None, "id": the existing memory's id for "exists"}. Raises InvalidMemory."""
     from .records import Draft, validate
     from .text import normalise
@@ -208,6 +209,8 @@ def propose(engine: Cairn, text: str, *, kind: str = "fact", tags: tuple[str, ..
     existing = store.current_by_text_key(normalise(row.text))
     if existing is not None:
         return {"status": "exists", "proposal": None, "id": existing.id}
+    if open_key("add", [], row.text) in store.proposal_keys(("rejected", "applied")):
+        return {"status": "reviewed", "proposal": None}  # the user kept it out, or approved it (maybe edited)
     payload: dict[str, Any] = {"text": row.text, "kind": row.kind, "tags": list(row.tags)}
     for key, value in (("context", context), ("applies_when", applies_when), ("origin", origin)):
         if value:

@@ -849,7 +849,11 @@ def import_guidance(memory: Cairn, as_json: bool, file: str) -> None:
     def human() -> None:
         click.echo(f"{done['items']} items in {done['file']}: {done['queued']} queued for review, "
                    f"{done['pending']} already queued, {done['exists']} already remembered"
+                   + (f", {done['reviewed']} decided by you before" if done.get("reviewed") else "")
                    + (f", {len(done['skipped'])} skipped" if done["skipped"] else ""))
+        if done.get("left_out"):
+            click.echo("left out (not statements): "
+                       + ", ".join(f"{n} {kind}" for kind, n in sorted(done["left_out"].items())))
         for skipped in done["skipped"]:
             click.echo(f"  line {skipped['line']}: {skipped['reason']}")
         if done["queued"]:
