@@ -143,7 +143,8 @@ def split(markdown: str) -> list[Item]:
 def import_file(engine: Cairn, path: Path) -> dict[str, Any]:
     """Queue the items of `path` as `add` proposals. Returns {"file", "items", "queued", "pending"
     (already queued), "exists" (already memories), "reviewed" (decided by the user before),
-    "skipped": [{"line", "reason"}], "left_out": {kind: count} (left_out), "proposals": [ids]}. Raises InvalidInput (missing, unreadable, not UTF-8, over 1 MiB)."""
+    "skipped": [{"line", "reason"}], "left_out": {kind: count} (left_out), "proposals": [ids]}.
+    Raises InvalidInput (missing, unreadable, not UTF-8, over 1 MiB)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
