@@ -466,12 +466,20 @@ def test_stores_rename_moves_files_and_recorded_name(cairn, cairn_home):
     assert code == 2 and "already exists" in err
     code, _, err = cairn("stores", "rename", "missing", "other")
     assert code == 2 and "does not exist" in err
-    assert cairn("stores", "rename", "old-name", "new-name")[0] == 0
+    code, _, renamed_err = cairn("stores", "rename", "old-name", "new-name")
+    assert code == 0 and "will no longer find it" not in renamed_err  # a named store belongs to no folder
     assert not (cairn_home / "stores" / "old-name.db").exists()
     rows = {s["name"]: s for s in json.loads(cairn("stores", "--json")[1])["stores"]}
     assert "old-name" not in rows and rows["new-name"]["current"] == 1
     shown = json.loads(cairn("show", mid, "--store", "new-name", "--json")[1])
     assert shown["store"] == "new-name"
+
+
+def test_renaming_a_projects_store_says_how_the_project_finds_it_again(cairn, project):
+    store = json.loads(cairn("remember", "A project fact", "--keyword-only", "--json")[1])["memory"]["store"]
+    code, out, err = cairn("stores", "rename", store, "renamed-project")
+    assert code == 0 and out.startswith(f"renamed store {store} to renamed-project")
+    assert f"{project.resolve()} will no longer find it by its folder; set CAIRN_STORE=renamed-project" in err
 
 
 def test_a_cairn_config_naming_a_missing_file_is_an_error(cairn, tmp_path, monkeypatch, cairn_home):

@@ -91,6 +91,7 @@ def test_errors_are_json_with_stable_codes(server):
     refused(server.request("POST", "/v1/recall", raw=b'{"query":"x"}', headers={"Content-Type": "text/plain"}),
             415, "unsupported_media_type")
     refused(server.request("POST", "/v1/recall", {"query": "x", "as_of": "next tuesday"}), 400, "invalid_time")
+    refused(server.request("POST", "/v1/memories", {"text": "x", "valid_from": "yesterday"}), 400, "invalid_time")
     refused(server.request("GET", "/v1/memories/01NOSUCHMEMORY"), 404, "memory_not_found")
     refused(server.request("GET", "/v1/sessions/no-such-session"), 404, "session_not_found")
     refused(server.request("GET", "/v1/status?store=no-such-store"), 404, "store_not_found")

@@ -101,6 +101,16 @@ def test_near_duplicates_are_proposed_with_both_texts_and_their_similarity(hashe
     assert done["superseded"] == [b.id] and hashed.get(b.id).superseded_by == a.id
 
 
+def test_a_pair_already_queued_as_a_conflict_is_not_queued_again_as_a_near_duplicate(hashed):
+    a = hashed.remember("We deploy the web app with Kamal to the Hetzner boxes", kind="decision", detect=False).memory
+    b = hashed.remember("The web app is deployed to the Hetzner boxes with Kamal", kind="decision",
+                        detect=False).memory
+    review.stage_conflicts(hashed, hashed.store, b, [{"id": a.id, "reason": "similar texts"}])
+    report = hashed.maintain(apply=True)
+    assert report["counts"]["near_duplicate"] == 0 and report["already_reviewed"] >= 1
+    assert [p.type for p in hashed.review_queue()] == ["conflict"]
+
+
 def test_a_swapped_slot_value_is_a_different_fact_not_a_restatement(hashed):
     # The store says "Pages for the onboarding service go to the X team" for three X: X is a value, and
     # a text that swaps it states another fact, however close the vectors (hashed cosine 0.9).

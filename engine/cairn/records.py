@@ -178,12 +178,16 @@ def validate(draft: Draft, *, recorded_at: int) -> NewMemory:
     applies_problems, applies_when = _applies_problems(draft.applies_when)
     problems += applies_problems
     times: dict[str, int | None] = {}
+    time_problems: list[str] = []
     for name in ("valid_from", "valid_to"):
         try:
             times[name] = parse_time(getattr(draft, name), field=name)
         except InvalidTime as exc:
-            problems.append(str(exc))
+            time_problems.append(str(exc))
             times[name] = None
+    if time_problems and not problems:  # only the times are wrong: say so by the error's class too
+        raise InvalidTime("; ".join(time_problems))
+    problems += time_problems
     valid_from = recorded_at if times["valid_from"] is None else times["valid_from"]
     valid_to = times["valid_to"]
     if valid_to is not None and valid_to <= valid_from:

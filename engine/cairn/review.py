@@ -243,6 +243,11 @@ def _scrubbed_for_queue(text: str, context: str | None, origin: str | None, appl
             clean[2].text.strip() or None, [p for p in phrases if p] if applies_when is not None else None)
 
 
+def _pair_key(ids: list[str]) -> str:
+    """One key for a pair of memories, whatever the type of the proposal about it."""
+    return "pair:" + ",".join(sorted(ids))
+
+
 def stage_conflicts(engine: Cairn, store: Any, new: Memory, conflicts: list[dict[str, str]]) -> list[str]:
     """Queue a `conflict` proposal (older, newer) for each possible conflict `remember` reported,
     unless the pair was kept by the user before or is already queued. Returns the new proposal ids."""
@@ -250,12 +255,14 @@ def stage_conflicts(engine: Cairn, store: Any, new: Memory, conflicts: list[dict
         return []
     now = now_ms()
     rows = []
+    pending_pairs = {_pair_key(p.source_ids) for p in store.proposals(states=("pending",), types=PAIR_TYPES)
+                     if len(p.source_ids) == 2}
     for c in conflicts:
         try:
             old = store.get(c["id"])
         except MemoryNotFound:
             continue
-        if store.is_dismissed(old.id, new.id):
+        if store.is_dismissed(old.id, new.id) or _pair_key([old.id, new.id]) in pending_pairs:
             continue
         older, newer = _order(old, new)
         p = new_proposal("conflict", [older, newer], {"texts": [older.text, newer.text], "reason": c["reason"],
@@ -569,6 +576,10 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
     # Pending, kept by the user, or already applied (a demoted memory the user promoted again is
     # not proposed for the cold tier again: the promote was their verdict).
     known = store.proposal_keys(("pending", "rejected", "applied"))
+    # A pair pending under one type (a conflict `remember` reported) is not queued under another
+    # (a near-duplicate): one verdict per pair, not two with opposite defaults.
+    known |= {_pair_key(p.source_ids) for p in store.proposals(states=("pending",), types=PAIR_TYPES)
+              if len(p.source_ids) == 2}
     proposals: list[tuple[Proposal, str]] = []
     reviewed = deferred = 0
     staged: dict[str, int] = {}
@@ -580,10 +591,13 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
         nonlocal reviewed
         key = open_key(kind, [m.id for m in sources])
         ids = [m.id for m in sources]
-        if key in known or (kind in PAIR_TYPES and len(ids) == 2 and store.is_dismissed(ids[0], ids[1])):
+        pair = kind in PAIR_TYPES and len(ids) == 2
+        if key in known or (pair and (_pair_key(ids) in known or store.is_dismissed(ids[0], ids[1]))):
             reviewed += 1
             return
         known.add(key)
+        if pair:
+            known.add(_pair_key(ids))
         proposals.append((new_proposal(kind, sources, payload, now=now), key))
         staged[kind] = staged.get(kind, 0) + 1
 

@@ -515,9 +515,16 @@ def stores_rename(old: str, new: str, as_json: bool) -> None:
     """Rename the store OLD to NEW (its files and its recorded name); refuses when NEW exists. A store
     on Postgres is shared: only this machine's name for it changes (the team's other machines keep
     theirs), and no server is contacted."""
+    root = next((s.get("project_root") for s in cairn.list_stores() if s["name"] == old), None)
     path = cairn.rename_store(old, new)
-    _emit(as_json, {"old": old, "name": new, "path": str(path)},
-          lambda: click.echo(f"renamed store {old} to {new} ({path})"))
+
+    def human() -> None:
+        click.echo(f"renamed store {old} to {new} ({path})")
+        if root:  # a project finds its store by the folder's name: this one no longer will
+            click.echo(f"note: {root} will no longer find it by its folder; set CAIRN_STORE={new} there "
+                       f"(a direnv .envrc), or rename it back to {old}", err=True)
+
+    _emit(as_json, {"old": old, "name": new, "path": str(path), "project_root": root}, human)
 
 
 @stores.command(name="create")
