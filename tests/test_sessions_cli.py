@@ -38,6 +38,12 @@ def claude_root(tmp_path, project) -> Path:
     return root
 
 
+def test_import_says_what_it_did_in_words(cairn, claude_root):
+    code, out, _ = cairn("import-sessions", "--root", str(claude_root))
+    assert code == 0 and out.startswith("read 2 transcripts: 6 turns added")
+    assert "secrets redacted 1 (AWS Access Key 1)" in out and "{" not in out and "Counter" not in out
+
+
 def test_import_then_list_search_show(cairn, claude_root):
     code, out, err = cairn("import-sessions", "--root", str(claude_root), "--json")
     assert code == 0, err

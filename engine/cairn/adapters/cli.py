@@ -972,10 +972,14 @@ def import_sessions(memory: Cairn, as_json: bool, all_projects: bool, root: str 
         totals = import_claude_transcripts(memory, root=root, all_projects=all_projects, progress=_progress)
 
     def human() -> None:
+        def counted(by_kind: dict[str, int]) -> str:
+            return f"{sum(by_kind.values())} ({', '.join(f'{k} {n}' for k, n in sorted(by_kind.items()))})"
+
         if "files" in totals:
             click.echo(f"read {totals['files']} transcripts: {totals['turns_added']} turns added"
-                       + (f", lines skipped {totals['skipped']}" if totals["skipped"] else "")
-                       + (f", secrets redacted {totals['redactions']}" if totals["redactions"] else ""))
+                       + (f", lines skipped {counted(totals['skipped'])}" if totals["skipped"] else "")
+                       + (f", secrets redacted {counted(totals['redactions'])}" if totals["redactions"] else "")
+                       + (f", {totals['private_spans']} private spans removed" if totals.get("private_spans") else ""))
         else:
             click.echo(f"imported {totals['sessions']} sessions, {totals['turns_added']} turns added")
 
