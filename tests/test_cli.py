@@ -574,3 +574,12 @@ def test_a_hook_run_by_hand_logs_to_hooks_log_not_the_terminal(cairn_home, proje
     assert out.returncode == 0 and out.stdout == b"" and out.stderr == b""  # fails open, quietly
     log = (cairn_home / "logs" / "hooks.log").read_text()
     assert "UserPromptSubmit hook failed open" in log and "JSONDecodeError" in log
+
+
+def test_a_duplicate_of_another_kind_says_so_and_how_to_change_it(cairn):
+    first = json.loads(cairn("remember", "Run the linter before pushing", "--kind", "convention",
+                             "--keyword-only", "--json")[1])["memory"]["id"]
+    code, out, _ = cairn("remember", "Run the linter before pushing.", "--kind", "fact", "--keyword-only")
+    assert code == 0 and out.startswith(f"already remembered as {first} (a convention, not a fact: nothing was written")
+    assert f"--replaces {first} --kind fact" in out
+    assert cairn("remember", "Run the linter before pushing", "--keyword-only")[1] == f"already remembered as {first}\n"

@@ -235,7 +235,11 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[
 
     def human() -> None:
         verb = "already remembered as" if result.status == "duplicate" else "remembered"
-        click.echo(f"{verb} {result.memory.id}")
+        asked = fields.get("kind")
+        differs = result.status == "duplicate" and asked and asked != result.memory.kind
+        click.echo(f"{verb} {result.memory.id}" + (f" (a {result.memory.kind}, not a {asked}: nothing was "
+                                                    f"written; `cairn remember --replaces {result.memory.id} "
+                                                    f"--kind {asked} ...` changes its kind)" if differs else ""))
         for old in result.superseded:
             click.echo(f"superseded {old}")
         for c in result.conflicts:
