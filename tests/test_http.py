@@ -252,6 +252,10 @@ def test_token_create_list_revoke_store_only_a_hash(env, cairn_home):
     assert [(t["name"], t["read_only"], t["stores"]) for t in listed] == [("laptop", True, [])]
     assert secret not in json.dumps(listed) and "sha256" not in listed[0]
     assert cli("token", "create", "laptop", env=env).returncode == 2  # names are unique
+    typo = cli("token", "create", "ci", "--store", "no-such-store", env=env)
+    assert typo.returncode == 2 and "no store named 'no-such-store'" in typo.stderr  # it would never work
+    assert cli("token", "create", "ci", "--store", "global", "--json", env=env).returncode == 0
+    assert cli("token", "revoke", "ci", env=env).returncode == 0
     assert cli("token", "revoke", "laptop", env=env).returncode == 0
     assert json.loads(cli("token", "list", "--json", env=env).stdout)["tokens"] == []
     assert cli("token", "revoke", "laptop", env=env).returncode == 2
