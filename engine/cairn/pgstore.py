@@ -47,8 +47,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreError, StoreNotFound
 from .models import Memory, Order, Proposal, SessionInfo, Turn
 from .records import NewMemory
-from .store import Filters, Store, current_sql, time_bounds
-from .text import forgotten_subject, index_text, normalise, passage, without_text
+from .store import Filters, Store, current_sql, forget_in_proposals, time_bounds
+from .text import index_text, normalise, passage
 from .timeutil import END_OF_TIME, now_ms
 
 if TYPE_CHECKING:
@@ -973,7 +973,7 @@ class PgStore:
         gone; the row stays as a tombstone."""
         row = self.conn.execute("SELECT tsv IS NOT NULL, id, text FROM memories WHERE seq = %s FOR UPDATE",
                                 (seq,)).fetchone()
-        if row is not None and row[2] is not None and self._forget_in_proposals(row[1], row[2], at):
+        if row is not None and row[2] is not None and forget_in_proposals(self.conn, row[1], row[2], at, mark="%s"):
             self._unflushed.add("proposals")
         self.conn.execute("UPDATE memories SET text = NULL, text_key = NULL, tsv = NULL, applies_when = NULL, "
                           "forgotten_at = %s, "
@@ -1352,25 +1352,6 @@ class PgStore:
                                  ).fetchone()[0]
 
     _PROPOSAL_COLUMNS = Store._PROPOSAL_COLUMNS
-
-    def _forget_in_proposals(self, memory_id: str, text: str, at: int) -> int:
-        """As Store._forget_in_proposals."""
-        changed = 0
-        rows = self.conn.execute(f"SELECT {self._PROPOSAL_COLUMNS} FROM proposals WHERE sources LIKE %s",
-                                 (f'%"{memory_id}"%',)).fetchall()
-        for p in map(Store._proposal, rows):
-            if memory_id not in p.source_ids:
-                continue
-            pending = p.state == "pending"
-            result = {"reason": "a source memory was forgotten"} if pending else without_text(p.result, text)
-            self.conn.execute(
-                "UPDATE proposals SET subject = %s, payload = %s, result = %s, state = %s, decided_at = %s "
-                "WHERE id = %s",
-                (forgotten_subject(p.subject, text), json.dumps(without_text(p.payload, text), ensure_ascii=False),
-                 None if result is None else json.dumps(result, ensure_ascii=False),
-                 "expired" if pending else p.state, at if pending else p.decided_at, p.id))
-            changed += 1
-        return changed
 
     def add_proposals(self, rows: Sequence[tuple[Proposal, str]]) -> list[str]:
         """As Store.add_proposals: one whose open_key is already pending (on any machine) is skipped."""

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import db, paths
 from .errors import InvalidImport, MemoryNotFound, SchemaTooNew, StoreCorrupted, StoreError, StoreNotFound
@@ -157,6 +157,28 @@ def time_bounds(since: int | None, until: int | None, *, start: str, end: str, m
         clauses.append(f"{start} < {mark}")
         params.append(until)
     return clauses, params
+
+
+def forget_in_proposals(conn: Any, memory_id: str, text: str, at: int, *, mark: str = "?") -> int:
+    """Every proposal with `memory_id` among its sources loses the memory's `text` (replaced by
+    "[forgotten]" in its subject, payload and result), and a pending one expires: nothing is left
+    to decide on. For both backends, inside the forget's transaction: `conn` a SQLite or psycopg
+    connection, `mark` its parameter placeholder ("?" or "%s"). Returns how many changed."""
+    changed = 0
+    rows = conn.execute(f"SELECT {Store._PROPOSAL_COLUMNS} FROM proposals WHERE sources LIKE {mark}",
+                        (f'%"{memory_id}"%',)).fetchall()
+    for p in map(Store._proposal, rows):
+        if memory_id not in p.source_ids:
+            continue
+        pending = p.state == "pending"
+        result = {"reason": "a source memory was forgotten"} if pending else without_text(p.result, text)
+        conn.execute(f"UPDATE proposals SET subject = {mark}, payload = {mark}, result = {mark}, state = {mark}, "
+                     f"decided_at = {mark} WHERE id = {mark}",
+                     (forgotten_subject(p.subject, text), json.dumps(without_text(p.payload, text), ensure_ascii=False),
+                      None if result is None else json.dumps(result, ensure_ascii=False),
+                      "expired" if pending else p.state, at if pending else p.decided_at, p.id))
+        changed += 1
+    return changed
 
 
 class Store:
@@ -575,7 +597,7 @@ class Store:
         proposals that carry the text lose it too (_forget_in_proposals)."""
         row = self.conn.execute("SELECT id, text FROM memories WHERE seq = ?", (seq,)).fetchone()
         if row is not None and row[1] is not None:
-            self._forget_in_proposals(row[0], row[1], at)
+            forget_in_proposals(self.conn, row[0], row[1], at)
         self.conn.execute(
             "UPDATE memories SET text = NULL, text_key = NULL, applies_when = NULL, forgotten_at = ?, "
             "retired_at = min(retired_at, ?) WHERE seq = ?",
@@ -668,26 +690,6 @@ class Store:
                         sources=tuple(json.loads(row[4])), payload=json.loads(row[5]), created_at=row[6],
                         expires_at=row[7], decided_at=row[8], decided_by=row[9],
                         result=None if row[10] is None else json.loads(row[10]))
-
-    def _forget_in_proposals(self, memory_id: str, text: str, at: int) -> int:
-        """Every proposal with `memory_id` among its sources, its `text` replaced by "[forgotten]"
-        in subject, payload and result; a pending one expires (it cannot be decided on a text that
-        is gone). Returns how many changed. Call inside the forget's transaction."""
-        changed = 0
-        rows = self.conn.execute(f"SELECT {self._PROPOSAL_COLUMNS} FROM proposals WHERE sources LIKE ?",
-                                 (f'%"{memory_id}"%',)).fetchall()
-        for p in map(self._proposal, rows):
-            if memory_id not in p.source_ids:
-                continue
-            pending = p.state == "pending"
-            result = {"reason": "a source memory was forgotten"} if pending else without_text(p.result, text)
-            self.conn.execute(
-                "UPDATE proposals SET subject = ?, payload = ?, result = ?, state = ?, decided_at = ? WHERE id = ?",
-                (forgotten_subject(p.subject, text), json.dumps(without_text(p.payload, text), ensure_ascii=False),
-                 None if result is None else json.dumps(result, ensure_ascii=False),
-                 "expired" if pending else p.state, at if pending else p.decided_at, p.id))
-            changed += 1
-        return changed
 
     def add_proposals(self, rows: Sequence[tuple[Proposal, str]]) -> list[str]:
         """Queue pending proposals, each with its open_key, in one transaction. One whose open_key is
