@@ -1042,7 +1042,7 @@ class Cairn:
     def import_guidance(self, path: str | Path) -> dict[str, Any]:
         """Split a CLAUDE.md / AGENTS.md / .cursorrules file deterministically (guidance.split:
         headings, bullets) into `add` proposals. Nothing is stored before approval. Returns
-        {"file", "items", "queued", "pending", "exists", "reviewed", "skipped", "proposals": [ids]}.
+        {"file", "items", "queued", "pending", "exists", "reviewed", "skipped", "left_out", "proposals": [ids]}.
         Raises InvalidInput."""
         from .guidance import import_file
 
