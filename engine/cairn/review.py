@@ -248,6 +248,12 @@ def _pair_key(ids: list[str]) -> str:
     return "pair:" + ",".join(sorted(ids))
 
 
+def _pending_pairs(store: Any) -> set[str]:
+    """_pair_key of every pair with a pending proposal, of any pair type."""
+    return {_pair_key(p.source_ids) for p in store.proposals(states=("pending",), types=PAIR_TYPES)
+            if len(p.source_ids) == 2}
+
+
 def stage_conflicts(engine: Cairn, store: Any, new: Memory, conflicts: list[dict[str, str]]) -> list[str]:
     """Queue a `conflict` proposal (older, newer) for each possible conflict `remember` reported,
     unless the pair was kept by the user before or is already queued. Returns the new proposal ids."""
@@ -255,8 +261,7 @@ def stage_conflicts(engine: Cairn, store: Any, new: Memory, conflicts: list[dict
         return []
     now = now_ms()
     rows = []
-    pending_pairs = {_pair_key(p.source_ids) for p in store.proposals(states=("pending",), types=PAIR_TYPES)
-                     if len(p.source_ids) == 2}
+    pending_pairs = _pending_pairs(store)
     for c in conflicts:
         try:
             old = store.get(c["id"])
@@ -578,8 +583,7 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
     known = store.proposal_keys(("pending", "rejected", "applied"))
     # A pair pending under one type (a conflict `remember` reported) is not queued under another
     # (a near-duplicate): one verdict per pair, not two with opposite defaults.
-    known |= {_pair_key(p.source_ids) for p in store.proposals(states=("pending",), types=PAIR_TYPES)
-              if len(p.source_ids) == 2}
+    known |= _pending_pairs(store)
     proposals: list[tuple[Proposal, str]] = []
     reviewed = deferred = 0
     staged: dict[str, int] = {}
