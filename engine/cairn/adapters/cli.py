@@ -140,14 +140,16 @@ def _progress(items, total):
     return tqdm(items, total=total, file=sys.stderr, unit="batch", disable=not sys.stderr.isatty() or total < 2)
 
 
-def store_options(fn: Callable | None = None, *, read_only: bool = False, use_warm: bool = False) -> Callable:
+def store_options(fn: Callable | None = None, *, read_only: bool = False, use_warm: bool = False,
+                  check_model: bool = True) -> Callable:
     """--store, --create and --json; resolves the store and config once and opens the engine as `memory`.
 
     read_only: the command only reads, so a store file that does not exist is not created; the
     command answers as for an empty store. use_warm: embed through the warm process (started when it
-    is not up) rather than by loading the model in this process."""
+    is not up) rather than by loading the model in this process. check_model False: open a store
+    embedded with another model too (reembed re-embeds it; status says so)."""
     if fn is None:
-        return functools.partial(store_options, read_only=read_only, use_warm=use_warm)
+        return functools.partial(store_options, read_only=read_only, use_warm=use_warm, check_model=check_model)
 
     @click.option("--store", "store_name", metavar="NAME",
                   help="Store to use (default: $CAIRN_STORE, else this project's).")
@@ -179,7 +181,7 @@ def store_options(fn: Callable | None = None, *, read_only: bool = False, use_wa
         only_global = kwargs.get("scope") == "global" and fn.__name__ == "remember"
         with cairn.Cairn.open(resolved=resolved, create=create, embedder=embedder,
                               read_only=read_only or only_global,
-                              check_model=fn.__name__ not in ("reembed", "status")) as memory:
+                              check_model=check_model) as memory:
             _TIMINGS["store open"] = time.perf_counter() - started
             fn(memory, as_json=as_json, **kwargs)
 
@@ -317,10 +319,9 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
 @store_options
 def forget(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """Erase MEMORY_ID: its text, vector and index entries; a tombstone remains."""
-    started = int(time.time() * 1000)  # epoch ms, as the engine stamps forgotten_at
-    tomb = memory.forget(memory_id)
     # Forget is idempotent: a tombstone from an earlier forget is given back unchanged, and said so.
-    done = "forgot" if (tomb.forgotten_at or 0) >= started else "already forgotten:"
+    done = "forgot" if memory.get(memory_id).forgotten_at is None else "already forgotten:"
+    tomb = memory.forget(memory_id)
     _emit(as_json, cairn.render.full(tomb), lambda: click.echo(f"{done} {tomb.id}"))
 
 
@@ -386,7 +387,7 @@ def edit(memory: Cairn, as_json: bool, memory_id: str) -> None:
 
 @cli.command()
 @click.option("--timings", is_flag=True, help="Also print where this call spent its time.")
-@store_options(read_only=True, use_warm=True)
+@store_options(read_only=True, use_warm=True, check_model=False)
 def status(memory: Cairn, as_json: bool, timings: bool) -> None:
     """Which store and why, counts, size, vector backend and model.
 
@@ -462,7 +463,7 @@ def import_(memory: Cairn, as_json: bool, source) -> None:
 
 
 @cli.command()
-@store_options
+@store_options(check_model=False)
 def reembed(memory: Cairn, as_json: bool) -> None:
     """Re-embed every memory with the configured model (after changing models)."""
     count = memory.reembed(progress=_progress)
