@@ -143,7 +143,7 @@ def keyword_statement(engine: Cairn, queries: list[str]) -> dict[str, float]:
     """The keyword statement alone (`keyword_search`, default view, the recall's 50 candidates) on
     Postgres, from the postings and from the tsv (the statement before them), alternating: the mean
     over `queries` of each query's fastest of 5 runs (ms), and for how many queries both ranked alike."""
-    from cairn.store import Filters
+    from cairn.storage.sql import Filters
     from cairn.text import fts_query
 
     store = engine.store

@@ -61,7 +61,7 @@ sys.path.insert(0, str(REPO / "engine"))  # run from a checkout without installi
 from cairn import ranking  # noqa: E402
 from cairn.embedder import Embedder, SentenceTransformerEmbedder  # noqa: E402
 from cairn.engine import Cairn, Draft  # noqa: E402
-from cairn.store import Filters  # noqa: E402
+from cairn.storage.sql import Filters  # noqa: E402
 from cairn.text import normalise  # noqa: E402
 
 CHUNK = 256
@@ -432,7 +432,7 @@ def profile_recall(cairn: Cairn, queries: list[str], qvecs: np.ndarray, n: int =
 def decompose_retrieval(cairn: Cairn, queries: list[str], qvecs: np.ndarray) -> str:
     """The SQL of the two retrievers, taken apart: what the candidate filter and the join cost."""
     from cairn.text import fts_query
-    from cairn.vectors import SqliteVecIndex, _blob
+    from cairn.storage.vectors import SqliteVecIndex, _blob
 
     conn, store = cairn.store.conn, cairn.store
     where, params = Filters().where()

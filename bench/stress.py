@@ -399,7 +399,7 @@ def probe_write_lock(path: str, stream: Stream, stop: threading.Event, interval:
     every `interval` s until `stop` (once if it is set): the SQLite contention itself, apart from
     process start-up and imports."""
     from cairn import CairnError
-    from cairn.db import connect
+    from cairn.storage.db import connect
 
     conn = connect(path)
     try:

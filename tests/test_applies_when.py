@@ -11,7 +11,7 @@ import pytest
 
 from cairn import Cairn, Draft, InvalidImport, InvalidMemory, prompt_context
 from cairn.context import relevant_hits, term_weights
-from cairn.migrations import MIGRATIONS
+from cairn.storage.migrations import MIGRATIONS
 
 from tests.conftest import BACKENDS, run_cli
 
@@ -141,7 +141,7 @@ def test_the_keyword_gate_injects_a_memory_whose_phrases_match_the_prompt(projec
 
 # -- schema: a store written before applies_when ----------------------------------------------------------
 def test_a_store_from_before_the_migration_is_migrated_and_keeps_its_keyword_index(project, hashing):
-    from cairn import db
+    from cairn.storage import db
     from cairn.paths import choose_store
 
     # A store as schema 6 left it (the older Cairn's migrations, one memory written by plain SQL).
@@ -149,9 +149,9 @@ def test_a_store_from_before_the_migration_is_migrated_and_keeps_its_keyword_ind
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = db.connect(str(path))
     conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
-    for _, name, fn in MIGRATIONS[:6]:
-        fn(conn)
-        conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, 0)", (name,))
+    for step in MIGRATIONS[:6]:
+        step.sqlite(conn)
+        conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, 0)", (step.name,))
     conn.execute("PRAGMA user_version = 6")
     conn.execute("INSERT INTO memories (id, text, text_key, kind, importance, source, valid_from, recorded_at) "
                  "VALUES ('01J00000000000000000000001', 'Deploys go through blue-green on Fly', "

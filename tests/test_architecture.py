@@ -3,7 +3,8 @@
 Checked on the source's syntax trees (ast), so a new module is held to the same rules the day it
 is added:
 - the core (engine/cairn outside adapters/) never imports an adapter, nor an adapter's framework;
-- only the storage modules run SQL (`.execute`, `.executemany`, `.executescript` calls);
+- only the storage modules (the `cairn.storage` package) run SQL (`.execute`, `.executemany`,
+  `.executescript` calls), and storage imports nothing above it (the engine, ranking, review ...);
 - adapters use only the names `cairn` exports (`cairn.__all__`), never a core module directly, and
   never reach into the engine's store, connection or internals.
 """
@@ -19,7 +20,8 @@ import pytest
 import cairn
 
 PACKAGE = Path(cairn.__file__).resolve().parent
-STORAGE = {"cairn.db", "cairn.store", "cairn.vectors", "cairn.migrations", "cairn.pgstore"}
+# What storage may import besides itself: the records it stores and the helpers they need.
+BELOW_STORAGE = {"cairn.errors", "cairn.models", "cairn.records", "cairn.text", "cairn.timeutil", "cairn.paths"}
 ADAPTER_FRAMEWORKS = {"click", "mcp", "pydantic", "socketserver", "starlette", "tqdm", "uvicorn"}
 SQL_CALLS = {"execute", "executemany", "executescript"}
 # What an adapter may not touch on an engine: its store and connection, and the store's row ids.
@@ -36,6 +38,7 @@ def _modules() -> dict[str, ast.Module]:
 
 
 MODULES = _modules()
+STORAGE = {name for name in MODULES if name == "cairn.storage" or name.startswith("cairn.storage.")}
 # `python -m cairn` is an entry point: it dispatches to the CLI and hook adapters.
 ADAPTERS = {name for name in MODULES if name.startswith("cairn.adapters") or name == "cairn.__main__"}
 CORE = set(MODULES) - ADAPTERS
@@ -61,7 +64,8 @@ def _imports(name: str, tree: ast.Module) -> list[tuple[str, list[str], int]]:
 
 
 def test_the_tree_is_what_this_test_expects():
-    assert {"cairn.engine", "cairn.store", "cairn.db"} <= CORE
+    assert {"cairn.engine", "cairn.storage.sqlite", "cairn.storage.postgres.store", "cairn.storage.db"} <= CORE
+    assert {"cairn.storage.protocol", "cairn.storage.sql", "cairn.storage.base", "cairn.storage.migrations"} <= STORAGE
     assert {"cairn.adapters.cli", "cairn.adapters.claude", "cairn.adapters.hook", "cairn.adapters.warm",
             "cairn.adapters.service", "cairn.adapters.http", "cairn.adapters.tokens", "cairn.adapters.clients",
             "cairn.adapters.mcp.server", "cairn.adapters.mcp.session"} <= ADAPTERS
@@ -84,6 +88,14 @@ def test_only_storage_modules_run_sql(name):
     for node in ast.walk(MODULES[name]):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             assert node.func.attr not in SQL_CALLS, f"{name}:{node.lineno} runs SQL (.{node.func.attr})"
+
+
+@pytest.mark.parametrize("name", sorted(STORAGE))
+def test_storage_imports_nothing_above_it(name):
+    for module, names, line in _imports(name, MODULES[name]):
+        for imported in [f"{module}.{n}" for n in names] if module in ("cairn", "cairn.storage") else [module]:
+            if imported.startswith("cairn"):
+                assert imported in STORAGE | BELOW_STORAGE, f"{name}:{line} imports {imported}"
 
 
 @pytest.mark.parametrize("name", sorted(ADAPTERS))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cairn import Cairn, StoreBusy
-from cairn.db import connect, sqlite
+from cairn.storage.db import connect, sqlite
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "stress.py"
 

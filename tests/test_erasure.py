@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from cairn import Cairn
-from cairn.migrations import MIGRATIONS
+from cairn.storage.migrations import MIGRATIONS
 from cairn.adapters.cli import main
 
 SECRET = "The staging vault codename is zyxwquartz-plover-42, rotated by Ingrid"
@@ -98,7 +98,7 @@ def test_a_store_written_before_secure_delete_is_purged_when_opened(project, has
     forgotten text in free pages and FTS segments; opening it with this Cairn erases it."""
     # Written as that Cairn wrote it: its three migrations, its rows, and a forget that only deleted
     # (plain SQL: today's code reads columns that schema does not have).
-    from cairn import db
+    from cairn.storage import db
     from cairn.paths import choose_store
     from cairn.text import index_text
 
@@ -107,9 +107,9 @@ def test_a_store_written_before_secure_delete_is_purged_when_opened(project, has
     conn = db.connect(str(path))
     conn.execute("PRAGMA secure_delete = OFF")
     conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
-    for _, name, fn in MIGRATIONS[:3]:
-        fn(conn)
-        conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, 0)", (name,))
+    for step in MIGRATIONS[:3]:
+        step.sqlite(conn)
+        conn.execute("INSERT INTO migrations (name, applied_at) VALUES (?, 0)", (step.name,))
     conn.execute("PRAGMA user_version = 3")
     texts = [f"Service {i} listens on port {8000 + i} and logs to journald" for i in range(40)] + [SECRET]
     for seq, text in enumerate(texts, start=1):

@@ -222,7 +222,7 @@ def test_cairn_hook_prints_the_warm_process_answer(stand_in, tmp_path):
 def test_sqlite_vec_is_found_where_the_package_says_without_importing_it():
     import sqlite_vec
 
-    from cairn.db import sqlite_vec_path
+    from cairn.storage.db import sqlite_vec_path
 
     assert sqlite_vec_path() == sqlite_vec.loadable_path()
 

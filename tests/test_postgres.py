@@ -19,7 +19,8 @@ from ulid import ULID
 
 from cairn import Cairn, Draft, NotCurrent, ProposalClosed, create_store, list_stores, migrate_store
 from cairn.embedder import HashingEmbedder
-from cairn.pgstore import PG_MIGRATIONS, PgStore
+from cairn.storage.migrations import MIGRATIONS
+from cairn.storage.postgres import PgStore
 from tests.conftest import WAIT_S, run_cli, wait_for
 
 pytestmark = pytest.mark.postgres
@@ -158,7 +159,7 @@ WRITER = """
 import os, sys
 from cairn import Cairn
 from cairn.embedder import HashingEmbedder
-from cairn.pgstore import PgStore
+from cairn.storage.postgres import PgStore
 worker, count = int(sys.argv[1]), int(sys.argv[2])
 with Cairn.open(sys.argv[3], embedder=HashingEmbedder()) as memory:
     for i in range(count):
@@ -356,7 +357,7 @@ def test_doctor_checks_a_postgres_store_and_fixes_its_indexes(pg_server, monkeyp
     code, found, _ = checks()
     assert [(n.split(": ")[1], c["status"]) for n, c in found.items()] == [
         ("server", "ok"), ("pgvector", "ok"), ("schema", "ok"), ("indexes", "ok")]
-    assert found[f"store {team}: schema"]["detail"] == f"version {len(PG_MIGRATIONS)}"
+    assert found[f"store {team}: schema"]["detail"] == f"version {len(MIGRATIONS)}"
 
     with psycopg.connect(pg_server, autocommit=True) as conn:
         conn.execute(f'UPDATE "cairn_{team}".memories SET tsv = NULL WHERE id = %s', (broken.id,))
@@ -514,7 +515,7 @@ def test_the_bulk_import_skips_and_refuses_exactly_as_the_row_by_row_import(pg_s
     """import_rows from BULK_MIN records on goes through COPY; its result must be the row-by-row
     import's (SQLite's): the same memories written, the same ones skipped, the same refusal."""
     from cairn import InvalidImport
-    from cairn.pgstore import BULK_MIN
+    from cairn.storage.postgres import BULK_MIN
 
     monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
     create_store("src")
@@ -658,7 +659,7 @@ def test_reads_and_writes_go_on_while_a_forget_rewrites_the_vector_table(pg_serv
     (about a minute at 100k memories). Meanwhile recall answers from keywords and a write stores
     its memory queued for embedding, each within a second instead of waiting the rebuild out; the
     queued vector is stored once the table is free."""
-    from cairn.pgstore import VECTOR_LOCK_WAIT_MS, connect
+    from cairn.storage.postgres import VECTOR_LOCK_WAIT_MS, connect
 
     monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
     create_store(team, postgres=pg_server)
@@ -725,7 +726,7 @@ def assert_postings_rank_as_the_tsv(memory: Cairn, times: list[int]) -> int:
     """Every query under every filter (views, as_of and known_at at each of `times`, kinds, tags; a
     small limit too): the postings path's ranking equals the tsv path's, scores equal. Returns how
     many hits compared."""
-    from cairn.store import Filters
+    from cairn.storage.sql import Filters
     from cairn.text import fts_query
 
     store = memory.store
@@ -819,13 +820,13 @@ def test_postings_rank_exactly_as_the_tsv_after_every_write_path(pg_server, monk
         memory.replace(current[1].id, "Der Dienst startet nie neu", valid_from=t0 + 30 * day)
         assert assert_postings_rank_as_the_tsv(memory, times) > 500
 
-    # A store from before m008: its postings are made when it is opened.
+    # A store from before m009: its postings are made when it is opened.
     with Cairn.open(team, embedder=hashing) as memory:
         memory.store.conn.execute("DROP TABLE memory_postings; DROP FUNCTION memory_postings_added, "
                                   "memory_postings_changed CASCADE; DROP FUNCTION cairn_postings; "
-                                  "DELETE FROM migrations WHERE number = 8")
+                                  "DELETE FROM migrations WHERE number = 9")
     with Cairn.open(team, embedder=hashing) as memory:
-        assert memory.store.schema_version() == len(PG_MIGRATIONS)
+        assert memory.store.schema_version() == len(MIGRATIONS)
         assert memory.store.conn.execute("SELECT count(*) FROM memory_postings").fetchone()[0] > 100
         assert assert_postings_rank_as_the_tsv(memory, times) > 200
         store = memory.store
@@ -847,7 +848,7 @@ def test_keyword_recall_goes_on_from_the_tsv_while_a_forget_rewrites_the_posting
     """A forget's VACUUM FULL of memory_postings (seconds at 100k memories) holds the table
     exclusively: keyword search then waits at most VECTOR_LOCK_WAIT_MS and ranks from the tsv,
     with the same result."""
-    from cairn.pgstore import VECTOR_LOCK_WAIT_MS, connect
+    from cairn.storage.postgres import VECTOR_LOCK_WAIT_MS, connect
 
     monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
     create_store(team, postgres=pg_server)

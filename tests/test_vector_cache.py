@@ -11,7 +11,7 @@ import pytest
 
 from cairn import Cairn, Draft
 from cairn.embedder import HashingEmbedder
-from cairn.store import Filters
+from cairn.storage.sql import Filters
 
 DIM = 64
 
@@ -111,7 +111,7 @@ def test_a_reembedding_elsewhere_replaces_the_held_vectors(project, stores):
 
 def test_an_unreadable_layout_falls_back_to_sqlite_vec(stores, monkeypatch):
     held, plain, _ = stores
-    from cairn import vectors
+    from cairn.storage import vectors
 
     def broken(self, conn):
         raise ValueError("layout changed")

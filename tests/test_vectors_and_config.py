@@ -16,7 +16,7 @@ import pytest
 
 from cairn import Cairn, ConfigError, Draft
 from cairn.config import load_config
-from cairn.vectors import NumpyIndex, SqliteVecIndex
+from cairn.storage.vectors import NumpyIndex, SqliteVecIndex
 
 
 def _build(tmp_path, backend: str, hashing):
@@ -35,7 +35,7 @@ def test_numpy_fallback_returns_the_same_results_as_sqlite_vec(tmp_path, minilm)
     npy = _build(tmp_path, "numpy", hashing)
     assert isinstance(vec.store.vector_index, SqliteVecIndex)
     assert isinstance(npy.store.vector_index, NumpyIndex)
-    from cairn.store import Filters
+    from cairn.storage.sql import Filters
 
     for query in ("topic 5 subject 3", "detail 7", "memory about subject 2"):
         q = hashing.embed_one(query)
@@ -116,7 +116,8 @@ def test_concurrent_writers_from_several_processes_lose_nothing(cairn_home):
 
 
 def test_the_exact_shortcut_for_the_current_view_matches_the_filtered_search(tmp_path, minilm, monkeypatch):
-    from cairn.store import Filters, Store
+    from cairn.storage.sql import Filters
+    from cairn.storage.sqlite import SqliteStore
 
     memory = Cairn.open("shortcut", create=True, embedder=minilm)
     results = memory.remember_many([Draft(f"Service {n} stores its sessions in Redis cluster {n % 5}", kind="fact")
@@ -129,7 +130,7 @@ def test_the_exact_shortcut_for_the_current_view_matches_the_filtered_search(tmp
     assert store.not_current_count() == 25
     query = minilm.embed_one("where are sessions stored?")
     fast_vec, fast_kw = store.vector_search(query, Filters(), 10), store.keyword_search('"redis"', Filters(), 10)
-    monkeypatch.setattr(Store, "FAST_PATH_MAX_EXCLUDED", -1)
+    monkeypatch.setattr(SqliteStore, "FAST_PATH_MAX_EXCLUDED", -1)
     assert store.vector_search(query, Filters(), 10) == fast_vec
     assert store.keyword_search('"redis"', Filters(), 10) == fast_kw
     assert len(fast_vec) == len(fast_kw) == 10

@@ -34,7 +34,7 @@ _EXPORTS = {
     "MAX_APPLIES_CHARS": "models",
     "Proposal": "models", "PROPOSAL_TYPES": "models", "PROPOSAL_STATES": "models", "REVIEW_VERBS": "models",
     "DECIDERS": "models",
-    "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "db",
+    "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "storage.db",
     "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "ensure_data_root": "paths",
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from . import render
     from .compose import ResolveCache, Resolved, embedder_from_config, resolve
     from .config import load_config
-    from .db import BROKEN_STORE_ERRORS
+    from .storage.db import BROKEN_STORE_ERRORS
     from .health import Check, doctor
     from .locations import data_root_dir
     from .context import cited_ids, is_trivial, prompt_context, session_brief

@@ -23,8 +23,7 @@ from .paths import GLOBAL_STORE, private_dir, stores_dir, validate_store_name, w
 from .timeutil import now_ms
 
 if TYPE_CHECKING:
-    from .pgstore import PgStore
-    from .store import Store
+    from .storage.protocol import StoreBackend
 
 URL_ENV = "CAIRN_POSTGRES_URL"
 BACKENDS = ("sqlite", "postgres")
@@ -80,21 +79,21 @@ def postgres_url(config: Mapping[str, Any] | None = None, env: Mapping[str, str]
 
 def open_store(name: str, path: Path, config: Mapping[str, Any], *, create: bool, project: bool,
                meta: dict[str, str] | None = None, backend: str | None = None,
-               url: str | None = None, busy_timeout_ms: int | None = None) -> Store | PgStore:
+               url: str | None = None, busy_timeout_ms: int | None = None) -> StoreBackend:
     """Open store `name` on its backend (backend_of, unless `backend` is given). path: its SQLite
     file (unused on Postgres). url: the Postgres URL (default: postgres_url(config)). busy_timeout_ms:
     SQLite's lock wait (default: the config's store.busy_timeout_ms; hooks pass a shorter one).
     Raises StoreNotFound, StoreCorrupted, SchemaTooNew, StoreError, ConfigError."""
     backend = backend or backend_of(name, config, project=project)
     if backend == "postgres":
-        from .pgstore import PgStore
+        from .storage.postgres import PgStore
 
         return PgStore.open(url or postgres_url(config), name=name, create=create, meta=meta,
                             language=config["store"].get("language", "english"), schema=marker_schema(name))
     if backend != "sqlite":
         raise StoreError(f"unknown store backend {backend!r}; expected one of: {', '.join(BACKENDS)}")
-    from .store import Store
+    from .storage.sqlite import SqliteStore
 
     busy = config["store"]["busy_timeout_ms"] if busy_timeout_ms is None else busy_timeout_ms
-    return Store.open(path, name=name, create=create, meta=meta, busy_timeout_ms=busy,
+    return SqliteStore.open(path, name=name, create=create, meta=meta, busy_timeout_ms=busy,
                       vector_backend=config["store"]["vector_backend"])

@@ -1,7 +1,7 @@
 """The engine API: remember, recall, replace, forget, history, list, status, export, import, reembed.
 
-Every adapter (CLI, MCP server, hooks, warm process) calls this module; the SQL lives in store.py
-(with db.py, vectors.py and migrations.py), and nothing above the engine touches it.
+Every adapter (CLI, MCP server, hooks, warm process) calls this module; the SQL lives in storage/
+(one contract, protocol.StoreBackend, for SQLite and Postgres), and nothing above the engine touches it.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .compose import Resolved, embedder_from_config, resolve
 from .context import cited_ids
-from .db import BUSY_TIMEOUT_MS, DatabaseError
 from .embedder import Embedder, compatible, parse_fingerprint
 from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
 from .errors import InvalidInput, SessionNotFound, StoreBusy, StoreCorrupted, StoreError, StoreNotFound
-from .migrations import MIGRATIONS
 from .models import (
     DEFAULT_IMPORTANCE, KINDS, SCOPES, SESSION_MODES, Hit, Memory, Order, Proposal, RememberResult, SessionHit,
     SessionInfo, Status, Turn,
@@ -36,7 +34,11 @@ from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose
                        looks_verbatim, read_locomo, session_keys, title_of)
 from .backends import backend_of, marker_path, marker_schema, open_store, postgres_names, write_marker
 from .config import load_config
-from .store import Filters, Store
+from .storage.db import BUSY_TIMEOUT_MS, DatabaseError
+from .storage.migrations import MIGRATIONS
+from .storage.protocol import StoreBackend
+from .storage.sql import Filters
+from .storage.sqlite import SqliteStore
 from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value
 from .text import duplicate_key, fts_query, index_text, is_blank, lone_surrogate, passage
 from .timeutil import END_OF_TIME, now_ms, parse_time
@@ -115,7 +117,7 @@ def list_stores() -> list[dict[str, Any]]:
                 config = config if config is not None else load_config()
                 store = open_store(name, path, config, create=False, project=False, backend="postgres")
             else:
-                store = Store.open(path, name=name, create=False)
+                store = SqliteStore.open(path, name=name, create=False)
         except CairnError as exc:
             rows.append({"name": name, "path": str(path), "backend": backend, "error": str(exc)})
             continue
@@ -132,7 +134,7 @@ def delete_store(name: str) -> Path:
     and the data root's marker. Returns the path. Raises InvalidStoreName, StoreNotFound."""
     path = store_path(validate_store_name(name))
     if marker_path(name).exists():
-        from .pgstore import PgStore
+        from .storage.postgres import PgStore
 
         store = open_store(name, path, load_config(), create=False, project=False, backend="postgres")
         try:
@@ -158,7 +160,7 @@ def rename_store(old: str, new: str) -> Path:
     if marker_path(new).exists():
         raise StoreError(f"store {new!r} already exists (on Postgres); delete or rename it first")
     if marker_path(old).exists():
-        from .pgstore import schema_for
+        from .storage.postgres import schema_for
 
         if target.exists():
             raise StoreError(f"store {new!r} already exists ({target}); delete or rename it first")
@@ -170,7 +172,7 @@ def rename_store(old: str, new: str) -> Path:
         raise StoreNotFound(f"store {old!r} does not exist ({source})")
     if target.exists():
         raise StoreError(f"store {new!r} already exists ({target}); delete or rename it first")
-    store = Store.open(source, name=old, create=False)
+    store = SqliteStore.open(source, name=old, create=False)
     try:
         store.set_meta("name", new)
     finally:
@@ -191,7 +193,7 @@ def create_store(name: str, *, postgres: str | None = None) -> tuple[Path | str,
     "path" returned is then `postgres:<schema>`. Raises InvalidStoreName, StoreError (no server)."""
     path = store_path(validate_store_name(name))
     if postgres is not None:
-        from .pgstore import PgStore, schema_for
+        from .storage.postgres import PgStore, schema_for
 
         existed = PgStore.exists(postgres, name)
         store = open_store(name, path, load_config(), create=True, project=False, backend="postgres", url=postgres)
@@ -201,7 +203,7 @@ def create_store(name: str, *, postgres: str | None = None) -> tuple[Path | str,
         finally:
             store.close()
     existed = path.exists()
-    Store.open(path, name=name, create=True).close()
+    SqliteStore.open(path, name=name, create=True).close()
     return path, not existed
 
 
@@ -244,7 +246,7 @@ def migrate_store(source: str, target: str, *, progress: Progress = _no_progress
     finally:
         src.close()
     if dst_backend == "postgres":
-        from .pgstore import schema_for
+        from .storage.postgres import schema_for
 
         write_marker(dst_name, schema_for(dst_name))
     else:
@@ -252,7 +254,7 @@ def migrate_store(source: str, target: str, *, progress: Progress = _no_progress
     return {"source": source, "target": target, "path": dst_path, **copied}
 
 
-def _scrubbed_rows(dst: Store, rows: list[tuple[Memory, int]]) -> tuple[list[tuple[Memory, int]], set[str]]:
+def _scrubbed_rows(dst: StoreBackend, rows: list[tuple[Memory, int]]) -> tuple[list[tuple[Memory, int]], set[str]]:
     """Rows about to be copied or imported into `dst`, and the ids of those whose text changed. Into
     a store on Postgres (shared with a team) each text is scrubbed as `remember` scrubs it (a store
     written before `remember` did, or an export edited by hand, may hold `<private>` spans or
@@ -278,7 +280,7 @@ def _scrubbed_rows(dst: Store, rows: list[tuple[Memory, int]]) -> tuple[list[tup
     return out, changed
 
 
-def _copy_store(src: Store, dst: Store, progress: Progress = _no_progress) -> dict[str, int]:
+def _copy_store(src: StoreBackend, dst: StoreBackend, progress: Progress = _no_progress) -> dict[str, int]:
     """Copy everything of `src` into the empty store `dst` (either backend): memories with their
     history, tags, vectors (copied, not recomputed), the recorded model, fingerprint and project
     root, review verdicts, the review queue (_copy_proposals), and captured sessions (catalog
@@ -321,7 +323,7 @@ def _copy_store(src: Store, dst: Store, progress: Progress = _no_progress) -> di
             "sessions": sessions, "turns": turns}
 
 
-def _copy_proposals(src: Store, dst: Store) -> int:
+def _copy_proposals(src: StoreBackend, dst: StoreBackend) -> int:
     """Copy the review queue, every state, as it is (ids, source stamps, decisions and results):
     the stamps stay valid, since the memories are copied with every time they carry. Into Postgres
     the texts a proposal carries (payload "texts", "text", "draft", and its subject) are scrubbed
@@ -386,7 +388,7 @@ def backup_store(name: str, *, keep: int | None = None) -> dict[str, Any]:
     if marker_path(name).exists():
         target, counts = _backup_postgres(name)
     else:
-        store = Store.open(path, name=name, create=False)
+        store = SqliteStore.open(path, name=name, create=False)
         try:
             target = private_dir(backups_dir()) / f"{name}-{_stamp()}.db"
             store.backup_to(target)
@@ -406,7 +408,7 @@ def _backup_postgres(name: str) -> tuple[Path, dict[str, int]]:
         target = private_dir(backups_dir()) / f"{name}-{_stamp()}.db"
         tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
         try:
-            dst = Store.open(tmp, name=name, create=True)
+            dst = SqliteStore.open(tmp, name=name, create=True)
             try:
                 with src.snapshot():
                     _copy_store(src, dst)
@@ -442,7 +444,7 @@ def restore_store(source: str | Path, *, name: str | None = None,
     source = Path(source)
     if not source.is_file():
         raise InvalidInput(f"no backup file {source}")
-    info = Store.inspect_file(source)
+    info = SqliteStore.inspect_file(source)
     if info["integrity"] != "ok":
         raise StoreCorrupted(f"{source} fails its integrity check ({info['integrity']}); not restored")
     name = validate_store_name(name or str(info["name"] or source.stem.rsplit("-", 1)[0]))
@@ -455,9 +457,9 @@ def restore_store(source: str | Path, *, name: str | None = None,
     aside: Path | None = None
     if target.exists():
         aside = private_dir(backups_dir()) / f"{name}-replaced-{_stamp()}.db"
-        live: Store | None = None
+        live: SqliteStore | None = None
         try:
-            live = Store.open(target, name=name, create=False, busy_timeout_ms=busy_timeout_ms)
+            live = SqliteStore.open(target, name=name, create=False, busy_timeout_ms=busy_timeout_ms)
             live.backup_to(aside)
         except StoreBusy:
             # Locked, not broken: moving a file aside under a writer would lose its writes.
@@ -489,9 +491,9 @@ def restore_store(source: str | Path, *, name: str | None = None,
                 live.close()
     if not target.exists():
         private_dir(target.parent)
-        copy = Store.open_file_copy(source, target)
+        copy = SqliteStore.open_file_copy(source, target)
         copy.close()
-    restored = Store.open(target, name=name, create=False)  # migrates an older schema
+    restored = SqliteStore.open(target, name=name, create=False)  # migrates an older schema
     try:
         if restored.get_meta("name") != name:
             restored.set_meta("name", name)
@@ -568,7 +570,7 @@ class Cairn:
     embedder None means keyword-only. `choice` records which store and why.
     """
 
-    def __init__(self, store: Store, *, choice: StoreChoice, embedder: Embedder | None, config: dict[str, Any],
+    def __init__(self, store: StoreBackend, *, choice: StoreChoice, embedder: Embedder | None, config: dict[str, Any],
                  ranking: RankingConfig | None = None, check_model: bool = True):
         self.store = store
         self.choice = choice
@@ -576,7 +578,7 @@ class Cairn:
         self.config = config
         self.ranking = ranking or RankingConfig(candidates=config["recall"]["candidates"])
         self.embedder_error: str | None = None if embedder else "embedding disabled by configuration"
-        self._global: Store | None = None
+        self._global: StoreBackend | None = None
         self._check_model = check_model
         self._busy_timeout_ms: int = config["store"]["busy_timeout_ms"]
         self.exists = True  # False: opened read-only on a store file that does not exist (an empty stand-in)
@@ -684,7 +686,7 @@ class Cairn:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _check_fingerprint(self, store: Store) -> None:
+    def _check_fingerprint(self, store: StoreBackend) -> None:
         """At open: the store's vectors and the configured model must share a space. Only the model
         name is compared here (cheap, no load); the weights are checked once they are known
         (`_claim_space`)."""
@@ -697,7 +699,7 @@ class Cairn:
         if self._check_model and self.embedder is not None and getattr(self.embedder, "loaded", False):
             self._claim_space(store)
 
-    def global_store(self, *, create: bool = True) -> Store | None:
+    def global_store(self, *, create: bool = True) -> StoreBackend | None:
         """The user's global store, opened once; None when it does not exist and create is False."""
         if self.store.name == GLOBAL_STORE:
             return self.store
@@ -711,7 +713,7 @@ class Cairn:
             self._check_fingerprint(self._global)
         return self._global
 
-    def _stores(self, scope: str | None, *, write: bool = False) -> list[Store]:
+    def _stores(self, scope: str | None, *, write: bool = False) -> list[StoreBackend]:
         """The stores a scope covers. Reads skip a global store that does not exist yet, and a read
         of scope "all" one that cannot be used (logged)."""
         if scope not in SCOPES:
@@ -746,7 +748,7 @@ class Cairn:
         self.embedder_error = None  # a model that was not ready before is now
         return vectors
 
-    def _claim_space(self, store: Store, *, record: bool = True) -> None:
+    def _claim_space(self, store: StoreBackend, *, record: bool = True) -> None:
         """Before the loaded embedder's vectors meet a store's: record its fingerprint in a store
         that has none (or an older one without weights), and refuse a store whose vectors come from
         an incompatible space (embedder.compatible: other weights of the same model, a replaced
@@ -772,7 +774,7 @@ class Cairn:
             # name them now, so the weights are checked from here on
             store.set_meta("embedding_fingerprint", current)
 
-    def flush_backlog(self, limit: int = 256, store: Store | None = None) -> int:
+    def flush_backlog(self, limit: int = 256, store: StoreBackend | None = None) -> int:
         """Embed up to `limit` memories stored while no model was loaded. Returns how many were
         embedded (0 when none waits or no model is available)."""
         store = store or self.store
@@ -857,7 +859,7 @@ class Cairn:
                 self._queue_conflicts(store, results[-1])
         return results
 
-    def _queue_conflicts(self, store: Store, result: RememberResult) -> None:
+    def _queue_conflicts(self, store: StoreBackend, result: RememberResult) -> None:
         """The possible conflicts a write reported join the review queue (conflict proposals). The
         write itself is done: a queue that cannot be written is logged, never raised."""
         from .review import stage_conflicts
@@ -867,7 +869,7 @@ class Cairn:
         except (CairnError, DatabaseError) as exc:
             log.warning("possible conflicts of %s not queued for review: %s", result.memory.id, exc)
 
-    def _require_current(self, store: Store, memory_id: str, *, lock: bool = False) -> Memory:
+    def _require_current(self, store: StoreBackend, memory_id: str, *, lock: bool = False) -> Memory:
         memory = store.get_for_update(memory_id) if lock else store.get(memory_id)
         if memory.forgotten_at is not None:
             raise NotCurrent(f"memory {memory_id} was forgotten; there is nothing to replace")
@@ -877,7 +879,7 @@ class Cairn:
             )
         return memory
 
-    def _write(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, replaces: tuple[str, ...],
+    def _write(self, store: StoreBackend, row: NewMemory, vector: np.ndarray | None, *, replaces: tuple[str, ...],
                detect: bool) -> RememberResult:
         with store.transaction():
             # Re-checked under the write lock (SQLite) or with the rows locked (Postgres).
@@ -912,7 +914,7 @@ class Cairn:
         return RememberResult(store.get(row.id), "created", superseded, conflicts)
 
     @staticmethod
-    def _same_memory(store: Store, row: NewMemory) -> Memory | None:
+    def _same_memory(store: StoreBackend, row: NewMemory) -> Memory | None:
         """A current memory (any kind) whose text differs from `row`'s only in punctuation, case or
         whitespace (text.duplicate_key). Candidates: the memories holding the text's words as one
         phrase, in order (such texts tokenise alike: what duplicate_key drops is a separator to the
@@ -928,7 +930,7 @@ class Cairn:
         found = store.by_seqs(seqs)
         return next((found[s] for s in seqs if duplicate_key(found[s].text or "") == key), None)
 
-    def _detect(self, store: Store, row: NewMemory, vector: np.ndarray | None):
+    def _detect(self, store: StoreBackend, row: NewMemory, vector: np.ndarray | None):
         """Current memories of the same kind that `row` supersedes, and those it only resembles.
 
         Candidates: the nearest by vector (cosine at least SIMILARITY_THRESHOLD) and the best keyword
@@ -1100,7 +1102,7 @@ class Cairn:
             log.warning("forget %s: a reader kept the WAL in use; the next checkpoint empties it", memory_id)
         return store.get(memory_id)
 
-    def _store_holding(self, memory_id: str) -> Store:
+    def _store_holding(self, memory_id: str) -> StoreBackend:
         for store in self._stores("all"):
             try:
                 store.seq_of(memory_id)
@@ -1200,7 +1202,7 @@ class Cairn:
                           include_cold=bool(include_cold))
         out: list[Memory] = []
         for store in self._stores(scope):
-            out += store.list(filters, limit=limit, order=order)
+            out += store.memories(filters, limit=limit, order=order)
         return out[:limit]
 
     def counts(self) -> dict[str, int]:

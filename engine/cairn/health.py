@@ -14,13 +14,14 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from . import backends, db, paths
+from . import backends, paths
+from .storage import db
 from .compose import embedder_from_config
 from .config import load_config
 from .embedder import compatible, is_default_model
 from .errors import CairnError
-from .migrations import MIGRATIONS
-from .store import Store
+from .storage.migrations import MIGRATIONS
+from .storage.sqlite import SqliteStore
 
 STATUSES = ("ok", "warn", "fail")
 # Package (as pip names it) -> whether Cairn works without it (keyword-only, no MCP server ...).
@@ -100,7 +101,7 @@ def _store_checks(path, fingerprint: str | None, fix: bool, configured: str | No
     name = path.stem
     prefix = f"store {name}"
     try:
-        info = Store.inspect_file(path)
+        info = SqliteStore.inspect_file(path)
     except CairnError as exc:
         return [Check(f"{prefix}: readable", "fail", str(exc), _latest_backup(name))]
     checks = []
@@ -109,7 +110,7 @@ def _store_checks(path, fingerprint: str | None, fix: bool, configured: str | No
         return [Check(f"{prefix}: integrity", "fail", str(info["integrity"]).splitlines()[0], _latest_backup(name))]
     checks.append(Check(f"{prefix}: integrity", "ok", "PRAGMA integrity_check: ok"))
     try:
-        store = Store.open(path, name=name, create=False) if fix or version == latest else None
+        store = SqliteStore.open(path, name=name, create=False) if fix or version == latest else None
     except CairnError as exc:
         return checks + [Check(f"{prefix}: readable", "fail", str(exc), _latest_backup(name))]
     return checks + _opened_checks(prefix, store, version, latest, fix, name, fingerprint, ("FTS row", "FTS"),
@@ -160,7 +161,7 @@ def _postgres_checks(name: str, fingerprint: str | None, fix: bool, config: dict
     """A store the data root marks as on Postgres: the server reachable, pgvector in its database,
     the store's schema there and its version, index consistency and validity, the model. Nothing
     here names the server's URL (connect redacts it from the server's own messages)."""
-    from .pgstore import PG_MIGRATIONS, PgStore, schema_for
+    from .storage.postgres import PgStore, schema_for
 
     prefix = f"store {name}"
     schema = backends.marker_schema(name) or schema_for(name)
@@ -181,7 +182,7 @@ def _postgres_checks(name: str, fingerprint: str | None, fix: bool, config: dict
         return checks + [Check(f"{prefix}: schema", "fail", f"no store in schema {schema} on this server",
                                f"`cairn stores create {name} --postgres URL` makes it; or delete "
                                f"{backends.marker_path(name)} if the store is gone")]
-    version, latest = info["schema_version"], len(PG_MIGRATIONS)
+    version, latest = info["schema_version"], len(MIGRATIONS)
     if version > latest:
         return checks + [Check(f"{prefix}: schema", "fail", f"version {version}; this Cairn understands {latest}",
                                "upgrade Cairn")]

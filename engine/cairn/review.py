@@ -6,7 +6,7 @@
    memory_review_decide / memory_propose, the REST routes /v1/review/proposals... and the browser
    console, and /cairn:review-memory are thin wrappers over it, through the Cairn methods
    review_queue, review_show, review_decide, propose, promote. It works on both store backends
-   (store.Store on SQLite, pgstore.PgStore on Postgres) through the same store methods.
+   (storage.protocol.StoreBackend) through the same store methods.
 2. Maintenance (`maintain`, `cairn maintain`, memory_maintenance_run, POST /v1/maintain): retires
    exact duplicates and fills the queue with near-duplicates, clusters to summarise, stale memories
    to demote and possible conflicts. `remember` queues the possible conflicts it reports
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import (
     InvalidInput, InvalidMemory, MaintenanceBusy, MemoryNotFound, ProposalClosed, ProposalNotFound,
-    StaleProposal, StoreError,
+    StaleProposal,
 )
 from .models import DECIDERS, PROPOSAL_STATES, PROPOSAL_TYPES, Memory, Proposal
 from .supersede import Verdict as Judgement, classify, names_old_value
@@ -28,6 +28,7 @@ from .timeutil import now_ms
 
 if TYPE_CHECKING:
     from .engine import Cairn
+    from .storage.protocol import StoreBackend
 
 
 def _classify(engine: Cairn, older: Memory, newer: Memory, cosine: float | None) -> Judgement:
@@ -104,15 +105,12 @@ def new_proposal(kind: str, sources: list[Memory], payload: dict[str, Any], *, s
                     created_at=now, expires_at=now + QUEUE_TTL_MS)
 
 
-def _queue_store(engine: Cairn):
-    """The project store, SQLite (Store) or Postgres (PgStore): both have the queue's methods."""
-    store = engine.store
-    if not getattr(store, "supports_queue", False):
-        raise StoreError(f"store {store.name!r} has no review queue")
-    return store
+def _queue_store(engine: Cairn) -> StoreBackend:
+    """The project store, on either backend: both hold the queue."""
+    return engine.store
 
 
-def _stale_reason(store: Any, proposal: Proposal) -> str | None:
+def _stale_reason(store: StoreBackend, proposal: Proposal) -> str | None:
     """Why the proposal can no longer be applied as it was made, or None."""
     for source in proposal.sources:
         try:
@@ -248,16 +246,16 @@ def _pair_key(ids: list[str]) -> str:
     return "pair:" + ",".join(sorted(ids))
 
 
-def _pending_pairs(store: Any) -> set[str]:
+def _pending_pairs(store: StoreBackend) -> set[str]:
     """_pair_key of every pair with a pending proposal, of any pair type."""
     return {_pair_key(p.source_ids) for p in store.proposals(states=("pending",), types=PAIR_TYPES)
             if len(p.source_ids) == 2}
 
 
-def stage_conflicts(engine: Cairn, store: Any, new: Memory, conflicts: list[dict[str, str]]) -> list[str]:
+def stage_conflicts(engine: Cairn, store: StoreBackend, new: Memory, conflicts: list[dict[str, str]]) -> list[str]:
     """Queue a `conflict` proposal (older, newer) for each possible conflict `remember` reported,
     unless the pair was kept by the user before or is already queued. Returns the new proposal ids."""
-    if not conflicts or not getattr(store, "supports_queue", False):
+    if not conflicts:
         return []
     now = now_ms()
     rows = []
@@ -344,7 +342,8 @@ def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = 
     raise StaleProposal(f"proposal {proposal_id} is stale: {stale}; nothing was changed")
 
 
-def _apply(engine: Cairn, store: Any, p: Proposal, text: str | None, keep_id: str | None, now: int) -> dict[str, Any]:
+def _apply(engine: Cairn, store: StoreBackend, p: Proposal, text: str | None, keep_id: str | None,
+           now: int) -> dict[str, Any]:
     """Do what an approved proposal says, inside the decision's transaction. Never deletes."""
     ids = p.source_ids
     if p.type == "add":

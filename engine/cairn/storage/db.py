@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from .errors import StoreBusy, StoreCorrupted, StoreError
+from ..errors import StoreBusy, StoreCorrupted, StoreError
 
 log = logging.getLogger(__name__)
 

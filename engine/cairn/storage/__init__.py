@@ -1,0 +1,1 @@
+"""Storage: the stores of both backends behind one contract (protocol.StoreBackend)."""
