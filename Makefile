@@ -1,7 +1,8 @@
 # Two commands on a fresh machine (see README):
 #   make demo   set up, then run Cairn end to end inside the real Claude Code CLI on real input
 #   make test   set up, then run the whole test suite (fully offline)
-#   make lint   ruff, and a check that the generated parts of the docs are current
+#   make lint   ruff, mypy (the type gate: [tool.mypy] in pyproject.toml), and a check that the generated
+#               parts of the docs are current
 #   make docs   regenerate those parts (docs/cli.md, docs/python-api.md, docs/http.md) from the code
 VENV ?= .venv
 PYTHON ?= python3
@@ -27,6 +28,7 @@ COGGED = docs/cli.md docs/python-api.md docs/http.md
 
 lint: setup
 	$(VENV)/bin/ruff check engine tests bench mcp hooks
+	$(VENV)/bin/mypy
 	$(VENV)/bin/python -m cogapp --check --check-fail-msg="run make docs" $(COGGED)
 
 docs: setup

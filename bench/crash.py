@@ -8,7 +8,7 @@ SIGKILL, wherever it is: mid-transaction, mid-checkpoint after a forget, mid-bat
 - `PRAGMA integrity_check` must say ok;
 - every acknowledged write must be there: a remembered memory exists, a replaced one is superseded
   by its acknowledged successor, a forgotten one is a tombstone;
-- the FTS and vector indexes must agree with the memory table (Store.index_report, as `cairn
+- the FTS and vector indexes must agree with the memory table (StoreBackend.index_report, as `cairn
   doctor` checks it): no live memory missing from either (a vector may be queued), nothing else indexed.
 
     python bench/crash.py [--trials 100] [--seed 1] [--json]

@@ -17,7 +17,7 @@ Also: build rate (memories/s, vectors precomputed) and one `forget` on each (Pos
 of the tables that held the memory, HNSW rebuild included), with what another connection's
 recalls and writes do meanwhile (a thread of hybrid recall, keyword recall and remember), and how
 long its VACUUM FULL took per table. On Postgres alone: the keyword statement by itself, from the
-postings (m008) and from the tsvector (the statement before them), fastest of 5 on 25 queries, with
+postings (m009) and from the tsvector (the statement before them), fastest of 5 on 25 queries, with
 whether both ranked alike; the postings' rows and size, and the time to build them from the
 tsvector column as m008 does. The bar (issue 14): Postgres p95 within 2x of SQLite.
 The server is a PostgreSQL 16 + pgvector started from the pgserver wheel in a temporary folder.

@@ -18,7 +18,7 @@ UserPromptSubmit hook, `cairn recall`); under load every stream times its own ca
 - nothing a user sees (CLI stdout/stderr, MCP error texts, hook stdout) holds a lock error
   ("database is locked", StoreBusy's "locked by another process"), a traceback or a raw SQLite error;
 - `PRAGMA integrity_check` is ok and the FTS and vector indexes agree with the memory table
-  (Store.index_report, as `cairn doctor` checks it);
+  (StoreBackend.index_report, as `cairn doctor` checks it);
 - recall p95 under load against idle, per surface; beside the streams, a probe times BEGIN IMMEDIATE
   every 0.2 s (how long a writer waits for the write lock, apart from process start-up).
 

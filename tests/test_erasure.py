@@ -174,7 +174,7 @@ def test_forget_on_postgres_leaves_no_text_or_vector_in_the_store_tables_or_inde
         blob = next(iter(store.vectors_of([store.seq_of(secret.id)]).values())).tobytes()
         before = relation_files_holding(store.conn, store.schema, NEEDLES + (blob,))
         assert any(SECRET.encode() in hits for hits in before.values()) and any(blob in h for h in before.values())
-        # The postings (m008) hold the text's lexemes, in their table and in their index.
+        # The postings (m009) hold the text's lexemes, in their table and in their index.
         postings = {Path(store.conn.execute("SELECT pg_relation_filepath(%s)", (rel,)).fetchone()[0]).name
                     for rel in ("memory_postings", "memory_postings_by_lexeme")}
         assert all(b"zyxwquartz" in before.get(name, []) for name in postings), before

@@ -415,6 +415,43 @@ def test_a_long_lived_process_reopens_a_store_whose_connection_was_lost(pg_serve
         assert memory.stale
 
 
+# The steps a store recorded when Postgres numbered its migrations apart from SQLite (cold_at was
+# its m005, the postings its m008), in their order.
+OLD_POSTGRES_STEPS = ["m001_initial", "m002_review_dismissals", "m003_memory_usage", "m004_sessions",
+                      "m005_cold_tier", "m006_applies_when", "m007_review_queue", "m008_postings"]
+
+
+@pytest.mark.parametrize("old_version", [4, 8])
+def test_a_store_numbered_the_old_postgres_way_opens_renumbered_and_migrated(pg_server, monkeypatch, team,
+                                                                             hashing, old_version):
+    """A store an older Cairn wrote (its steps recorded under the old numbers, its schema as those
+    steps left it) opens with its records renumbered into the one history and the steps it lacks
+    applied; what it held is read as before, and what the later steps brought works."""
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    create_store(team, postgres=pg_server)
+    with Cairn.open(team, embedder=hashing) as memory:
+        kept = memory.remember("We deploy with Kamal to two hosts", kind="decision", detect=False).memory
+        conn = memory.store.conn
+        if old_version == 4:  # undo what old steps 5 to 8 made, as a store at old version 4 is
+            conn.execute("DROP TABLE memory_postings; DROP FUNCTION memory_postings_added, "
+                         "memory_postings_changed CASCADE; DROP FUNCTION cairn_postings; "
+                         "DROP TABLE proposals; DROP TABLE leases; ALTER TABLE memories DROP COLUMN cold_at; "
+                         "ALTER TABLE memories DROP COLUMN applies_when")
+        conn.execute("DELETE FROM migrations")
+        for number, name in enumerate(OLD_POSTGRES_STEPS[:old_version], start=1):
+            conn.execute("INSERT INTO migrations (number, name, applied_at) VALUES (%s, %s, 0)", (number, name))
+    with Cairn.open(team, embedder=hashing) as memory:
+        rows = memory.store.conn.execute("SELECT number, name FROM migrations ORDER BY number").fetchall()
+        assert rows == [(step.number, step.name) for step in MIGRATIONS]
+        assert memory.store.schema_version() == len(MIGRATIONS)
+        assert [h.memory.id for h in memory.recall("how do we deploy", k=3)] == [kept.id]
+        made = memory.remember("Release notes are written in the pull request", kind="convention",
+                               applies_when=["writing release notes"], detect=False).memory
+        assert memory.set_cold(kept.id, True)
+        assert [h.memory.id for h in memory.recall("release notes", k=3, use_vectors=False)] == [made.id]
+        assert memory.store.index_report()["postings_stale"] == 0
+
+
 HOOK_PROMPT = "why did the {who} team decide that the billing API moves to gRPC streaming?"
 HOOK_MEMORY = "The {who} team decided that the billing API moves to gRPC streaming"
 
@@ -691,7 +728,7 @@ def test_reads_and_writes_go_on_while_a_forget_rewrites_the_vector_table(pg_serv
         assert "vector" in memory.recall("Service 99 port", k=1)[0].reasons
 
 
-# -- postings (m008): one-word phrases ranked from memory_postings, exactly as from the tsv ---------
+# -- postings (m009): one-word phrases ranked from memory_postings, exactly as from the tsv ---------
 POSTINGS_TEXTS = [
     ("The API gateway listens on port 8080 behind the pre-commit hooks", "fact", ["api", "ports"],
      ["changing the gateway"]),

@@ -191,7 +191,7 @@ class Status:
     model_loaded: bool
     keyword_only: bool
     keyword_only_reason: str | None
-    sessions: dict[str, Any] = field(default_factory=dict)  # captured sessions: Store.session_totals()
+    sessions: dict[str, Any] = field(default_factory=dict)  # captured sessions: StoreBackend.session_totals()
     # memories injected by hooks and cited in replies: {"injected_memories", "injections",
     # "cited_memories", "citations"}
     usage: dict[str, int] = field(default_factory=dict)

@@ -7,7 +7,7 @@ Readers:
   binary junk, lone surrogates) is skipped and counted by reason, never raised.
 - `read_locomo(path)`: a LoCoMo conversation JSON file -> one session of turns per LoCoMo session.
 
-The engine (engine.py) scrubs each turn (privacy.py) and stores it (store.py).
+The engine (engine.py) scrubs each turn (privacy.py) and stores it (storage/).
 """
 
 from __future__ import annotations

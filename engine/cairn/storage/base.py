@@ -640,10 +640,10 @@ class SqlStore:
             position = self._one("SELECT coalesce(max(position) + 1, 0) FROM turns WHERE session_id = ?",
                                  (session_id,))
             for t in turns:
-                columns, values, index_params = self._turn_index_insert(t["text"], t.get("key") or "")
+                index_columns, index_values, index_params = self._turn_index_insert(t["text"], t.get("key") or "")
                 added = self._q(
                     f"INSERT INTO turns (session_id, uuid, position, role, text, at, speaker, git_branch, cwd, "
-                    f"meta{columns}) VALUES ({sql.marks(10)}{values}) "
+                    f"meta{index_columns}) VALUES ({sql.marks(10)}{index_values}) "
                     "ON CONFLICT (session_id, uuid) DO NOTHING RETURNING seq",
                     (session_id, t["uuid"], position, t["role"], t["text"], t["at"], t.get("speaker"),
                      t.get("git_branch"), t.get("cwd"), json.dumps(t.get("meta") or {}), *index_params)).fetchall()

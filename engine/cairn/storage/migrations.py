@@ -172,7 +172,7 @@ def m002_review_dismissals_postgres(conn: Any, language: str) -> None:
 @sqlite_step
 def m003_valid_to_index_sqlite(conn: Connection) -> None:
     # Counting the live memories that are not current (superseded or expired) must be an index
-    # lookup: recall uses that count to search the indexes without a filter, exactly (store.py).
+    # lookup: recall uses that count to search the indexes without a filter, exactly (SqlStore.not_current_count).
     conn.execute("CREATE INDEX memories_by_valid_to ON memories(valid_to)")
 
 
@@ -187,7 +187,7 @@ def m004_fts_secure_delete_sqlite(conn: Connection) -> None:
     # FTS5 removes a deleted row's entries from its index segments instead of leaving them until a
     # merge (a persistent option of the table, SQLite 3.42+). Entries deleted before this are purged
     # by purge_deleted below.
-    if fts_secure_delete_supported(conn):  # else (the stdlib fallback's older SQLite) Store.erase optimizes
+    if fts_secure_delete_supported(conn):  # else (the stdlib fallback's older SQLite) erase optimizes
         conn.execute("INSERT INTO memory_fts(memory_fts, rank) VALUES ('secure-delete', 1)")
 
 

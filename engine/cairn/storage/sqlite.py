@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -159,6 +159,19 @@ class SqliteStore(SqlStore):
 
     def _one_write(self) -> contextlib.AbstractContextManager[Any]:
         return db.write_transaction(self.conn)
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A read transaction: every read inside sees the file as it was at its first read, whatever
+        other connections commit meanwhile (WAL). Inside a transaction, that transaction's view."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.conn.execute("COMMIT")
 
     def _init_meta(self, meta: dict[str, str]) -> None:
         if self.get_meta("created_at") is None:  # once: opening a store takes no write lock

@@ -27,6 +27,7 @@ class VectorIndex(ABC):
     """Interface of a vector backend. `seq` is the memory's integer rowid."""
 
     name: str
+    table: str
 
     @abstractmethod
     def exists(self, conn: Connection) -> bool: ...
@@ -45,7 +46,7 @@ class VectorIndex(ABC):
 
     @abstractmethod
     def search(
-        self, conn: Connection, query: np.ndarray, k: int, filter_sql: str, params: Sequence[object]
+        self, conn: Connection, query: np.ndarray, k: int, filter_sql: str | None, params: Sequence[object]
     ) -> list[tuple[int, float]]:
         """The k memories nearest `query` among `filter_sql`'s seqs (all, when None):
         [(seq, cosine similarity)], best first."""
@@ -54,7 +55,7 @@ class VectorIndex(ABC):
     def count(self, conn: Connection) -> int: ...
 
 
-def _blob(vector) -> bytes:
+def _blob(vector: object) -> bytes:
     """float32 bytes of `vector` (a numpy array, or bytes already in that layout)."""
     if isinstance(vector, (bytes, bytearray)):
         return bytes(vector)
@@ -87,7 +88,8 @@ class SqliteVecIndex(VectorIndex):
     def delete(self, conn: Connection, seq: int) -> None:
         conn.execute(f"DELETE FROM {self.table} WHERE rowid = ?", (seq,))
 
-    def search(self, conn, query, k, filter_sql, params):
+    def search(self, conn: Connection, query: np.ndarray, k: int, filter_sql: str | None,
+               params: Sequence[object]) -> list[tuple[int, float]]:
         restrict = f" AND rowid IN ({filter_sql})" if filter_sql else ""
         rows = conn.execute(
             f"SELECT rowid, distance FROM {self.table} WHERE embedding MATCH ? AND k = ?{restrict} ORDER BY distance",
@@ -118,7 +120,8 @@ class NumpyIndex(VectorIndex):
     def delete(self, conn: Connection, seq: int) -> None:
         conn.execute(f"DELETE FROM {self.table} WHERE seq = ?", (seq,))
 
-    def search(self, conn, query, k, filter_sql, params):
+    def search(self, conn: Connection, query: np.ndarray, k: int, filter_sql: str | None,
+               params: Sequence[object]) -> list[tuple[int, float]]:
         import numpy as np
 
         restrict = f" WHERE seq IN ({filter_sql})" if filter_sql else ""
@@ -167,7 +170,7 @@ class VectorCache:
     what the cache saw; when either moved, it re-reads vec0's chunk table (validity bitmap and
     rowids per chunk of 1,024 slots: ~0.1 ms at 10k) and the store's embedding fingerprint, and
     reloads only the chunks whose slots changed. A slot is only ever rewritten in place with the
-    same rowid by a re-embedding (Store.replace_vectors), which records a new fingerprint.
+    same rowid by a re-embedding (SqlStore.replace_vectors), which records a new fingerprint.
 
     Reads sqlite-vec's shadow tables (`<table>_chunks`, `<table>_vector_chunks00`; layout of
     sqlite-vec 0.1.x). If they are not laid out as expected, `sync` returns False and the caller
@@ -243,7 +246,7 @@ class VectorCache:
         (as vec0 orders them)."""
         import numpy as np
 
-        if self.matrix is None or k <= 0:
+        if self.matrix is None or self.seqs is None or k <= 0:
             return []
         if isinstance(query, (bytes, bytearray)):
             query = np.frombuffer(query, dtype=np.float32)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...errors import StoreError
 
@@ -46,6 +46,13 @@ def redact(message: str, url: str) -> str:
     for part in secrets_of(url):
         message = message.replace(part, "<redacted>")
     return message
+
+
+def scalar(conn: psycopg.Connection, query: str, params: tuple[object, ...] = ()) -> Any:
+    """The first column of the one row `query` returns (a count, a setting, an existence test)."""
+    row = conn.execute(query, params).fetchone()
+    assert row is not None, query
+    return row[0]
 
 
 def connect(url: str) -> psycopg.Connection:

@@ -41,7 +41,7 @@ from .. import sql
 from ..base import POSTGRES, SqlStore
 from ..migrations import lock_key, migrate_postgres, postgres_version
 from ..sql import Filters
-from .connection import LANGUAGES, connect, schema_for
+from .connection import LANGUAGES, connect, scalar, schema_for
 from .search import phrases, postings_sql, ranked_sql, tokens
 from .vectors import HNSW_EF_SEARCH, VECTOR_LOCK_WAIT_MS, PgVectorIndex, maintenance_mem_mb, vector_text
 
@@ -94,7 +94,7 @@ class PgStore(SqlStore):
         does not exist)}. Raises StoreError (no connection; the message never names the URL)."""
         conn = connect(url)
         try:
-            server = conn.execute("SHOW server_version").fetchone()[0]
+            server = scalar(conn, "SHOW server_version")
             vector = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
             exists = PgStore._schema_exists(conn, schema)
             version = postgres_version(conn, schema) if exists else 0
@@ -105,7 +105,7 @@ class PgStore(SqlStore):
 
     @staticmethod
     def _schema_exists(conn: psycopg.Connection, schema: str) -> bool:
-        return bool(conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f'"{schema}".meta',)).fetchone()[0])
+        return bool(scalar(conn, "SELECT to_regclass(%s) IS NOT NULL", (f'"{schema}".meta',)))
 
     @classmethod
     def open(cls, url: str, *, name: str, create: bool, meta: dict[str, str] | None = None,
@@ -498,7 +498,8 @@ class PgStore(SqlStore):
         seen_keys = {r[0] for r in self.conn.execute(
             "SELECT text_key FROM memories WHERE retired_at = %s AND text_key = ANY(%s)",
             (end, [k for k in keys if k is not None]))}
-        rows, skipped = [], 0
+        rows: list[tuple[object, ...]] = []
+        skipped = 0
         for (m, asserted), key in zip(records, keys):
             if m.id in seen_ids or (key is not None and key in seen_keys):
                 skipped += 1
@@ -511,7 +512,7 @@ class PgStore(SqlStore):
                          m.valid_to or end, asserted, m.recorded_at, m.retired_at or end, m.superseded_by,
                          m.forgotten_at, m.cold_at, "\n".join(m.tags) if live else "",
                          "\n".join(m.applies_when) if live else "",
-                         self._tsv_args(m.text, m.tags, m.applies_when)[1] if live else None))
+                         self._tsv_args(m.text or "", m.tags, m.applies_when)[1] if live else None))
         self.conn.execute("SET CONSTRAINTS ALL DEFERRED")  # chains may point forward in the file
         self.conn.execute("""CREATE TEMP TABLE cairn_import (
                 ord integer, id text, text text, text_key text, kind text, importance integer, source text,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .connection import scalar
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -26,8 +28,8 @@ def maintenance_mem_mb(conn: psycopg.Connection, table: str) -> int | None:
     if row is None:
         return None
     want = min(HNSW_BUILD_MAX_MB, max(64, int(row[0] * 2.5 / 2**20) + 1))
-    have = conn.execute("SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"
-                        ).fetchone()[0] // 2**20  # the setting's unit is kB
+    have = scalar(conn, "SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem'"
+                  ) // 2**20  # the setting's unit is kB
     return want if want > have else None
 
 
@@ -49,7 +51,7 @@ class PgVectorIndex:
         self.table = table
 
     def exists(self, conn: psycopg.Connection) -> bool:
-        return conn.execute("SELECT to_regclass(%s) IS NOT NULL", (self.table,)).fetchone()[0]
+        return bool(scalar(conn, "SELECT to_regclass(%s) IS NOT NULL", (self.table,)))
 
     def create(self, conn: psycopg.Connection, dim: int, *, index: bool = True) -> None:
         """The table, and its HNSW index unless `index` is False (a bulk load builds it afterwards:
@@ -81,4 +83,4 @@ class PgVectorIndex:
         return conn.execute(f"DELETE FROM {self.table} WHERE seq = %s", (seq,)).rowcount > 0
 
     def count(self, conn: psycopg.Connection) -> int:
-        return conn.execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
+        return int(scalar(conn, f"SELECT count(*) FROM {self.table}"))
