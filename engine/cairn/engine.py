@@ -6,6 +6,7 @@ Every adapter (CLI, MCP server, hooks, warm process) calls this module; the SQL 
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import os
@@ -523,12 +524,12 @@ def _scrubbed(drafts: list[Draft]) -> list[Draft]:
     def scrubbable(value: object) -> bool:
         return isinstance(value, str) and not is_blank(value) and lone_surrogate(value) is None
 
-    # (draft index, field, phrase index or None, string): the text, each applies-when phrase and each
-    # tag, scrubbed in one batch.
-    found: list[tuple[int, str, int | None, str]] = []
+    # (draft index, field, phrase index (-1 for the text), string): the text, each applies-when phrase
+    # and each tag, scrubbed in one batch.
+    found: list[tuple[int, str, int, str]] = []
     for i, d in enumerate(drafts):
         if scrubbable(d.text):
-            found.append((i, "text", None, d.text))
+            found.append((i, "text", -1, d.text))
         for field in ("applies_when", "tags"):
             values = getattr(d, field)
             if isinstance(values, (list, tuple)):
@@ -616,7 +617,7 @@ class Cairn:
         """
         resolved = resolved or resolve(store, cwd=cwd, env=env, config=config)
         choice, config = resolved.choice, resolved.config
-        if embedder == "auto":
+        if isinstance(embedder, str):  # "auto"
             embedder = embedder_from_config(config)
         allowed = create or not choice.explicit or choice.name == GLOBAL_STORE
         meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
@@ -946,7 +947,7 @@ class Cairn:
                    if s not in near] if match else []
         stored = store.vectors_of(keyword) if keyword and vector is not None else {}
         for seq in keyword:
-            near[seq] = _cosine(stored[seq], vector) if seq in stored else None
+            near[seq] = _cosine(stored[seq], vector) if seq in stored and vector is not None else None
         memories = store.by_seqs(list(near))
         chained = names_old_value(row.text)  # "from X to Y": X may be named only earlier in the chain
         targets, conflicts = [], []
@@ -1277,10 +1278,10 @@ class Cairn:
                                                             "last_cited_at": None}
 
     # -- captured sessions ----------------------------------------------------------------------------
-    def add_session_turns(self, session_id: str, drafts: list[TurnDraft], *, source: str,
+    def add_session_turns(self, session_id: str, drafts: builtins.list[TurnDraft], *, source: str,
                           transcript_path: str | None = None, read_bytes: int | None = None,
                           last_uuid: str | None = None, skipped: dict[str, int] | None = None,
-                          trailing_meta: dict[str, list[str]] | None = None) -> dict[str, Any]:
+                          trailing_meta: dict[str, builtins.list[str]] | None = None) -> dict[str, Any]:
         """Scrub (privacy.scrub: `<private>` spans, secrets), index, embed and store turns of a
         session, after those it holds; a turn whose uuid it already holds is skipped (idempotent).
         Returns {"turns_added", "redactions": {type: n}, "private_spans", "cited": the memory ids the
@@ -1419,7 +1420,7 @@ class Cairn:
 
     def search_sessions(self, query: str, *, mode: str = "auto", k: int | None = None, window: int | None = None,
                         since: Any = None, until: Any = None, query_vector: np.ndarray | None = None
-                        ) -> list[SessionHit]:
+                        ) -> builtins.list[SessionHit]:
         """Captured turns for `query`, best first, each with its context window.
 
         mode: "keyword" (BM25 over the turn and, at half weight, its index key: speaker, date, two
@@ -1484,13 +1485,15 @@ class Cairn:
                                    after=tuple(t for t in around if t.position > turn.position)))
         return hits
 
-    def list_sessions(self, *, limit: int = 50, since: Any = None, until: Any = None) -> list[SessionInfo]:
+    def list_sessions(self, *, limit: int = 50, since: Any = None, until: Any = None
+                      ) -> builtins.list[SessionInfo]:
         """The session catalog, most recently active first. since/until: ISO 8601 or epoch ms.
         Raises InvalidTime."""
         return self.store.sessions(int(limit), since=parse_time(since, field="since"),
                                    until=parse_time(until, field="until"))
 
-    def read_session(self, session_id: str, *, offset: int = 0, limit: int = 50) -> tuple[SessionInfo, list[Turn]]:
+    def read_session(self, session_id: str, *, offset: int = 0, limit: int = 50
+                     ) -> tuple[SessionInfo, builtins.list[Turn]]:
         """A session's catalog row and its turns at positions offset .. offset + limit - 1 (paged).
         Raises SessionNotFound."""
         info = self.store.session(session_id)
