@@ -827,9 +827,10 @@ class Cairn:
             replaces = tuple(replaces)
         if applies_when is not None and not isinstance(applies_when, str):
             applies_when = tuple(applies_when)
+        # A string passed as applies_when reaches validate, which refuses it with the reason.
         draft = Draft(text=text, kind=kind, tags=tuple(tags), importance=importance, source=source,
                       session_id=session_id, valid_from=valid_from, valid_to=valid_to, replaces=replaces,
-                      applies_when=applies_when)
+                      applies_when=applies_when)  # type: ignore[arg-type]
         return self.remember_many([draft], scope=scope, detect=detect)[0]
 
     def remember_many(self, drafts: list[Draft], *, scope: str = "project",

@@ -37,7 +37,7 @@ class Draft:
     valid_from: Any = None
     valid_to: Any = None
     replaces: str | tuple[str, ...] | None = None
-    applies_when: tuple[str, ...] | str = ()  # a string is refused by validate, with the reason
+    applies_when: tuple[str, ...] = ()
 
     @property
     def replaced_ids(self) -> tuple[str, ...]:
