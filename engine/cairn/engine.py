@@ -37,7 +37,7 @@ from .backends import backend_of, marker_path, marker_schema, open_store, postgr
 from .config import load_config
 from .storage.db import BUSY_TIMEOUT_MS, DatabaseError
 from .storage.migrations import MIGRATIONS
-from .storage.protocol import StoreBackend
+from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
 from .storage.sql import Filters
 from .storage.sqlite import SqliteStore
 from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value
@@ -255,7 +255,7 @@ def migrate_store(source: str, target: str, *, progress: Progress = _no_progress
     return {"source": source, "target": target, "path": dst_path, **copied}
 
 
-def _scrubbed_rows(dst: StoreBackend, rows: list[tuple[Memory, int]]) -> tuple[list[tuple[Memory, int]], set[str]]:
+def _scrubbed_rows(dst: Store, rows: list[tuple[Memory, int]]) -> tuple[list[tuple[Memory, int]], set[str]]:
     """Rows about to be copied or imported into `dst`, and the ids of those whose text changed. Into
     a store on Postgres (shared with a team) each text is scrubbed as `remember` scrubs it (a store
     written before `remember` did, or an export edited by hand, may hold `<private>` spans or
@@ -281,7 +281,7 @@ def _scrubbed_rows(dst: StoreBackend, rows: list[tuple[Memory, int]]) -> tuple[l
     return out, changed
 
 
-def _copy_store(src: StoreBackend, dst: StoreBackend, progress: Progress = _no_progress) -> dict[str, int]:
+def _copy_store(src: Store, dst: Store, progress: Progress = _no_progress) -> dict[str, int]:
     """Copy everything of `src` into the empty store `dst` (either backend): memories with their
     history, tags, vectors (copied, not recomputed), the recorded model, fingerprint and project
     root, review verdicts, the review queue (_copy_proposals), and captured sessions (catalog
@@ -324,7 +324,7 @@ def _copy_store(src: StoreBackend, dst: StoreBackend, progress: Progress = _no_p
             "sessions": sessions, "turns": turns}
 
 
-def _copy_proposals(src: StoreBackend, dst: StoreBackend) -> int:
+def _copy_proposals(src: Store, dst: Store) -> int:
     """Copy the review queue, every state, as it is (ids, source stamps, decisions and results):
     the stamps stay valid, since the memories are copied with every time they carry. Into Postgres
     the texts a proposal carries (payload "texts", "text", "draft", and its subject) are scrubbed
@@ -571,7 +571,7 @@ class Cairn:
     embedder None means keyword-only. `choice` records which store and why.
     """
 
-    def __init__(self, store: StoreBackend, *, choice: StoreChoice, embedder: Embedder | None, config: dict[str, Any],
+    def __init__(self, store: Store, *, choice: StoreChoice, embedder: Embedder | None, config: dict[str, Any],
                  ranking: RankingConfig | None = None, check_model: bool = True):
         self.store = store
         self.choice = choice
@@ -579,7 +579,7 @@ class Cairn:
         self.config = config
         self.ranking = ranking or RankingConfig(candidates=config["recall"]["candidates"])
         self.embedder_error: str | None = None if embedder else "embedding disabled by configuration"
-        self._global: StoreBackend | None = None
+        self._global: Store | None = None
         self._check_model = check_model
         self._busy_timeout_ms: int = config["store"]["busy_timeout_ms"]
         self.exists = True  # False: opened read-only on a store file that does not exist (an empty stand-in)
@@ -687,7 +687,7 @@ class Cairn:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _check_fingerprint(self, store: StoreBackend) -> None:
+    def _check_fingerprint(self, store: Store) -> None:
         """At open: the store's vectors and the configured model must share a space. Only the model
         name is compared here (cheap, no load); the weights are checked once they are known
         (`_claim_space`)."""
@@ -700,7 +700,7 @@ class Cairn:
         if self._check_model and self.embedder is not None and getattr(self.embedder, "loaded", False):
             self._claim_space(store)
 
-    def global_store(self, *, create: bool = True) -> StoreBackend | None:
+    def global_store(self, *, create: bool = True) -> Store | None:
         """The user's global store, opened once; None when it does not exist and create is False."""
         if self.store.name == GLOBAL_STORE:
             return self.store
@@ -714,7 +714,7 @@ class Cairn:
             self._check_fingerprint(self._global)
         return self._global
 
-    def _stores(self, scope: str | None, *, write: bool = False) -> list[StoreBackend]:
+    def _stores(self, scope: str | None, *, write: bool = False) -> list[Store]:
         """The stores a scope covers. Reads skip a global store that does not exist yet, and a read
         of scope "all" one that cannot be used (logged)."""
         if scope not in SCOPES:
@@ -749,7 +749,7 @@ class Cairn:
         self.embedder_error = None  # a model that was not ready before is now
         return vectors
 
-    def _claim_space(self, store: StoreBackend, *, record: bool = True) -> None:
+    def _claim_space(self, store: Store, *, record: bool = True) -> None:
         """Before the loaded embedder's vectors meet a store's: record its fingerprint in a store
         that has none (or an older one without weights), and refuse a store whose vectors come from
         an incompatible space (embedder.compatible: other weights of the same model, a replaced
@@ -775,7 +775,7 @@ class Cairn:
             # name them now, so the weights are checked from here on
             store.set_meta("embedding_fingerprint", current)
 
-    def flush_backlog(self, limit: int = 256, store: StoreBackend | None = None) -> int:
+    def flush_backlog(self, limit: int = 256, store: Store | None = None) -> int:
         """Embed up to `limit` memories stored while no model was loaded. Returns how many were
         embedded (0 when none waits or no model is available)."""
         store = store or self.store
@@ -861,7 +861,7 @@ class Cairn:
                 self._queue_conflicts(store, results[-1])
         return results
 
-    def _queue_conflicts(self, store: StoreBackend, result: RememberResult) -> None:
+    def _queue_conflicts(self, store: Store, result: RememberResult) -> None:
         """The possible conflicts a write reported join the review queue (conflict proposals). The
         write itself is done: a queue that cannot be written is logged, never raised."""
         from .review import stage_conflicts
@@ -871,7 +871,7 @@ class Cairn:
         except (CairnError, DatabaseError) as exc:
             log.warning("possible conflicts of %s not queued for review: %s", result.memory.id, exc)
 
-    def _require_current(self, store: StoreBackend, memory_id: str, *, lock: bool = False) -> Memory:
+    def _require_current(self, store: Store, memory_id: str, *, lock: bool = False) -> Memory:
         memory = store.get_for_update(memory_id) if lock else store.get(memory_id)
         if memory.forgotten_at is not None:
             raise NotCurrent(f"memory {memory_id} was forgotten; there is nothing to replace")
@@ -881,7 +881,7 @@ class Cairn:
             )
         return memory
 
-    def _write(self, store: StoreBackend, row: NewMemory, vector: np.ndarray | None, *, replaces: tuple[str, ...],
+    def _write(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, replaces: tuple[str, ...],
                detect: bool) -> RememberResult:
         with store.transaction():
             # Re-checked under the write lock (SQLite) or with the rows locked (Postgres).
@@ -916,7 +916,7 @@ class Cairn:
         return RememberResult(store.get(row.id), "created", superseded, conflicts)
 
     @staticmethod
-    def _same_memory(store: StoreBackend, row: NewMemory) -> Memory | None:
+    def _same_memory(store: Store, row: NewMemory) -> Memory | None:
         """A current memory (any kind) whose text differs from `row`'s only in punctuation, case or
         whitespace (text.duplicate_key). Candidates: the memories holding the text's words as one
         phrase, in order (such texts tokenise alike: what duplicate_key drops is a separator to the
@@ -932,7 +932,7 @@ class Cairn:
         found = store.by_seqs(seqs)
         return next((found[s] for s in seqs if duplicate_key(found[s].text or "") == key), None)
 
-    def _detect(self, store: StoreBackend, row: NewMemory, vector: np.ndarray | None):
+    def _detect(self, store: Store, row: NewMemory, vector: np.ndarray | None):
         """Current memories of the same kind that `row` supersedes, and those it only resembles.
 
         Candidates: the nearest by vector (cosine at least SIMILARITY_THRESHOLD) and the best keyword
@@ -1104,7 +1104,7 @@ class Cairn:
             log.warning("forget %s: a reader kept the WAL in use; the next checkpoint empties it", memory_id)
         return store.get(memory_id)
 
-    def _store_holding(self, memory_id: str) -> StoreBackend:
+    def _store_holding(self, memory_id: str) -> Store:
         for store in self._stores("all"):
             try:
                 store.seq_of(memory_id)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .models import Hit, Memory
-from .storage.protocol import StoreBackend
+from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
 from .storage.sql import Filters
 from .text import fts_query
 from .timeutil import now_ms
@@ -98,14 +98,14 @@ def keyword_query(query: str, cfg: RankingConfig) -> str | None:
     return fts_query(query, drop_stopwords=cfg.stopwords, strip_clitics=cfg.clitics)
 
 
-def bm25_candidates(store: StoreBackend, query: str, filters: Filters, cfg: RankingConfig) -> Candidates:
+def bm25_candidates(store: Store, query: str, filters: Filters, cfg: RankingConfig) -> Candidates:
     match = keyword_query(query, cfg) if cfg.use_bm25 else None
     if match is None:
         return []
     return store.keyword_search(match, filters, cfg.candidates)
 
 
-def vector_candidates(store: StoreBackend, query_vector: np.ndarray | None, filters: Filters,
+def vector_candidates(store: Store, query_vector: np.ndarray | None, filters: Filters,
                       cfg: RankingConfig) -> Candidates:
     if not cfg.use_vector or query_vector is None:
         return []
@@ -171,7 +171,7 @@ def prior(memory: Memory, cfg: RankingConfig, now: int) -> float:
 
 
 def rank(
-    store: StoreBackend, query: str, query_vector: np.ndarray | None, filters: Filters, k: int, cfg: RankingConfig
+    store: Store, query: str, query_vector: np.ndarray | None, filters: Filters, k: int, cfg: RankingConfig
 ) -> list[Hit]:
     """Run the pipeline on one store; the k best hits, best first."""
     if cfg.fusion not in ("convex", "rrf"):
