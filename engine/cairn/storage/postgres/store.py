@@ -2,14 +2,14 @@
 
 `PgStore` is a `StoreBackend` (protocol.py) with the semantics of the SQLite backend, and shares
 its code where the SQL is the same (base.SqlStore): bitemporal valid time / transaction time
-filtered inside the query (`sql.Filters`), supersession,
-exact duplicates refused by a partial unique index, forget erasing text, tags, keyword entry and
-vector (then VACUUM), tombstones. Each store is one schema of the database (`cairn_<name>`), so one
-server holds many stores; several machines share a store by connecting to the same database.
+filtered inside the query (`sql.Filters`), supersession, exact duplicates refused by a partial
+unique index, forget erasing text, tags, keyword entry and vector (then VACUUM), tombstones. Each
+store is one schema of the database (`cairn_<name>`), so one server holds many stores; several
+machines share a store by connecting to the same database.
 
 - Keyword arm: a `tsvector` per memory, ranked BM25-like (search.py).
 - Vector arm: `memory_vectors` (vector(dim)) with an HNSW index (cosine; vectors.py). The default
-  view searches the index for limit + (memories outside the view) and drops those, as SQLite does; any other
+  view walks the index (HNSW_EF_SEARCH candidates, the view's filter applied to them); any other
   filter runs an exact scan over the filtered rows, so filters apply before the k cut.
 - Writers: each write is one short transaction; supersession and forget lock the rows they change
   (SELECT ... FOR UPDATE), so two machines superseding the same memory cannot both do it, and an
