@@ -151,3 +151,10 @@ class StoreBackend(Protocol):
     def session(self, session_id: str) -> SessionInfo | None: ...
     def sessions(self, limit: int, *, since: int | None = None, until: int | None = None) -> list[SessionInfo]: ...
     def session_totals(self) -> dict[str, object]: ...
+
+
+if TYPE_CHECKING:  # the type gate (make lint) checks that both backends keep the contract
+    from .postgres import PgStore
+    from .sqlite import SqliteStore
+
+    _BACKENDS: tuple[type[StoreBackend], ...] = (SqliteStore, PgStore)
