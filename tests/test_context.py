@@ -23,7 +23,7 @@ from cairn.models import Hit
 from cairn.paths import choose_store, stores_dir
 
 LABELLED = Path(__file__).parent / "data" / "prompt_relevance.yaml"
-LINE = re.compile(r"^- \[mem:([0-9A-HJKMNP-TV-Z]{26})\] (\d{4}-\d{2}-\d{2}) ")
+LINE = re.compile(r"^- \[mem:([0-9A-HJKMNP-TV-Z]{26})\] ")  # a brief's line; an injection's adds the date
 
 
 def vector(engine: Cairn, prompt: str):
@@ -131,23 +131,27 @@ def test_brief_respects_the_budget(kw_memory):
         kind = ("decision", "convention", "preference", "fact", "task")[i % 5]
         kw_memory.remember(f"Memory number {i} about topic {i}: " + "some detail words " * (i % 9 + 1),
                            kind=kind, importance=i % 5 + 1, detect=False)
-    assert len(session_brief(kw_memory)) <= 1500
+    whole = session_brief(kw_memory)
+    assert len(whole) <= context.BRIEF_CHARS
+    assert len(memory_lines(whole)) == 40 and "Not listed" not in whole  # the default budget holds them all
     for budget in (150, 300, 750, 1500, 4000, 10_000):
         text = session_brief(kw_memory, budget=budget)
         if text is not None:
             assert len(text) <= budget
-    assert len(memory_lines(session_brief(kw_memory, budget=10_000))) > len(memory_lines(session_brief(kw_memory)))
+    small = session_brief(kw_memory, budget=1500)
+    assert 0 < len(memory_lines(small)) < 40
+    assert small.splitlines()[-1].startswith(f"Not listed: {40 - len(memory_lines(small))} more (")
     assert session_brief(kw_memory, budget=0) is None
     assert session_brief(kw_memory, budget=100) is None  # the header alone is longer
 
 
-def test_ids_and_dates_are_cited(kw_memory):
+def test_ids_are_cited_and_injections_are_dated(kw_memory):
     deploy = kw_memory.remember("Production deploys go through the release workflow, triggered by a tag",
                                 kind="decision", valid_from="2025-03-04").memory
     kw_memory.remember("Code is formatted with ruff", kind="convention", valid_from="2024-11-30T23:30:00Z")
     brief = session_brief(kw_memory)
-    assert f"- [mem:{deploy.id}] 2025-03-04 Production deploys" in brief
-    assert "2024-11-30 Code is formatted with ruff" in brief
+    assert f"Decisions:\n- [mem:{deploy.id}] Production deploys" in brief
+    assert "Conventions:\n- [mem:" in brief and "] Code is formatted with ruff" in brief
     injected = prompt_context(kw_memory, "deploy release workflow tag")
     assert f"- [mem:{deploy.id}] 2025-03-04 decision: Production deploys" in injected
     for text in (brief, injected):
@@ -184,46 +188,65 @@ def test_empty_store_gives_nothing(memory):
 
 # -- brief order -----------------------------------------------------------------------------------
 
-def test_brief_lists_important_decisions_conventions_preferences_then_recent(kw_memory):
-    filler = " ".join(["more words that make this line long"] * 3)
-    low_decisions = [remember_slowly(kw_memory, f"Minor decision {i}: {filler}", kind="decision", importance=2)
-                     for i in range(8)]
-    pref = remember_slowly(kw_memory, "The user prefers concise answers", kind="preference", importance=5)
-    conv = remember_slowly(kw_memory, "Tests are plain pytest functions", kind="convention", importance=4)
-    dec = remember_slowly(kw_memory, "The database is PostgreSQL 16", kind="decision", importance=5)
-    dec4 = remember_slowly(kw_memory, "The API is versioned in the URL", kind="decision", importance=4)
-    fact_old = remember_slowly(kw_memory, "Staging is reset on Sundays", kind="fact", importance=5)
+def _sections(brief: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    current = None
+    for line in brief.split("\n")[1:]:
+        if line.startswith("- "):
+            out[current].append(LINE.match(line).group(1))
+        elif line.endswith(":"):
+            current = line[:-1]
+            out[current] = []
+    return out
+
+
+def test_a_brief_that_fits_lists_every_memory_grouped_by_kind(kw_memory):
+    made = [remember_slowly(kw_memory, f"Fact {i}: the service {i} listens on port {8000 + i}", kind="fact")
+            for i in range(5)]
+    dec = remember_slowly(kw_memory, "The database is PostgreSQL 16", kind="decision")
+    conv = remember_slowly(kw_memory, "Tests are plain pytest functions", kind="convention")
     task = remember_slowly(kw_memory, "Open: migrate to PaymentIntents", kind="task")
-    fact_new = remember_slowly(kw_memory, "CI takes about 12 minutes", kind="fact", importance=1)
-
     brief = session_brief(kw_memory)
-    lines = brief.split("\n")
-    titles = [line for line in lines[1:] if not line.startswith("- ")]
-    assert titles == ["Decisions:", "Conventions:", "Preferences:", "Recent:",
-                      "In memory: 10 decisions, 2 facts, 1 convention, 1 preference, 1 task."]
+    assert brief.startswith(f"Cairn project memory, store {kw_memory.name}: 8 current memories, listed here.")
+    sections = _sections(brief)
+    assert list(sections) == ["Decisions", "Conventions", "Open tasks", "Facts"]
+    assert sections["Decisions"] == [dec.id] and sections["Conventions"] == [conv.id]
+    assert sections["Open tasks"] == [task.id] and set(sections["Facts"]) == {m.id for m in made}
 
-    def section(title: str) -> list[str]:
-        start = lines.index(title) + 1
-        out = []
-        for line in lines[start:]:
-            if not line.startswith("- "):
-                break
-            out.append(LINE.match(line).group(1))
-        return out
 
-    # Important first, by importance: the importance-5 preference outranks eight importance-2 decisions.
-    assert section("Decisions:")[:2] == [dec.id, dec4.id]
-    assert section("Conventions:") == [conv.id]
-    assert section("Preferences:") == [pref.id]
-    # Then the most recent of the rest, newest first, whatever their kind and importance.
-    assert section("Recent:")[:3] == [fact_new.id, task.id, fact_old.id]
-    assert "- [mem:" + fact_new.id + "] " in brief and " fact: CI takes about 12 minutes" in brief
-    shown = set(re.findall(r"\[mem:(\w+)\]", brief))
-    assert len(shown) == len(re.findall(r"\[mem:(\w+)\]", brief))  # nobody twice
-    assert not shown & {m.id for m in low_decisions[:4]}  # the oldest minor ones do not fit
-    # Half the budget (after /compact) still starts with the most important ones.
-    half = session_brief(kw_memory, budget=750)
-    assert len(half) <= 750 and dec.id in half and fact_new.id in half
+def test_a_brief_that_cannot_list_everything_lists_the_most_likely_to_matter_and_maps_the_rest(kw_memory):
+    filler = " ".join(["more words that make this line long"] * 3)
+    minor = [remember_slowly(kw_memory, f"Minor fact {i} about the billing exporter: {filler}", kind="fact",
+                             importance=2, tags=["billing"]) for i in range(30)]
+    pref = remember_slowly(kw_memory, "The user prefers concise answers", kind="preference", importance=5)
+    dec = remember_slowly(kw_memory, "The database is PostgreSQL 16", kind="decision", importance=5)
+    cited = minor[3]
+    kw_memory.record_injected([cited.id])
+    kw_memory.record_cited([cited.id])
+    brief = session_brief(kw_memory, budget=1200)
+    assert len(brief) <= 1200
+    sections = _sections(brief)
+    assert sections["Decisions"] == [dec.id] and sections["Preferences"] == [pref.id]
+    # What Claude cited outranks its kind's others, and the rest is mapped with the query that finds it.
+    assert sections["Facts"][0] == cited.id and len(sections["Facts"]) < 30
+    listed = len(sections["Facts"]) + 2
+    assert f"the {listed} most used are listed here" in brief.split("\n")[0]
+    assert brief.split("\n")[-1].startswith(f"Not listed: {32 - listed} more ({32 - listed} facts); topics: "
+                                             f'billing {32 - listed}')
+    shown = re.findall(r"\[mem:(\w+)\]", brief)
+    assert len(shown) == len(set(shown))  # nobody twice
+
+
+def test_a_memory_shown_often_and_never_cited_ranks_lower(kw_memory):
+    now = 1_800_000_000_000
+    seen = kw_memory.remember("The exporter writes CSV files", kind="fact", detect=False).memory
+    fresh = kw_memory.remember("The importer reads JSON files", kind="fact", detect=False).memory
+    for _ in range(context.IGNORED_AFTER):
+        kw_memory.record_injected([seen.id])
+    use = kw_memory.usage_of([seen.id, fresh.id])
+    assert context.brief_priority(seen, use.get(seen.id), now) < context.brief_priority(fresh, use.get(fresh.id), now)
+    assert kw_memory.reset_usage() == 1
+    assert kw_memory.usage(seen.id)["injected"] == 0
 
 
 # -- the labelled set, with the real model ---------------------------------------------------------
@@ -299,7 +322,7 @@ def test_session_start_gives_the_brief(stocked):
     out = claude_hooks.handle("SessionStart", _payload(stocked, source="startup"), _env(stocked))
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     with Cairn.open(cwd=stocked, embedder=None) as engine:
-        assert _context(out) == session_brief(engine, budget=1500)
+        assert _context(out) == session_brief(engine)
     assert "release workflow" in _context(out)
 
 
@@ -317,13 +340,13 @@ def test_resume_repeats_the_brief_only_when_it_changed(stocked):
 
 def test_compact_gives_a_brief_within_half_the_budget(stocked):
     with Cairn.open(cwd=stocked, embedder=None) as engine:
-        for i in range(30):
+        for i in range(60):
             engine.remember(f"Decision {i}: the billing service {i} keeps its own queue and retries {i} times",
                             kind="decision", detect=False)
     full = _context(claude_hooks.handle("SessionStart", _payload(stocked, source="startup"), _env(stocked)))
     half = _context(claude_hooks.handle("SessionStart", _payload(stocked, source="compact"), _env(stocked)))
-    assert len(full) <= 1500
-    assert len(half) <= 750 < len(full)
+    assert len(full) <= context.BRIEF_CHARS
+    assert len(half) <= context.BRIEF_CHARS // 2 and "Not listed:" in half and "Not listed" not in full
 
 
 def test_prompt_events(stocked, minilm):
@@ -401,18 +424,18 @@ def test_cairn_store_naming_a_missing_store_raises(project):
     assert not (stores_dir() / "no-such-store.db").exists()
 
 
-def test_the_brief_ends_with_a_map_of_the_store(kw_memory):
+def test_the_map_names_the_topics_of_what_is_not_listed(kw_memory):
     kw_memory.remember("Production deploys go through the release workflow", kind="decision", tags=["deploy"])
-    kw_memory.remember("The staging database is reset every night", kind="fact", tags=["deploy", "db"])
-    kw_memory.remember("Migrate billing to Postgres 16", kind="task", tags=["db"])
-    for i in range(3):
-        kw_memory.remember(f"Service {i} logs to stdout in JSON", kind="fact", tags=["logging"], detect=False)
-    brief = session_brief(kw_memory, budget=1500)
-    assert brief.splitlines()[-1] == ("In memory: 4 facts, 1 decision, 1 task; "
-                                      "tags: logging 3, db 2, deploy 2.")
-    small = session_brief(kw_memory, budget=150)  # no room for the map: the memories come first
-    assert small is None or "In memory:" not in small
-    assert all(len(b) <= n for b, n in ((brief, 1500), (small or "", 150)))
+    for i in range(12):
+        topic = ("billing", "search", "checkout")[i % 3]
+        kw_memory.remember(f"The {topic} worker {i} logs to stdout in JSON through structlog adapter {i}", kind="fact",
+                           detect=False)
+    brief = session_brief(kw_memory, budget=700)
+    last = brief.splitlines()[-1]
+    assert last.startswith("Not listed: ") and "facts)" in last and "; topics: " in last
+    assert 'memory_recall "' in last and len(brief) <= 700
+    assert all(f"{topic} " in last for topic in ("billing", "search", "checkout"))
+    assert "release workflow" in brief  # the decision comes before the facts
 
 
 # -- the user's global store in the brief ----------------------------------------------------------
@@ -426,7 +449,7 @@ def test_the_brief_shows_the_global_stores_preferences_after_the_projects_own(kw
     brief = session_brief(kw_memory)
     lines = brief.split("\n")
     titles = [line for line in lines[1:] if not line.startswith("- ")]
-    assert titles == ["Decisions:", f"{context.GLOBAL_TITLE}:", "Recent:", "In memory: 1 decision, 1 fact."]
+    assert titles == ["Decisions:", "Facts:", f"{context.GLOBAL_TITLE}:"]
     start = lines.index(f"{context.GLOBAL_TITLE}:")
     assert lines[start + 1].startswith(f"- [mem:{pref.id}] ") and " preference: The user wants" in lines[start + 1]
     assert "Meld" not in brief  # a global fact is not a preference for every project's brief
@@ -440,9 +463,8 @@ def test_the_global_section_takes_at_most_its_share_of_the_budget(kw_memory):
                            kind="preference", scope="global", detect=False)
     brief = session_brief(kw_memory, budget=1500)
     start = brief.index(f"{context.GLOBAL_TITLE}:")
-    end = brief.index("Recent:")
     assert len(brief) <= 1500
-    assert 0 < len(brief[start:end]) <= 1500 // context.GLOBAL_SHARE
+    assert 0 < len(brief[start:]) <= 1500 // context.GLOBAL_SHARE
     assert "staging database" in brief
 
 
@@ -480,7 +502,7 @@ def test_cairn_store_naming_the_global_store_gets_a_plain_brief_of_it(project, m
         glob.remember("The user wants commit messages in the imperative mood", kind="preference", detect=False)
     brief = _context(claude_hooks.handle("SessionStart", _payload(project, source="startup"),
                                          _env(project, CAIRN_STORE="global")))
-    assert brief.startswith("Cairn project memory (1 current memories in store global)")
+    assert brief.startswith("Cairn project memory, store global: 1 current memory, listed here.")
     assert context.GLOBAL_TITLE not in brief and brief.count("imperative mood") == 1
 
 
@@ -490,7 +512,7 @@ def test_a_global_only_brief_uses_the_whole_budget(project):
             glob.remember(f"Preference {i}: the user likes option {i} for tool {i} in every repository",
                           kind="preference", detect=False)
     brief = _context(claude_hooks.handle("SessionStart", _payload(project, source="startup"), _env(project)))
-    assert 1500 // context.GLOBAL_SHARE < len(brief) <= 1500
+    assert context.BRIEF_CHARS // context.GLOBAL_SHARE < len(brief) <= context.BRIEF_CHARS
 
 
 def test_a_broken_global_store_costs_neither_a_project_without_a_store_nor_a_recall(project, stocked):

@@ -115,7 +115,7 @@ def test_each_ranking_stage_can_be_switched_off(memory):
     target = memory.remember("Melanie's sister paints landscapes in oil", kind="fact").memory
     memory.remember("The sister project paints the build badge green", kind="fact")
     full = RankingConfig()
-    for stage in ("stopwords", "clitics", "bm25", "vector", "convex", "prior"):
+    for stage in ("stopwords", "clitics", "bm25", "vector", "evidence", "prior"):
         cfg = full.without(stage)
         assert not cfg.has(stage)
         hits = memory.recall("What does Melanie's sister paint?", ranking=cfg)

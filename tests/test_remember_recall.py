@@ -155,7 +155,7 @@ def test_keyword_only_mode_writes_a_backlog_that_is_embedded_later(project, mini
         status = memory.status()
         assert status.keyword_only is True
         assert status.counts["awaiting_embedding"] == 1
-        assert [h.reasons.keys() - {"fused", "prior"} for h in memory.recall("feature flags")] == [{"bm25"}]
+        assert [h.reasons.keys() - {"fused", "prior", "evidence"} for h in memory.recall("feature flags")] == [{"bm25"}]
     with Cairn.open(cwd=project, embedder=minilm) as memory:
         assert memory.flush_backlog() == 1
         assert memory.status().counts["awaiting_embedding"] == 0

@@ -73,7 +73,7 @@ def test_config_rejects_unknown_keys_and_wrong_types_naming_the_key(tmp_path, mo
     path.write_text("hooks:\n  brief_chars: lots\n")
     with pytest.raises(ConfigError, match="key 'hooks.brief_chars'"):
         load_config()
-    path.write_text("hooks:\n  brief_chars: 20000\n")
+    path.write_text("hooks:\n  brief_chars: 50000\n")
     with pytest.raises(ConfigError, match="hooks.brief_chars"):
         load_config()
     path.write_text("recall: [\n")
@@ -91,7 +91,7 @@ def test_project_config_overrides_user_config(tmp_path, monkeypatch):
     config = load_config(project)
     assert config["recall"]["k"] == 7
     assert config["hooks"]["prompt_k"] == 4
-    assert config["hooks"]["brief_chars"] == 1500
+    assert config["hooks"]["brief_chars"] == 8000
 
 
 def _writer(home: str, worker: int, count: int) -> None:

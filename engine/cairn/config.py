@@ -33,7 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "recall": {"k": 10, "candidates": 50, "scope": "all"},
     "list": {"limit": 50, "scope": "project"},
     "supersession": {"enabled": True},
-    "hooks": {"enabled": True, "brief_chars": 1500, "prompt_k": 5, "prompt_chars": 1200},
+    "hooks": {"enabled": True, "brief_chars": 8000, "prompt_k": 5, "prompt_chars": 1200},
     # Captured sessions: capture on Stop/PreCompact, and search_sessions' defaults.
     "sessions": {"capture": True, "k": 10, "window": 2, "candidates": 50},
     # `cairn maintain`: background: a session start runs the safe band (exact duplicates) in the
@@ -85,7 +85,7 @@ SCHEMA: dict[str, Any] = {
             "type": "object", "additionalProperties": False,
             "properties": {
                 "enabled": {"type": "boolean"},
-                "brief_chars": {**_INT, "minimum": 0, "maximum": 10_000},
+                "brief_chars": {**_INT, "minimum": 0, "maximum": 40_000},
                 "prompt_k": {**_INT, "minimum": 0, "maximum": 50},
                 "prompt_chars": {**_INT, "minimum": 0, "maximum": 10_000},
             },

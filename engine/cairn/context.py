@@ -10,9 +10,9 @@ from __future__ import annotations
 import logging
 import math
 import re
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .embedder import EQUIVALENT_WEIGHTS
@@ -20,7 +20,11 @@ from .errors import CairnError
 from .models import Hit, Memory, Order
 from .paths import GLOBAL_STORE
 from .render import context_line as memory_line
-from .text import CJK_CHARS, content_words
+from .render import shorten
+from .text import CJK_CHARS, content_words, stems
+from .text import stem_text as _stem_text
+from .text import stem_word as _stem_word
+from .timeutil import now_ms
 
 if TYPE_CHECKING:
     from .engine import Cairn
@@ -99,12 +103,30 @@ RARE_MIN_SHARED = 2
 RARE_FLOOR = 0.30
 KEYWORD_RARE_COVERAGE = 0.6
 
-# Session brief: the kinds listed by importance, each under its title; then the most recent memories.
-BRIEF_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("preference", "Preferences"))
-BRIEF_KINDS = tuple(kind for kind, _ in BRIEF_SECTIONS)
-BRIEF_MEMORY_CHARS = 200  # one memory's text in the brief: more lines fit; memory_recall has the rest
-RECENT_SHARE = 3  # the most recent memories always get at least 1/3 of the brief's budget
+# Session brief: an index of the store, one line per memory, grouped by kind in this order.
+BRIEF_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("preference", "Preferences"),
+                  ("task", "Open tasks"), ("fact", "Facts"), ("insight", "Insights"))
+BRIEF_KINDS = ("decision", "convention", "preference")  # what the global store contributes
+# The default budget, hooks.brief_chars: about 2,000 tokens (~4 characters a token for English prose
+# and code names), under 1% of a 200k-token context window. At ~110 characters a line it lists a
+# store of 60-70 memories whole (docs/benchmarks.md, "The brief as an index").
+BRIEF_CHARS = 8000
+BRIEF_MEMORY_CHARS = 200  # the longest gist: memory_recall gives the whole text
+MIN_GIST_CHARS = 60  # shorter than this, a line stops saying what the memory is: list fewer, map the rest
+LISTED_GIST_CHARS = 110  # the gist when not every memory fits
+ALL_LIMIT = 2000  # a store of at most this many current memories is ranked whole; a larger one by candidates
 MAP_TAGS = 8  # tags named in the brief's map of the store
+MAP_TOPICS = 10  # frequent words of the memories left out, named as topics
+# Priority of a memory for the brief (`brief_priority`): kind first (conventions and decisions are
+# what an agent gets wrong without being told), then importance, then what Claude cited, less for
+# what it was shown often and never cited, and a little for recency.
+KIND_PRIORITY = {"decision": 1.0, "convention": 1.0, "preference": 0.9, "task": 0.8, "fact": 0.5, "insight": 0.4}
+IMPORTANCE_STEP = 0.25  # per importance point away from 3
+CITED_BONUS = 1.0  # a memory Claude cited after it was injected: listed before any never-cited one of its kind
+IGNORED_AFTER = 5  # injections without a citation before a memory counts as ignored
+IGNORED_PENALTY = 0.3
+RECENCY_BONUS = 0.2
+RECENCY_HALF_LIFE_DAYS = 30.0
 # The user's global store (preferences that hold in every project) gets its own section of the
 # brief, at most 1/GLOBAL_SHARE of the budget: the project's own memories come first.
 GLOBAL_SHARE = 4
@@ -133,76 +155,187 @@ def _fill(header: str, lines: list[str], budget: int) -> str | None:
     return "\n".join(out) if len(out) > 1 else None
 
 
-def session_brief(memory: Cairn, *, budget: int = 1500, global_only: bool = False) -> str | None:
-    """The project's most important current decisions, conventions and preferences (importance,
-    then newest first), then the user's own from the global store, then the most recent other
-    memories, within `budget` characters.
+def brief_priority(m: Memory, use: dict | None, now: int) -> float:
+    """How much `m` belongs in a brief that cannot list everything (constants above): kind, importance
+    (1-5), citations (`use`: Cairn.usage_of's counts, None when never injected), ignored injections,
+    and recency of valid_from. Higher first; the figure has no unit, only its order matters."""
+    p = KIND_PRIORITY.get(m.kind, 0.5) + IMPORTANCE_STEP * (m.importance - 3)
+    cited = int((use or {}).get("cited") or 0)
+    injected = int((use or {}).get("injected") or 0)
+    if cited:
+        p += CITED_BONUS + 0.25 * math.log2(cited)
+    elif injected >= IGNORED_AFTER:
+        p -= IGNORED_PENALTY
+    age_days = max(0.0, (now - m.valid_from) / 86_400_000)
+    return p + RECENCY_BONUS * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
 
-    The important ones may fill the budget up to 1/RECENT_SHARE short of it, so the recent ones
-    always get a part; the global store's take at most 1/GLOBAL_SHARE. Whole lines only. It ends
-    with a map of the rest (`store_map`), so Claude knows when memory_recall is worth a call.
+
+def _brief_candidates(memory: Cairn, current: int) -> list[Memory]:
+    """The project store's current memories, all of them up to ALL_LIMIT; in a larger store, those
+    that can rank high: the most important of the brief's kinds, the newest, and the most cited."""
+    if current <= ALL_LIMIT:
+        return memory.list(limit=ALL_LIMIT, scope="project")
+    pool = {m.id: m for m in memory.list(limit=ALL_LIMIT // 4, scope="project", order=Order.IMPORTANCE)}
+    for m in memory.list(limit=ALL_LIMIT // 4, scope="project"):
+        pool.setdefault(m.id, m)
+    for memory_id in memory.most_cited(ALL_LIMIT // 4):
+        if memory_id not in pool:
+            try:
+                m = memory.get(memory_id)
+            except CairnError:  # forgotten since, or in the global store
+                continue
+            if m.status == "current" and m.cold_at is None:
+                pool[m.id] = m
+    return list(pool.values())
+
+
+def _gist_line(m: Memory, limit: int, with_kind: bool = False) -> str:
+    kind = f" {m.kind}:" if with_kind else ""
+    return f"- [mem:{m.id}]{kind} {shorten(m.text or '', limit)}"
+
+
+def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool = False,
+                  exclude: Collection[str] = ()) -> str | None:
+    """The session brief: an index of the project store within `budget` characters.
+
+    Every current memory as one line (`- [mem:ID] gist`, grouped by kind) when they fit, the gists
+    shortened down to MIN_GIST_CHARS so that they do; otherwise the memories of highest
+    `brief_priority` (kind, importance, what Claude cited, recency) and a map of the rest: counts per
+    kind and the topics (tags, else frequent words) with the memory_recall query that finds them.
+    Then the user's own decisions, conventions and preferences from the global store, in at most
+    1/GLOBAL_SHARE of the budget.
     global_only: `memory` is opened on the global store in place of a project that has no store yet;
     the brief is then the global store's decisions, conventions and preferences, in the whole budget.
+    exclude: ids never listed (memories whose text the session already holds, e.g. from CLAUDE.md).
     None when no store has a current memory or nothing fits."""
     on_global = memory.name == GLOBAL_STORE  # also when CAIRN_STORE names it: no section of its own
     counts = memory.counts()
     global_important = [] if on_global else _global_important(memory, budget // 40 + 1)
     if (counts["current"] == 0 and not global_important) or budget <= 0:
         return None
+    excluded = frozenset(exclude)
+    if global_only:
+        pool = [m for m in memory.list(kinds=list(BRIEF_KINDS), limit=budget // 40 + 1, scope="project",
+                                       order=Order.IMPORTANCE) if m.id not in excluded]
+    else:
+        pool = [m for m in _brief_candidates(memory, counts["current"]) if m.id not in excluded]
+    now = now_ms()
+    use = memory.usage_of([m.id for m in pool]) if pool else {}
+    pool.sort(key=lambda m: (-brief_priority(m, use.get(m.id), now), m.id))
+    total = len(pool) if counts["current"] <= ALL_LIMIT or global_only else counts["current"] - len(excluded)
+    titles = dict(BRIEF_SECTIONS)
     if global_only:
         header = (f"Cairn memory: this project has no store yet; your global store holds "
                   f"{counts['current']} current memories that hold in every project. "
-                  "Cite as [mem:ID]; the memory_recall tool finds more.")
+                  "Cite as [mem:ID]; the memory_recall tool gives whole texts and finds more.")
     else:
-        header = (f"Cairn project memory ({counts['current']} current memories in store {memory.name}). "
-                  "Cite as [mem:ID]; the memory_recall tool finds more.")
-    footer = store_map(memory) if counts["current"] else ""
-    if footer and len(header) + 1 + len(footer) < budget // 2:  # the map never crowds out the memories
-        budget -= 1 + len(footer)
-    else:
-        footer = ""
-    limit = budget // 40 + 1  # more memories than can fit: a line is longer than 40 characters
-    important = memory.list(kinds=list(BRIEF_KINDS), limit=limit, scope="project",
-                            order=Order.IMPORTANCE)
-    titles = dict(BRIEF_SECTIONS)
-    sections: dict[str, list[str]] = {kind: [] for kind, _ in BRIEF_SECTIONS}
-    sections["global"], sections["recent"] = [], []
-    titles["global"], titles["recent"] = GLOBAL_TITLE, "Recent"
-    used = len(header)
-    shown: set[str] = set()
-
-    def add(m: Memory, section: str, cap: int) -> bool:
-        nonlocal used
-        line = memory_line(m, with_kind=section in ("global", "recent"), limit=BRIEF_MEMORY_CHARS)
-        cost = 1 + len(line) + (0 if sections[section] else 2 + len(titles[section]))
-        if used + cost > cap:
-            return False
-        sections[section].append(line)
-        shown.add(m.id)
-        used += cost
-        return True
-
-    # In order of priority, stopping at the first line that does not fit: a shorter, less important
-    # memory never takes the place of a more important one.
-    # The recent memories' share is kept free, except in a global-only brief, which lists no others.
-    important_cap = budget if global_only else budget - budget // RECENT_SHARE
-    for m in important:
-        if not add(m, m.kind, important_cap):
-            break
-    global_cap = min(important_cap, used + budget // GLOBAL_SHARE)
-    for m in global_important:
-        if not add(m, "global", global_cap):
-            break
-    for m in memory.list(limit=limit + len(shown), scope="project") if not global_only else ():
-        if m.id not in shown and not add(m, "recent", budget):
-            break
+        header = (f"Cairn project memory, store {memory.name}: {_count(total, 'current memory', 'current memories')}"
+                  f"{', listed here' if total else ''}. Cite as [mem:ID]; the memory_recall tool gives "
+                  "whole texts and finds more.")
+    global_budget = 0 if global_only or not global_important else budget // GLOBAL_SHARE
+    global_lines = _fit_lines([_gist_line(m, LISTED_GIST_CHARS, with_kind=True) for m in global_important],
+                              global_budget - 2 - len(GLOBAL_TITLE))
+    own_budget = budget - len(header) - 1 - (len(GLOBAL_TITLE) + 2 + sum(len(x) + 1 for x in global_lines)
+                                             if global_lines else 0)
+    listed, gist = _choose(pool, own_budget)
+    footer = ""
+    if len(listed) < total:
+        header = header.replace(", listed here", "; the {n} most used are listed here")
+        room = budget - len(header) - 1 - sum(len(x) + 1 for x in global_lines) - (
+            len(GLOBAL_TITLE) + 2 if global_lines else 0)
+        while True:  # the map of the rest is worth more than the least of the listed lines
+            shown = {m.id for m in listed}
+            footer = _rest_map(memory, [m for m in pool if m.id not in shown], total - len(listed),
+                               large=counts["current"] > ALL_LIMIT)
+            if not listed or _listing_chars(listed, gist) + 1 + len(footer) <= room:
+                break
+            listed.pop()
+        header = header.replace("{n}", str(len(listed)))
     lines = [header]
-    for section, items in sections.items():
+    for kind, title in BRIEF_SECTIONS:
+        items = [m for m in listed if m.kind == kind]
         if items:
-            lines += [f"{titles[section]}:", *items]
+            lines += [f"{title}:", *(_gist_line(m, gist) for m in items)]
+    others = [m for m in listed if m.kind not in titles]
+    if others:
+        lines += ["Other:", *(_gist_line(m, gist, with_kind=True) for m in others)]
+    if global_lines:
+        lines += [f"{GLOBAL_TITLE}:", *global_lines]
     if len(lines) == 1:
         return None
-    return "\n".join(lines + ([footer] if footer else []))
+    if footer:
+        lines.append(footer)
+    return "\n".join(lines)
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _fit_lines(lines: list[str], budget: int) -> list[str]:
+    out, used = [], 0
+    for line in lines:
+        if used + len(line) + 1 > budget:
+            break
+        out.append(line)
+        used += len(line) + 1
+    return out
+
+
+def _listing_chars(listed: list[Memory], gist: int) -> int:
+    """Characters of the kind sections listing `listed` with gists cut at `gist`."""
+    kinds = {m.kind for m in listed}
+    titles = sum(len(t) + 2 for k, t in BRIEF_SECTIONS if k in kinds) + (7 if kinds - set(dict(BRIEF_SECTIONS)) else 0)
+    return titles + sum(len(_gist_line(m, gist, with_kind=m.kind not in dict(BRIEF_SECTIONS))) + 1 for m in listed)
+
+
+def _choose(pool: list[Memory], budget: int) -> tuple[list[Memory], int]:
+    """(the memories to list, in priority order, and the gist length): all of them at the longest
+    gist that fits (down to MIN_GIST_CHARS); else the first ones that fit at LISTED_GIST_CHARS."""
+    if not pool or budget <= 0:
+        return [], LISTED_GIST_CHARS
+    low, high = MIN_GIST_CHARS, BRIEF_MEMORY_CHARS
+    if _listing_chars(pool, low) <= budget:
+        while low < high:  # the longest gist at which every memory fits
+            mid = (low + high + 1) // 2
+            if _listing_chars(pool, mid) <= budget:
+                low = mid
+            else:
+                high = mid - 1
+        return list(pool), low
+    listed: list[Memory] = []
+    for m in pool:
+        if _listing_chars(listed + [m], LISTED_GIST_CHARS) > budget:
+            break
+        listed.append(m)
+    return listed, LISTED_GIST_CHARS
+
+
+def _rest_map(memory: Cairn, rest: list[Memory], n_rest: int, *, large: bool) -> str:
+    """One line on the memories not listed: how many of each kind, and their topics with the query
+    that finds them (tags when they have some, else their most frequent content words)."""
+    if large:  # not loaded: the store's own counts stand in for the rest's
+        topics = memory.topics(tags=MAP_TAGS)
+        kinds = topics["kinds"]
+        named = topics["tags"]
+    else:
+        kinds = Counter(m.kind for m in rest)
+        tags = Counter(t for m in rest for t in m.tags)
+        named = tags.most_common(MAP_TAGS)
+        if len(named) < 3:
+            words = Counter(w for m in rest for w in {w.casefold() for w in content_words(m.text or "")
+                                                      if len(w) > 2 and not w.isdigit()})
+            common = max(2, 0.6 * len(rest))  # a word in most of them names no topic
+            taken = {t for t, _ in named}
+            named += [(w, c) for w, c in words.most_common() if 1 < c <= common and w not in taken][
+                :MAP_TOPICS - len(named)]
+    by_kind = ", ".join(_count(n, kind, kind + "s")
+                        for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+    line = f"Not listed: {n_rest} more ({by_kind})"
+    if named:
+        line += "; topics: " + ", ".join(f"{t} {c}" for t, c in named)
+        line += f'. memory_recall "{named[0][0]}" (or any topic) finds them'
+    return line + "."
 
 
 def _global_important(memory: Cairn, limit: int) -> list[Memory]:
@@ -227,27 +360,6 @@ def store_map(memory: Cairn, *, tags: int = MAP_TAGS) -> str:
     if topics["tags"]:
         line += "; tags: " + ", ".join(f"{tag} {n}" for tag, n in topics["tags"])
     return line + "."
-
-
-def stems(text: str) -> set[str]:
-    """Snowball (Porter 2) stems of the content words of `text`: "Deploys" and "deploy" share one."""
-    return set(_stem_text(text))
-
-
-@lru_cache(maxsize=4096)
-def _stem_text(text: str) -> frozenset[str]:
-    # Memories recur across prompts in the warm process; the pure-Python stemmer costs ~1 ms a text.
-    return frozenset(_stem_word(word) for word in content_words(text))
-
-
-@lru_cache(maxsize=65536)
-def _stem_word(word: str) -> str:
-    # Memories are many and varied but their words are few: cached per word, a text seen for the
-    # first time is stemmed from the cache too (measured: stemming was half of a warm prompt's
-    # recall at 10,000 memories). A stemmer per call: the stemmer keeps state while it works.
-    import snowballstemmer
-
-    return snowballstemmer.stemmer("english").stemWord(word)
 
 
 def shares_enough(prompt_stems: set[str], memory_text: str, minimum: int) -> bool:

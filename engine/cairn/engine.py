@@ -1278,6 +1278,21 @@ class Cairn:
         return store.usage([memory_id]).get(memory_id) or {"injected": 0, "cited": 0, "last_injected_at": None,
                                                             "last_cited_at": None}
 
+    def usage_of(self, memory_ids: Iterable[str]) -> dict[str, dict[str, int | None]]:
+        """usage() of many memories of the project store at once: {id: counts} for the ids ever
+        injected or cited (others are left out: zeros)."""
+        return self.store.usage(builtins.list(dict.fromkeys(memory_ids)))
+
+    def most_cited(self, limit: int) -> builtins.list[str]:
+        """Ids of the project store's `limit` most cited memories (any status), most cited first."""
+        return self.store.most_cited(limit) if limit > 0 else []
+
+    def reset_usage(self, memory_ids: Iterable[str] | None = None) -> int:
+        """Forget how often memories were injected and cited (the learning from use: briefs and
+        per-prompt recall start afresh for them). memory_ids None: every memory of the project store.
+        Returns how many memories had counts."""
+        return self.store.reset_usage(None if memory_ids is None else builtins.list(memory_ids))
+
     # -- captured sessions ----------------------------------------------------------------------------
     def add_session_turns(self, session_id: str, drafts: builtins.list[TurnDraft], *, source: str,
                           transcript_path: str | None = None, read_bytes: int | None = None,

@@ -38,52 +38,65 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .models import Hit, Memory
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
 from .storage.sql import Filters
-from .text import fts_query
+from .text import content_words, fts_query, stem_text, stem_word
 from .timeutil import now_ms
 
 if TYPE_CHECKING:
     import numpy as np
 
 DAY_MS = 86_400_000
+IDF_MAX_TERMS = 48  # distinct words of a query whose store frequency is looked up (one index lookup each)
 
 
 @dataclass(frozen=True)
 class RankingConfig:
     """Knobs of the pipeline. Defaults are the shipped method (docs/benchmarks.md has the figures)."""
 
-    STAGES: ClassVar[tuple[str, ...]] = ("stopwords", "clitics", "bm25", "vector", "convex", "prior")
+    STAGES: ClassVar[tuple[str, ...]] = ("stopwords", "clitics", "bm25", "vector", "evidence", "prior")
 
     candidates: int = 50          # per retriever, before fusion
     stopwords: bool = True        # query formation: drop function words
     clitics: bool = True          # query formation: drop 's, 're, 've, 'll, 'd, 'm
     use_bm25: bool = True
     use_vector: bool = True
-    fusion: str = "convex"        # "convex" | "rrf"
+    fusion: str = "evidence"      # "evidence" | "convex" | "rrf"
     convex_alpha: float = 0.35    # convex: weight of the vector side (calibrated, see above)
     rrf_k: int = 60               # rrf: Cormack et al. 2009
     bm25_weight: float = 1.0      # rrf: weight of each list
     vector_weight: float = 1.0
+    # evidence fusion (see `evidence`): the semantic side's weight, the cosines that map to 0 and 1,
+    # the cosines over which a keyword hit's weight rises from 0 to whole, a missing word's weight.
+    evidence_alpha: float = 0.4
+    cos_zero: float = 0.05
+    cos_one: float = 0.60
+    lexical_cos_zero: float = 0.0
+    lexical_cos_full: float = 0.25
+    absent_weight: float = 0.5
+    bm25_share: float = 0.05       # of the lexical side: the BM25 order within the query (phrases, tf, length)
+    single_word_cos: float = 0.2   # below this cosine, one shared word is no lexical evidence
+    keyword_floor: float = 0.1     # keyword-only: the least coverage kept
     prior: bool = True
     importance_weight: float = 0.05   # at most +/-5% for importance 5 / 1
     recency_weight: float = 0.02      # at most +2% for a memory from today
     recency_half_life_days: float = 90.0
 
     def only(self, retriever: str) -> RankingConfig:
-        """The same pipeline with one retriever ("bm25" or "vector") and no prior: for baselines."""
-        return replace(self, use_bm25=retriever == "bm25", use_vector=retriever == "vector", prior=False)
+        """One retriever ("bm25" or "vector") in its own order and no prior: for baselines."""
+        return replace(self, use_bm25=retriever == "bm25", use_vector=retriever == "vector", prior=False,
+                       fusion="convex")  # one list, min-max normalised: its own order
 
     def has(self, stage: str) -> bool:
         """Whether `stage` (one of STAGES) is switched on."""
         return {
             "stopwords": self.stopwords, "clitics": self.clitics, "bm25": self.use_bm25,
-            "vector": self.use_vector, "convex": self.fusion == "convex", "prior": self.prior,
+            "vector": self.use_vector, "evidence": self.fusion == "evidence", "prior": self.prior,
         }[stage]
 
     def without(self, stage: str) -> RankingConfig:
-        """The same pipeline with `stage` switched off ("convex" off means RRF)."""
+        """The same pipeline with `stage` switched off ("evidence" off means convex fusion)."""
         changes: dict[str, dict[str, Any]] = {
             "stopwords": {"stopwords": False}, "clitics": {"clitics": False}, "bm25": {"use_bm25": False},
-            "vector": {"use_vector": False}, "convex": {"fusion": "rrf"}, "prior": {"prior": False},
+            "vector": {"use_vector": False}, "evidence": {"fusion": "convex"}, "prior": {"prior": False},
         }
         if stage not in changes:
             raise ValueError(f"unknown ranking stage {stage!r}; expected one of: {', '.join(self.STAGES)}")
@@ -156,7 +169,7 @@ def fuse(lists: dict[str, Candidates], cfg: RankingConfig) -> dict[int, tuple[fl
         key = "cosine" if name == "vector" else "score"
         for rank, (seq, raw) in enumerate(cands, start=1):
             reasons.setdefault(seq, {})[name] = {"rank": rank, key: round(raw, 6)}
-    scores = convex(lists, cfg) if cfg.fusion == "convex" else rrf(lists, cfg)
+    scores = rrf(lists, cfg) if cfg.fusion == "rrf" else convex(lists, cfg)
     return {seq: (scores[seq], why) for seq, why in reasons.items()}
 
 
@@ -170,12 +183,90 @@ def prior(memory: Memory, cfg: RankingConfig, now: int) -> float:
     return 1.0 + importance + recency
 
 
+def query_weights(store: Store, query: str, cfg: RankingConfig) -> dict[str, float]:
+    """{stem: weight} of the query's content words in this store: the IDF BM25 uses,
+    ln(1 + (N - df + 0.5) / (df + 0.5)) (Robertson & Zaragoza, "The Probabilistic Relevance
+    Framework: BM25 and Beyond", 2009), N the store's keyword-indexed memories and df those holding
+    the word; a word no memory holds weighs cfg.absent_weight of its IDF (the query is partly about
+    something the store does not hold). The first IDF_MAX_TERMS distinct words are looked up."""
+    words = list(dict.fromkeys(content_words(query)))[:IDF_MAX_TERMS]
+    if not words:
+        return {}
+    phrases = {w: '"' + w.replace('"', '""') + '"' for w in words}
+    total, counts = store.term_counts(list(phrases.values()))
+    df: dict[str, int] = {}
+    for word, phrase in phrases.items():
+        stem = stem_word(word)
+        df[stem] = max(df.get(stem, 0), counts.get(phrase, 0))
+    return {stem: math.log(1 + (total - n + 0.5) / (n + 0.5)) * (cfg.absent_weight if n == 0 else 1.0)
+            for stem, n in df.items()}
+
+
+def _unit(cands: Candidates) -> dict[int, float]:
+    """Scores min-max normalised onto [0, 1] within one list (all 1 when they are equal)."""
+    if not cands:
+        return {}
+    low, high = min(s for _, s in cands), max(s for _, s in cands)
+    return {seq: 1.0 if high == low else (s - low) / (high - low) for seq, s in cands}
+
+
+def _ramp(x: float, zero: float, one: float) -> float:
+    """x mapped linearly from [zero, one] onto [0, 1], clamped."""
+    return min(1.0, max(0.0, (x - zero) / (one - zero)))
+
+
+def evidence(weights: dict[str, float], passage: str, cosine: float | None, hybrid: bool,
+             cfg: RankingConfig, bm25: float = 0.0) -> tuple[float, dict[str, float]]:
+    """A memory's score for a query, in [0, 1] and comparable across queries and stores:
+
+        words    = (1 - bm25_share) * coverage + bm25_share * bm25
+        lexical  = words * ramp(cosine, lexical_cos_zero, lexical_cos_full)
+        semantic = ramp(cosine, cos_zero, cos_one)
+        score    = evidence_alpha * semantic + (1 - evidence_alpha) * lexical
+
+    bm25 is the memory's BM25 score min-max normalised within the query's keyword candidates (0 when
+    not among them): a small share that keeps BM25's sense of exact phrases, term frequency and
+    length among memories of equal coverage.
+    coverage is the IDF-weighted share of the query's content words (stems) the memory's text,
+    applies-when phrases and tags hold, weighted by `query_weights`: sharing the query's rare words
+    counts, sharing a word common in this store barely does. A keyword hit counts in proportion to its cosine, so a
+    memory that shares one word but means something else (cosine near 0) scores near 0, and one
+    sharing a single word at a cosine below single_word_cos gets no lexical part at all. Keyword-only
+    (hybrid False): score = words. A memory still awaiting its vector (cosine None) keeps its
+    whole coverage and no semantic part. The ramps' ends are all-MiniLM-L6-v2's: unrelated texts sit
+    below cosine 0.1, paraphrases above 0.6 (docs/benchmarks.md, "Scores that mean something")."""
+    whole = sum(weights.values())
+    shared = weights.keys() & stem_text(passage)
+    coverage = sum(weights[t] for t in shared) / whole if whole else 0.0
+    words = (1 - cfg.bm25_share) * coverage + cfg.bm25_share * bm25
+    if not hybrid:
+        return words, {"coverage": round(coverage, 4)}
+    if cosine is None:
+        return (1 - cfg.evidence_alpha) * words, {"coverage": round(coverage, 4)}
+    lexical = words * _ramp(cosine, cfg.lexical_cos_zero, cfg.lexical_cos_full)
+    if len(shared) < 2 and cosine < cfg.single_word_cos:
+        lexical = 0.0  # one shared word and another meaning ("which spelling should I use" / "use X")
+    semantic = _ramp(cosine, cfg.cos_zero, cfg.cos_one)
+    score = cfg.evidence_alpha * semantic + (1 - cfg.evidence_alpha) * lexical
+    return score, {"coverage": round(coverage, 4), "lexical": round(lexical, 4), "semantic": round(semantic, 4)}
+
+
+def score_floor(cfg: RankingConfig, hybrid: bool) -> float:
+    """The least evidence score a hit keeps: hybrid, what a memory with no lexical evidence scores
+    at cosine single_word_cos (so nothing below that cosine stays without two shared words);
+    keyword-only, keyword_floor of the query's IDF weight covered."""
+    if not hybrid:
+        return cfg.keyword_floor
+    return cfg.evidence_alpha * _ramp(cfg.single_word_cos, cfg.cos_zero, cfg.cos_one)
+
+
 def rank(
     store: Store, query: str, query_vector: np.ndarray | None, filters: Filters, k: int, cfg: RankingConfig
 ) -> list[Hit]:
-    """Run the pipeline on one store; the k best hits, best first."""
-    if cfg.fusion not in ("convex", "rrf"):
-        raise ValueError(f"unknown fusion {cfg.fusion!r}; expected 'convex' or 'rrf'")
+    """Run the pipeline on one store; the k best hits, best first. With evidence fusion, hits
+    scoring below `score_floor` are dropped: they share no rare word and mean something else."""
+    if cfg.fusion not in ("evidence", "convex", "rrf"):
+        raise ValueError(f"unknown fusion {cfg.fusion!r}; expected 'evidence', 'convex' or 'rrf'")
     lists = {
         "bm25": bm25_candidates(store, query, filters, cfg),
         "vector": vector_candidates(store, query_vector, filters, cfg),
@@ -184,12 +275,34 @@ def rank(
     fused = fuse(lists, cfg)
     memories = store.by_seqs(list(fused))
     now = now_ms()
+    if cfg.fusion == "evidence":
+        hybrid = query_vector is not None and cfg.use_vector
+        weights = query_weights(store, query, cfg)
+        floor = score_floor(cfg, hybrid)
+        bm25_norm = _unit(lists.get("bm25", []))
+        cosines = {seq: why["vector"]["cosine"] for seq, (_, why) in fused.items() if "vector" in why}
+        missing = [seq for seq in fused if seq not in cosines]
+        if hybrid and missing:
+            cosines.update({seq: float(v @ query_vector) for seq, v in store.vectors_of(missing).items()})
+        for seq, (_, why) in list(fused.items()):
+            memory = memories.get(seq)
+            if memory is None:
+                continue
+            indexed = memory.passage + ("\n" + " ".join(memory.tags).replace("-", " ") if memory.tags else "")
+            score, parts = evidence(weights, indexed, cosines.get(seq), hybrid, cfg, bm25_norm.get(seq, 0.0))
+            if score < floor:
+                del fused[seq]
+                continue
+            if hybrid and seq in cosines and "vector" not in why:
+                parts["cosine"] = round(cosines[seq], 6)
+            fused[seq] = (score, {**why, "evidence": parts})
     hits = []
     for seq, (score, why) in fused.items():
         memory = memories.get(seq)
         if memory is None:
             continue
         factor = prior(memory, cfg, now)
-        hits.append(Hit(memory, score * factor, {**why, "fused": round(score, 6), "prior": round(factor, 4)}))
+        hits.append(Hit(memory, min(1.0, score * factor),
+                        {**why, "fused": round(score, 6), "prior": round(factor, 4)}))
     hits.sort(key=lambda h: (-h.score, h.memory.id))
     return hits[:k]

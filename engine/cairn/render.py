@@ -48,6 +48,11 @@ def context_line(m: Memory, *, with_kind: bool = True, limit: int = CONTEXT_MEMO
     return f"- [mem:{m.id}] {day(m.valid_from)}{kind} {shorten(m.text or '', limit)}"
 
 
+def usage(counts: dict[str, Any]) -> str:
+    """How a memory was used, for people: "injected 12×, cited 5×"."""
+    return f"injected {counts.get('injected') or 0}×, cited {counts.get('cited') or 0}×"
+
+
 def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 

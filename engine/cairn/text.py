@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # Han, Hiragana, Katakana (and phonetic extensions), Hangul syllables and jamo, CJK compatibility.
 CJK_CHARS = _CJK = (
@@ -233,3 +234,24 @@ def forgotten_subject(subject: str | None, text: str) -> str | None:
     if subject in text or normalise(subject) in normalise(text) or (words and words <= set(content_words(text))):
         return FORGOTTEN
     return subject
+
+
+def stems(text: str) -> set[str]:
+    """Snowball (Porter 2) stems of the content words of `text`: "Deploys" and "deploy" share one."""
+    return set(stem_text(text))
+
+
+@lru_cache(maxsize=4096)
+def stem_text(text: str) -> frozenset[str]:
+    # Memories recur across prompts in the warm process; the pure-Python stemmer costs ~1 ms a text.
+    return frozenset(stem_word(word) for word in content_words(text))
+
+
+@lru_cache(maxsize=65536)
+def stem_word(word: str) -> str:
+    # Memories are many and varied but their words are few: cached per word, a text seen for the
+    # first time is stemmed from the cache too (measured: stemming was half of a warm prompt's
+    # recall at 10,000 memories). A stemmer per call: the stemmer keeps state while it works.
+    import snowballstemmer
+
+    return snowballstemmer.stemmer("english").stemWord(word)

@@ -346,14 +346,27 @@ def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
 def list_(memory: Cairn, as_json: bool, tags, **options) -> None:
     """Memories, newest first."""
     items = memory.list(tags=tags, **options)
+    use = memory.usage_of([m.id for m in items]) if items else {}
 
     def human() -> None:
         if not items:
             click.echo("no memories match")
         for m in items:
             click.echo(cairn.render.line(m))
+            if m.id in use:
+                click.echo(f"    {cairn.render.usage(use[m.id])}")
 
-    _emit(as_json, [cairn.render.full(m) for m in items], human)
+    _emit(as_json, [{**cairn.render.full(m), **({"usage": use[m.id]} if m.id in use else {})} for m in items], human)
+
+
+@cli.command(name="reset-usage")
+@click.argument("memory_ids", nargs=-1)
+@store_options()
+def reset_usage(memory: Cairn, as_json: bool, memory_ids: tuple[str, ...]) -> None:
+    """Forget how often memories were injected and cited (all of the store's, or MEMORY_IDS): briefs and
+    per-prompt recall stop favouring what Claude cited and stop demoting what it ignored."""
+    n = memory.reset_usage(memory_ids or None)
+    _emit(as_json, {"reset": n}, lambda: click.echo(f"usage counts reset for {n} memor{'y' if n == 1 else 'ies'}"))
 
 
 @cli.command()
@@ -402,6 +415,11 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
         memory.recall("where does the time go", k=10)
         _TIMINGS["sample search"] = time.perf_counter() - started
     info = {**memory.status().to_json(), "exists": memory.exists}
+    if memory.exists and (info.get("usage") or {}).get("citations"):
+        top = memory.most_cited(3)
+        use = memory.usage_of(top)
+        info["most_cited"] = [{"id": m.id, "text": cairn.render.shorten(m.text or "", 80), **use.get(m.id, {})}
+                              for m in (memory.get(i) for i in top) if m.text is not None]
     if timings:
         info["timings_ms"] = {name: round(1000 * s, 1) for name, s in _TIMINGS.items()}
 
@@ -434,7 +452,10 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
         use = info.get("usage") or {}
         if use.get("injections"):
             click.echo(f"usage     {use['injected_memories']} memories injected {use['injections']} times; "
-                       f"{use['cited_memories']} cited by Claude, {use['citations']} citations")
+                       f"{use['cited_memories']} cited by Claude, {use['citations']} citations "
+                       "(reset with `cairn reset-usage`)")
+            for row in info.get("most_cited") or []:
+                click.echo(f"          {row['id']} {cairn.render.usage(row)}: {row['text']}")
         if info["keyword_only"]:
             click.echo(f"recall is KEYWORD-ONLY: {info['keyword_only_reason'] or 'no embedding model'}")
         for name, ms in info.get("timings_ms", {}).items():

@@ -297,7 +297,8 @@ def _list(engine: cairn.Cairn, call: Call) -> Any:
     a: ListQuery = call.args
     memories = engine.list(kinds=a.kind, tags=a.tag, as_of=a.as_of, include_superseded=a.include_superseded,
                            limit=a.limit, scope=call.scope(a.scope))
-    return {"memories": [m.to_json() for m in memories]}
+    use = engine.usage_of([m.id for m in memories]) if memories else {}
+    return {"memories": [{**m.to_json(), **({"usage": use[m.id]} if m.id in use else {})} for m in memories]}
 
 
 def _get(engine: cairn.Cairn, call: Call) -> Any:

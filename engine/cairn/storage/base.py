@@ -576,6 +576,21 @@ class SqlStore:
         return {"injected_memories": int(row[0]), "injections": int(row[1]), "cited_memories": int(row[2]),
                 "citations": int(row[3])}
 
+    def most_cited(self, limit: int) -> list[str]:
+        """Ids of the `limit` memories cited most often (then most recently), any status."""
+        return [r[0] for r in self._q(
+            "SELECT memory_id FROM memory_usage WHERE cited > 0 ORDER BY cited DESC, last_cited_at DESC LIMIT ?",
+            (int(limit),)).fetchall()]
+
+    def reset_usage(self, memory_ids: Sequence[str] | None) -> int:
+        """Forget the injection and citation counts of `memory_ids` (None: of every memory); returns
+        how many memories had counts."""
+        with self.transaction():
+            if memory_ids is None:
+                return int(self._q("DELETE FROM memory_usage").rowcount)
+            return sum(int(self._q("DELETE FROM memory_usage WHERE memory_id = ?", (i,)).rowcount)
+                       for i in dict.fromkeys(memory_ids))
+
     # -- captured sessions (turns, their keyword entries and vectors, the session catalog) ------------
     def session_progress(self, session_id: str) -> tuple[str | None, int, str | None]:
         """(transcript_path, bytes read so far, last uuid) of a captured session; (None, 0, None) if unknown."""

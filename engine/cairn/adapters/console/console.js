@@ -51,7 +51,8 @@ function memoryRow(m, extra = {}) {
       el("button", {type: "button", onclick: () => forgetMemory(m), "aria-label": `Forget ${m.id}`}, "Forget"));
   }
   const meta = `${m.kind} · ${day(m.valid_from_iso)} · ${m.status}` + (m.tags.length ? " · #" + m.tags.join(" #") : "")
-    + (extra.score !== undefined ? ` · score ${extra.score.toFixed(3)}` : "") + ` · ${m.id}`;
+    + (extra.score !== undefined ? ` · score ${extra.score.toFixed(3)}` : "")
+    + (m.usage ? ` · injected ${m.usage.injected}×, cited ${m.usage.cited}×` : "") + ` · ${m.id}`;
   return el("li", {class: "memory status-" + m.status, "data-id": m.id},
     el("div", {class: "meta", text: meta}), el("p", {class: "text", text: m.text ?? "[forgotten]"}), actions);
 }
