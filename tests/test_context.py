@@ -530,3 +530,20 @@ def test_a_broken_global_store_costs_neither_a_project_without_a_store_nor_a_rec
         assert hits and "release workflow" in hits[0].memory.text
         with pytest.raises(StoreCorrupted):
             engine.recall("release workflow", scope="global")
+
+
+def test_per_prompt_recall_puts_what_claude_cited_first_and_what_it_ignored_last(kw_memory):
+    a = kw_memory.remember("The billing exporter writes invoices as CSV files every night", kind="fact",
+                           detect=False).memory
+    b = kw_memory.remember("The billing exporter writes invoices as CSV files to the S3 bucket", kind="fact",
+                           detect=False).memory
+    prompt = "the billing exporter writes invoices as CSV files"
+    before = [h.memory.id for h in relevant_hits(kw_memory, prompt)]
+    assert set(before) == {a.id, b.id}
+    kw_memory.record_injected([before[1]])
+    kw_memory.record_cited([before[1]])
+    assert [h.memory.id for h in relevant_hits(kw_memory, prompt)] == [before[1], before[0]]
+    kw_memory.reset_usage()
+    for _ in range(context.IGNORED_AFTER):
+        kw_memory.record_injected([before[0]])
+    assert [h.memory.id for h in relevant_hits(kw_memory, prompt)] == [before[1], before[0]]

@@ -90,3 +90,22 @@ def test_status_and_history_show_the_counts(cli, project):
     assert rows[0]["usage"] == {"injected": 1, "cited": 1, "last_injected_at": 1_772_359_200_000,
                                 "last_cited_at": 1_772_359_200_000}
     assert json.loads(cli("status", "--json"))["usage"]["citations"] == 1
+
+
+def test_list_status_and_the_console_api_show_the_counts_and_reset_usage_clears_them(cli, project):
+    with Cairn.open(cwd=project, embedder=None) as memory:
+        deploy = memory.remember(DEPLOY, kind="decision").memory.id
+        other = memory.remember("CI runs on GitHub Actions", kind="fact").memory.id
+        for _ in range(12):
+            memory.record_injected([deploy])
+        for _ in range(5):
+            memory.record_cited([deploy])
+    listing = cli("list")
+    assert f"{deploy}  [decision]" in listing and "    injected 12×, cited 5×" in listing
+    assert listing.count("injected") == 1  # a memory never injected shows no counts
+    rows = {r["id"]: r for r in json.loads(cli("list", "--json"))}
+    assert rows[deploy]["usage"]["cited"] == 5 and "usage" not in rows[other]
+    assert f"          {deploy} injected 12×, cited 5×: {DEPLOY[:40]}" in cli("status")
+    assert cli("reset-usage", other).strip() == "usage counts reset for 0 memories"
+    assert cli("reset-usage").strip() == "usage counts reset for 1 memory"
+    assert "injected" not in cli("list") and "usage " not in cli("status")

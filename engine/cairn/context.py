@@ -350,18 +350,6 @@ def _global_important(memory: Cairn, limit: int) -> list[Memory]:
         return []
 
 
-def store_map(memory: Cairn, *, tags: int = MAP_TAGS) -> str:
-    """One line on what the store holds: current memories per kind and the most used tags, e.g.
-    "In memory: 12 decisions, 30 facts, 3 tasks; tags: deploy 12, testing 5"."""
-    topics = memory.topics(tags=tags)
-    kinds = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in
-                      sorted(topics["kinds"].items(), key=lambda kv: (-kv[1], kv[0])))
-    line = f"In memory: {kinds}"
-    if topics["tags"]:
-        line += "; tags: " + ", ".join(f"{tag} {n}" for tag, n in topics["tags"])
-    return line + "."
-
-
 def shares_enough(prompt_stems: set[str], memory_text: str, minimum: int) -> bool:
     """At least `minimum` content stems in common and SHARED_FRACTION of the prompt's (a long prompt
     shares a few words with almost anything), or every stem of a prompt with fewer."""
@@ -542,12 +530,36 @@ def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None,
 
     if query_vector is None:
         hits = memory.recall(text, k=k * 3 + len(exclude), use_vectors=False, scope="project")
-        return [h for h in hits if h.memory.id not in exclude
-                and relevant(h, h.reasons.get("vector", {}).get("cosine"))][:k]
+        return _by_use(memory, [h for h in hits if h.memory.id not in exclude
+                                and relevant(h, h.reasons.get("vector", {}).get("cosine"))])[:k]
     hits = memory.recall(text, k=max(k * 3, HYBRID_DEPTH) + len(exclude), query_vector=query_vector, scope="project")
     hits = [h for h in hits if h.memory.id not in exclude]
     cosines = _cosines(memory, hits, query_vector)
-    return [h for h in hits if relevant(h, cosines.get(h.memory.id))][:k]
+    return _by_use(memory, [h for h in hits if relevant(h, cosines.get(h.memory.id))])[:k]
+
+
+# Learning from use in per-prompt recall: among the memories that pass the gate, one Claude cited
+# after an injection counts CITED_BOOST more, one injected IGNORED_AFTER times and never cited
+# IGNORED_DAMPING less (a memory Claude keeps being shown and never uses gives way to the others).
+CITED_BOOST = 0.2
+IGNORED_DAMPING = 0.2
+
+
+def _by_use(memory: Cairn, hits: list[Hit]) -> list[Hit]:
+    """`hits` reordered by score weighed with their usage counts (one lookup; stable on ties)."""
+    if len(hits) < 2:
+        return hits
+    use = memory.usage_of([h.memory.id for h in hits])
+
+    def weight(h: Hit) -> float:
+        counts = use.get(h.memory.id) or {}
+        if counts.get("cited"):
+            return 1.0 + CITED_BOOST
+        if (counts.get("injected") or 0) >= IGNORED_AFTER:
+            return 1.0 - IGNORED_DAMPING
+        return 1.0
+
+    return sorted(hits, key=lambda h: -h.score * weight(h))
 
 
 def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200, query_vector=None,

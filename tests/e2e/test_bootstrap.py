@@ -302,7 +302,7 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
     run = claude_env.run_claude("Remember: staging is rebuilt on Mondays.", cwd=runner.project,
                                 allowed_tools=["mcp__plugin_cairn_cairn"], env_extra={"CAIRN_RUNTIME_PYTHON": ""})
     assert run.proc.returncode == 0 and run.result_text == "Stored. MARK-BOOT", run.proc.stderr
-    assert claude_env.api.has_hook_context("SessionStart", "Cairn project memory (1 current memories")
+    assert claude_env.api.has_hook_context("SessionStart", "Cairn project memory, store ")
     result = claude_env.api.find_tool_result(remember.id)
     assert result is not None and not result.get("is_error"), result
     assert '"status":"created"' in tool_result_text(result).replace('\\"', '"'), tool_result_text(result)

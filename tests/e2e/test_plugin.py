@@ -280,7 +280,8 @@ def test_remember_over_mcp_then_brief_at_next_session(cairn: CairnSession) -> No
     assert run.result_text == "Hello. MARK-S2"
     briefs = injected(api, "SessionStart")
     assert len(briefs) == 1, briefs
-    assert briefs[0].startswith("Cairn project memory (1 current memories in store project-"), briefs[0]
+    assert briefs[0].startswith("Cairn project memory, store project-"), briefs[0]
+    assert ": 1 current memory, listed here." in briefs[0].split("\n")[0], briefs[0]
     assert f"[mem:{memory_id}]" in briefs[0] and DECISION in briefs[0], briefs[0]
     assert "Decisions:" in briefs[0]
 
@@ -368,7 +369,7 @@ def test_replaced_memory_leaves_context_and_history_keeps_the_chain(cairn: Cairn
         (brief,) = injected(api, "SessionStart")
         assert f"[mem:{new_id}]" in brief and NEW_DECISION in brief, brief
         assert old_id not in brief and "Fly.io" not in brief, brief
-        assert "(1 current memories" in brief
+        assert ": 1 current memory, listed here." in brief
         assert api.hook_context("UserPromptSubmit") == []  # the brief holds it: not injected again
         cairn.wait_warm()
 
@@ -472,7 +473,7 @@ def test_cairn_store_points_two_folders_at_one_store(cairn: CairnSession, tmp_pa
     cairn.script(final=Text("ok MARK-TWO"))
     cairn.run(RELATED, cwd=second, env_extra=shared)
     (brief,) = injected(api, "SessionStart")
-    assert brief.startswith("Cairn project memory (1 current memories in store team-notes)"), brief
+    assert brief.startswith("Cairn project memory, store team-notes: 1 current memory"), brief
     assert f"[mem:{memory_id}]" in brief
 
     cairn.script(final=Text("ok MARK-THREE"))  # the control: without CAIRN_STORE, the folder's own (empty) store
@@ -708,6 +709,60 @@ def test_resumed_session_gets_the_brief_again_only_when_it_changed(cairn: CairnS
     cairn.run("Anything new since then?", extra_args=["--resume", session_id])
     briefs = briefs_in_last_request()
     assert len(briefs) == 2 and f"[mem:{second_id}]" in briefs[1] and f"[mem:{first_id}]" in briefs[1], briefs
+
+
+# --------------------------------------------------------------------------- the brief as an index of the store
+
+AREAS = ("billing", "search", "checkout", "ledger", "exports", "auth", "notifications", "reports")
+
+
+def seed_many(project: Path, n: int, start: int = 0) -> list[str]:
+    """n distinct memories straight into the store, keyword-only (no supersession detection: they
+    are many facts of one template)."""
+    from cairn import Cairn
+
+    kinds = ("fact", "fact", "convention", "decision", "fact")
+    with Cairn.open(cwd=project, embedder=None, create=True) as memory:
+        return [memory.remember(f"The {AREAS[i % len(AREAS)]} worker {i} retries failed jobs {i % 7 + 2} times "
+                                f"and logs to the {AREAS[(i + 3) % len(AREAS)]} channel",
+                                kind=kinds[i % len(kinds)], detect=False).memory.id for i in range(start, start + n)]
+
+
+def test_the_brief_lists_a_store_of_40_whole_and_ranks_what_claude_cited_first_in_a_store_of_400(
+        cairn: CairnSession) -> None:
+    api = cairn.api
+    ids = seed_many(cairn.project, 40)
+    cairn.script(final=Text("ok MARK-IDX1"))
+    cairn.run("Good morning, what are we working on?")
+    (brief,) = injected(api, "SessionStart")
+    assert ": 40 current memories, listed here." in brief.split("\n")[0], brief[:300]
+    assert all(f"[mem:{i}]" in brief for i in ids) and len(brief) <= 8000
+
+    # 400: the brief lists what fits and maps the rest. A memory it leaves out reaches a session through
+    # the prompt's injection, Claude cites it, and the next session's brief lists it first of its kind.
+    target_text = "The zeppelin telemetry bridge decodes MAVLink frames from the balloon fleet every 30 seconds"
+    from cairn import Cairn
+
+    with Cairn.open(cwd=cairn.project, embedder=None) as memory:
+        target = memory.remember(target_text, kind="fact", detect=False).memory.id
+    seed_many(cairn.project, 359, start=40)
+    cairn.script(final=Text("ok MARK-IDX2"))
+    cairn.run("Anything new?")
+    brief = injected(api, "SessionStart")[0]
+    assert "Not listed: " in brief and f"[mem:{target}]" not in brief, brief[:300]
+
+    cairn.script(final=Text(f"That is the zeppelin bridge [mem:{target}]: it decodes the frames. MARK-IDX3"))
+    cairn.run("why does the zeppelin telemetry bridge drop MAVLink frames from the balloon fleet?")
+    prompts = injected(api, "UserPromptSubmit")
+    assert prompts and f"[mem:{target}]" in prompts[0], prompts
+    with Cairn.open(cwd=cairn.project, embedder=None) as memory:  # the Stop hook counted the citation
+        wait_for(lambda: memory.usage(target)["cited"] == 1, WAIT_S, "the citation to be counted")
+
+    cairn.script(final=Text("ok MARK-IDX4"))
+    cairn.run("Good morning again")
+    brief = injected(api, "SessionStart")[0]
+    facts = brief.split("Facts:\n", 1)[1].split("\n")
+    assert facts[0].startswith(f"- [mem:{target}] The zeppelin telemetry bridge"), brief
 
 
 # --------------------------------------------------------------------------- session capture and search
