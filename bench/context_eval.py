@@ -13,11 +13,19 @@ It prints, per split and store size:
 - per-prompt precision (must and nice count as relevant) and silence: the share of prompts that
   need nothing which got no injection.
 
---distractors N adds N memories from the other repositories' files (seeded), recorded after the
-repository's own (the harder order for a brief that favours recent memories): the large-store
-variant, "a store that also holds other projects' memories".
+--distractors N adds N memories from the other repositories' files (seeded): the large-store
+variant, "a store that also holds other projects' memories". --order after (default) records them
+after the repository's own (the harder order for a brief that favours recent memories); shuffled
+interleaves them.
 
-    python bench/context_eval.py [--split dev|heldout] [--distractors 200] [--details] [--json]
+--baseline memory-md replaces Cairn's brief by what Claude Code's own MEMORY.md index would put in
+front of the model at the same size: one line per memory in the order written (`- [Title](file.md) —
+hook`, a title of the first five words, the hook the text, each line under 150 characters, as the
+pinned CLI writes them), cut at the length of Cairn's brief for the same store; the per-prompt
+injection is Cairn's, as before.
+
+    python bench/context_eval.py [--split dev|heldout] [--distractors 200] [--order after|shuffled]
+                                 [--baseline memory-md] [--keyword-only] [--details] [--json]
 
 Splits: dev is tests/data/relevance/ (every file, its old holdout ones included: they were scored
 and read many times); heldout is tests/data/relevance-heldout/, written blind by someone who never
@@ -30,6 +38,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -85,12 +94,28 @@ class Session:
         self.name, self.embedder = name, embedder
         self.engine = Cairn.open(name, create=True, embedder=embedder)
         self.ids: dict[str, str] = {}  # memory id -> label id
+        self.written: list[tuple[str, str]] = []  # (memory id, text), in the order written
 
     def add(self, memories: list[dict]) -> None:
         for m in memories:
             r = self.engine.remember(m["text"], kind=m["kind"], source="user", detect=False,
                                      applies_when=m.get("applies_when") or [])
             self.ids[r.memory.id] = m["id"]
+            self.written.append((r.memory.id, m["text"]))
+
+    def memory_md(self, size: int) -> str:
+        """MEMORY.md as Claude Code writes it, in write order, cut at `size` characters; each line
+        carries its memory's id (standing for its file name) so it can be scored."""
+        out, used = [], 0
+        for memory_id, text in self.written:
+            title = " ".join(text.split()[:5])
+            line = f"- [{title}]({memory_id}.md) — {text}"
+            line = line if len(line) < 150 else line[:148] + "…"
+            if used + len(line) + 1 > size:
+                break
+            out.append(line)
+            used += len(line) + 1
+        return "\n".join(out)
 
     def run(self, prompt: str) -> tuple[str, str]:
         """(brief, injection) of a new session whose first prompt is `prompt`."""
@@ -113,10 +138,12 @@ class Session:
     def labels(self, text: str) -> set[str]:
         from cairn.context import cited_ids
 
-        return {self.ids[i] for i in cited_ids(text) if i in self.ids}
+        return {self.ids[i] for i in cited_ids(text) + re.findall(r"\]\(([0-9A-Z]{26})\.md\)", text)
+                if i in self.ids}
 
 
-def evaluate(split: str, repos: list[dict], embedder, distractors: int, details: bool) -> dict:
+def evaluate(split: str, repos: list[dict], embedder, distractors: int, details: bool, order: str = "after",
+             baseline: str | None = None) -> dict:
     must_total = must_ctx = must_brief = must_prompt = 0
     tp = fp = negatives = silent = 0
     brief_chars: list[int] = []
@@ -125,12 +152,15 @@ def evaluate(split: str, repos: list[dict], embedder, distractors: int, details:
     lines: list[str] = []
     for n, data in enumerate(repos):
         session = Session(f"ctx-{n}", embedder)
-        session.add(data["memories"])
+        own = list(data["memories"])
         if distractors:
             pool = distractor_pool(split, data["repo"])
             if len(pool) < distractors:
                 raise SystemExit(f"only {len(pool)} distractors for {data['repo']}")
-            session.add(random.Random(n).sample(pool, distractors))
+            own += random.Random(n).sample(pool, distractors)
+            if order == "shuffled":
+                random.Random(1000 + n).shuffle(own)
+        session.add(own)
         store_sizes.append(len(session.ids))
         texts = {m["id"]: m["text"] for m in data["memories"]}
         try:
@@ -139,6 +169,8 @@ def evaluate(split: str, repos: list[dict], embedder, distractors: int, details:
                 must = {x["id"] for x in p.get("must") or []}
                 nice = {x["id"] for x in p.get("nice") or []}
                 brief, injected = session.run(p["text"])
+                if baseline == "memory-md":
+                    brief = session.memory_md(len(brief))
                 if first:
                     brief_chars.append(len(brief))
                     first = False
@@ -189,6 +221,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--split", choices=tuple(SPLITS), default="dev")
     parser.add_argument("--distractors", type=int, default=0, help="unrelated memories added to each store")
+    parser.add_argument("--order", choices=("after", "shuffled"), default="after",
+                        help="distractors recorded after the repository's memories, or interleaved")
+    parser.add_argument("--baseline", choices=("memory-md",), help="score a MEMORY.md index of equal size instead")
     parser.add_argument("--keyword-only", action="store_true", help="no model: BM25 and the lexical gate")
     parser.add_argument("--details", action="store_true", help="list missed must labels and wrong injections")
     parser.add_argument("--json", action="store_true")
@@ -203,15 +238,16 @@ def main() -> None:
         from cairn.embedder import make_embedder
 
         embedder = None if args.keyword_only else make_embedder(None, backend="auto")
-        result = evaluate(args.split, repos, embedder, args.distractors, args.details)
+        result = evaluate(args.split, repos, embedder, args.distractors, args.details, args.order, args.baseline)
     details = result.pop("details")
     if args.json:
         print(json.dumps({"split": args.split, "distractors": args.distractors, **result}, indent=2))
         return
     r = result
     print(f"split {args.split}, {r['stores']} stores (median {r['store_size_median']:.0f} memories, "
-          f"{args.distractors} distractors each), {r['prompts']} prompts, {r['must']} must labels, "
-          f"{'keyword-only' if args.keyword_only else 'hybrid'}")
+          f"{args.distractors} distractors each, {args.order}), {r['prompts']} prompts, {r['must']} must labels, "
+          f"{'keyword-only' if args.keyword_only else 'hybrid'}"
+          + (", brief replaced by a MEMORY.md index of equal size" if args.baseline else ""))
     print(f"  in-session must-recall {r['in_session_must_recall']}  (brief {r['brief_must_recall']}, "
           f"prompt {r['prompt_must_recall']})")
     print(f"  brief chars median {r['brief_chars_median']:.0f} (max {r['brief_chars_max']}); per-prompt chars "

@@ -1,4 +1,4 @@
-"""Latency of Cairn's UserPromptSubmit hook, measured as whole processes the way Claude Code runs them.
+"""Latency of Cairn's UserPromptSubmit (or SessionStart) hook, as whole processes the way Claude Code runs them.
 
 Builds a store of N realistic memories (default 10,000) through the engine, then runs
 `hooks/cairn-hook UserPromptSubmit` with the hook's stdin JSON and Claude Code's environment, for
@@ -11,6 +11,9 @@ machine's figures can be read as ratios. Prints p50/p95/max in milliseconds per 
 multiple of the baseline's, the median over --runs repetitions, and the load average.
 
     python bench/hook_latency.py [--memories 10000] [--prompts 100] [--runs 3] [--work DIR]
+                                 [--event UserPromptSubmit|SessionStart]
+
+--event SessionStart times the session brief instead: each call a new session starting up.
 
 --work DIR keeps the store there and reuses it on the next call (building 10,000 memories takes
 minutes on a busy machine); run another checkout's copy of this script with the same DIR to
@@ -71,11 +74,19 @@ def build_store(home: Path, project: Path, count: int) -> None:
         assert memory.counts()["current"] == len(texts)
 
 
+EVENT = "UserPromptSubmit"  # set by main (--event)
+
+
 def run_hook(env: dict[str, str], prompt: str) -> tuple[float, str]:
-    payload = json.dumps({"session_id": "bench", "prompt": prompt, "hook_event_name": "UserPromptSubmit",
-                          "cwd": env["CLAUDE_PROJECT_DIR"], "transcript_path": "/dev/null"})
+    if EVENT == "SessionStart":
+        payload = json.dumps({"session_id": f"bench-{time.monotonic_ns()}", "source": "startup",
+                              "hook_event_name": EVENT, "cwd": env["CLAUDE_PROJECT_DIR"],
+                              "transcript_path": "/dev/null"})
+    else:
+        payload = json.dumps({"session_id": "bench", "prompt": prompt, "hook_event_name": EVENT,
+                              "cwd": env["CLAUDE_PROJECT_DIR"], "transcript_path": "/dev/null"})
     started = time.perf_counter()
-    out = subprocess.run([str(ROOT / "hooks" / "cairn-hook"), "UserPromptSubmit"], input=payload,
+    out = subprocess.run([str(ROOT / "hooks" / "cairn-hook"), EVENT], input=payload,
                          capture_output=True, text=True, env=env, check=True)
     return 1000 * (time.perf_counter() - started), out.stdout
 
@@ -115,7 +126,10 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--work", type=Path, help="keep the store here, and reuse it if it is there")
+    parser.add_argument("--event", choices=("UserPromptSubmit", "SessionStart"), default="UserPromptSubmit")
     args = parser.parse_args()
+    global EVENT
+    EVENT = args.event
 
     work = args.work or Path(tempfile.mkdtemp(prefix="cairn-hook-bench-"))
     home, project, plugin_data = work / "home", work / "project", work / "plugin-data"
@@ -161,7 +175,7 @@ def main() -> None:
             time.sleep(0.1)
         print(f"run {run + 1}: " + "; ".join(f"{k} p95 {v[-1]['p95']:.0f} ms" for k, v in results.items()))
 
-    print(f"\nUserPromptSubmit hook, {args.memories} memories, {args.prompts} prompts, median of {args.runs} runs")
+    print(f"\n{EVENT} hook, {args.memories} memories, {args.prompts} prompts, median of {args.runs} runs")
     print("load average at end: " + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     print(f"{'path':<22}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}{'injected':>10}{'p95 / baseline':>16}")
     base = statistics.median(r["p95"] for r in results["python -c pass"])

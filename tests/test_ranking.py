@@ -1,0 +1,47 @@
+"""Evidence fusion (ranking.evidence): scores in [0, 1] that mean the same across queries, keyword
+hits weighed by how rare the shared words are and by their cosine, and no filler on one common word."""
+
+from __future__ import annotations
+
+import pytest
+
+from cairn.ranking import RankingConfig, evidence, score_floor
+from cairn.text import stems
+
+STORE = [
+    ("User-facing text uses British English spelling (colour, organisation).", "preference"),
+    ("We use PostgreSQL 16 for every service's data.", "decision"),
+    ("Use pytest with the -x flag in CI.", "convention"),
+    ("Background jobs run on Celery with Redis as the broker.", "decision"),
+    ("We use Terraform for all cloud resources.", "decision"),
+    ("Use feature flags from LaunchDarkly for risky changes.", "convention"),
+    ("The API is versioned in the URL path.", "decision"),
+    ("Use structlog for logging; never print.", "convention"),
+]
+
+
+def test_evidence_is_a_unit_score_that_needs_rare_words_or_meaning():
+    cfg = RankingConfig()
+    weights = {"spell": 3.0, "use": 0.2}
+    strong, _ = evidence(weights, "British English spelling everywhere", 0.55, True, cfg)
+    one_common, parts = evidence(weights, "We use PostgreSQL", 0.05, True, cfg)
+    assert 0.0 <= one_common < score_floor(cfg, True) < strong <= 1.0
+    assert parts["lexical"] == 0.0  # one shared word at a cosine below single_word_cos is no evidence
+    keyword_only, _ = evidence(weights, "British English spelling everywhere", None, False, cfg)
+    assert keyword_only == pytest.approx((1 - cfg.bm25_share) * 3.0 / 3.2)
+
+
+def test_a_rewording_finds_its_memory_first_and_one_shared_common_word_is_not_a_hit(memory):
+    ids = [memory.remember(text, kind=kind, detect=False).memory.id for text, kind in STORE]
+    hits = memory.recall("which spelling should I use", k=3)
+    assert hits and hits[0].memory.id == ids[0]
+    cosines = memory.cosines([h.memory.id for h in hits], memory.embed(["which spelling should I use"],
+                                                                         query=True)[0])
+    for h in hits:
+        shared = stems("which spelling should I use") & stems(h.memory.passage)
+        assert len(shared) >= 2 or cosines[h.memory.id] >= 0.2, (h.memory.text, shared, cosines[h.memory.id])
+    background = memory.recall("what do we use for background tasks", k=3)
+    assert background[0].memory.id == ids[3]
+    assert all(0.0 <= h.score <= 1.0 for h in hits + background)
+    # The same memory, asked for well and asked for vaguely: the score says which answer is sure.
+    assert memory.recall("Celery and Redis broker for background jobs", k=1)[0].score > background[0].score
