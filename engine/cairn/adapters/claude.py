@@ -147,6 +147,10 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
                                 f"create it with `cairn stores create {choice.name}`")
         # No memories yet; do not create a store just by starting a session. The user's global
         # store (preferences for every project) is still briefed, when there is one.
+        if event == SESSION_START and config["claude_memory"]["sync"]:
+            from .claude_memory import sync_at_session_start  # the first sync creates the store
+            sync_at_session_start(None, _project_dir(payload, env), env,
+                                  store_name=choice.name if choice.explicit else None)
         glob = resolved.global_instead() if event == SESSION_START else None
         if glob is None:
             return {"systemMessage": notice} if notice else None
@@ -159,11 +163,11 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         if open_memory is not None:
             memory = open_memory(resolved, embedder)
             clock.lap("open")
-            text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only)
+            text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only, env=env)
         else:
             with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
                 clock.lap("open")
-                text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only)
+                text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only, env=env)
     except StoreBusy:
         raise  # locked, not broken (`cairn doctor` would find nothing): fail open; the caller logs it
     except BROKEN_STORE_ERRORS as exc:
@@ -216,8 +220,22 @@ class _Clock:
             self.last = now
 
 
+def _already_loaded(memory: Cairn, payload: dict[str, Any], env: dict[str, str] | None) -> frozenset[str]:
+    """The ids of memories Claude Code itself loads into this session (claude_memory.already_loaded);
+    empty when they cannot be found out (a hook fails open: injecting twice beats injecting nothing)."""
+    from .claude_memory import already_loaded
+
+    env = dict(os.environ) if env is None else env
+    try:
+        return frozenset(already_loaded(memory, _project_dir(payload, env), env))
+    except (CairnError, OSError) as exc:
+        log.warning("what Claude Code already loaded is unknown: %s", exc)
+        return frozenset()
+
+
 def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[str, Any],
-             embedder: Embedder | None, clock: _Clock | None = None, *, global_only: bool = False) -> str | None:
+             embedder: Embedder | None, clock: _Clock | None = None, *, global_only: bool = False,
+             env: dict[str, str] | None = None) -> str | None:
     clock = clock or _Clock(None)
     hooks = config["hooks"]
     state = SessionState(str(payload.get("session_id") or ""))
@@ -225,7 +243,9 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
     if event == SESSION_START:
         source = payload.get("source", "startup")
         budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
-        text = session_brief(memory, budget=budget, global_only=global_only)
+        loaded = _already_loaded(memory, payload, env)
+        clock.lap("already loaded")
+        text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded)
         if source == "resume":
             if text is None or state.brief == _digest(text):
                 return None  # the transcript already holds this brief
@@ -237,6 +257,13 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         state.save()
         if config["maintenance"]["background"]:
             start_background_maintenance(memory)
+        if config["claude_memory"]["sync"] and not global_only:
+            from .claude_memory import sync_at_session_start
+
+            project = _project_dir(payload, dict(os.environ) if env is None else env)
+            sync_at_session_start(memory, project, dict(os.environ) if env is None else env,
+                                  store_name=memory.name if memory.choice.explicit else None)
+            clock.lap("claude memory sync")
         return text
     if event == USER_PROMPT_SUBMIT:
         prompt = str(payload.get("prompt") or "")
@@ -249,8 +276,11 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         clock.lap("embed")
         # A memory already in the session's context (the brief, an earlier prompt) is not injected
         # again; a changed fact has a new id, so it is.
+        # Nor is one Claude Code loaded itself (CLAUDE.md, rules, its auto memory's index).
+        loaded = _already_loaded(memory, payload, env)
+        clock.lap("already loaded")
         text = prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"],
-                              query_vector=vector, exclude=frozenset(state.injected))
+                              query_vector=vector, exclude=frozenset(state.injected) | loaded)
         clock.lap("recall")
         if text:
             state.injected += cited_ids(text)
