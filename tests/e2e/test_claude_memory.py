@@ -56,7 +56,7 @@ def texts_in(body: dict) -> str:
     return json.dumps({"system": body.get("system"), "messages": body.get("messages")}, ensure_ascii=False)
 
 
-def test_native_memory_is_imported_recalled_versioned_and_never_injected_twice(cairn: CairnSession,
+def test_native_memory_is_imported_recalled_versioned_and_never_injected_twice(cairn: CairnSession,  # noqa: F811
                                                                                tmp_path: Path) -> None:
     api, project = cairn.api, cairn.project
     folder = cairn.harness.home / ".claude" / "projects" / encoded_project(project.resolve()) / "memory"
