@@ -8,6 +8,9 @@ of 60 lines and two .claude/rules files. Each run calls the SessionStart hook's 
 (adapters.claude.handle, keyword-only, as the cold hook process runs it) with a fresh session id;
 the two settings alternate run by run so that load on the machine falls on both alike. Printed:
 p50 and p95 milliseconds of each, and of the difference; the bar is a p95 difference of at most 50 ms.
+Also the p95 of the two steps as the hook times them: "claude memory sync" (is the folder synced?
+stat only) and "already loaded" (which memories CLAUDE.md, rules and MEMORY.md already hold: run
+with either setting, so it is not in the difference).
 Also timed once: the first sync of the folder (done by a detached process, outside the hook).
 """
 
@@ -84,14 +87,19 @@ def main() -> None:
     off.write_text("embedding:\n  enabled: false\nclaude_memory:\n  sync: false\n")
     env = {"CLAUDE_PROJECT_DIR": str(project), "HOME": str(home)}
     times: dict[str, list[float]] = {"sync on": [], "sync off": []}
+    laps: dict[str, list[float]] = {}  # the hook's own steps, timed inside it (handle's `timings`)
     for run in range(args.runs):
         for label, cfg in (("sync on", str(config)), ("sync off", str(off))) if run % 2 else \
                 (("sync off", str(off)), ("sync on", str(config))):
             os.environ["CAIRN_CONFIG"] = cfg
             payload = {"session_id": f"bench-{label.replace(' ', '-')}-{run}", "cwd": str(project), "source": "startup"}
+            steps: dict[str, float] = {}
             started = time.perf_counter()
-            out = claude.handle("SessionStart", payload, {**env, "CAIRN_CONFIG": cfg})
+            out = claude.handle("SessionStart", payload, {**env, "CAIRN_CONFIG": cfg}, timings=steps)
             times[label].append(1000 * (time.perf_counter() - started))
+            if label == "sync on":
+                for step in ("claude memory sync", "already loaded"):
+                    laps.setdefault(step, []).append(steps.get(step, 0.0))
             assert out and "hookSpecificOutput" in out
     diff = [a - b for a, b in zip(times["sync on"], times["sync off"])]
     result = {
@@ -100,6 +108,7 @@ def main() -> None:
         **{f"{k} p50 ms": round(pct(v, 50), 1) for k, v in times.items()},
         **{f"{k} p95 ms": round(pct(v, 95), 1) for k, v in times.items()},
         "added p50 ms": round(pct(diff, 50), 1), "added p95 ms": round(pct(diff, 95), 1),
+        **{f"step {k} p95 ms": round(pct(v, 95), 2) for k, v in laps.items()},
     }
     if args.json:
         print(json.dumps(result))

@@ -244,3 +244,15 @@ def test_session_start_syncs_in_a_detached_process(project, folder, home):
             return 0
 
     wait_for(lambda: imported() == 3, what="the background sync")
+
+
+def test_the_loaded_text_matches_are_cached_until_a_file_changes(memory, project, home):
+    (project / "CLAUDE.md").write_text("- Use uv for every Python command.\n")
+    first = memory.remember("Use uv for every Python command.", kind="convention", detect=False).memory
+    second = memory.remember("Tabs are never used in YAML files.", kind="convention", detect=False).memory
+    cache: dict = {}
+    assert already_loaded(memory, project, cache=cache) == {first.id}
+    assert cache["ids"] == [first.id]
+    assert already_loaded(memory, project, cache=cache) == {first.id}
+    (project / "CLAUDE.md").write_text("- Use uv for every Python command.\n- Tabs are never used in YAML files\n")
+    assert already_loaded(memory, project, cache=cache) == {first.id, second.id}

@@ -75,7 +75,9 @@ class SessionState:
     """What this session's context already holds: the digest of the last brief and the ids of the
     memories injected since the context was last cleared or compacted; and `uncounted`, the ids
     injected (once per injection) whose injection the store has not counted yet: the capture at
-    Stop counts them, so a hook never writes to the store. Kept in
+    Stop counts them, so a hook never writes to the store; and `loaded`, the cached ids of
+    memories Claude Code loads by itself (CLAUDE.md, rules, MEMORY.md) with the files' signature.
+    Kept in
     <data root>/sessions/<session id>.json, written atomically; a missing or unreadable file is a
     fresh session."""
 
@@ -84,10 +86,13 @@ class SessionState:
         self.brief: str | None = None
         self.injected: list[str] = []
         self.uncounted: list[str] = []
+        # What Claude Code loads by itself, cached (claude_memory.already_loaded's `cache`).
+        self.loaded: dict[str, Any] = {}
         if self.path is not None:
             try:
                 data = json.loads(self.path.read_text())
                 self.brief = data.get("brief")
+                self.loaded = data.get("loaded") if isinstance(data.get("loaded"), dict) else {}
                 self.injected = [str(i) for i in data.get("injected", [])]
                 self.uncounted = [str(i) for i in data.get("uncounted", [])]
             except (OSError, ValueError, AttributeError):
@@ -97,7 +102,7 @@ class SessionState:
         if self.path is None:
             return
         write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:],
-                                             "uncounted": self.uncounted[-2000:]}).encode())
+                                             "uncounted": self.uncounted[-2000:], "loaded": self.loaded}).encode())
 
 
 def _digest(text: str) -> str:
@@ -220,14 +225,16 @@ class _Clock:
             self.last = now
 
 
-def _already_loaded(memory: Cairn, payload: dict[str, Any], env: dict[str, str] | None) -> frozenset[str]:
-    """The ids of memories Claude Code itself loads into this session (claude_memory.already_loaded);
-    empty when they cannot be found out (a hook fails open: injecting twice beats injecting nothing)."""
+def _already_loaded(memory: Cairn, payload: dict[str, Any], env: dict[str, str] | None,
+                    state: SessionState) -> frozenset[str]:
+    """The ids of memories Claude Code itself loads into this session (claude_memory.already_loaded,
+    its text matches cached in the session's state); empty when they cannot be found out (a hook
+    fails open: injecting twice beats injecting nothing)."""
     from .claude_memory import already_loaded
 
     env = dict(os.environ) if env is None else env
     try:
-        return frozenset(already_loaded(memory, _project_dir(payload, env), env))
+        return frozenset(already_loaded(memory, _project_dir(payload, env), env, cache=state.loaded))
     except (CairnError, OSError) as exc:
         log.warning("what Claude Code already loaded is unknown: %s", exc)
         return frozenset()
@@ -243,9 +250,10 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
     if event == SESSION_START:
         source = payload.get("source", "startup")
         budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
-        loaded = _already_loaded(memory, payload, env)
+        loaded = _already_loaded(memory, payload, env, state)
         clock.lap("already loaded")
         text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded)
+        clock.lap("brief")
         if source == "resume":
             if text is None or state.brief == _digest(text):
                 return None  # the transcript already holds this brief
@@ -257,6 +265,7 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         state.save()
         if config["maintenance"]["background"]:
             start_background_maintenance(memory)
+        clock.lap("session state")
         if config["claude_memory"]["sync"] and not global_only:
             from .claude_memory import sync_at_session_start
 
@@ -277,11 +286,14 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         # A memory already in the session's context (the brief, an earlier prompt) is not injected
         # again; a changed fact has a new id, so it is.
         # Nor is one Claude Code loaded itself (CLAUDE.md, rules, its auto memory's index).
-        loaded = _already_loaded(memory, payload, env)
+        cached = dict(state.loaded)
+        loaded = _already_loaded(memory, payload, env, state)
         clock.lap("already loaded")
         text = prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"],
                               query_vector=vector, exclude=frozenset(state.injected) | loaded)
         clock.lap("recall")
+        if state.loaded != cached and not text:
+            state.save()
         if text:
             state.injected += cited_ids(text)
             state.uncounted += cited_ids(text)

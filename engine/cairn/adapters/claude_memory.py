@@ -280,7 +280,7 @@ def sync_lock(memory: Cairn, *, wait: bool) -> Iterator[bool]:
         yield True
         return
     folder = private_dir(data_root() / "claude-memory-locks")
-    key = hashlib.sha256(memory.status().path.encode()).hexdigest()[:32]
+    key = hashlib.sha256(str(memory.choice.path).encode()).hexdigest()[:32]
     with open(folder / f"{key}.lock", "a") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -479,14 +479,35 @@ def loaded_texts(paths: list[Path]) -> set[str]:
     return pieces
 
 
-def already_loaded(memory: Cairn, project: Path, env: dict[str, str] | None = None) -> set[str]:
+def loaded_signature(paths: list[Path]) -> list[list[Any]]:
+    """What identifies the loaded files' content cheaply: each path with its size and mtime."""
+    out: list[list[Any]] = []
+    for path in paths:
+        with contextlib.suppress(OSError):
+            info = path.stat()
+            out.append([str(path), info.st_size, info.st_mtime_ns])
+    return out
+
+
+def already_loaded(memory: Cairn, project: Path, env: dict[str, str] | None = None,
+                   cache: dict[str, Any] | None = None) -> set[str]:
     """The ids of current memories a session of `project` already holds through Claude Code itself:
     those whose normalised text is a paragraph, line or sentence of a loaded CLAUDE.md, rules file
     or MEMORY.md (loaded_files), and those imported from an auto-memory file that the loaded part of
     MEMORY.md links to (MEMORY.md holds a one-line hook for each, and the CLI reads the file itself).
-    The brief and per-prompt injection leave them out. Never raises for a file it cannot read."""
+    The brief and per-prompt injection leave them out. cache: a dict kept across a session's hooks
+    (SessionState.loaded): the text matches are looked up again only when a loaded file changed
+    (an index lookup per piece of text: about 10 ms for a 60-line CLAUDE.md). Never raises for a
+    file it cannot read."""
     native = native_memory(project, env)
-    ids = {m.id for m in memory.current_by_texts(loaded_texts(loaded_files(project, native, env)))}
+    files = loaded_files(project, native, env)
+    signature = loaded_signature(files)
+    if cache is not None and cache.get("signature") == signature and isinstance(cache.get("ids"), list):
+        ids = set(cache["ids"])
+    else:
+        ids = {m.id for m in memory.current_by_texts(loaded_texts(files))}
+        if cache is not None:
+            cache.update(signature=signature, ids=sorted(ids))
     if native.enabled:
         links = index_links(native.folder)
         state = memory.source_state(SOURCE)
