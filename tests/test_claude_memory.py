@@ -102,6 +102,15 @@ def test_each_file_becomes_one_memory_and_edits_keep_history(memory, project, fo
     assert retired[0].status == "retired"  # kept, with its text
 
 
+def test_values_the_cli_quotes_itself_are_read(memory, project, folder):
+    native_file(folder, "colon", "Use ruff: not flake8", "Ruff replaced flake8 and isort: one tool.", "feedback")
+    (folder / "unclosed.md").write_text("---\nname: unclosed\ndescription: no end\n\nbody\n")
+    done = sync(memory, native_memory(project))
+    assert done["created"] == 1 and "not closed" in done["failed"]["unclosed.md"]
+    assert current(memory) == {"Use ruff: not flake8\n\nRuff replaced flake8 and isort: one tool.":
+                               ("convention", "claude-memory")}
+
+
 def test_secrets_and_private_spans_are_scrubbed(memory, project, folder):
     key = "sk-ant-api03-" + "A" * 90
     native_file(folder, "creds", "The staging key", f"Use {key} <private>my home address</private> for staging.")
@@ -121,7 +130,7 @@ def test_bad_input_gets_a_reason_and_nothing_partial(memory, project, folder, tm
             bad.unlink()
             bad.mkdir()
     elif case == "frontmatter":
-        bad.write_text("---\nname: bad\ndescription: [unclosed\nmetadata:\n  type: user\n---\nbody\n")
+        bad.write_text("---\nname: bad\ndescription: fine\nmetadata:\n    type: user\n  scope: x\n---\nbody\n")
     elif case == "huge":
         bad.write_text("---\nname: bad\ndescription: big\n---\n" + "x" * (5 * 1024 * 1024))
     elif case == "symlink":
@@ -187,8 +196,10 @@ def run_cli_in(project: Path, args: list[str]):
 def test_export_then_import_gives_the_same_memories(memory, project, tmp_path, home):
     kinds = ["decision", "convention", "preference", "fact", "task", "insight"]
     for i in range(500):
-        memory.remember(f"Memory number {i} says the service {i} listens on port {8000 + i}", kind=kinds[i % 6],
-                        tags=[f"t{i % 7}"], importance=1 + i % 5, detect=False)
+        text = f"Memory number {i} says the service {i} listens on port {8000 + i}"
+        if i % 10 == 0:  # several lines, and a first line longer than an index line
+            text = f"{text}, behind the gateway{' and the proxy' * 12}.\n\n- **Why:** ports are planned.\n- [[ports]]"
+        memory.remember(text, kind=kinds[i % 6], tags=[f"t{i % 7}"], importance=1 + i % 5, detect=False)
     out = tmp_path / "exported"
     done = export(memory.list(limit=1000, scope="project"), out)
     assert done["files"] == 500
@@ -214,8 +225,14 @@ def test_export_refuses_the_live_folder_unless_asked(memory, project, folder, ca
     monkeypatch.chdir(project)
     code, _, err = run_cli(capsys, ["export", "--format", "claude-memory", str(folder)])
     assert code == 2 and "--into-claude-memory" in err and not folder.exists()
+    native_file(folder, "own", "Claude's own memory", "Written by the CLI.")
+    index(folder, ["own"])
+    sync(memory, native_memory(project))
     code, out, _ = run_cli(capsys, ["export", "--format", "claude-memory", "--into-claude-memory"])
-    assert code == 0 and "exported 1" in out and (folder / "MEMORY.md").exists()
+    assert code == 0 and "exported 1" in out  # not the memory that came from the folder
+    lines = (folder / "MEMORY.md").read_text().splitlines()
+    assert lines[0].startswith("- [Own](own.md)") and "We use Postgres 16" in lines[1] and len(lines) == 2
+    assert (folder / "own.md").read_text().endswith("Written by the CLI.\n")
 
 
 def test_doctor_reports_the_folder_and_whether_sync_is_current(memory, project, folder):

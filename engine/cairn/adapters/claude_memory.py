@@ -152,6 +152,13 @@ class NativeFile:
     mtime_ms: int
 
 
+_PLAIN_VALUE = re.compile(r"^([ \t]*[A-Za-z_][\w-]*:[ \t]+)(?![\"'|>])(.*?)[ \t]*$", re.M)
+
+
+def _quote_value(match: re.Match[str]) -> str:
+    return match.group(1) + json.dumps(match.group(2), ensure_ascii=False)
+
+
 def _frontmatter(raw: str) -> tuple[dict[str, Any], str]:
     """The YAML frontmatter as a mapping and the body after it. Raises NativeMemoryError."""
     match = _FRONTMATTER.match(raw)
@@ -162,7 +169,12 @@ def _frontmatter(raw: str) -> tuple[dict[str, Any], str]:
     try:
         data = yaml.safe_load(match.group(1))
     except yaml.YAMLError as exc:
-        raise NativeMemoryError(f"its frontmatter is not valid YAML ({str(exc).splitlines()[0]})") from None
+        # The CLI parses again with plain values quoted (`description: Use X: not Y` is common in
+        # files Claude writes); so does this, and only a block that still fails is refused.
+        try:
+            data = yaml.safe_load(_PLAIN_VALUE.sub(_quote_value, match.group(1)))
+        except yaml.YAMLError:
+            raise NativeMemoryError(f"its frontmatter is not valid YAML ({str(exc).splitlines()[0]})") from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -176,7 +188,7 @@ def _text(description: str, body: str) -> str:
     description, body = description.strip(), body.strip()
     if not body:
         return description
-    if not description or body.startswith(description.rstrip("\u2026").rstrip()):
+    if not description or " ".join(body.split()).startswith(" ".join(description.rstrip("\u2026").split())):
         return body
     return f"{description}\n\n{body}"
 

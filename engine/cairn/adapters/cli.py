@@ -501,6 +501,11 @@ def export_(memory: Cairn, as_json: bool, output: str, fmt: str, into_live: bool
         if folder.exists() and not folder.is_dir():
             raise click.UsageError(f"{folder} is not a folder")
         memories = memory.list(limit=1_000_000, scope="project", order=cairn.Order.IMPORTANCE)
+        if into_live:  # what came from that folder is there already
+            state = memory.source_state("claude-memory")
+            files = state.get("files", {}) if state.get("folder") == str(folder) else {}
+            came = {e.get("id") for e in files.values()}
+            memories = [m for m in memories if m.id not in came]
         done = export(memories, folder, live=into_live)
         _emit(as_json, done, lambda: click.echo(
             f"exported {done['files']} memories to {done['folder']} ({done['indexed']} in MEMORY.md"
