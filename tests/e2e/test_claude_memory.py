@@ -134,6 +134,11 @@ def test_native_memory_is_imported_recalled_versioned_and_never_injected_twice(c
     assert [c["status"] for c in chain] == ["superseded", "current"], chain
     assert "Kamal from the main branch" in chain[0]["text"] and "GitHub Actions" in chain[1]["text"]
     last = texts_in(api.message_bodies()[-1])
+    # CLAUDE.md's line reaches the context once (Claude Code's own), Cairn's own memory once (the brief).
+    assert len(re.findall(r"Run the linter before pushing", last)) == 1
+    assert len(re.findall(r"Releases are tagged vYYYY\.MM\.DD", last)) == 1
+    prompt_context = "\n".join(api.hook_context("UserPromptSubmit"))
+    assert not any(m.id in prompt_context for m in current_memories(project) if m.source == "claude-memory")
     for m in current_memories(project):
         first_line = m.text.split("\n")[0]
         # JSON escapes inside a tool result: compare on words alone.
