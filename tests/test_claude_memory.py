@@ -261,6 +261,8 @@ def test_session_start_syncs_in_a_detached_process(project, folder, home):
             return 0
 
     wait_for(lambda: imported() == 3, what="the background sync")
+    log = Path(os.environ["CAIRN_HOME"]) / "logs" / "claude-memory.log"
+    wait_for(lambda: log.exists() and "3 created" in log.read_text(), what="the background sync's log")
 
 
 def test_the_loaded_text_matches_are_cached_until_a_file_changes(memory, project, home):

@@ -35,7 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from cairn import IMPORTANCE_RANGE, KINDS, CairnError, InvalidMemory, MemoryNotFound, NotCurrent, data_root, private_dir
+from cairn import (
+    IMPORTANCE_RANGE, KINDS, CairnError, InvalidMemory, MemoryNotFound, NotCurrent, data_root, private_dir,
+    private_file,
+)
 
 if TYPE_CHECKING:
     from cairn import Cairn, Memory
@@ -43,6 +46,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SOURCE = "claude-memory"  # the memories' source, and the name of the import's recorded state
+LOG_NAME = "claude-memory.log"  # in <data root>/logs: the background sync's log
 INDEX = "MEMORY.md"
 # The CLI's MEMORY.md cap (binary: `MW=200,bce=25000`): past these the index is cut when loaded.
 INDEX_MAX_LINES = 200
@@ -394,12 +398,14 @@ def start_background_sync(memory_name: str | None, project: Path, env: dict[str,
     engine_dir = str(Path(__file__).resolve().parents[2])  # engine/cairn/adapters/claude_memory.py -> engine
     # The hook's environment over this process's (the warm process serves hooks of other sessions).
     env = {**os.environ, **(env or {}), "PYTHONPATH": engine_dir, "CAIRN_NO_WARM": "1"}
-    argv = [sys.executable, "-P", "-m", "cairn", "import-claude-memory"]
+    argv = [sys.executable, "-P", "-m", "cairn", "-v", "import-claude-memory"]
     if memory_name:
         argv += ["--store", memory_name]
     try:
-        subprocess.Popen(argv, cwd=str(project), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+        # Its log (what was imported, each file refused and why) goes to LOG_NAME in the data root.
+        with open(private_file(private_dir(data_root() / "logs") / LOG_NAME), "ab") as log_file:
+            subprocess.Popen(argv, cwd=str(project), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=log_file, start_new_session=True)
     except OSError as exc:
         log.warning("claude memory: background sync not started: %s", exc)
         return False
