@@ -16,7 +16,7 @@ from cairn.adapters.claude_memory import (
 )
 from cairn.adapters.claude import encoded_project
 
-from .conftest import run_cli
+from .conftest import BACKENDS, run_cli
 
 
 def native_file(folder: Path, name: str, description: str, body: str, type_: str = "project") -> Path:
@@ -48,8 +48,13 @@ def folder(home, project) -> Path:
     return home / ".claude" / "projects" / encoded_project(project.resolve()) / "memory"
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    return request.param
+
+
 @pytest.fixture
-def memory(project, home):
+def memory(project, home, use_backend):
     with Cairn.open(cwd=project, embedder=None) as engine:
         yield engine
 
@@ -172,7 +177,8 @@ def test_what_claude_code_loaded_is_not_injected(memory, project, folder, home):
     assert loaded == {in_claude_md.id, in_rules.id, imported.id}
 
     payload = {"session_id": "s1", "cwd": str(project), "source": "startup"}
-    env = {"CLAUDE_PROJECT_DIR": str(project), "HOME": str(home)}
+    env = {"CLAUDE_PROJECT_DIR": str(project), "HOME": str(home),
+           **{k: os.environ[k] for k in ("CAIRN_POSTGRES_URL", "CAIRN_CONFIG") if k in os.environ}}
     out = claude.handle("SessionStart", payload, env)
     brief = out["hookSpecificOutput"]["additionalContext"]
     assert other.id in brief and in_claude_md.id not in brief and imported.id not in brief
