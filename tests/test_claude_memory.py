@@ -153,6 +153,16 @@ def test_bad_input_gets_a_reason_and_nothing_partial(memory, project, folder, tm
     assert any(e in reason for e in expected), reason
     assert "bad.md" in caplog.text and reason in caplog.text
     assert list(current(memory)) == ["A good memory\n\nIt imports."]
+    # Refused once, it is not read again until it changes; once gone, nothing is left to report.
+    assert not any(pending(memory, native_memory(project)).values())
+    if bad.is_dir():
+        bad.rmdir()
+    else:
+        bad.chmod(0o600)
+        bad.unlink()
+    assert pending(memory, native_memory(project))["deleted"] == ["bad.md"]
+    sync(memory, native_memory(project))
+    assert doctor_check(memory, project, None).status == "ok"
 
 
 def test_nothing_is_written_into_the_folder(memory, project, folder):

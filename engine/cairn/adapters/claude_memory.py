@@ -282,7 +282,7 @@ def pending(memory: Cairn, native: NativeMemory) -> dict[str, list[str]]:
             out["new"].append(name)
         elif entry.get("stamp") != _stamp(info):
             out["changed"].append(name)
-    out["deleted"] = [name for name, entry in files.items() if name not in found and entry.get("id")]
+    out["deleted"] = [name for name in files if name not in found]
     return out
 
 
