@@ -291,3 +291,29 @@ def test_the_loaded_text_matches_are_cached_until_a_file_changes(memory, project
     assert already_loaded(memory, project, cache=cache) == {first.id}
     (project / "CLAUDE.md").write_text("- Use uv for every Python command.\n- Tabs are never used in YAML files\n")
     assert already_loaded(memory, project, cache=cache) == {first.id, second.id}
+
+
+def test_the_cli_import_lists_what_it_refused(memory, project, folder, capsys, monkeypatch):
+    native_file(folder, "good", "A good memory", "It imports.")
+    (folder / "bad.md").write_bytes(b"---\nname: bad\n---\n\xff\n")
+    monkeypatch.chdir(project)
+    code, out, _ = run_cli(capsys, ["import-claude-memory"])
+    assert code == 0 and "1 imported" in out and "bad.md: it is not UTF-8" in out
+    code, out, _ = run_cli(capsys, ["import-claude-memory", "--json"])
+    again = json.loads(out)
+    assert code == 0 and again["unchanged"] == 1 and list(again["failed"]) == ["bad.md"]
+
+
+def test_with_sync_off_a_session_start_imports_nothing(project, folder, home, monkeypatch, tmp_path):
+    native_file(folder, "one", "One", "Body.")
+    config = tmp_path / "off.yaml"
+    config.write_text("claude_memory:\n  sync: false\n")
+    monkeypatch.setenv("CAIRN_CONFIG", str(config))
+    started = []
+    monkeypatch.setattr("cairn.adapters.claude_memory.start_background_sync", lambda *a, **k: started.append(a))
+    env = {"CLAUDE_PROJECT_DIR": str(project), "HOME": str(home), "CAIRN_CONFIG": str(config)}
+    claude.handle("SessionStart", {"session_id": "s3", "cwd": str(project), "source": "startup"}, env)
+    assert started == []
+    config.write_text("")
+    claude.handle("SessionStart", {"session_id": "s4", "cwd": str(project), "source": "startup"}, env)
+    assert len(started) == 1

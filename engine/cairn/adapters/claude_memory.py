@@ -320,7 +320,7 @@ def sync(memory: Cairn, native: NativeMemory) -> dict[str, Any]:
     A file that cannot be imported (NativeMemoryError, InvalidMemory) is logged with the reason
     and skipped whole, its earlier memory left as it was; it is read again once it changes.
     Nothing is ever written into the folder. Returns counts: created, superseded, retired,
-    unchanged, duplicates, failed ({file: reason})."""
+    unchanged, duplicates, failed ({file: reason}: refused now, or earlier and unchanged since)."""
     state = memory.source_state(SOURCE)
     files: dict[str, dict[str, Any]] = state.get("files", {}) if state.get("folder") == str(native.folder) else {}
     found = memory_files(native.folder)
@@ -329,7 +329,10 @@ def sync(memory: Cairn, native: NativeMemory) -> dict[str, Any]:
     for name in sorted(found):
         entry = files.get(name)
         if entry is not None and entry.get("stamp") == _stamp(found[name]):
-            done["unchanged"] += 1
+            if entry.get("error"):  # refused before and not changed since: the same reason holds
+                done["failed"][name] = entry["error"]
+            else:
+                done["unchanged"] += 1
             continue
         try:
             parsed, info = read_file(native.folder, name)
