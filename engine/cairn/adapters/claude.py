@@ -254,6 +254,13 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         clock.lap("already loaded")
         text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded)
         clock.lap("brief")
+        if config["claude_memory"]["sync"] and not global_only:
+            from .claude_memory import sync_at_session_start
+
+            hook_env = dict(os.environ) if env is None else env
+            sync_at_session_start(memory, _project_dir(payload, hook_env), hook_env,
+                                  store_name=memory.name if memory.choice.explicit else None)
+            clock.lap("claude memory sync")
         if source == "resume":
             if text is None or state.brief == _digest(text):
                 return None  # the transcript already holds this brief
@@ -265,14 +272,6 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         state.save()
         if config["maintenance"]["background"]:
             start_background_maintenance(memory)
-        clock.lap("session state")
-        if config["claude_memory"]["sync"] and not global_only:
-            from .claude_memory import sync_at_session_start
-
-            project = _project_dir(payload, dict(os.environ) if env is None else env)
-            sync_at_session_start(memory, project, dict(os.environ) if env is None else env,
-                                  store_name=memory.name if memory.choice.explicit else None)
-            clock.lap("claude memory sync")
         return text
     if event == USER_PROMPT_SUBMIT:
         prompt = str(payload.get("prompt") or "")
