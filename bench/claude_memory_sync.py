@@ -56,7 +56,8 @@ def main() -> None:
 
     from cairn import Cairn, Draft
     from cairn.adapters import claude
-    from cairn.adapters.claude_memory import native_memory, sync
+    from cairn.adapters.claude_memory import native_memory
+    from cairn.adapters.claude_memory_sync import sync
 
     (project / "CLAUDE.md").write_text("# Project\n\n" + "".join(f"- Rule {i}: keep module {i} small.\n"
                                                                   for i in range(60)))

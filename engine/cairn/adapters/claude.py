@@ -153,7 +153,7 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         # No memories yet; do not create a store just by starting a session. The user's global
         # store (preferences for every project) is still briefed, when there is one.
         if event == SESSION_START and config["claude_memory"]["sync"]:
-            from .claude_memory import sync_at_session_start  # the first sync creates the store
+            from .claude_memory_sync import sync_at_session_start  # the first sync creates the store
             sync_at_session_start(None, _project_dir(payload, env), env,
                                   store_name=choice.name if choice.explicit else None)
         glob = resolved.global_instead() if event == SESSION_START else None
@@ -230,7 +230,7 @@ def _already_loaded(memory: Cairn, payload: dict[str, Any], env: dict[str, str] 
     """The ids of memories Claude Code itself loads into this session (claude_memory.already_loaded,
     its text matches cached in the session's state); empty when they cannot be found out (a hook
     fails open: injecting twice beats injecting nothing)."""
-    from .claude_memory import already_loaded
+    from .claude_loaded import already_loaded
 
     env = dict(os.environ) if env is None else env
     try:
@@ -255,7 +255,7 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded)
         clock.lap("brief")
         if config["claude_memory"]["sync"] and not global_only:
-            from .claude_memory import sync_at_session_start
+            from .claude_memory_sync import sync_at_session_start
 
             hook_env = dict(os.environ) if env is None else env
             sync_at_session_start(memory, _project_dir(payload, hook_env), hook_env,

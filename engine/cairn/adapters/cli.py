@@ -421,7 +421,7 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
         info["most_cited"] = [{"id": m.id, "text": cairn.render.shorten(m.text or "", 80), **use.get(m.id, {})}
                               for m in (memory.get(i) for i in top) if m.text is not None]
     if memory.exists:
-        from .claude_memory import already_loaded
+        from .claude_loaded import already_loaded
 
         # What the hooks leave out because Claude Code loads it itself (CLAUDE.md, rules, MEMORY.md).
         info["already_loaded"] = len(already_loaded(memory, Path(memory.choice.project_root or Path.cwd())))
@@ -525,7 +525,8 @@ def import_claude_memory(memory: Cairn, as_json: bool) -> None:
     memory per file; an edited file replaces its memory (history kept), a deleted file retires it.
     Incremental: only what changed since the last run is read. A session start runs it in the
     background when claude_memory.sync is on. Files that cannot be imported are listed with why."""
-    from .claude_memory import native_memory, sync, sync_lock
+    from .claude_memory import native_memory
+    from .claude_memory_sync import sync, sync_lock
 
     native = native_memory(Path.cwd())
     with sync_lock(memory, wait=True):
@@ -727,7 +728,7 @@ def _config_check() -> tuple[Any, dict[str, Any] | None]:
 
 
 def _auto_memory_check(config: dict[str, Any] | None) -> cairn.Check:
-    from .claude_memory import doctor_check
+    from .claude_memory_sync import doctor_check
 
     try:
         with cairn.Cairn.open(read_only=True, embedder=None, check_model=False) as memory:
