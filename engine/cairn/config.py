@@ -39,6 +39,9 @@ DEFAULTS: dict[str, Any] = {
     # `cairn maintain`: background: a session start runs the safe band (exact duplicates) in the
     # background when the store had no run for stale_days (off by default).
     "maintenance": {"background": False, "stale_days": 7},
+    # Claude Code's own auto-memory folder: sync: each session start imports what changed in it
+    # (docs/claude-memory.md).
+    "claude_memory": {"sync": True},
 }
 
 _INT = {"type": "integer"}
@@ -102,6 +105,10 @@ SCHEMA: dict[str, Any] = {
         "maintenance": {
             "type": "object", "additionalProperties": False,
             "properties": {"background": {"type": "boolean"}, "stale_days": {**_INT, "minimum": 1, "maximum": 3650}},
+        },
+        "claude_memory": {
+            "type": "object", "additionalProperties": False,
+            "properties": {"sync": {"type": "boolean"}},
         },
     },
 }

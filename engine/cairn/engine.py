@@ -41,7 +41,7 @@ from .storage.protocol import StoreBackend as Store  # either backend, typed by 
 from .storage.sql import Filters
 from .storage.sqlite import SqliteStore
 from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value
-from .text import duplicate_key, fts_query, index_text, is_blank, lone_surrogate, passage
+from .text import duplicate_key, fts_query, index_text, is_blank, lone_surrogate, normalise, passage
 from .timeutil import END_OF_TIME, now_ms, parse_time
 
 if TYPE_CHECKING:
@@ -1103,6 +1103,47 @@ class Cairn:
         if not store.flush_to_disk():
             log.warning("forget %s: a reader kept the WAL in use; the next checkpoint empties it", memory_id)
         return store.get(memory_id)
+
+    def retire(self, memory_id: str) -> Memory:
+        """Retire a current memory without a successor: it leaves the current view (status
+        "retired") and keeps its text, so `history` still shows it. For a memory whose source is
+        gone (a deleted Claude Code memory file). Retiring twice is harmless. Raises MemoryNotFound,
+        NotCurrent (superseded or forgotten)."""
+        store = self._store_holding(memory_id)
+        with store.transaction():
+            old = self._require_current(store, memory_id, lock=True)
+            if old.retired_at is None:
+                at = now_ms()
+                store.supersede(store.seq_of(memory_id), None, at=at, valid_until=at)  # type: ignore[arg-type]
+        return store.get(memory_id)
+
+    def source_state(self, name: str) -> dict[str, Any]:
+        """What the importer of an outside source (`name`, e.g. "claude-memory") recorded in the
+        project store about what it imported: a JSON object, {} when nothing was recorded. Kept in
+        the store, so a backup or restore keeps it with the memories it names."""
+        raw = self.store.get_meta(f"source:{name}") if self.exists else None
+        try:
+            value = json.loads(raw) if raw else {}
+        except ValueError:
+            log.warning("the recorded state of source %s is not JSON; starting afresh", name)
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    def set_source_state(self, name: str, state: dict[str, Any]) -> None:
+        """Record `state` (a JSON object) for source `name`; see source_state."""
+        self.store.set_meta(f"source:{name}", json.dumps(state, ensure_ascii=False, separators=(",", ":")))
+
+    def current_by_texts(self, texts: Iterable[str], *, scope: str = "all") -> list[Memory]:
+        """The current memories whose text equals one of `texts` after text.normalise (NFC,
+        casefold, collapsed whitespace): an index lookup per text, in the stores `scope` covers."""
+        keys = {normalise(t) for t in texts if t and not t.isspace()}
+        found: dict[str, Memory] = {}
+        for store in self._stores(scope):
+            for key in keys:
+                hit = store.current_by_text_key(key)
+                if hit is not None:
+                    found.setdefault(hit.id, hit)
+        return list(found.values())
 
     def _store_holding(self, memory_id: str) -> Store:
         for store in self._stores("all"):

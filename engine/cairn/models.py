@@ -11,7 +11,7 @@ from .timeutil import END_OF_TIME, format_time
 
 # Closed sets, documented in docs/cli.md. A new kind is a schema decision, not a free-form string.
 KINDS = ("decision", "convention", "preference", "fact", "task", "insight")
-SOURCES = ("user", "agent", "capture", "import")
+SOURCES = ("user", "agent", "capture", "import", "claude-memory")  # claude-memory: a Claude Code auto-memory file
 MAX_TEXT_BYTES = 8 * 1024  # UTF-8 bytes of one memory's text
 MAX_APPLIES_WHEN = 4  # applies-when phrases of one memory
 MAX_APPLIES_CHARS = 80  # characters of one applies-when phrase ("fixing a flaky test in CI")

@@ -75,7 +75,9 @@ class SessionState:
     """What this session's context already holds: the digest of the last brief and the ids of the
     memories injected since the context was last cleared or compacted; and `uncounted`, the ids
     injected (once per injection) whose injection the store has not counted yet: the capture at
-    Stop counts them, so a hook never writes to the store. Kept in
+    Stop counts them, so a hook never writes to the store; and `loaded`, the cached ids of
+    memories Claude Code loads by itself (CLAUDE.md, rules, MEMORY.md) with the files' signature.
+    Kept in
     <data root>/sessions/<session id>.json, written atomically; a missing or unreadable file is a
     fresh session."""
 
@@ -84,10 +86,13 @@ class SessionState:
         self.brief: str | None = None
         self.injected: list[str] = []
         self.uncounted: list[str] = []
+        # What Claude Code loads by itself, cached (claude_memory.already_loaded's `cache`).
+        self.loaded: dict[str, Any] = {}
         if self.path is not None:
             try:
                 data = json.loads(self.path.read_text())
                 self.brief = data.get("brief")
+                self.loaded = data.get("loaded") if isinstance(data.get("loaded"), dict) else {}
                 self.injected = [str(i) for i in data.get("injected", [])]
                 self.uncounted = [str(i) for i in data.get("uncounted", [])]
             except (OSError, ValueError, AttributeError):
@@ -97,7 +102,7 @@ class SessionState:
         if self.path is None:
             return
         write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:],
-                                             "uncounted": self.uncounted[-2000:]}).encode())
+                                             "uncounted": self.uncounted[-2000:], "loaded": self.loaded}).encode())
 
 
 def _digest(text: str) -> str:
@@ -147,6 +152,10 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
                                 f"create it with `cairn stores create {choice.name}`")
         # No memories yet; do not create a store just by starting a session. The user's global
         # store (preferences for every project) is still briefed, when there is one.
+        if event == SESSION_START and config["claude_memory"]["sync"]:
+            from .claude_memory_sync import sync_at_session_start  # the first sync creates the store
+            sync_at_session_start(None, _project_dir(payload, env), env,
+                                  store_name=choice.name if choice.explicit else None)
         glob = resolved.global_instead() if event == SESSION_START else None
         if glob is None:
             return {"systemMessage": notice} if notice else None
@@ -159,11 +168,11 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         if open_memory is not None:
             memory = open_memory(resolved, embedder)
             clock.lap("open")
-            text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only)
+            text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only, env=env)
         else:
             with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
                 clock.lap("open")
-                text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only)
+                text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only, env=env)
     except StoreBusy:
         raise  # locked, not broken (`cairn doctor` would find nothing): fail open; the caller logs it
     except BROKEN_STORE_ERRORS as exc:
@@ -216,8 +225,24 @@ class _Clock:
             self.last = now
 
 
+def _already_loaded(memory: Cairn, payload: dict[str, Any], env: dict[str, str] | None,
+                    state: SessionState) -> frozenset[str]:
+    """The ids of memories Claude Code itself loads into this session (claude_memory.already_loaded,
+    its text matches cached in the session's state); empty when they cannot be found out (a hook
+    fails open: injecting twice beats injecting nothing)."""
+    from .claude_loaded import already_loaded
+
+    env = dict(os.environ) if env is None else env
+    try:
+        return frozenset(already_loaded(memory, _project_dir(payload, env), env, cache=state.loaded))
+    except (CairnError, OSError) as exc:
+        log.warning("what Claude Code already loaded is unknown: %s", exc)
+        return frozenset()
+
+
 def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[str, Any],
-             embedder: Embedder | None, clock: _Clock | None = None, *, global_only: bool = False) -> str | None:
+             embedder: Embedder | None, clock: _Clock | None = None, *, global_only: bool = False,
+             env: dict[str, str] | None = None) -> str | None:
     clock = clock or _Clock(None)
     hooks = config["hooks"]
     state = SessionState(str(payload.get("session_id") or ""))
@@ -225,7 +250,17 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
     if event == SESSION_START:
         source = payload.get("source", "startup")
         budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
-        text = session_brief(memory, budget=budget, global_only=global_only)
+        loaded = _already_loaded(memory, payload, env, state)
+        clock.lap("already loaded")
+        text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded)
+        clock.lap("brief")
+        if config["claude_memory"]["sync"] and not global_only:
+            from .claude_memory_sync import sync_at_session_start
+
+            hook_env = dict(os.environ) if env is None else env
+            sync_at_session_start(memory, _project_dir(payload, hook_env), hook_env,
+                                  store_name=memory.name if memory.choice.explicit else None)
+            clock.lap("claude memory sync")
         if source == "resume":
             if text is None or state.brief == _digest(text):
                 return None  # the transcript already holds this brief
@@ -249,9 +284,15 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         clock.lap("embed")
         # A memory already in the session's context (the brief, an earlier prompt) is not injected
         # again; a changed fact has a new id, so it is.
+        # Nor is one Claude Code loaded itself (CLAUDE.md, rules, its auto memory's index).
+        cached = dict(state.loaded)
+        loaded = _already_loaded(memory, payload, env, state)
+        clock.lap("already loaded")
         text = prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"],
-                              query_vector=vector, exclude=frozenset(state.injected))
+                              query_vector=vector, exclude=frozenset(state.injected) | loaded)
         clock.lap("recall")
+        if state.loaded != cached and not text:
+            state.save()
         if text:
             state.injected += cited_ids(text)
             state.uncounted += cited_ids(text)

@@ -420,6 +420,11 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
         use = memory.usage_of(top)
         info["most_cited"] = [{"id": m.id, "text": cairn.render.shorten(m.text or "", 80), **use.get(m.id, {})}
                               for m in (memory.get(i) for i in top) if m.text is not None]
+    if memory.exists:
+        from .claude_loaded import already_loaded
+
+        # What the hooks leave out because Claude Code loads it itself (CLAUDE.md, rules, MEMORY.md).
+        info["already_loaded"] = len(already_loaded(memory, Path(memory.choice.project_root or Path.cwd())))
     if timings:
         info["timings_ms"] = {name: round(1000 * s, 1) for name, s in _TIMINGS.items()}
 
@@ -456,6 +461,9 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
                        "(reset with `cairn reset-usage`)")
             for row in info.get("most_cited") or []:
                 click.echo(f"          {row['id']} {cairn.render.usage(row)}: {row['text']}")
+        if info.get("already_loaded"):
+            click.echo(f"skipped   {info['already_loaded']} memories are not injected: Claude Code already loads "
+                       "them (CLAUDE.md, .claude/rules, its MEMORY.md)")
         if info["keyword_only"]:
             click.echo(f"recall is KEYWORD-ONLY: {info['keyword_only_reason'] or 'no embedding model'}")
         for name, ms in info.get("timings_ms", {}).items():
@@ -465,13 +473,73 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
 
 
 @cli.command(name="export")
-@click.argument("output", type=click.File("w", encoding="utf-8"), default="-")
+@click.argument("output", default="-")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "claude-memory"]), default="jsonl", show_default=True,
+              help="jsonl: every memory, tombstones included, for `cairn import`. claude-memory: the current "
+                   "memories as Claude Code auto-memory files and a MEMORY.md index, into the folder OUTPUT.")
+@click.option("--into-claude-memory", "into_live", is_flag=True,
+              help="With --format claude-memory: write into this project's live auto-memory folder "
+                   "(never done otherwise; existing files are kept).")
 @store_options(read_only=True)
-def export_(memory: Cairn, as_json: bool, output) -> None:
-    """Write every memory (tombstones included) as JSON Lines to OUTPUT (default stdout)."""
-    count = memory.export(output)
-    click.echo(json.dumps({"exported": count}) if as_json else f"exported {count} memories",
-               err=getattr(output, "name", "<stdout>") == "<stdout>")
+def export_(memory: Cairn, as_json: bool, output: str, fmt: str, into_live: bool) -> None:
+    """Write every memory (tombstones included) as JSON Lines to OUTPUT (default stdout), or with
+    --format claude-memory the current memories as Claude Code memory files into the folder OUTPUT
+    (see docs/claude-memory.md)."""
+    if fmt == "claude-memory":
+        from .claude_memory import export, native_memory
+
+        native = native_memory(Path.cwd())
+        if into_live:
+            folder = native.folder
+        elif output == "-":
+            raise click.UsageError("--format claude-memory needs a folder: cairn export --format claude-memory DIR")
+        else:
+            folder = Path(output).expanduser()
+            if folder.resolve() == native.folder.resolve():
+                raise click.UsageError(f"{folder} is this project's live Claude Code memory folder; "
+                                       "add --into-claude-memory to write into it")
+        if folder.exists() and not folder.is_dir():
+            raise click.UsageError(f"{folder} is not a folder")
+        memories = memory.list(limit=1_000_000, scope="project", order=cairn.Order.IMPORTANCE)
+        if into_live:  # what came from that folder is there already
+            state = memory.source_state("claude-memory")
+            files = state.get("files", {}) if state.get("folder") == str(folder) else {}
+            came = {e.get("id") for e in files.values()}
+            memories = [m for m in memories if m.id not in came]
+        done = export(memories, folder, live=into_live)
+        _emit(as_json, done, lambda: click.echo(
+            f"exported {done['files']} memories to {done['folder']} ({done['indexed']} in MEMORY.md"
+            + (f", {done['not_indexed']} past its cap" if done["not_indexed"] else "") + ")"))
+        return
+    if into_live:
+        raise click.UsageError("--into-claude-memory goes with --format claude-memory")
+    with click.open_file(output, "w", encoding="utf-8") as out:
+        count = memory.export(out)
+    click.echo(json.dumps({"exported": count}) if as_json else f"exported {count} memories", err=output == "-")
+
+
+@cli.command(name="import-claude-memory")
+@store_options
+def import_claude_memory(memory: Cairn, as_json: bool) -> None:
+    """Import this project's Claude Code auto-memory folder (wherever its settings put it): one
+    memory per file; an edited file replaces its memory (history kept), a deleted file retires it.
+    Incremental: only what changed since the last run is read. A session start runs it in the
+    background when claude_memory.sync is on. Files that cannot be imported are listed with why."""
+    from .claude_memory import native_memory
+    from .claude_memory_sync import sync, sync_lock
+
+    native = native_memory(Path.cwd())
+    with sync_lock(memory, wait=True):
+        done = sync(memory, native)
+
+    def human() -> None:
+        click.echo(f"{native.folder}: {done['created']} imported, {done['superseded']} updated, "
+                   f"{done['retired']} retired, {done['unchanged']} unchanged, {done['duplicates']} already "
+                   f"remembered, {len(done['failed'])} not importable")
+        for name, reason in sorted(done["failed"].items()):
+            click.echo(f"  {name}: {reason}")
+
+    _emit(as_json, done, human)
 
 
 @cli.command(name="import")
@@ -659,6 +727,17 @@ def _config_check() -> tuple[Any, dict[str, Any] | None]:
     return cairn.Check("config", "ok", f"settings for store {resolved.choice.name} load"), resolved.config
 
 
+def _auto_memory_check(config: dict[str, Any] | None) -> cairn.Check:
+    from .claude_memory_sync import doctor_check
+
+    try:
+        with cairn.Cairn.open(read_only=True, embedder=None, check_model=False) as memory:
+            return doctor_check(memory, Path.cwd(), config)
+    except cairn.CairnError as exc:  # the store checks above say what is wrong with it
+        return doctor_check(None, Path.cwd(), config) if isinstance(exc, cairn.StoreNotFound) else cairn.Check(
+            "Claude Code auto memory", "warn", f"sync state unknown: {exc}")
+
+
 @cli.command()
 @click.option("--fix", is_flag=True, help="Repair what can be: indexes, file modes, pending migrations.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
@@ -676,7 +755,8 @@ def doctor(fix: bool, as_json: bool) -> None:
         engine_checks = cairn.doctor(fix=fix, config=config)
     except cairn.ConfigError:  # the user-level file is broken: the config check names it
         engine_checks = []
-    checks = [config_check, *engine_checks, _warm_check(), hooks_check(settings_project(Path.cwd()))]
+    checks = [config_check, *engine_checks, _warm_check(), hooks_check(settings_project(Path.cwd())),
+              _auto_memory_check(config)]
     failed = [c for c in checks if c.status == "fail" and not c.fixed]
 
     def human() -> None:

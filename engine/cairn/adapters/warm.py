@@ -20,7 +20,9 @@ PROTOCOL = 4
 SERVICE_MODULE = "cairn.adapters.service"  # `python -m` this to run the warm process
 # The hook environment a hook forwards with its event (and the warm process accepts).
 HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG", "CLAUDE_PLUGIN_ROOT",
-                 "CLAUDE_PLUGIN_DATA")
+                 "CLAUDE_PLUGIN_DATA",
+                 # where Claude Code's own memory is and whether it is on (claude_memory.native_memory)
+                 "HOME", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_DISABLE_AUTO_MEMORY", "CLAUDE_CODE_SIMPLE")
 # CLI commands the warm process answers itself (op "cli"), so the CLI process stays light.
 CLI_OPS = ("recall",)
 
