@@ -113,7 +113,7 @@ BRIEF_KINDS = ("decision", "convention", "preference")  # what the global store 
 BRIEF_CHARS = 8000
 BRIEF_MEMORY_CHARS = 200  # the longest gist: memory_recall gives the whole text
 MIN_GIST_CHARS = 60  # shorter than this, a line stops saying what the memory is: list fewer, map the rest
-LISTED_GIST_CHARS = 110  # the gist when not every memory fits
+LISTED_GIST_CHARS = 90  # the gist when not every memory fits
 ALL_LIMIT = 2000  # a store of at most this many current memories is ranked whole; a larger one by candidates
 MAP_TAGS = 8  # tags named in the brief's map of the store
 MAP_TOPICS = 10  # frequent words of the memories left out, named as topics
@@ -170,15 +170,17 @@ def brief_priority(m: Memory, use: dict | None, now: int) -> float:
     return p + RECENCY_BONUS * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
 
 
-def _brief_candidates(memory: Cairn, current: int) -> list[Memory]:
+def _brief_candidates(memory: Cairn, current: int, budget: int) -> list[Memory]:
     """The project store's current memories, all of them up to ALL_LIMIT; in a larger store, those
-    that can rank high: the most important of the brief's kinds, the newest, and the most cited."""
+    that can rank high, as many of each as the budget could list: the most important, the newest,
+    and the most cited."""
     if current <= ALL_LIMIT:
         return memory.list(limit=ALL_LIMIT, scope="project")
-    pool = {m.id: m for m in memory.list(limit=ALL_LIMIT // 4, scope="project", order=Order.IMPORTANCE)}
-    for m in memory.list(limit=ALL_LIMIT // 4, scope="project"):
+    most = budget // (MIN_GIST_CHARS // 2) + 1  # more than fit: a line is longer than half a gist
+    pool = {m.id: m for m in memory.list(limit=most, scope="project", order=Order.IMPORTANCE)}
+    for m in memory.list(limit=most, scope="project"):
         pool.setdefault(m.id, m)
-    for memory_id in memory.most_cited(ALL_LIMIT // 4):
+    for memory_id in memory.most_cited(most):
         if memory_id not in pool:
             try:
                 m = memory.get(memory_id)
@@ -218,7 +220,7 @@ def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool
         pool = [m for m in memory.list(kinds=list(BRIEF_KINDS), limit=budget // 40 + 1, scope="project",
                                        order=Order.IMPORTANCE) if m.id not in excluded]
     else:
-        pool = [m for m in _brief_candidates(memory, counts["current"]) if m.id not in excluded]
+        pool = [m for m in _brief_candidates(memory, counts["current"], budget) if m.id not in excluded]
     now = now_ms()
     use = memory.usage_of([m.id for m in pool]) if pool else {}
     pool.sort(key=lambda m: (-brief_priority(m, use.get(m.id), now), m.id))
@@ -240,13 +242,20 @@ def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool
     listed, gist = _choose(pool, own_budget)
     footer = ""
     if len(listed) < total:
-        header = header.replace(", listed here", "; the {n} most used are listed here")
+        header = header.replace(", listed here", "; {n} listed here, the rest mapped at the end")
         room = budget - len(header) - 1 - sum(len(x) + 1 for x in global_lines) - (
             len(GLOBAL_TITLE) + 2 if global_lines else 0)
+        large = counts["current"] > ALL_LIMIT
+        store_topics = _rest_topics(memory, [], large=True) if large else None  # one query, not one per pass
         while True:  # the map of the rest is worth more than the least of the listed lines
             shown = {m.id for m in listed}
-            footer = _rest_map(memory, [m for m in pool if m.id not in shown], total - len(listed),
-                               large=counts["current"] > ALL_LIMIT)
+            if store_topics is not None:  # the store's counts include the listed ones
+                named, kinds = store_topics[0], dict(store_topics[1])
+                for m in listed:
+                    kinds[m.kind] = max(0, kinds.get(m.kind, 0) - 1)
+            else:
+                named, kinds = _rest_topics(memory, [m for m in pool if m.id not in shown], large=False)
+            footer = _rest_line(total - len(listed), kinds, named)
             if not listed or _listing_chars(listed, gist) + 1 + len(footer) <= room:
                 break
             listed.pop()
@@ -304,33 +313,44 @@ def _choose(pool: list[Memory], budget: int) -> tuple[list[Memory], int]:
                 high = mid - 1
         return list(pool), low
     listed: list[Memory] = []
+    used, kinds = 0, set()
     for m in pool:
-        if _listing_chars(listed + [m], LISTED_GIST_CHARS) > budget:
+        known = m.kind in dict(BRIEF_SECTIONS)
+        cost = len(_gist_line(m, LISTED_GIST_CHARS, with_kind=not known)) + 1
+        if m.kind not in kinds:
+            cost += len(dict(BRIEF_SECTIONS).get(m.kind, "Other")) + 2
+        if used + cost > budget:
             break
         listed.append(m)
+        used += cost
+        kinds.add(m.kind if known else "Other")
     return listed, LISTED_GIST_CHARS
 
 
-def _rest_map(memory: Cairn, rest: list[Memory], n_rest: int, *, large: bool) -> str:
-    """One line on the memories not listed: how many of each kind, and their topics with the query
-    that finds them (tags when they have some, else their most frequent content words)."""
-    if large:  # not loaded: the store's own counts stand in for the rest's
+def _rest_topics(memory: Cairn, rest: list[Memory], *, large: bool) -> tuple[list[tuple[str, int]], dict[str, int]]:
+    """The topics of the memories not listed (tags when they have some, else their most frequent
+    content words), each with a count, and how many of each kind they are. large: the rest is not
+    loaded; the store's own counts stand in for it."""
+    if large:
         topics = memory.topics(tags=MAP_TAGS)
-        kinds = topics["kinds"]
-        named = topics["tags"]
-    else:
-        kinds = Counter(m.kind for m in rest)
-        tags = Counter(t for m in rest for t in m.tags)
-        named = tags.most_common(MAP_TAGS)
-        if len(named) < 3:
-            words = Counter(w for m in rest for w in {w.casefold() for w in content_words(m.text or "")
-                                                      if len(w) > 2 and not w.isdigit()})
-            common = max(2, 0.6 * len(rest))  # a word in most of them names no topic
-            taken = {t for t, _ in named}
-            named += [(w, c) for w, c in words.most_common() if 1 < c <= common and w not in taken][
-                :MAP_TOPICS - len(named)]
+        return list(topics["tags"]), dict(topics["kinds"])
+    kinds = Counter(m.kind for m in rest)
+    named = Counter(t for m in rest for t in m.tags).most_common(MAP_TAGS)
+    if len(named) < 3:
+        words = Counter(w for m in rest for w in {w.casefold() for w in content_words(m.text or "")
+                                                  if len(w) > 2 and not w.isdigit()})
+        common = max(2, 0.6 * len(rest))  # a word in most of them names no topic
+        taken = {t for t, _ in named}
+        named += [(w, c) for w, c in words.most_common() if 1 < c <= common and w not in taken][
+            :MAP_TOPICS - len(named)]
+    return named, dict(kinds)
+
+
+def _rest_line(n_rest: int, kinds: dict[str, int], named: list[tuple[str, int]]) -> str:
+    """One line on the memories not listed: how many of each kind, and their topics with the query
+    that finds them."""
     by_kind = ", ".join(_count(n, kind, kind + "s")
-                        for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+                        for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])) if n)
     line = f"Not listed: {n_rest} more ({by_kind})"
     if named:
         line += "; topics: " + ", ".join(f"{t} {c}" for t, c in named)
