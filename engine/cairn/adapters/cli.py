@@ -220,13 +220,19 @@ def cli(verbose: bool) -> None:
 @click.option("--replaces", metavar="ID", help="Supersede this memory.")
 @click.option("--scope", type=click.Choice(["project", "global"]), default="project", show_default=True)
 @click.option("--no-detect", is_flag=True, help="Do not supersede similar memories automatically.")
+@click.option("--no-ask", is_flag=True, help="Do not ask which related memory the new one replaces.")
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model (embedded later).")
 @store_options(use_warm=True)
 def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[str, ...], no_detect: bool,
-             scope: str, replaces: str | None, **fields) -> None:
-    """Store TEXT as a memory ("-" reads it from stdin)."""
+             no_ask: bool, scope: str, replaces: str | None, **fields) -> None:
+    """Store TEXT as a memory ("-" reads it from stdin).
+
+    The answer lists up to 3 related memories (any kind, about the same subject). On a terminal it
+    then asks which one, if any, the new memory replaces; not with --no-ask, --json, or when stdin is
+    not a terminal."""
     if text == "-":
         text = _read_stdin()
+        no_ask = True  # stdin held the text: there is no one to ask
     if replaces is not None:
         # As Cairn.replace: kind, tags, importance and applies-when default to the replaced memory's.
         result = memory.replace(replaces, text, tags=tags or None, applies_when=applies_when or None, **fields)
@@ -244,11 +250,28 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[
                                                     f"--kind {asked} ...` changes its kind)" if differs else ""))
         for old in result.superseded:
             click.echo(f"superseded {old}")
-        for c in result.conflicts:
-            click.echo(f"possible conflict with {c['id']}: {c['reason']} "
-                       "(queued for review: `cairn review list` or /cairn:review-memory)")
+        for n, r in enumerate(result.related, 1):
+            click.echo(f"related {n}. {r['id']}  [{r['kind']}] {r['date']}\n    {r['text']}\n    ({r['why']})")
+        if result.related and (no_ask or not sys.stdin.isatty()):
+            click.echo("if it changes one of these: `cairn remember --replaces ID TEXT`; "
+                       "unresolved pairs are queued for review (`cairn review list`)")
 
     _emit(as_json, result.to_json(), human)
+    if result.related and not as_json and not no_ask and sys.stdin.isatty():
+        _ask_replaced(memory, result, text)
+
+
+def _ask_replaced(memory: Cairn, result: cairn.RememberResult, text: str) -> None:
+    """Ask on the terminal which related memory, if any, the new one replaces, and retire it."""
+    choice = click.prompt(f"Does it replace one of these? [1-{len(result.related)}, Enter: none]",
+                          default="", show_default=False,
+                          type=click.Choice(["", *map(str, range(1, len(result.related) + 1))]),
+                          show_choices=False)
+    if not choice:
+        return
+    old = result.related[int(choice) - 1]["id"]
+    done = memory.replace(old, text)  # the text is current already: old is superseded by it
+    click.echo(f"{old} is superseded by {done.memory.id}")
 
 
 @cli.command()
