@@ -41,7 +41,7 @@ from .storage.migrations import MIGRATIONS
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
 from .storage.sql import Filters
 from .storage.sqlite import SqliteStore
-from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value, states_change, subject_overlap
+from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value, restates, states_change, subject_overlap
 from .text import duplicate_key, fts_query, index_text, is_blank, lone_surrogate, normalise, passage
 from .timeutil import END_OF_TIME, format_date, now_ms, parse_time
 
@@ -58,7 +58,8 @@ KEYWORD_CANDIDATES = 8
 MAX_RELATED = 3
 # A candidate the classifier calls unrelated is still shown as related when it is this close: a
 # cosine of the embeddings (all-MiniLM-L6-v2) or, without one, a Dice overlap of subject words.
-# Chosen on the dev splits with bench/supersession_loop.py (docs/benchmarks.md, "Truth maintenance").
+# Set by hand (the candidate gate, and a third of the words), not swept; their effect is measured by
+# bench/supersession_loop.py (docs/benchmarks.md, "Truth maintenance with the writer in the loop").
 RELATED_COSINE = 0.40
 RELATED_OVERLAP = 0.3
 
@@ -68,7 +69,7 @@ class _Found:
     """What detection found for one write (Cairn._detect)."""
 
     targets: list[tuple[int, Memory, str]] = _field(default_factory=list)  # (seq, memory, reason) to retire
-    conflicts: list[dict[str, str]] = _field(default_factory=list)  # {"id", "reason"}, queued for review
+    conflicts: list[dict[str, Any]] = _field(default_factory=list)  # {"id", "reason", "restatement"?}: queued
     related: list[dict[str, str]] = _field(default_factory=list)  # {"id", "text", "kind", "date", "why"}
 
 
@@ -904,8 +905,19 @@ class Cairn:
             # Re-checked under the write lock (SQLite) or with the rows locked (Postgres).
             olds = [self._require_current(store, i, lock=True) for i in replaces]
             existing = store.current_by_text_key(row.text_key)
+            restated: list[str] = []
             if existing is None and not olds:  # an explicit replace may change punctuation only (an edit)
                 existing = self._same_memory(store, row)
+            if existing is not None and existing.id in replaces and (
+                    sorted(existing.tags) != sorted(row.tags) or existing.kind != row.kind):
+                # Its own text with other tags or kind (a review keeping one memory's text and the
+                # tags the user chose): a new version of it, which retires it like the others. It is
+                # retired first (one current memory per text), by a row inserted just below.
+                store.defer_references()
+                store.supersede(store.seq_of(existing.id), row.id, at=row.recorded_at, valid_until=row.valid_from)
+                restated = [existing.id]
+                olds = [o for o in olds if o.id != existing.id]
+                existing = None
             if existing is not None:
                 # The text is already remembered. Replacing other memories by it still retires them
                 # (the review verdict "keep the newer one"): nothing new is written.
@@ -916,7 +928,7 @@ class Cairn:
                 related = self._detect(store, row, vector, retire=False,
                                        skip={existing.id, *retired}).related if retired else []
                 return RememberResult(store.get(existing.id), "duplicate", retired, related=related)
-            superseded: list[str] = []
+            superseded: list[str] = list(restated)
             targets: list[tuple[int, Memory, str]] = []
             found = _Found()
             if olds:
@@ -1002,7 +1014,9 @@ class Cairn:
                 found.conflicts.append({"id": old.id, "reason": why})
                 ranked.append(((0, -closeness), old, why))
             elif verdict.label == "conflict":
-                found.conflicts.append({"id": old.id, "reason": verdict.reason})
+                found.conflicts.append({"id": old.id, "reason": verdict.reason,
+                                        **({"restatement": True} if restates(verdict, old.text or "", row.text)
+                                           else {})})
                 ranked.append(((1, -closeness), old, verdict.reason))
             elif cosine is not None and cosine >= RELATED_COSINE:
                 ranked.append(((2, -closeness), old, f"a similar subject (cosine {cosine:.2f})"))
@@ -1073,13 +1087,16 @@ class Cairn:
         return review.show(self, proposal_id)
 
     def review_decide(self, proposal_id: str, verdict: str, *, text: str | None = None,
-                      keep_id: str | None = None, by: str = "cli") -> dict[str, Any]:
-        """Apply the user's verdict on one proposal (approve | keep | edit), compare-and-set in one
-        transaction: see review.decide. Raises InvalidInput, ProposalNotFound, ProposalClosed,
-        StaleProposal."""
+                      keep_id: str | None = None, tags: Iterable[str] | None = None,
+                      by: str = "cli") -> dict[str, Any]:
+        """Apply the user's verdict on one proposal (approve | reject | edit; "keep" means reject),
+        compare-and-set in one transaction: keep_id chooses the memory that stays, text (edit) the
+        one written instead, tags the tags it keeps; see review.decide. Raises InvalidInput,
+        ProposalNotFound, ProposalClosed, StaleProposal."""
         from . import review
 
-        return review.decide(self, proposal_id, verdict, text=text, keep_id=keep_id, by=by)
+        return review.decide(self, proposal_id, verdict, text=text, keep_id=keep_id,
+                             tags=None if tags is None else list(tags), by=by)
 
     def propose(self, text: str, *, kind: str = "fact", tags: Iterable[str] = (), context: str | None = None,
                 applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:

@@ -132,10 +132,25 @@ MIN_PREFIX = 2
 Label = Literal["supersede", "conflict", "unrelated"]
 
 
+_SAME = "the texts state the same thing"
+_SIMILAR = "similar texts but no clear statement of change"
+
+
 @dataclass(frozen=True)
 class Verdict:
     label: Label
     reason: str  # one short human-readable sentence
+
+
+
+def restates(verdict: Verdict, old_text: str, new_text: str) -> bool:
+    """Whether a "conflict" verdict on (old_text, new_text) is a restatement: the two say the same
+    thing in other words, neither hedged, approximate, one-off nor an addition ("We might run the
+    linter" restates nothing: it doubts it). Restatements are merged in review, not judged as changes."""
+    if verdict.label != "conflict" or not verdict.reason.startswith((_SAME, _SIMILAR)):
+        return False
+    texts = [_canonical(normalise(t)) for t in (old_text, new_text)]
+    return not any(p.search(t) for t in texts for p in (_HEDGE, _APPROX, _ONE_OFF, _ADDITIVE))
 
 
 # Versions first so `3.11` and `1.75.0` stay one token; words keep an inner apostrophe (don't, user's).
@@ -1194,13 +1209,13 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
     old = _in_voice_of(old, new)
     old_tokens, new_tokens = _tokens(old), _tokens(new)
     if old_tokens == new_tokens:
-        return Verdict("conflict", "the texts state the same thing")
+        return Verdict("conflict", _SAME)
     old_people, new_people = _persons(old), _persons(new)
     if old_people and new_people and old_people != new_people:
         return Verdict("unrelated", "the texts are about different people")
 
     if _polarity(old) == _polarity(new):
-        return Verdict("conflict", "the texts state the same thing")  # "is disabled" / "is turned off"
+        return Verdict("conflict", _SAME)  # "is disabled" / "is turned off"
     change = addition = None
     # A person named on one side only may be someone else entirely; a thing of someone's ("the user's
     # laptop") on one side only is another subject than its owner.
@@ -1263,7 +1278,7 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
         return Verdict("conflict", revived)
     overlap = _dice(_subject_words(old_tokens), _subject_words(new_tokens))
     if overlap >= CONFLICT_OVERLAP or (cosine is not None and cosine >= PARAPHRASE_COSINE):
-        why = f"similar texts but no clear statement of change (word overlap {overlap:.2f})"
+        why = f"{_SIMILAR} (word overlap {overlap:.2f})"
         return Verdict("conflict", why)
     slot = _one_slot(old_tokens, new_tokens)
     if slot and old_people == new_people:

@@ -329,19 +329,21 @@ def build_server(session: Session) -> MCPServer:
         return run(do, writes=False)
 
     def memory_review_decide(
-        verdict: Annotated[Literal["approve", "keep", "edit", "promote"], Field(
-            description="The verdict the USER gave: approve, keep (nothing changes), edit (approve with text), "
-                        "promote (bring memory_id back from the cold tier).")],
+        verdict: Annotated[Literal["approve", "reject", "edit", "promote", "keep"], Field(
+            description="The verdict the USER gave: approve, reject (nothing changes; keep means the same), edit "
+                        "(approve with text), promote (bring memory_id back from the cold tier).")],
         proposal_id: Annotated[str | None, Field(max_length=64, description="The proposal (all verdicts but "
                                                                              "promote).")] = None,
         text: Annotated[str | None, Field(min_length=1, max_length=MAX_TEXT_BYTES,
                                           description="edit only: the text the user agreed to (a merge, a "
                                                       "summary, an edited addition).")] = None,
-        keep_id: Annotated[str | None, Field(max_length=64, description="duplicate, near_duplicate, conflict: "
-                                                                        "which memory stays, if the user said.")] = None,
+        keep_id: Annotated[str | None, Field(max_length=64, description="approve: which of the proposal's memories "
+                                                                        "stays, if the user said.")] = None,
+        tags: Annotated[list[Tag] | None, Field(max_length=20, description="approve or edit: the tags the user "
+                                                                           "chose for the memory that stays.")] = None,
         memory_id: Annotated[str | None, Field(max_length=64, description="promote only: the cold memory.")] = None,
     ) -> str:
-        """ONLY for /cairn:review-memory and /cairn:import-guidance: apply the one verdict the user explicitly gave on one proposal of memory_review_queue. Never choose or infer a verdict yourself. approve: do what the proposal says; keep: nothing changes (a pair is not proposed again); edit: approve with `text` as the user agreed it; promote: bring a cold memory back. Refused, changing nothing, when the proposal was decided already, expired, or its memories changed since (stale)."""  # noqa: E501
+        """ONLY for /cairn:review-memory and /cairn:import-guidance: apply the one verdict the user explicitly gave on one proposal of memory_review_queue. Never choose or infer a verdict yourself. approve: do what the proposal says (keep_id: the memory the user chose to stay; tags: the tags they chose); reject: nothing changes (a pair is not proposed again); edit: approve with `text` as the user agreed it; promote: bring a cold memory back. Refused, changing nothing, when the proposal was decided already, expired, or its memories changed since (stale)."""  # noqa: E501
 
         def do(engine):
             if verdict == "promote":
@@ -351,7 +353,7 @@ def build_server(session: Session) -> MCPServer:
             if not proposal_id:
                 raise cairn.InvalidInput(f"{verdict} needs proposal_id")
             return engine.review_decide(proposal_id.strip(), verdict, text=text,
-                                        keep_id=_memory_id(keep_id) if keep_id else None, by="mcp")
+                                        keep_id=_memory_id(keep_id) if keep_id else None, tags=tags, by="mcp")
 
         return run(do, embeds=True)
 
