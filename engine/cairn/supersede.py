@@ -544,7 +544,12 @@ def _has_marker(new: str) -> bool:
 # to 75"): kin of "changed to", explicit enough to retire the old value on their own.
 _CHANGED_TO = re.compile(
     r"\b(?:raised|lowered|increased|decreased|reduced|extended|shortened|pushed(?: back)?|brought forward"
-    r"|scaled(?: up| down)?|cut|doubled|halved|tightened|relaxed|(?:was|were|has been|got) set)(?: it)? to\b"
+    r"|scaled(?: up| down)?|cut|doubled|halved|tightened|relaxed|expanded|grew|shrank|went (?:up|down)"
+    r"|(?:was|were|has been|got) set)(?: it)? to\b"
+    # A state flipped back or restored ("enabled again", "resumed", "re-enabled", "unblocked"), and a
+    # holder who left ("Olu left; the team lead is Ben").
+    r"|\b(?:again|resumed|re-?enabled|re-?opened|restored|unblocked|(?:was|were|got|has been) fixed)\b"
+    r"|\bleft(?=[;,.]|$)"
 )
 
 
