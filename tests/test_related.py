@@ -48,6 +48,7 @@ def test_a_change_said_in_words_is_stated(text):
     "The QA database runs MariaDB 11.4.",
     "Owner of the billing-export job: Radomir",
     "The left sidebar lists the tags.",
+    "Brigid prefers written design docs over meetings.",
 ])
 def test_another_value_of_the_same_template_is_not_stated(text):
     assert not states_change(text)

@@ -560,7 +560,10 @@ def states_change(text: str) -> bool:
     memory's template ("The SDK is published to PyPI" after "... to npm") may be an addition, so it
     is left for the writer (or the user) to judge, never retired without this."""
     canonical = _canonical(normalise(text))
-    return _has_marker(canonical) or bool(_named(canonical) or _CHANGED_TO.search(canonical))
+    named = _named(canonical)
+    # "prefers written docs over meetings" compares two things; it changes nothing.
+    named = named if named is not None and not named.group().startswith("over ") else None
+    return bool(_REPLACE.search(canonical) or _RETIRE.search(canonical) or named or _CHANGED_TO.search(canonical))
 
 
 def _is_change_statement(text: str) -> bool:

@@ -563,18 +563,20 @@ def test_review_memory_walks_the_queue_and_records_the_users_verdict(cairn: Cair
                               "Integration tests must use a real PostgreSQL 16 container instead of SQLite.",
                               kind="convention")
     with Cairn.open(cwd=cairn.project, embedder=None) as memory:
-        (proposal,) = memory.review_queue()  # `remember` reported the pair: it joined the queue
-    assert (proposal.type, proposal.source_ids) == ("conflict", [older, newer])
-    queue = ToolUse(TOOL("memory_review_queue"), {"limit": 30, "types": ["conflict"]})
-    decide = ToolUse(TOOL("memory_review_decide"), {"proposal_id": proposal.id, "verdict": "approve"})
+        (proposal,) = memory.review_queue()  # `remember` reported the restatement: it joined the queue
+    assert (proposal.type, proposal.source_ids) == ("near_duplicate", [older, newer])
+    queue = ToolUse(TOOL("memory_review_queue"), {"limit": 30, "types": ["near_duplicate"]})
+    # The user chose the newer wording to stay.
+    decide = ToolUse(TOOL("memory_review_decide"), {"proposal_id": proposal.id, "verdict": "approve",
+                                                    "keep_id": newer})
     cairn.script(queue, decide, final=Text("Applied 1 of 1 MARK-REVIEW"))
     # No --allowedTools: the command's own allowed-tools frontmatter must let its tool calls run.
-    run = cairn.run("/cairn:review-memory conflict", allowed_tools=())
+    run = cairn.run("/cairn:review-memory near_duplicate", allowed_tools=())
 
     assert run.result_text == "Applied 1 of 1 MARK-REVIEW"
     first = requests_text(api)
     assert "Walk the user through the queue" in first
-    assert 'Narrowing requested by the user: \\"conflict\\"' in first
+    assert 'Narrowing requested by the user: \\"near_duplicate\\"' in first
     assert api.hook_context("UserPromptSubmit") == []  # a slash command is not a topic
     listed = tool_json(api, queue)
     assert listed["count"] == 1, listed
