@@ -101,10 +101,10 @@ def _with_related(out: dict[str, Any], result: RememberResult) -> dict[str, Any]
     return out
 
 
-def remembered(result: RememberResult, conflicts: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def remembered(result: RememberResult) -> dict[str, Any]:
     """What a write did: {id, status, superseded?, related?, instruction?, note?}. `related` holds the
-    memories the writer should judge (RememberResult.related); `conflicts` is accepted for callers
-    that still pass it and is not shown: every conflict is among `related` or queued for review."""
+    memories the writer should judge (RememberResult.related); conflicts are not shown apart: each
+    is among `related` or queued for the user's review."""
     out: dict[str, Any] = {"id": result.memory.id, "status": result.status}
     if result.status == "duplicate":
         out["note"] = "an identical current memory exists; nothing was written"
