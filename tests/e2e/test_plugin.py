@@ -441,7 +441,7 @@ def test_the_model_resolves_related_and_only_the_last_deploy_target_stays(cairn:
     cairn.script(final=Text("ok MARK-LOOP2"))
     cairn.run("Good morning, what are we working on?")
     (brief,) = injected(api, "SessionStart")
-    assert f"[mem:{eks['id']}]" in brief and "(1 current memories" in brief, brief
+    assert f"[mem:{eks['id']}]" in brief and ": 1 current memory" in brief, brief
     assert "Heroku" not in brief and "We moved deployment" not in brief, brief
 
 
