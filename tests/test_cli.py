@@ -217,20 +217,22 @@ def test_review_lists_a_queued_conflict_and_applies_the_users_verdict(cairn):
                             "business hours", "--kind", "decision", "--json")[1])
     newer = made["memory"]["id"]
     assert [c["id"] for c in made["conflicts"]] == [older]  # similar, no statement of change: both current
+    assert [r["id"] for r in made["related"]] == [older] and made["conflicts"][0]["restatement"]
 
     code, out, _ = cairn("review", "list", "--json")
     listing = json.loads(out)
     assert code == 0 and listing["count"] == 1
     proposal = listing["proposals"][0]
-    assert (proposal["type"], [s["id"] for s in proposal["sources"]]) == ("conflict", [older, newer])
+    # a restatement: queued as a cluster in which the user chooses the text that stays
+    assert (proposal["type"], [s["id"] for s in proposal["sources"]]) == ("near_duplicate", [older, newer])
     code, out, _ = cairn("review", "list")
-    assert code == 0 and proposal["id"] in out and "conflict" in out
+    assert code == 0 and proposal["id"] in out and "near_duplicate" in out
     code, out, _ = cairn("review", "show", proposal["id"])
     assert code == 0 and older in out and newer in out and "approve:" in out
 
     code, _, err = cairn("review", "decide", proposal["id"], "edit")
-    assert code == 2 and "edit needs text" in err
-    code, out, _ = cairn("review", "decide", proposal["id"], "keep", "--json")
+    assert code == 2 and "edit needs the text" in err
+    code, out, _ = cairn("review", "decide", proposal["id"], "reject", "--json")
     assert code == 0 and json.loads(out)["state"] == "rejected"
     assert json.loads(cairn("review", "list", "--json")[1])["count"] == 0
     code, _, err = cairn("review", "decide", proposal["id"], "approve")

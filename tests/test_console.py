@@ -105,7 +105,11 @@ def test_console_search_history_verdict_forget_sessions(seeded, browser, tmp_pat
             "We might run the linter before pushing." in row and "approve:" in row, row
         pid = browser.find_element(By.CSS_SELECTOR, "#review li.proposal-row").get_attribute("data-proposal")
         assert [b.get_attribute("data-verdict") for b in browser.find_elements(
-            By.CSS_SELECTOR, "#review li.proposal-row button")] == ["approve", "keep", "edit"]
+            By.CSS_SELECTOR, "#review li.proposal-row button")] == ["approve", "reject", "edit"]
+        # one radio per memory: the newer stays by default; the user chooses the older one instead
+        radios = browser.find_elements(By.CSS_SELECTOR, "#review li.proposal-row input[type=radio]")
+        assert [r.is_selected() for r in radios] == [False, True]
+        radios[0].click()
         wait_for(lambda: "1 pending · 0 cold" in browser.find_element(By.ID, "review-status").text,
                  what="the queue's counts")
         browser.save_screenshot(str(shots / "review.png"))
@@ -121,8 +125,8 @@ def test_console_search_history_verdict_forget_sessions(seeded, browser, tmp_pat
         (done,) = applied["proposals"]
         assert (done["id"], done["decided_by"], done["result"]["verdict"]) == (pid, "http", "approve")
         older, newer = (s["id"] for s in done["sources"])
-        code, _, body = server.request("GET", f"/v1/memories/{older}")
-        assert body["memory"]["status"] == "superseded" and body["memory"]["superseded_by"] == newer
+        code, _, body = server.request("GET", f"/v1/memories/{newer}")
+        assert body["memory"]["status"] == "superseded" and body["memory"]["superseded_by"] == older
 
         # forget, with its confirmation accepted
         box.clear()

@@ -54,6 +54,16 @@ def refused(result, status, error):
     return body
 
 
+def test_a_write_answers_with_related_and_the_replace_route_retires_one(server):
+    npm = ok(server.request("POST", "/v1/memories", {"text": "The client SDK is published to npm."}), 201)
+    pypi = ok(server.request("POST", "/v1/memories", {"text": "The client SDK is published to PyPI."}), 201)
+    assert pypi["superseded"] == [] and [r["id"] for r in pypi["related"]] == [npm["memory"]["id"]]
+    assert set(pypi["related"][0]) == {"id", "text", "kind", "date", "why"} and "memory_replace" in pypi["instruction"]
+    done = ok(server.request("POST", f"/v1/memories/{npm['memory']['id']}/replace",
+                             {"text": "The client SDK is published to PyPI."}))
+    assert (done["status"], done["superseded"]) == ("duplicate", [npm["memory"]["id"]])
+
+
 def test_remember_recall_list_replace_history_forget(server):
     made = ok(server.request("POST", "/v1/memories", {"text": "We deploy with Kamal", "kind": "decision",
                                                        "tags": ["deploy"]}), 201)

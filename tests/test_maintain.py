@@ -63,7 +63,8 @@ def test_a_dry_run_reports_and_writes_nothing(hashed):
     assert report["dry_run"] is True and report["retired"] == 0 and report["staged"] == 0
     assert report["exact_duplicates"] == [{"canonical": a.id, "duplicates": [b.id], "text": a.text}]
     assert set(report) == {"store", "dry_run", "safe_only", "scanned", "keyword_only", "exact_duplicates", "retired",
-                           "proposals", "counts", "staged", "already_reviewed", "deferred", "expired", "seconds"}
+                           "proposals", "counts", "staged", "already_reviewed", "deferred", "expired", "pending",
+                           "seconds"}
     assert set(report["counts"]) == {"duplicate", "near_duplicate", "summarise", "demote", "conflict"}
     assert hashed.get(b.id).status == "current"
     assert _writes(hashed) == before
@@ -174,7 +175,7 @@ def test_stale_never_used_low_importance_memories_are_proposed_for_the_cold_tier
     demotes = [p for p in report["proposals"] if p["type"] == "demote"]
     assert [p["sources"] for p in demotes] == [[old.id]], (used.id, important.id)
     (proposal,) = kw_memory.review_queue(types=["demote"])
-    with pytest.raises(InvalidInput, match="a demote proposal takes approve or keep"):
+    with pytest.raises(InvalidInput, match="a demote proposal takes approve or reject"):
         kw_memory.review_decide(proposal.id, "edit", text="The wiki is on Notion")  # the text would be lost
     assert kw_memory.review_decide(proposal.id, "approve")["demoted"] == old.id
     assert kw_memory.get(old.id).cold and kw_memory.get(old.id).status == "current"

@@ -191,7 +191,7 @@ def test_tools_are_listed_with_constrained_schemas(shared):
     decide = tools["memory_review_decide"]
     assert "ONLY for /cairn:review-memory" in decide.description and "explicitly gave" in decide.description
     assert decide.annotations.destructive_hint is True
-    assert decide.input_schema["properties"]["verdict"]["enum"] == ["approve", "keep", "edit", "promote"]
+    assert decide.input_schema["properties"]["verdict"]["enum"] == ["approve", "reject", "edit", "promote", "keep"]
     assert decide.input_schema["required"] == ["verdict"]
     assert "dry run by default" in tools["memory_maintenance_run"].description.lower()
     assert "title" not in json.dumps(tools["memory_remember"].input_schema)
@@ -315,14 +315,16 @@ def test_global_memories_are_recalled_and_can_be_replaced(shared):
     assert [h["id"] for h in hits] == [new["id"]]
 
 
-def test_conflicts_are_reported_and_queued_for_review(shared):
+def test_conflicts_are_related_and_queued_for_review(shared):
     first = shared.ok("memory_remember", text="The public API rate limit is 100 requests per minute per key",
                       tags=["api"])
     second = shared.ok("memory_remember", text="The public API rate limit might be 100 requests per minute per key",
                        tags=["api"])
     assert second["status"] == "created"
-    assert [c["id"] for c in second["conflicts"]] == [first["id"]]
-    assert second["conflicts"][0]["text"].startswith("The public API rate limit is 100")
+    assert [r["id"] for r in second["related"]] == [first["id"]]
+    assert second["related"][0]["text"].startswith("The public API rate limit is 100")
+    assert set(second["related"][0]) == {"id", "text", "kind", "date", "why"}
+    assert second["instruction"].startswith("If the new memory changes one of these, replace it: memory_replace")
     (proposal,) = queued(shared, first["id"], second["id"])
     assert proposal["type"] == "conflict" and proposal["reason"] and proposal["after"].startswith("approve:")
     assert [m["id"] for m in proposal["before"]] == [first["id"], second["id"]]
@@ -355,8 +357,8 @@ def test_keep_leaves_both_current_and_the_pair_is_not_proposed_again(shared):
     older, newer, pid = conflict_pair(shared, "The Redis session cache keeps entries for 300 seconds",
                                       "The Redis session cache might keep entries for 300 seconds", "cache")
     before = count(shared)
-    kept = shared.ok("memory_review_decide", proposal_id=pid, verdict="keep")
-    assert kept == {"proposal": pid, "type": "conflict", "state": "rejected", "verdict": "keep"}
+    kept = shared.ok("memory_review_decide", proposal_id=pid, verdict="reject")
+    assert kept == {"proposal": pid, "type": "conflict", "state": "rejected", "verdict": "reject"}
     assert current_ids(shared, "cache") == {older, newer} and count(shared) == before
     assert queued(shared, older, newer) == []
     shared.ok("memory_maintenance_run", apply=True)
@@ -384,7 +386,7 @@ def test_edit_writes_the_agreed_text_over_both(shared):
                                       "The orders database might be backed up every night", "backups")
     before = count(shared)
     message = shared.error("memory_review_decide", proposal_id=pid, verdict="edit")
-    assert "edit needs text" in message and message.endswith("nothing was changed")
+    assert "edit needs the text" in message and message.endswith("nothing was changed")
     merged_text = "The orders database is backed up every night and the backups are kept for thirty days"
     result = shared.ok("memory_review_decide", proposal_id=pid, verdict="edit", text=merged_text)
     assert result["state"] == "applied" and result["created"] is True and result["superseded"] == [older, newer]

@@ -116,11 +116,11 @@ def test_bad_verdicts_are_refused_with_one_line_and_change_nothing(kw_memory):
     older, newer, pid = _conflict(kw_memory)
     with pytest.raises(InvalidInput, match="unknown verdict 'merge'"):
         kw_memory.review_decide(pid, "merge")
-    with pytest.raises(InvalidInput, match="edit needs text"):
+    with pytest.raises(InvalidInput, match="edit needs the text"):
         kw_memory.review_decide(pid, "edit")
-    with pytest.raises(InvalidInput, match="text is only for edit"):
+    with pytest.raises(InvalidInput, match="a text \\(--text\\) goes with edit"):
         kw_memory.review_decide(pid, "approve", text="x")
-    with pytest.raises(InvalidInput, match="keep_id must be one of the sources"):
+    with pytest.raises(InvalidInput, match="--keep-id names the memory that stays"):
         kw_memory.review_decide(pid, "approve", keep_id="01NOPE")
     with pytest.raises(InvalidInput, match="unknown decider"):
         kw_memory.review_decide(pid, "approve", by="cron")
@@ -155,7 +155,7 @@ def test_a_failing_application_rolls_the_whole_decision_back(kw_memory):
     p = new_proposal("summarise", [a.memory, b.memory, c.memory], {"texts": [], "draft": None},
                      now=a.memory.recorded_at)
     kw_memory.store.add_proposals([(p, open_key("summarise", p.source_ids))])
-    with pytest.raises(InvalidInput, match="a summary needs its text"):
+    with pytest.raises(InvalidInput, match="choose what stays: approve with --keep-id ID"):
         kw_memory.review_decide(p.id, "approve")
     assert [q.id for q in kw_memory.review_queue()] == [p.id]
     assert all(kw_memory.get(m.memory.id).status == "current" for m in (a, b, c))

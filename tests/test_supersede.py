@@ -542,10 +542,16 @@ def test_engine_a_move_leaves_the_other_attributes_of_the_person_current(engine)
     assert _current_texts(engine) == set(steps[1:])
 
 
-def test_engine_a_time_unit_chain_leaves_the_last_length(engine):
+def test_engine_a_time_unit_chain_retires_on_now_and_relates_a_bare_new_value(engine):
+    """"now" retires the old length; a bare new value of the same template says no change in words,
+    so it is not retired automatically: the writer sees the old one in `related` and judges."""
     steps = ["Sprint length is two weeks.", "Sprint length is three weeks now.", "Sprint length is one week."]
     results = [engine.remember(text) for text in steps]
-    assert results[2].superseded == [results[1].memory.id], results[2].conflicts
+    assert results[1].superseded == [results[0].memory.id]
+    assert results[2].superseded == []
+    assert [r["id"] for r in results[2].related][:1] == [results[1].memory.id]
+    assert "three -> one" in results[2].related[0]["why"]
+    engine.replace(results[1].memory.id, steps[2])  # the writer's verdict: a change
     assert _current_texts(engine) == {steps[2]}
 
 

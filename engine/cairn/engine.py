@@ -14,7 +14,8 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
+from dataclasses import field as _field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -40,19 +41,36 @@ from .storage.migrations import MIGRATIONS
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
 from .storage.sql import Filters
 from .storage.sqlite import SqliteStore
-from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value
+from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value, restates, states_change, subject_overlap
 from .text import duplicate_key, fts_query, index_text, is_blank, lone_surrogate, normalise, passage
-from .timeutil import END_OF_TIME, now_ms, parse_time
+from .timeutil import END_OF_TIME, format_date, now_ms, parse_time
 
 if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger(__name__)
 
-DETECTION_CANDIDATES = 5  # nearest current memories of the same kind checked for supersession
+DETECTION_CANDIDATES = 5  # nearest current memories (any kind) checked for supersession and `related`
 # Best keyword matches checked as well, with or without a model: a change the words alone show ("We
 # now deploy with Kamal" after "Deploys go through blue-green on Fly; ...") can sit below the cosine gate.
 KEYWORD_CANDIDATES = 8
+# `related` in a write's answer: at most this many memories, so the writer reads them all.
+MAX_RELATED = 3
+# A candidate the classifier calls unrelated is still shown as related when it is this close: a
+# cosine of the embeddings (all-MiniLM-L6-v2) or, without one, a Dice overlap of subject words.
+# Set by hand (the candidate gate, and a third of the words), not swept; their effect is measured by
+# bench/supersession_loop.py (docs/benchmarks.md, "Truth maintenance with the writer in the loop").
+RELATED_COSINE = 0.40
+RELATED_OVERLAP = 0.3
+
+
+@dataclass
+class _Found:
+    """What detection found for one write (Cairn._detect)."""
+
+    targets: list[tuple[int, Memory, str]] = _field(default_factory=list)  # (seq, memory, reason) to retire
+    conflicts: list[dict[str, Any]] = _field(default_factory=list)  # {"id", "reason", "restatement"?}: queued
+    related: list[dict[str, str]] = _field(default_factory=list)  # {"id", "text", "kind", "date", "why"}
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -887,23 +905,39 @@ class Cairn:
             # Re-checked under the write lock (SQLite) or with the rows locked (Postgres).
             olds = [self._require_current(store, i, lock=True) for i in replaces]
             existing = store.current_by_text_key(row.text_key)
+            restated: list[str] = []
             if existing is None and not olds:  # an explicit replace may change punctuation only (an edit)
                 existing = self._same_memory(store, row)
+            if existing is not None and existing.id in replaces and (
+                    sorted(existing.tags) != sorted(row.tags) or existing.kind != row.kind):
+                # Its own text with other tags or kind (a review keeping one memory's text and the
+                # tags the user chose): a new version of it, which retires it like the others. It is
+                # retired first (one current memory per text), by a row inserted just below.
+                store.defer_references()
+                store.supersede(store.seq_of(existing.id), row.id, at=row.recorded_at, valid_until=row.valid_from)
+                restated = [existing.id]
+                olds = [o for o in olds if o.id != existing.id]
+                existing = None
             if existing is not None:
                 # The text is already remembered. Replacing other memories by it still retires them
                 # (the review verdict "keep the newer one"): nothing new is written.
                 retired = [o.id for o in olds if o.id != existing.id]
                 for old_id in retired:
                     store.supersede(store.seq_of(old_id), existing.id, at=row.recorded_at, valid_until=row.valid_from)
-                return RememberResult(store.get(existing.id), "duplicate", retired)
-            superseded: list[str] = []
-            conflicts: list[dict[str, str]] = []
+                # After a replace, what else the text may change; a plain duplicate changes nothing.
+                related = self._detect(store, row, vector, retire=False,
+                                       skip={existing.id, *retired}).related if retired else []
+                return RememberResult(store.get(existing.id), "duplicate", retired, related=related)
+            superseded: list[str] = list(restated)
+            targets: list[tuple[int, Memory, str]] = []
+            found = _Found()
             if olds:
                 targets = [(store.seq_of(old.id), old, "replaced explicitly") for old in olds]
+                # What else the replacement may change: listed, never retired.
+                found = self._detect(store, row, vector, retire=False, skip={o.id for o in olds})
             elif detect:
-                targets, conflicts = self._detect(store, row, vector)
-            else:
-                targets = []
+                found = self._detect(store, row, vector, retire=True)
+                targets = found.targets
             if store.insert(row, vector) is None:
                 # Another machine stored the same text meanwhile (Postgres; SQLite writers are serial).
                 duplicate = store.current_by_text_key(row.text_key)
@@ -913,7 +947,7 @@ class Cairn:
             for old_seq, old, _ in targets:
                 if store.supersede(old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from):
                     superseded.append(old.id)
-        return RememberResult(store.get(row.id), "created", superseded, conflicts)
+        return RememberResult(store.get(row.id), "created", superseded, found.conflicts, found.related)
 
     @staticmethod
     def _same_memory(store: Store, row: NewMemory) -> Memory | None:
@@ -932,38 +966,66 @@ class Cairn:
         found = store.by_seqs(seqs)
         return next((found[s] for s in seqs if duplicate_key(found[s].text or "") == key), None)
 
-    def _detect(self, store: Store, row: NewMemory, vector: np.ndarray | None):
-        """Current memories of the same kind that `row` supersedes, and those it only resembles.
+    def _detect(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, retire: bool,
+                skip: frozenset[str] | set[str] = frozenset()) -> _Found:
+        """What a new memory `row` does to the current ones: those it retires, those it may
+        contradict (`conflicts`, queued for review) and the MAX_RELATED most likely about the same
+        subject (`related`, any kind, shown to the writer).
 
-        Candidates: the nearest by vector (cosine at least SIMILARITY_THRESHOLD) and the best keyword
-        matches, so a model only ever adds candidates to what the words alone find. A keyword match
-        is classified with its own stored cosine (None when it has no vector)."""
-        same_kind = Filters(kinds=(row.kind,))
+        Candidates, of every kind: the nearest by vector (cosine at least SIMILARITY_THRESHOLD) and
+        the best keyword matches, so a model only ever adds candidates to what the words alone
+        find; a keyword match is classified with its own stored cosine (None without a vector).
+        Retired (only with `retire`): a memory of the same kind that supersede.classify calls
+        superseded, when the new text says in words that something changed (supersede.states_change).
+        A change the text does not state, or across kinds, is a conflict: related and queued."""
+        everything = Filters()
         near: dict[int, float | None] = {}
         if vector is not None and store.vector_index is not None:
-            near = {s: c for s, c in store.vector_search(vector, same_kind, DETECTION_CANDIDATES)
+            near = {s: c for s, c in store.vector_search(vector, everything, DETECTION_CANDIDATES)
                     if c >= SIMILARITY_THRESHOLD}
         match = fts_query(row.text)
-        keyword = [s for s, _ in store.keyword_search(match, same_kind, KEYWORD_CANDIDATES)
+        keyword = [s for s, _ in store.keyword_search(match, everything, KEYWORD_CANDIDATES)
                    if s not in near] if match else []
         stored = store.vectors_of(keyword) if keyword and vector is not None else {}
         for seq in keyword:
             near[seq] = _cosine(stored[seq], vector) if seq in stored and vector is not None else None
         memories = store.by_seqs(list(near))
         chained = names_old_value(row.text)  # "from X to Y": X may be named only earlier in the chain
-        targets, conflicts = [], []
+        stated = states_change(row.text)
+        found = _Found()
+        ranked: list[tuple[tuple[int, float], Memory, str]] = []
         oldest_first = sorted(near)
         for seq, cosine in near.items():
             old = memories[seq]
+            if old.id in skip:
+                continue
             history = [store.get(i).text or "" for i in store.chain_ids(old.id)[:-1]] if chained else []
             # Newer candidates may each have changed another part of a multi-part old memory.
             later = [memories[s].text or "" for s in oldest_first if s > seq]
             verdict = classify(old.text or "", row.text, cosine, history=history, later=later)
+            same_kind = old.kind == row.kind
+            closeness = cosine if cosine is not None else subject_overlap(old.text or "", row.text)
+            if verdict.label == "supersede" and retire and same_kind and stated:
+                found.targets.append((seq, old, verdict.reason))
+                continue
             if verdict.label == "supersede":
-                targets.append((seq, old, verdict.reason))
+                why = (f"a change of this {old.kind}? {verdict.reason}" if not same_kind
+                       else f"may be an older value: {verdict.reason}")
+                found.conflicts.append({"id": old.id, "reason": why})
+                ranked.append(((0, -closeness), old, why))
             elif verdict.label == "conflict":
-                conflicts.append({"id": old.id, "reason": verdict.reason})
-        return targets, conflicts
+                found.conflicts.append({"id": old.id, "reason": verdict.reason,
+                                        **({"restatement": True} if restates(verdict, old.text or "", row.text)
+                                           else {})})
+                ranked.append(((1, -closeness), old, verdict.reason))
+            elif cosine is not None and cosine >= RELATED_COSINE:
+                ranked.append(((2, -closeness), old, f"a similar subject (cosine {cosine:.2f})"))
+            elif cosine is None and closeness >= RELATED_OVERLAP:
+                ranked.append(((2, -closeness), old, f"a similar subject (word overlap {closeness:.2f})"))
+        ranked.sort(key=lambda item: item[0])
+        found.related = [{"id": m.id, "text": m.text or "", "kind": m.kind, "date": format_date(m.valid_from),
+                          "why": why} for _, m, why in ranked[:MAX_RELATED]]
+        return found
 
     def replace(
         self,
@@ -1025,13 +1087,16 @@ class Cairn:
         return review.show(self, proposal_id)
 
     def review_decide(self, proposal_id: str, verdict: str, *, text: str | None = None,
-                      keep_id: str | None = None, by: str = "cli") -> dict[str, Any]:
-        """Apply the user's verdict on one proposal (approve | keep | edit), compare-and-set in one
-        transaction: see review.decide. Raises InvalidInput, ProposalNotFound, ProposalClosed,
-        StaleProposal."""
+                      keep_id: str | None = None, tags: Iterable[str] | None = None,
+                      by: str = "cli") -> dict[str, Any]:
+        """Apply the user's verdict on one proposal (approve | reject | edit; "keep" means reject),
+        compare-and-set in one transaction: keep_id chooses the memory that stays, text (edit) the
+        one written instead, tags the tags it keeps; see review.decide. Raises InvalidInput,
+        ProposalNotFound, ProposalClosed, StaleProposal."""
         from . import review
 
-        return review.decide(self, proposal_id, verdict, text=text, keep_id=keep_id, by=by)
+        return review.decide(self, proposal_id, verdict, text=text, keep_id=keep_id,
+                             tags=None if tags is None else list(tags), by=by)
 
     def propose(self, text: str, *, kind: str = "fact", tags: Iterable[str] = (), context: str | None = None,
                 applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:

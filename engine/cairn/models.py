@@ -154,21 +154,35 @@ class RememberResult:
 
     status: "created", or "duplicate" (an identical current memory exists; nothing was written and
     `memory` is that one). superseded: ids this write retired (by --replaces or detection).
-    conflicts: similar current memories left untouched, each {"id", "reason"}, for review.
+    conflicts: similar current memories left untouched, each {"id", "reason"} (and "restatement":
+    true when the two say the same thing), for review.
+    related: at most 3 current memories of any kind most likely about the same subject, most likely
+    first, each {"id", "text", "kind", "date" (valid from, YYYY-MM-DD UTC), "why"}: the writer judges
+    whether the new memory changes one of them (then replaces it) or both hold (RELATED_INSTRUCTION).
     """
 
     memory: Memory
     status: str
     superseded: list[str] = field(default_factory=list)
-    conflicts: list[dict[str, str]] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    related: list[dict[str, str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "status": self.status,
             "memory": self.memory.to_json(),
             "superseded": self.superseded,
             "conflicts": self.conflicts,
+            "related": self.related,
         }
+        if self.related:
+            out["instruction"] = RELATED_INSTRUCTION
+        return out
+
+
+# What the writer of a memory does with `related`: the one instruction every adapter shows beside it.
+RELATED_INSTRUCTION = ("If the new memory changes one of these, replace it: memory_replace with its id and the new "
+                       "text (CLI: cairn remember --replaces ID TEXT). If both still hold, there is nothing to do.")
 
 
 @dataclass(frozen=True)

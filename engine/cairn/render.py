@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .models import DEFAULT_IMPORTANCE, Hit, Memory, RememberResult
+from .models import DEFAULT_IMPORTANCE, RELATED_INSTRUCTION, Hit, Memory, RememberResult
 from .paths import GLOBAL_STORE
 from .timeutil import format_date as day
 from .timeutil import format_time as moment
@@ -93,23 +93,30 @@ def history_entry(m: Memory) -> dict[str, Any]:
     return out
 
 
-def remembered(result: RememberResult, conflicts: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a write did. `conflicts`: similar current memories, each {id, text, reason}."""
+def _with_related(out: dict[str, Any], result: RememberResult) -> dict[str, Any]:
+    """`related` (each {id, text, kind, date, why}) and the one instruction on what to do with them."""
+    if result.related:
+        out["related"] = result.related
+        out["instruction"] = RELATED_INSTRUCTION
+    return out
+
+
+def remembered(result: RememberResult) -> dict[str, Any]:
+    """What a write did: {id, status, superseded?, related?, instruction?, note?}. `related` holds the
+    memories the writer should judge (RememberResult.related); conflicts are not shown apart: each
+    is among `related` or queued for the user's review."""
     out: dict[str, Any] = {"id": result.memory.id, "status": result.status}
     if result.status == "duplicate":
         out["note"] = "an identical current memory exists; nothing was written"
     if result.superseded:
         out["superseded"] = result.superseded
-    if conflicts:
-        out["conflicts"] = conflicts
-        out["note"] = ("similar current memories were kept beside this one; "
-                       "the user can resolve them with /cairn:review-memory")
-    return out
+    return _with_related(out, result)
 
 
 def replaced(result: RememberResult) -> dict[str, Any]:
     """What a replace (or merge) did: a new memory superseding the old ones, or, when the text is
-    already a current memory, the old ones superseded by that one and nothing new written."""
+    already a current memory, the old ones superseded by that one and nothing new written; with the
+    other memories it may change (`related`, as `remembered`)."""
     out: dict[str, Any] = {"id": result.memory.id, "status": result.status}
     if result.superseded:
         out["superseded"] = result.superseded
@@ -121,4 +128,4 @@ def replaced(result: RememberResult) -> dict[str, Any]:
                            "by it and nothing new was written")
         else:
             out["note"] = f"memory {result.memory.id} already states this; nothing was changed"
-    return out
+    return _with_related(out, result)

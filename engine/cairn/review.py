@@ -118,7 +118,12 @@ def _stale_reason(store: StoreBackend, proposal: Proposal) -> str | None:
         except MemoryNotFound:
             return f"memory {source['id']} no longer exists"
         if stamp(m) != source["stamp"] or m.status != "current":
-            by = f" by {m.superseded_by}" if m.superseded_by else ""
+            by = ""
+            if m.superseded_by:
+                try:
+                    by = f" by {m.superseded_by}: \"{store.get(m.superseded_by).text or '[forgotten]'}\""
+                except MemoryNotFound:
+                    by = f" by {m.superseded_by}"
             cold = ", demoted to the cold tier" if m.cold_at and m.status == "current" else ""
             return f"memory {m.id} changed since it was proposed (now {m.status}{by}{cold})"
     return None
@@ -172,19 +177,23 @@ def show(engine: Cairn, proposal_id: str) -> dict[str, Any]:
 
 def _after(p: Proposal) -> str:
     ids = p.source_ids
+    tags = "--tags chooses the tags it keeps"
     if p.type in ("duplicate", "near_duplicate"):
-        return (f"approve: {', '.join(ids[1:])} retired (superseded by {ids[0]}, the oldest; keep_id picks another); "
-                "edit: one memory with your text supersedes them all; keep: nothing changes")
+        return (f"approve: one memory stays ({ids[0]}, the oldest; --keep-id chooses another, {tags}) and the other "
+                f"{len(ids) - 1} are retired into its history; edit: your text replaces all {len(ids)}; "
+                "reject: nothing changes")
     if p.type == "conflict":
-        return (f"approve: {ids[0]} superseded by {ids[-1]} (the newer; keep_id picks the other); edit: one memory "
-                "with your text supersedes both; keep: both stay current and the pair is not proposed again")
+        return (f"approve: {ids[-1]} (the newer) stays and {ids[0]} is retired (--keep-id chooses which stays, "
+                f"{tags}); edit: your text replaces both; reject: both stay current and the pair is not proposed "
+                "again")
     if p.type == "summarise":
-        return (f"edit (or approve a draft): one memory with the summary supersedes {len(ids)} memories, which stay "
-                "reachable through history and as_of; keep: nothing changes")
+        return (f"edit: your summary replaces the {len(ids)} memories (or approve with --keep-id: that one stays, "
+                f"the others are retired; {tags}); they stay reachable through history and as_of; reject: nothing "
+                "changes")
     if p.type == "demote":
         return (f"approve: {ids[0]} moves to the cold tier (out of hooks and default recall; found with "
-                "include_cold and as_of; `promote` brings it back); keep: nothing changes")
-    return "approve: stored as a new memory (edit: with your text); keep: nothing is stored"
+                "include_cold and as_of; `promote` brings it back); reject: nothing changes")
+    return "approve: stored as a new memory (edit: with your text); reject: nothing is stored"
 
 
 def propose(engine: Cairn, text: str, *, kind: str = "fact", tags: tuple[str, ...] = (), context: str | None = None,
@@ -252,13 +261,16 @@ def _pending_pairs(store: StoreBackend) -> set[str]:
             if len(p.source_ids) == 2}
 
 
-def stage_conflicts(engine: Cairn, store: StoreBackend, new: Memory, conflicts: list[dict[str, str]]) -> list[str]:
-    """Queue a `conflict` proposal (older, newer) for each possible conflict `remember` reported,
-    unless the pair was kept by the user before or is already queued. Returns the new proposal ids."""
+def stage_conflicts(engine: Cairn, store: StoreBackend, new: Memory, conflicts: list[dict[str, Any]]) -> list[str]:
+    """Queue what `remember` reported: a `conflict` proposal (older, newer) for each possible
+    conflict, and the restatements (conflicts marked "restatement") as one `near_duplicate` proposal
+    with every memory that says the same thing (_restatements), unless the user kept the pair before
+    or it is already queued. Returns the new proposal ids."""
     if not conflicts:
         return []
     now = now_ms()
     rows = []
+    restated: list[Memory] = []
     pending_pairs = _pending_pairs(store)
     for c in conflicts:
         try:
@@ -267,24 +279,58 @@ def stage_conflicts(engine: Cairn, store: StoreBackend, new: Memory, conflicts: 
             continue
         if store.is_dismissed(old.id, new.id) or _pair_key([old.id, new.id]) in pending_pairs:
             continue
+        if c.get("restatement"):
+            restated.append(old)
+            continue
         older, newer = _order(old, new)
         p = new_proposal("conflict", [older, newer], {"texts": [older.text, newer.text], "reason": c["reason"],
                                                       "origin": "remember"}, now=now)
         rows.append((p, open_key("conflict", [older.id, newer.id])))
+    if restated:
+        rows.append(_restatements(store, new, restated, now))
     return store.add_proposals(rows)
 
 
-REVIEW_DECISIONS = ("approve", "keep", "edit")
+def _restatements(store: StoreBackend, new: Memory, restated: list[Memory], now: int) -> tuple[Proposal, str]:
+    """One proposal for a cluster of restatements: `new`, the memories it restates, and every current
+    member of a pending near_duplicate proposal holding one of them. Those proposals close (expired),
+    naming the one that replaces them, so six wordings of a rule make one proposal, not fifteen."""
+    members = {m.id: m for m in [*restated, new]}
+    grown = [p for p in store.proposals(states=("pending",), types=("near_duplicate",))
+             if set(p.source_ids) & set(members)]
+    for p in grown:
+        for i in p.source_ids:
+            try:
+                m = store.get(i)
+            except MemoryNotFound:
+                continue
+            if m.status == "current":
+                members.setdefault(i, m)
+    ordered = sorted(members.values(), key=lambda m: (m.valid_from, m.recorded_at, m.id))
+    proposal = new_proposal("near_duplicate", ordered, {
+        "texts": [m.text for m in ordered], "origin": "remember",
+        "reason": f"{len(ordered)} memories say the same thing: choose the text that stays and its tags"}, now=now)
+    for p in grown:
+        store.close_proposal(p.id, state="expired", at=now, by=None,
+                             result={"reason": f"replaced by proposal {proposal.id}, which adds {new.id}"})
+    return proposal, open_key("near_duplicate", [m.id for m in ordered])
+
+
+REVIEW_DECISIONS = ("approve", "reject", "edit", "keep")  # "keep" is the older name of "reject"
+MULTI_TYPES = (*("duplicate", "near_duplicate", "conflict"), "summarise")  # proposals where one memory stays
 
 
 def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = None, keep_id: str | None = None,
-           by: str = "cli") -> dict[str, Any]:
+           tags: list[str] | tuple[str, ...] | None = None, by: str = "cli") -> dict[str, Any]:
     """Apply the user's verdict on one pending proposal, compare-and-set, in one transaction.
 
-    verdict: "approve" (do what the proposal says), "keep" (reject: nothing changes; a pair is not
-    proposed again), "edit" (approve with `text`, the user's or Claude's wording: a merge, a summary,
-    an edited `add`). keep_id: for duplicate, near_duplicate and conflict, which source stays
-    (default: the oldest for duplicates, the newer for a conflict). by: cli | mcp | http.
+    verdict: "approve" (do what the proposal says), "reject" (nothing changes; a pair is not
+    proposed again; "keep" is accepted for it), "edit" (approve with `text`, the user's wording: a
+    merge, a summary, an edited `add`). keep_id (`--keep-id`): for duplicate, near_duplicate,
+    conflict and summarise, which source stays and the others are retired into its history
+    (default: the oldest for duplicates, the newer for a conflict; a summarise needs it or edit).
+    tags: the tags the memory that stays keeps, or the edited/added one gets (default: the kept
+    source's for a conflict, those of every source for restatements). by: cli | mcp | http.
     Returns {"proposal", "type", "state": "applied" | "rejected", "verdict", and what was done:
     "superseded" + "by", "created", "demoted"}.
     Raises InvalidInput (bad verdict, text missing or not allowed, keep_id not a source),
@@ -292,14 +338,17 @@ def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = 
     since: refused, and the proposal is marked expired). Two reviewers at once: the second gets
     ProposalClosed and nothing is applied twice."""
     if verdict not in REVIEW_DECISIONS:
-        raise InvalidInput(f"unknown verdict {verdict!r}; expected one of: {', '.join(REVIEW_DECISIONS)} "
-                           "(promote takes a memory id: Cairn.promote)")
+        raise InvalidInput(f"unknown verdict {verdict!r}; expected approve, reject or edit "
+                           "(promote takes a memory id: cairn review promote ID)")
+    verdict = "reject" if verdict == "keep" else verdict
     if by not in DECIDERS:
         raise InvalidInput(f"unknown decider {by!r}; expected one of: {', '.join(DECIDERS)}")
     if verdict == "edit" and (text is None or not text.strip()):
-        raise InvalidInput("edit needs text: the statement to store instead")
+        raise InvalidInput("edit needs the text to store instead (--text)")
     if verdict != "edit" and text is not None:
-        raise InvalidInput(f"text is only for edit, not {verdict}")
+        raise InvalidInput(f"a text (--text) goes with edit, not with {verdict}")
+    if verdict == "reject" and (tags is not None or keep_id is not None):
+        raise InvalidInput("reject changes nothing: it takes no --keep-id or --tags")
     store = _queue_store(engine)
     now = now_ms()
     store.expire_proposals(now)
@@ -314,19 +363,24 @@ def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = 
         if p.state != "pending":
             when = f" by {p.decided_by}" if p.decided_by else ""
             raise ProposalClosed(f"proposal {p.id} is already {p.state}{when}; nothing was changed")
-        if keep_id is not None and (p.type not in PAIR_TYPES or keep_id not in p.source_ids):
-            raise InvalidInput(f"keep_id must be one of the sources of a {', '.join(PAIR_TYPES)} proposal")
+        if keep_id is not None and (p.type not in MULTI_TYPES or keep_id not in p.source_ids):
+            allowed = f"one of {', '.join(p.source_ids)}" if p.type in MULTI_TYPES else f"not for a {p.type} proposal"
+            raise InvalidInput(f"--keep-id names the memory that stays: {allowed}")
+        if verdict == "edit" and keep_id is not None:
+            raise InvalidInput("edit stores your text; --keep-id goes with approve")
         if verdict == "edit" and p.type == "demote":
-            raise InvalidInput("a demote proposal takes approve or keep; to change the memory's text, edit the "
-                               "memory itself (cairn edit, memory_replace)")
-        if verdict == "keep":
+            raise InvalidInput("a demote proposal takes approve or reject; to change the memory's text, edit the "
+                               "memory itself (cairn remember --replaces ID, memory_replace)")
+        if tags is not None and p.type == "demote":
+            raise InvalidInput("a demote proposal keeps the memory as it is: no --tags")
+        if verdict == "reject":
             ids = p.source_ids
             if p.type in PAIR_TYPES and len(ids) == 2:
                 try:
                     store.dismiss_pair(ids[0], ids[1], now)
                 except MemoryNotFound:
                     pass
-            if not store.close_proposal(p.id, state="rejected", at=now, by=by, result={"verdict": "keep"}):
+            if not store.close_proposal(p.id, state="rejected", at=now, by=by, result={"verdict": "reject"}):
                 raise ProposalClosed(f"proposal {p.id} was decided meanwhile; nothing was changed")
             return {"proposal": p.id, "type": p.type, "state": "rejected", "verdict": verdict}
         stale = _stale_reason(store, p)
@@ -334,7 +388,7 @@ def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = 
             # pending -> approved (the compare-and-set) -> applied, in this one transaction.
             if not store.close_proposal(p.id, state="approved", at=now, by=by, result={"verdict": verdict}):
                 raise ProposalClosed(f"proposal {p.id} was decided meanwhile; nothing was changed")
-            done = _apply(engine, store, p, text, keep_id, now)
+            done = _apply(engine, store, p, text, keep_id, None if tags is None else list(tags), now)
             store.close_proposal(p.id, state="applied", at=now, by=by, result={"verdict": verdict, **done},
                                  from_state="approved")
             return {"proposal": p.id, "type": p.type, "state": "applied", "verdict": verdict, **done}
@@ -343,11 +397,13 @@ def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = 
 
 
 def _apply(engine: Cairn, store: StoreBackend, p: Proposal, text: str | None, keep_id: str | None,
-           now: int) -> dict[str, Any]:
+           tags: list[str] | None, now: int) -> dict[str, Any]:
     """Do what an approved proposal says, inside the decision's transaction. Never deletes."""
     ids = p.source_ids
     if p.type == "add":
         fields = {k: p.payload[k] for k in ("kind", "tags") if k in p.payload}
+        if tags is not None:
+            fields["tags"] = tags
         extra: dict[str, Any] = {}
         if p.payload.get("applies_when") and "applies_when" in inspect.signature(engine.remember).parameters:
             extra["applies_when"] = p.payload["applies_when"]  # the applies_when field (#6), where it exists
@@ -356,19 +412,30 @@ def _apply(engine: Cairn, store: StoreBackend, p: Proposal, text: str | None, ke
     if p.type == "demote":
         store.set_cold(ids[0], now)
         return {"demoted": ids[0]}
-    if p.type == "summarise" or text is not None:
-        summary = text if text is not None else p.payload.get("draft")
-        if not summary:
-            raise InvalidInput("a summary needs its text: decide with edit and the summary the user agreed to")
-        sources = [store.get(i) for i in ids]
-        result = engine.replace(ids, summary, tags=sorted({t for m in sources for t in m.tags}),
-                                importance=max(m.importance for m in sources))
-        return {"superseded": result.superseded, "by": result.memory.id, "created": result.status == "created"}
+    if p.type == "summarise" and text is None and keep_id is None:
+        text = p.payload.get("draft")
+        if not text:
+            raise InvalidInput("choose what stays: approve with --keep-id ID (one of these memories), or edit "
+                               "with --text and the summary you want")
+    sources = [store.get(i) for i in ids]
+    if text is None:
+        keep = keep_id or (ids[-1] if p.type == "conflict" else ids[0])
+        kept = next(m for m in sources if m.id == keep)
+        if tags is not None and sorted(set(tags)) != sorted(kept.tags):
+            text = kept.text  # the same text with other tags: a new version of it replaces them all
+        else:
+            retired = [i for i in ids if i != keep]
+            for old in retired:
+                store.supersede(store.seq_of(old), keep, at=now, valid_until=now)
+            return {"superseded": retired, "by": keep}
     keep = keep_id or (ids[-1] if p.type == "conflict" else ids[0])
-    retired = [i for i in ids if i != keep]
-    for old in retired:
-        store.supersede(store.seq_of(old), keep, at=now, valid_until=now)
-    return {"superseded": retired, "by": keep}
+    kept = next(m for m in sources if m.id == keep)
+    if tags is None:
+        # A change keeps the tags of the memory that stays; restatements, all of theirs.
+        tags = list(kept.tags) if p.type == "conflict" else sorted({t for m in sources for t in m.tags})
+    result = engine.replace(ids, text, kind=kept.kind, tags=tags,
+                            importance=max(m.importance for m in sources))
+    return {"superseded": result.superseded, "by": result.memory.id, "created": result.status == "created"}
 
 
 def promote(engine: Cairn, memory_id: str) -> dict[str, Any]:
@@ -641,24 +708,33 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
             near.union(a, b)
             similarity[(a, b)] = cosine if cosine is not None else jac
     absorbed: set[str] = set()
+    # A memory in a pending cluster (one `remember` queued) is not proposed in another.
+    cluster_of = {i: p.id for p in store.proposals(states=("pending",), types=("near_duplicate",))
+                  for i in p.source_ids}
+    clustered = set(cluster_of)
+
+    def one_cluster(a: str, b: str) -> bool:  # already proposed together: no pair or summary of them
+        return a in cluster_of and cluster_of[a] == cluster_of.get(b)
+
     for group in near.groups():
         if len(group) < 2:
             continue
-        canonical = by_id[group[0]]
-        for other_id in group[1:]:
-            other = by_id[other_id]
-            sim = similarity.get((canonical.id, other_id), similarity.get((other_id, canonical.id)))
-            if sim is None and canonical.id in vectors and other_id in vectors:
-                sim = float(vectors[canonical.id] @ vectors[other_id])
-            stage("near_duplicate", [canonical, other],
-                  {"texts": [canonical.text, other.text], "similarity": None if sim is None else round(sim, 3),
-                   "measure": "cosine" if canonical.id in vectors and other_id in vectors else "jaccard"})
-            absorbed.add(other_id)
+        members = [by_id[i] for i in group]  # the oldest id first: the default that stays
+        absorbed.update(group[1:])
+        if clustered & set(group):
+            reviewed += 1
+            continue
+        sims = [similarity[(a, b)] for a in group for b in group if (a, b) in similarity]
+        stage("near_duplicate", members,
+              {"texts": [m.text for m in members], "similarity": round(min(sims), 3) if sims else None,
+               "measure": "cosine" if all(i in vectors for i in group) else "jaccard",
+               "reason": f"{len(members)} memories say the same thing: choose the text that stays and its tags"})
 
     # 4. Possible conflicts (the classifier `remember` uses): up to 3 strongest per memory, same kind.
     per_memory: dict[str, int] = {}
     for a, b, cosine, _ in sorted(edges, key=lambda e: -(e[2] if e[2] is not None else e[3])):
-        if a in absorbed or b in absorbed or (a in near.parent and b in near.parent and near.find(a) == near.find(b)):
+        if a in absorbed or b in absorbed or (a in near.parent and b in near.parent and near.find(a) == near.find(b)) \
+                or one_cluster(a, b):
             continue
         older, newer = _order(by_id[a], by_id[b])
         if older.kind != newer.kind or per_memory.get(a, 0) >= NEIGHBOURS or per_memory.get(b, 0) >= NEIGHBOURS:
@@ -680,7 +756,7 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
     # 5. Clusters on one subject (same kind): bounded single linkage; Claude drafts the summary in review.
     clusters = _Sets(cap=CLUSTER_MAX)
     strong = [(a, b, c if c is not None else j) for a, b, c, j in edges
-              if a not in absorbed and b not in absorbed and by_id[a].kind == by_id[b].kind
+              if a not in absorbed and b not in absorbed and by_id[a].kind == by_id[b].kind and not one_cluster(a, b)
               and ((c is not None and c >= CLUSTER_COSINE) or (c is None and j >= 2 * KEYWORD_EDGE_JACCARD))]
     for a, b, _ in sorted(strong, key=lambda e: -e[2]):
         clusters.union(a, b)
@@ -718,7 +794,7 @@ def maintain(engine: Cairn, *, apply: bool = False, safe_only: bool = False) -> 
     "keyword_only", "exact_duplicates": [{"canonical", "duplicates", "text"}], "retired",
     "proposals": [{"type", "subject", "sources", "payload", "id" (None in a dry run)}], "counts":
     {type: n}, "staged", "already_reviewed", "deferred" (past RUN_CAPS: for a later run), "expired",
-    "seconds"}.
+    "pending" (proposals waiting for the user after the run), "seconds"}.
     Raises MaintenanceBusy (another run holds the lease)."""
     import json
     import os
@@ -770,7 +846,8 @@ def maintain(engine: Cairn, *, apply: bool = False, safe_only: bool = False) -> 
                            "id": staged_ids.get(p.id)} for p, _ in proposals],
             "counts": counts, "staged": len(staged_ids), "already_reviewed": found["already_reviewed"],
             "deferred": found["deferred"],
-            "expired": expired, "seconds": round(time.perf_counter() - started, 3),
+            "expired": expired, "pending": sum(store.proposal_counts().get("pending", {}).values()),
+            "seconds": round(time.perf_counter() - started, 3),
         }
         if apply:
             store.set_meta("maintenance_last_run", json.dumps(

@@ -132,10 +132,25 @@ MIN_PREFIX = 2
 Label = Literal["supersede", "conflict", "unrelated"]
 
 
+_SAME = "the texts state the same thing"
+_SIMILAR = "similar texts but no clear statement of change"
+
+
 @dataclass(frozen=True)
 class Verdict:
     label: Label
     reason: str  # one short human-readable sentence
+
+
+
+def restates(verdict: Verdict, old_text: str, new_text: str) -> bool:
+    """Whether a "conflict" verdict on (old_text, new_text) is a restatement: the two say the same
+    thing in other words, neither hedged, approximate, one-off nor an addition ("We might run the
+    linter" restates nothing: it doubts it). Restatements are merged in review, not judged as changes."""
+    if verdict.label != "conflict" or not verdict.reason.startswith((_SAME, _SIMILAR)):
+        return False
+    texts = [_canonical(normalise(t)) for t in (old_text, new_text)]
+    return not any(p.search(t) for t in texts for p in (_HEDGE, _APPROX, _ONE_OFF, _ADDITIVE))
 
 
 # Versions first so `3.11` and `1.75.0` stay one token; words keep an inner apostrophe (don't, user's).
@@ -510,6 +525,12 @@ def _dice(a: set[str], b: set[str]) -> float:
     return 2 * len(a & b) / (len(a) + len(b)) if a or b else 1.0
 
 
+def subject_overlap(a: str, b: str) -> float:
+    """Dice overlap (0..1) of the subject words of two texts: their tokens (normalised, stemmed)
+    without grammar words. How close two texts are when no embedding says it."""
+    return _dice(_subject_words(_tokens(normalise(a))), _subject_words(_tokens(normalise(b))))
+
+
 def names_old_value(text: str) -> bool:
     """Whether `text` names the value it replaces ("from X to Y", "instead of X", "replaced X with")."""
     return bool(_named(_canonical(normalise(text))))
@@ -517,6 +538,32 @@ def names_old_value(text: str) -> bool:
 
 def _has_marker(new: str) -> bool:
     return any(marker.search(new) for marker in (_REPLACE, _PREFER_OVER, _RETIRE))
+
+
+# Verbs that say a setting was changed ("raised to 300", "pushed to Oct 17", "scaled to 12", "was set
+# to 75"): kin of "changed to", explicit enough to retire the old value on their own.
+_CHANGED_TO = re.compile(
+    r"\b(?:raised|lowered|increased|decreased|reduced|extended|shortened|pushed(?: back)?|brought forward"
+    r"|scaled(?: up| down)?|cut|doubled|halved|tightened|relaxed|expanded|grew|shrank|went (?:up|down)"
+    r"|(?:was|were|has been|got) set)(?: it)? to\b"
+    # A state flipped back or restored ("enabled again", "resumed", "re-enabled", "unblocked"), and a
+    # holder who left ("Olu left; the team lead is Ben").
+    r"|\b(?:again|resumed|re-?enabled|re-?opened|restored|unblocked|(?:was|were|got|has been) fixed)\b"
+    r"|\bleft(?=[;,.]|$)"
+)
+
+
+def states_change(text: str) -> bool:
+    """Whether `text` says in words that something changed: "now", "moved from A to B", "switched
+    to", "instead of", "no longer", "replaced by", "retired", "took over", "as of March", "raised to"
+    and their kin. Automatic retirement needs it: a text that only looks like another value of an old
+    memory's template ("The SDK is published to PyPI" after "... to npm") may be an addition, so it
+    is left for the writer (or the user) to judge, never retired without this."""
+    canonical = _canonical(normalise(text))
+    named = _named(canonical)
+    # "prefers written docs over meetings" compares two things; it changes nothing.
+    named = named if named is not None and not named.group().startswith("over ") else None
+    return bool(_REPLACE.search(canonical) or _RETIRE.search(canonical) or named or _CHANGED_TO.search(canonical))
 
 
 def _is_change_statement(text: str) -> bool:
@@ -1136,6 +1183,25 @@ def _one_slot(old_tokens: list[str], new_tokens: list[str]) -> str | None:
     return f"'{' '.join(old_tokens[i1:i2])}' -> '{' '.join(new_tokens[j1:j2])}'"
 
 
+def _revived(old: str, new: str, new_tokens: list[str]) -> str | None:
+    """Why `new` contradicts the change statement `old`, if it does: it states, without a change
+    marker of its own, the value `old` says was replaced ("We switched the CI from CircleCI to
+    GitHub Actions" / "Our CI runs on CircleCI"), about a subject they share. Never a retirement:
+    which of the two is right is for the writer or the user to say."""
+    if _has_marker(new):
+        return None
+    named = _named(old)
+    if named is None:
+        return None
+    value = _subject_words(_tokens(next(g for g in named.groups() if g is not None)))
+    if not value or not value <= set(new_tokens):
+        return None
+    rest = _subject_words(_tokens(_state(old))) - value
+    if not rest & (set(new_tokens) - value):
+        return None
+    return f"states {' '.join(sorted(value))}, which this memory says was replaced"
+
+
 def classify(old_text: str, new_text: str, cosine: float | None, *, history: Sequence[str] = (),
              later: Sequence[str] = ()) -> Verdict:
     """Decide whether `new_text` supersedes `old_text`; see the module docstring for the method.
@@ -1151,13 +1217,13 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
     old = _in_voice_of(old, new)
     old_tokens, new_tokens = _tokens(old), _tokens(new)
     if old_tokens == new_tokens:
-        return Verdict("conflict", "the texts state the same thing")
+        return Verdict("conflict", _SAME)
     old_people, new_people = _persons(old), _persons(new)
     if old_people and new_people and old_people != new_people:
         return Verdict("unrelated", "the texts are about different people")
 
     if _polarity(old) == _polarity(new):
-        return Verdict("conflict", "the texts state the same thing")  # "is disabled" / "is turned off"
+        return Verdict("conflict", _SAME)  # "is disabled" / "is turned off"
     change = addition = None
     # A person named on one side only may be someone else entirely; a thing of someone's ("the user's
     # laptop") on one side only is another subject than its owner.
@@ -1215,9 +1281,12 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
         kind = f"an addition ('{additive}')" if additive else "a hedged or approximate change"
         return Verdict("conflict", f"{kind}, not a replacement: {change}")
 
+    revived = _revived(old, new, new_tokens)
+    if revived:
+        return Verdict("conflict", revived)
     overlap = _dice(_subject_words(old_tokens), _subject_words(new_tokens))
     if overlap >= CONFLICT_OVERLAP or (cosine is not None and cosine >= PARAPHRASE_COSINE):
-        why = f"similar texts but no clear statement of change (word overlap {overlap:.2f})"
+        why = f"{_SIMILAR} (word overlap {overlap:.2f})"
         return Verdict("conflict", why)
     slot = _one_slot(old_tokens, new_tokens)
     if slot and old_people == new_people:

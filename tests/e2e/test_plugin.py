@@ -374,6 +374,77 @@ def test_replaced_memory_leaves_context_and_history_keeps_the_chain(cairn: Cairn
         cairn.wait_warm()
 
 
+CHAIN = ["We deploy with Heroku.", "We moved deployment from Heroku to Fly.io.",
+         "Deployment now runs on Kubernetes (EKS); Fly.io retired."]
+
+
+def _tool_results(body: dict[str, Any]) -> dict[str, Any]:
+    """Every tool result in a request body by tool_use id, parsed as tool_json does."""
+    out: dict[str, Any] = {}
+    for msg in body.get("messages", []):
+        content = msg.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                data = json.loads(tool_result_text(block))
+                if isinstance(data, dict) and set(data) == {"result"} and isinstance(data["result"], str):
+                    data = json.loads(data["result"])
+                out[block["tool_use_id"]] = data
+    return out
+
+
+def _loop_script(body: dict[str, Any]) -> Reply:
+    """A model that does what the MCP instructions teach: remember each step of CHAIN, read `related`
+    in the answer, and replace every memory listed there with the same text (each is an older
+    deploy target). Then recall and the EKS memory's history. Stateless, like `steps`."""
+    results = _tool_results(body)
+    for k, text in enumerate(CHAIN):
+        wrote = f"toolu_e2e_remember_{k}"
+        if wrote not in results:
+            return ToolUse(TOOL("memory_remember"), {"text": text, "kind": "decision", "tags": ["deploy"]}, id=wrote)
+        for n, related in enumerate(results[wrote].get("related", [])):
+            replaced = f"toolu_e2e_replace_{k}_{n}"
+            if replaced not in results:
+                return ToolUse(TOOL("memory_replace"), {"id": related["id"], "text": text}, id=replaced)
+    if "toolu_e2e_recall" not in results:
+        return ToolUse(TOOL("memory_recall"), {"query": "where do we deploy?"}, id="toolu_e2e_recall")
+    if "toolu_e2e_history" not in results:
+        return ToolUse(TOOL("memory_history"), {"id": results[f"toolu_e2e_remember_{len(CHAIN) - 1}"]["id"]},
+                       id="toolu_e2e_history")
+    return Text("Deploy target recorded. MARK-LOOP")
+
+
+def test_the_model_resolves_related_and_only_the_last_deploy_target_stays(cairn: CairnSession, minilm) -> None:
+    """Heroku, then Fly.io, then EKS: after each write the model reads `related` from the tool result
+    and replaces what it lists; at the end only the EKS decision is current, in recall and in the
+    next session's brief, and its history holds the chain."""
+    api = cairn.api
+    cairn.script(final=Text("unused"))
+    api.set_script(_loop_script)
+    run = cairn.run("Record our deploy target history: Heroku, then Fly.io, now EKS.")
+    assert run.result_text == "Deploy target recorded. MARK-LOOP"
+
+    results = _tool_results(api.message_bodies()[-1])
+    heroku, fly, eks = (results[f"toolu_e2e_remember_{k}"] for k in range(3))
+    assert [r["text"] for r in fly["related"]] == [CHAIN[0]], fly  # the writer is shown Heroku ...
+    assert "instruction" in fly and "memory_replace" in fly["instruction"]
+    replace = results["toolu_e2e_replace_1_0"]  # ... and replaces it with the id it found there
+    assert (replace["status"], replace["id"], replace["superseded"]) == ("duplicate", fly["id"], [heroku["id"]])
+    assert eks.get("superseded") == [fly["id"]], eks  # "Fly.io retired": said in words, retired by itself
+    assert not any(k.startswith("toolu_e2e_replace_2") for k in results)  # nothing left to judge
+
+    hits = results["toolu_e2e_recall"]["hits"]
+    assert [h["id"] for h in hits] == [eks["id"]], hits
+    chain = results["toolu_e2e_history"]["chain"]
+    assert [(m["text"], m["status"]) for m in chain] == [
+        (CHAIN[0], "superseded"), (CHAIN[1], "superseded"), (CHAIN[2], "current")], chain
+
+    cairn.script(final=Text("ok MARK-LOOP2"))
+    cairn.run("Good morning, what are we working on?")
+    (brief,) = injected(api, "SessionStart")
+    assert f"[mem:{eks['id']}]" in brief and ": 1 current memory" in brief, brief
+    assert "Heroku" not in brief and "We moved deployment" not in brief, brief
+
+
 # --------------------------------------------------------------------------- 4. which store
 
 
@@ -492,18 +563,20 @@ def test_review_memory_walks_the_queue_and_records_the_users_verdict(cairn: Cair
                               "Integration tests must use a real PostgreSQL 16 container instead of SQLite.",
                               kind="convention")
     with Cairn.open(cwd=cairn.project, embedder=None) as memory:
-        (proposal,) = memory.review_queue()  # `remember` reported the pair: it joined the queue
-    assert (proposal.type, proposal.source_ids) == ("conflict", [older, newer])
-    queue = ToolUse(TOOL("memory_review_queue"), {"limit": 30, "types": ["conflict"]})
-    decide = ToolUse(TOOL("memory_review_decide"), {"proposal_id": proposal.id, "verdict": "approve"})
+        (proposal,) = memory.review_queue()  # `remember` reported the restatement: it joined the queue
+    assert (proposal.type, proposal.source_ids) == ("near_duplicate", [older, newer])
+    queue = ToolUse(TOOL("memory_review_queue"), {"limit": 30, "types": ["near_duplicate"]})
+    # The user chose the newer wording to stay.
+    decide = ToolUse(TOOL("memory_review_decide"), {"proposal_id": proposal.id, "verdict": "approve",
+                                                    "keep_id": newer})
     cairn.script(queue, decide, final=Text("Applied 1 of 1 MARK-REVIEW"))
     # No --allowedTools: the command's own allowed-tools frontmatter must let its tool calls run.
-    run = cairn.run("/cairn:review-memory conflict", allowed_tools=())
+    run = cairn.run("/cairn:review-memory near_duplicate", allowed_tools=())
 
     assert run.result_text == "Applied 1 of 1 MARK-REVIEW"
     first = requests_text(api)
     assert "Walk the user through the queue" in first
-    assert 'Narrowing requested by the user: \\"conflict\\"' in first
+    assert 'Narrowing requested by the user: \\"near_duplicate\\"' in first
     assert api.hook_context("UserPromptSubmit") == []  # a slash command is not a topic
     listed = tool_json(api, queue)
     assert listed["count"] == 1, listed

@@ -220,13 +220,19 @@ def cli(verbose: bool) -> None:
 @click.option("--replaces", metavar="ID", help="Supersede this memory.")
 @click.option("--scope", type=click.Choice(["project", "global"]), default="project", show_default=True)
 @click.option("--no-detect", is_flag=True, help="Do not supersede similar memories automatically.")
+@click.option("--no-ask", is_flag=True, help="Do not ask which related memory the new one replaces.")
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model (embedded later).")
 @store_options(use_warm=True)
 def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[str, ...], no_detect: bool,
-             scope: str, replaces: str | None, **fields) -> None:
-    """Store TEXT as a memory ("-" reads it from stdin)."""
+             no_ask: bool, scope: str, replaces: str | None, **fields) -> None:
+    """Store TEXT as a memory ("-" reads it from stdin).
+
+    The answer lists up to 3 related memories (any kind, about the same subject). On a terminal it
+    then asks which one, if any, the new memory replaces; not with --no-ask, --json, or when stdin is
+    not a terminal."""
     if text == "-":
         text = _read_stdin()
+        no_ask = True  # stdin held the text: there is no one to ask
     if replaces is not None:
         # As Cairn.replace: kind, tags, importance and applies-when default to the replaced memory's.
         result = memory.replace(replaces, text, tags=tags or None, applies_when=applies_when or None, **fields)
@@ -244,11 +250,28 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[
                                                     f"--kind {asked} ...` changes its kind)" if differs else ""))
         for old in result.superseded:
             click.echo(f"superseded {old}")
-        for c in result.conflicts:
-            click.echo(f"possible conflict with {c['id']}: {c['reason']} "
-                       "(queued for review: `cairn review list` or /cairn:review-memory)")
+        for n, r in enumerate(result.related, 1):
+            click.echo(f"related {n}. {r['id']}  [{r['kind']}] {r['date']}\n    {r['text']}\n    ({r['why']})")
+        if result.related and (no_ask or not sys.stdin.isatty()):
+            click.echo("if it changes one of these: `cairn remember --replaces ID TEXT`; "
+                       "unresolved pairs are queued for review (`cairn review list`)")
 
     _emit(as_json, result.to_json(), human)
+    if result.related and not as_json and not no_ask and sys.stdin.isatty():
+        _ask_replaced(memory, result, text)
+
+
+def _ask_replaced(memory: Cairn, result: cairn.RememberResult, text: str) -> None:
+    """Ask on the terminal which related memory, if any, the new one replaces, and retire it."""
+    choice = click.prompt(f"Does it replace one of these? [1-{len(result.related)}, Enter: none]",
+                          default="", show_default=False,
+                          type=click.Choice(["", *map(str, range(1, len(result.related) + 1))]),
+                          show_choices=False)
+    if not choice:
+        return
+    old = result.related[int(choice) - 1]["id"]
+    done = memory.replace(old, text)  # the text is current already: old is superseded by it
+    click.echo(f"{old} is superseded by {done.memory.id}")
 
 
 @cli.command()
@@ -817,7 +840,7 @@ def review_list(memory: Cairn, as_json: bool, states, types, limit: int) -> None
                 click.echo(_proposal_line(p))
         if total > len(items):
             click.echo(f"... and {total - len(items)} more (--limit N shows more, --type one type)")
-        click.echo("see one with: cairn review show ID; decide with: cairn review decide ID approve|keep|edit")
+        click.echo("see one with: cairn review show ID; decide with: cairn review decide ID approve|reject|edit")
 
     _emit(as_json, {"proposals": items, "count": len(items), "total": total}, human)
 
@@ -850,29 +873,41 @@ def review_show(memory: Cairn, as_json: bool, proposal_id: str) -> None:
 
 @review.command(name="decide")
 @click.argument("proposal_id")
-@click.argument("verdict", type=click.Choice(("approve", "keep", "edit")))
+@click.argument("verdict", type=click.Choice(("approve", "reject", "edit", "keep")), metavar="approve|reject|edit")
 @click.option("--text", help="edit: the statement to store instead (a merge, a summary, an edited addition).")
-@click.option("--keep-id", metavar="ID", help="duplicate, near_duplicate, conflict: which source stays.")
+@click.option("--keep-id", metavar="ID", help="approve: which of the proposal's memories stays (the others retire).")
+@click.option("--tags", "tags", multiple=True, callback=_split_tags,
+              help="approve or edit: the tags the memory that stays keeps (comma-separated; may repeat; "
+                   "--tags '' keeps none).")
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model (embedded later).")
 @store_options
 def review_decide_(memory: Cairn, as_json: bool, proposal_id: str, verdict: str, text: str | None,
-                   keep_id: str | None) -> None:
-    """Apply your VERDICT on PROPOSAL_ID: approve, keep (nothing changes), or edit (approve with --text).
-    Refused, changing nothing, when the proposal was decided already, expired, or its memories changed."""
-    done = memory.review_decide(proposal_id, verdict, text=text, keep_id=keep_id, by="cli")
+                   keep_id: str | None, tags: tuple[str, ...]) -> None:
+    """Apply your VERDICT on PROPOSAL_ID: approve (--keep-id: which memory stays; --tags: its tags),
+    reject (nothing changes), or edit (your --text replaces them). Refused, changing nothing, when the
+    proposal was decided already, expired, or its memories changed since ("stale", with what replaced
+    them)."""
+    chosen = tags if tags or _tags_given() else None
+    done = memory.review_decide(proposal_id, verdict, text=text, keep_id=keep_id, tags=chosen, by="cli")
 
     def human() -> None:
         if done["state"] == "rejected":
-            click.echo(f"kept as it is; proposal {proposal_id} rejected")
+            click.echo(f"rejected proposal {proposal_id}: nothing changed")
         elif "demoted" in done:
             click.echo(f"moved {done['demoted']} to the cold tier (bring it back with `cairn review promote`)")
         elif "created" in done and "by" not in done:
             click.echo(f"remembered {done['created']}" if done["status"] == "created"
                        else f"already remembered as {done['created']}")
         else:
-            click.echo(f"superseded {', '.join(done['superseded']) or 'nothing'} by {done['by']}")
+            click.echo(f"{done['by']} stays; retired {', '.join(done['superseded']) or 'nothing'}")
 
     _emit(as_json, done, human)
+
+
+def _tags_given() -> bool:
+    """Whether --tags was on the command line (`--tags ''` chooses no tags at all)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.get_parameter_source("tags") == click.core.ParameterSource.COMMANDLINE
 
 
 @review.command(name="promote")
@@ -896,10 +931,11 @@ def _maintain_human(report: dict[str, Any]) -> None:
     if counts:
         verb = "would propose" if report["dry_run"] else f"queued {report['staged']} for review"
         click.echo(f"  {verb}: {counts}")
-    if report["staged"]:
-        click.echo("  review them with `cairn review list` or /cairn:review-memory")
     if not report["exact_duplicates"] and not counts:
-        click.echo("  nothing to do")
+        click.echo("  nothing new found")
+    if report.get("pending"):
+        click.echo(f"  {report['pending']} proposals wait for your verdict: `cairn review list` or "
+                   "/cairn:review-memory")
 
 
 @cli.command()

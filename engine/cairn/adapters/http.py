@@ -29,7 +29,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
@@ -214,11 +214,14 @@ class QueueQuery(_Model):
 
 
 class ProposalDecideBody(_Model):
-    verdict: Literal["approve", "keep", "edit"] = Field(description="The user's verdict.")
+    verdict: Literal["approve", "reject", "edit", "keep"] = Field(
+        description="The user's verdict: approve, reject (keep is an older name for it) or edit.")
     text: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT_BYTES,
                              description="edit only: the text the user agreed to.")
     keep_id: str | None = Field(default=None, max_length=64,
-                                description="duplicate, near_duplicate, conflict: which memory stays.")
+                                description="approve: which of the proposal's memories stays (--keep-id).")
+    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
+        default=None, max_length=20, description="approve or edit: the tags the memory that stays keeps.")
 
 
 class MaintainBody(_Model):
@@ -359,7 +362,7 @@ def _proposal(engine: cairn.Cairn, call: Call) -> Any:
 
 def _decide_proposal(engine: cairn.Cairn, call: Call) -> Any:
     a: ProposalDecideBody = call.args
-    return engine.review_decide(call.path["id"], a.verdict, text=a.text, keep_id=a.keep_id, by="http")
+    return engine.review_decide(call.path["id"], a.verdict, text=a.text, keep_id=a.keep_id, tags=a.tags, by="http")
 
 
 def _maintain(engine: cairn.Cairn, call: Call) -> Any:
@@ -377,7 +380,8 @@ ROUTES: list[RouteSpec] = [
               returns="`Status` (docs/cli.md, JSON keys)."),
     RouteSpec("POST", "/v1/memories", "Remember: store one memory (source `user`).", _remember, RememberBody,
               body=True, write=True, embeds=True, status=201,
-              returns="`RememberResult`: `status` (created or duplicate), `memory`, `superseded`, `conflicts`.",
+              returns="`RememberResult`: `status` (created or duplicate), `memory`, `superseded`, `conflicts`, "
+                      "`related` (with `instruction`).",
               errors=("invalid_memory", "invalid_time")),
     RouteSpec("GET", "/v1/memories", "List memories, newest first.", _list, ListQuery,
               returns="`{\"memories\": [Memory]}`.", errors=("invalid_time",)),
@@ -407,7 +411,7 @@ ROUTES: list[RouteSpec] = [
     RouteSpec("GET", "/v1/review/proposals/{id}", "One proposal with its evidence (as `cairn review show`).",
               _proposal, returns="`{\"proposal\", \"sources\", \"stale\", \"after\"}`.",
               errors=("proposal_not_found",)),
-    RouteSpec("POST", "/v1/review/proposals/{id}/decide", "The user's verdict on one proposal: approve, keep or "
+    RouteSpec("POST", "/v1/review/proposals/{id}/decide", "The user's verdict on one proposal: approve, reject or "
               "edit; compare-and-set.", _decide_proposal, ProposalDecideBody, body=True, write=True, embeds=True,
               returns="`{\"proposal\", \"type\", \"state\", \"verdict\"}` and what was done.",
               errors=("proposal_not_found", "proposal_closed", "invalid_input", "invalid_memory")),

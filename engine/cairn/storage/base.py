@@ -36,6 +36,7 @@ class Dialect:
     mark: the driver's placeholder. chunk: how many values one `IN (...)` list may hold (SQLite's
     default variable limit was 999); None: a whole list is one array parameter. for_update: the
     row-lock clause of a read inside a write. least/greatest: the two-argument min/max functions.
+    defer: the statement that checks references (superseded_by) at commit until the transaction ends.
     """
 
     name: str
@@ -45,6 +46,7 @@ class Dialect:
     least: str
     greatest: str
     instr: str  # position of a substring: instr(hay, needle) / strpos(hay, needle)
+    defer: str
 
     def sql(self, text: str) -> str:
         """`text` written with `?` placeholders, in this dialect's (the shared SQL has no literal `?` or `%`)."""
@@ -60,9 +62,11 @@ class Dialect:
         return f"{column} IN ({sql.marks(len(values))})", list(values)
 
 
-SQLITE = Dialect(name="sqlite", mark="?", chunk=500, for_update="", least="min", greatest="max", instr="instr")
+SQLITE = Dialect(name="sqlite", mark="?", chunk=500, for_update="", least="min", greatest="max", instr="instr",
+                 defer="PRAGMA defer_foreign_keys = ON")  # reset by SQLite at commit
 POSTGRES = Dialect(name="postgres", mark="%s", chunk=None, for_update=" FOR UPDATE", least="least",
-                   greatest="greatest", instr="strpos")
+                   greatest="greatest", instr="strpos",
+                   defer="SET CONSTRAINTS ALL DEFERRED")  # superseded_by is DEFERRABLE; lasts to commit
 
 
 class SqlStore:
@@ -299,6 +303,11 @@ class SqlStore:
         return int(self._one("SELECT asserted_valid_to FROM memories WHERE seq = ?", (seq,)))
 
     # -- writes (inside transaction()) ----------------------------------------------------------------
+    def defer_references(self) -> None:
+        """Check references (superseded_by) at commit, not per statement, until this transaction
+        ends: a memory may then be retired by one inserted after it."""
+        self._q(self.dialect.defer, ())
+
     def supersede(self, old_seq: int, new_id: str, at: int, valid_until: int) -> bool:
         """Retire `old_seq` at transaction time `at`, its validity ending at `valid_until`. The row
         is read under the write's lock first; returns False (and changes nothing) when another

@@ -3,9 +3,11 @@
 "use strict";
 
 const KINDS = ["decision", "convention", "preference", "fact", "task", "insight"];
-// The review queue's verdicts (review.decide): approve what the proposal says, keep (reject: nothing
-// changes), or edit then approve with the user's text.
-const VERDICTS = [["approve", "Approve"], ["keep", "Keep as is"], ["edit", "Edit…"]];
+// The review queue's verdicts (review.decide): approve what the proposal says (the memory chosen to
+// stay, with the tags chosen), reject (nothing changes), or edit then approve with the user's text.
+const VERDICTS = [["approve", "Approve"], ["reject", "Reject"], ["edit", "Edit…"]];
+// Proposals where one of several memories stays (review.MULTI_TYPES): the user chooses which, and its tags.
+const MULTI = ["duplicate", "near_duplicate", "conflict", "summarise"];
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const store = params.get("store");
@@ -119,9 +121,37 @@ function source(m, index, proposal) {
   if (m.missing) return el("div", {class: "source"}, el("div", {class: "meta", text: `${m.id} · no longer in the store`}));
   const role = proposal.sources.length === 2 && ["duplicate", "near_duplicate", "conflict"].includes(proposal.type)
     ? (index === 0 ? "older" : "newer") : `source ${index + 1}`;
-  const meta = `${role} · ${m.kind} · ${day(m.valid_from_iso)} · ${m.status}` + (m.cold ? " · cold" : "") + ` · ${m.id}`;
-  return el("div", {class: "source", "data-id": m.id}, el("div", {class: "meta", text: meta}),
-    el("p", {class: "text", text: m.text ?? "[forgotten]"}));
+  const tags = m.tags && m.tags.length ? ` · #${m.tags.join(" #")}` : "";
+  const meta = `${role} · ${m.kind} · ${day(m.valid_from_iso)} · ${m.status}` + (m.cold ? " · cold" : "") + tags
+    + ` · ${m.id}`;
+  const parts = [el("div", {class: "meta", text: meta}), el("p", {class: "text", text: m.text ?? "[forgotten]"})];
+  if (MULTI.includes(proposal.type) && proposal.sources.length > 1) {
+    const radio = el("input", {type: "radio", name: `keep-${proposal.id}`, value: m.id,
+                               "aria-label": `keep ${m.id}`});
+    radio.checked = m.id === defaultKept(proposal);
+    parts.push(el("label", {class: "keep"}, radio, " this one stays"));
+  }
+  return el("div", {class: "source", "data-id": m.id}, ...parts);
+}
+
+function defaultKept(p) {
+  const ids = p.sources.map((s) => s.id);
+  return p.type === "conflict" ? ids[ids.length - 1] : ids[0];
+}
+
+// The tags the memory that stays may keep: every source's, checked by default as review.decide
+// defaults (a conflict: the kept memory's; restatements: all).
+function tagChoices(p, sources) {
+  const all = [...new Set(sources.flatMap((m) => m.tags ?? []))].sort();
+  if (!MULTI.includes(p.type) || !all.length) return [];
+  const kept = sources.find((m) => m.id === defaultKept(p));
+  return [el("fieldset", {class: "tags", "aria-label": `Tags kept by proposal ${p.id}`},
+    el("legend", {text: "Tags it keeps"}),
+    ...all.map((t) => {
+      const box = el("input", {type: "checkbox", value: t, "aria-label": `tag ${t}`});
+      box.checked = p.type !== "conflict" || (kept?.tags ?? []).includes(t);
+      return el("label", {}, box, ` #${t} `);
+    }))];
 }
 
 function evidence(p) {
@@ -152,7 +182,7 @@ async function loadReview() {
         : sources.map((m, i) => source(m, i, p));
       return el("li", {class: "proposal-row", "data-proposal": p.id, "data-type": p.type},
         el("div", {class: "meta", text: evidence(p)}),
-        el("div", {class: "pair"}, ...body),
+        el("div", {class: "pair"}, ...body), ...tagChoices(p, sources),
         el("p", {class: "after", text: stale ? `Stale: ${stale}` : after}),
         el("div", {class: "actions", role: "group", "aria-label": `Verdict on proposal ${p.id}`}, ...buttons));
     }));
@@ -172,10 +202,17 @@ function draftOf(proposal, sources) {
 
 async function decide(proposal, sources, verdict) {
   const body = {verdict};
+  const row = document.querySelector(`li[data-proposal="${CSS.escape(proposal.id)}"]`);
   if (verdict === "edit") {
     const text = prompt("The statement to store instead:", draftOf(proposal, sources));
     if (!text) return;
     body.text = text;
+  }
+  if (verdict !== "reject" && row) {
+    const kept = row.querySelector(`input[name="keep-${CSS.escape(proposal.id)}"]:checked`);
+    if (verdict === "approve" && kept) body.keep_id = kept.value;
+    const boxes = [...row.querySelectorAll("fieldset.tags input[type=checkbox]")];
+    if (boxes.length) body.tags = boxes.filter((b) => b.checked).map((b) => b.value);
   }
   try {
     const result = await api("POST", `/v1/review/proposals/${encodeURIComponent(proposal.id)}/decide`, body);

@@ -57,6 +57,15 @@ non-obvious fact: one self-contained statement. Not what the code or git history
 Never secrets (tokens, passwords, keys).
 - When a remembered fact has changed, call memory_replace with the old id instead of adding a \
 memory beside it.
+- Every memory_remember and memory_replace answer lists `related`: up to 3 current memories about \
+the same subject. Judge each one: if the new memory changes it, call memory_replace with its id and \
+the new text; if both hold, do nothing. For example:
+  - change: you remembered "We deploy with Fly.io" and related shows "We deploy with Heroku": call \
+memory_replace(id of the Heroku memory, "We deploy with Fly.io").
+  - addition: "The SDK is published to PyPI" with related "The SDK is published to npm": both hold, \
+do nothing.
+  - restatement: "Run tests with pytest -x" with related "Tests run with `pytest -x`": the same \
+rule twice; leave it, the user merges restatements in the review queue.
 - Cite the memories you rely on as [mem:ID].
 - Replaced and forgotten memories never come back in recall or list; history needs \
 include_superseded, as_of or memory_history.
@@ -191,14 +200,11 @@ def build_server(session: Session) -> MCPServer:
                          Field(description="global: a preference of the user's that holds in every project.")] = "project",
         applies_when: AppliesWhen = [],  # noqa: B006
     ) -> str:
-        """Store one memory: a decision with its reason, a convention, a user preference or a non-obvious fact, as one self-contained statement. Not what the code or git history already records; never secrets. If it restates a changed fact, use memory_replace instead. valid_from: when it became true (default now). Returns id and status (created, or duplicate: nothing written); a clear change of a similar memory supersedes it (superseded ids); similar ones kept beside it are listed as conflicts."""  # noqa: E501
+        """Store one memory: a decision with its reason, a convention, a user preference or a non-obvious fact, as one self-contained statement. Not what the code or git history already records; never secrets. If it restates a changed fact, use memory_replace instead. valid_from: when it became true (default now). Returns id and status (created, or duplicate: nothing written); a text that says a similar memory changed ("now", "moved from X to Y", "no longer") supersedes it (superseded ids). related: up to 3 current memories about the same subject (id, text, kind, date, why): if the new memory changes one, call memory_replace with its id and this text; if both hold, do nothing."""  # noqa: E501
 
         def do(engine):
-            result = engine.remember(text, kind=kind, tags=tags, importance=importance, valid_from=valid_from,
-                                     scope=scope, applies_when=applies_when)
-            conflicts = [{"id": c["id"], "text": engine.get(c["id"]).text, "reason": c["reason"]}
-                         for c in result.conflicts]
-            return render.remembered(result, conflicts)
+            return render.remembered(engine.remember(text, kind=kind, tags=tags, importance=importance,
+                                                     valid_from=valid_from, scope=scope, applies_when=applies_when))
 
         return run(do, embeds=True, writes=scope == "project")  # a global write creates no project store
 
@@ -231,7 +237,7 @@ def build_server(session: Session) -> MCPServer:
                                 Field(max_length=MAX_APPLIES_WHEN,
                                       description=_APPLIES_HOW + " Default: the old memory's.")] = None,
     ) -> str:
-        """Supersede a memory whose fact has changed: writes the new text (same kind, tags, importance and applies_when unless given, in the store that holds the old one) and retires the old one, which stays in history (memory_history, as_of) but no longer comes back in recall or list. valid_from: when the change took effect (default now). Use it instead of memory_remember whenever the new statement replaces an old one. Returns status created (new id, superseded: [old id]), or duplicate: the text is already a current memory (its id), the old one is now superseded by it, and nothing new was written."""  # noqa: E501
+        """Supersede a memory whose fact has changed: writes the new text (same kind, tags, importance and applies_when unless given, in the store that holds the old one) and retires the old one, which stays in history (memory_history, as_of) but no longer comes back in recall or list. valid_from: when the change took effect (default now). Use it instead of memory_remember whenever the new statement replaces an old one. Returns status created (new id, superseded: [old id]), or duplicate: the text is already a current memory (its id), the old one is now superseded by it, and nothing new was written. To retire a memory listed in `related` by one you just remembered, pass its id and the same text. related: other current memories this may change, as in memory_remember."""  # noqa: E501
 
         def do(engine):
             return render.replaced(engine.replace(_memory_id(id), text, valid_from=valid_from,
@@ -323,19 +329,21 @@ def build_server(session: Session) -> MCPServer:
         return run(do, writes=False)
 
     def memory_review_decide(
-        verdict: Annotated[Literal["approve", "keep", "edit", "promote"], Field(
-            description="The verdict the USER gave: approve, keep (nothing changes), edit (approve with text), "
-                        "promote (bring memory_id back from the cold tier).")],
+        verdict: Annotated[Literal["approve", "reject", "edit", "promote", "keep"], Field(
+            description="The verdict the USER gave: approve, reject (nothing changes; keep means the same), edit "
+                        "(approve with text), promote (bring memory_id back from the cold tier).")],
         proposal_id: Annotated[str | None, Field(max_length=64, description="The proposal (all verdicts but "
                                                                              "promote).")] = None,
         text: Annotated[str | None, Field(min_length=1, max_length=MAX_TEXT_BYTES,
                                           description="edit only: the text the user agreed to (a merge, a "
                                                       "summary, an edited addition).")] = None,
-        keep_id: Annotated[str | None, Field(max_length=64, description="duplicate, near_duplicate, conflict: "
-                                                                        "which memory stays, if the user said.")] = None,
+        keep_id: Annotated[str | None, Field(max_length=64, description="approve: which of the proposal's memories "
+                                                                        "stays, if the user said.")] = None,
+        tags: Annotated[list[Tag] | None, Field(max_length=20, description="approve or edit: the tags the user "
+                                                                           "chose for the memory that stays.")] = None,
         memory_id: Annotated[str | None, Field(max_length=64, description="promote only: the cold memory.")] = None,
     ) -> str:
-        """ONLY for /cairn:review-memory and /cairn:import-guidance: apply the one verdict the user explicitly gave on one proposal of memory_review_queue. Never choose or infer a verdict yourself. approve: do what the proposal says; keep: nothing changes (a pair is not proposed again); edit: approve with `text` as the user agreed it; promote: bring a cold memory back. Refused, changing nothing, when the proposal was decided already, expired, or its memories changed since (stale)."""  # noqa: E501
+        """ONLY for /cairn:review-memory and /cairn:import-guidance: apply the one verdict the user explicitly gave on one proposal of memory_review_queue. Never choose or infer a verdict yourself. approve: do what the proposal says (keep_id: the memory the user chose to stay; tags: the tags they chose); reject: nothing changes (a pair is not proposed again); edit: approve with `text` as the user agreed it; promote: bring a cold memory back. Refused, changing nothing, when the proposal was decided already, expired, or its memories changed since (stale)."""  # noqa: E501
 
         def do(engine):
             if verdict == "promote":
@@ -345,7 +353,7 @@ def build_server(session: Session) -> MCPServer:
             if not proposal_id:
                 raise cairn.InvalidInput(f"{verdict} needs proposal_id")
             return engine.review_decide(proposal_id.strip(), verdict, text=text,
-                                        keep_id=_memory_id(keep_id) if keep_id else None, by="mcp")
+                                        keep_id=_memory_id(keep_id) if keep_id else None, tags=tags, by="mcp")
 
         return run(do, embeds=True)
 
