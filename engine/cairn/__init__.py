@@ -9,9 +9,26 @@
 Names are resolved lazily (PEP 562), so `import cairn.adapters.warm` in a hook costs milliseconds rather
 than the engine's imports. This module itself imports nothing (not even typing): the hook process's
 warm path goes through it.
+
+Importing it switches off the telemetry of every library Cairn loads (NO_TELEMETRY), before any of
+them is imported: every Cairn process (hook, warm process, MCP server, CLI, `cairn serve`) imports
+this package first, and the processes it starts inherit the environment. Nothing leaves the machine.
 """
 
+import os
 import sys
+
+# Each library in the runtime lock (engine/runtime-requirements.txt) that can send telemetry, and the
+# variable its documentation names to switch it off. Forced, not defaulted: a local-first tool does
+# not phone home whatever the environment says. tests/test_no_network.py runs every process under
+# strace and fails on any connection that is not loopback or a Unix socket.
+NO_TELEMETRY = {
+    "ORT_DISABLE_TELEMETRY": "1",  # onnxruntime >= 1.29: 1DS events to mobile.events.data.microsoft.com
+    "HF_HUB_DISABLE_TELEMETRY": "1",  # huggingface-hub, and transformers / sentence-transformers through it
+    "DO_NOT_TRACK": "1",  # the cross-tool convention (https://donottrack.sh); huggingface-hub honours it too
+    "OTEL_SDK_DISABLED": "true",  # OpenTelemetry (the mcp SDK traces through its API): no exporter runs
+}
+os.environ.update(NO_TELEMETRY)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 

@@ -11,6 +11,11 @@ index keys and its vector all come from the scrubbed text):
    A private key's whole PEM block is redacted, not just its BEGIN line. Cairn adds detectors of
    its own (secret_detectors.py) for what those miss: Anthropic and OpenAI project keys, unquoted
    `PGPASSWORD=...`-style assignments, a password given in prose.
+3. Then gitleaks' rule set (secret_rules.py: ~220 vendor formats and its keyword-and-entropy
+   generic rule) and Cairn's rules in the same format (a credential introduced in a sentence, "the
+   key for the sandbox is ...", and hyphenated vendor prefixes such as `sk-live-`), on what
+   detect-secrets left. Measured on a labelled set of credential sentences and innocent look-alikes
+   (bench/secrets_eval.py; figures in docs/benchmarks.md).
 
 Only counts leave this module (by detector type), never a value.
 """
@@ -22,6 +27,8 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import secret_rules
 
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|\Z")
@@ -87,6 +94,21 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
             spans = [_whole_token(line, start, end) for start, end in spans]
         if spans:
             found.append((secret.type, spans))
+    return found + _rule_detections(line, [span for _, spans in found for span in spans])
+
+
+# The rules that say least about what a secret is: a more specific rule's finding on the same span wins.
+_GENERIC_RULES = ("Generic Api Key", "Prose Credential")
+
+
+def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str, list[tuple[int, int]]]]:
+    """gitleaks' rules and Cairn's (secret_rules.py) on `line`: what detect-secrets did not already
+    find, one detection per span (a vendor's rule before the generic ones)."""
+    found = []
+    for kind, span in sorted(secret_rules.find(line), key=lambda f: f[0] in _GENERIC_RULES):
+        if not any(span[0] < end and start < span[1] for start, end in taken):
+            found.append((kind, [span]))
+            taken.append(span)
     return found
 
 

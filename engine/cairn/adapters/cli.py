@@ -122,7 +122,8 @@ def _cli_embedder(config: dict[str, Any]) -> Embedder | None:
     if os.environ.get("CAIRN_NO_WARM") == "1":
         inner = cairn.embedder_from_config(config, short_lived=True)
     else:
-        inner = session_embedder(config, short_lived=True)
+        inner = session_embedder(config, short_lived=True,
+                                 on_fallback=lambda reason: click.echo(f"cairn: {reason}", err=True))
     return None if inner is None else _NoticeEmbedder(inner)
 
 
