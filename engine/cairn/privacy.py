@@ -92,13 +92,15 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
             spans = whole
         if spans and secret.type != "Private Key":
             spans = [_whole_token(line, start, end) for start, end in spans]
+        if secret.type != "Private Key":  # "ghp_XXXX...", "USER:PASSWORD", os.environ[...]: not secrets
+            spans = [span for span in spans if not secret_rules.placeholder(line[slice(*span)])]
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
 
 
 # The rules that say least about what a secret is: a more specific rule's finding on the same span wins.
-_GENERIC_RULES = ("Generic Api Key", "Prose Credential")
+_GENERIC_RULES = ("Generic Api Key", "Credential In Prose")
 
 
 def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str, list[tuple[int, int]]]]:
@@ -106,6 +108,8 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
     find, one detection per span (a vendor's rule before the generic ones)."""
     found = []
     for kind, span in sorted(secret_rules.find(line), key=lambda f: f[0] in _GENERIC_RULES):
+        if secret_rules.placeholder(line[slice(*span)]):
+            continue
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
             taken.append(span)

@@ -200,5 +200,127 @@ def rules() -> RuleSet:
 
 
 def find(line: str) -> list[tuple[str, tuple[int, int]]]:
-    """(kind, span of the secret) for each secret gitleaks' rules find in `line`."""
-    return rules().find(line)
+    """(kind, span of the secret) for each secret gitleaks' rules, Cairn's, and the prose rule
+    (prose_findings) find in `line`."""
+    return rules().find(line) + prose_findings(line)
+
+
+# -- a credential introduced in prose ------------------------------------------------------------------
+# gitleaks' generic rule wants an assignment (`key = ...`); people also write "the key for the sandbox
+# is ...", "password DQOR&...", "Das Passwort ... lautet ...". The words (English and the languages
+# users most often write to Claude in) and the introducers are Cairn's; what follows must look like
+# a credential (credential_value), which is where the look-alikes (hashes, ids, versions, paths,
+# placeholders, code) are turned away.
+_WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
+          r"|auth|bearer|signing[ _-]?key|seed|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
+          r"|clé|contraseña|contrasena|clave|senha|chave|chiave|parola d'ordine|wachtwoord|sleutel|hasło|haslo|klucz"
+          r"|şifre|sifre|parola|anahtar|lösenord|nyckel|adgangskode|salasana|mật khẩu|пароль|ключ|токен|authtoken"
+          r"|login|logins")
+_CJK_WORDS = r"パスワード|キー|トークン|密码|密碼|令牌|密钥|口令|비밀번호|토큰|키"
+# A word on its own, or the last part of a name: DB_PASSWORD, apiKey, client-secret.
+_WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + _WORDS + r")(?![a-z0-9])|(?:"
+                   + _CJK_WORDS + ")")
+# A candidate value in the clause after the word: preceded by a space or an introducer (":", "=", a
+# CJK particle), up to the end of the clause (", " "; " ". " or 100 characters).
+_CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为>])|(?<=\s=))['"`]?([^\s'"`,;()<>\[\]{}|]{8,300})""")
+_CLAUSE_END = re.compile(r"[,;.?!]\s|\n|$")
+# The value before the word: "Quartz772+Falcon is the password for ...", "use X as the password".
+_BEFORE = re.compile(r"(?i)(?:^|\s)['\"]?([^\s'\"`,;()<>\[\]{}|]{8,300})['\"]?\s+(?:is|as)\s+(?:the|our|my|your)\s+"
+                     r"(?:[\w-]+\s+){0,2}?(?:password|passphrase|passwd|token|secret|api key)\b")
+# A quoted passphrase of words: `the passphrase for the signing key is "juniper glacier velvet"`.
+_PASSPHRASE = re.compile(r"(?i)\b(?:password|passphrase|passwort)\b[^\n]{0,60}?\b(?:is|ist|lautet|:)\s*"
+                         r"(['\"]([a-z]+(?:[ -][a-z]+){2,})['\"]|([a-z]+(?:-[a-z]+){3,}))(?![\w-])")
+# Words that make a hex or base64 string a hash, an id or a public key rather than a credential.
+_NOT_A_SECRET_CONTEXT = re.compile(
+    r"(?i)\b(?:md5|sha-?(?:1|224|256|384|512)|hash(?:es|ed)?|digest|checksum|commit|fingerprint|etag|integrity"
+    r"|trace[ _-]?id|request[ _-]?id|uuid|public key|BEGIN PUBLIC|BEGIN CERTIFICATE|ssh-(?:rsa|ed25519|dss)"
+    r"|ecdsa-sha2)\b")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+_PLACEHOLDER = re.compile(
+    r"(?i:x{3,}|\*{3,}|\.{3}|your[-_ ]|-here\b|placeholder|changeme|redacted)|example|sample|dummy|"
+    r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)")
+# Another name's assignment, in one case: max_tokens=1024, MAX_TOKENS=4096k (not sMOhx=1kk%6rf, a password).
+_ASSIGNMENT = re.compile(r"(?:[a-z_][a-z0-9_.]{2,}|[A-Z_][A-Z0-9_.]{2,}|[A-Za-z]+(?:[-_][A-Za-z]+)+)=")
+_NOT_A_VALUE = re.compile(
+    r"(?i)^(?:v?\d+(?:\.\d+)+(?:[-+.][\w.]+)?"  # a version
+    r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?[.,]?"  # a date or time
+    r"|[0-9]+(?:\.[0-9]+)?[a-z]{0,3}"  # a number with a unit
+    r"|(?:arn|urn):.*|[/~.].*|[a-z][a-z0-9+.-]*://.*|[\w.+-]+@[\w-]+\.[\w.-]+"  # a path, a URL, an e-mail address
+    r"|(?-i:[a-z0-9_.-]+(?:/[a-z0-9_.-]*)+)"  # a relative path
+    r"|[\w-]+(?:\.[a-z]{1,5})+"  # a file name or a host name
+    r")$")
+
+
+def credential_value(value: str, before: str) -> bool:
+    """Whether `value`, introduced by a credential word in `line`, looks like a credential: not a
+    placeholder, a code reference, a version, a date, a number, a path, a URL, a file or host name;
+    no UUID in it; not after words about hashes, ids or public keys (in `before`, the text from
+    the credential word, or 60 characters, to the value); and made like a
+    secret: letters with digits or symbols, or a long token of high entropy."""
+    value = value.rstrip(".,:!?")
+    if len(value) < 8 or _PLACEHOLDER.search(value) or _NOT_A_VALUE.match(value) or _UUID.search(value):
+        return False
+    if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
+        return False
+    if _NOT_A_SECRET_CONTEXT.search(before) or _ASSIGNMENT.match(value):
+        return False  # a hash, an id or a public key; another name's assignment (max_tokens=1024 temperature=0.2)
+    return random_looking(value)
+
+
+_STRONG_SYMBOLS = frozenset("!@#$%^&*+=~?")
+
+
+def _class(c: str) -> int:
+    return 0 if c.islower() else 1 if c.isupper() else 2 if c.isdigit() else 3
+
+
+def random_looking(value: str) -> bool:
+    """Whether `value` is made like a password or a generated token rather than a name: letters and
+    digits with a symbol a name never holds (`Meadow314$Glacier`); or upper and lower case and
+    digits, mostly not in words (`M0ssy_62W1l`, not `PasswordPolicyV2` or `Store2Backend`); or,
+    from 20 characters, hex, base32 or base62 of high entropy that is not words joined
+    (`17ef1844...`, not `userId2024AccountBalance`). The thresholds are Cairn's, set on the dev
+    split of tests/data/credentials."""
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    if not letters or len(value) < 8 or re.search(r":\d{2,5}$", value):  # a host:port
+        return False
+    if digits and _STRONG_SYMBOLS.intersection(value):
+        return True
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    # Characters in words: a lower-case run of 3 or more, with its capital (camelCase, snake_case).
+    wordy = sum(len(w) for w in _WORDLIKE.findall(value)) / len(value)
+    if mixed and digits and len(value) >= 10 and wordy < 0.6:
+        return True
+    return len(value) >= 20 and (digits or mixed) and wordy < 0.4 and entropy(value) >= 3.3
+
+
+_WORDLIKE = re.compile(r"[A-Z]?[a-z]{3,}")
+
+
+def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
+    """(kind, span) of each credential introduced in prose in `line`: every candidate in the clause
+    after a credential word that credential_value accepts, a value before "is the password", and a
+    quoted or hyphenated passphrase."""
+    spans = set()
+    for word in _WORD.finditer(line):
+        clause = line[word.end():word.end() + 100]
+        clause = clause[:_CLAUSE_END.search(clause).start()]
+        for match in _CANDIDATE.finditer(line, word.end(), word.end() + len(clause)):
+            value = match.group(1).rstrip(".,:!?")
+            if credential_value(value, line[max(0, word.start() - 60):match.start(1)]):
+                spans.add((match.start(1), match.start(1) + len(value)))
+    for match in _BEFORE.finditer(line):
+        if credential_value(match.group(1), line[max(0, match.start(1) - 60):match.end()]):
+            spans.add(match.span(1))
+    for match in _PASSPHRASE.finditer(line):
+        if not _NOT_A_SECRET_CONTEXT.search(line, max(0, match.start() - 60), match.end()):
+            spans.add(match.span(2 if match.group(2) else 3))
+    return [("Credential In Prose", span) for span in sorted(spans)]
+
+
+def placeholder(value: str) -> bool:
+    """Whether a detected value is a placeholder or a reference rather than a secret: `xxx`,
+    `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), or code that reads
+    the secret from elsewhere (`os.environ[...]`, `process.env.X`)."""
+    return bool(_PLACEHOLDER.search(value) or re.fullmatch(r"[A-Z][A-Z_]*", value) or value.startswith(("<", "$")))
