@@ -215,15 +215,16 @@ _WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphr
           r"|auth|bearer|signing[ _-]?key|seed|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
           r"|clé|contraseña|contrasena|clave|senha|chave|chiave|parola d'ordine|wachtwoord|sleutel|hasło|haslo|klucz"
           r"|şifre|sifre|parola|anahtar|lösenord|nyckel|adgangskode|salasana|mật khẩu|пароль|ключ|токен|authtoken"
-          r"|login|logins")
-_CJK_WORDS = r"パスワード|キー|トークン|密码|密碼|令牌|密钥|口令|비밀번호|토큰|키"
+          r"|κωδικός|סיסמה|كلمة المرور|كلمة السر|पासवर्ड|login|logins")
+_CJK_WORDS = r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|암호|토큰|키"
 # A word on its own, or the last part of a name: DB_PASSWORD, apiKey, client-secret.
 _WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + _WORDS + r")(?![a-z0-9])|(?:"
                    + _CJK_WORDS + ")")
 # A candidate value in the clause after the word: preceded by a space or an introducer (":", "=", a
 # CJK particle), up to the end of the clause (", " "; " ". " or 100 characters).
-_CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为>])|(?<=\s=))['"`]?([^\s'"`,;()<>\[\]{}|]{8,300})""")
-_CLAUSE_END = re.compile(r"[,;.?!]\s|\n|$")
+_CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为為>「『“])|(?<=\s=))['"`]?"""
+                        r"""([^\s'"`,;()<>\[\]{}|「」『』“”，。、]{8,300})""")
+_CLAUSE_END = re.compile(r"[,;.?!]\s|[，。；]|\n|$")
 # The value before the word: "Quartz772+Falcon is the password for ...", "use X as the password".
 _BEFORE = re.compile(r"(?i)(?:^|\s)['\"]?([^\s'\"`,;()<>\[\]{}|]{8,300})['\"]?\s+(?:is|as)\s+(?:the|our|my|your)\s+"
                      r"(?:[\w-]+\s+){0,2}?(?:password|passphrase|passwd|token|secret|api key)\b")
