@@ -514,13 +514,14 @@ def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
     return kinds
 
 
-def _scrubbed(drafts: list[Draft]) -> list[Draft]:
-    """The drafts as they may be stored: `<private>` spans removed and secrets replaced by
-    `[REDACTED:<type>]` (privacy.scrub, as for captured turns) in the text and in each applies-when
-    phrase, and a tag holding either refused (InvalidMemory), before validation, embedding,
-    duplicate detection or any write, on every backend: what a person marks private or a key pasted
-    into a memory never reaches a store, a shared one least of all. Raises InvalidMemory for a text
-    that was nothing but private spans (it is not stored, and not silently dropped either)."""
+def _scrubbed(drafts: list[Draft]) -> tuple[list[Draft], list[list[dict[str, Any]]]]:
+    """The drafts as they may be stored, and per draft what was redacted (RememberResult.redacted):
+    `<private>` spans removed and secrets replaced by `[REDACTED:<type>]` (privacy.scrub, as for
+    captured turns) in the text and in each applies-when phrase, and a tag holding either refused
+    (InvalidMemory), before validation, embedding, duplicate detection or any write, on every
+    backend: what a person marks private or a key pasted into a memory never reaches a store, a
+    shared one least of all. Raises InvalidMemory for a text that was nothing but private spans (it
+    is not stored, and not silently dropped either)."""
     def scrubbable(value: object) -> bool:
         return isinstance(value, str) and not is_blank(value) and lone_surrogate(value) is None
 
@@ -534,12 +535,15 @@ def _scrubbed(drafts: list[Draft]) -> list[Draft]:
             values = getattr(d, field)
             if isinstance(values, (list, tuple)):
                 found += [(i, field, j, v) for j, v in enumerate(values) if scrubbable(v)]
+    redacted: list[list[dict[str, Any]]] = [[] for _ in drafts]
     if not found:
-        return drafts
+        return drafts, redacted
     out = list(drafts)
     for (i, field, j, value), clean in zip(found, scrub_many([v for *_, v in found])):
         if clean.text == value:
             continue
+        where = field if j is None else f"{field}[{j}]"
+        redacted[i] += [{"field": where, "kind": kind, "start": a, "end": b} for kind, a, b in clean.places]
         if field == "tags":  # a tag is shown in every listing and cannot hold a redaction marker
             kinds = ", ".join(sorted(clean.redactions)) or "<private>"
             raise InvalidMemory(f"tag {j + 1} holds a secret ({kinds}) or private text; tags are not "
@@ -553,7 +557,7 @@ def _scrubbed(drafts: list[Draft]) -> list[Draft]:
             phrases = list(out[i].applies_when)
             phrases[j] = clean.text.strip()
             out[i] = replace(out[i], applies_when=tuple(phrases))
-    return out
+    return out, redacted
 
 
 def _relevant(hit: Hit) -> bool:
@@ -844,7 +848,7 @@ class Cairn:
             raise InvalidMemory(f"memories are written to scope 'project' or 'global', not {scope!r}")
         store = self._stores(scope, write=True)[0]
         recorded_at = now_ms()
-        drafts = _scrubbed(drafts)
+        drafts, redacted = _scrubbed(drafts)
         rows = [validate(d, recorded_at=recorded_at) for d in drafts]
         for draft in drafts:
             for old_id in draft.replaced_ids:
@@ -856,7 +860,8 @@ class Cairn:
         results = []
         for i, (draft, row) in enumerate(zip(drafts, rows)):
             vector = None if vectors is None else vectors[i]
-            results.append(self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect))
+            results.append(replace(self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect),
+                                   redacted=redacted[i]))
             if results[-1].conflicts:
                 self._queue_conflicts(store, results[-1])
         return results

@@ -155,12 +155,16 @@ class RememberResult:
     status: "created", or "duplicate" (an identical current memory exists; nothing was written and
     `memory` is that one). superseded: ids this write retired (by --replaces or detection).
     conflicts: similar current memories left untouched, each {"id", "reason"}, for review.
+    redacted: what was taken out of the text as written, so the stored text differs from it: each
+    {"field": "text" | "applies_when[N]", "kind": the secret's type, "start", "end"}, character
+    offsets of the secret in that field as written (end exclusive). Never the value.
     """
 
     memory: Memory
     status: str
     superseded: list[str] = field(default_factory=list)
     conflicts: list[dict[str, str]] = field(default_factory=list)
+    redacted: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -168,6 +172,7 @@ class RememberResult:
             "memory": self.memory.to_json(),
             "superseded": self.superseded,
             "conflicts": self.conflicts,
+            "redacted": self.redacted,
         }
 
 

@@ -50,12 +50,25 @@ class Scrubbed:
     text: str
     private_spans: int = 0
     redactions: Counter = field(default_factory=Counter)
+    # Where each redacted secret stood in the text as given: (kind, start, end), character offsets,
+    # end exclusive. Never the value.
+    places: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 def strip_private(text: str) -> tuple[str, int]:
     """`text` without its `<private>...</private>` spans, and how many there were."""
     out, n = _PRIVATE.subn("", text)
     return out, n
+
+
+def _original_offset(text: str, position: int) -> int:
+    """A position in strip_private(text)'s output, as a position in `text`."""
+    removed = 0
+    for match in _PRIVATE.finditer(text):
+        if match.start() - removed > position:
+            break
+        removed += match.end() - match.start()
+    return position + removed
 
 
 def _plugins() -> list[dict[str, str]]:
@@ -129,15 +142,16 @@ def _whole_token(line: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _redact(text: str) -> tuple[str, Counter]:
+def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
     """redact_secrets inside detect-secrets' settings (entered once per batch: entering costs more
-    than a line's scan)."""
+    than a line's scan); also where each redacted secret stood in `text`: (kind, start, end)."""
     counts: Counter = Counter()
+    places: list[tuple[str, int, int]] = []
     if not text.strip():
-        return text, counts
+        return text, counts, places
     out_lines: list[str] = []
     lines = text.split("\n")
-    i = 0
+    i, offset = 0, 0  # offset: where lines[i] starts in text
     while i < len(lines):
         line = lines[i]
         detections = _detections(line) if len(line) < 20_000 else []
@@ -148,10 +162,14 @@ def _redact(text: str) -> tuple[str, Counter]:
             block_lines = rest[: end.end()].count("\n") + 1
             counts["Private Key"] += 1
             start = line.find("-----BEGIN")
+            places.append(("Private Key", offset + max(start, 0), offset + end.end()))
             # What follows the END marker on its line is not part of the key: kept (and scanned).
-            tail, tail_counts = _redact(rest[end.end():].split("\n", 1)[0]) if end.group() else ("", Counter())
+            tail, tail_counts, tail_places = (_redact(rest[end.end():].split("\n", 1)[0]) if end.group()
+                                              else ("", Counter(), []))
             counts.update(tail_counts)
+            places += [(k, offset + end.end() + a, offset + end.end() + b) for k, a, b in tail_places]
             out_lines.append((line[:start] if start >= 0 else "") + "[REDACTED:Private Key]" + tail)
+            offset += len("\n".join(lines[i:i + block_lines])) + 1
             i += block_lines
             continue
         spans = sorted({s for _, ss in detections for s in ss})
@@ -163,10 +181,12 @@ def _redact(text: str) -> tuple[str, Counter]:
             if start < last:
                 continue  # overlaps a span already redacted
             pieces += [line[last:start], f"[REDACTED:{kind_of[(start, end)]}]"]
+            places.append((kind_of[(start, end)], offset + start, offset + end))
             last = end
         out_lines.append("".join(pieces) + line[last:])
+        offset += len(line) + 1
         i += 1
-    return "\n".join(out_lines), counts
+    return "\n".join(out_lines), counts, places
 
 
 def redact_secrets(text: str) -> tuple[str, Counter]:
@@ -188,6 +208,8 @@ def scrub_many(texts: list[str], *, strip: bool = True) -> list[Scrubbed]:
     with _lock, transient_settings({"plugins_used": _plugins()}):
         for text in texts:
             without, spans = strip_private(text) if strip else (text, 0)
-            redacted, counts = _redact(without)
-            out.append(Scrubbed(redacted, spans, counts))
+            redacted, counts, places = _redact(without)
+            if spans:
+                places = [(k, _original_offset(text, a), _original_offset(text, b - 1) + 1) for k, a, b in places]
+            out.append(Scrubbed(redacted, spans, counts, places))
     return out

@@ -94,10 +94,14 @@ def history_entry(m: Memory) -> dict[str, Any]:
 
 
 def remembered(result: RememberResult, conflicts: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a write did. `conflicts`: similar current memories, each {id, text, reason}."""
+    """What a write did. `conflicts`: similar current memories, each {id, text, reason}. `redacted`
+    (when a secret was taken out, so the stored text differs from the one given): each {field,
+    kind, start, end}, where the secret stood; never the value."""
     out: dict[str, Any] = {"id": result.memory.id, "status": result.status}
     if result.status == "duplicate":
         out["note"] = "an identical current memory exists; nothing was written"
+    if result.redacted:
+        out["redacted"] = result.redacted
     if result.superseded:
         out["superseded"] = result.superseded
     if conflicts:

@@ -243,6 +243,9 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[
         click.echo(f"{verb} {result.memory.id}" + (f" (a {result.memory.kind}, not a {asked}: nothing was "
                                                     f"written; `cairn remember --replaces {result.memory.id} "
                                                     f"--kind {asked} ...` changes its kind)" if differs else ""))
+        for r in result.redacted:
+            click.echo(f"redacted a secret ({r['kind']}) at characters {r['start']}-{r['end']} of the "
+                       f"{r['field'].replace('_', '-')}: it is stored as [REDACTED:{r['kind']}]")
         for old in result.superseded:
             click.echo(f"superseded {old}")
         for c in result.conflicts:
