@@ -60,7 +60,7 @@ _EXPORTS = {
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
         "SessionNotFound", "StoreBusy", "MaintenanceBusy", "ProposalClosed", "ProposalNotFound", "StaleProposal",
-        "StoreCorrupted", "StoreError", "StoreNotFound", "UnsafeDataRoot")},
+        "StoreCorrupted", "StoreError", "StoreNotFound", "StoreUnreadable", "UnsafeDataRoot")},
 }
 _MODULES = ("render",)  # public modules, used whole: `from cairn import render`
 __all__ = sorted([*_EXPORTS, *_MODULES])

@@ -230,7 +230,12 @@ def _log_failure(event: str, exc: BaseException) -> None:
     try:
         import logging
 
+        from cairn import CairnError
+
         _log_to_file()
-        logging.getLogger("cairn.hook").error("%s hook failed open", event, exc_info=exc)
+        if isinstance(exc, CairnError):  # its message says what and what to do: one line, no traceback
+            logging.getLogger("cairn.hook").error("%s hook failed open: %s", event, exc)
+        else:
+            logging.getLogger("cairn.hook").error("%s hook failed open", event, exc_info=exc)
     except BaseException:  # noqa: BLE001 - nowhere to log; still never break the prompt
         pass
