@@ -1125,6 +1125,7 @@ def serve(transport: str, host: str, port: int, store_name: str | None, cors_ori
     tokens = TokenFile()
     try:
         http.check_bind(host, tokens)
+        sock = http.bind(host, port)
     except http.RefusedToStart as exc:
         raise cairn.InvalidInput(str(exc)) from None
     policy = http.Policy(bind_host=host, tokens=tokens, max_body_bytes=max_body_bytes, cors_origins=cors_origins)
@@ -1144,7 +1145,7 @@ def serve(transport: str, host: str, port: int, store_name: str | None, cors_ori
     click.echo(f"cairn: serving store {name} over {transport} at {where}"
                + (" (tokens required)" if tokens.tokens() or not http.is_loopback(host) else ""), err=True)
     try:
-        http.run(http.guarded(app, policy), host, port)
+        http.run(http.guarded(app, policy), sock)
     finally:
         if stores is not None:
             stores.close()
