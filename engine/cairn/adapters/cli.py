@@ -750,9 +750,10 @@ def doctor(fix: bool, as_json: bool) -> None:
     project's .cairn.yaml), versions, sqlite-vec, the model those settings name and each store's
     fingerprint, schema, integrity, index consistency (a store on Postgres: the server reachable,
     pgvector, schema version, index consistency and validity), warm process, file modes, and whether
-    Claude Code runs Cairn's hooks in this project. Loads the model (a few seconds). Exit 1 when a
-    check fails (and --fix did not repair it)."""
-    from .claude import hooks_check, settings_project
+    Claude Code runs Cairn's hooks in this project, and whether a hook ran for an event Cairn does
+    not answer. Loads the model (a few seconds). Exit 1 when a check fails (and --fix did not repair
+    it)."""
+    from .claude import hook_events_check, hooks_check, settings_project
 
     config_check, config = _config_check()
     try:
@@ -760,7 +761,7 @@ def doctor(fix: bool, as_json: bool) -> None:
     except cairn.ConfigError:  # the user-level file is broken: the config check names it
         engine_checks = []
     checks = [config_check, *engine_checks, _warm_check(), hooks_check(settings_project(Path.cwd())),
-              _auto_memory_check(config)]
+              _auto_memory_check(config), hook_events_check(cairn.data_root() / "logs" / "hooks.log")]
     failed = [c for c in checks if c.status == "fail" and not c.fixed]
 
     def human() -> None:
