@@ -52,7 +52,8 @@ _EXPORTS = {
     "Proposal": "models", "PROPOSAL_TYPES": "models", "PROPOSAL_STATES": "models", "REVIEW_VERBS": "models",
     "DECIDERS": "models",
     "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "storage.db",
-    "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "ensure_data_root": "paths",
+    "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "user_data_dir": "locations",
+    "ensure_data_root": "paths",
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
@@ -86,7 +87,7 @@ if TYPE_CHECKING:
     from .config import load_config
     from .storage.db import BROKEN_STORE_ERRORS
     from .health import Check, doctor
-    from .locations import data_root_dir
+    from .locations import data_root_dir, user_data_dir
     from .context import cited_ids, is_trivial, prompt_context, session_brief
     from .embedder import Embedder, parse_fingerprint, required_extra
     from .engine import (

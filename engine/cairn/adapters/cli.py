@@ -1226,14 +1226,15 @@ def token_revoke(name_or_id: str, as_json: bool) -> None:
 def config_(client: str, dry_run: bool, store_name: str | None, command: str | None) -> None:
     """Register Cairn's MCP server (stdio) with CLIENT: cursor and opencode get it merged into the
     project's config file, codex into ~/.codex/config.toml; claude and generic print the command or
-    snippet to use. With --dry-run, only print."""
+    snippet to use. CAIRN_HOME (when not the default folder) and CAIRN_STORE go into its env, since
+    a client started from a GUI does not see your shell's. With --dry-run, only print."""
     import shutil
 
-    from .clients import apply, registration
+    from .clients import apply, registration, server_env
 
     running = Path(sys.argv[0])
     command = command or shutil.which("cairn") or (str(running.absolute()) if running.name == "cairn" else "cairn")
-    reg = registration(client, command=command, store=store_name)
+    reg = registration(client, command=command, store=store_name, env=server_env(dict(os.environ)))
     if reg.target is None or dry_run:
         if reg.target is not None:
             click.echo(f"# would be merged into {reg.target}", err=True)
