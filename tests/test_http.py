@@ -342,3 +342,9 @@ def test_a_port_in_use_is_one_error_line_naming_it(tmp_path, project, env):
     assert out.returncode == 2, out.stderr
     assert out.stderr.count("\n") == 1 and out.stderr.startswith("cairn: error: "), out.stderr
     assert f"port {port}" in out.stderr and "serving" not in out.stderr
+
+
+def test_an_empty_recall_and_the_status_name_the_store(server):
+    status = ok(server.request("GET", "/v1/status"))
+    empty = ok(server.request("POST", "/v1/recall", {"query": "how do we deploy?"}))
+    assert status["store"] and empty == {"hits": [], "store": status["store"]}

@@ -151,7 +151,9 @@ def test_reads_create_no_store_and_the_first_write_does(tmp_path):
         for ident, (tool, arguments) in enumerate(reads, start=2):
             result = _call(proc, ident, tool, arguments)
             assert not result.get("isError"), result
-        assert json.loads(_call(proc, 20, "memory_recall", {"query": "deploy"})["content"][0]["text"]) == {"hits": []}
+        empty = json.loads(_call(proc, 20, "memory_recall", {"query": "deploy"})["content"][0]["text"])
+        store = json.loads(_call(proc, 18, "memory_status", {})["content"][0]["text"])["store"]
+        assert empty == {"hits": [], "store": store} and store.startswith("project")  # names the store it read
         assert not list(home.glob("stores/*.db"))
         glob = _call(proc, 19, "memory_remember", {"text": "The user wants short answers", "kind": "preference",
                                                    "scope": "global"})

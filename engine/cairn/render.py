@@ -76,6 +76,12 @@ def memory(m: Memory) -> dict[str, Any]:
     return out
 
 
+def recalled(hits: list[Hit], store: str) -> dict[str, Any]:
+    """A recall's answer: {"hits": [hit, ...]}; when nothing was found, also the store searched
+    ({"hits": [], "store": NAME}), so an empty answer from the wrong store is told from an empty store."""
+    return {"hits": [hit(h) for h in hits]} if hits else {"hits": [], "store": store}
+
+
 def hit(h: Hit) -> dict[str, Any]:
     return {**memory(h.memory), "score": round(h.score, 4), "why": h.why()}
 

@@ -290,7 +290,7 @@ def _recall(engine: cairn.Cairn, call: Call) -> Any:
     hits = engine.recall(a.query, k=a.k, kinds=a.kinds, tags=a.tags, as_of=a.as_of, known_at=a.known_at,
                          since=a.since, until=a.until, include_superseded=a.include_superseded,
                          scope=call.scope(a.scope))
-    return {"hits": [h.to_json() for h in hits]}
+    return {"hits": [h.to_json() for h in hits]} if hits else {"hits": [], "store": engine.name}
 
 
 def _list(engine: cairn.Cairn, call: Call) -> Any:
