@@ -9,9 +9,11 @@ come from the config, never from here.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -125,6 +127,11 @@ def _cli_embedder(config: dict[str, Any]) -> Embedder | None:
         inner = session_embedder(config, short_lived=True,
                                  on_fallback=lambda reason: click.echo(f"cairn: {reason}", err=True))
     return None if inner is None else _NoticeEmbedder(inner)
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    """"1 time", "2 times": the number and the word in the right number."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
@@ -312,7 +319,7 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
             click.echo(f"    valid {d['valid_from_iso']} .. {d['valid_to_iso'] or 'open'}; "
                        f"recorded {d['recorded_at_iso']}, retired {d['retired_at_iso'] or '-'}")
             use = d["usage"]
-            click.echo(f"    injected {use['injected']} times, cited {use['cited']} times"
+            click.echo(f"    injected {_count(use['injected'], 'time')}, cited {_count(use['cited'], 'time')}"
                        + (f", last cited {cairn.format_time(use['last_cited_at'])}" if use["last_cited_at"] else ""))
 
     _emit(as_json, rows, human)
@@ -452,17 +459,17 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
                        f"refused until `cairn reembed` re-embeds it with {info['embedding_model']}")
         ses = info.get("sessions") or {}
         if ses.get("sessions"):
-            click.echo(f"sessions  {ses['sessions']} captured, {ses['turns']} turns"
+            click.echo(f"sessions  {ses['sessions']} captured, {_count(ses['turns'], 'turn')}"
                        + (f"; secrets redacted {sum(ses['redactions'].values())} "
                           f"({', '.join(f'{k} {v}' for k, v in sorted(ses['redactions'].items()))})"
                           if ses["redactions"] else "")
-                       + (f"; {ses['private_spans']} private spans removed" if ses["private_spans"] else "")
+                       + (f"; {_count(ses['private_spans'], 'private span')} removed" if ses["private_spans"] else "")
                        + (f"; lines skipped {sum(ses['skipped'].values())}" if ses["skipped"] else ""))
         use = info.get("usage") or {}
         if use.get("injections"):
-            click.echo(f"usage     {use['injected_memories']} memories injected {use['injections']} times; "
-                       f"{use['cited_memories']} cited by Claude, {use['citations']} citations "
-                       "(reset with `cairn reset-usage`)")
+            click.echo(f"usage     {_count(use['injected_memories'], 'memory', 'memories')} injected "
+                       f"{_count(use['injections'], 'time')}; {use['cited_memories']} cited by Claude, "
+                       f"{_count(use['citations'], 'citation')} (reset with `cairn reset-usage`)")
             for row in info.get("most_cited") or []:
                 click.echo(f"          {row['id']} {cairn.render.usage(row)}: {row['text']}")
         if info.get("already_loaded"):
@@ -512,14 +519,15 @@ def export_(memory: Cairn, as_json: bool, output: str, fmt: str, into_live: bool
             memories = [m for m in memories if m.id not in came]
         done = export(memories, folder, live=into_live)
         _emit(as_json, done, lambda: click.echo(
-            f"exported {done['files']} memories to {done['folder']} ({done['indexed']} in MEMORY.md"
+            f"exported {_count(done['files'], 'memory', 'memories')} to {done['folder']} ({done['indexed']} in MEMORY.md"
             + (f", {done['not_indexed']} past its cap" if done["not_indexed"] else "") + ")"))
         return
     if into_live:
         raise click.UsageError("--into-claude-memory goes with --format claude-memory")
     with click.open_file(output, "w", encoding="utf-8") as out:
         count = memory.export(out)
-    click.echo(json.dumps({"exported": count}) if as_json else f"exported {count} memories", err=output == "-")
+    click.echo(json.dumps({"exported": count}) if as_json else f"exported {_count(count, 'memory', 'memories')}",
+               err=output == "-")
 
 
 @cli.command(name="import-claude-memory")
@@ -561,7 +569,7 @@ def reembed(memory: Cairn, as_json: bool) -> None:
     """Re-embed every memory with the configured model (after changing models)."""
     count = memory.reembed(progress=_progress)
     _emit(as_json, {"reembedded": count, "model": memory.embedder.model_name},
-          lambda: click.echo(f"re-embedded {count} memories with {memory.embedder.model_name}"))
+          lambda: click.echo(f"re-embedded {_count(count, 'memory', 'memories')} with {memory.embedder.model_name}"))
 
 
 @cli.group(invoke_without_command=True)
@@ -598,7 +606,7 @@ def stores_delete(name: str, yes: bool, as_json: bool) -> None:
         if not _interactive():
             raise cairn.InvalidInput(f"deleting store {name!r} needs confirmation: pass --yes")
         current = rows[name].get("current")
-        what = f"{current} current memories" if current is not None else "its memories"
+        what = f"{_count(current, 'current memory', 'current memories')}" if current is not None else "its memories"
         click.confirm(f"Delete store {name!r} and {what}? This cannot be undone", abort=True, err=True)
     path = cairn.delete_store(name)
     _emit(as_json, {"name": name, "path": str(path), "deleted": True},
@@ -651,7 +659,8 @@ def migrate_store(source: str, target: str, as_json: bool) -> None:
     recomputed)."""
     done = cairn.migrate_store(source, target, progress=_progress)
     _emit(as_json, done, lambda: click.echo(
-        f"copied {done['memories']} memories ({done['vectors']} vectors, {done['dismissals']} review verdicts, "
+        f"copied {_count(done['memories'], 'memory', 'memories')} ({done['vectors']} vectors, "
+        f"{done['dismissals']} review verdicts, "
         f"{done['proposals']} review proposals) and {done['sessions']} sessions ({done['turns']} turns) "
         f"from {source} to {target} ({done['path']})"))
 
@@ -679,7 +688,8 @@ def backup(store_name: str | None, all_stores: bool, keep: int | None, as_json: 
         if not done:
             click.echo("no stores to back up")
         for b in done:
-            click.echo(f"backed up {b['store']} ({b['counts']['total']} memories, {b['bytes']:,} bytes) to {b['path']}")
+            click.echo(f"backed up {b['store']} ({_count(b['counts']['total'], 'memory', 'memories')}, "
+                       f"{b['bytes']:,} bytes) to {b['path']}")
             for old in b["removed"]:
                 click.echo(f"  removed old backup {old}")
 
@@ -746,7 +756,7 @@ def _auto_memory_check(config: dict[str, Any] | None) -> cairn.Check:
 @click.option("--fix", is_flag=True, help="Repair what can be: indexes, file modes, pending migrations.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 def doctor(fix: bool, as_json: bool) -> None:
-    """Check the installation and every store: this directory's settings (user config and the
+    """Check the installation and every store. The checks: this directory's settings (user config and the
     project's .cairn.yaml), versions, sqlite-vec, the model those settings name and each store's
     fingerprint, schema, integrity, index consistency (a store on Postgres: the server reachable,
     pgvector, schema version, index consistency and validity), warm process, file modes, and whether
@@ -891,7 +901,7 @@ def review_promote(memory: Cairn, as_json: bool, memory_id: str) -> None:
 
 def _maintain_human(report: dict[str, Any]) -> None:
     head = "dry run, nothing written" if report["dry_run"] else "applied"
-    click.echo(f"store {report['store']}: {report['scanned']} memories scanned ({head}"
+    click.echo(f"store {report['store']}: {_count(report['scanned'], 'memory', 'memories')} scanned ({head}"
                + ("; keyword-only" if report["keyword_only"] else "") + f", {report['seconds']} s)")
     for group in report["exact_duplicates"]:
         verb = "retire" if report["dry_run"] else "retired"
@@ -1257,6 +1267,28 @@ def hook(event: str, args: tuple[str, ...]) -> None:
     except Exception:  # noqa: BLE001 - no log file (an unwritable data root): the hook still runs, fails open
         pass
     hook_main([event, *args], hook_process=True)
+
+
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?](?=\s|$)")
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of a command's help, whole (click cuts its summary at 45 characters)."""
+    flat = " ".join(inspect.cleandoc(text).split("\n\n")[0].split())
+    end = _SENTENCE_END.search(flat)
+    return flat[: end.end()] if end else flat
+
+
+def _whole_summaries(group: click.Group) -> None:
+    """Each command's summary in `--help` listings is its first sentence, not a cut-off one."""
+    for command in group.commands.values():
+        if command.help and not command.short_help:
+            command.short_help = _first_sentence(command.help)
+        if isinstance(command, click.Group):
+            _whole_summaries(command)
+
+
+_whole_summaries(cli)
 
 
 def main(argv: list[str] | None = None) -> None:
