@@ -427,8 +427,8 @@ def _backup_postgres(name: str) -> tuple[Path, dict[str, int]]:
     return target, counts
 
 
-def restore_store(source: str | Path, *, name: str | None = None,
-                  busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> dict[str, Any]:
+def restore_store(source: str | Path, *, name: str | None = None, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+                  bring_back_forgotten: bool = False) -> dict[str, Any]:
     """Make store NAME (default: the name recorded in the backup) hold exactly what the backup file
     `source` holds: memories, history, tombstones, review verdicts.
 
@@ -437,8 +437,11 @@ def restore_store(source: str | Path, *, name: str | None = None,
     readable store is overwritten in place in one transaction, so a process holding it open (the
     warm process, an MCP server) reads the restored content from its next query on; an unreadable
     one is moved aside (with its -wal) and the backup copied in its place. An older schema is
-    migrated. Returns {"store", "path", "source", "replaced_kept_at" (None when there was no
-    store), "schema_version", "counts"}.
+    migrated. A memory forgotten in the store after the backup was taken stays forgotten (it is
+    erased again from the restored store, as forget erases) unless bring_back_forgotten.
+    Returns {"store", "path", "source", "replaced_kept_at" (None when there was no store),
+    "schema_version", "counts", "forgotten": [{"id", "kind", "forgotten_at"} of each such memory],
+    "forgotten_brought_back": bring_back_forgotten}.
     A store that another process keeps locked for longer than busy_timeout_ms is busy, not
     unreadable: StoreBusy, and nothing is moved or changed.
     Raises InvalidInput (no such file), InvalidStoreName, SchemaTooNew, StoreCorrupted, StoreBusy."""
@@ -456,12 +459,14 @@ def restore_store(source: str | Path, *, name: str | None = None,
             f"to the server with `cairn migrate-store sqlite:{name}-restored postgres:NEW-NAME`")
     target = store_path(name)
     aside: Path | None = None
+    forgotten: dict[str, Memory] = {}  # forgotten in the store being replaced (unknown when unreadable)
     if target.exists():
         aside = private_dir(backups_dir()) / f"{name}-replaced-{_stamp()}.db"
         live: SqliteStore | None = None
         try:
             live = SqliteStore.open(target, name=name, create=False, busy_timeout_ms=busy_timeout_ms)
             live.backup_to(aside)
+            forgotten = {m.id: m for m, _ in live.iter_rows() if m.forgotten_at is not None}
         except StoreBusy:
             # Locked, not broken: moving a file aside under a writer would lose its writes.
             if live is not None:
@@ -495,14 +500,29 @@ def restore_store(source: str | Path, *, name: str | None = None,
         copy = SqliteStore.open_file_copy(source, target)
         copy.close()
     restored = SqliteStore.open(target, name=name, create=False)  # migrates an older schema
+    back: list[Memory] = []
     try:
         if restored.get_meta("name") != name:
             restored.set_meta("name", name)
+        for memory_id, tombstone in forgotten.items():
+            try:
+                if restored.get(memory_id).forgotten_at is None:
+                    back.append(tombstone)
+            except MemoryNotFound:
+                continue
+        if back and not bring_back_forgotten:
+            with restored.transaction():
+                for tombstone in back:
+                    restored.erase(restored.seq_of(tombstone.id), tombstone.forgotten_at)
+            if not restored.flush_to_disk():
+                log.warning("restore %s: a reader kept the WAL in use; the next checkpoint empties it", name)
         counts = restored.counts()
     finally:
         restored.close()
     return {"store": name, "path": str(target), "source": str(source),
-            "replaced_kept_at": str(aside) if aside else None, "schema_version": len(MIGRATIONS), "counts": counts}
+            "replaced_kept_at": str(aside) if aside else None, "schema_version": len(MIGRATIONS), "counts": counts,
+            "forgotten": [{"id": m.id, "kind": m.kind, "forgotten_at": m.forgotten_at} for m in back],
+            "forgotten_brought_back": bring_back_forgotten}
 
 
 def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:

@@ -701,11 +701,15 @@ def backup(store_name: str | None, all_stores: bool, keep: int | None, as_json: 
 @click.option("--store", "store_name", metavar="NAME", help="Store to restore into (default: the one the backup "
               "was made of).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
-def restore(backup_file: str, store_name: str | None, as_json: bool) -> None:
-    """Make a store hold exactly what the backup FILE holds. Refuses a backup from a newer Cairn or
-    one that fails its integrity check, and a store on Postgres (restore it under another name, then
-    `migrate-store` it); the replaced store is kept in <data root>/backups/."""
-    done = cairn.restore_store(backup_file, name=store_name)
+@click.option("--bring-back-forgotten", is_flag=True, help="Also restore memories forgotten after the backup was "
+              "taken (by default they stay forgotten).")
+def restore(backup_file: str, store_name: str | None, as_json: bool, bring_back_forgotten: bool) -> None:
+    """Make a store hold exactly what the backup FILE holds, except what was forgotten since. Refuses a
+    backup from a newer Cairn or one that fails its integrity check, and a store on Postgres (restore it
+    under another name, then `migrate-store` it); the replaced store is kept in <data root>/backups/.
+    Memories forgotten after the backup was taken stay forgotten (named in a warning) unless
+    --bring-back-forgotten."""
+    done = cairn.restore_store(backup_file, name=store_name, bring_back_forgotten=bring_back_forgotten)
 
     def human() -> None:
         c = done["counts"]
@@ -715,6 +719,13 @@ def restore(backup_file: str, store_name: str | None, as_json: bool) -> None:
             click.echo(f"the replaced store is kept at {done['replaced_kept_at']}")
 
     _emit(as_json, done, human)
+    if done["forgotten"]:
+        named = ", ".join(f"{m['id']} ({m['kind']}, forgotten {cairn.format_time(m['forgotten_at'])})"
+                          for m in done["forgotten"])
+        n = _count(len(done["forgotten"]), "memory", "memories")
+        click.echo(f"cairn: warning: the backup holds {n} forgotten after it was taken: {named}; "
+                   + ("brought back (--bring-back-forgotten)" if done["forgotten_brought_back"]
+                      else "kept forgotten (pass --bring-back-forgotten to restore them)"), err=True)
 
 
 def _warm_check() -> cairn.Check:
