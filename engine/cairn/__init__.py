@@ -54,8 +54,6 @@ _EXPORTS = {
     "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "storage.db",
     "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "user_data_dir": "locations",
     "ensure_data_root": "paths",
-    "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "user_data_dir": "locations",
-    "ensure_data_root": "paths",
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",

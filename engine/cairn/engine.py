@@ -513,7 +513,7 @@ def restore_store(source: str | Path, *, name: str | None = None, busy_timeout_m
         if back and not bring_back_forgotten:
             with restored.transaction():
                 for tombstone in back:
-                    restored.erase(restored.seq_of(tombstone.id), tombstone.forgotten_at)
+                    restored.erase(restored.seq_of(tombstone.id), tombstone.forgotten_at or now_ms())
             if not restored.flush_to_disk():
                 log.warning("restore %s: a reader kept the WAL in use; the next checkpoint empties it", name)
         counts = restored.counts()
@@ -562,7 +562,7 @@ def _scrubbed(drafts: list[Draft]) -> tuple[list[Draft], list[list[dict[str, Any
     for (i, field, j, value), clean in zip(found, scrub_many([v for *_, v in found])):
         if clean.text == value:
             continue
-        where = field if j is None else f"{field}[{j}]"
+        where = field if j < 0 else f"{field}[{j}]"
         redacted[i] += [{"field": where, "kind": kind, "start": a, "end": b} for kind, a, b in clean.places]
         if field == "tags":  # a tag is shown in every listing and cannot hold a redaction marker
             kinds = ", ".join(sorted(clean.redactions)) or "<private>"
