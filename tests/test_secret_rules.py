@@ -65,3 +65,27 @@ def test_the_dev_split_meets_the_bar():
 
     figures, failures = score("dev")
     assert figures["recall"] >= 0.95 and figures["fp_rate"] <= 0.02, failures
+
+
+def test_captured_credential_sentences_leave_no_byte_on_disk(project, hashing, tmp_path):
+    """The issue's sentences, captured from a transcript: no part of a value in the store file, its
+    WAL, or any file of the data root."""
+    from cairn import Cairn, data_root
+
+    from .test_sessions import line
+
+    values = ["8f14e45fceea167a5a36dedd4bea2543", "Q7vR2mXk9LpT4wZs8NcY3bHd6FgJ1a", "Zx81PqLm0Rt5Vw7Ys2Na4Kc6Hd9Fb3Gj",
+              "Hq3Zt8Lp1Xw6Rv9Mn2Bc5Yd7Kf4Gs0Jh"]
+    sentences = [f"the key for the sandbox is rk-test-{values[0]}", f"prod token: tkn_{values[1]}",
+                 f"the webhook signing secret is whsec_{values[2]}", f"use sk-live-{values[3]} for billing"]
+    path = tmp_path / "s9.jsonl"
+    path.write_text("".join(line("user", f"u{i}", text) for i, text in enumerate(sentences)))
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        assert memory.ingest_transcript(path)["turns_added"] == len(sentences)
+        turns = [t.text for hit in memory.search_sessions("sandbox key token secret", mode="keyword")
+                 for t in (hit.turn,)]
+        assert turns and all("[REDACTED:" in t for t in turns)
+    for file in data_root().rglob("*"):
+        if file.is_file():
+            raw = file.read_bytes()
+            assert not any(v[:12].encode() in raw for v in values), file

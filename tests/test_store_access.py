@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from cairn import Cairn, StoreUnreadable
-from cairn.db import unreadable
+from cairn.storage.db import unreadable
 
 NOBODY = 65534
 
