@@ -55,6 +55,7 @@ _EXPORTS = {
     "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "user_data_dir": "locations",
     "ensure_data_root": "paths",
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
+    "merge_session_hits": "sessions",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
@@ -103,4 +104,5 @@ if TYPE_CHECKING:
     from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig
     from .records import Draft
+    from .sessions import merge_session_hits
     from .timeutil import format_date, format_time, parse_time

@@ -1028,19 +1028,24 @@ def _turn_line(turn: cairn.Turn, mark: str = "") -> str:
 @click.option("--until", type=TIME, help="Only turns before this time.")
 @store_options(read_only=True, use_warm=True)
 def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None:
-    """Captured turns for QUERY, best first, each with the turns around it."""
+    """Captured turns for QUERY, one result per session, best first: its best turns (marked >) with
+    the turns around them, turns far less relevant than the best dropped."""
     hits = memory.search_sessions(query, **options)
 
     def human() -> None:
-        if not hits:
+        results = cairn.merge_session_hits(hits)
+        if not results:
             click.echo("no captured turns match")
-        for n, hit in enumerate(hits, 1):
-            click.echo(f"{n}. ({hit.mode}, score {hit.score:.4f})")
-            for turn in hit.before:
-                click.echo(_turn_line(turn, "     "))
-            click.echo(_turn_line(hit.turn, "  >  "))
-            for turn in hit.after:
-                click.echo(_turn_line(turn, "     "))
+        for n, result in enumerate(results, 1):
+            click.echo(f"{n}. session {result.session_id} ({result.mode}, score {result.score:.4f})")
+            last = None
+            for turn in result.turns:
+                if last is not None and turn.position > last + 1:
+                    click.echo("     …")
+                mark = "  >  " if turn.position in result.best else "     "
+                when = (cairn.format_time(turn.at) or "-")[:16].replace("T", " ")
+                click.echo(f"{mark}#{turn.position} {turn.speaker or turn.role} {when}  {_short(turn.text)}")
+                last = turn.position
 
     _emit(as_json, [h.to_json() for h in hits], human)
 
