@@ -19,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 def test_every_gitleaks_rule_with_a_pattern_compiles_in_python():
     rules, _ = secret_rules.load(secret_rules.RULES_FILE)
     assert len(rules) >= 200
+    for rule in rules:
+        assert rule.regex.pattern  # compiles
     assert {"generic-api-key", "stripe-access-token", "github-pat", "slack-bot-token"} <= {r.id for r in rules}
 
 

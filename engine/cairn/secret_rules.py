@@ -17,6 +17,7 @@ is the secret's in `line`. Only spans and kinds leave this module, never a value
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import threading
@@ -55,11 +56,15 @@ class _Allowlist:
 @dataclass
 class Rule:
     id: str
-    regex: re.Pattern
+    pattern: str  # translated to Python's syntax; compiled on first use (most rules never run)
     secret_group: int = 0
     entropy: float = 0.0
     keywords: tuple[str, ...] = ()
     allowlists: list[_Allowlist] = field(default_factory=list)
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern:
+        return re.compile(self.pattern)
 
     @property
     def kind(self) -> str:
@@ -114,7 +119,8 @@ def _allowlist(spec: dict) -> _Allowlist:
 
 def load(*paths: Path) -> tuple[list[Rule], _Allowlist]:
     """The rules with a regex in these files (default: gitleaks' and Cairn's), and the first file's
-    global allowlist. Raises re.error if a pattern does not translate, OSError, tomllib.TOMLDecodeError."""
+    global allowlist. A rule's pattern is compiled when it first runs (Rule.regex). Raises OSError,
+    tomllib.TOMLDecodeError."""
     configs = []
     for path in paths or (RULES_FILE, OWN_RULES_FILE):
         with open(path, "rb") as handle:
@@ -124,7 +130,7 @@ def load(*paths: Path) -> tuple[list[Rule], _Allowlist]:
         if "regex" not in spec:
             continue  # a path-only rule (a file name that is a secret): nothing to find in text
         lists = [_allowlist(a) for a in spec.get("allowlists", ())]
-        rules.append(Rule(id=spec["id"], regex=re.compile(go_regex(spec["regex"])),
+        rules.append(Rule(id=spec["id"], pattern=go_regex(spec["regex"]),
                           secret_group=spec.get("secretGroup", 0), entropy=spec.get("entropy", 0.0),
                           keywords=tuple(k.lower() for k in spec.get("keywords", ())), allowlists=lists))
     return rules, _allowlist(configs[0].get("allowlist", {}))
