@@ -519,7 +519,8 @@ def export_(memory: Cairn, as_json: bool, output: str, fmt: str, into_live: bool
             memories = [m for m in memories if m.id not in came]
         done = export(memories, folder, live=into_live)
         _emit(as_json, done, lambda: click.echo(
-            f"exported {_count(done['files'], 'memory', 'memories')} to {done['folder']} ({done['indexed']} in MEMORY.md"
+            f"exported {_count(done['files'], 'memory', 'memories')} to {done['folder']} "
+            f"({done['indexed']} in MEMORY.md"
             + (f", {done['not_indexed']} past its cap" if done["not_indexed"] else "") + ")"))
         return
     if into_live:
