@@ -52,8 +52,10 @@ def test_restore_brings_back_exactly_the_memories_and_history_the_backup_held(pr
         before_restore = export(memory)
         assert other.get(d.id).text == "Feature flags live in LaunchDarkly"
 
-        done = restore_store(made["path"])
+        # b2 was forgotten after the backup: brought back only when asked (the next test: the default).
+        done = restore_store(made["path"], bring_back_forgotten=True)
         assert done["store"] == memory.name and done["counts"]["total"] == 4
+        assert [m["id"] for m in done["forgotten"]] == [b2.id]
         assert export(memory) == held
         assert export(other) == held  # an engine kept open reads the restored store, not the old one
         assert [m.id for m in other.history(b2.id)] == [b.id, b2.id]
@@ -69,6 +71,26 @@ def test_restore_brings_back_exactly_the_memories_and_history_the_backup_held(pr
     restore_store(aside, name="replaced")
     with Cairn.open("replaced", embedder=hashing) as replaced:
         assert [{**m, "store": None} for m in export(replaced)] == [{**m, "store": None} for m in before_restore]
+
+
+def test_a_memory_forgotten_after_the_backup_stays_forgotten_and_is_named(project, hashing, capsys):
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        kept = memory.remember("Deploys go out on Tuesdays", kind="decision").memory
+        gone = memory.remember("The on-call phone number is 555-0199", kind="fact").memory
+        made = backup_store(memory.name)
+        memory.forget(gone.id)
+        path = memory.status().path
+    code, out, err = run_cli(capsys, ["restore", made["path"]])
+    assert code == 0, err
+    assert gone.id in err and "kept forgotten" in err and "--bring-back-forgotten" in err
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        assert memory.get(kept.id).text == "Deploys go out on Tuesdays"
+        assert memory.get(gone.id).forgotten_at is not None and memory.get(gone.id).text is None
+    assert b"555-0199" not in Path(path).read_bytes()  # erased again, as forget erases
+    code, out, err = run_cli(capsys, ["restore", made["path"], "--bring-back-forgotten"])
+    assert code == 0 and "brought back" in err
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        assert memory.get(gone.id).text == "The on-call phone number is 555-0199"
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:

@@ -585,3 +585,20 @@ def test_a_duplicate_of_another_kind_says_so_and_how_to_change_it(cairn):
     assert code == 0 and out.startswith(f"already remembered as {first} (a convention, not a fact: nothing was written")
     assert f"--replaces {first} --kind fact" in out
     assert cairn("remember", "Run the linter before pushing", "--keyword-only")[1] == f"already remembered as {first}\n"
+
+
+def test_help_lists_each_command_with_its_whole_first_sentence():
+    from click.testing import CliRunner
+
+    from cairn.adapters.cli import cli
+
+    out = CliRunner().invoke(cli, ["--help"], terminal_width=200).output
+    assert "..." not in out.split("Commands:")[1]
+    assert "Copy a store into <data root>/backups/NAME-<UTC time>.db, consistent while sessions write" in out
+
+
+def test_counts_are_in_the_right_number():
+    from cairn.adapters.cli import _count
+
+    assert [_count(1, "time"), _count(2, "time"), _count(1, "memory", "memories"), _count(0, "memory", "memories")] \
+        == ["1 time", "2 times", "1 memory", "0 memories"]

@@ -38,6 +38,7 @@ def env(tmp_path, cairn_home):
 def test_each_snippet_is_the_example_file(client, tmp_path, env):
     project = tmp_path / "project"
     project.mkdir()
+    env = {k: v for k, v in env.items() if k != "CAIRN_HOME"}  # the default data root: no env in the snippet
     done = config("--client", client, "--dry-run", "--command", "cairn", cwd=project, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout == (EXAMPLES / EXAMPLE_FILES[client]).read_text()
@@ -64,7 +65,8 @@ def test_config_merges_into_existing_files(tmp_path, env):
     assert done.returncode == 0, done.stderr
     merged = json.loads((project / ".cursor" / "mcp.json").read_text())["mcpServers"]
     assert merged["github"] == other["mcpServers"]["github"]
-    assert merged["cairn"] == {"command": "/opt/cairn/bin/cairn", "args": [*ARGS, "--store", "team"]}
+    assert merged["cairn"] == {"command": "/opt/cairn/bin/cairn", "args": [*ARGS, "--store", "team"],
+                               "env": {"CAIRN_HOME": env["CAIRN_HOME"]}}
     again = config("--client", "cursor", "--command", "/opt/cairn/bin/cairn", "--store", "team", cwd=project, env=env)
     assert again.stdout.startswith("unchanged")
 
@@ -94,3 +96,22 @@ def test_the_generic_snippet_starts_a_working_server(tmp_path, env):
             return {t.name for t in (await session.list_tools()).tools}
 
     assert "memory_recall" in asyncio.run(tools())
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_data_root_and_store_set_in_the_shell_go_into_the_snippets_env(client, tmp_path, env, cairn_home):
+    project = tmp_path / "project"
+    project.mkdir()
+    done = config("--client", client, "--dry-run", "--command", "cairn", cwd=project,
+                  env={**env, "CAIRN_STORE": "team-notes"})
+    assert done.returncode == 0, done.stderr
+    wanted = {"CAIRN_HOME": str(cairn_home), "CAIRN_STORE": "team-notes"}
+    if client == "claude":
+        words = shlex.split(done.stdout)
+        assert [words[i + 1] for i, w in enumerate(words) if w == "-e"] == [f"{k}={v}" for k, v in wanted.items()]
+    elif client == "codex":
+        assert tomllib.loads(done.stdout)["mcp_servers"]["cairn"]["env"] == wanted
+    elif client == "opencode":
+        assert json.loads(done.stdout)["mcp"]["cairn"]["environment"] == wanted
+    else:
+        assert json.loads(done.stdout)["mcpServers"]["cairn"]["env"] == wanted

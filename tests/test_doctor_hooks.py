@@ -93,3 +93,21 @@ def test_the_settings_project_is_the_repository_top_level(claude):
     _, project, _ = claude
     (project / "src" / "pkg").mkdir(parents=True)
     assert settings_project(project / "src" / "pkg") == project.resolve()
+
+
+def test_an_unknown_hook_event_is_logged_and_doctor_reports_it(cairn_home, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from cairn.adapters.claude import hook_events_check
+
+    log = cairn_home / "logs" / "hooks.log"
+    assert hook_events_check(log).status == "ok"
+    env = {**os.environ, "CAIRN_NO_WARM": "1"}
+    out = subprocess.run([sys.executable, "-m", "cairn", "hook", "Bogus"], input="{}", text=True, env=env,
+                         capture_output=True, cwd=tmp_path, timeout=60)
+    assert out.returncode == 0 and out.stdout == ""
+    assert "unknown hook event 'Bogus'" in log.read_text()
+    check = hook_events_check(log)
+    assert check.status == "warn" and "'Bogus'" in check.detail and check.fix

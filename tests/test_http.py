@@ -338,3 +338,23 @@ def test_docs_http_md_names_every_route_and_error():
             assert f"| `{name}` |" in text, (spec.path, name)
     for code in rest.ERRORS:
         assert f"| `{code}` |" in text, code
+
+
+def test_a_port_in_use_is_one_error_line_naming_it(tmp_path, project, env):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        out = subprocess.run([sys.executable, "-m", "cairn", "serve", "--transport", "http", "--port", str(port)],
+                             cwd=project, env=env, capture_output=True, text=True, timeout=WAIT_S)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("cairn: error: "), out.stderr
+    assert f"port {port}" in out.stderr and "serving" not in out.stderr
+
+
+def test_an_empty_recall_and_the_status_name_the_store(server):
+    status = ok(server.request("GET", "/v1/status"))
+    empty = ok(server.request("POST", "/v1/recall", {"query": "how do we deploy?"}))
+    assert status["store"] and empty == {"hits": [], "store": status["store"]}

@@ -151,7 +151,9 @@ def test_reads_create_no_store_and_the_first_write_does(tmp_path):
         for ident, (tool, arguments) in enumerate(reads, start=2):
             result = _call(proc, ident, tool, arguments)
             assert not result.get("isError"), result
-        assert json.loads(_call(proc, 20, "memory_recall", {"query": "deploy"})["content"][0]["text"]) == {"hits": []}
+        empty = json.loads(_call(proc, 20, "memory_recall", {"query": "deploy"})["content"][0]["text"])
+        store = json.loads(_call(proc, 18, "memory_status", {})["content"][0]["text"])["store"]
+        assert empty == {"hits": [], "store": store} and store.startswith("project")  # names the store it read
         assert not list(home.glob("stores/*.db"))
         glob = _call(proc, 19, "memory_remember", {"text": "The user wants short answers", "kind": "preference",
                                                    "scope": "global"})
@@ -249,3 +251,26 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_with_cairn_no_warm_the_server_loads_the_model_itself_and_starts_no_warm_process(tmp_path):
+    home, project = tmp_path / "home", git_init(tmp_path / "project")
+    env = server_env(home, project, CAIRN_NO_WARM="1")
+    proc = _start(env, project, tmp_path / "stderr.txt")
+    try:
+        _handshake(proc)
+        written = _call(proc, 2, "memory_remember", {"text": "Deploys go through blue-green on Fly"})
+        assert not written.get("isError"), written
+
+        def model_state() -> str:
+            return json.loads(_call(proc, 3, "memory_status", {})["content"][0]["text"])["model_warmup"]
+
+        wait_for(lambda: model_state() in ("ready", "failed", "keyword-only"), 120, "the model's warm-up to end")
+        assert model_state() == "ready"
+        hits = json.loads(_call(proc, 4, "memory_recall", {"query": "how do we deploy?"})["content"][0]["text"])["hits"]
+        assert hits and "blue-green" in hits[0]["text"]
+    finally:
+        proc.kill()
+        proc.wait()
+    # The warm process logs to service.log from its first line: it never started.
+    assert not (home / "logs" / "service.log").exists()

@@ -107,3 +107,28 @@ def test_locomo_import(cairn, tmp_path):
                                 "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy."}]}))
     done = json.loads(cairn("import-sessions", "--locomo", str(path), "--json")[1])
     assert done == {"sessions": 1, "turns_added": 1}
+
+
+def test_hits_of_one_session_merge_into_one_result_with_its_id_once(cairn, claude_root):
+    assert cairn("import-sessions", "--root", str(claude_root))[0] == 0
+    hits = json.loads(cairn("sessions", "search", "deploy", "--mode", "keyword", "--json")[1])
+    assert len([h for h in hits if h["turn"]["session_id"] == "s1"]) > 1  # several turns of s1 hit
+    code, out, _ = cairn("sessions", "search", "deploy", "--mode", "keyword")
+    assert code == 0
+    assert out.count("session s1 ") == 1 and out.count("s1") == 1  # one result, the id shown once
+    block = out.split("session s1 ")[1].split("\n2. ")[0].split("\n1. ")[0]
+    positions = [int(w[1:]) for w in block.split() if w.startswith("#") and w[1:].isdigit()]
+    assert positions == sorted(set(positions))  # each turn once, in order, however many windows hold it
+
+
+def test_turns_far_below_the_best_are_dropped():
+    from cairn import Turn, merge_session_hits
+    from cairn.models import SessionHit
+
+    def hit(session, position, score):
+        turn = Turn(session_id=session, uuid=f"{session}{position}", position=position, role="user", text="t",
+                    at=0, speaker=None, git_branch=None, cwd=None, meta={})
+        return SessionHit(turn=turn, score=score, mode="hybrid", reasons={})
+
+    merged = merge_session_hits([hit("a", 3, 0.032), hit("a", 1, 0.030), hit("b", 0, 0.014)])
+    assert [(r.session_id, r.best) for r in merged] == [("a", (3, 1))]

@@ -114,3 +114,30 @@ def test_a_changed_config_or_cairn_store_counts_at_the_next_prompt(service, proj
     context = ask_as("d", CAIRN_STORE="other")
     assert theirs.id in context and ours.id not in context
     assert ours.id in ask_as("e")
+
+
+def test_waiting_stops_as_soon_as_the_warm_process_dies():
+    """A warm process that cannot load its model exits after a few seconds: the wait for it ends
+    then, not after the whole wait."""
+    import subprocess
+    import time
+
+    dying = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5); raise SystemExit(1)"])
+    started = time.monotonic()
+    assert not warm.wait_until_ready(60, process=dying)
+    assert time.monotonic() - started < 30  # returns within ~0.2 s of the exit; the bound allows a loaded machine
+
+
+def test_the_cli_falls_back_from_a_warm_process_that_cannot_load_its_model_and_says_why(tmp_path, project):
+    import subprocess
+
+    config = tmp_path / "uncached-model.yaml"
+    config.write_text("embedding:\n  model: some-org/not-cached-model\n")
+    env = {**os.environ, "CAIRN_CONFIG": str(config), "HF_HUB_OFFLINE": "1"}
+    env.pop("CAIRN_NO_WARM", None)
+    out = subprocess.run([sys.executable, "-m", "cairn", "remember", "We deploy with Kamal"], cwd=project, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "cairn: the warm process stopped: cannot load the embedding model" in out.stderr
+    assert "loading the model in this process" in out.stderr
+    assert out.stdout.startswith("remembered ")

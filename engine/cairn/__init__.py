@@ -9,9 +9,26 @@
 Names are resolved lazily (PEP 562), so `import cairn.adapters.warm` in a hook costs milliseconds rather
 than the engine's imports. This module itself imports nothing (not even typing): the hook process's
 warm path goes through it.
+
+Importing it switches off the telemetry of every library Cairn loads (NO_TELEMETRY), before any of
+them is imported: every Cairn process (hook, warm process, MCP server, CLI, `cairn serve`) imports
+this package first, and the processes it starts inherit the environment. Nothing leaves the machine.
 """
 
+import os
 import sys
+
+# Each library in the runtime lock (engine/runtime-requirements.txt) that can send telemetry, and the
+# variable its documentation names to switch it off. Forced, not defaulted: a local-first tool does
+# not phone home whatever the environment says. tests/test_no_network.py runs every process under
+# strace and fails on any connection that is not loopback or a Unix socket.
+NO_TELEMETRY = {
+    "ORT_DISABLE_TELEMETRY": "1",  # onnxruntime >= 1.29: 1DS events to mobile.events.data.microsoft.com
+    "HF_HUB_DISABLE_TELEMETRY": "1",  # huggingface-hub, and transformers / sentence-transformers through it
+    "DO_NOT_TRACK": "1",  # the cross-tool convention (https://donottrack.sh); huggingface-hub honours it too
+    "OTEL_SDK_DISABLED": "true",  # OpenTelemetry (the mcp SDK traces through its API): no exporter runs
+}
+os.environ.update(NO_TELEMETRY)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 
@@ -35,15 +52,17 @@ _EXPORTS = {
     "Proposal": "models", "PROPOSAL_TYPES": "models", "PROPOSAL_STATES": "models", "REVIEW_VERBS": "models",
     "DECIDERS": "models",
     "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "storage.db",
-    "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "ensure_data_root": "paths",
+    "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "user_data_dir": "locations",
+    "ensure_data_root": "paths",
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
+    "merge_session_hits": "sessions",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
         "SessionNotFound", "StoreBusy", "MaintenanceBusy", "ProposalClosed", "ProposalNotFound", "StaleProposal",
-        "StoreCorrupted", "StoreError", "StoreNotFound", "UnsafeDataRoot")},
+        "StoreCorrupted", "StoreError", "StoreNotFound", "StoreUnreadable", "UnsafeDataRoot")},
 }
 _MODULES = ("render",)  # public modules, used whole: `from cairn import render`
 __all__ = sorted([*_EXPORTS, *_MODULES])
@@ -69,7 +88,7 @@ if TYPE_CHECKING:
     from .config import load_config
     from .storage.db import BROKEN_STORE_ERRORS
     from .health import Check, doctor
-    from .locations import data_root_dir
+    from .locations import data_root_dir, user_data_dir
     from .context import cited_ids, is_trivial, prompt_context, session_brief
     from .embedder import Embedder, parse_fingerprint, required_extra
     from .engine import (
@@ -85,4 +104,5 @@ if TYPE_CHECKING:
     from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig
     from .records import Draft
+    from .sessions import merge_session_hits
     from .timeutil import format_date, format_time, parse_time

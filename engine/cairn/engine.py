@@ -445,8 +445,8 @@ def _backup_postgres(name: str) -> tuple[Path, dict[str, int]]:
     return target, counts
 
 
-def restore_store(source: str | Path, *, name: str | None = None,
-                  busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> dict[str, Any]:
+def restore_store(source: str | Path, *, name: str | None = None, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+                  bring_back_forgotten: bool = False) -> dict[str, Any]:
     """Make store NAME (default: the name recorded in the backup) hold exactly what the backup file
     `source` holds: memories, history, tombstones, review verdicts.
 
@@ -455,8 +455,11 @@ def restore_store(source: str | Path, *, name: str | None = None,
     readable store is overwritten in place in one transaction, so a process holding it open (the
     warm process, an MCP server) reads the restored content from its next query on; an unreadable
     one is moved aside (with its -wal) and the backup copied in its place. An older schema is
-    migrated. Returns {"store", "path", "source", "replaced_kept_at" (None when there was no
-    store), "schema_version", "counts"}.
+    migrated. A memory forgotten in the store after the backup was taken stays forgotten (it is
+    erased again from the restored store, as forget erases) unless bring_back_forgotten.
+    Returns {"store", "path", "source", "replaced_kept_at" (None when there was no store),
+    "schema_version", "counts", "forgotten": [{"id", "kind", "forgotten_at"} of each such memory],
+    "forgotten_brought_back": bring_back_forgotten}.
     A store that another process keeps locked for longer than busy_timeout_ms is busy, not
     unreadable: StoreBusy, and nothing is moved or changed.
     Raises InvalidInput (no such file), InvalidStoreName, SchemaTooNew, StoreCorrupted, StoreBusy."""
@@ -474,12 +477,14 @@ def restore_store(source: str | Path, *, name: str | None = None,
             f"to the server with `cairn migrate-store sqlite:{name}-restored postgres:NEW-NAME`")
     target = store_path(name)
     aside: Path | None = None
+    forgotten: dict[str, Memory] = {}  # forgotten in the store being replaced (unknown when unreadable)
     if target.exists():
         aside = private_dir(backups_dir()) / f"{name}-replaced-{_stamp()}.db"
         live: SqliteStore | None = None
         try:
             live = SqliteStore.open(target, name=name, create=False, busy_timeout_ms=busy_timeout_ms)
             live.backup_to(aside)
+            forgotten = {m.id: m for m, _ in live.iter_rows() if m.forgotten_at is not None}
         except StoreBusy:
             # Locked, not broken: moving a file aside under a writer would lose its writes.
             if live is not None:
@@ -513,14 +518,29 @@ def restore_store(source: str | Path, *, name: str | None = None,
         copy = SqliteStore.open_file_copy(source, target)
         copy.close()
     restored = SqliteStore.open(target, name=name, create=False)  # migrates an older schema
+    back: list[Memory] = []
     try:
         if restored.get_meta("name") != name:
             restored.set_meta("name", name)
+        for memory_id, tombstone in forgotten.items():
+            try:
+                if restored.get(memory_id).forgotten_at is None:
+                    back.append(tombstone)
+            except MemoryNotFound:
+                continue
+        if back and not bring_back_forgotten:
+            with restored.transaction():
+                for tombstone in back:
+                    restored.erase(restored.seq_of(tombstone.id), tombstone.forgotten_at or now_ms())
+            if not restored.flush_to_disk():
+                log.warning("restore %s: a reader kept the WAL in use; the next checkpoint empties it", name)
         counts = restored.counts()
     finally:
         restored.close()
     return {"store": name, "path": str(target), "source": str(source),
-            "replaced_kept_at": str(aside) if aside else None, "schema_version": len(MIGRATIONS), "counts": counts}
+            "replaced_kept_at": str(aside) if aside else None, "schema_version": len(MIGRATIONS), "counts": counts,
+            "forgotten": [{"id": m.id, "kind": m.kind, "forgotten_at": m.forgotten_at} for m in back],
+            "forgotten_brought_back": bring_back_forgotten}
 
 
 def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
@@ -532,13 +552,14 @@ def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
     return kinds
 
 
-def _scrubbed(drafts: list[Draft]) -> list[Draft]:
-    """The drafts as they may be stored: `<private>` spans removed and secrets replaced by
-    `[REDACTED:<type>]` (privacy.scrub, as for captured turns) in the text and in each applies-when
-    phrase, and a tag holding either refused (InvalidMemory), before validation, embedding,
-    duplicate detection or any write, on every backend: what a person marks private or a key pasted
-    into a memory never reaches a store, a shared one least of all. Raises InvalidMemory for a text
-    that was nothing but private spans (it is not stored, and not silently dropped either)."""
+def _scrubbed(drafts: list[Draft]) -> tuple[list[Draft], list[list[dict[str, Any]]]]:
+    """The drafts as they may be stored, and per draft what was redacted (RememberResult.redacted):
+    `<private>` spans removed and secrets replaced by `[REDACTED:<type>]` (privacy.scrub, as for
+    captured turns) in the text and in each applies-when phrase, and a tag holding either refused
+    (InvalidMemory), before validation, embedding, duplicate detection or any write, on every
+    backend: what a person marks private or a key pasted into a memory never reaches a store, a
+    shared one least of all. Raises InvalidMemory for a text that was nothing but private spans (it
+    is not stored, and not silently dropped either)."""
     def scrubbable(value: object) -> bool:
         return isinstance(value, str) and not is_blank(value) and lone_surrogate(value) is None
 
@@ -552,12 +573,15 @@ def _scrubbed(drafts: list[Draft]) -> list[Draft]:
             values = getattr(d, field)
             if isinstance(values, (list, tuple)):
                 found += [(i, field, j, v) for j, v in enumerate(values) if scrubbable(v)]
+    redacted: list[list[dict[str, Any]]] = [[] for _ in drafts]
     if not found:
-        return drafts
+        return drafts, redacted
     out = list(drafts)
     for (i, field, j, value), clean in zip(found, scrub_many([v for *_, v in found])):
         if clean.text == value:
             continue
+        where = field if j < 0 else f"{field}[{j}]"
+        redacted[i] += [{"field": where, "kind": kind, "start": a, "end": b} for kind, a, b in clean.places]
         if field == "tags":  # a tag is shown in every listing and cannot hold a redaction marker
             kinds = ", ".join(sorted(clean.redactions)) or "<private>"
             raise InvalidMemory(f"tag {j + 1} holds a secret ({kinds}) or private text; tags are not "
@@ -571,7 +595,7 @@ def _scrubbed(drafts: list[Draft]) -> list[Draft]:
             phrases = list(out[i].applies_when)
             phrases[j] = clean.text.strip()
             out[i] = replace(out[i], applies_when=tuple(phrases))
-    return out
+    return out, redacted
 
 
 def _relevant(hit: Hit) -> bool:
@@ -862,7 +886,7 @@ class Cairn:
             raise InvalidMemory(f"memories are written to scope 'project' or 'global', not {scope!r}")
         store = self._stores(scope, write=True)[0]
         recorded_at = now_ms()
-        drafts = _scrubbed(drafts)
+        drafts, redacted = _scrubbed(drafts)
         rows = [validate(d, recorded_at=recorded_at) for d in drafts]
         for draft in drafts:
             for old_id in draft.replaced_ids:
@@ -874,7 +898,8 @@ class Cairn:
         results = []
         for i, (draft, row) in enumerate(zip(drafts, rows)):
             vector = None if vectors is None else vectors[i]
-            results.append(self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect))
+            results.append(replace(self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect),
+                                   redacted=redacted[i]))
             if results[-1].conflicts:
                 self._queue_conflicts(store, results[-1])
         return results

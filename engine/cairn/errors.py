@@ -15,6 +15,7 @@
     ├── StoreError              the store file cannot be used as it is
     │   ├── StoreNotFound       an explicitly named store that does not exist
     │   ├── StoreCorrupted      the file is not a readable Cairn database
+    │   ├── StoreUnreadable     the file belongs to another user and this one cannot open it
     │   ├── StoreBusy           another process holds the store locked for longer than the busy timeout
     │   ├── SchemaTooNew        written by a newer Cairn; refuse rather than guess
     │   ├── EmbeddingMismatch   the store's vectors come from another model; run `cairn reembed`
@@ -90,6 +91,11 @@ class StoreNotFound(StoreError):
 
 class StoreCorrupted(StoreError):
     pass
+
+
+class StoreUnreadable(StoreError):
+    """The store file (or its -wal or -shm file) cannot be opened by this user: the message names
+    the file and its owner."""
 
 
 class StoreBusy(StoreError):

@@ -159,6 +159,9 @@ class RememberResult:
     related: at most 3 current memories of any kind most likely about the same subject, most likely
     first, each {"id", "text", "kind", "date" (valid from, YYYY-MM-DD UTC), "why"}: the writer judges
     whether the new memory changes one of them (then replaces it) or both hold (RELATED_INSTRUCTION).
+    redacted: what was taken out of the text as written, so the stored text differs from it: each
+    {"field": "text" | "applies_when[N]", "kind": the secret's type, "start", "end"}, character
+    offsets of the secret in that field as written (end exclusive). Never the value.
     """
 
     memory: Memory
@@ -166,6 +169,7 @@ class RememberResult:
     superseded: list[str] = field(default_factory=list)
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     related: list[dict[str, str]] = field(default_factory=list)
+    redacted: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -174,6 +178,7 @@ class RememberResult:
             "superseded": self.superseded,
             "conflicts": self.conflicts,
             "related": self.related,
+            "redacted": self.redacted,
         }
         if self.related:
             out["instruction"] = RELATED_INSTRUCTION

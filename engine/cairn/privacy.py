@@ -11,6 +11,11 @@ index keys and its vector all come from the scrubbed text):
    A private key's whole PEM block is redacted, not just its BEGIN line. Cairn adds detectors of
    its own (secret_detectors.py) for what those miss: Anthropic and OpenAI project keys, unquoted
    `PGPASSWORD=...`-style assignments, a password given in prose.
+3. Then gitleaks' rule set (secret_rules.py: ~220 vendor formats and its keyword-and-entropy
+   generic rule) and Cairn's rules in the same format (a credential introduced in a sentence, "the
+   key for the sandbox is ...", and hyphenated vendor prefixes such as `sk-live-`), on what
+   detect-secrets left. Measured on a labelled set of credential sentences and innocent look-alikes
+   (bench/secrets_eval.py; figures in docs/benchmarks.md).
 
 Only counts leave this module (by detector type), never a value.
 """
@@ -22,6 +27,8 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from . import secret_rules
 
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|\Z")
@@ -43,12 +50,25 @@ class Scrubbed:
     text: str
     private_spans: int = 0
     redactions: Counter = field(default_factory=Counter)
+    # Where each redacted secret stood in the text as given: (kind, start, end), character offsets,
+    # end exclusive. Never the value.
+    places: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 def strip_private(text: str) -> tuple[str, int]:
     """`text` without its `<private>...</private>` spans, and how many there were."""
     out, n = _PRIVATE.subn("", text)
     return out, n
+
+
+def _original_offset(text: str, position: int) -> int:
+    """A position in strip_private(text)'s output, as a position in `text`."""
+    removed = 0
+    for match in _PRIVATE.finditer(text):
+        if match.start() - removed > position:
+            break
+        removed += match.end() - match.start()
+    return position + removed
 
 
 def _plugins() -> list[dict[str, str]]:
@@ -85,8 +105,27 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
             spans = whole
         if spans and secret.type != "Private Key":
             spans = [_whole_token(line, start, end) for start, end in spans]
+        if secret.type != "Private Key":  # "ghp_XXXX...", "USER:PASSWORD", os.environ[...]: not secrets
+            spans = [span for span in spans if not secret_rules.placeholder(line[slice(*span)])]
         if spans:
             found.append((secret.type, spans))
+    return found + _rule_detections(line, [span for _, spans in found for span in spans])
+
+
+# The rules that say least about what a secret is: a more specific rule's finding on the same span wins.
+_GENERIC_RULES = ("Generic Api Key", "Credential In Prose")
+
+
+def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str, list[tuple[int, int]]]]:
+    """gitleaks' rules and Cairn's (secret_rules.py) on `line`: what detect-secrets did not already
+    find, one detection per span (a vendor's rule before the generic ones)."""
+    found = []
+    for kind, span in sorted(secret_rules.find(line), key=lambda f: f[0] in _GENERIC_RULES):
+        if secret_rules.placeholder(line[slice(*span)]):
+            continue
+        if not any(span[0] < end and start < span[1] for start, end in taken):
+            found.append((kind, [span]))
+            taken.append(span)
     return found
 
 
@@ -103,15 +142,16 @@ def _whole_token(line: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _redact(text: str) -> tuple[str, Counter]:
+def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
     """redact_secrets inside detect-secrets' settings (entered once per batch: entering costs more
-    than a line's scan)."""
+    than a line's scan); also where each redacted secret stood in `text`: (kind, start, end)."""
     counts: Counter = Counter()
+    places: list[tuple[str, int, int]] = []
     if not text.strip():
-        return text, counts
+        return text, counts, places
     out_lines: list[str] = []
     lines = text.split("\n")
-    i = 0
+    i, offset = 0, 0  # offset: where lines[i] starts in text
     while i < len(lines):
         line = lines[i]
         detections = _detections(line) if len(line) < 20_000 else []
@@ -122,10 +162,14 @@ def _redact(text: str) -> tuple[str, Counter]:
             block_lines = rest[: end.end()].count("\n") + 1
             counts["Private Key"] += 1
             start = line.find("-----BEGIN")
+            places.append(("Private Key", offset + max(start, 0), offset + end.end()))
             # What follows the END marker on its line is not part of the key: kept (and scanned).
-            tail, tail_counts = _redact(rest[end.end():].split("\n", 1)[0]) if end.group() else ("", Counter())
+            tail, tail_counts, tail_places = (_redact(rest[end.end():].split("\n", 1)[0]) if end.group()
+                                              else ("", Counter(), []))
             counts.update(tail_counts)
+            places += [(k, offset + end.end() + a, offset + end.end() + b) for k, a, b in tail_places]
             out_lines.append((line[:start] if start >= 0 else "") + "[REDACTED:Private Key]" + tail)
+            offset += len("\n".join(lines[i:i + block_lines])) + 1
             i += block_lines
             continue
         spans = sorted({s for _, ss in detections for s in ss})
@@ -137,10 +181,12 @@ def _redact(text: str) -> tuple[str, Counter]:
             if start < last:
                 continue  # overlaps a span already redacted
             pieces += [line[last:start], f"[REDACTED:{kind_of[(start, end)]}]"]
+            places.append((kind_of[(start, end)], offset + start, offset + end))
             last = end
         out_lines.append("".join(pieces) + line[last:])
+        offset += len(line) + 1
         i += 1
-    return "\n".join(out_lines), counts
+    return "\n".join(out_lines), counts, places
 
 
 def redact_secrets(text: str) -> tuple[str, Counter]:
@@ -162,6 +208,8 @@ def scrub_many(texts: list[str], *, strip: bool = True) -> list[Scrubbed]:
     with _lock, transient_settings({"plugins_used": _plugins()}):
         for text in texts:
             without, spans = strip_private(text) if strip else (text, 0)
-            redacted, counts = _redact(without)
-            out.append(Scrubbed(redacted, spans, counts))
+            redacted, counts, places = _redact(without)
+            if spans:
+                places = [(k, _original_offset(text, a), _original_offset(text, b - 1) + 1) for k, a, b in places]
+            out.append(Scrubbed(redacted, spans, counts, places))
     return out

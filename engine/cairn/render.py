@@ -76,6 +76,12 @@ def memory(m: Memory) -> dict[str, Any]:
     return out
 
 
+def recalled(hits: list[Hit], store: str) -> dict[str, Any]:
+    """A recall's answer: {"hits": [hit, ...]}; when nothing was found, also the store searched
+    ({"hits": [], "store": NAME}), so an empty answer from the wrong store is told from an empty store."""
+    return {"hits": [hit(h) for h in hits]} if hits else {"hits": [], "store": store}
+
+
 def hit(h: Hit) -> dict[str, Any]:
     return {**memory(h.memory), "score": round(h.score, 4), "why": h.why()}
 
@@ -102,12 +108,16 @@ def _with_related(out: dict[str, Any], result: RememberResult) -> dict[str, Any]
 
 
 def remembered(result: RememberResult) -> dict[str, Any]:
-    """What a write did: {id, status, superseded?, related?, instruction?, note?}. `related` holds the
-    memories the writer should judge (RememberResult.related); conflicts are not shown apart: each
-    is among `related` or queued for the user's review."""
+    """What a write did: {id, status, redacted?, superseded?, related?, instruction?, note?}. `related`
+    holds the memories the writer should judge (RememberResult.related); conflicts are not shown
+    apart: each is among `related` or queued for the user's review. `redacted` (when a secret was
+    taken out, so the stored text differs from the one given): each {field, kind, start, end},
+    where the secret stood; never the value."""
     out: dict[str, Any] = {"id": result.memory.id, "status": result.status}
     if result.status == "duplicate":
         out["note"] = "an identical current memory exists; nothing was written"
+    if result.redacted:
+        out["redacted"] = result.redacted
     if result.superseded:
         out["superseded"] = result.superseded
     return _with_related(out, result)

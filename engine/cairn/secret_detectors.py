@@ -37,11 +37,12 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
     `aws_secret_access_key = ...` (detect-secrets' keyword detector wants quotes outside code
     files). Not a secret: a name that only sizes or points at one (`MAX_TOKENS`, `SESSION_TOKEN_TTL`,
     `CSRF_TOKEN_HEADER`, `SECRET_FILE`), or a value that is a number (with a unit), a boolean, a
-    `$REFERENCE`, a `<placeholder>`, a path or a URL."""
+    `$REFERENCE`, a `<placeholder>`, a path, a URL, or anything starting with "-" (an option, or
+    prose: "PGPASSWORD=-style assignments")."""
 
     secret_type = "Secret Assignment"
     denylist = [re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z][A-Za-z0-9_]*)(?: ?= ?| = )"
-                           r"(?P<value>[^\s'\"$;<{][^\s'\";]{3,})")]
+                           r"(?P<value>[^\s'\"$;<{-][^\s'\";]{3,})")]
 
     def analyze_string(self, string: str):
         for match in self.denylist[0].finditer(string):

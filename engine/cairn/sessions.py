@@ -291,3 +291,42 @@ def fuse(rankings: dict[str, list[tuple[int, float]]], weights: dict[str, float]
             fused[seq] = fused.get(seq, 0.0) + weights.get(name, 1.0) / (rrf_k + rank)
             why.setdefault(seq, {})[name] = {"rank": rank, "score": round(score, 6)}
     return [(seq, fused[seq], why[seq]) for seq in sorted(fused, key=lambda s: (-fused[s], s))]
+
+
+# A hybrid or semantic hit whose fused score is under this share of the best hit's is dropped from
+# a merged result: Reciprocal Rank Fusion gives a turn found by one retriever near the bottom of its
+# list under half the score of one both retrievers put first (1/70 against 2/61). Cairn's choice.
+RELEVANCE_FLOOR = 0.5
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    """One session's part of a search: the session, its best hit's score, the positions of its
+    ranked turns (best first), and the turns to show: those hits and their windows, merged, in order."""
+
+    session_id: str
+    score: float
+    mode: str
+    best: tuple[int, ...]
+    turns: tuple[Any, ...]  # models.Turn
+
+
+def merge_session_hits(hits: list[Any], *, floor: float = RELEVANCE_FLOOR) -> list[SessionResult]:
+    """search_sessions' hits (models.SessionHit, best first) as one result per session, best
+    session first: the windows of a session's hits merged into one run of turns (each turn once),
+    and hits scoring under `floor` x the best hit's score dropped (not in exact mode, whose order is
+    recency, not relevance)."""
+    if not hits:
+        return []
+    top = hits[0].score
+    kept = [h for h in hits if h.mode == "exact" or h.score >= floor * top]
+    by_session: dict[str, list[Any]] = {}
+    for hit in kept:
+        by_session.setdefault(hit.turn.session_id, []).append(hit)
+    out = []
+    for session_id, group in by_session.items():
+        turns = {t.position: t for h in group for t in (*h.before, h.turn, *h.after)}
+        out.append(SessionResult(session_id=session_id, score=group[0].score, mode=group[0].mode,
+                                 best=tuple(h.turn.position for h in group),
+                                 turns=tuple(turns[p] for p in sorted(turns))))
+    return out

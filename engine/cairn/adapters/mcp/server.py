@@ -225,7 +225,7 @@ def build_server(session: Session) -> MCPServer:
         def do(engine):
             hits = engine.recall(query, k=k, as_of=as_of, kinds=kinds, tags=tags, scope=scope,
                                  include_superseded=include_superseded, include_cold=include_cold)
-            return {"hits": [render.hit(h) for h in hits]}
+            return render.recalled(hits, engine.name)
 
         return run(do, embeds=True, writes=False)
 
@@ -291,6 +291,10 @@ def build_server(session: Session) -> MCPServer:
             env = {k: os.environ[k] for k in ("CAIRN_STORE", "CAIRN_HOME") if os.environ.get(k)}
             return render.dumps({"ok": False, "error": str(exc), **base, **env})
         if status is None:
+            try:
+                base["store"] = session.name
+            except CairnError:
+                pass
             return render.dumps({"ok": True, "busy": "another call holds the store (probably waiting for the "
                                                      "embedding model to load); ask again shortly", **base})
         keep = ("store", "path", "chosen_by", "counts", "vector_backend", "embedding_model", "model_loaded",

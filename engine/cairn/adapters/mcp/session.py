@@ -45,7 +45,12 @@ NO_PROJECT = ("cannot tell which project this is: the MCP server was started in 
 def shared_embedder(config: dict[str, Any]) -> Any:
     """The embedder a session process should use for a project with this config: through the
     per-user warm process (cairn.adapters.warm), which loads the model once per machine and falls
-    back to loading it in-process. None when the config disables embedding."""
+    back to loading it in-process; in-process only when CAIRN_NO_WARM=1. None when the config
+    disables embedding."""
+    if os.environ.get("CAIRN_NO_WARM") == "1":
+        from cairn import embedder_from_config
+
+        return embedder_from_config(config)
     from ..warm import session_embedder
 
     return session_embedder(config)
