@@ -84,8 +84,8 @@ def test_status_and_history_show_the_counts(cli, project):
         deploy = memory.remember(DEPLOY, kind="decision").memory.id
         memory.record_injected([deploy], at=1_772_359_200_000)
         memory.record_cited([deploy], at=1_772_359_200_000)
-    assert "usage     1 memories injected 1 times; 1 cited by Claude, 1 citations" in cli("status")
-    assert "injected 1 times, cited 1 times, last cited 2026-03-01" in cli("history", deploy)
+    assert "usage     1 memory injected 1 time; 1 cited by Claude, 1 citation" in cli("status")
+    assert "injected 1 time, cited 1 time, last cited 2026-03-01" in cli("history", deploy)
     rows = json.loads(cli("history", deploy, "--json"))
     assert rows[0]["usage"] == {"injected": 1, "cited": 1, "last_injected_at": 1_772_359_200_000,
                                 "last_cited_at": 1_772_359_200_000}

@@ -493,7 +493,9 @@ def _cosines(memory: Cairn, hits: list[Hit], query_vector) -> dict[str, float]:
     """Cosines of the hits, including those only BM25 found: a memory outside the vector candidates
     has a low cosine, not an unknown one, and must not be judged by its words alone. Memories
     without a vector (awaiting embedding) are left out."""
-    out = {h.memory.id: c for h in hits if (c := h.reasons.get("vector", {}).get("cosine")) is not None}
+    out = {h.memory.id: c for h in hits
+           if (c := h.reasons.get("vector", {}).get("cosine", h.reasons.get("evidence", {}).get("cosine")))
+           is not None}
     missing = [h.memory.id for h in hits if h.memory.id not in out]
     if missing:
         out.update(memory.cosines(missing, query_vector))
