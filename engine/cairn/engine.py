@@ -29,7 +29,7 @@ from .models import (
     SessionInfo, Status, Turn,
 )
 from .paths import GLOBAL_STORE, StoreChoice, backups_dir, private_dir, store_path, stores_dir, validate_store_name
-from .ranking import RankingConfig, rank
+from .ranking import RankingConfig, for_model, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .privacy import scrub_many
 from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, clean_text, fuse, parse_lines,
@@ -619,7 +619,8 @@ class Cairn:
         self.choice = choice
         self.embedder = embedder
         self.config = config
-        self.ranking = ranking or RankingConfig(candidates=config["recall"]["candidates"])
+        self.ranking = ranking or for_model(RankingConfig(candidates=config["recall"]["candidates"]),
+                                            getattr(embedder, "model_name", None))
         self.embedder_error: str | None = None if embedder else "embedding disabled by configuration"
         self._global: Store | None = None
         self._check_model = check_model

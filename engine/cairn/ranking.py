@@ -7,7 +7,10 @@ Stages (RankingConfig.STAGES; `cfg.without(stage)` switches one off, as bench/lo
 - "clitics": the keyword query drops English clitics ("Melanie's" -> melanie, "we'll" -> we), as
   Lucene's EnglishPossessiveFilter does for 's; off, such a word is the phrase of both parts.
 - "bm25", "vector": the two retrievers, each returning its `candidates` best.
-- "convex": fusion by a convex combination of per-query min-max normalised scores,
+- "evidence": each candidate scored on its own evidence, in [0, 1] and comparable across queries
+  (`evidence`): the IDF-weighted share of the query's words it holds, weighed by its cosine, plus its
+  calibrated cosine; below `score_floor` it is dropped. Off, fusion is convex:
+- convex: a convex combination of per-query min-max normalised scores,
   score = alpha * vector_norm + (1 - alpha) * bm25_norm, a memory absent from one list scoring 0
   there (Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS
   2023: more accurate than RRF once alpha is tuned, and tunable on few queries). It keeps the
@@ -16,7 +19,13 @@ Stages (RankingConfig.STAGES; `cfg.without(stage)` switches one off, as bench/lo
   "Reciprocal Rank Fusion outperforms Condorcet and individual rank learning methods", SIGIR 2009).
 - "prior": a light multiplier for importance and recency (at most a few percent).
 
-Constants and where they come from (figures in docs/benchmarks.md, "Retrieval on LoCoMo"):
+Constants and where they come from (figures in docs/benchmarks.md, "Retrieval on LoCoMo" and "Scores
+that mean something: evidence fusion"):
+- evidence_alpha = 0.4, cos_zero = 0.05, cos_one = 0.6, lexical_cos_full = 0.25, bm25_share = 0.05,
+  single_word_cos = 0.2: compared on the reworded dev questions (tests/data/reworded/dev.yaml) and
+  the six LoCoMo conversations; 0.4 is where LoCoMo's any@10 peaks (0.35-0.45 within 0.01) and the
+  reworded set still gains over convex fusion (0.6-0.7 would gain more there and lose 0.05 on LoCoMo).
+  The cosine ends are all-MiniLM-L6-v2's: unrelated texts sit under 0.1, paraphrases over 0.6.
 - convex_alpha = 0.35: calibrated on LoCoMo conversations 26, 30 and 41 (all-MiniLM-L6-v2 vectors,
   FTS5 BM25). Their mean recall_any@{1,5,10,20} is within 0.004 of its maximum for alpha 0.30-0.45
   (maximum at 0.40), and falls off on both sides (BM25 alone at 0, vectors dominating past 0.55);
@@ -181,6 +190,19 @@ def prior(memory: Memory, cfg: RankingConfig, now: int) -> float:
     age_days = max(0.0, (now - memory.valid_from) / DAY_MS)
     recency = cfg.recency_weight * math.exp(-math.log(2) * age_days / cfg.recency_half_life_days)
     return 1.0 + importance + recency
+
+
+# multilingual-e5-small puts every pair of texts between ~0.70 and ~0.95, unrelated ones near 0.75
+# (docs/benchmarks.md, "Multilingual"): its ends are set from that and from context.py's E5 gate
+# (weak 0.86, strong 0.91), not tuned on a ranking set.
+E5_MODEL = "intfloat/multilingual-e5-small"
+E5_COSINES = {"cos_zero": 0.78, "cos_one": 0.92, "lexical_cos_zero": 0.75, "lexical_cos_full": 0.82,
+              "single_word_cos": 0.82}
+
+
+def for_model(cfg: RankingConfig, model_name: str | None) -> RankingConfig:
+    """`cfg` with the cosine ends of `model_name` (the defaults are all-MiniLM-L6-v2's)."""
+    return replace(cfg, **E5_COSINES) if model_name == E5_MODEL else cfg
 
 
 def query_weights(store: Store, query: str, cfg: RankingConfig) -> dict[str, float]:
