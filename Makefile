@@ -1,9 +1,10 @@
 # On a fresh machine (see README):
 #   make demo   install the runtime only, then run Cairn end to end inside the real Claude Code CLI on real input
-#   make test   the fast lane: install the test extras, then every test except e2e, bootstrap and stress (offline)
+#   make test   the fast lane: install the test extras, then every test except e2e, bootstrap, stress and
+#               postgres (offline)
 # For contributors (CONTRIBUTING.md):
-#   make check  everything: the fast lane plus the e2e tests, the runtime bootstrap from PyPI and the
-#               stress runs; Postgres tests must run (CI=1 turns pgserver's skip into a failure). .ci/run calls it
+#   make check  everything: the fast lane plus the e2e tests, the runtime bootstrap from PyPI, the
+#               stress runs and the Postgres tests, which must run (CI=1 turns pgserver's skip into a failure). .ci/run calls it
 #   make lint   ruff, mypy (the type gate: [tool.mypy] in pyproject.toml), and a check that the generated
 #               parts of the docs are current
 #   make docs   regenerate those parts (docs/cli.md, docs/python-api.md, docs/http.md) from the code
@@ -14,7 +15,7 @@ export HF_HUB_OFFLINE = 1
 .PHONY: setup runtime demo test check e2e lint docs lock
 
 # Markers (pyproject.toml) choose the lanes.
-FAST = not e2e and not bootstrap and not stress
+FAST = not e2e and not bootstrap and not stress and not postgres
 
 # The runtime alone: Cairn and its dependencies, what the plugin installs (no PyTorch, no test tools).
 # tests/e2e/demo.py and its helpers import only the standard library and cairn.
