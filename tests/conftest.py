@@ -48,6 +48,18 @@ def wait_for(predicate: Callable[[], T], timeout: float = WAIT_S, what: str | Ca
         interval = min(interval * 1.5, 0.5)
 
 
+# A test's dependency markers follow its fixtures, so `-m "not model"` leaves out every test that
+# loads PyTorch, however deep in its fixtures the `minilm` embedder is (`memory` uses it).
+FIXTURE_MARKS = {"minilm": "model", "pg_server": "postgres"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for fixture, mark in FIXTURE_MARKS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(mark)
+
+
 @pytest.fixture(autouse=True)
 def cairn_home(tmp_path, monkeypatch) -> Path:
     """Every test gets its own data root and config file, and no CAIRN_STORE from the caller."""

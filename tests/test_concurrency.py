@@ -92,6 +92,7 @@ def test_a_writer_waits_for_a_lock_released_within_its_busy_timeout(project, sto
     holder.close()
 
 
+@pytest.mark.stress
 def test_stress_small_loses_no_acknowledged_write_and_shows_no_error():
     out = subprocess.run([sys.executable, str(SCRIPT), "--procs", "4", "--seconds", "10", "--keyword-only",
                           "--memories", "100", "--idle-samples", "3", "--json"],

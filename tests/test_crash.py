@@ -10,7 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "crash.py"
+
+
+pytestmark = pytest.mark.stress
 
 
 def test_writers_killed_with_sigkill_leave_a_consistent_store_with_every_acknowledged_write():

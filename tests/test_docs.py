@@ -73,3 +73,23 @@ def test_every_json_key_is_documented():
     missing = [f"{record}.{key}" for record, names in keys.items() for key in names
                if f"| `{key}` |" not in text]
     assert not missing, f"no row in docs/cli.md: {missing}"
+
+
+def test_the_readme_stays_short_and_every_doc_page_exists():
+    """The README is for users and stays at most 8 KB; the rest lives in docs/ and the pages beside it."""
+    readme = REPO / "README.md"
+    assert readme.stat().st_size <= 8 * 1024, f"README.md is {readme.stat().st_size} bytes: move detail to docs/"
+    for page in ["docs/architecture.md", "CONTRIBUTING.md", "CHANGELOG.md"]:
+        assert (REPO / page).is_file(), page
+
+
+def test_every_relative_link_in_the_docs_resolves():
+    pages = [REPO / "README.md", REPO / "CONTRIBUTING.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
+    broken = []
+    for page in pages:
+        text = re.sub(r"```.*?```|`[^`\n]*`", "", page.read_text(encoding="utf-8"), flags=re.S)  # code is not a link
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            path = target.split("#", 1)[0]
+            if path and "://" not in path and not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(REPO)}: {target}")
+    assert not broken, f"links to nothing: {broken}"

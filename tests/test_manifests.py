@@ -1,6 +1,6 @@
 """One version, one marketplace: the copies that must agree do agree.
 
-The version's home is .claude-plugin/plugin.json (see README); pyproject.toml and cairn.__version__
+The version's home is .claude-plugin/plugin.json (docs/architecture.md, "Layout"); pyproject.toml and cairn.__version__
 repeat it. marketplace.json at the top level is a byte-for-byte copy of .claude-plugin/marketplace.json.
 """
 

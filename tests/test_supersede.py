@@ -305,8 +305,8 @@ def test_a_multi_valued_relation_still_changes_when_told_so(old, new, cosine):
     ],
 )
 def test_a_change_of_one_clause_is_a_conflict_naming_the_rest(old, new, untouched, cosine):
-    """The README's example: retiring the whole memory would hide "never restart the DB in business
-    hours", which still holds. Both modes report it for review instead (split or edit it)."""
+    """The example of docs/cli-guide.md ("Writes"): retiring the whole memory would hide "never restart
+    the DB in business hours", which still holds. Both modes report it for review instead (split or edit it)."""
     verdict = classify(old, new, cosine)
     assert verdict.label == "conflict", verdict.reason
     assert untouched in verdict.reason

@@ -33,7 +33,7 @@ from fake_api import Text, ToolUse, steps, tool_result_text
 from harness import RUN_ID_VAR, ClaudeHarness, tagged_pids
 from tests.conftest import WAIT_S, wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.bootstrap]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO_ROOT / "hooks" / "cairn-hook"
