@@ -31,13 +31,13 @@ def test_the_engine_reports_kind_and_offsets_of_each_redaction(kw_memory):
     assert any(r["field"] == "applies_when[0]" for r in result.redacted)
     only_places(result.redacted)
     # The MCP server answers with render.remembered.
-    answer = render.remembered(result, [])
+    answer = render.remembered(result)
     assert answer["redacted"] == result.redacted
 
 
 def test_nothing_redacted_reports_nothing(kw_memory):
     result = kw_memory.remember("We deploy with Kamal")
-    assert result.redacted == [] and "redacted" not in render.remembered(result, [])
+    assert result.redacted == [] and "redacted" not in render.remembered(result)
 
 
 @pytest.mark.parametrize("as_json", [False, True])
