@@ -20,10 +20,10 @@ from .errors import CairnError
 from .models import Hit, Memory, Order
 from .paths import GLOBAL_STORE
 from .render import context_line as memory_line
+from .ranking import bm25_idf, stem_frequencies
 from .render import shorten
 from .text import CJK_CHARS, content_words, stems
 from .text import stem_text as _stem_text
-from .text import stem_word as _stem_word
 from .timeutil import now_ms
 
 if TYPE_CHECKING:
@@ -89,7 +89,6 @@ SHARED_FRACTION = 0.25
 # since BM25 already orders by shared words (and every hit read costs a stemming).
 HYBRID_DEPTH = 50
 MAX_PROMPT_CHARS = 2000  # of a prompt, embedded, searched and stemmed (a pasted log can be huge)
-IDF_MAX_TERMS = 48  # distinct words of a prompt whose store frequency is looked up
 # The gate's second route (rare_match), on the store's own word frequencies (TermWeights): a memory
 # sharing at least RARE_MIN_SHARED of the prompt's stems that cover RARE_COVERAGE of its IDF weight
 # (a stem no memory holds weighing ABSENT_WEIGHT of its IDF), with a cosine of at least RARE_FLOOR;
@@ -106,6 +105,8 @@ KEYWORD_RARE_COVERAGE = 0.6
 # Session brief: an index of the store, one line per memory, grouped by kind in this order.
 BRIEF_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("preference", "Preferences"),
                   ("task", "Open tasks"), ("fact", "Facts"), ("insight", "Insights"))
+SECTION_TITLES = dict(BRIEF_SECTIONS)
+OTHER_TITLE = "Other"  # the section of a kind BRIEF_SECTIONS does not name
 BRIEF_KINDS = ("decision", "convention", "preference")  # what the global store contributes
 # The default budget, hooks.brief_chars: about 2,000 tokens (~4 characters a token for English prose
 # and code names), under 1% of a 200k-token context window. At ~110 characters a line it lists a
@@ -196,6 +197,15 @@ def _gist_line(m: Memory, limit: int, with_kind: bool = False) -> str:
     return f"- [mem:{m.id}]{kind} {shorten(m.text or '', limit)}"
 
 
+def _listed_line(m: Memory, gist: int) -> str:
+    """A listed memory's line under its kind's section; under "Other:", it names its kind."""
+    return _gist_line(m, gist, with_kind=m.kind not in SECTION_TITLES)
+
+
+def _section(kind: str) -> str:
+    return SECTION_TITLES.get(kind, OTHER_TITLE)
+
+
 def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool = False,
                   exclude: Collection[str] = ()) -> str | None:
     """The session brief: an index of the project store within `budget` characters.
@@ -225,7 +235,6 @@ def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool
     use = memory.usage_of([m.id for m in pool]) if pool else {}
     pool.sort(key=lambda m: (-brief_priority(m, use.get(m.id), now), m.id))
     total = len(pool) if counts["current"] <= ALL_LIMIT or global_only else counts["current"] - len(excluded)
-    titles = dict(BRIEF_SECTIONS)
     if global_only:
         header = (f"Cairn memory: this project has no store yet; your global store holds "
                   f"{counts['current']} current memories that hold in every project. "
@@ -237,37 +246,31 @@ def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool
     global_budget = 0 if global_only or not global_important else budget // GLOBAL_SHARE
     global_lines = _fit_lines([_gist_line(m, LISTED_GIST_CHARS, with_kind=True) for m in global_important],
                               global_budget - 2 - len(GLOBAL_TITLE))
-    own_budget = budget - len(header) - 1 - (len(GLOBAL_TITLE) + 2 + sum(len(x) + 1 for x in global_lines)
-                                             if global_lines else 0)
-    listed, gist = _choose(pool, own_budget)
+    global_chars = len(GLOBAL_TITLE) + 2 + sum(len(x) + 1 for x in global_lines) if global_lines else 0
+    listed, gist = _choose(pool, budget - len(header) - 1 - global_chars)
     footer = ""
     if len(listed) < total:
         header = header.replace(", listed here", "; {n} listed here, the rest mapped at the end")
-        room = budget - len(header) - 1 - sum(len(x) + 1 for x in global_lines) - (
-            len(GLOBAL_TITLE) + 2 if global_lines else 0)
-        large = counts["current"] > ALL_LIMIT
-        store_topics = _rest_topics(memory, [], large=True) if large else None  # one query, not one per pass
+        room = budget - len(header) - 1 - global_chars
+        store_topics = memory.topics(tags=MAP_TAGS) if counts["current"] > ALL_LIMIT else None  # one query
         while True:  # the map of the rest is worth more than the least of the listed lines
-            shown = {m.id for m in listed}
-            if store_topics is not None:  # the store's counts include the listed ones
-                named, kinds = store_topics[0], dict(store_topics[1])
+            if store_topics is not None:  # the rest is not loaded: the store's counts less the listed
+                named, kinds = list(store_topics["tags"]), dict(store_topics["kinds"])
                 for m in listed:
                     kinds[m.kind] = max(0, kinds.get(m.kind, 0) - 1)
             else:
-                named, kinds = _rest_topics(memory, [m for m in pool if m.id not in shown], large=False)
+                shown = {m.id for m in listed}
+                named, kinds = _rest_topics([m for m in pool if m.id not in shown])
             footer = _rest_line(total - len(listed), kinds, named)
             if not listed or _listing_chars(listed, gist) + 1 + len(footer) <= room:
                 break
             listed.pop()
         header = header.replace("{n}", str(len(listed)))
     lines = [header]
-    for kind, title in BRIEF_SECTIONS:
-        items = [m for m in listed if m.kind == kind]
+    for title in dict.fromkeys([*SECTION_TITLES.values(), OTHER_TITLE]):
+        items = [_listed_line(m, gist) for m in listed if _section(m.kind) == title]
         if items:
-            lines += [f"{title}:", *(_gist_line(m, gist) for m in items)]
-    others = [m for m in listed if m.kind not in titles]
-    if others:
-        lines += ["Other:", *(_gist_line(m, gist, with_kind=True) for m in others)]
+            lines += [f"{title}:", *items]
     if global_lines:
         lines += [f"{GLOBAL_TITLE}:", *global_lines]
     if len(lines) == 1:
@@ -293,9 +296,8 @@ def _fit_lines(lines: list[str], budget: int) -> list[str]:
 
 def _listing_chars(listed: list[Memory], gist: int) -> int:
     """Characters of the kind sections listing `listed` with gists cut at `gist`."""
-    kinds = {m.kind for m in listed}
-    titles = sum(len(t) + 2 for k, t in BRIEF_SECTIONS if k in kinds) + (7 if kinds - set(dict(BRIEF_SECTIONS)) else 0)
-    return titles + sum(len(_gist_line(m, gist, with_kind=m.kind not in dict(BRIEF_SECTIONS))) + 1 for m in listed)
+    titles = sum(len(t) + 2 for t in {_section(m.kind) for m in listed})
+    return titles + sum(len(_listed_line(m, gist)) + 1 for m in listed)
 
 
 def _choose(pool: list[Memory], budget: int) -> tuple[list[Memory], int]:
@@ -313,27 +315,21 @@ def _choose(pool: list[Memory], budget: int) -> tuple[list[Memory], int]:
                 high = mid - 1
         return list(pool), low
     listed: list[Memory] = []
-    used, kinds = 0, set()
-    for m in pool:
-        known = m.kind in dict(BRIEF_SECTIONS)
-        cost = len(_gist_line(m, LISTED_GIST_CHARS, with_kind=not known)) + 1
-        if m.kind not in kinds:
-            cost += len(dict(BRIEF_SECTIONS).get(m.kind, "Other")) + 2
+    used, sections = 0, set()
+    for m in pool:  # _listing_chars, kept up as lines are added
+        title = _section(m.kind)
+        cost = len(_listed_line(m, LISTED_GIST_CHARS)) + 1 + (0 if title in sections else len(title) + 2)
         if used + cost > budget:
             break
         listed.append(m)
         used += cost
-        kinds.add(m.kind if known else "Other")
+        sections.add(title)
     return listed, LISTED_GIST_CHARS
 
 
-def _rest_topics(memory: Cairn, rest: list[Memory], *, large: bool) -> tuple[list[tuple[str, int]], dict[str, int]]:
+def _rest_topics(rest: list[Memory]) -> tuple[list[tuple[str, int]], dict[str, int]]:
     """The topics of the memories not listed (tags when they have some, else their most frequent
-    content words), each with a count, and how many of each kind they are. large: the rest is not
-    loaded; the store's own counts stand in for it."""
-    if large:
-        topics = memory.topics(tags=MAP_TAGS)
-        return list(topics["tags"]), dict(topics["kinds"])
+    content words), each with a count, and how many of each kind they are."""
     kinds = Counter(m.kind for m in rest)
     named = Counter(t for m in rest for t in m.tags).most_common(MAP_TAGS)
     if len(named) < 3:
@@ -405,14 +401,8 @@ class TermWeights:
 def term_weights(memory: Cairn, prompt: str) -> TermWeights:
     """The IDF in the project store of each content stem of `prompt` (the first IDF_MAX_TERMS
     distinct words are looked up, one index lookup each; later ones count as absent)."""
-    words = list(dict.fromkeys(content_words(prompt)))
-    phrases = {w: '"' + w.replace('"', '""') + '"' for w in words[:IDF_MAX_TERMS]}
-    total, counts = memory.term_counts(phrases.values()) if phrases else (0, {})
-    df: dict[str, int] = {}
-    for word in words:
-        stem = _stem_word(word)
-        df[stem] = max(df.get(stem, 0), counts.get(phrases.get(word, ""), 0))
-    idf = {stem: math.log(1 + (total - n + 0.5) / (n + 0.5)) for stem, n in df.items()}
+    total, df = stem_frequencies(memory.term_counts, list(dict.fromkeys(content_words(prompt))))
+    idf = {stem: bm25_idf(total, n) for stem, n in df.items()}
     return TermWeights(idf, df, total)
 
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .models import Hit, Memory
@@ -140,15 +141,15 @@ erases the evidence: a memory that shares a query's rare words but is the weakes
 fuse below memories that share no word at all. Found by a retriever always counts for something."""
 
 
-def min_max(cands: Candidates) -> dict[int, float]:
-    """Scores mapped to [FOUND_FLOOR, 1] within one list: best 1, worst FOUND_FLOOR (a list of equal
-    scores: all 1)."""
+def min_max(cands: Candidates, floor: float = FOUND_FLOOR) -> dict[int, float]:
+    """Scores mapped to [floor, 1] within one list: best 1, worst `floor` (a list of equal scores:
+    all 1)."""
     if not cands:
         return {}
     scores = [s for _, s in cands]
     low, high = min(scores), max(scores)
-    span = 1.0 - FOUND_FLOOR
-    return {seq: (1.0 if high == low else FOUND_FLOOR + span * (s - low) / (high - low)) for seq, s in cands}
+    span = 1.0 - floor
+    return {seq: (1.0 if high == low else floor + span * (s - low) / (high - low)) for seq, s in cands}
 
 
 def convex(lists: dict[str, Candidates], cfg: RankingConfig) -> dict[int, float]:
@@ -205,31 +206,37 @@ def for_model(cfg: RankingConfig, model_name: str | None) -> RankingConfig:
     return replace(cfg, **E5_COSINES) if model_name == E5_MODEL else cfg
 
 
+def stem_frequencies(term_counts: Callable[[list[str]], tuple[int, dict[str, int]]],
+                     words: list[str]) -> tuple[int, dict[str, int]]:
+    """(N, {stem: df}): how many memories are keyword-indexed and how many hold each word's stem
+    (the most of its words), by `term_counts` (a store's or Cairn's: quoted phrases -> counts). Only
+    the first IDF_MAX_TERMS words are looked up (one index lookup each); later ones count as held
+    by none."""
+    phrases = {w: '"' + w.replace('"', '""') + '"' for w in words[:IDF_MAX_TERMS]}
+    total, counts = term_counts(list(phrases.values())) if phrases else (0, {})
+    df: dict[str, int] = {}
+    for word in words:
+        stem = stem_word(word)
+        df[stem] = max(df.get(stem, 0), counts.get(phrases.get(word, ""), 0))
+    return total, df
+
+
+def bm25_idf(total: int, df: int) -> float:
+    """BM25's IDF, ln(1 + (N - df + 0.5) / (df + 0.5)) (Robertson & Zaragoza, "The Probabilistic
+    Relevance Framework: BM25 and Beyond", 2009): never negative, highest for a word no memory holds."""
+    return math.log(1 + (total - df + 0.5) / (df + 0.5))
+
+
 def query_weights(store: Store, query: str, cfg: RankingConfig) -> dict[str, float]:
-    """{stem: weight} of the query's content words in this store: the IDF BM25 uses,
-    ln(1 + (N - df + 0.5) / (df + 0.5)) (Robertson & Zaragoza, "The Probabilistic Relevance
-    Framework: BM25 and Beyond", 2009), N the store's keyword-indexed memories and df those holding
-    the word; a word no memory holds weighs cfg.absent_weight of its IDF (the query is partly about
-    something the store does not hold). The first IDF_MAX_TERMS distinct words are looked up."""
+    """{stem: weight} of the query's content words in this store: `bm25_idf`, N the store's
+    keyword-indexed memories and df those holding the word; a word no memory holds weighs
+    cfg.absent_weight of its IDF (the query is partly about something the store does not hold).
+    Only the first IDF_MAX_TERMS distinct words count."""
     words = list(dict.fromkeys(content_words(query)))[:IDF_MAX_TERMS]
     if not words:
         return {}
-    phrases = {w: '"' + w.replace('"', '""') + '"' for w in words}
-    total, counts = store.term_counts(list(phrases.values()))
-    df: dict[str, int] = {}
-    for word, phrase in phrases.items():
-        stem = stem_word(word)
-        df[stem] = max(df.get(stem, 0), counts.get(phrase, 0))
-    return {stem: math.log(1 + (total - n + 0.5) / (n + 0.5)) * (cfg.absent_weight if n == 0 else 1.0)
-            for stem, n in df.items()}
-
-
-def _unit(cands: Candidates) -> dict[int, float]:
-    """Scores min-max normalised onto [0, 1] within one list (all 1 when they are equal)."""
-    if not cands:
-        return {}
-    low, high = min(s for _, s in cands), max(s for _, s in cands)
-    return {seq: 1.0 if high == low else (s - low) / (high - low) for seq, s in cands}
+    total, df = stem_frequencies(store.term_counts, words)
+    return {stem: bm25_idf(total, n) * (cfg.absent_weight if n == 0 else 1.0) for stem, n in df.items()}
 
 
 def _ramp(x: float, zero: float, one: float) -> float:
@@ -301,7 +308,7 @@ def rank(
         hybrid = query_vector is not None and cfg.use_vector
         weights = query_weights(store, query, cfg)
         floor = score_floor(cfg, hybrid)
-        bm25_norm = _unit(lists.get("bm25", []))
+        bm25_norm = min_max(lists.get("bm25", []), floor=0.0)
         cosines = {seq: why["vector"]["cosine"] for seq, (_, why) in fused.items() if "vector" in why}
         missing = [seq for seq in fused if seq not in cosines]
         if hybrid and missing:
