@@ -167,3 +167,25 @@ def test_a_store_of_another_model_fails_its_model_check_even_when_the_configured
     check = checks[f"store {store.name}: model"]
     assert check["status"] == "fail" and "vectors from sentence-transformers/all-MiniLM-L6-v2" in check["detail"]
     assert "cairn reembed --store" in check["fix"]
+
+
+def test_the_runtime_without_pytorch_is_healthy_and_a_missing_runtime_package_is_not(monkeypatch):
+    import importlib.metadata
+
+    from cairn import health
+
+    real = importlib.metadata.version
+    absent = {"torch", "sentence-transformers"}
+
+    def version(package):
+        if package in absent:
+            raise importlib.metadata.PackageNotFoundError(package)
+        return real(package) if package not in ("onnxruntime", "mcp") else "1.0"
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    deps = next(c for c in health._versions() if c.name == "dependencies")
+    assert deps.status == "ok" and deps.fix is None  # the plugin's runtime has no PyTorch by design
+    assert "not installed" in deps.detail and "torch" in deps.detail
+    absent.add("mcp")
+    deps = next(c for c in health._versions() if c.name == "dependencies")
+    assert deps.status == "warn" and "missing: mcp" in deps.detail and "runtime" in deps.fix

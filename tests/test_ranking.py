@@ -54,5 +54,18 @@ def test_a_meaning_without_shared_words_is_kept_where_one_word_in_another_sense_
     meaning, _ = evidence(weights, "The on-call rotation lives in PagerDuty", 0.15, True, cfg)
     # The same cosine, one shared word in another sense ("a page of the docs").
     one_word, parts = evidence(weights, "Each docs page has an owner", 0.15, True, cfg)
-    assert meaning >= score_floor(cfg, True) > one_word == 0.0
+    assert score_floor(cfg, True) > meaning >= score_floor(cfg, True, near=True) > one_word == 0.0
     assert parts["lexical"] == 0.0
+
+
+def test_recall_gives_weak_neighbours_only_when_nothing_reaches_the_floor(memory):
+    for text, kind in STORE + [("Deploys go to production through the GitHub Actions release workflow.", "fact"),
+                               ("I prefer tabs over spaces in Makefiles.", "preference")]:
+        memory.remember(text, kind=kind, detect=False)
+    question = "how do we deploy to production?"
+    hits = memory.recall(question, k=5)
+    assert hits and "release workflow" in hits[0].memory.text
+    vector = memory.embed([question], query=True)[0]
+    cosines = memory.cosines([h.memory.id for h in hits], vector)
+    for h in hits:  # no filler beside a real answer: every hit shares words or reaches cosine 0.2
+        assert stems(question) & stems(h.memory.passage) or cosines[h.memory.id] >= 0.2, h.memory.text

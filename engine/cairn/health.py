@@ -24,9 +24,11 @@ from .storage.migrations import MIGRATIONS
 from .storage.sqlite import SqliteStore
 
 STATUSES = ("ok", "warn", "fail")
-# Package (as pip names it) -> whether Cairn works without it (keyword-only, no MCP server ...).
-DEPENDENCIES = {"sqlean.py": False, "sqlite-vec": False, "numpy": False, "click": False, "sentence-transformers": True,
-                "torch": True, "mcp": True}
+# Package (as pip names it) -> "required"; "runtime": in the runtime, Cairn degrades without it
+# (keyword-only, no MCP server ...); "extra": not in the runtime (engine/runtime-requirements.txt),
+# needed only for a non-default embedding backend, so its absence is no fault.
+DEPENDENCIES = {"sqlean.py": "required", "sqlite-vec": "required", "numpy": "required", "click": "required",
+                "onnxruntime": "runtime", "mcp": "runtime", "sentence-transformers": "extra", "torch": "extra"}
 FTS_SECURE_DELETE_SQLITE = (3, 42, 0)
 
 
@@ -49,15 +51,19 @@ def _versions() -> list[Check]:
     py = sys.version_info
     checks = [Check("python", "ok" if py >= (3, 11) else "fail", f"Python {py.major}.{py.minor}.{py.micro}",
                     None if py >= (3, 11) else "install Python 3.11 or newer")]
-    found, missing = [], []
-    for package, optional in DEPENDENCIES.items():
+    found, missing, extras = [], [], []
+    for package, role in DEPENDENCIES.items():
         try:
             found.append(f"{package} {importlib.metadata.version(package)}")
         except importlib.metadata.PackageNotFoundError:
-            missing.append((package, optional))
-    status = "fail" if any(not o for _, o in missing) else "warn" if missing else "ok"
+            (extras if role == "extra" else missing).append((package, role))
+    status = "fail" if any(r == "required" for _, r in missing) else "warn" if missing else "ok"
     detail = ", ".join(found) + (f"; missing: {', '.join(p for p, _ in missing)}" if missing else "")
-    hint = "reinstall Cairn's runtime (pip install -r engine/runtime-requirements.txt)"
+    if extras:
+        detail += (f"; not installed (only embedding.backend sentence-transformers needs them): "
+                   f"{', '.join(p for p, _ in extras)}")
+    hint = ("reinstall Cairn's runtime: in Claude Code, remove ${CLAUDE_PLUGIN_DATA}/venv and start a session "
+            "(it reinstalls in the background); elsewhere, pip install the cairn-memory package again")
     checks.append(Check("dependencies", status, detail, hint if missing else None))
     version = tuple(int(x) for x in db.sqlite.sqlite_version.split(".")[:3])
     ok = version >= FTS_SECURE_DELETE_SQLITE
