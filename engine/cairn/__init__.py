@@ -56,7 +56,7 @@ _EXPORTS = {
     "ensure_data_root": "paths",
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
     "merge_session_hits": "sessions",
-    "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
+    "is_trivial": "context", "prompt_context": "context", "cited_ids": "render", "session_brief": "context",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
@@ -89,7 +89,7 @@ if TYPE_CHECKING:
     from .storage.db import BROKEN_STORE_ERRORS
     from .health import Check, doctor
     from .locations import data_root_dir, user_data_dir
-    from .context import cited_ids, is_trivial, prompt_context, session_brief
+    from .context import is_trivial, prompt_context, session_brief
     from .embedder import Embedder, parse_fingerprint, required_extra
     from .engine import (
         VECTOR_FLOOR, Cairn, backup_store, backups_of, create_store, delete_store, list_stores, migrate_store,
@@ -104,5 +104,6 @@ if TYPE_CHECKING:
     from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig
     from .records import Draft
+    from .render import cited_ids
     from .sessions import merge_session_hits
     from .timeutil import format_date, format_time, parse_time

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .compose import Resolved, embedder_from_config, resolve
-from .context import cited_ids
 from .embedder import Embedder, compatible, parse_fingerprint
 from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
 from .errors import InvalidInput, SessionNotFound, StoreBusy, StoreCorrupted, StoreError, StoreNotFound
@@ -31,6 +30,7 @@ from .models import (
 from .paths import GLOBAL_STORE, StoreChoice, backups_dir, private_dir, store_path, stores_dir, validate_store_name
 from .ranking import RankingConfig, for_model, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
+from .render import cited_ids
 from .privacy import scrub_many
 from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, clean_text, fuse, parse_lines,
                        looks_verbatim, read_locomo, session_keys, title_of)

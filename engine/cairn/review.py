@@ -638,7 +638,7 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
     "exact": [(canonical Memory, [duplicate Memory])], "proposals": [(Proposal, open_key)]}.
     Candidates already pending, or kept by the user before (rejected, or a dismissed pair), are
     left out and counted in "already_reviewed"."""
-    from .context import stems
+    from .text import stems
 
     store = _queue_store(engine)
     now = now_ms() if now is None else now
