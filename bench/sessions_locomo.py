@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo import CALIBRATION, DEFAULT_FOLDER, load_conversation  # noqa: E402  (sets up a throwaway CAIRN_HOME)
 
-from cairn.engine import Cairn  # noqa: E402
+from cairn import Cairn  # noqa: E402
 
 MODES = ("keyword", "semantic", "hybrid")
 K = 10

@@ -37,9 +37,9 @@ __version__ = "0.1.0"
 # The public API: every name an adapter (CLI, hooks, warm process, MCP server) may use, and the
 # module that defines it. tests/test_architecture.py holds adapters to this list.
 _EXPORTS = {
-    "Cairn": "engine", "SCOPES": "models", "create_store": "engine", "list_stores": "engine",
-    "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine", "backup_store": "engine",
-    "backups_of": "engine", "restore_store": "engine", "migrate_store": "engine",
+    "Cairn": "engine", "SCOPES": "models", "VECTOR_FLOOR": "engine",
+    "create_store": "stores", "list_stores": "stores", "delete_store": "stores", "rename_store": "stores",
+    "backup_store": "stores", "backups_of": "stores", "restore_store": "stores", "migrate_store": "stores",
     "Draft": "records",
     "load_config": "config", "Resolved": "compose", "ResolveCache": "compose", "resolve": "compose",
     "embedder_from_config": "compose",
@@ -91,10 +91,7 @@ if TYPE_CHECKING:
     from .locations import data_root_dir, user_data_dir
     from .context import is_trivial, prompt_context, session_brief
     from .embedder import Embedder, parse_fingerprint, required_extra
-    from .engine import (
-        VECTOR_FLOOR, Cairn, backup_store, backups_of, create_store, delete_store, list_stores, migrate_store,
-        rename_store, restore_store,
-    )
+    from .engine import VECTOR_FLOOR, Cairn
     from .errors import *  # noqa: F403
     from .models import (
         DECIDERS, DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES,
@@ -106,4 +103,7 @@ if TYPE_CHECKING:
     from .records import Draft
     from .render import cited_ids
     from .sessions import merge_session_hits
+    from .stores import (
+        backup_store, backups_of, create_store, delete_store, list_stores, migrate_store, rename_store, restore_store,
+    )
     from .timeutil import format_date, format_time, parse_time

@@ -22,7 +22,7 @@ from .errors import (
     InvalidInput, InvalidMemory, MaintenanceBusy, MemoryNotFound, ProposalClosed, ProposalNotFound,
     StaleProposal,
 )
-from .models import DECIDERS, PROPOSAL_STATES, PROPOSAL_TYPES, Memory, Proposal
+from .models import DECIDERS, PROPOSAL_STATES, PROPOSAL_TYPES, Memory, Proposal, open_key
 from .supersede import Verdict as Judgement, classify, names_old_value
 from .timeutil import now_ms
 
@@ -69,13 +69,6 @@ def stamp(m: Memory) -> str:
     valid_to closed, demoted). A decision compares each source's stamp with the one recorded when
     the proposal was made."""
     return f"{m.retired_at or 0}:{m.forgotten_at or 0}:{m.valid_to or 0}:{m.cold_at or 0}:{m.superseded_by or ''}"
-
-
-def open_key(kind: str, ids: list[str], text: str | None = None) -> str:
-    """What makes two proposals the same: their type and source ids (an `add`: its normalised text)."""
-    from .text import normalise
-
-    return f"add:{normalise(text or '')}" if kind == "add" else f"{kind}:{','.join(sorted(ids))}"
 
 
 def subject_of(memories: list[Memory]) -> str:
