@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 # The public API: every name an adapter (CLI, hooks, warm process, MCP server) may use, and the
 # module that defines it. tests/test_architecture.py holds adapters to this list.
 _EXPORTS = {
-    "Cairn": "engine", "SCOPES": "models", "VECTOR_FLOOR": "engine",
+    "Cairn": "api", "Review": "review", "Sessions": "sessions_api", "SCOPES": "models", "VECTOR_FLOOR": "engine",
     "create_store": "stores", "list_stores": "stores", "delete_store": "stores", "rename_store": "stores",
     "backup_store": "stores", "backups_of": "stores", "restore_store": "stores", "migrate_store": "stores",
     "Draft": "records",
@@ -91,7 +91,8 @@ if TYPE_CHECKING:
     from .locations import data_root_dir, user_data_dir
     from .context import is_trivial, prompt_context, session_brief
     from .embedder import Embedder, parse_fingerprint, required_extra
-    from .engine import VECTOR_FLOOR, Cairn
+    from .api import Cairn
+    from .engine import VECTOR_FLOOR
     from .errors import *  # noqa: F403
     from .models import (
         DECIDERS, DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES,
@@ -101,8 +102,10 @@ if TYPE_CHECKING:
     from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig
     from .records import Draft
+    from .review import Review
     from .render import cited_ids
     from .sessions import merge_session_hits
+    from .sessions_api import Sessions
     from .stores import (
         backup_store, backups_of, create_store, delete_store, list_stores, migrate_store, rename_store, restore_store,
     )

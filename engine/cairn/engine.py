@@ -1,7 +1,10 @@
-"""The engine API: remember, recall, replace, forget, history, list, status, export, import, reembed.
+"""The engine: remember, recall, replace, forget, history, list, status, export, import, reembed.
 
-Every adapter (CLI, MCP server, hooks, warm process) calls this module; the SQL lives in storage/
-(one contract, protocol.StoreBackend, for SQLite and Postgres), and nothing above the engine touches it.
+`Engine` holds one project's store, the global store and the embedder, and is the one writer of
+memories and of their supersession. What stands above it uses it: the review queue (review.py), the
+captured sessions (sessions_api.py), the hooks' context (context.py), and `Cairn` (api.py), the
+public class adapters open, which adds `memory.review` and `memory.sessions`. The SQL lives in
+storage/ (one contract, protocol.StoreBackend, for SQLite and Postgres).
 """
 
 from __future__ import annotations
@@ -9,29 +12,22 @@ from __future__ import annotations
 import builtins
 import json
 import logging
-import os
-from collections import Counter
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from dataclasses import field as _field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Self
 
 from .compose import Resolved, embedder_from_config, resolve
 from .embedder import Embedder, compatible, parse_fingerprint
-from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
-from .errors import InvalidInput, SessionNotFound, StoreBusy, StoreError, StoreNotFound
-from .models import (
-    DEFAULT_IMPORTANCE, KINDS, SCOPES, SESSION_MODES, Hit, Memory, Order, Proposal, RememberResult, SessionHit,
-    SessionInfo, Status, Turn,
-)
+from .errors import EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
+from .errors import StoreBusy, StoreError, StoreNotFound
+from .models import DEFAULT_IMPORTANCE, KINDS, SCOPES, Hit, Memory, Order, RememberResult, Status
 from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
-from .render import cited_ids
 from .privacy import scrub_many
-from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, clean_text, fuse, parse_lines,
-                       looks_verbatim, read_locomo, session_keys, title_of)
+from .sessions import turn_passage
 from .backends import backend_of, open_store
 from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
@@ -62,7 +58,7 @@ RELATED_OVERLAP = 0.3
 
 @dataclass
 class _Found:
-    """What detection found for one write (Cairn._detect)."""
+    """What detection found for one write (Engine._detect)."""
 
     targets: list[tuple[int, Memory, str]] = _field(default_factory=list)  # (seq, memory, reason) to retire
     conflicts: list[dict[str, Any]] = _field(default_factory=list)  # {"id", "reason", "restatement"?}: queued
@@ -88,27 +84,6 @@ does not move with this floor. Hits with a keyword match are never dropped by it
 MAX_QUERY_CHARS = 2000
 """The longest query recall takes (the MCP tool's limit; a hook cuts a prompt to this length). Forming
 the keyword query of a pasted 10 MB log took 20 s; a question is never that long."""
-
-
-TRANSCRIPT_CHUNK_BYTES = 8 * 1024 * 1024  # read per step; a longer line is skipped as "oversized"
-
-
-def _skip_line(handle: IO[bytes], position: int) -> int | None:
-    """The offset just past the newline at or after `position`, or None when the line is not finished."""
-    handle.seek(position)
-    while True:
-        buf = handle.read(1024 * 1024)
-        if not buf:
-            return None
-        end = buf.find(b"\n")
-        if end >= 0:
-            return position + end + 1
-        position += len(buf)
-
-
-def _embed_text(speaker: str | None, text: str) -> str:
-    """What a turn's vector is computed from: its speaker's name (when known) and its text."""
-    return f"{speaker}: {text}" if speaker else text
 
 
 def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
@@ -174,11 +149,12 @@ def _relevant(hit: Hit) -> bool:
     return cosine is None or cosine > VECTOR_FLOOR
 
 
-class Cairn:
+class Engine:
     """Memory for one project: its store, the global store, and an embedder.
 
-    Open with `Cairn.open(...)`; close with `close()` or use as a context manager.
-    embedder None means keyword-only. `choice` records which store and why.
+    Open with `Cairn.open(...)` (api.Cairn, this engine with the review queue and captured sessions);
+    close with `close()` or use as a context manager. embedder None means keyword-only. `choice`
+    records which store and why.
     """
 
     def __init__(self, store: Store, *, choice: StoreChoice, embedder: Embedder | None, config: dict[str, Any],
@@ -211,7 +187,7 @@ class Cairn:
         resolved: Resolved | None = None,
         read_only: bool = False,
         busy_timeout_ms: int | None = None,
-    ) -> Cairn:
+    ) -> Self:
         """Open the chosen store (explicit name > CAIRN_STORE > git toplevel > cwd).
 
         resolved: what the caller's composition root already decided (compose.resolve); then store,
@@ -292,7 +268,7 @@ class Cairn:
         if self._global is not None:
             self._global.close()
 
-    def __enter__(self) -> Cairn:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -474,14 +450,8 @@ class Cairn:
         return results
 
     def _queue_conflicts(self, store: Store, result: RememberResult) -> None:
-        """The possible conflicts a write reported join the review queue (conflict proposals). The
-        write itself is done: a queue that cannot be written is logged, never raised."""
-        from .review import stage_conflicts
-
-        try:
-            stage_conflicts(self, store, result.memory, result.conflicts)
-        except (CairnError, DatabaseError) as exc:
-            log.warning("possible conflicts of %s not queued for review: %s", result.memory.id, exc)
+        """What becomes of the possible conflicts a write reported, once the write is done: here
+        nothing; `Cairn` (api.py), which has the review queue, queues them as conflict proposals."""
 
     def _require_current(self, store: Store, memory_id: str, *, lock: bool = False) -> Memory:
         memory = store.get_for_update(memory_id) if lock else store.get(memory_id)
@@ -508,7 +478,7 @@ class Cairn:
                 # tags the user chose): a new version of it, which retires it like the others. It is
                 # retired first (one current memory per text), by a row inserted just below.
                 store.defer_references()
-                store.supersede(store.seq_of(existing.id), row.id, at=row.recorded_at, valid_until=row.valid_from)
+                self._supersede(store, existing.id, row.id, at=row.recorded_at, valid_until=row.valid_from)
                 restated = [existing.id]
                 olds = [o for o in olds if o.id != existing.id]
                 existing = None
@@ -517,7 +487,7 @@ class Cairn:
                 # (the review verdict "keep the newer one"): nothing new is written.
                 retired = [o.id for o in olds if o.id != existing.id]
                 for old_id in retired:
-                    store.supersede(store.seq_of(old_id), existing.id, at=row.recorded_at, valid_until=row.valid_from)
+                    self._supersede(store, old_id, existing.id, at=row.recorded_at, valid_until=row.valid_from)
                 # After a replace, what else the text may change; a plain duplicate changes nothing.
                 related = self._detect(store, row, vector, retire=False,
                                        skip={existing.id, *retired}).related if retired else []
@@ -539,7 +509,7 @@ class Cairn:
                     return RememberResult(duplicate, "duplicate", [])
                 raise StoreError(f"memory {row.id} could not be stored; try again")
             for old_seq, old, _ in targets:
-                if store.supersede(old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from):
+                if self._supersede(store, old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from):
                     superseded.append(old.id)
         return RememberResult(store.get(row.id), "created", superseded, found.conflicts, found.related)
 
@@ -652,91 +622,10 @@ class Cairn:
             valid_from=valid_from, valid_to=valid_to, replaces=tuple(ids), scope=scope,
             applies_when=old.applies_when if applies_when is None else applies_when)
 
-    # -- review -----------------------------------------------------------------------------------
-    def dismiss_pair(self, first_id: str, second_id: str) -> None:
-        """Record the user's verdict "keep both" on a review pair, so it is not proposed again.
-        Raises MemoryNotFound unless both are in one store."""
-        self._store_holding(first_id).dismiss_pair(first_id, second_id, now_ms())
-
-    def is_dismissed(self, first_id: str, second_id: str) -> bool:
-        return any(s.is_dismissed(first_id, second_id) for s in self._stores("all"))
-
-    # -- the review queue, maintenance, the cold tier (review.py) --------------------------------------
-    def review_queue(self, *, states: Iterable[str] = ("pending",), types: Iterable[str] = (),
-                     limit: int | None = None) -> list[Proposal]:
-        """The review queue of the project store, oldest first (review.queue): proposals in `states`
-        (PROPOSAL_STATES; default pending) of `types` (PROPOSAL_TYPES; default all). Pending
-        proposals older than 30 days, or whose sources changed, become expired first, on either
-        backend (SQLite or Postgres). Raises InvalidInput."""
-        from . import review
-
-        return review.queue(self, states=tuple(states), types=tuple(types), limit=limit)
-
-    def review_show(self, proposal_id: str) -> dict[str, Any]:
-        """One proposal with its evidence: {"proposal", "sources" (each memory as it is now), "stale"
-        (why it can no longer be applied, or None), "after" (what each verdict would do)}.
-        Raises ProposalNotFound."""
-        from . import review
-
-        return review.show(self, proposal_id)
-
-    def review_decide(self, proposal_id: str, verdict: str, *, text: str | None = None,
-                      keep_id: str | None = None, tags: Iterable[str] | None = None,
-                      by: str = "cli") -> dict[str, Any]:
-        """Apply the user's verdict on one proposal (approve | reject | edit; "keep" means reject),
-        compare-and-set in one transaction: keep_id chooses the memory that stays, text (edit) the
-        one written instead, tags the tags it keeps; see review.decide. Raises InvalidInput,
-        ProposalNotFound, ProposalClosed, StaleProposal."""
-        from . import review
-
-        return review.decide(self, proposal_id, verdict, text=text, keep_id=keep_id,
-                             tags=None if tags is None else list(tags), by=by)
-
-    def propose(self, text: str, *, kind: str = "fact", tags: Iterable[str] = (), context: str | None = None,
-                applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:
-        """Queue a new memory for the user's approval (an `add` proposal; nothing is stored before):
-        see review.propose. Returns {"status": "queued" | "pending" | "exists" | "reviewed", "proposal", ...}.
-        Raises InvalidMemory."""
-        from . import review
-
-        return review.propose(self, text, kind=kind, tags=tuple(tags), context=context, applies_when=applies_when,
-                              origin=origin)
-
-    def import_guidance(self, path: str | Path) -> dict[str, Any]:
-        """Split a CLAUDE.md / AGENTS.md / .cursorrules file deterministically (guidance.split:
-        headings, bullets) into `add` proposals. Nothing is stored before approval. Returns
-        {"file", "items", "queued", "pending", "exists", "reviewed", "skipped", "left_out", "proposals": [ids]}.
-        Raises InvalidInput."""
-        from .guidance import import_file
-
-        return import_file(self, Path(path))
-
-    def maintain(self, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
-        """One maintenance run over the project store (review.maintain): a dry run unless apply;
-        apply retires exact duplicates and, unless safe_only, queues proposals. Never deletes.
-        Raises MaintenanceBusy (another run, on any machine, holds the store's lease)."""
-        from . import review
-
-        return review.maintain(self, apply=apply, safe_only=safe_only)
-
-    def maintenance_status(self) -> dict[str, Any]:
-        """The last maintenance run, whether the store is due one, the lease, queue counts by state
-        and type, and how many memories are cold (review.maintenance_status). Reads only."""
-        from . import review
-
-        return review.maintenance_status(self)
-
     def set_cold(self, memory_id: str, cold: bool) -> bool:
         """Demote a memory to the cold tier (cold=True, now) or bring it back. Returns whether it
         changed. Raises MemoryNotFound."""
         return self._store_holding(memory_id).set_cold(memory_id, now_ms() if cold else None)
-
-    def promote(self, memory_id: str) -> dict[str, Any]:
-        """Bring a cold memory back (hooks, default recall and list). Returns {"promoted": id}.
-        Raises MemoryNotFound, InvalidInput (not cold)."""
-        from . import review
-
-        return review.promote(self, memory_id)
 
     def memory_vectors(self, memory_ids: Iterable[str]) -> dict[str, np.ndarray]:
         """The stored vector (float32[dim], L2-normalised) of each memory of the project store that
@@ -773,8 +662,34 @@ class Cairn:
             old = self._require_current(store, memory_id, lock=True)
             if old.retired_at is None:
                 at = now_ms()
-                store.supersede(store.seq_of(memory_id), None, at=at, valid_until=at)  # type: ignore[arg-type]
+                self._supersede(store, memory_id, None, at=at, valid_until=at)
         return store.get(memory_id)
+
+    def retire_into(self, memory_ids: Iterable[str], keep_id: str, *, at: int | None = None) -> builtins.list[str]:
+        """Retire current memories into `keep_id`, a current memory of the same store that stays:
+        each leaves the current view superseded by it, valid until `at` (epoch ms, default now), its
+        text kept in history. Nothing new is written (a review verdict keeping one memory of a
+        pair, maintenance retiring exact duplicates). Inside a caller's transaction it joins it (a
+        savepoint). Returns the ids retired. Raises MemoryNotFound, NotCurrent."""
+        store = self._store_holding(keep_id)
+        at = now_ms() if at is None else int(at)
+        retired = []
+        with store.transaction():
+            self._require_current(store, keep_id)
+            for memory_id in memory_ids:
+                self._require_current(store, memory_id, lock=True)
+                if self._supersede(store, memory_id, keep_id, at=at, valid_until=at):
+                    retired.append(memory_id)
+        return retired
+
+    @staticmethod
+    def _supersede(store: Store, old: str | int, by: str | None, *, at: int, valid_until: int) -> bool:
+        """The one writer of supersession: retire `old` (an id, or its row number) at transaction time
+        `at`, its validity ending at `valid_until`, superseded by the memory `by` (None: retired with
+        no successor). Every retirement goes through here (_write, retire, retire_into). Returns
+        False when another writer retired or forgot it first."""
+        seq = store.seq_of(old) if isinstance(old, str) else old
+        return store.supersede(seq, by, at=at, valid_until=valid_until)
 
     def source_state(self, name: str) -> dict[str, Any]:
         """What the importer of an outside source (`name`, e.g. "claude-memory") recorded in the
@@ -993,229 +908,17 @@ class Cairn:
         Returns how many memories had counts."""
         return self.store.reset_usage(None if memory_ids is None else builtins.list(memory_ids))
 
-    # -- captured sessions ----------------------------------------------------------------------------
-    def add_session_turns(self, session_id: str, drafts: builtins.list[TurnDraft], *, source: str,
-                          transcript_path: str | None = None, read_bytes: int | None = None,
-                          last_uuid: str | None = None, skipped: dict[str, int] | None = None,
-                          trailing_meta: dict[str, builtins.list[str]] | None = None) -> dict[str, Any]:
-        """Scrub (privacy.scrub: `<private>` spans, secrets), index, embed and store turns of a
-        session, after those it holds; a turn whose uuid it already holds is skipped (idempotent).
-        Returns {"turns_added", "redactions": {type: n}, "private_spans", "cited": the memory ids the
-        added assistant turns cite as [mem:ID], in order}."""
-        store = self.store
-        known = store.known_uuids(session_id, [d.uuid for d in drafts])
-        fresh, seen = [], set(known)
-        for d in drafts:
-            if d.uuid not in seen:
-                seen.add(d.uuid)
-                fresh.append(d)
-        redactions: Counter = Counter()
-        private = 0
-        kept: list[TurnDraft] = []
-        # clean_text again: a caller of this API may not have read its turns through parse_lines.
-        for d, clean in zip(fresh, scrub_many([clean_text(d.text) for d in fresh])):
-            redactions.update(clean.redactions)
-            private += clean.private_spans
-            if clean.text.strip():
-                kept.append(replace(d, text=clean.text.strip()))
-        # A key names the NEIGHBOURS turns on each side: the stored last NEIGHBOURS turns get new keys
-        # now that turns follow them, and those need the NEIGHBOURS turns before them in turn.
-        previous = [TurnDraft(uuid=t.uuid, role=t.role, text=t.text, at=t.at, speaker=t.speaker)
-                    for t in store.last_turns(session_id, 2 * NEIGHBOURS)] if kept else []
-        context = previous + kept
-        keys = session_keys(context, max(0, len(previous) - NEIGHBOURS))
-        rekey = {t.uuid: key for t, key in zip(previous[-NEIGHBOURS:], keys)}
-        keyed = [{**asdict(d), "key": key} for d, key in zip(kept, keys[len(rekey):])]
-        vectors = (self.embed([_embed_text(d.speaker, d.text) for d in kept])
-                   if kept and store.turn_index is not None else None)
-        for i, row in enumerate(keyed):
-            row["vector"] = None if vectors is None else vectors[i]
-        if vectors is not None:
-            self._claim_space(store)
-        title = title_of(kept)
-        added = store.add_turns(
-            session_id, source=source, transcript_path=transcript_path, title=title, turns=keyed,
-            read_bytes=read_bytes, last_uuid=last_uuid, skipped=dict(skipped or {}), redactions=dict(redactions),
-            private_spans=private, trailing_meta=trailing_meta or {}, rekey=rekey)
-        cited = list(dict.fromkeys(i for d in kept if d.role == "assistant" for i in cited_ids(d.text)))
-        return {"turns_added": len(added), "redactions": dict(redactions), "private_spans": private, "cited": cited}
-
-    def ingest_transcript(self, path: str | Path, *, session_id: str | None = None,
-                          source: str = "claude-code") -> dict[str, Any]:
-        """Capture the part of a Claude Code transcript (JSON Lines) not read yet: from the byte
-        offset the session's catalog row records, to the last complete line (a line still being
-        written is read next time). Idempotent: turns are keyed by (session id, message uuid).
-        session_id defaults to the file's stem. Bad lines are skipped and counted, never raised.
-        Returns {"session_id", "turns_added", "skipped": {reason: n}, "redactions": {type: n},
-        "private_spans", "read_bytes", "cited": memory ids the new assistant turns cite as [mem:ID]}.
-        Raises InvalidInput when the file cannot be read."""
-        path = Path(path)
-        session_id = session_id or path.stem
-        known_path, offset, _ = self.store.session_progress(session_id)
-        if known_path is not None and known_path != str(path):
-            offset = 0  # another file for this session: read it whole (uuids keep it idempotent)
-        totals: dict[str, Any] = {"session_id": session_id, "turns_added": 0, "skipped": Counter(),
-                                  "redactions": Counter(), "private_spans": 0, "cited": []}
-        try:
-            handle = open(path, "rb")
-        except OSError as exc:
-            raise InvalidInput(f"cannot read transcript {path}: {exc.strerror or exc}") from None
-        with handle:
-            size = os.fstat(handle.fileno()).st_size
-            if offset > size:
-                offset = 0  # the file was rewritten
-            while offset < size:
-                handle.seek(offset)
-                buf = handle.read(TRANSCRIPT_CHUNK_BYTES)
-                end = buf.rfind(b"\n")
-                if end < 0:
-                    if len(buf) < TRANSCRIPT_CHUNK_BYTES:
-                        break  # the last line is still being written
-                    skip = _skip_line(handle, offset + len(buf))
-                    if skip is None:
-                        break
-                    self.store.add_turns(session_id, source=source, transcript_path=str(path), title=None, turns=[],
-                                         read_bytes=skip, last_uuid=None, skipped={"oversized": 1}, redactions={},
-                                         private_spans=0, trailing_meta={}, rekey={})
-                    totals["skipped"]["oversized"] += 1
-                    offset = skip
-                    continue
-                parsed = parse_lines(buf[: end + 1])
-                offset += end + 1
-                done = self.add_session_turns(
-                    session_id, parsed.turns, source=source, transcript_path=str(path), read_bytes=offset,
-                    last_uuid=parsed.last_uuid, skipped=parsed.skipped, trailing_meta=parsed.trailing_meta)
-                totals["turns_added"] += done["turns_added"]
-                totals["skipped"].update(parsed.skipped)
-                totals["redactions"].update(done["redactions"])
-                totals["private_spans"] += done["private_spans"]
-                totals["cited"] += [i for i in done["cited"] if i not in totals["cited"]]
-        totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]), read_bytes=offset)
-        return totals
-
-    def import_transcripts(self, folder: str | Path, *, progress: Progress = no_progress) -> dict[str, Any]:
-        """Capture every Claude Code transcript (`*.jsonl`) in `folder`, each resuming where an earlier
-        capture or import of it stopped. Returns {"files", "turns_added", "skipped", "redactions",
-        "private_spans"}. A file that cannot be read is counted under skipped["unreadable file"]."""
-        files = sorted(Path(folder).glob("*.jsonl"))
-        totals: dict[str, Any] = {"files": len(files), "turns_added": 0, "skipped": Counter(),
-                                  "redactions": Counter(), "private_spans": 0}
-        for path in progress(files, len(files)):
-            try:
-                done = self.ingest_transcript(path)
-            except InvalidInput:
-                totals["skipped"]["unreadable file"] += 1
-                continue
-            totals["turns_added"] += done["turns_added"]
-            totals["skipped"].update(done["skipped"])
-            totals["redactions"].update(done["redactions"])
-            totals["private_spans"] += done["private_spans"]
-        totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]))
-        return totals
-
-    def import_locomo(self, path: str | Path) -> dict[str, Any]:
-        """Capture a LoCoMo conversation file (sessions.read_locomo): one session per LoCoMo
-        session, id `<file stem>/session_N`, turn uuids the dia_ids. Idempotent.
-        Returns {"sessions", "turns_added"}. Raises InvalidImport."""
-        sessions = read_locomo(Path(path))
-        added = 0
-        for session_id, turns in sessions:
-            added += self.add_session_turns(session_id, turns, source="locomo")["turns_added"]
-        return {"sessions": len(sessions), "turns_added": added}
-
+    # -- captured sessions' vectors (the rest of the sessions API: Cairn.sessions, sessions_api.py) ----
     def flush_turn_backlog(self, limit: int = 256) -> int:
         """Embed up to `limit` turns captured while no model was loaded; returns how many."""
         pending = self.store.turn_backlog(limit)
-        texts = [_embed_text(speaker, text) for _, speaker, text in pending]
+        texts = [turn_passage(speaker, text) for _, speaker, text in pending]
         vectors = self.embed(texts) if pending and self.store.turn_index else None
         if vectors is None:
             return 0
         self._claim_space(self.store)
         self.store.fill_turn_backlog({seq: v for (seq, _, _), v in zip(pending, vectors)})
         return len(pending)
-
-    def search_sessions(self, query: str, *, mode: str = "auto", k: int | None = None, window: int | None = None,
-                        since: Any = None, until: Any = None, query_vector: np.ndarray | None = None
-                        ) -> builtins.list[SessionHit]:
-        """Captured turns for `query`, best first, each with its context window.
-
-        mode: "keyword" (BM25 over the turn and, at half weight, its index key: speaker, date, two
-        turns before and after), "semantic" (vector cosine of the turn), "hybrid" (both, Reciprocal
-        Rank Fusion weighted towards keyword: sessions.FUSION_WEIGHTS), "exact" (the turns that
-        contain the query as a substring, ASCII case-insensitive, newest first), or "auto": exact for
-        a quoted string or an identifier-like token (a path, snake_case, an error code), else
-        hybrid; an exact search that finds nothing falls back to hybrid. k (default config
-        sessions.k): how many turns are ranked. window (default config sessions.window): turns
-        before and after each hit, returned with it but never ranked. since/until: ISO 8601 or epoch
-        ms, bounds on the turn's time. Raises InvalidInput (empty query, unknown mode), InvalidTime."""
-        if not query or not query.strip():
-            raise InvalidInput("query is empty")
-        if mode not in SESSION_MODES:
-            raise InvalidInput(f"unknown mode {mode!r}; expected one of: {', '.join(SESSION_MODES)}")
-        cfg = self.config["sessions"]
-        k = cfg["k"] if k is None else int(k)
-        window = cfg["window"] if window is None else int(window)
-        if k < 1 or window < 0:
-            raise InvalidInput("k must be at least 1 and window at least 0")
-        bounds = {"since": parse_time(since, field="since"), "until": parse_time(until, field="until")}
-        store = self.store
-        # Turns are stored through clean_text (no NUL or other C0 controls): an exact needle must be too.
-        needle = clean_text(query)
-        if mode == "auto":
-            mode, needle = choose_mode(needle)
-            if mode == "exact" and not store.turn_exact_search(needle, 1, **bounds):
-                mode, needle = "hybrid", query
-            elif mode == "hybrid" and looks_verbatim(needle) and store.turn_exact_search(needle, 1, **bounds):
-                mode = "exact"  # an error message or a command pasted whole, found as it was written
-        if mode == "exact" and not needle.strip():
-            raise InvalidInput("query is empty once control characters are removed")
-        ranked: list[tuple[int, float, dict[str, Any]]]
-        if mode == "exact":
-            ranked = [(s, v, {"exact": {"rank": i}}) for i, (s, v) in enumerate(
-                store.turn_exact_search(needle, k, **bounds), 1)]
-        else:
-            depth = k if mode != "hybrid" else max(k, cfg["candidates"])
-            lists: dict[str, list[tuple[int, float]]] = {}
-            if mode in ("keyword", "hybrid"):
-                match = fts_query(query)
-                lists["bm25"] = (store.turn_keyword_search(match, depth, key_weight=KEY_WEIGHT, **bounds)
-                                  if match else [])
-            if mode in ("semantic", "hybrid"):
-                if query_vector is None:
-                    vectors = self.embed([query], query=True)
-                    query_vector = None if vectors is None else vectors[0]
-                if query_vector is not None:
-                    self._claim_space(store, record=False)
-                    # As for memories (VECTOR_FLOOR): a nearest turn with no real similarity is filler.
-                    lists["vector"] = [(seq, cosine) for seq, cosine in
-                                       store.turn_vector_search(query_vector, depth, **bounds) if cosine > VECTOR_FLOOR]
-            ranked = fuse(lists, FUSION_WEIGHTS)[:k]
-        turns = store.turns_by_seqs([s for s, _, _ in ranked])
-        hits = []
-        for seq, score, reasons in ranked:
-            turn = turns[seq]
-            start = max(0, turn.position - window)
-            around = store.session_turns(turn.session_id, start, turn.position + window + 1 - start) if window else []
-            hits.append(SessionHit(turn=turn, score=score, mode=mode, reasons=reasons,
-                                   before=tuple(t for t in around if t.position < turn.position),
-                                   after=tuple(t for t in around if t.position > turn.position)))
-        return hits
-
-    def list_sessions(self, *, limit: int = 50, since: Any = None, until: Any = None
-                      ) -> builtins.list[SessionInfo]:
-        """The session catalog, most recently active first. since/until: ISO 8601 or epoch ms.
-        Raises InvalidTime."""
-        return self.store.sessions(int(limit), since=parse_time(since, field="since"),
-                                   until=parse_time(until, field="until"))
-
-    def read_session(self, session_id: str, *, offset: int = 0, limit: int = 50
-                     ) -> tuple[SessionInfo, builtins.list[Turn]]:
-        """A session's catalog row and its turns at positions offset .. offset + limit - 1 (paged).
-        Raises SessionNotFound."""
-        info = self.store.session(session_id)
-        if info is None:
-            raise SessionNotFound(f"no captured session {session_id!r} in store {self.store.name!r}")
-        return info, self.store.session_turns(session_id, max(0, int(offset)), max(0, int(limit)))
 
     # -- export / import / reembed --------------------------------------------------------------------
     def export(self, out: IO[str], *, include_forgotten: bool = True) -> int:
@@ -1274,4 +977,4 @@ class Cairn:
         return len(rows)
 
 
-__all__ = ["Cairn", "Draft", "SCOPES", "VECTOR_FLOOR"]
+__all__ = ["Draft", "Engine", "SCOPES", "VECTOR_FLOOR"]
