@@ -671,7 +671,11 @@ class Engine:
         text kept in history. Nothing new is written (a review verdict keeping one memory of a
         pair, maintenance retiring exact duplicates). Inside a caller's transaction it joins it (a
         savepoint). Returns the ids retired. Raises MemoryNotFound, NotCurrent."""
-        store = self._store_holding(keep_id)
+        store = self.store  # where the review queue's memories are; the global store is opened only if need be
+        try:
+            store.seq_of(keep_id)
+        except MemoryNotFound:
+            store = self._store_holding(keep_id)
         at = now_ms() if at is None else int(at)
         retired = []
         with store.transaction():
