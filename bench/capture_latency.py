@@ -81,7 +81,7 @@ def stored_turns(project: Path, session: str) -> int:
 
     try:
         with Cairn.open(cwd=project, embedder=None) as memory:
-            return memory.read_session(session, limit=0)[0].turn_count
+            return memory.sessions.read(session, limit=0)[0].turn_count
     except (SessionNotFound, StoreNotFound):
         return 0
 
@@ -126,7 +126,7 @@ def throughput(project: Path, work: Path, turns: int) -> dict[str, float]:
             if embedder is not None:
                 memory.embed(["warm-up"])  # the model's load is not ingestion
             started = time.perf_counter()
-            done = memory.ingest_transcript(path)
+            done = memory.sessions.ingest(path)
             elapsed = time.perf_counter() - started
         assert done["turns_added"] == turns, done
         out[label] = turns / elapsed

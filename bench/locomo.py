@@ -52,7 +52,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 sys.path.insert(0, str(REPO / "engine"))  # run from a checkout without installing the package
 
 from cairn.embedder import Embedder, make_embedder  # noqa: E402
-from cairn.engine import Cairn, Draft  # noqa: E402
+from cairn import Cairn, Draft  # noqa: E402
 from cairn.ranking import RankingConfig  # noqa: E402
 
 _SESSION = re.compile(r"session_(\d+)")

@@ -242,7 +242,7 @@ def main() -> None:
             copy_s = time.perf_counter() - started
             with Cairn.open(pg_name, embedder=None) as memory:
                 started = time.perf_counter()
-                pg_report = memory.maintain(apply=True)
+                pg_report = memory.review.maintain(apply=True)
                 pg_s = time.perf_counter() - started
                 memory.store.drop()
             if server is not None:
@@ -250,7 +250,7 @@ def main() -> None:
         # A fresh open: the run uses the stored vectors, no model.
         with Cairn.open(name, embedder=None) as memory:
             started = time.perf_counter()
-            report = memory.maintain(apply=True)
+            report = memory.review.maintain(apply=True)
             run_s = time.perf_counter() - started
     by_fact: dict[tuple, list[str]] = {}
     for memory_id, fact in sorted(fact_of.items()):

@@ -48,7 +48,7 @@ import speed  # noqa: E402  (sets CAIRN_HOME / CAIRN_CONFIG to a temporary data 
 import numpy as np  # noqa: E402
 
 from cairn.embedder import Embedder, HashingEmbedder, make_embedder  # noqa: E402
-from cairn.engine import Cairn, Draft, create_store, migrate_store  # noqa: E402
+from cairn import Cairn, Draft, create_store, migrate_store  # noqa: E402
 
 CHUNK = 256
 

@@ -28,7 +28,7 @@ os.environ["CAIRN_HOME"] = str(WORK / "home")
 os.environ["CAIRN_CONFIG"] = str(WORK / "config.yaml")
 os.environ.pop("CAIRN_STORE", None)
 
-from cairn.engine import Cairn, create_store  # noqa: E402
+from cairn import Cairn, create_store  # noqa: E402
 
 WRITER = """
 import json, sys, time

@@ -126,7 +126,7 @@ def build_store(data: dict, embedder, distractors: list[str] = ()):
     """A fresh store holding the labelled memories (and unlabelled distractors, never relevant);
     returns (engine, {memory id: key}), distractors keyed "distractor:N"."""
     from cairn import Cairn
-    from cairn.engine import Draft
+    from cairn import Draft
 
     engine = Cairn.open("prompt-gate", create=True, embedder=embedder)
     ids: dict[str, str] = {}

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo import CALIBRATION, DEFAULT_FOLDER, load_conversation  # noqa: E402  (sets up a throwaway CAIRN_HOME)
 
-from cairn.engine import Cairn  # noqa: E402
+from cairn import Cairn  # noqa: E402
 
 MODES = ("keyword", "semantic", "hybrid")
 K = 10
@@ -50,14 +50,14 @@ def run(folder: Path, names: list[str] | None) -> None:
             if memory.embed(["warm-up"]) is None:
                 raise SystemExit("no embedding model: the semantic and hybrid figures would mislead")
             started = time.perf_counter()
-            done = memory.import_locomo(path)
+            done = memory.sessions.import_locomo(path)
             clock["import"] += time.perf_counter() - started
             turns += done["turns_added"]
             vectors = memory.embed([q.text for q in conv.questions], query=True)
             for q, vector in zip(conv.questions, vectors):
                 for mode in MODES:
                     started = time.perf_counter()
-                    hits = memory.search_sessions(q.text, mode=mode, k=K, window=0, query_vector=vector)
+                    hits = memory.sessions.search(q.text, mode=mode, k=K, window=0, query_vector=vector)
                     clock[mode] += time.perf_counter() - started
                     found = {h.turn.uuid for h in hits} & q.evidence
                     per[mode][0] += bool(found)

@@ -60,7 +60,7 @@ sys.path.insert(0, str(REPO / "engine"))  # run from a checkout without installi
 
 from cairn import ranking  # noqa: E402
 from cairn.embedder import Embedder, SentenceTransformerEmbedder  # noqa: E402
-from cairn.engine import Cairn, Draft  # noqa: E402
+from cairn import Cairn, Draft  # noqa: E402
 from cairn.storage.sql import Filters  # noqa: E402
 from cairn.text import normalise  # noqa: E402
 

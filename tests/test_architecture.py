@@ -6,12 +6,17 @@ is added:
 - only the storage modules (the `cairn.storage` package) run SQL (`.execute`, `.executemany`,
   `.executescript` calls), and storage imports nothing above it (the engine, ranking, review ...);
 - adapters use only the names `cairn` exports (`cairn.__all__`), never a core module directly, and
-  never reach into the engine's store, connection or internals.
+  never reach into the engine's store, connection or internals;
+- the core has no import cycle: every import counts, at module level, inside a function (a lazy
+  import runs when the function does) and under `if TYPE_CHECKING:` (a type is a dependency too:
+  the module cannot be read or checked without the other), so each core module stands wholly above
+  or below any other.
 """
 
 from __future__ import annotations
 
 import ast
+import graphlib
 import os
 from pathlib import Path
 
@@ -69,6 +74,73 @@ def test_the_tree_is_what_this_test_expects():
     assert {"cairn.adapters.cli", "cairn.adapters.claude", "cairn.adapters.hook", "cairn.adapters.warm",
             "cairn.adapters.service", "cairn.adapters.http", "cairn.adapters.tokens", "cairn.adapters.clients",
             "cairn.adapters.mcp.server", "cairn.adapters.mcp.session"} <= ADAPTERS
+
+
+def _resolve(module: str, names: list[str]) -> list[str]:
+    """The modules of the package an import names: `from .storage import db` names cairn.storage.db,
+    `from .text import stems` names cairn.text. Outside the package: []."""
+    if not module.startswith("cairn"):
+        return []
+    found = [f"{module}.{n}" for n in names if f"{module}.{n}" in MODULES]
+    return found if found and len(found) == len(names) else [module, *found]
+
+
+def _core_graph() -> dict[str, set[str]]:
+    """{core module: the core modules it imports}, every import counted (module docstring)."""
+    graph: dict[str, set[str]] = {name: set() for name in CORE}
+    for name in CORE:
+        for module, names, _ in _imports(name, MODULES[name]):
+            graph[name] |= {m for m in _resolve(module, names) if m in CORE and m != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return out
+
+
+def test_the_core_has_no_import_cycle():
+    graph = _core_graph()
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        circle = " -> ".join(reversed(exc.args[1]))
+        tangles = "; ".join(" <-> ".join(c) for c in _cycles(graph))
+        raise AssertionError(f"the core imports in a circle: {circle} (all tangles: {tangles})") from None
+
+
+def test_the_cycle_rule_sees_a_circle():
+    # The rule above cannot pass by seeing nothing: a lazy import closing a loop is found.
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert {"cairn.storage.db", "cairn.errors"} <= _core_graph()["cairn.storage.sqlite"]
 
 
 @pytest.mark.parametrize("name", sorted(CORE))

@@ -41,7 +41,7 @@ def test_restore_brings_back_exactly_the_memories_and_history_the_backup_held(pr
         c = memory.remember("The on-call phone number is 555-0199", kind="fact").memory
         b2 = memory.replace(b.id, "The staging database runs PostgreSQL 16").memory
         memory.forget(c.id)
-        memory.dismiss_pair(a.id, b2.id)
+        memory.review.dismiss(a.id, b2.id)
         held = export(memory)
         made = backup_store(memory.name)
         assert Path(made["path"]).parent == cairn_home / "backups" and made["counts"]["total"] == 4
@@ -60,7 +60,7 @@ def test_restore_brings_back_exactly_the_memories_and_history_the_backup_held(pr
         assert export(other) == held  # an engine kept open reads the restored store, not the old one
         assert [m.id for m in other.history(b2.id)] == [b.id, b2.id]
         assert other.get(b2.id).text == "The staging database runs PostgreSQL 16"
-        assert other.is_dismissed(a.id, b2.id)
+        assert other.review.is_dismissed(a.id, b2.id)
         assert {h.memory.id for h in other.recall("staging database PostgreSQL")} >= {b2.id}
         assert d.id not in [m.id for m in other.list(include_superseded=True)]
         assert other.counts()["awaiting_embedding"] == 0  # the vectors came back with the memories

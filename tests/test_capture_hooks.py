@@ -57,8 +57,8 @@ def test_the_stop_hook_returns_at_once_and_a_detached_process_captures(transcrip
     # A second Stop (the next turn) adds only what is new: here nothing.
     run_hook("PreCompact", payload(transcript, project), project, CAIRN_NO_WARM="1")
     with Cairn.open(cwd=project, embedder=None) as memory:
-        assert memory.ingest_transcript(transcript, session_id="s1")["turns_added"] == 0
-        assert memory.read_session("s1")[0].turn_count == 5
+        assert memory.sessions.ingest(transcript, session_id="s1")["turns_added"] == 0
+        assert memory.sessions.read("s1")[0].turn_count == 5
 
 
 def test_without_fork_the_hook_process_hands_the_capture_off_itself(transcript, project):

@@ -24,22 +24,22 @@ def test_cold_memories_leave_default_reads_on_every_backend(kw_memory, backend):
     assert cold.id not in [h.memory.id for h in kw_memory.recall("deploy Fly rsync")]
     assert cold.id in [h.memory.id for h in kw_memory.recall("deploy Fly rsync", include_cold=True)]
     assert cold.id in [m.id for m in kw_memory.list(as_of=cold.valid_from)]
-    assert kw_memory.promote(cold.id) == {"promoted": cold.id}
+    assert kw_memory.review.promote(cold.id) == {"promoted": cold.id}
     assert sorted(m.id for m in kw_memory.list()) == sorted([warm.id, cold.id])
 
 
 def test_the_queue_and_maintenance_work_on_every_backend(kw_memory, backend):
-    assert kw_memory.review_queue() == []
+    assert kw_memory.review.queue() == []
     kw_memory.remember("Run the linter before pushing.", kind="convention")
     b = kw_memory.remember("We might run the linter before pushing.", kind="convention")
     assert b.status == "created" and b.conflicts
-    (p,) = kw_memory.review_queue()
+    (p,) = kw_memory.review.queue()
     assert p.type == "conflict" and p.source_ids[1] == b.memory.id
-    assert kw_memory.maintain()["dry_run"] is True
-    status = kw_memory.maintenance_status()
+    assert kw_memory.review.maintain()["dry_run"] is True
+    status = kw_memory.review.status()
     assert status["pending"] == 1 and status["queue"] == {"pending": {"conflict": 1}} and status["cold"] == 0
-    assert kw_memory.review_decide(p.id, "keep")["state"] == "rejected"
-    assert kw_memory.maintenance_status()["queue"] == {"rejected": {"conflict": 1}}
+    assert kw_memory.review.decide(p.id, "keep")["state"] == "rejected"
+    assert kw_memory.review.status()["queue"] == {"rejected": {"conflict": 1}}
 
 
 def test_cold_memories_are_counted_apart_from_current_in_counts_and_status(kw_memory, backend, project, capsys,

@@ -43,7 +43,7 @@ def seeded(tmp_path, cairn_home):
         engine.remember("Run the linter before pushing.", kind="convention")
         assert engine.remember("We might run the linter before pushing.", kind="convention").conflicts
         engine.remember("Release notes live in CHANGELOG.md", kind="fact", detect=False)
-        engine.add_session_turns("s1", [
+        engine.sessions.add_turns("s1", [
             TurnDraft(uuid="u1", role="user", text="why does the linter reject snake_case_module?", at=1_000),
             TurnDraft(uuid="u2", role="assistant", text="ruff's N999 rule; renamed the module", at=2_000),
         ], source="claude")

@@ -365,7 +365,7 @@ def test_prompt_events(stocked, minilm):
 def test_a_memory_already_in_the_sessions_context_is_not_injected_again(stocked):
     ask = "How do I deploy a release?"
     first = claude_hooks.handle("UserPromptSubmit", _payload(stocked, prompt=ask), _env(stocked))
-    (memory_id,) = context.cited_ids(_context(first))
+    (memory_id,) = render.cited_ids(_context(first))
     # The same session asks again, in other words: that memory is in its context already.
     assert claude_hooks.handle("UserPromptSubmit", _payload(stocked, prompt=ask), _env(stocked)) is None
     assert claude_hooks.handle("UserPromptSubmit", _payload(stocked, prompt="deploy a release from a tag: how?"),
@@ -375,7 +375,7 @@ def test_a_memory_already_in_the_sessions_context_is_not_injected_again(stocked)
                                                      _env(stocked)))
     # After /clear (or compaction) the context no longer holds it; the brief then cites it again.
     brief = _context(claude_hooks.handle("SessionStart", _payload(stocked, source="clear"), _env(stocked)))
-    assert memory_id in context.cited_ids(brief)
+    assert memory_id in render.cited_ids(brief)
     assert claude_hooks.handle("UserPromptSubmit", _payload(stocked, prompt=ask), _env(stocked)) is None
     # A changed fact is a new memory: injected, though the one it replaced was.
     with Cairn.open(cwd=stocked, embedder=None) as engine:
@@ -383,7 +383,7 @@ def test_a_memory_already_in_the_sessions_context_is_not_injected_again(stocked)
                                         "no tag needed").memory
     again = _context(claude_hooks.handle("UserPromptSubmit", _payload(stocked, "session-2", prompt=ask),
                                          _env(stocked)))
-    assert context.cited_ids(again) == [new.id]
+    assert render.cited_ids(again) == [new.id]
 
 
 @pytest.mark.parametrize("how", ["marker file", "CAIRN_PAUSE", "paused session"])

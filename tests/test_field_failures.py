@@ -212,10 +212,10 @@ def test_a_nul_byte_is_refused_alike_on_both_backends_and_loses_nothing(kw_memor
     assert [m.id for m in kw_memory.list()] == [kept.memory.id]
     assert kw_memory.get(kept.memory.id).text == "Deploys go out on Fridays"
     # A captured turn is stored without its NULs, and an exact needle is cleaned the same way.
-    kw_memory.add_session_turns("s1", [TurnDraft(uuid="u1", role="user", text="why do dep\x00loys fail?")],
+    kw_memory.sessions.add_turns("s1", [TurnDraft(uuid="u1", role="user", text="why do dep\x00loys fail?")],
                                 source="test")
-    hits = kw_memory.search_sessions("dep\x00loys fail", mode="exact")
+    hits = kw_memory.sessions.search("dep\x00loys fail", mode="exact")
     assert [h.turn.text for h in hits] == ["why do deploys fail?"]
     with pytest.raises(InvalidInput, match="empty"):
-        kw_memory.search_sessions("\x00", mode="exact")
+        kw_memory.sessions.search("\x00", mode="exact")
     assert kw_memory.recall("deploys\x00 fridays")[0].memory.id == kept.memory.id

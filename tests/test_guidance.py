@@ -71,16 +71,16 @@ def test_plain_rule_lines_are_one_item_each():
 def test_import_queues_proposals_and_stores_nothing_before_approval(kw_memory, tmp_path):
     path = tmp_path / "CLAUDE.md"
     path.write_text(CLAUDE_MD)
-    done = kw_memory.import_guidance(path)
+    done = kw_memory.review.import_guidance(path)
     assert (done["items"], done["queued"], done["pending"], done["exists"]) == (6, 6, 0, 0)
     assert kw_memory.list() == []
-    queued = kw_memory.review_queue(types=["add"])
+    queued = kw_memory.review.queue(types=["add"])
     assert [p.payload["text"] for p in queued][1] == "Always run `make lint` before pushing."
     assert queued[1].payload["context"] == "Project guidance > Conventions" and queued[1].payload["origin"] == \
         "CLAUDE.md:7"
-    again = kw_memory.import_guidance(path)
+    again = kw_memory.review.import_guidance(path)
     assert (again["queued"], again["pending"]) == (0, 6)  # importing twice queues nothing twice
-    kw_memory.review_decide(queued[1].id, "approve")
+    kw_memory.review.decide(queued[1].id, "approve")
     (stored,) = kw_memory.list()
     assert (stored.text, stored.kind, stored.source) == ("Always run `make lint` before pushing.", "convention",
                                                         "import")
@@ -88,12 +88,12 @@ def test_import_queues_proposals_and_stores_nothing_before_approval(kw_memory, t
 
 def test_bad_files_are_one_clear_error(kw_memory, tmp_path):
     with pytest.raises(InvalidInput, match="cannot read"):
-        kw_memory.import_guidance(tmp_path / "missing.md")
+        kw_memory.review.import_guidance(tmp_path / "missing.md")
     bad = tmp_path / "bad.md"
     bad.write_bytes(b"- fine\n- \xff\xfe broken\n")
     with pytest.raises(InvalidInput, match="not valid UTF-8"):
-        kw_memory.import_guidance(bad)
-    assert kw_memory.review_queue() == []
+        kw_memory.review.import_guidance(bad)
+    assert kw_memory.review.queue() == []
 
 
 def test_cli_import_guidance(project, monkeypatch, capsys, tmp_path):
@@ -116,18 +116,19 @@ def test_secrets_and_private_spans_never_reach_the_queue(kw_memory, tmp_path, ca
     guide.write_text("# Database PGPASSWORD=Sup3rS3cretPassw0rd\n\n"
                      f"- Connect with PGPASSWORD=Sup3rS3cretPassw0rd and the key {key}\n"
                      "- The wiki password lives in <private>wikipass123</private> the vault\n")
-    done = kw_memory.import_guidance(guide)
+    done = kw_memory.review.import_guidance(guide)
     assert done["queued"] == 2
-    direct = kw_memory.propose("Use the token", context=f"Setup {key}", applies_when=["PGPASSWORD=Sup3rS3cretPw"])
+    direct = kw_memory.review.propose("Use the token", context=f"Setup {key}",
+                                      applies_when=["PGPASSWORD=Sup3rS3cretPw"])
     assert direct["status"] == "queued"
     queued = json.dumps([p.to_json() for p in kw_memory.store.proposals()])
     for secret in ("Sup3rS3cretPassw0rd", "Sup3rS3cretPw", key[:20], "wikipass123"):
         assert secret not in queued
     assert "[REDACTED:Secret Assignment]" in queued and "[REDACTED:Anthropic API Key]" in queued
     with pytest.raises(InvalidMemory, match="all <private> content"):
-        kw_memory.propose("<private>only this</private>")
+        kw_memory.review.propose("<private>only this</private>")
     with pytest.raises(InvalidMemory, match="tag 1 holds a secret"):
-        kw_memory.propose("Rotate the key", tags=(key,))
+        kw_memory.review.propose("Rotate the key", tags=(key,))
     kw_memory.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     from .test_erasure import files_holding
     assert files_holding(cairn_home, (b"Sup3rS3cret", b"wikipass123")) == {}
@@ -135,7 +136,7 @@ def test_secrets_and_private_spans_never_reach_the_queue(kw_memory, tmp_path, ca
 
 def test_review_list_says_how_many_more_match_than_it_shows(project, monkeypatch, capsys, kw_memory):
     for i in range(3):
-        kw_memory.propose(f"Proposed rule number {i}: keep modules under {i + 3}00 lines")
+        kw_memory.review.propose(f"Proposed rule number {i}: keep modules under {i + 3}00 lines")
     monkeypatch.chdir(project)
     code, out, _ = run_cli(capsys, ["review", "list", "--limit", "2"])
     assert code == 0 and "... and 1 more" in out
@@ -161,11 +162,11 @@ def test_a_wrapped_paragraph_is_one_item_and_a_sub_item_names_its_parent():
 def test_importing_again_does_not_requeue_what_the_user_decided(kw_memory, tmp_path):
     guide = tmp_path / "AGENTS.md"
     guide.write_text("- Never commit generated files under dist/.\n- Prefer pnpm over npm for every package.\n")
-    first = kw_memory.import_guidance(guide)
+    first = kw_memory.review.import_guidance(guide)
     assert first["queued"] == 2
-    keep, edit = kw_memory.review_queue(types=["add"])
-    kw_memory.review_decide(keep.id, "keep")
-    kw_memory.review_decide(edit.id, "edit", text="Use pnpm, never npm or yarn.")
-    again = kw_memory.import_guidance(guide)
+    keep, edit = kw_memory.review.queue(types=["add"])
+    kw_memory.review.decide(keep.id, "keep")
+    kw_memory.review.decide(edit.id, "edit", text="Use pnpm, never npm or yarn.")
+    again = kw_memory.review.import_guidance(guide)
     assert again["queued"] == 0 and again["reviewed"] == 2
-    assert kw_memory.review_queue(types=["add"]) == []
+    assert kw_memory.review.queue(types=["add"]) == []

@@ -124,7 +124,7 @@ def test_a_request_may_name_another_store(server, env):
 
 def test_sessions_search_list_and_read(tmp_path, project, env):
     with Cairn.open(cwd=project, embedder=None) as engine:
-        engine.add_session_turns("s1", [
+        engine.sessions.add_turns("s1", [
             TurnDraft(uuid="u1", role="user", text="the build fails with ERR_OSSL_EVP_UNSUPPORTED", at=1_000),
             TurnDraft(uuid="u2", role="assistant", text="set NODE_OPTIONS=--openssl-legacy-provider", at=2_000),
         ], source="claude")

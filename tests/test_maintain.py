@@ -59,7 +59,7 @@ def test_a_dry_run_reports_and_writes_nothing(hashed):
     a = hashed.remember("Run the linter before pushing.", kind="convention", detect=False).memory
     b = legacy(hashed, "run the linter before pushing", "convention")
     before = _writes(hashed)
-    report = hashed.maintain()
+    report = hashed.review.maintain()
     assert report["dry_run"] is True and report["retired"] == 0 and report["staged"] == 0
     assert report["exact_duplicates"] == [{"canonical": a.id, "duplicates": [b.id], "text": a.text}]
     assert set(report) == {"store", "dry_run", "safe_only", "scanned", "keyword_only", "exact_duplicates", "retired",
@@ -76,15 +76,15 @@ def test_apply_retires_punctuation_duplicates_by_supersession_oldest_first(hashe
     b = legacy(hashed, "Run the  LINTER before pushing!", "convention")
     c = legacy(hashed, "run the linter, before pushing", "convention")
     other_kind = legacy(hashed, "Run the linter before pushing?", "decision")
-    report = hashed.maintain(apply=True)
+    report = hashed.review.maintain(apply=True)
     assert report["retired"] == 2
     assert [hashed.get(i).superseded_by for i in (b.id, c.id)] == [a.id, a.id]
     assert hashed.get(b.id).text == b.text  # retired, never deleted
     # The same text under another kind is the user's call: a `duplicate` proposal, not a retirement.
-    (dup,) = hashed.review_queue(types=["duplicate"])
+    (dup,) = hashed.review.queue(types=["duplicate"])
     assert dup.source_ids == [a.id, other_kind.id] and hashed.get(other_kind.id).status == "current"
     # A second run finds nothing new to do and queues nothing twice.
-    again = hashed.maintain(apply=True)
+    again = hashed.review.maintain(apply=True)
     assert again["retired"] == 0 and again["staged"] == 0 and again["already_reviewed"] >= 1
 
 
@@ -93,12 +93,12 @@ def test_near_duplicates_are_proposed_with_both_texts_and_their_similarity(hashe
     b = hashed.remember("The web app is deployed to the Hetzner boxes with Kamal", kind="decision",
                         detect=False).memory
     hashed.remember("Postgres backups run nightly at 02:00 UTC", kind="fact", detect=False)
-    report = hashed.maintain(apply=True)
-    (near,) = hashed.review_queue(types=["near_duplicate"])
+    report = hashed.review.maintain(apply=True)
+    (near,) = hashed.review.queue(types=["near_duplicate"])
     assert near.source_ids == [a.id, b.id] and near.payload["texts"] == [a.text, b.text]
     assert near.payload["similarity"] >= review.NEAR_DUP_COSINE_WORDS and near.payload["measure"] == "cosine"
     assert report["counts"]["near_duplicate"] == 1 and hashed.get(b.id).status == "current"
-    done = hashed.review_decide(near.id, "approve")
+    done = hashed.review.decide(near.id, "approve")
     assert done["superseded"] == [b.id] and hashed.get(b.id).superseded_by == a.id
 
 
@@ -107,9 +107,9 @@ def test_a_pair_already_queued_as_a_conflict_is_not_queued_again_as_a_near_dupli
     b = hashed.remember("The web app is deployed to the Hetzner boxes with Kamal", kind="decision",
                         detect=False).memory
     review.stage_conflicts(hashed, hashed.store, b, [{"id": a.id, "reason": "similar texts"}])
-    report = hashed.maintain(apply=True)
+    report = hashed.review.maintain(apply=True)
     assert report["counts"]["near_duplicate"] == 0 and report["already_reviewed"] >= 1
-    assert [p.type for p in hashed.review_queue()] == ["conflict"]
+    assert [p.type for p in hashed.review.queue()] == ["conflict"]
 
 
 def test_a_swapped_slot_value_is_a_different_fact_not_a_restatement(hashed):
@@ -119,7 +119,7 @@ def test_a_swapped_slot_value_is_a_different_fact_not_a_restatement(hashed):
                            detect=False).memory.id for team in ("mobile", "infra", "support")]
     same = hashed.remember("The mobile team gets the pages for the onboarding service", kind="fact",
                            detect=False).memory.id
-    report = hashed.maintain()
+    report = hashed.review.maintain()
     pairs = [p["sources"] for p in report["proposals"] if p["type"] == "near_duplicate"]
     assert all(not (a in ids and b in ids) for a, b in pairs), pairs
     assert [ids[0], same] in pairs and len(pairs) == 1
@@ -128,7 +128,7 @@ def test_a_swapped_slot_value_is_a_different_fact_not_a_restatement(hashed):
 def test_a_changed_value_is_not_a_near_duplicate(kw_memory):
     kw_memory.remember("The API listens on port 8080 in staging", kind="fact", detect=False)
     kw_memory.remember("The API listens on port 9090 in staging", kind="fact", detect=False)
-    report = kw_memory.maintain()
+    report = kw_memory.review.maintain()
     assert report["keyword_only"] and report["counts"]["near_duplicate"] == 0
     assert report["counts"]["conflict"] == 1  # the classifier's possible change, for the user to judge
 
@@ -138,7 +138,7 @@ def test_keyword_only_near_duplicates_by_shared_words(kw_memory):
                            detect=False).memory
     b = kw_memory.remember("Before merging a pull request, always squash the commits", kind="convention",
                            detect=False).memory
-    report = kw_memory.maintain()
+    report = kw_memory.review.maintain()
     assert [(p["type"], p["sources"]) for p in report["proposals"] if p["type"] == "near_duplicate"] == [
         ("near_duplicate", [a.id, b.id])]
 
@@ -150,13 +150,13 @@ def test_a_cluster_on_one_subject_is_proposed_for_a_summary_without_a_draft(hash
              "Release checklist for the mobile app: write the store listing notes in the release branch"]
     ids = [hashed.remember(t, kind="convention", detect=False).memory.id for t in texts]
     hashed.remember("The office plants are watered on Mondays", kind="fact", detect=False)
-    report = hashed.maintain(apply=True)
-    (summary,) = hashed.review_queue(types=["summarise"])
+    report = hashed.review.maintain(apply=True)
+    (summary,) = hashed.review.queue(types=["summarise"])
     assert sorted(summary.source_ids) == sorted(ids) and summary.payload["draft"] is None
     assert summary.subject and report["counts"]["summarise"] == 1
     merged = "Mobile release checklist (on the release branch): bump the build number, upload the symbols, " \
              "write the store listing notes."
-    done = hashed.review_decide(summary.id, "edit", text=merged)
+    done = hashed.review.decide(summary.id, "edit", text=merged)
     # Approving a summary never loses text: every source stays reachable through history and as_of.
     for memory_id, text in zip(ids, texts):
         assert hashed.get(memory_id).superseded_by == done["by"]
@@ -171,18 +171,18 @@ def test_stale_never_used_low_importance_memories_are_proposed_for_the_cold_tier
     important = kw_memory.remember("Never force-push to main", kind="convention", importance=4).memory
     kw_memory.record_injected([used.id])
     _later(monkeypatch, review.STALE_DAYS + 1)
-    report = kw_memory.maintain(apply=True)
+    report = kw_memory.review.maintain(apply=True)
     demotes = [p for p in report["proposals"] if p["type"] == "demote"]
     assert [p["sources"] for p in demotes] == [[old.id]], (used.id, important.id)
-    (proposal,) = kw_memory.review_queue(types=["demote"])
+    (proposal,) = kw_memory.review.queue(types=["demote"])
     with pytest.raises(InvalidInput, match="a demote proposal takes approve or reject"):
-        kw_memory.review_decide(proposal.id, "edit", text="The wiki is on Notion")  # the text would be lost
-    assert kw_memory.review_decide(proposal.id, "approve")["demoted"] == old.id
+        kw_memory.review.decide(proposal.id, "edit", text="The wiki is on Notion")  # the text would be lost
+    assert kw_memory.review.decide(proposal.id, "approve")["demoted"] == old.id
     assert kw_memory.get(old.id).cold and kw_memory.get(old.id).status == "current"
     # The user brings it back: that is their verdict, and the next runs do not propose it again.
-    kw_memory.promote(old.id)
+    kw_memory.review.promote(old.id)
     for _ in range(2):
-        again = kw_memory.maintain(apply=True)
+        again = kw_memory.review.maintain(apply=True)
         assert [p for p in again["proposals"] if p["type"] == "demote"] == []
     assert not kw_memory.get(old.id).cold
 
@@ -192,9 +192,9 @@ def test_demotions_are_capped_per_run_and_the_rest_deferred(kw_memory, monkeypat
     for i in range(5):
         kw_memory.remember(f"Old note {i} about the retired build box number {i}", importance=1, detect=False)
     _later(monkeypatch, review.STALE_DAYS + 1)
-    report = kw_memory.maintain(apply=True)
+    report = kw_memory.review.maintain(apply=True)
     assert report["counts"]["demote"] == 3 and report["deferred"] == 2
-    assert len(kw_memory.review_queue(types=["demote"])) == 3
+    assert len(kw_memory.review.queue(types=["demote"])) == 3
 
 
 def test_the_lease_keeps_two_runs_off_one_store(kw_memory, backend):
@@ -202,12 +202,12 @@ def test_the_lease_keeps_two_runs_off_one_store(kw_memory, backend):
     now = review.now_ms()
     assert kw_memory.store.take_lease(review.LEASE, "other-host:1:x", now, 60_000) is None
     with pytest.raises(MaintenanceBusy, match="other-host:1:x"):
-        kw_memory.maintain(apply=True)
-    assert kw_memory.maintain()["dry_run"]  # a dry run needs no lease
-    assert kw_memory.maintenance_status()["lease"]["holder"] == "other-host:1:x"
+        kw_memory.review.maintain(apply=True)
+    assert kw_memory.review.maintain()["dry_run"]  # a dry run needs no lease
+    assert kw_memory.review.status()["lease"]["holder"] == "other-host:1:x"
     kw_memory.store.release_lease(review.LEASE, "other-host:1:x")
-    assert kw_memory.maintain(apply=True)["dry_run"] is False
-    status = kw_memory.maintenance_status()
+    assert kw_memory.review.maintain(apply=True)["dry_run"] is False
+    status = kw_memory.review.status()
     assert status["lease"] is None and status["last_run"]["retired"] == 0 and status["stale"] is False
 
 
@@ -230,25 +230,25 @@ def test_two_runs_racing_for_the_lease_one_wins(kw_memory, project, backend):
         t.start()
     for t in threads:
         t.join()
-    assert len(won) == 1 and kw_memory.maintenance_status()["lease"]["holder"] == won[0]
+    assert len(won) == 1 and kw_memory.review.status()["lease"]["holder"] == won[0]
     with pytest.raises(MaintenanceBusy, match=won[0]):
-        kw_memory.maintain(apply=True)
+        kw_memory.review.maintain(apply=True)
 
 
 def test_a_lapsed_lease_does_not_block_forever(kw_memory):
     kw_memory.store.take_lease(review.LEASE, "crashed:1:x", review.now_ms() - review.LEASE_TTL_MS - 1,
                                review.LEASE_TTL_MS)
-    assert kw_memory.maintain(apply=True)["dry_run"] is False
+    assert kw_memory.review.maintain(apply=True)["dry_run"] is False
 
 
 def test_rejected_proposals_are_not_proposed_again(kw_memory):
     kw_memory.remember("Always squash commits before merging a pull request", kind="convention", detect=False)
     kw_memory.remember("Before merging a pull request, always squash the commits", kind="convention", detect=False)
-    kw_memory.maintain(apply=True)
-    for p in kw_memory.review_queue():
-        kw_memory.review_decide(p.id, "keep")
-    again = kw_memory.maintain(apply=True)
-    assert again["staged"] == 0 and kw_memory.review_queue() == []
+    kw_memory.review.maintain(apply=True)
+    for p in kw_memory.review.queue():
+        kw_memory.review.decide(p.id, "keep")
+    again = kw_memory.review.maintain(apply=True)
+    assert again["staged"] == 0 and kw_memory.review.queue() == []
 
 
 def test_safe_only_retires_duplicates_and_stages_nothing(kw_memory):
@@ -256,9 +256,9 @@ def test_safe_only_retires_duplicates_and_stages_nothing(kw_memory):
     kw_memory.remember("Before merging a pull request, always squash the commits", kind="convention", detect=False)
     kw_memory.remember("Tabs, not spaces.", kind="preference", detect=False)
     legacy(kw_memory, "tabs not spaces", "preference")
-    report = kw_memory.maintain(apply=True, safe_only=True)
+    report = kw_memory.review.maintain(apply=True, safe_only=True)
     assert report["retired"] == 1 and report["staged"] == 0 and report["proposals"] == []
-    assert kw_memory.review_queue() == []
+    assert kw_memory.review.queue() == []
 
 
 # -- the cold tier -----------------------------------------------------------------------------------
@@ -275,7 +275,7 @@ def test_cold_memories_leave_hooks_and_default_reads_but_not_include_cold_or_as_
     brief = session_brief(kw_memory) or ""
     context = prompt_context(kw_memory, "how do deploys to the Fly box work with rsync?") or ""
     assert warm.id in brief and cold.id not in brief and cold.id not in context
-    assert kw_memory.maintenance_status()["cold"] == 1
+    assert kw_memory.review.status()["cold"] == 1
 
 
 # -- invariants (property tests) ---------------------------------------------------------------------
@@ -323,7 +323,7 @@ def test_recall_as_of_any_earlier_time_is_unchanged_by_a_maintenance_run(history
                     for t in times}
 
         before = snapshot()
-        memory.maintain(apply=True)
+        memory.review.maintain(apply=True)
         assert snapshot() == before
 
 
@@ -336,7 +336,7 @@ def test_background_maintenance_is_opt_in_and_starts_only_when_the_store_is_due(
     monkeypatch.setattr("subprocess.Popen", lambda args, **kwargs: started.append(args))
     assert start_background_maintenance(kw_memory) is True
     assert started[0][1:] == ["-P", "-m", "cairn", "maintain", "--apply", "--safe-only", "--store", kw_memory.name]
-    kw_memory.maintain(apply=True, safe_only=True)
+    kw_memory.review.maintain(apply=True, safe_only=True)
     assert start_background_maintenance(kw_memory) is False and len(started) == 1
 
 
@@ -352,7 +352,7 @@ def test_approving_a_merge_or_summary_never_loses_text(texts, kind, days):
         sources = stored if kind == "summarise" else stored[:2]
         p = review.new_proposal(kind, sources, {"texts": [m.text for m in sources]}, now=review.now_ms())
         memory.store.add_proposals([(p, review.open_key(kind, p.source_ids))])
-        done = memory.review_decide(p.id, "edit", text="One statement that replaces them all.")
+        done = memory.review.decide(p.id, "edit", text="One statement that replaces them all.")
         assert sorted(done["superseded"]) == sorted(m.id for m in sources)
         for m in sources:
             assert memory.get(m.id).text == m.text and memory.get(m.id).superseded_by == done["by"]

@@ -644,7 +644,7 @@ def test_session_tools_search_list_and_read_captured_turns(shared, home, monkeyp
     transcript = tmp_path / "s1.jsonl"
     transcript.write_text("".join(conversation()))
     with Cairn.open(cwd=project, embedder=None) as memory:
-        assert memory.ingest_transcript(transcript)["turns_added"] == 5
+        assert memory.sessions.ingest(transcript)["turns_added"] == 5
     hits = shared.ok("memory_search_sessions", query="\"No module named 'cairn_x'\"", window=1)["hits"]
     assert [h["position"] for h in hits] == [0] and hits[0]["mode"] == "exact" and hits[0]["role"] == "user"
     assert hits[0]["before"] == [] and [t["position"] for t in hits[0]["after"]] == [1]

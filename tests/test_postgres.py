@@ -123,7 +123,7 @@ def test_migrate_store_round_trips_sqlite_postgres_sqlite_with_history_vectors_a
         memory.forget(gone.id)
         a = memory.remember("Reviews need two approvals", kind="convention", importance=5).memory
         b = memory.remember("Reviews need one approval for docs", kind="convention", valid_to="2030-01-01").memory
-        memory.dismiss_pair(a.id, b.id)
+        memory.review.dismiss(a.id, b.id)
         first = io.StringIO()
         memory.export(first)
         vectors = memory.store.vectors_of([memory.store.seq_of(i) for i in (a.id, b.id)])
@@ -140,7 +140,7 @@ def test_migrate_store_round_trips_sqlite_postgres_sqlite_with_history_vectors_a
         assert memory.store.invalid_indexes() == []
         middle = io.StringIO()
         memory.export(middle)
-        assert memory.is_dismissed(a.id, b.id)
+        assert memory.review.is_dismissed(a.id, b.id)
         assert [m.id for m in memory.history(old.id)][0] == old.id
     assert strip_store(middle.getvalue()) == strip_store(first.getvalue())
 
@@ -149,7 +149,7 @@ def test_migrate_store_round_trips_sqlite_postgres_sqlite_with_history_vectors_a
         assert memory.status().path.endswith("back.db")
         last = io.StringIO()
         memory.export(last)
-        assert memory.is_dismissed(a.id, b.id)
+        assert memory.review.is_dismissed(a.id, b.id)
         back = memory.store.vectors_of([memory.store.seq_of(i) for i in (a.id, b.id)])
     assert strip_store(last.getvalue()) == strip_store(first.getvalue())
     assert sorted(v.tobytes() for v in back.values()) == sorted(v.tobytes() for v in vectors.values())
@@ -264,7 +264,7 @@ def test_backup_of_a_postgres_store_restores_as_a_local_store_and_never_over_the
         old = memory.remember("TLS certs rotate every 90 days", kind="fact").memory
         memory.replace(old.id, "TLS certs rotate every 30 days")
         memory.forget(memory.remember("A memory to forget", kind="fact").memory.id)
-        memory.ingest_transcript(transcript)
+        memory.sessions.ingest(transcript)
         before = io.StringIO()
         memory.export(before)
     done = backup_store(team, keep=1)
@@ -283,8 +283,8 @@ def test_backup_of_a_postgres_store_restores_as_a_local_store_and_never_over_the
         local.export(after)
         assert [m.text for m in local.history(old.id)] == ["TLS certs rotate every 90 days",
                                                            "TLS certs rotate every 30 days"]
-        assert [t.text for t in local.read_session("s1")[1]] == ["how do we rotate the TLS certs?"]
-        assert local.search_sessions("rotate", mode="keyword")[0].turn.uuid == "u1"
+        assert [t.text for t in local.sessions.read("s1")[1]] == ["how do we rotate the TLS certs?"]
+        assert local.sessions.search("rotate", mode="keyword")[0].turn.uuid == "u1"
     assert strip_store(after.getvalue()) == strip_store(before.getvalue())
 
 
@@ -298,20 +298,20 @@ def test_migrate_store_copies_captured_sessions_both_ways(pg_server, monkeypatch
     transcript.write_text("".join(lines))
     create_store("local")
     with Cairn.open("local", embedder=hashing) as memory:
-        memory.ingest_transcript(transcript)
-        expected = memory.search_sessions("zebra", mode="keyword", k=10)
+        memory.sessions.ingest(transcript)
+        expected = memory.sessions.search("zebra", mode="keyword", k=10)
     done = migrate_store("local", f"postgres:{team}")
     assert (done["sessions"], done["turns"]) == (1, 3)
     with Cairn.open(team, embedder=hashing) as memory:
         assert memory.status().sessions["turns"] == 3
-        hits = memory.search_sessions("zebra", mode="keyword", k=10)
+        hits = memory.sessions.search("zebra", mode="keyword", k=10)
         assert [h.turn.uuid for h in hits] == [h.turn.uuid for h in expected]
-        assert memory.ingest_transcript(transcript)["turns_added"] == 0  # how far it was read came along
+        assert memory.sessions.ingest(transcript)["turns_added"] == 0  # how far it was read came along
         assert memory.flush_turn_backlog() == 3
-        assert memory.search_sessions("zebra crossing", mode="semantic", k=1)[0].turn.uuid == "m0"
+        assert memory.sessions.search("zebra crossing", mode="semantic", k=1)[0].turn.uuid == "m0"
     migrate_store(f"postgres:{team}", "sqlite:back")
     with Cairn.open("back", embedder=hashing) as memory:
-        assert [t.uuid for t in memory.read_session("s1")[1]] == ["m0", "m1", "m2"]
+        assert [t.uuid for t in memory.sessions.read("s1")[1]] == ["m0", "m1", "m2"]
 
 
 def test_rename_renames_only_this_machines_entry_for_the_shared_store(pg_server, monkeypatch, tmp_path, team, cli):
@@ -620,11 +620,11 @@ def test_a_stop_hook_captures_into_the_team_store_and_the_other_machine_searches
     assert (out.returncode, out.stdout) == (0, ""), out.stderr
     monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "desktop"))
     with Cairn.open(team, embedder=None) as desktop:
-        hits = wait_for(lambda: desktop.search_sessions("zebra crossing", mode="keyword", window=1), WAIT_S,
+        hits = wait_for(lambda: desktop.sessions.search("zebra crossing", mode="keyword", window=1), WAIT_S,
                         lambda: (tmp_path / "laptop" / "logs" / "capture.log").read_text())
         assert hits[0].turn.uuid == "m0" and [t.uuid for t in hits[0].after] == ["m1"]
         assert hits[0].after[0].text == "Reset it with key [REDACTED:AWS Access Key]  then."
-        assert desktop.search_sessions("zx-4471", mode="exact") == []
+        assert desktop.sessions.search("zx-4471", mode="exact") == []
         assert desktop.status().sessions["private_spans"] == 1
 
 
@@ -646,14 +646,14 @@ def test_two_machines_share_the_team_stores_review_queue(pg_server, monkeypatch,
     assert report["dry_run"] is False and report["counts"]["near_duplicate"] == 1
     monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "desktop"))
     with Cairn.open(team, embedder=None) as desktop:
-        (p,) = desktop.review_queue(types=["near_duplicate"])
+        (p,) = desktop.review.queue(types=["near_duplicate"])
         assert p.source_ids == [a.id, b.id]
-        assert desktop.review_decide(p.id, "approve", by="mcp")["superseded"] == [b.id]
-        assert desktop.maintenance_status()["last_run"]["staged"] == report["staged"]
+        assert desktop.review.decide(p.id, "approve", by="mcp")["superseded"] == [b.id]
+        assert desktop.review.status()["last_run"]["staged"] == report["staged"]
     monkeypatch.setenv("CAIRN_HOME", str(tmp_path / "laptop"))
     with Cairn.open(team, embedder=None) as laptop:
         with pytest.raises(ProposalClosed, match="already applied by mcp"):
-            laptop.review_decide(p.id, "keep")
+            laptop.review.decide(p.id, "keep")
         assert laptop.get(b.id).superseded_by == a.id and laptop.counts()["current"] == 1
 
 
@@ -663,30 +663,31 @@ def test_migrate_store_carries_the_review_queue_both_ways_scrubbed_into_postgres
     with Cairn.open("src", embedder=None) as memory:
         memory.remember("Run the linter before pushing.", kind="convention")
         memory.remember("We might run the linter before pushing.", kind="convention")
-        (conflict,) = memory.review_queue()
-        kept = memory.propose("Tabs, not spaces.", kind="preference")["proposal"]["id"]
-        memory.review_decide(kept, "keep")
+        (conflict,) = memory.review.queue()
+        kept = memory.review.propose("Tabs, not spaces.", kind="preference")["proposal"]["id"]
+        memory.review.decide(kept, "keep")
         # an imported guidance line with a secret in it, queued before anything scrubbed it
-        secret = memory.propose("The deploy key is AKIAIOSFODNN7EXAMPLE for the staging bucket")["proposal"]["id"]
-        memory.maintain(apply=True)
-        before = {p.id: p for p in memory.review_queue(states=["pending", "rejected"])}
+        secret = memory.review.propose(
+            "The deploy key is AKIAIOSFODNN7EXAMPLE for the staging bucket")["proposal"]["id"]
+        memory.review.maintain(apply=True)
+        before = {p.id: p for p in memory.review.queue(states=["pending", "rejected"])}
     assert set(before) >= {conflict.id, kept, secret}
 
     done = migrate_store("src", f"postgres:{team}")
     assert done["proposals"] == len(before)
     with Cairn.open(team, embedder=None) as memory:
-        after = {p.id: p for p in memory.review_queue(states=["pending", "rejected"])}
+        after = {p.id: p for p in memory.review.queue(states=["pending", "rejected"])}
         assert {i: (p.state, p.type, p.sources) for i, p in after.items()} == \
             {i: (p.state, p.type, p.sources) for i, p in before.items()}
         assert after[secret].payload["text"] == "The deploy key is [REDACTED:AWS Access Key] for the staging bucket"
         assert after[conflict.id].payload == before[conflict.id].payload
-        assert memory.maintenance_status()["last_run"] is not None
+        assert memory.review.status()["last_run"] is not None
         # the copied proposal is still decidable: its sources' stamps came along with the memories
-        assert memory.review_decide(conflict.id, "approve")["state"] == "applied"
+        assert memory.review.decide(conflict.id, "approve")["state"] == "applied"
 
     migrate_store(f"postgres:{team}", "sqlite:back")
     with Cairn.open("back", embedder=None) as memory:
-        states = {p.id: p.state for p in memory.review_queue(states=["pending", "rejected", "applied", "expired"])}
+        states = {p.id: p.state for p in memory.review.queue(states=["pending", "rejected", "applied", "expired"])}
         assert set(states) == set(before)
         assert (states[conflict.id], states[kept], states[secret]) == ("applied", "rejected", "pending")
 

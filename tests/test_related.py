@@ -98,7 +98,7 @@ def test_a_fact_contradicting_a_decision_is_related_and_queued(engine):
     assert fact.superseded == [] and engine.get(decision.memory.id).status == "current"
     assert [r["id"] for r in fact.related] == [decision.memory.id]
     assert fact.related[0]["kind"] == "decision" and "circleci" in fact.related[0]["why"]
-    queued = engine.review_queue(types=["conflict"])
+    queued = engine.review.queue(types=["conflict"])
     assert [p.source_ids for p in queued] == [[decision.memory.id, fact.memory.id]]
 
 

@@ -222,11 +222,11 @@ def test_replace_finds_a_global_memory(memory):
 def test_dismissed_review_pairs_are_remembered(memory):
     a = memory.remember("Use Postgres for the API", kind="decision", detect=False).memory
     b = memory.remember("The API stores data in PostgreSQL", kind="decision", detect=False).memory
-    assert not memory.is_dismissed(a.id, b.id)
-    memory.dismiss_pair(b.id, a.id)
-    assert memory.is_dismissed(a.id, b.id) and memory.is_dismissed(b.id, a.id)
+    assert not memory.review.is_dismissed(a.id, b.id)
+    memory.review.dismiss(b.id, a.id)
+    assert memory.review.is_dismissed(a.id, b.id) and memory.review.is_dismissed(b.id, a.id)
     with pytest.raises(MemoryNotFound):
-        memory.dismiss_pair(a.id, "01NOPE")
+        memory.review.dismiss(a.id, "01NOPE")
 
 
 def test_fusion_never_erases_a_keyword_hit():

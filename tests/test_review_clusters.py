@@ -28,37 +28,37 @@ def _six(engine) -> list[str]:
 
 def test_six_restatements_make_one_proposal(engine):
     ids = _six(engine)
-    (proposal,) = engine.review_queue()
+    (proposal,) = engine.review.queue()
     assert proposal.type == "near_duplicate" and proposal.source_ids == ids
     assert "6 memories say the same thing" in proposal.payload["reason"]
     # maintenance proposes nothing more about them: no pairwise conflicts, no summary
-    report = engine.maintain()
+    report = engine.review.maintain()
     assert report["proposals"] == [] and report["pending"] == 1
 
 
 def test_approving_a_cluster_leaves_one_memory_with_the_chosen_tags(engine):
     ids = _six(engine)
-    (proposal,) = engine.review_queue()
-    done = engine.review_decide(proposal.id, "approve", keep_id=ids[2], tags=["lint", "git"])
+    (proposal,) = engine.review.queue()
+    done = engine.review.decide(proposal.id, "approve", keep_id=ids[2], tags=["lint", "git"])
     (current,) = engine.list()
     assert current.text == RESTATED[2] and sorted(current.tags) == ["git", "lint"]
     assert sorted(done["superseded"]) == sorted(ids) and done["by"] == current.id
     assert [m.id for m in engine.history(ids[0])][-1] == current.id
-    assert engine.review_queue() == []
+    assert engine.review.queue() == []
 
 
 def test_approving_without_tags_keeps_the_memorys_own(engine):
     ids = _six(engine)
-    (proposal,) = engine.review_queue()
-    done = engine.review_decide(proposal.id, "approve", keep_id=ids[1])
+    (proposal,) = engine.review.queue()
+    done = engine.review.decide(proposal.id, "approve", keep_id=ids[1])
     (current,) = engine.list()
     assert current.id == ids[1] and current.tags == ("lint", "tag1") and done["by"] == ids[1]
 
 
 def test_edit_writes_the_users_text_with_the_chosen_tags(engine):
     _six(engine)
-    (proposal,) = engine.review_queue()
-    engine.review_decide(proposal.id, "edit", text="Run `make lint` before every push.", tags=["lint"])
+    (proposal,) = engine.review.queue()
+    engine.review.decide(proposal.id, "edit", text="Run `make lint` before every push.", tags=["lint"])
     (current,) = engine.list()
     assert (current.text, current.tags, current.kind) == ("Run `make lint` before every push.", ("lint",), "convention")
 
@@ -66,9 +66,9 @@ def test_edit_writes_the_users_text_with_the_chosen_tags(engine):
 def test_a_conflict_merged_by_edit_keeps_the_newer_memorys_tags(kw_memory):
     old = kw_memory.remember("Background jobs run on Celery.", kind="decision", tags=["celery", "jobs"])
     new = kw_memory.remember("Background jobs run on Dramatiq.", kind="decision", tags=["dramatiq", "jobs"])
-    (proposal,) = kw_memory.review_queue()
+    (proposal,) = kw_memory.review.queue()
     assert proposal.type == "conflict" and proposal.source_ids == [old.memory.id, new.memory.id]
-    kw_memory.review_decide(proposal.id, "edit", text="Background jobs run on Dramatiq since Celery was dropped.")
+    kw_memory.review.decide(proposal.id, "edit", text="Background jobs run on Dramatiq since Celery was dropped.")
     (current,) = kw_memory.list()
     assert current.tags == ("dramatiq", "jobs")
 
@@ -76,42 +76,42 @@ def test_a_conflict_merged_by_edit_keeps_the_newer_memorys_tags(kw_memory):
 def test_reject_changes_nothing_and_keep_means_reject(kw_memory):
     kw_memory.remember("Background jobs run on Celery.")
     kw_memory.remember("Background jobs run on Dramatiq.")
-    (proposal,) = kw_memory.review_queue()
-    done = kw_memory.review_decide(proposal.id, "reject")
+    (proposal,) = kw_memory.review.queue()
+    done = kw_memory.review.decide(proposal.id, "reject")
     assert (done["state"], done["verdict"]) == ("rejected", "reject") and len(kw_memory.list()) == 2
     kw_memory.remember("Background jobs run on RQ.")
-    later = [p for p in kw_memory.review_queue() if p.type == "conflict"]
-    assert later and kw_memory.review_decide(later[0].id, "keep")["verdict"] == "reject"
+    later = [p for p in kw_memory.review.queue() if p.type == "conflict"]
+    assert later and kw_memory.review.decide(later[0].id, "keep")["verdict"] == "reject"
 
 
 def test_messages_name_the_flags_a_person_types(kw_memory):
     old = kw_memory.remember("Background jobs run on Celery.")
     kw_memory.remember("Background jobs run on Dramatiq.")
-    (proposal,) = kw_memory.review_queue()
+    (proposal,) = kw_memory.review.queue()
     with pytest.raises(InvalidInput, match="--keep-id names the memory that stays: one of"):
-        kw_memory.review_decide(proposal.id, "approve", keep_id="01NOTASOURCE")
+        kw_memory.review.decide(proposal.id, "approve", keep_id="01NOTASOURCE")
     with pytest.raises(InvalidInput, match="reject changes nothing: it takes no --keep-id"):
-        kw_memory.review_decide(proposal.id, "reject", keep_id=old.memory.id)
+        kw_memory.review.decide(proposal.id, "reject", keep_id=old.memory.id)
     with pytest.raises(InvalidInput, match="edit needs the text to store instead \\(--text\\)"):
-        kw_memory.review_decide(proposal.id, "edit")
+        kw_memory.review.decide(proposal.id, "edit")
 
 
 def test_a_stale_proposal_says_what_replaced_its_memory(kw_memory):
     old = kw_memory.remember("Background jobs run on Celery.")
     kw_memory.remember("Background jobs run on Dramatiq.")
-    (proposal,) = kw_memory.review_queue()
+    (proposal,) = kw_memory.review.queue()
     kw_memory.replace(old.memory.id, "Background jobs run on Huey now.")
     with pytest.raises(StaleProposal, match='superseded by .*: "Background jobs run on Huey now."'):
-        kw_memory.review_decide(proposal.id, "approve")
+        kw_memory.review.decide(proposal.id, "approve")
 
 
 def test_a_new_restatement_grows_the_pending_cluster(kw_memory):
     first = [kw_memory.remember(t).memory.id for t in RESTATED[:3]]
-    (before,) = kw_memory.review_queue()
+    (before,) = kw_memory.review.queue()
     fourth = kw_memory.remember(RESTATED[3]).memory.id
-    (after,) = kw_memory.review_queue()
+    (after,) = kw_memory.review.queue()
     assert after.source_ids == [*first, fourth] and after.id != before.id
-    closed = {p.id: p for p in kw_memory.review_queue(states=["expired"])}[before.id]
+    closed = {p.id: p for p in kw_memory.review.queue(states=["expired"])}[before.id]
     assert f"replaced by proposal {after.id}, which adds {fourth}" in closed.result["reason"]
 
 

@@ -83,8 +83,8 @@ def test_captured_credential_sentences_leave_no_byte_on_disk(project, hashing, t
     path = tmp_path / "s9.jsonl"
     path.write_text("".join(line("user", f"u{i}", text) for i, text in enumerate(sentences)))
     with Cairn.open(cwd=project, embedder=hashing) as memory:
-        assert memory.ingest_transcript(path)["turns_added"] == len(sentences)
-        turns = [t.text for hit in memory.search_sessions("sandbox key token secret", mode="keyword")
+        assert memory.sessions.ingest(path)["turns_added"] == len(sentences)
+        turns = [t.text for hit in memory.sessions.search("sandbox key token secret", mode="keyword")
                  for t in (hit.turn,)]
         assert turns and all("[REDACTED:" in t for t in turns)
     for file in data_root().rglob("*"):

@@ -69,12 +69,12 @@ def engine(project, hashing, use_backend):
 # -- storage ----------------------------------------------------------------------------------------
 def test_captured_turns_are_stored_apart_from_memories(engine, transcript):
     engine.remember("We deploy with Kamal", kind="decision")
-    done = engine.ingest_transcript(transcript)
+    done = engine.sessions.ingest(transcript)
     assert done["turns_added"] == 5  # u1, a1, a3, u2, a4: tool output and a tool-only line are not turns
     assert [h.memory.text for h in engine.recall("deploy staging kamal")] == ["We deploy with Kamal"]
     assert engine.counts()["total"] == 1
     assert engine.status().sessions["turns"] == 5
-    info, turns = engine.read_session("s1")
+    info, turns = engine.sessions.read("s1")
     assert [t.uuid for t in turns] == ["u1", "a1", "a3", "u2", "a4"]
     assert [t.position for t in turns] == [0, 1, 2, 3, 4]
     assert turns[0].role == "user" and turns[1].role == "assistant"
@@ -88,25 +88,25 @@ def test_captured_turns_are_stored_apart_from_memories(engine, transcript):
 
 
 def test_ingesting_twice_or_after_a_restart_never_duplicates(engine, transcript, project, hashing):
-    engine.ingest_transcript(transcript)
-    assert engine.ingest_transcript(transcript)["turns_added"] == 0
+    engine.sessions.ingest(transcript)
+    assert engine.sessions.ingest(transcript)["turns_added"] == 0
     # Even reading the file from the start again (another path for the session) adds nothing.
     copy = transcript.with_name("copy.jsonl")
     copy.write_bytes(transcript.read_bytes())
-    assert engine.ingest_transcript(copy, session_id="s1")["turns_added"] == 0
-    assert engine.read_session("s1")[0].turn_count == 5
+    assert engine.sessions.ingest(copy, session_id="s1")["turns_added"] == 0
+    assert engine.sessions.read("s1")[0].turn_count == 5
 
 
 def test_ingestion_is_incremental_and_waits_for_a_line_still_being_written(engine, tmp_path):
     path = tmp_path / "s1.jsonl"
     lines = conversation()
     path.write_text("".join(lines[:2]) + lines[2][:40])  # the third line is half written
-    assert engine.ingest_transcript(path)["turns_added"] == 2
+    assert engine.sessions.ingest(path)["turns_added"] == 2
     assert engine.status().sessions["skipped"] == {}
     path.write_text("".join(lines))
-    done = engine.ingest_transcript(path)
+    done = engine.sessions.ingest(path)
     assert done["turns_added"] == 3 and done["skipped"] == {}
-    turns = engine.read_session("s1")[1]
+    turns = engine.sessions.read("s1")[1]
     assert [t.position for t in turns] == [0, 1, 2, 3, 4]
     # The tool call read in the second step is attached to the turn stored in the first.
     assert turns[1].meta["tools"] == ["Read", "Edit"]
@@ -129,10 +129,10 @@ def test_a_turn_is_found_by_the_words_of_the_two_turns_on_each_side_however_it_w
             if path is growing:
                 for i in range(len(lines)):
                     path.write_text("".join(lines[: i + 1]))
-                    memory.ingest_transcript(path, session_id="s")
+                    memory.sessions.ingest(path, session_id="s")
             else:
-                memory.ingest_transcript(path, session_id="s")
-            hits = memory.search_sessions("zebra", mode="keyword", k=10)
+                memory.sessions.ingest(path, session_id="s")
+            hits = memory.sessions.search("zebra", mode="keyword", k=10)
             found.append([(h.turn.uuid, round(h.score, 9)) for h in hits])
     assert found[0] == found[1]
     assert found[0][0][0] == "m3"  # the turn itself first
@@ -156,23 +156,23 @@ def test_bad_lines_are_skipped_and_counted_and_no_good_line_is_lost(engine, tmp_
             f.write(text.encode("utf-8"))
             if i < len(junk):
                 f.write(junk[i].encode("latin-1") if i == 3 else junk[i].encode("utf-8", "surrogatepass"))
-    done = engine.ingest_transcript(path)
+    done = engine.sessions.ingest(path)
     assert done["skipped"] == {"malformed": 4, "unknown type": 1}
-    texts = [t.text for t in engine.read_session("s1")[1]]
+    texts = [t.text for t in engine.sessions.read("s1")[1]]
     assert len(texts) == 6  # the five good turns and the one with a lone surrogate
     assert "lone ? surrogate kept" in texts
     assert engine.status().sessions["skipped"] == {"malformed": 4, "unknown type": 1}
 
 
 def test_an_enormous_line_is_skipped_unread(engine, tmp_path, monkeypatch):
-    import cairn.engine
+    import cairn.sessions_api
 
-    monkeypatch.setattr(cairn.engine, "TRANSCRIPT_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(cairn.sessions_api, "TRANSCRIPT_CHUNK_BYTES", 4096)
     lines = conversation()
     huge = line("user", "huge", "y" * 10_000)
     path = tmp_path / "s1.jsonl"
     path.write_text(lines[0] + huge + "".join(lines[1:]))
-    done = engine.ingest_transcript(path)
+    done = engine.sessions.ingest(path)
     assert done["skipped"] == {"oversized": 1} and done["turns_added"] == 5
 
 
@@ -185,7 +185,7 @@ def test_any_bytes_never_crash_the_parser(data):
 
 def test_an_unreadable_transcript_is_one_clear_error(engine, tmp_path):
     with pytest.raises(InvalidInput, match="cannot read transcript"):
-        engine.ingest_transcript(tmp_path / "missing.jsonl")
+        engine.sessions.ingest(tmp_path / "missing.jsonl")
 
 
 # -- privacy ----------------------------------------------------------------------------------------
@@ -280,7 +280,7 @@ def test_ordinary_identifiers_are_not_redacted():
 def test_nothing_private_or_secret_reaches_the_store_file(engine, tmp_path, use_backend):
     path = tmp_path / "s2.jsonl"
     path.write_text(line("user", "p1", f"use key {AWS_KEY} <private>codename bluebird</private> to deploy"))
-    engine.ingest_transcript(path)
+    engine.sessions.ingest(path)
     where = engine.status().path
     engine.close()
     if use_backend == "postgres":  # every row of the store's tables, every file of the server's data directory
@@ -296,7 +296,7 @@ def test_nothing_private_or_secret_reaches_the_store_file(engine, tmp_path, use_
     with Cairn.open(cwd=Path(engine.choice.project_root), embedder=None) as again:
         sessions = again.status().sessions
         assert sessions["redactions"] == {"AWS Access Key": 1} and sessions["private_spans"] == 1
-        assert again.read_session("s2")[1][0].text == "use key [REDACTED:AWS Access Key]  to deploy"
+        assert again.sessions.read("s2")[1][0].text == "use key [REDACTED:AWS Access Key]  to deploy"
 
 
 # -- search -----------------------------------------------------------------------------------------
@@ -310,69 +310,69 @@ def test_auto_mode_picks_exact_for_quoted_strings_and_identifiers():
 
 
 def test_exact_search_finds_the_error_with_its_context_window(engine, transcript):
-    engine.ingest_transcript(transcript)
-    hits = engine.search_sessions("\"No module named 'cairn_x'\"", window=1)
+    engine.sessions.ingest(transcript)
+    hits = engine.sessions.search("\"No module named 'cairn_x'\"", window=1)
     assert [h.turn.uuid for h in hits] == ["u1"] and hits[0].mode == "exact"
     assert hits[0].before == () and [t.uuid for t in hits[0].after] == ["a1"]
-    hits = engine.search_sessions("packages.find", mode="exact", window=2)
+    hits = engine.sessions.search("packages.find", mode="exact", window=2)
     assert [h.turn.uuid for h in hits] == ["a3"]
     assert [t.uuid for t in hits[0].before] == ["u1", "a1"] and [t.uuid for t in hits[0].after] == ["u2", "a4"]
 
 
 def test_keyword_semantic_and_hybrid_rank_turns_only(engine, transcript):
-    engine.ingest_transcript(transcript)
+    engine.sessions.ingest(transcript)
     for mode in ("keyword", "semantic", "hybrid", "auto"):
-        hits = engine.search_sessions("deployed staging kamal", mode=mode, k=2, window=0)
+        hits = engine.sessions.search("deployed staging kamal", mode=mode, k=2, window=0)
         assert hits[0].turn.uuid == "a4", mode
         assert all(h.before == () and h.after == () for h in hits)
         assert len(hits) <= 2
-    assert engine.search_sessions("staging", mode="keyword")[0].reasons["bm25"]["rank"] == 1
+    assert engine.sessions.search("staging", mode="keyword")[0].reasons["bm25"]["rank"] == 1
 
 
 def test_an_identifier_that_no_turn_contains_falls_back_to_hybrid(engine, transcript):
-    engine.ingest_transcript(transcript)
-    hits = engine.search_sessions("deploy_to_staging")
+    engine.sessions.ingest(transcript)
+    hits = engine.sessions.search("deploy_to_staging")
     assert hits and hits[0].mode == "hybrid"
 
 
 def test_a_pasted_error_message_is_found_as_written(engine, transcript):
-    engine.ingest_transcript(transcript)
-    hits = engine.search_sessions("ModuleNotFoundError: No module named 'cairn_x'", window=0)
+    engine.sessions.ingest(transcript)
+    hits = engine.sessions.search("ModuleNotFoundError: No module named 'cairn_x'", window=0)
     assert [h.turn.uuid for h in hits] == ["u1"] and hits[0].mode == "exact"
     # Pasted but held by no turn: searched by keyword and meaning instead.
-    assert engine.search_sessions("ModuleNotFoundError: No module named 'other'")[0].mode == "hybrid"
+    assert engine.sessions.search("ModuleNotFoundError: No module named 'other'")[0].mode == "hybrid"
 
 
 def test_semantic_search_returns_no_filler_for_what_no_turn_is_about(engine, transcript):
-    engine.ingest_transcript(transcript)
-    assert engine.search_sessions("zyxwquartz plover", mode="semantic") == []
-    assert engine.search_sessions("zyxwquartz plover", mode="hybrid") == []
+    engine.sessions.ingest(transcript)
+    assert engine.sessions.search("zyxwquartz plover", mode="semantic") == []
+    assert engine.sessions.search("zyxwquartz plover", mode="hybrid") == []
 
 
 def test_search_is_bounded_by_time(engine, transcript):
-    engine.ingest_transcript(transcript)
-    assert [h.turn.uuid for h in engine.search_sessions("staging", mode="keyword", since="2026-03-01T10:01:02Z")] \
+    engine.sessions.ingest(transcript)
+    assert [h.turn.uuid for h in engine.sessions.search("staging", mode="keyword", since="2026-03-01T10:01:02Z")] \
         == ["a4"]
-    assert engine.search_sessions("staging", mode="exact", until="2026-03-01T10:00:30Z") == []
+    assert engine.sessions.search("staging", mode="exact", until="2026-03-01T10:00:30Z") == []
 
 
 def test_bad_search_arguments_are_clear_errors(engine):
     with pytest.raises(InvalidInput, match="query is empty"):
-        engine.search_sessions("  ")
+        engine.sessions.search("  ")
     with pytest.raises(InvalidInput, match="unknown mode"):
-        engine.search_sessions("x", mode="fuzzy")
+        engine.sessions.search("x", mode="fuzzy")
     with pytest.raises(SessionNotFound):
-        engine.read_session("nope")
+        engine.sessions.read("nope")
 
 
 def test_the_catalog_lists_sessions_and_pages_through_one(engine, transcript, tmp_path):
-    engine.ingest_transcript(transcript)
+    engine.sessions.ingest(transcript)
     later = tmp_path / "s9.jsonl"
     later.write_text(line("user", "z1", "second session", ts="2026-03-05T09:00:00Z"))
-    engine.ingest_transcript(later)
-    assert [s.session_id for s in engine.list_sessions()] == ["s9", "s1"]
-    assert [s.session_id for s in engine.list_sessions(until="2026-03-02")] == ["s1"]
-    info, page = engine.read_session("s1", offset=2, limit=2)
+    engine.sessions.ingest(later)
+    assert [s.session_id for s in engine.sessions.catalog()] == ["s9", "s1"]
+    assert [s.session_id for s in engine.sessions.catalog(until="2026-03-02")] == ["s1"]
+    info, page = engine.sessions.read("s1", offset=2, limit=2)
     assert [t.uuid for t in page] == ["a3", "u2"] and info.git_branch == "main"
 
 
@@ -385,12 +385,12 @@ def test_locomo_conversations_import_as_sessions(engine, tmp_path):
             "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "How is Rex?"}]}
     path = tmp_path / "7.json"
     path.write_text(json.dumps(data))
-    assert engine.import_locomo(path) == {"sessions": 2, "turns_added": 3}
-    assert engine.import_locomo(path)["turns_added"] == 0
-    turns = engine.read_session("7/session_1")[1]
+    assert engine.sessions.import_locomo(path) == {"sessions": 2, "turns_added": 3}
+    assert engine.sessions.import_locomo(path)["turns_added"] == 0
+    turns = engine.sessions.read("7/session_1")[1]
     assert [(t.uuid, t.speaker, t.role) for t in turns] == [("D1:1", "Ann", "user"), ("D1:2", "Bob", "assistant")]
     assert turns[1].text == "Lovely! [shares a dog]"
-    assert engine.search_sessions("puppy", mode="keyword")[0].turn.uuid == "D1:1"
+    assert engine.sessions.search("puppy", mode="keyword")[0].turn.uuid == "D1:1"
 
 
 def test_turns_embedded_later_or_re_embedded_get_the_vectors_capture_gives_them(project, hashing, use_backend,
@@ -406,7 +406,7 @@ def test_turns_embedded_later_or_re_embedded_get_the_vectors_capture_gives_them(
     path = tmp_path / "8.json"
     path.write_text(json.dumps(data))
     with Cairn.open(cwd=project, embedder=None) as keyword_only:
-        keyword_only.import_locomo(path)
+        keyword_only.sessions.import_locomo(path)
     spoken = "Ann: I adopted a puppy named Rex."
 
     def best(memory: Cairn, embedder) -> float:

@@ -562,7 +562,7 @@ def test_review_reads_a_chain_step_as_remember_does(kw_memory):
     yarn = kw_memory.remember("The web app's package manager is now Yarn.")
     assert len(yarn.superseded) == 1
     moved = kw_memory.remember("We switched the web app's package manager from npm to pnpm.", detect=False).memory
-    conflicts = [p for p in kw_memory.maintain()["proposals"] if p["type"] == "conflict"]
+    conflicts = [p for p in kw_memory.review.maintain()["proposals"] if p["type"] == "conflict"]
     assert [(p["sources"], p["payload"]["label"]) for p in conflicts] == [([yarn.memory.id, moved.id], "supersede")]
 
 

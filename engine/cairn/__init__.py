@@ -37,9 +37,9 @@ __version__ = "0.1.0"
 # The public API: every name an adapter (CLI, hooks, warm process, MCP server) may use, and the
 # module that defines it. tests/test_architecture.py holds adapters to this list.
 _EXPORTS = {
-    "Cairn": "engine", "SCOPES": "models", "create_store": "engine", "list_stores": "engine",
-    "delete_store": "engine", "rename_store": "engine", "VECTOR_FLOOR": "engine", "backup_store": "engine",
-    "backups_of": "engine", "restore_store": "engine", "migrate_store": "engine",
+    "Cairn": "api", "Review": "review", "Sessions": "sessions_api", "SCOPES": "models", "VECTOR_FLOOR": "engine",
+    "create_store": "stores", "list_stores": "stores", "delete_store": "stores", "rename_store": "stores",
+    "backup_store": "stores", "backups_of": "stores", "restore_store": "stores", "migrate_store": "stores",
     "Draft": "records",
     "load_config": "config", "Resolved": "compose", "ResolveCache": "compose", "resolve": "compose",
     "embedder_from_config": "compose",
@@ -56,7 +56,7 @@ _EXPORTS = {
     "ensure_data_root": "paths",
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
     "merge_session_hits": "sessions",
-    "is_trivial": "context", "prompt_context": "context", "cited_ids": "context", "session_brief": "context",
+    "is_trivial": "context", "prompt_context": "context", "cited_ids": "render", "session_brief": "context",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
@@ -89,12 +89,10 @@ if TYPE_CHECKING:
     from .storage.db import BROKEN_STORE_ERRORS
     from .health import Check, doctor
     from .locations import data_root_dir, user_data_dir
-    from .context import cited_ids, is_trivial, prompt_context, session_brief
+    from .context import is_trivial, prompt_context, session_brief
     from .embedder import Embedder, parse_fingerprint, required_extra
-    from .engine import (
-        VECTOR_FLOOR, Cairn, backup_store, backups_of, create_store, delete_store, list_stores, migrate_store,
-        rename_store, restore_store,
-    )
+    from .api import Cairn
+    from .engine import VECTOR_FLOOR
     from .errors import *  # noqa: F403
     from .models import (
         DECIDERS, DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES,
@@ -104,5 +102,11 @@ if TYPE_CHECKING:
     from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig
     from .records import Draft
+    from .review import Review
+    from .render import cited_ids
     from .sessions import merge_session_hits
+    from .sessions_api import Sessions
+    from .stores import (
+        backup_store, backups_of, create_store, delete_store, list_stores, migrate_store, rename_store, restore_store,
+    )
     from .timeutil import format_date, format_time, parse_time

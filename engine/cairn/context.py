@@ -42,7 +42,6 @@ TRIVIAL_WORDS = frozenset("""
     """好 好的 好吧 嗯 行 可以 对 是的 没问题 收到 明白 谢谢 继续 继续吧 请继续
     はい うん ええ 了解 了解です 承知しました 続けて 続けてください お願いします ありがとう ありがとうございます
     네 예 좋아요 계속 계속해 감사합니다 알겠습니다""".split())
-_CITED = re.compile(r"\[mem:([0-9A-HJKMNP-TV-Z]{26})\]")  # a ULID, not the "[mem:ID]" of a header
 # A slash command: "/name" or "/plugin:name" as the first word (a path such as /etc/hosts is not).
 _SLASH_COMMAND = re.compile(r"^/[A-Za-z][\w.:-]*(?:\s|$)")
 _CJK_CHAR = re.compile(f"[{CJK_CHARS}]")
@@ -583,8 +582,3 @@ def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200
         return None
     return _fill("Cairn memories that may be relevant to this prompt (cite as [mem:ID]):",
                  [memory_line(h.memory) for h in hits], budget)
-
-
-def cited_ids(text: str | None) -> list[str]:
-    """The memory ids an injected text cites as [mem:ID], in order."""
-    return _CITED.findall(text or "")

@@ -1,7 +1,10 @@
-"""The engine API: remember, recall, replace, forget, history, list, status, export, import, reembed.
+"""The engine: remember, recall, replace, forget, history, list, status, export, import, reembed.
 
-Every adapter (CLI, MCP server, hooks, warm process) calls this module; the SQL lives in storage/
-(one contract, protocol.StoreBackend, for SQLite and Postgres), and nothing above the engine touches it.
+`Engine` holds one project's store, the global store and the embedder, and is the one writer of
+memories and of their supersession. What stands above it uses it: the review queue (review.py), the
+captured sessions (sessions_api.py), the hooks' context (context.py), and `Cairn` (api.py), the
+public class adapters open, which adds `memory.review` and `memory.sessions`. The SQL lives in
+storage/ (one contract, protocol.StoreBackend, for SQLite and Postgres).
 """
 
 from __future__ import annotations
@@ -9,38 +12,27 @@ from __future__ import annotations
 import builtins
 import json
 import logging
-import os
-import re
-import time
-from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from dataclasses import field as _field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Self
 
 from .compose import Resolved, embedder_from_config, resolve
-from .context import cited_ids
 from .embedder import Embedder, compatible, parse_fingerprint
-from .errors import CairnError, EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
-from .errors import InvalidInput, SessionNotFound, StoreBusy, StoreCorrupted, StoreError, StoreNotFound
-from .models import (
-    DEFAULT_IMPORTANCE, KINDS, SCOPES, SESSION_MODES, Hit, Memory, Order, Proposal, RememberResult, SessionHit,
-    SessionInfo, Status, Turn,
-)
-from .paths import GLOBAL_STORE, StoreChoice, backups_dir, private_dir, store_path, stores_dir, validate_store_name
+from .errors import EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
+from .errors import StoreBusy, StoreError, StoreNotFound
+from .models import DEFAULT_IMPORTANCE, KINDS, SCOPES, Hit, Memory, Order, RememberResult, Status
+from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .privacy import scrub_many
-from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, clean_text, fuse, parse_lines,
-                       looks_verbatim, read_locomo, session_keys, title_of)
-from .backends import backend_of, marker_path, marker_schema, open_store, postgres_names, write_marker
-from .config import load_config
-from .storage.db import BUSY_TIMEOUT_MS, DatabaseError
-from .storage.migrations import MIGRATIONS
+from .sessions import turn_passage
+from .backends import backend_of, open_store
+from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
 from .storage.sql import Filters
-from .storage.sqlite import SqliteStore
+from .stores import Progress, no_progress, scrubbed_rows
 from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value, restates, states_change, subject_overlap
 from .text import duplicate_key, fts_query, index_text, is_blank, lone_surrogate, normalise, passage
 from .timeutil import END_OF_TIME, format_date, now_ms, parse_time
@@ -66,7 +58,7 @@ RELATED_OVERLAP = 0.3
 
 @dataclass
 class _Found:
-    """What detection found for one write (Cairn._detect)."""
+    """What detection found for one write (Engine._detect)."""
 
     targets: list[tuple[int, Memory, str]] = _field(default_factory=list)  # (seq, memory, reason) to retire
     conflicts: list[dict[str, Any]] = _field(default_factory=list)  # {"id", "reason", "restatement"?}: queued
@@ -92,455 +84,6 @@ does not move with this floor. Hits with a keyword match are never dropped by it
 MAX_QUERY_CHARS = 2000
 """The longest query recall takes (the MCP tool's limit; a hook cuts a prompt to this length). Forming
 the keyword query of a pasted 10 MB log took 20 s; a question is never that long."""
-Progress = Callable[[Iterable[Any], int], Iterable[Any]]  # (items, total) -> items, e.g. a tqdm wrapper
-
-
-TRANSCRIPT_CHUNK_BYTES = 8 * 1024 * 1024  # read per step; a longer line is skipped as "oversized"
-
-
-def _skip_line(handle: IO[bytes], position: int) -> int | None:
-    """The offset just past the newline at or after `position`, or None when the line is not finished."""
-    handle.seek(position)
-    while True:
-        buf = handle.read(1024 * 1024)
-        if not buf:
-            return None
-        end = buf.find(b"\n")
-        if end >= 0:
-            return position + end + 1
-        position += len(buf)
-
-
-def _embed_text(speaker: str | None, text: str) -> str:
-    """What a turn's vector is computed from: its speaker's name (when known) and its text."""
-    return f"{speaker}: {text}" if speaker else text
-
-
-def _no_progress(items: Iterable[Any], total: int) -> Iterable[Any]:
-    return items
-
-
-def list_stores() -> list[dict[str, Any]]:
-    """Every store of the data root: its store files and the stores it marks as on Postgres (the
-    server from $CAIRN_POSTGRES_URL or the user config): {name, path, backend, project_root, and
-    its counts}, or {name, path, backend, error} for one that cannot be opened. Opens nothing for
-    writing, creates nothing."""
-    rows: list[dict[str, Any]] = []
-    postgres = set(postgres_names())
-    config: dict[str, Any] | None = None
-    for name in sorted({p.stem for p in stores_dir().glob("*.db")} | postgres):
-        backend = "postgres" if name in postgres else "sqlite"
-        path = store_path(name)
-        try:
-            if backend == "postgres":
-                config = config if config is not None else load_config()
-                store = open_store(name, path, config, create=False, project=False, backend="postgres")
-            else:
-                store = SqliteStore.open(path, name=name, create=False)
-        except CairnError as exc:
-            rows.append({"name": name, "path": str(path), "backend": backend, "error": str(exc)})
-            continue
-        try:
-            rows.append({"name": name, "path": str(store.path), "backend": backend,
-                         "project_root": store.get_meta("project_root"), **store.counts()})
-        finally:
-            store.close()
-    return rows
-
-
-def delete_store(name: str) -> Path:
-    """Delete the store NAME: its database file and its -wal/-shm files, or on Postgres its schema
-    and the data root's marker. Returns the path. Raises InvalidStoreName, StoreNotFound."""
-    path = store_path(validate_store_name(name))
-    if marker_path(name).exists():
-        from .storage.postgres import PgStore
-
-        store = open_store(name, path, load_config(), create=False, project=False, backend="postgres")
-        try:
-            assert isinstance(store, PgStore)
-            store.drop()
-        finally:
-            store.close()
-        marker_path(name).unlink()
-        return marker_path(name)
-    if not path.exists():
-        raise StoreNotFound(f"store {name!r} does not exist ({path})")
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
-    return path
-
-
-def rename_store(old: str, new: str) -> Path:
-    """Rename the store OLD to NEW: its files and its recorded name. Returns the new path. A store
-    on Postgres is shared: only this data root's entry is renamed (the marker NEW.postgres names the
-    same schema), so this machine calls it NEW while the team's other machines keep their names;
-    no server is contacted. Raises InvalidStoreName, StoreNotFound, StoreError (NEW exists)."""
-    source, target = store_path(validate_store_name(old)), store_path(validate_store_name(new))
-    if marker_path(new).exists():
-        raise StoreError(f"store {new!r} already exists (on Postgres); delete or rename it first")
-    if marker_path(old).exists():
-        from .storage.postgres import schema_for
-
-        if target.exists():
-            raise StoreError(f"store {new!r} already exists ({target}); delete or rename it first")
-
-        write_marker(new, marker_schema(old) or schema_for(old))
-        marker_path(old).unlink()
-        return marker_path(new)
-    if not source.exists():
-        raise StoreNotFound(f"store {old!r} does not exist ({source})")
-    if target.exists():
-        raise StoreError(f"store {new!r} already exists ({target}); delete or rename it first")
-    store = SqliteStore.open(source, name=old, create=False)
-    try:
-        store.set_meta("name", new)
-    finally:
-        store.close()  # the last connection checkpoints the WAL into the database file
-    for suffix in ("-wal", "-shm", ""):  # the database file last: its name is what marks the store
-        if Path(str(source) + suffix).exists():
-            Path(str(source) + suffix).rename(str(target) + suffix)
-    return target
-
-
-def create_store(name: str, *, postgres: str | None = None) -> tuple[Path | str, bool]:
-    """Create the named store (for --store / CAIRN_STORE). Returns (path, whether it was created
-    now: False when it already existed).
-
-    postgres: a Postgres server's URL (libpq URL or conninfo): the store is made there (a schema
-    of its own) and the data root records that store NAME lives on Postgres, without the URL;
-    later opens take the URL from $CAIRN_POSTGRES_URL or the config's store.postgres_url. The
-    "path" returned is then `postgres:<schema>`. Raises InvalidStoreName, StoreError (no server)."""
-    path = store_path(validate_store_name(name))
-    if postgres is not None:
-        from .storage.postgres import PgStore, schema_for
-
-        existed = PgStore.exists(postgres, name)
-        store = open_store(name, path, load_config(), create=True, project=False, backend="postgres", url=postgres)
-        try:
-            write_marker(name, schema_for(name))
-            return store.path, not existed
-        finally:
-            store.close()
-    existed = path.exists()
-    SqliteStore.open(path, name=name, create=True).close()
-    return path, not existed
-
-
-def _store_spec(spec: str) -> tuple[str, str]:
-    """"NAME", "sqlite:NAME" or "postgres:NAME" -> (backend, name); a bare NAME is on the backend
-    the data root records for it. Raises InvalidStoreName."""
-    backend, _, name = spec.rpartition(":")
-    if backend and backend not in ("sqlite", "postgres"):
-        raise InvalidInput(f"{spec!r}: a store is NAME, sqlite:NAME or postgres:NAME")
-    validate_store_name(name)
-    return backend or ("postgres" if marker_path(name).exists() else "sqlite"), name
-
-
-def migrate_store(source: str, target: str, *, progress: Progress = _no_progress) -> dict[str, Any]:
-    """Copy store `source` into the new store `target`, across backends, losslessly: every memory
-    with its history (both times, supersession links, tombstones, asserted valid_to), tags, vectors
-    (copied, not recomputed), the recorded model and fingerprint, the project root, the review
-    verdicts and the captured sessions (their turns' vectors are queued and recomputed). Into
-    Postgres, `<private>` spans and secrets are scrubbed on the way (as `remember` does). Specs: NAME,
-    sqlite:NAME or postgres:NAME (the server from $CAIRN_POSTGRES_URL or the config). A target on
-    Postgres is then marked in the data root, so NAME opens there from now on; a target in SQLite
-    removes that mark. The review queue comes along (every proposal, in its state). The source is
-    left as it was. Returns {"source", "target", "path", "memories", "vectors", "dismissals",
-    "proposals", "sessions", "turns"}.
-    Raises InvalidInput, StoreNotFound, StoreError (the target exists and holds memories or sessions)."""
-    (src_backend, src_name), (dst_backend, dst_name) = _store_spec(source), _store_spec(target)
-    if (src_backend, src_name) == (dst_backend, dst_name):
-        raise InvalidInput("source and target are the same store")
-    config = load_config()
-    src = open_store(src_name, store_path(src_name), config, create=False, project=False, backend=src_backend)
-    try:
-        dst = open_store(dst_name, store_path(dst_name), config, create=True, project=False, backend=dst_backend)
-        try:
-            if dst.counts()["total"] or dst.session_totals()["sessions"]:
-                raise StoreError(f"target store {target!r} already holds memories; migrate into a new store")
-            copied = _copy_store(src, dst, progress)
-            dst_path = str(dst.path)
-        finally:
-            dst.close()
-    finally:
-        src.close()
-    if dst_backend == "postgres":
-        from .storage.postgres import schema_for
-
-        write_marker(dst_name, schema_for(dst_name))
-    else:
-        marker_path(dst_name).unlink(missing_ok=True)
-    return {"source": source, "target": target, "path": dst_path, **copied}
-
-
-def _scrubbed_rows(dst: Store, rows: list[tuple[Memory, int]]) -> tuple[list[tuple[Memory, int]], set[str]]:
-    """Rows about to be copied or imported into `dst`, and the ids of those whose text changed. Into
-    a store on Postgres (shared with a team) each text is scrubbed as `remember` scrubs it (a store
-    written before `remember` did, or an export edited by hand, may hold `<private>` spans or
-    secrets): those spans and secrets never reach the server. A text that was all private arrives
-    as a tombstone (forgotten now). Into SQLite, rows are kept as they are (a restore of one's own
-    data)."""
-    if getattr(dst, "backend", "sqlite") != "postgres":
-        return rows, set()
-    live = [(i, m.text) for i, (m, _) in enumerate(rows) if m.text is not None]
-    out, changed, now = list(rows), set(), now_ms()
-    for (i, text), clean in zip(live, scrub_many([t for _, t in live])):
-        cleaned = clean.text.strip()
-        if cleaned == text:
-            continue
-        memory, asserted = rows[i]
-        if is_blank(cleaned):
-            memory = replace(memory, text=None, tags=(), forgotten_at=memory.forgotten_at or now,
-                             retired_at=min(memory.retired_at or END_OF_TIME, now))
-        else:
-            memory = replace(memory, text=cleaned)
-        out[i] = (memory, asserted)
-        changed.add(memory.id)
-    return out, changed
-
-
-def _copy_store(src: Store, dst: Store, progress: Progress = _no_progress) -> dict[str, int]:
-    """Copy everything of `src` into the empty store `dst` (either backend): memories with their
-    history, tags, vectors (copied, not recomputed), the recorded model, fingerprint and project
-    root, review verdicts, the review queue (_copy_proposals), and captured sessions (catalog
-    rows, turns, how far each transcript was read; the turns' index keys are rebuilt as a one-shot
-    import builds them, their vectors are queued for embedding). Into Postgres, texts are scrubbed
-    first (_scrubbed_rows); a changed one's vector is not copied but recomputed. Returns
-    {"memories", "vectors", "dismissals", "proposals", "sessions", "turns"}."""
-    rows, scrubbed = _scrubbed_rows(dst, list(src.iter_rows()))
-    imported, _ = dst.import_rows(rows)
-    live = [m.id for m, _ in rows if m.text is not None and m.id not in scrubbed]  # scrubbed: re-embedded
-    vectors = 0
-    with dst.bulk_vectors():  # Postgres: the HNSW index built once, after the copy
-        for start in progress(range(0, len(live), 2000), (len(live) + 1999) // 2000):
-            chunk = live[start : start + 2000]
-            seqs, targets = src.seqs_of(chunk), dst.seqs_of(chunk)
-            found = src.vectors_of([seqs[i] for i in chunk])
-            vectors += dst.fill_backlog({targets[i]: found[seqs[i]] for i in chunk
-                                         if seqs[i] in found and i in targets})
-    for key in ("embedding_model", "embedding_fingerprint", "project_root", "maintenance_last_run"):
-        value = src.get_meta(key)
-        if value is not None:
-            dst.set_meta(key, value)
-    dismissals = src.dismissals()
-    for first, second, at in dismissals:
-        dst.dismiss_pair(first, second, at)
-    proposals = _copy_proposals(src, dst)
-    sessions = turns = 0
-    for info in src.sessions(2**62):
-        stored = src.session_turns(info.session_id, 0, 2**62)
-        drafts = [TurnDraft(uuid=t.uuid, role=t.role, text=t.text, at=t.at, speaker=t.speaker,
-                            git_branch=t.git_branch, cwd=t.cwd, meta=t.meta) for t in stored]
-        keyed = [{**asdict(d), "key": key, "vector": None} for d, key in zip(drafts, session_keys(drafts, 0))]
-        path, read_bytes, last_uuid = src.session_progress(info.session_id)
-        dst.add_turns(info.session_id, source=info.source, transcript_path=path, title=info.title, turns=keyed,
-                      read_bytes=read_bytes, last_uuid=last_uuid, skipped=info.skipped, redactions=info.redactions,
-                      private_spans=info.private_spans, trailing_meta={}, rekey={})
-        sessions += 1
-        turns += len(keyed)
-    return {"memories": imported, "vectors": vectors, "dismissals": len(dismissals), "proposals": proposals,
-            "sessions": sessions, "turns": turns}
-
-
-def _copy_proposals(src: Store, dst: Store) -> int:
-    """Copy the review queue, every state, as it is (ids, source stamps, decisions and results):
-    the stamps stay valid, since the memories are copied with every time they carry. Into Postgres
-    the texts a proposal carries (payload "texts", "text", "draft", and its subject) are scrubbed
-    as the memories' texts are (_scrubbed_rows). Returns how many were copied."""
-    from .review import open_key
-
-    proposals = src.proposals()
-    if getattr(dst, "backend", "sqlite") == "postgres":
-        proposals = [_scrubbed_proposal(p) for p in proposals]
-    return len(dst.add_proposals([(p, open_key(p.type, p.source_ids, p.payload.get("text"))) for p in proposals]))
-
-
-def _scrubbed_proposal(p: Proposal) -> Proposal:
-    """The proposal with `<private>` spans and secrets scrubbed from the texts it carries."""
-    payload = dict(p.payload)
-    texts = list(payload.get("texts") or [])
-    # (where, text): where is an index into texts, or a payload key, or None for the subject
-    found: list[tuple[int | str | None, str]] = [(i, t) for i, t in enumerate(texts) if isinstance(t, str)]
-    found += [(key, payload[key]) for key in ("text", "draft") if isinstance(payload.get(key), str)]
-    if p.subject is not None:
-        found.append((None, p.subject))
-    subject = p.subject
-    for (where, _), clean in zip(found, scrub_many([t for _, t in found])):
-        if where is None:
-            subject = clean.text.strip()
-        elif isinstance(where, int):
-            texts[where] = clean.text.strip()
-        else:
-            payload[where] = clean.text.strip()
-    if "texts" in payload:
-        payload["texts"] = texts
-    return replace(p, subject=subject, payload=payload)
-
-
-_BACKUP_TIME = "%Y%m%dT%H%M%S"
-
-
-def _stamp() -> str:
-    """UTC time to the millisecond, sortable as text: 20250102T030405678Z."""
-    ms = now_ms()
-    return time.strftime(_BACKUP_TIME, time.gmtime(ms / 1000)) + f"{ms % 1000:03d}Z"
-
-
-def backups_of(name: str) -> list[Path]:
-    """The backup files `cairn backup` made of store NAME, oldest first."""
-    pattern = re.compile(rf"^{re.escape(name)}-\d{{8}}T\d{{9}}Z\.db$")
-    folder = backups_dir()
-    return sorted(p for p in folder.glob("*.db") if pattern.match(p.name)) if folder.is_dir() else []
-
-
-def backup_store(name: str, *, keep: int | None = None) -> dict[str, Any]:
-    """Back up store NAME into <data root>/backups/NAME-<UTC time>.db (0600) with SQLite's online
-    backup API: a consistent copy, safe while sessions write. A store on Postgres is copied into such
-    a file too (no pg_dump: everything `migrate-store` copies, read in one repeatable-read snapshot
-    while the team goes on writing), which `cairn restore` restores as a local store. keep: then
-    delete all but the `keep` newest backups of that store. Returns {"store", "path", "bytes",
-    "counts", "removed": [paths]}. Raises InvalidStoreName, StoreNotFound, StoreCorrupted,
-    StoreError, ConfigError (a Postgres store and no server URL)."""
-    if keep is not None and keep < 1:
-        raise InvalidInput("keep must be at least 1")
-    path = store_path(validate_store_name(name))
-    if marker_path(name).exists():
-        target, counts = _backup_postgres(name)
-    else:
-        store = SqliteStore.open(path, name=name, create=False)
-        try:
-            target = private_dir(backups_dir()) / f"{name}-{_stamp()}.db"
-            store.backup_to(target)
-            counts = store.counts()
-        finally:
-            store.close()
-    removed = [str(p) for p in backups_of(name)[:-keep]] if keep else []
-    for old in removed:
-        Path(old).unlink(missing_ok=True)
-    return {"store": name, "path": str(target), "bytes": target.stat().st_size, "counts": counts, "removed": removed}
-
-
-def _backup_postgres(name: str) -> tuple[Path, dict[str, int]]:
-    """Copy Postgres store NAME into a new SQLite backup file: (its path, the store's counts)."""
-    src = open_store(name, store_path(name), load_config(), create=False, project=False, backend="postgres")
-    try:
-        target = private_dir(backups_dir()) / f"{name}-{_stamp()}.db"
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
-        try:
-            dst = SqliteStore.open(tmp, name=name, create=True)
-            try:
-                with src.snapshot():
-                    _copy_store(src, dst)
-                    counts = src.counts()
-                if dst.integrity() != "ok":
-                    raise StoreError(f"the backup of {name!r} failed its integrity check")
-            finally:
-                dst.close()
-            os.replace(tmp, target)
-        finally:
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{tmp}{suffix}").unlink(missing_ok=True)
-    finally:
-        src.close()
-    return target, counts
-
-
-def restore_store(source: str | Path, *, name: str | None = None, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
-                  bring_back_forgotten: bool = False) -> dict[str, Any]:
-    """Make store NAME (default: the name recorded in the backup) hold exactly what the backup file
-    `source` holds: memories, history, tombstones, review verdicts.
-
-    The backup is checked first (a Cairn store, schema not newer than this Cairn, integrity ok).
-    The store it replaces is kept aside as <data root>/backups/NAME-replaced-<UTC time>.db. A
-    readable store is overwritten in place in one transaction, so a process holding it open (the
-    warm process, an MCP server) reads the restored content from its next query on; an unreadable
-    one is moved aside (with its -wal) and the backup copied in its place. An older schema is
-    migrated. A memory forgotten in the store after the backup was taken stays forgotten (it is
-    erased again from the restored store, as forget erases) unless bring_back_forgotten.
-    Returns {"store", "path", "source", "replaced_kept_at" (None when there was no store),
-    "schema_version", "counts", "forgotten": [{"id", "kind", "forgotten_at"} of each such memory],
-    "forgotten_brought_back": bring_back_forgotten}.
-    A store that another process keeps locked for longer than busy_timeout_ms is busy, not
-    unreadable: StoreBusy, and nothing is moved or changed.
-    Raises InvalidInput (no such file), InvalidStoreName, SchemaTooNew, StoreCorrupted, StoreBusy."""
-    source = Path(source)
-    if not source.is_file():
-        raise InvalidInput(f"no backup file {source}")
-    info = SqliteStore.inspect_file(source)
-    if info["integrity"] != "ok":
-        raise StoreCorrupted(f"{source} fails its integrity check ({info['integrity']}); not restored")
-    name = validate_store_name(name or str(info["name"] or source.stem.rsplit("-", 1)[0]))
-    if marker_path(name).exists():
-        raise StoreError(
-            f"store {name!r} is on Postgres, shared with the team: a backup is not restored over it. Restore "
-            f"it as a local store (`cairn restore {source} --store {name}-restored`), check it, then copy it "
-            f"to the server with `cairn migrate-store sqlite:{name}-restored postgres:NEW-NAME`")
-    target = store_path(name)
-    aside: Path | None = None
-    forgotten: dict[str, Memory] = {}  # forgotten in the store being replaced (unknown when unreadable)
-    if target.exists():
-        aside = private_dir(backups_dir()) / f"{name}-replaced-{_stamp()}.db"
-        live: SqliteStore | None = None
-        try:
-            live = SqliteStore.open(target, name=name, create=False, busy_timeout_ms=busy_timeout_ms)
-            live.backup_to(aside)
-            forgotten = {m.id: m for m, _ in live.iter_rows() if m.forgotten_at is not None}
-        except StoreBusy:
-            # Locked, not broken: moving a file aside under a writer would lose its writes.
-            if live is not None:
-                live.close()
-            Path(aside).unlink(missing_ok=True)
-            raise StoreBusy(f"store {name} is busy: another process has held its lock for over "
-                            f"{busy_timeout_ms / 1000:g} s; nothing was restored. Try again once it is "
-                            "done (`cairn doctor` shows the warm process).") from None
-        except (StoreError, DatabaseError) as exc:
-            # Unreadable (the usual reason to restore): nothing can be copied out of it, so its files
-            # are kept aside as they are, and the backup is copied into a new file.
-            log.warning("restore %s: the store cannot be read (%s); moving its files aside", name, exc)
-            if live is not None:
-                live.close()
-                live = None
-            for suffix in ("", "-wal"):
-                if Path(f"{target}{suffix}").exists():
-                    os.replace(f"{target}{suffix}", f"{aside}{suffix}")
-            Path(f"{target}-shm").unlink(missing_ok=True)
-        if live is not None:
-            try:
-                live.restore_from(source)
-            except StoreBusy:
-                Path(aside).unlink(missing_ok=True)
-                raise StoreBusy(f"store {name} is busy: another process holds its write lock; nothing "
-                                "was restored. Try again once it is done.") from None
-            finally:
-                live.close()
-    if not target.exists():
-        private_dir(target.parent)
-        copy = SqliteStore.open_file_copy(source, target)
-        copy.close()
-    restored = SqliteStore.open(target, name=name, create=False)  # migrates an older schema
-    back: list[Memory] = []
-    try:
-        if restored.get_meta("name") != name:
-            restored.set_meta("name", name)
-        for memory_id, tombstone in forgotten.items():
-            try:
-                if restored.get(memory_id).forgotten_at is None:
-                    back.append(tombstone)
-            except MemoryNotFound:
-                continue
-        if back and not bring_back_forgotten:
-            with restored.transaction():
-                for tombstone in back:
-                    restored.erase(restored.seq_of(tombstone.id), tombstone.forgotten_at or now_ms())
-            if not restored.flush_to_disk():
-                log.warning("restore %s: a reader kept the WAL in use; the next checkpoint empties it", name)
-        counts = restored.counts()
-    finally:
-        restored.close()
-    return {"store": name, "path": str(target), "source": str(source),
-            "replaced_kept_at": str(aside) if aside else None, "schema_version": len(MIGRATIONS), "counts": counts,
-            "forgotten": [{"id": m.id, "kind": m.kind, "forgotten_at": m.forgotten_at} for m in back],
-            "forgotten_brought_back": bring_back_forgotten}
 
 
 def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
@@ -606,11 +149,12 @@ def _relevant(hit: Hit) -> bool:
     return cosine is None or cosine > VECTOR_FLOOR
 
 
-class Cairn:
+class Engine:
     """Memory for one project: its store, the global store, and an embedder.
 
-    Open with `Cairn.open(...)`; close with `close()` or use as a context manager.
-    embedder None means keyword-only. `choice` records which store and why.
+    Open with `Cairn.open(...)` (api.Cairn, this engine with the review queue and captured sessions);
+    close with `close()` or use as a context manager. embedder None means keyword-only. `choice`
+    records which store and why.
     """
 
     def __init__(self, store: Store, *, choice: StoreChoice, embedder: Embedder | None, config: dict[str, Any],
@@ -643,7 +187,7 @@ class Cairn:
         resolved: Resolved | None = None,
         read_only: bool = False,
         busy_timeout_ms: int | None = None,
-    ) -> Cairn:
+    ) -> Self:
         """Open the chosen store (explicit name > CAIRN_STORE > git toplevel > cwd).
 
         resolved: what the caller's composition root already decided (compose.resolve); then store,
@@ -724,7 +268,7 @@ class Cairn:
         if self._global is not None:
             self._global.close()
 
-    def __enter__(self) -> Cairn:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -906,14 +450,8 @@ class Cairn:
         return results
 
     def _queue_conflicts(self, store: Store, result: RememberResult) -> None:
-        """The possible conflicts a write reported join the review queue (conflict proposals). The
-        write itself is done: a queue that cannot be written is logged, never raised."""
-        from .review import stage_conflicts
-
-        try:
-            stage_conflicts(self, store, result.memory, result.conflicts)
-        except (CairnError, DatabaseError) as exc:
-            log.warning("possible conflicts of %s not queued for review: %s", result.memory.id, exc)
+        """What becomes of the possible conflicts a write reported, once the write is done: here
+        nothing; `Cairn` (api.py), which has the review queue, queues them as conflict proposals."""
 
     def _require_current(self, store: Store, memory_id: str, *, lock: bool = False) -> Memory:
         memory = store.get_for_update(memory_id) if lock else store.get(memory_id)
@@ -940,7 +478,7 @@ class Cairn:
                 # tags the user chose): a new version of it, which retires it like the others. It is
                 # retired first (one current memory per text), by a row inserted just below.
                 store.defer_references()
-                store.supersede(store.seq_of(existing.id), row.id, at=row.recorded_at, valid_until=row.valid_from)
+                self._supersede(store, existing.id, row.id, at=row.recorded_at, valid_until=row.valid_from)
                 restated = [existing.id]
                 olds = [o for o in olds if o.id != existing.id]
                 existing = None
@@ -949,7 +487,7 @@ class Cairn:
                 # (the review verdict "keep the newer one"): nothing new is written.
                 retired = [o.id for o in olds if o.id != existing.id]
                 for old_id in retired:
-                    store.supersede(store.seq_of(old_id), existing.id, at=row.recorded_at, valid_until=row.valid_from)
+                    self._supersede(store, old_id, existing.id, at=row.recorded_at, valid_until=row.valid_from)
                 # After a replace, what else the text may change; a plain duplicate changes nothing.
                 related = self._detect(store, row, vector, retire=False,
                                        skip={existing.id, *retired}).related if retired else []
@@ -971,7 +509,7 @@ class Cairn:
                     return RememberResult(duplicate, "duplicate", [])
                 raise StoreError(f"memory {row.id} could not be stored; try again")
             for old_seq, old, _ in targets:
-                if store.supersede(old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from):
+                if self._supersede(store, old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from):
                     superseded.append(old.id)
         return RememberResult(store.get(row.id), "created", superseded, found.conflicts, found.related)
 
@@ -1084,91 +622,10 @@ class Cairn:
             valid_from=valid_from, valid_to=valid_to, replaces=tuple(ids), scope=scope,
             applies_when=old.applies_when if applies_when is None else applies_when)
 
-    # -- review -----------------------------------------------------------------------------------
-    def dismiss_pair(self, first_id: str, second_id: str) -> None:
-        """Record the user's verdict "keep both" on a review pair, so it is not proposed again.
-        Raises MemoryNotFound unless both are in one store."""
-        self._store_holding(first_id).dismiss_pair(first_id, second_id, now_ms())
-
-    def is_dismissed(self, first_id: str, second_id: str) -> bool:
-        return any(s.is_dismissed(first_id, second_id) for s in self._stores("all"))
-
-    # -- the review queue, maintenance, the cold tier (review.py) --------------------------------------
-    def review_queue(self, *, states: Iterable[str] = ("pending",), types: Iterable[str] = (),
-                     limit: int | None = None) -> list[Proposal]:
-        """The review queue of the project store, oldest first (review.queue): proposals in `states`
-        (PROPOSAL_STATES; default pending) of `types` (PROPOSAL_TYPES; default all). Pending
-        proposals older than 30 days, or whose sources changed, become expired first, on either
-        backend (SQLite or Postgres). Raises InvalidInput."""
-        from . import review
-
-        return review.queue(self, states=tuple(states), types=tuple(types), limit=limit)
-
-    def review_show(self, proposal_id: str) -> dict[str, Any]:
-        """One proposal with its evidence: {"proposal", "sources" (each memory as it is now), "stale"
-        (why it can no longer be applied, or None), "after" (what each verdict would do)}.
-        Raises ProposalNotFound."""
-        from . import review
-
-        return review.show(self, proposal_id)
-
-    def review_decide(self, proposal_id: str, verdict: str, *, text: str | None = None,
-                      keep_id: str | None = None, tags: Iterable[str] | None = None,
-                      by: str = "cli") -> dict[str, Any]:
-        """Apply the user's verdict on one proposal (approve | reject | edit; "keep" means reject),
-        compare-and-set in one transaction: keep_id chooses the memory that stays, text (edit) the
-        one written instead, tags the tags it keeps; see review.decide. Raises InvalidInput,
-        ProposalNotFound, ProposalClosed, StaleProposal."""
-        from . import review
-
-        return review.decide(self, proposal_id, verdict, text=text, keep_id=keep_id,
-                             tags=None if tags is None else list(tags), by=by)
-
-    def propose(self, text: str, *, kind: str = "fact", tags: Iterable[str] = (), context: str | None = None,
-                applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:
-        """Queue a new memory for the user's approval (an `add` proposal; nothing is stored before):
-        see review.propose. Returns {"status": "queued" | "pending" | "exists" | "reviewed", "proposal", ...}.
-        Raises InvalidMemory."""
-        from . import review
-
-        return review.propose(self, text, kind=kind, tags=tuple(tags), context=context, applies_when=applies_when,
-                              origin=origin)
-
-    def import_guidance(self, path: str | Path) -> dict[str, Any]:
-        """Split a CLAUDE.md / AGENTS.md / .cursorrules file deterministically (guidance.split:
-        headings, bullets) into `add` proposals. Nothing is stored before approval. Returns
-        {"file", "items", "queued", "pending", "exists", "reviewed", "skipped", "left_out", "proposals": [ids]}.
-        Raises InvalidInput."""
-        from .guidance import import_file
-
-        return import_file(self, Path(path))
-
-    def maintain(self, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
-        """One maintenance run over the project store (review.maintain): a dry run unless apply;
-        apply retires exact duplicates and, unless safe_only, queues proposals. Never deletes.
-        Raises MaintenanceBusy (another run, on any machine, holds the store's lease)."""
-        from . import review
-
-        return review.maintain(self, apply=apply, safe_only=safe_only)
-
-    def maintenance_status(self) -> dict[str, Any]:
-        """The last maintenance run, whether the store is due one, the lease, queue counts by state
-        and type, and how many memories are cold (review.maintenance_status). Reads only."""
-        from . import review
-
-        return review.maintenance_status(self)
-
     def set_cold(self, memory_id: str, cold: bool) -> bool:
         """Demote a memory to the cold tier (cold=True, now) or bring it back. Returns whether it
         changed. Raises MemoryNotFound."""
         return self._store_holding(memory_id).set_cold(memory_id, now_ms() if cold else None)
-
-    def promote(self, memory_id: str) -> dict[str, Any]:
-        """Bring a cold memory back (hooks, default recall and list). Returns {"promoted": id}.
-        Raises MemoryNotFound, InvalidInput (not cold)."""
-        from . import review
-
-        return review.promote(self, memory_id)
 
     def memory_vectors(self, memory_ids: Iterable[str]) -> dict[str, np.ndarray]:
         """The stored vector (float32[dim], L2-normalised) of each memory of the project store that
@@ -1205,8 +662,38 @@ class Cairn:
             old = self._require_current(store, memory_id, lock=True)
             if old.retired_at is None:
                 at = now_ms()
-                store.supersede(store.seq_of(memory_id), None, at=at, valid_until=at)  # type: ignore[arg-type]
+                self._supersede(store, memory_id, None, at=at, valid_until=at)
         return store.get(memory_id)
+
+    def retire_into(self, memory_ids: Iterable[str], keep_id: str, *, at: int | None = None) -> builtins.list[str]:
+        """Retire current memories into `keep_id`, a current memory of the same store that stays:
+        each leaves the current view superseded by it, valid until `at` (epoch ms, default now), its
+        text kept in history. Nothing new is written (a review verdict keeping one memory of a
+        pair, maintenance retiring exact duplicates). Inside a caller's transaction it joins it (a
+        savepoint). Returns the ids retired. Raises MemoryNotFound, NotCurrent."""
+        store = self.store  # where the review queue's memories are; the global store is opened only if need be
+        try:
+            store.seq_of(keep_id)
+        except MemoryNotFound:
+            store = self._store_holding(keep_id)
+        at = now_ms() if at is None else int(at)
+        retired = []
+        with store.transaction():
+            self._require_current(store, keep_id)
+            for memory_id in memory_ids:
+                self._require_current(store, memory_id, lock=True)
+                if self._supersede(store, memory_id, keep_id, at=at, valid_until=at):
+                    retired.append(memory_id)
+        return retired
+
+    @staticmethod
+    def _supersede(store: Store, old: str | int, by: str | None, *, at: int, valid_until: int) -> bool:
+        """The one writer of supersession: retire `old` (an id, or its row number) at transaction time
+        `at`, its validity ending at `valid_until`, superseded by the memory `by` (None: retired with
+        no successor). Every retirement goes through here (_write, retire, retire_into). Returns
+        False when another writer retired or forgot it first."""
+        seq = store.seq_of(old) if isinstance(old, str) else old
+        return store.supersede(seq, by, at=at, valid_until=valid_until)
 
     def source_state(self, name: str) -> dict[str, Any]:
         """What the importer of an outside source (`name`, e.g. "claude-memory") recorded in the
@@ -1425,229 +912,17 @@ class Cairn:
         Returns how many memories had counts."""
         return self.store.reset_usage(None if memory_ids is None else builtins.list(memory_ids))
 
-    # -- captured sessions ----------------------------------------------------------------------------
-    def add_session_turns(self, session_id: str, drafts: builtins.list[TurnDraft], *, source: str,
-                          transcript_path: str | None = None, read_bytes: int | None = None,
-                          last_uuid: str | None = None, skipped: dict[str, int] | None = None,
-                          trailing_meta: dict[str, builtins.list[str]] | None = None) -> dict[str, Any]:
-        """Scrub (privacy.scrub: `<private>` spans, secrets), index, embed and store turns of a
-        session, after those it holds; a turn whose uuid it already holds is skipped (idempotent).
-        Returns {"turns_added", "redactions": {type: n}, "private_spans", "cited": the memory ids the
-        added assistant turns cite as [mem:ID], in order}."""
-        store = self.store
-        known = store.known_uuids(session_id, [d.uuid for d in drafts])
-        fresh, seen = [], set(known)
-        for d in drafts:
-            if d.uuid not in seen:
-                seen.add(d.uuid)
-                fresh.append(d)
-        redactions: Counter = Counter()
-        private = 0
-        kept: list[TurnDraft] = []
-        # clean_text again: a caller of this API may not have read its turns through parse_lines.
-        for d, clean in zip(fresh, scrub_many([clean_text(d.text) for d in fresh])):
-            redactions.update(clean.redactions)
-            private += clean.private_spans
-            if clean.text.strip():
-                kept.append(replace(d, text=clean.text.strip()))
-        # A key names the NEIGHBOURS turns on each side: the stored last NEIGHBOURS turns get new keys
-        # now that turns follow them, and those need the NEIGHBOURS turns before them in turn.
-        previous = [TurnDraft(uuid=t.uuid, role=t.role, text=t.text, at=t.at, speaker=t.speaker)
-                    for t in store.last_turns(session_id, 2 * NEIGHBOURS)] if kept else []
-        context = previous + kept
-        keys = session_keys(context, max(0, len(previous) - NEIGHBOURS))
-        rekey = {t.uuid: key for t, key in zip(previous[-NEIGHBOURS:], keys)}
-        keyed = [{**asdict(d), "key": key} for d, key in zip(kept, keys[len(rekey):])]
-        vectors = (self.embed([_embed_text(d.speaker, d.text) for d in kept])
-                   if kept and store.turn_index is not None else None)
-        for i, row in enumerate(keyed):
-            row["vector"] = None if vectors is None else vectors[i]
-        if vectors is not None:
-            self._claim_space(store)
-        title = title_of(kept)
-        added = store.add_turns(
-            session_id, source=source, transcript_path=transcript_path, title=title, turns=keyed,
-            read_bytes=read_bytes, last_uuid=last_uuid, skipped=dict(skipped or {}), redactions=dict(redactions),
-            private_spans=private, trailing_meta=trailing_meta or {}, rekey=rekey)
-        cited = list(dict.fromkeys(i for d in kept if d.role == "assistant" for i in cited_ids(d.text)))
-        return {"turns_added": len(added), "redactions": dict(redactions), "private_spans": private, "cited": cited}
-
-    def ingest_transcript(self, path: str | Path, *, session_id: str | None = None,
-                          source: str = "claude-code") -> dict[str, Any]:
-        """Capture the part of a Claude Code transcript (JSON Lines) not read yet: from the byte
-        offset the session's catalog row records, to the last complete line (a line still being
-        written is read next time). Idempotent: turns are keyed by (session id, message uuid).
-        session_id defaults to the file's stem. Bad lines are skipped and counted, never raised.
-        Returns {"session_id", "turns_added", "skipped": {reason: n}, "redactions": {type: n},
-        "private_spans", "read_bytes", "cited": memory ids the new assistant turns cite as [mem:ID]}.
-        Raises InvalidInput when the file cannot be read."""
-        path = Path(path)
-        session_id = session_id or path.stem
-        known_path, offset, _ = self.store.session_progress(session_id)
-        if known_path is not None and known_path != str(path):
-            offset = 0  # another file for this session: read it whole (uuids keep it idempotent)
-        totals: dict[str, Any] = {"session_id": session_id, "turns_added": 0, "skipped": Counter(),
-                                  "redactions": Counter(), "private_spans": 0, "cited": []}
-        try:
-            handle = open(path, "rb")
-        except OSError as exc:
-            raise InvalidInput(f"cannot read transcript {path}: {exc.strerror or exc}") from None
-        with handle:
-            size = os.fstat(handle.fileno()).st_size
-            if offset > size:
-                offset = 0  # the file was rewritten
-            while offset < size:
-                handle.seek(offset)
-                buf = handle.read(TRANSCRIPT_CHUNK_BYTES)
-                end = buf.rfind(b"\n")
-                if end < 0:
-                    if len(buf) < TRANSCRIPT_CHUNK_BYTES:
-                        break  # the last line is still being written
-                    skip = _skip_line(handle, offset + len(buf))
-                    if skip is None:
-                        break
-                    self.store.add_turns(session_id, source=source, transcript_path=str(path), title=None, turns=[],
-                                         read_bytes=skip, last_uuid=None, skipped={"oversized": 1}, redactions={},
-                                         private_spans=0, trailing_meta={}, rekey={})
-                    totals["skipped"]["oversized"] += 1
-                    offset = skip
-                    continue
-                parsed = parse_lines(buf[: end + 1])
-                offset += end + 1
-                done = self.add_session_turns(
-                    session_id, parsed.turns, source=source, transcript_path=str(path), read_bytes=offset,
-                    last_uuid=parsed.last_uuid, skipped=parsed.skipped, trailing_meta=parsed.trailing_meta)
-                totals["turns_added"] += done["turns_added"]
-                totals["skipped"].update(parsed.skipped)
-                totals["redactions"].update(done["redactions"])
-                totals["private_spans"] += done["private_spans"]
-                totals["cited"] += [i for i in done["cited"] if i not in totals["cited"]]
-        totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]), read_bytes=offset)
-        return totals
-
-    def import_transcripts(self, folder: str | Path, *, progress: Progress = _no_progress) -> dict[str, Any]:
-        """Capture every Claude Code transcript (`*.jsonl`) in `folder`, each resuming where an earlier
-        capture or import of it stopped. Returns {"files", "turns_added", "skipped", "redactions",
-        "private_spans"}. A file that cannot be read is counted under skipped["unreadable file"]."""
-        files = sorted(Path(folder).glob("*.jsonl"))
-        totals: dict[str, Any] = {"files": len(files), "turns_added": 0, "skipped": Counter(),
-                                  "redactions": Counter(), "private_spans": 0}
-        for path in progress(files, len(files)):
-            try:
-                done = self.ingest_transcript(path)
-            except InvalidInput:
-                totals["skipped"]["unreadable file"] += 1
-                continue
-            totals["turns_added"] += done["turns_added"]
-            totals["skipped"].update(done["skipped"])
-            totals["redactions"].update(done["redactions"])
-            totals["private_spans"] += done["private_spans"]
-        totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]))
-        return totals
-
-    def import_locomo(self, path: str | Path) -> dict[str, Any]:
-        """Capture a LoCoMo conversation file (sessions.read_locomo): one session per LoCoMo
-        session, id `<file stem>/session_N`, turn uuids the dia_ids. Idempotent.
-        Returns {"sessions", "turns_added"}. Raises InvalidImport."""
-        sessions = read_locomo(Path(path))
-        added = 0
-        for session_id, turns in sessions:
-            added += self.add_session_turns(session_id, turns, source="locomo")["turns_added"]
-        return {"sessions": len(sessions), "turns_added": added}
-
+    # -- captured sessions' vectors (the rest of the sessions API: Cairn.sessions, sessions_api.py) ----
     def flush_turn_backlog(self, limit: int = 256) -> int:
         """Embed up to `limit` turns captured while no model was loaded; returns how many."""
         pending = self.store.turn_backlog(limit)
-        texts = [_embed_text(speaker, text) for _, speaker, text in pending]
+        texts = [turn_passage(speaker, text) for _, speaker, text in pending]
         vectors = self.embed(texts) if pending and self.store.turn_index else None
         if vectors is None:
             return 0
         self._claim_space(self.store)
         self.store.fill_turn_backlog({seq: v for (seq, _, _), v in zip(pending, vectors)})
         return len(pending)
-
-    def search_sessions(self, query: str, *, mode: str = "auto", k: int | None = None, window: int | None = None,
-                        since: Any = None, until: Any = None, query_vector: np.ndarray | None = None
-                        ) -> builtins.list[SessionHit]:
-        """Captured turns for `query`, best first, each with its context window.
-
-        mode: "keyword" (BM25 over the turn and, at half weight, its index key: speaker, date, two
-        turns before and after), "semantic" (vector cosine of the turn), "hybrid" (both, Reciprocal
-        Rank Fusion weighted towards keyword: sessions.FUSION_WEIGHTS), "exact" (the turns that
-        contain the query as a substring, ASCII case-insensitive, newest first), or "auto": exact for
-        a quoted string or an identifier-like token (a path, snake_case, an error code), else
-        hybrid; an exact search that finds nothing falls back to hybrid. k (default config
-        sessions.k): how many turns are ranked. window (default config sessions.window): turns
-        before and after each hit, returned with it but never ranked. since/until: ISO 8601 or epoch
-        ms, bounds on the turn's time. Raises InvalidInput (empty query, unknown mode), InvalidTime."""
-        if not query or not query.strip():
-            raise InvalidInput("query is empty")
-        if mode not in SESSION_MODES:
-            raise InvalidInput(f"unknown mode {mode!r}; expected one of: {', '.join(SESSION_MODES)}")
-        cfg = self.config["sessions"]
-        k = cfg["k"] if k is None else int(k)
-        window = cfg["window"] if window is None else int(window)
-        if k < 1 or window < 0:
-            raise InvalidInput("k must be at least 1 and window at least 0")
-        bounds = {"since": parse_time(since, field="since"), "until": parse_time(until, field="until")}
-        store = self.store
-        # Turns are stored through clean_text (no NUL or other C0 controls): an exact needle must be too.
-        needle = clean_text(query)
-        if mode == "auto":
-            mode, needle = choose_mode(needle)
-            if mode == "exact" and not store.turn_exact_search(needle, 1, **bounds):
-                mode, needle = "hybrid", query
-            elif mode == "hybrid" and looks_verbatim(needle) and store.turn_exact_search(needle, 1, **bounds):
-                mode = "exact"  # an error message or a command pasted whole, found as it was written
-        if mode == "exact" and not needle.strip():
-            raise InvalidInput("query is empty once control characters are removed")
-        ranked: list[tuple[int, float, dict[str, Any]]]
-        if mode == "exact":
-            ranked = [(s, v, {"exact": {"rank": i}}) for i, (s, v) in enumerate(
-                store.turn_exact_search(needle, k, **bounds), 1)]
-        else:
-            depth = k if mode != "hybrid" else max(k, cfg["candidates"])
-            lists: dict[str, list[tuple[int, float]]] = {}
-            if mode in ("keyword", "hybrid"):
-                match = fts_query(query)
-                lists["bm25"] = (store.turn_keyword_search(match, depth, key_weight=KEY_WEIGHT, **bounds)
-                                  if match else [])
-            if mode in ("semantic", "hybrid"):
-                if query_vector is None:
-                    vectors = self.embed([query], query=True)
-                    query_vector = None if vectors is None else vectors[0]
-                if query_vector is not None:
-                    self._claim_space(store, record=False)
-                    # As for memories (VECTOR_FLOOR): a nearest turn with no real similarity is filler.
-                    lists["vector"] = [(seq, cosine) for seq, cosine in
-                                       store.turn_vector_search(query_vector, depth, **bounds) if cosine > VECTOR_FLOOR]
-            ranked = fuse(lists, FUSION_WEIGHTS)[:k]
-        turns = store.turns_by_seqs([s for s, _, _ in ranked])
-        hits = []
-        for seq, score, reasons in ranked:
-            turn = turns[seq]
-            start = max(0, turn.position - window)
-            around = store.session_turns(turn.session_id, start, turn.position + window + 1 - start) if window else []
-            hits.append(SessionHit(turn=turn, score=score, mode=mode, reasons=reasons,
-                                   before=tuple(t for t in around if t.position < turn.position),
-                                   after=tuple(t for t in around if t.position > turn.position)))
-        return hits
-
-    def list_sessions(self, *, limit: int = 50, since: Any = None, until: Any = None
-                      ) -> builtins.list[SessionInfo]:
-        """The session catalog, most recently active first. since/until: ISO 8601 or epoch ms.
-        Raises InvalidTime."""
-        return self.store.sessions(int(limit), since=parse_time(since, field="since"),
-                                   until=parse_time(until, field="until"))
-
-    def read_session(self, session_id: str, *, offset: int = 0, limit: int = 50
-                     ) -> tuple[SessionInfo, builtins.list[Turn]]:
-        """A session's catalog row and its turns at positions offset .. offset + limit - 1 (paged).
-        Raises SessionNotFound."""
-        info = self.store.session(session_id)
-        if info is None:
-            raise SessionNotFound(f"no captured session {session_id!r} in store {self.store.name!r}")
-        return info, self.store.session_turns(session_id, max(0, int(offset)), max(0, int(limit)))
 
     # -- export / import / reembed --------------------------------------------------------------------
     def export(self, out: IO[str], *, include_forgotten: bool = True) -> int:
@@ -1663,14 +938,14 @@ class Cairn:
             count += 1
         return count
 
-    def import_(self, source: IO[bytes], *, progress: Progress = _no_progress) -> dict[str, int]:
+    def import_(self, source: IO[bytes], *, progress: Progress = no_progress) -> dict[str, int]:
         """Read JSON Lines written by `export` (bytes, strict UTF-8), validated by the same rules as
         `remember` (records.parse_record). All or nothing: any bad line raises InvalidImport naming
         the line and each of its problems, and nothing is written. Memories whose id exists are
         skipped. Into a store on Postgres, `<private>` spans and secrets are scrubbed as `remember`
         does (a text that was all private arrives forgotten). Imported memories are embedded
         afterwards. Returns {"imported", "skipped"}."""
-        rows, _ = _scrubbed_rows(self.store, parse_export_lines(source))
+        rows, _ = scrubbed_rows(self.store, parse_export_lines(source))
         imported, skipped = self.store.import_rows(rows)
         self._embed_all_backlog(progress)
         return {"imported": imported, "skipped": skipped}
@@ -1682,7 +957,7 @@ class Cairn:
             if self.flush_backlog(batch) == 0:
                 break
 
-    def reembed(self, *, progress: Progress = _no_progress) -> int:
+    def reembed(self, *, progress: Progress = no_progress) -> int:
         """Re-embed every live memory with the configured model, replacing the vector index and the
         store's recorded fingerprint, then every captured turn. Returns how many memories were
         embedded. Raises EmbedderUnavailable."""
@@ -1706,5 +981,4 @@ class Cairn:
         return len(rows)
 
 
-__all__ = ["Cairn", "Draft", "SCOPES", "VECTOR_FLOOR", "backup_store", "backups_of", "create_store", "delete_store",
-           "list_stores", "migrate_store", "rename_store", "restore_store"]
+__all__ = ["Draft", "Engine", "SCOPES", "VECTOR_FLOOR"]

@@ -20,13 +20,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from .errors import InvalidInput, InvalidMemory
 from .models import MAX_TEXT_BYTES
 
-if TYPE_CHECKING:
-    from .engine import Cairn
 
 MAX_FILE_BYTES = 1024 * 1024
 # (pattern over the item's text, or its heading path, lower-cased; kind), first match wins.
@@ -140,8 +139,9 @@ def split(markdown: str) -> list[Item]:
     return [Item(it.text, _kind(it.text, it.context), it.context, it.line) for it in items]
 
 
-def import_file(engine: Cairn, path: Path) -> dict[str, Any]:
-    """Queue the items of `path` as `add` proposals. Returns {"file", "items", "queued", "pending"
+def import_file(propose: Callable[..., dict[str, Any]], path: Path) -> dict[str, Any]:
+    """Queue the items of `path` as `add` proposals through `propose` (Review.propose: text, kind,
+    context, origin -> {"status", "proposal"}). Returns {"file", "items", "queued", "pending"
     (already queued), "exists" (already memories), "reviewed" (decided by the user before),
     "skipped": [{"line", "reason"}], "left_out": {kind: count} (left_out), "proposals": [ids]}.
     Raises InvalidInput (missing, unreadable, not UTF-8, over 1 MiB)."""
@@ -163,7 +163,7 @@ def import_file(engine: Cairn, path: Path) -> dict[str, Any]:
             out["skipped"].append({"line": item.line, "reason": f"longer than {MAX_TEXT_BYTES} bytes"})
             continue
         try:
-            done = engine.propose(item.text, kind=item.kind, context=item.context, origin=f"{path.name}:{item.line}")
+            done = propose(item.text, kind=item.kind, context=item.context, origin=f"{path.name}:{item.line}")
         except InvalidMemory as exc:
             out["skipped"].append({"line": item.line, "reason": str(exc)})
             continue

@@ -96,7 +96,7 @@ def _model(config: dict[str, Any]) -> tuple[Check, str | None, str | None]:
 
 
 def _latest_backup(name: str) -> str:
-    from .engine import backups_of
+    from .stores import backups_of
 
     found = backups_of(name)
     return (f"`cairn restore {found[-1]}`" if found else "restore a backup with `cairn restore FILE`, or move "

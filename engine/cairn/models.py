@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 from typing import Any
 
-from .text import passage
+from .text import normalise, passage
 from .timeutil import END_OF_TIME, format_time
 
 # Closed sets, documented in docs/cli.md. A new kind is a schema decision, not a free-form string.
@@ -314,6 +314,11 @@ class Proposal:
         """The source memories' ids, in the proposal's order (oldest first for a pair)."""
         return [s["id"] for s in self.sources]
 
+    @property
+    def open_key(self) -> str:
+        """What makes it the same as another proposal (open_key): its type and sources, or its text."""
+        return open_key(self.type, self.source_ids, self.payload.get("text"))
+
     def to_json(self) -> dict[str, Any]:
         """Stable JSON keys (docs/cli.md): times as epoch ms plus ISO 8601 twins (`*_iso`)."""
         data = asdict(self)
@@ -321,3 +326,9 @@ class Proposal:
         for key in ("created_at", "expires_at", "decided_at"):
             data[f"{key}_iso"] = format_time(data[key])
         return data
+
+
+def open_key(kind: str, ids: list[str], text: str | None = None) -> str:
+    """What makes two proposals the same: their type and source ids (an `add`: its normalised text).
+    The store keeps one pending proposal per key."""
+    return f"add:{normalise(text or '')}" if kind == "add" else f"{kind}:{','.join(sorted(ids))}"

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .models import DEFAULT_IMPORTANCE, RELATED_INSTRUCTION, Hit, Memory, RememberResult
@@ -20,6 +21,7 @@ from .timeutil import format_date as day
 from .timeutil import format_time as moment
 
 CONTEXT_MEMORY_CHARS = 300  # one memory's text in an injection, before the "…"
+_CITED = re.compile(r"\[mem:([0-9A-HJKMNP-TV-Z]{26})\]")  # a ULID, not the "[mem:ID]" of a header
 
 
 def full(m: Memory) -> dict[str, Any]:
@@ -46,6 +48,11 @@ def context_line(m: Memory, *, with_kind: bool = True, limit: int = CONTEXT_MEMO
     """`- [mem:ID] YYYY-MM-DD kind: text` (the date is valid_from, UTC), text cut to `limit`."""
     kind = f" {m.kind}:" if with_kind else ""
     return f"- [mem:{m.id}] {day(m.valid_from)}{kind} {shorten(m.text or '', limit)}"
+
+
+def cited_ids(text: str | None) -> list[str]:
+    """The memory ids a text cites as [mem:ID] (context_line's form), in order."""
+    return _CITED.findall(text or "")
 
 
 def usage(counts: dict[str, Any]) -> str:

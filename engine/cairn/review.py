@@ -4,34 +4,40 @@
    user decides (approve, keep, edit; promote for the cold tier), compare-and-set, expiring after 30
    days. `cairn review list|show|decide|promote`, the MCP tools memory_review_queue /
    memory_review_decide / memory_propose, the REST routes /v1/review/proposals... and the browser
-   console, and /cairn:review-memory are thin wrappers over it, through the Cairn methods
-   review_queue, review_show, review_decide, propose, promote. It works on both store backends
+   console, and /cairn:review-memory are thin wrappers over it, through `memory.review` (Review,
+   below): queue, show, decide, propose, promote. It works on both store backends
    (storage.protocol.StoreBackend) through the same store methods.
 2. Maintenance (`maintain`, `cairn maintain`, memory_maintenance_run, POST /v1/maintain): retires
    exact duplicates and fills the queue with near-duplicates, clusters to summarise, stale memories
    to demote and possible conflicts. `remember` queues the possible conflicts it reports
    (stage_conflicts).
+
+It stands above the engine: memories are written, and retired, only through the engine's writer
+(Engine.remember, replace, retire_into).
 """
 from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .guidance import import_file
 from .errors import (
     InvalidInput, InvalidMemory, MaintenanceBusy, MemoryNotFound, ProposalClosed, ProposalNotFound,
     StaleProposal,
 )
-from .models import DECIDERS, PROPOSAL_STATES, PROPOSAL_TYPES, Memory, Proposal
+from .models import DECIDERS, PROPOSAL_STATES, PROPOSAL_TYPES, Memory, Proposal, open_key
 from .supersede import Verdict as Judgement, classify, names_old_value
 from .timeutil import now_ms
 
 if TYPE_CHECKING:
-    from .engine import Cairn
+    from .engine import Engine
     from .storage.protocol import StoreBackend
 
 
-def _classify(engine: Cairn, older: Memory, newer: Memory, cosine: float | None) -> Judgement:
+def _classify(engine: Engine, older: Memory, newer: Memory, cosine: float | None) -> Judgement:
     """supersede.classify on (older, newer) as `remember` calls it: when the newer text names the
     value it replaces ("from X to Y"), with the texts of the memories `older` retired (its chain), so
     a chain step naming a value only a retired memory holds reads the same here as at write time."""
@@ -71,13 +77,6 @@ def stamp(m: Memory) -> str:
     return f"{m.retired_at or 0}:{m.forgotten_at or 0}:{m.valid_to or 0}:{m.cold_at or 0}:{m.superseded_by or ''}"
 
 
-def open_key(kind: str, ids: list[str], text: str | None = None) -> str:
-    """What makes two proposals the same: their type and source ids (an `add`: its normalised text)."""
-    from .text import normalise
-
-    return f"add:{normalise(text or '')}" if kind == "add" else f"{kind}:{','.join(sorted(ids))}"
-
-
 def subject_of(memories: list[Memory]) -> str:
     """What the memories are about, for grouping the review: their most shared tag, else their most
     shared content words, else the first words of the first text."""
@@ -105,7 +104,7 @@ def new_proposal(kind: str, sources: list[Memory], payload: dict[str, Any], *, s
                     created_at=now, expires_at=now + QUEUE_TTL_MS)
 
 
-def _queue_store(engine: Cairn) -> StoreBackend:
+def _queue_store(engine: Engine) -> StoreBackend:
     """The project store, on either backend: both hold the queue."""
     return engine.store
 
@@ -129,7 +128,7 @@ def _stale_reason(store: StoreBackend, proposal: Proposal) -> str | None:
     return None
 
 
-def expire(engine: Cairn, *, now: int | None = None) -> int:
+def expire(engine: Engine, *, now: int | None = None) -> int:
     """Close what can no longer be decided: pending proposals older than 30 days, and those whose
     sources changed (stale). Both become `expired` with the reason in `result`. Returns how many."""
     store = _queue_store(engine)
@@ -143,7 +142,7 @@ def expire(engine: Cairn, *, now: int | None = None) -> int:
     return closed
 
 
-def queue(engine: Cairn, *, states: tuple[str, ...] = ("pending",), types: tuple[str, ...] = (),
+def queue(engine: Engine, *, states: tuple[str, ...] = ("pending",), types: tuple[str, ...] = (),
           limit: int | None = None) -> list[Proposal]:
     """The review queue, oldest first: proposals in `states` (PROPOSAL_STATES; default pending) of
     `types` (PROPOSAL_TYPES; default all). Expiry is applied first (expire). Raises InvalidInput."""
@@ -156,7 +155,7 @@ def queue(engine: Cairn, *, states: tuple[str, ...] = ("pending",), types: tuple
     return store.proposals(states=states, types=types, limit=limit)
 
 
-def show(engine: Cairn, proposal_id: str) -> dict[str, Any]:
+def show(engine: Engine, proposal_id: str) -> dict[str, Any]:
     """One proposal with its evidence: {"proposal", "sources": each source memory as it is now
     (Memory.to_json, or {"id", "missing": true}), "stale": why it can no longer be applied, or
     None, "after": what approving it would do}. Raises ProposalNotFound."""
@@ -196,7 +195,7 @@ def _after(p: Proposal) -> str:
     return "approve: stored as a new memory (edit: with your text); reject: nothing is stored"
 
 
-def propose(engine: Cairn, text: str, *, kind: str = "fact", tags: tuple[str, ...] = (), context: str | None = None,
+def propose(engine: Engine, text: str, *, kind: str = "fact", tags: tuple[str, ...] = (), context: str | None = None,
             applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:
     """Queue an `add` proposal: a new memory stored only when the user approves it (import-guidance,
     memory_propose). context: where it came from (a heading); origin: the file. Returns {"status":
@@ -261,7 +260,7 @@ def _pending_pairs(store: StoreBackend) -> set[str]:
             if len(p.source_ids) == 2}
 
 
-def stage_conflicts(engine: Cairn, store: StoreBackend, new: Memory, conflicts: list[dict[str, Any]]) -> list[str]:
+def stage_conflicts(engine: Engine, store: StoreBackend, new: Memory, conflicts: list[dict[str, Any]]) -> list[str]:
     """Queue what `remember` reported: a `conflict` proposal (older, newer) for each possible
     conflict, and the restatements (conflicts marked "restatement") as one `near_duplicate` proposal
     with every memory that says the same thing (_restatements), unless the user kept the pair before
@@ -320,7 +319,7 @@ REVIEW_DECISIONS = ("approve", "reject", "edit", "keep")  # "keep" is the older 
 MULTI_TYPES = (*("duplicate", "near_duplicate", "conflict"), "summarise")  # proposals where one memory stays
 
 
-def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = None, keep_id: str | None = None,
+def decide(engine: Engine, proposal_id: str, verdict: str, *, text: str | None = None, keep_id: str | None = None,
            tags: list[str] | tuple[str, ...] | None = None, by: str = "cli") -> dict[str, Any]:
     """Apply the user's verdict on one pending proposal, compare-and-set, in one transaction.
 
@@ -396,7 +395,7 @@ def decide(engine: Cairn, proposal_id: str, verdict: str, *, text: str | None = 
     raise StaleProposal(f"proposal {proposal_id} is stale: {stale}; nothing was changed")
 
 
-def _apply(engine: Cairn, store: StoreBackend, p: Proposal, text: str | None, keep_id: str | None,
+def _apply(engine: Engine, store: StoreBackend, p: Proposal, text: str | None, keep_id: str | None,
            tags: list[str] | None, now: int) -> dict[str, Any]:
     """Do what an approved proposal says, inside the decision's transaction. Never deletes."""
     ids = p.source_ids
@@ -425,8 +424,7 @@ def _apply(engine: Cairn, store: StoreBackend, p: Proposal, text: str | None, ke
             text = kept.text  # the same text with other tags: a new version of it replaces them all
         else:
             retired = [i for i in ids if i != keep]
-            for old in retired:
-                store.supersede(store.seq_of(old), keep, at=now, valid_until=now)
+            engine.retire_into(retired, keep, at=now)
             return {"superseded": retired, "by": keep}
     keep = keep_id or (ids[-1] if p.type == "conflict" else ids[0])
     kept = next(m for m in sources if m.id == keep)
@@ -438,7 +436,7 @@ def _apply(engine: Cairn, store: StoreBackend, p: Proposal, text: str | None, ke
     return {"superseded": result.superseded, "by": result.memory.id, "created": result.status == "created"}
 
 
-def promote(engine: Cairn, memory_id: str) -> dict[str, Any]:
+def promote(engine: Engine, memory_id: str) -> dict[str, Any]:
     """Bring a cold memory back to the warm tier (hooks, default recall and list).
     Returns {"promoted": id}. Raises MemoryNotFound, InvalidInput (the memory is not cold)."""
     memory = engine.get(memory_id)
@@ -633,12 +631,12 @@ def _is_near_duplicate(a: Memory, b: Memory, cosine: float | None, jac: float, v
     return cosine >= NEAR_DUP_COSINE or (cosine >= NEAR_DUP_COSINE_WORDS and jac >= NEAR_DUP_JACCARD)
 
 
-def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
+def plan(engine: Engine, *, now: int | None = None) -> dict[str, Any]:
     """What maintenance would do to the project store, reading only: {"scanned", "keyword_only",
     "exact": [(canonical Memory, [duplicate Memory])], "proposals": [(Proposal, open_key)]}.
     Candidates already pending, or kept by the user before (rejected, or a dismissed pair), are
     left out and counted in "already_reviewed"."""
-    from .context import stems
+    from .text import stems
 
     store = _queue_store(engine)
     now = now_ms() if now is None else now
@@ -786,7 +784,7 @@ def plan(engine: Cairn, *, now: int | None = None) -> dict[str, Any]:
             "already_reviewed": reviewed, "deferred": deferred}
 
 
-def maintain(engine: Cairn, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
+def maintain(engine: Engine, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
     """One maintenance run over the project store. Dry run (apply False): reports, writes nothing.
     apply: under the store's maintenance lease, retires exact duplicates (superseded_by the oldest,
     valid until now: every earlier as_of reads as before) and, unless safe_only, queues the
@@ -828,7 +826,7 @@ def maintain(engine: Cairn, *, apply: bool = False, safe_only: bool = False) -> 
                         continue
                     for dup in duplicates:
                         if store.get(dup.id).status == "current":
-                            store.supersede(store.seq_of(dup.id), canonical.id, at=now, valid_until=now)
+                            engine.retire_into([dup.id], canonical.id, at=now)
                             retired += 1
             if proposals:
                 written = set(store.add_proposals(proposals))
@@ -859,7 +857,7 @@ def maintain(engine: Cairn, *, apply: bool = False, safe_only: bool = False) -> 
             store.release_lease(LEASE, holder)
 
 
-def maintenance_status(engine: Cairn) -> dict[str, Any]:
+def maintenance_status(engine: Engine) -> dict[str, Any]:
     """{"store", "last_run": {"at", "retired", "staged", "safe_only", "seconds"} or None, "stale": no
     run within config maintenance.stale_days, "background": config maintenance.background, "lease":
     the running maintenance's {"holder", "acquired_at", "expires_at"} or None, "queue": {state:
@@ -879,3 +877,74 @@ def maintenance_status(engine: Cairn) -> dict[str, Any]:
             "background": bool(cfg.get("background", False)),
             "lease": lease if lease is not None and lease["expires_at"] > now else None,
             "queue": counts, "pending": sum(counts.get("pending", {}).values()), "cold": store.cold_count()}
+
+
+class Review:
+    """The review queue of an engine's project store and its maintenance (`memory.review`): what
+    may be wrong with the memories, and the user's verdict on each."""
+
+    def __init__(self, engine: Engine):
+        self._engine = engine
+
+    def queue(self, *, states: Iterable[str] = ("pending",), types: Iterable[str] = (),
+              limit: int | None = None) -> list[Proposal]:
+        """The review queue of the project store, oldest first (review.queue): proposals in `states`
+        (PROPOSAL_STATES; default pending) of `types` (PROPOSAL_TYPES; default all). Pending
+        proposals older than 30 days, or whose sources changed, become expired first, on either
+        backend (SQLite or Postgres). Raises InvalidInput."""
+        return queue(self._engine, states=tuple(states), types=tuple(types), limit=limit)
+
+    def show(self, proposal_id: str) -> dict[str, Any]:
+        """One proposal with its evidence: {"proposal", "sources" (each memory as it is now), "stale"
+        (why it can no longer be applied, or None), "after" (what each verdict would do)}.
+        Raises ProposalNotFound."""
+        return show(self._engine, proposal_id)
+
+    def decide(self, proposal_id: str, verdict: str, *, text: str | None = None, keep_id: str | None = None,
+               tags: Iterable[str] | None = None, by: str = "cli") -> dict[str, Any]:
+        """Apply the user's verdict on one proposal (approve | reject | edit; "keep" means reject),
+        compare-and-set in one transaction: keep_id chooses the memory that stays, text (edit) the
+        one written instead, tags the tags it keeps; see review.decide. Raises InvalidInput,
+        ProposalNotFound, ProposalClosed, StaleProposal."""
+        return decide(self._engine, proposal_id, verdict, text=text, keep_id=keep_id,
+                      tags=None if tags is None else list(tags), by=by)
+
+    def propose(self, text: str, *, kind: str = "fact", tags: Iterable[str] = (), context: str | None = None,
+                applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:
+        """Queue a new memory for the user's approval (an `add` proposal; nothing is stored before):
+        see review.propose. Returns {"status": "queued" | "pending" | "exists" | "reviewed", "proposal",
+        ...}. Raises InvalidMemory."""
+        return propose(self._engine, text, kind=kind, tags=tuple(tags), context=context, applies_when=applies_when,
+                       origin=origin)
+
+    def import_guidance(self, path: str | Path) -> dict[str, Any]:
+        """Split a CLAUDE.md / AGENTS.md / .cursorrules file deterministically (guidance.split:
+        headings, bullets) into `add` proposals. Nothing is stored before approval. Returns
+        {"file", "items", "queued", "pending", "exists", "reviewed", "skipped", "left_out", "proposals": [ids]}.
+        Raises InvalidInput."""
+        return import_file(self.propose, Path(path))
+
+    def promote(self, memory_id: str) -> dict[str, Any]:
+        """Bring a cold memory back (hooks, default recall and list). Returns {"promoted": id}.
+        Raises MemoryNotFound, InvalidInput (not cold)."""
+        return promote(self._engine, memory_id)
+
+    def dismiss(self, first_id: str, second_id: str) -> None:
+        """Record the user's verdict "keep both" on a pair of memories, so it is not proposed again.
+        Raises MemoryNotFound unless both are in one store."""
+        self._engine._store_holding(first_id).dismiss_pair(first_id, second_id, now_ms())
+
+    def is_dismissed(self, first_id: str, second_id: str) -> bool:
+        """Whether the user kept both memories of this pair (dismiss), in any store."""
+        return any(s.is_dismissed(first_id, second_id) for s in self._engine._stores("all"))
+
+    def maintain(self, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
+        """One maintenance run over the project store (review.maintain): a dry run unless apply;
+        apply retires exact duplicates and, unless safe_only, queues proposals. Never deletes.
+        Raises MaintenanceBusy (another run, on any machine, holds the store's lease)."""
+        return maintain(self._engine, apply=apply, safe_only=safe_only)
+
+    def status(self) -> dict[str, Any]:
+        """The last maintenance run, whether the store is due one, the lease, queue counts by state
+        and type, and how many memories are cold (review.maintenance_status). Reads only."""
+        return maintenance_status(self._engine)

@@ -234,6 +234,11 @@ def turn_key(turn: TurnDraft, before: list[str], after: list[str]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def turn_passage(speaker: str | None, text: str) -> str:
+    """What a turn's vector is computed from: its speaker's name (when known) and its text."""
+    return f"{speaker}: {text}" if speaker else text
+
+
 def session_keys(turns: list[TurnDraft], first: int) -> list[str]:
     """Index keys of turns[first:], each turn's neighbours taken from `turns` (a session's turns in
     order; those before `first` are context only)."""

@@ -563,7 +563,7 @@ def test_review_memory_walks_the_queue_and_records_the_users_verdict(cairn: Cair
                               "Integration tests must use a real PostgreSQL 16 container instead of SQLite.",
                               kind="convention")
     with Cairn.open(cwd=cairn.project, embedder=None) as memory:
-        (proposal,) = memory.review_queue()  # `remember` reported the restatement: it joined the queue
+        (proposal,) = memory.review.queue()  # `remember` reported the restatement: it joined the queue
     assert (proposal.type, proposal.source_ids) == ("near_duplicate", [older, newer])
     queue = ToolUse(TOOL("memory_review_queue"), {"limit": 30, "types": ["near_duplicate"]})
     # The user chose the newer wording to stay.
@@ -586,8 +586,8 @@ def test_review_memory_walks_the_queue_and_records_the_users_verdict(cairn: Cair
     assert (done["state"], done["superseded"], done["by"]) == ("applied", [older], newer), done
     # The queue after the verdict: nothing pending, the proposal applied by the MCP reviewer.
     with Cairn.open(cwd=cairn.project, embedder=None) as memory:
-        assert memory.review_queue() == []
-        (applied,) = memory.review_queue(states=["applied"])
+        assert memory.review.queue() == []
+        (applied,) = memory.review.queue(states=["applied"])
         assert (applied.id, applied.decided_by) == (proposal.id, "mcp")
         assert memory.get(older).superseded_by == newer
 
@@ -854,7 +854,7 @@ def stored_turns(project: Path) -> list[Any]:
 
     try:
         with Cairn.open(cwd=project, embedder=None) as memory:
-            return [t for s in memory.list_sessions() for t in memory.read_session(s.session_id, limit=100)[1]]
+            return [t for s in memory.sessions.catalog() for t in memory.sessions.read(s.session_id, limit=100)[1]]
     except StoreNotFound:
         return []
 

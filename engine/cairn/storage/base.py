@@ -308,8 +308,9 @@ class SqlStore:
         ends: a memory may then be retired by one inserted after it."""
         self._q(self.dialect.defer, ())
 
-    def supersede(self, old_seq: int, new_id: str, at: int, valid_until: int) -> bool:
-        """Retire `old_seq` at transaction time `at`, its validity ending at `valid_until`. The row
+    def supersede(self, old_seq: int, new_id: str | None, at: int, valid_until: int) -> bool:
+        """Retire `old_seq` at transaction time `at`, its validity ending at `valid_until`, superseded
+        by `new_id` (None: retired with no successor). The row
         is read under the write's lock first; returns False (and changes nothing) when another
         writer retired or forgot it meanwhile."""
         row = self._q(f"SELECT retired_at, forgotten_at FROM memories WHERE seq = ?{self.dialect.for_update}",

@@ -1,0 +1,264 @@
+"""Captured sessions, `memory.sessions`: capture Claude Code transcripts (and LoCoMo files) into the
+project store, search their turns, and read them back.
+
+Turns are scrubbed (privacy.scrub) before they are stored, indexed with the neighbouring turns
+(sessions.session_keys) and embedded with the engine's model. The parsing, index keys and fusion
+are in sessions.py; this module holds the operations over an engine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from .engine import VECTOR_FLOOR, Engine
+from .errors import InvalidInput, SessionNotFound
+from .models import SESSION_MODES, SessionHit, SessionInfo, Turn
+from .privacy import scrub_many
+from .render import cited_ids
+from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, clean_text, fuse, looks_verbatim,
+                       parse_lines, read_locomo, session_keys, title_of, turn_passage)
+from .stores import Progress, no_progress
+from .text import fts_query
+from .timeutil import parse_time
+
+if TYPE_CHECKING:
+    import numpy as np
+
+TRANSCRIPT_CHUNK_BYTES = 8 * 1024 * 1024  # read per step; a longer line is skipped as "oversized"
+
+
+def _skip_line(handle: IO[bytes], position: int) -> int | None:
+    """The offset just past the newline at or after `position`, or None when the line is not finished."""
+    handle.seek(position)
+    while True:
+        buf = handle.read(1024 * 1024)
+        if not buf:
+            return None
+        end = buf.find(b"\n")
+        if end >= 0:
+            return position + end + 1
+        position += len(buf)
+
+
+class Sessions:
+    """The captured sessions of an engine's project store (`memory.sessions`)."""
+
+    def __init__(self, engine: Engine):
+        self._engine = engine
+
+    def add_turns(self, session_id: str, drafts: list[TurnDraft], *, source: str,
+                  transcript_path: str | None = None, read_bytes: int | None = None,
+                  last_uuid: str | None = None, skipped: dict[str, int] | None = None,
+                  trailing_meta: dict[str, list[str]] | None = None) -> dict[str, Any]:
+        """Scrub (privacy.scrub: `<private>` spans, secrets), index, embed and store turns of a
+        session, after those it holds; a turn whose uuid it already holds is skipped (idempotent).
+        Returns {"turns_added", "redactions": {type: n}, "private_spans", "cited": the memory ids the
+        added assistant turns cite as [mem:ID], in order}."""
+        store = self._engine.store
+        known = store.known_uuids(session_id, [d.uuid for d in drafts])
+        fresh, seen = [], set(known)
+        for d in drafts:
+            if d.uuid not in seen:
+                seen.add(d.uuid)
+                fresh.append(d)
+        redactions: Counter = Counter()
+        private = 0
+        kept: list[TurnDraft] = []
+        # clean_text again: a caller of this API may not have read its turns through parse_lines.
+        for d, clean in zip(fresh, scrub_many([clean_text(d.text) for d in fresh])):
+            redactions.update(clean.redactions)
+            private += clean.private_spans
+            if clean.text.strip():
+                kept.append(replace(d, text=clean.text.strip()))
+        # A key names the NEIGHBOURS turns on each side: the stored last NEIGHBOURS turns get new keys
+        # now that turns follow them, and those need the NEIGHBOURS turns before them in turn.
+        previous = [TurnDraft(uuid=t.uuid, role=t.role, text=t.text, at=t.at, speaker=t.speaker)
+                    for t in store.last_turns(session_id, 2 * NEIGHBOURS)] if kept else []
+        context = previous + kept
+        keys = session_keys(context, max(0, len(previous) - NEIGHBOURS))
+        rekey = {t.uuid: key for t, key in zip(previous[-NEIGHBOURS:], keys)}
+        keyed = [{**asdict(d), "key": key} for d, key in zip(kept, keys[len(rekey):])]
+        vectors = (self._engine.embed([turn_passage(d.speaker, d.text) for d in kept])
+                   if kept and store.turn_index is not None else None)
+        for i, row in enumerate(keyed):
+            row["vector"] = None if vectors is None else vectors[i]
+        if vectors is not None:
+            self._engine._claim_space(store)
+        title = title_of(kept)
+        added = store.add_turns(
+            session_id, source=source, transcript_path=transcript_path, title=title, turns=keyed,
+            read_bytes=read_bytes, last_uuid=last_uuid, skipped=dict(skipped or {}), redactions=dict(redactions),
+            private_spans=private, trailing_meta=trailing_meta or {}, rekey=rekey)
+        cited = list(dict.fromkeys(i for d in kept if d.role == "assistant" for i in cited_ids(d.text)))
+        return {"turns_added": len(added), "redactions": dict(redactions), "private_spans": private, "cited": cited}
+
+    def ingest(self, path: str | Path, *, session_id: str | None = None,
+               source: str = "claude-code") -> dict[str, Any]:
+        """Capture the part of a Claude Code transcript (JSON Lines) not read yet: from the byte
+        offset the session's catalog row records, to the last complete line (a line still being
+        written is read next time). Idempotent: turns are keyed by (session id, message uuid).
+        session_id defaults to the file's stem. Bad lines are skipped and counted, never raised.
+        Returns {"session_id", "turns_added", "skipped": {reason: n}, "redactions": {type: n},
+        "private_spans", "read_bytes", "cited": memory ids the new assistant turns cite as [mem:ID]}.
+        Raises InvalidInput when the file cannot be read."""
+        path = Path(path)
+        session_id = session_id or path.stem
+        store = self._engine.store
+        known_path, offset, _ = store.session_progress(session_id)
+        if known_path is not None and known_path != str(path):
+            offset = 0  # another file for this session: read it whole (uuids keep it idempotent)
+        totals: dict[str, Any] = {"session_id": session_id, "turns_added": 0, "skipped": Counter(),
+                                  "redactions": Counter(), "private_spans": 0, "cited": []}
+        try:
+            handle = open(path, "rb")
+        except OSError as exc:
+            raise InvalidInput(f"cannot read transcript {path}: {exc.strerror or exc}") from None
+        with handle:
+            size = os.fstat(handle.fileno()).st_size
+            if offset > size:
+                offset = 0  # the file was rewritten
+            while offset < size:
+                handle.seek(offset)
+                buf = handle.read(TRANSCRIPT_CHUNK_BYTES)
+                end = buf.rfind(b"\n")
+                if end < 0:
+                    if len(buf) < TRANSCRIPT_CHUNK_BYTES:
+                        break  # the last line is still being written
+                    skip = _skip_line(handle, offset + len(buf))
+                    if skip is None:
+                        break
+                    store.add_turns(session_id, source=source, transcript_path=str(path), title=None, turns=[],
+                                    read_bytes=skip, last_uuid=None, skipped={"oversized": 1}, redactions={},
+                                    private_spans=0, trailing_meta={}, rekey={})
+                    totals["skipped"]["oversized"] += 1
+                    offset = skip
+                    continue
+                parsed = parse_lines(buf[: end + 1])
+                offset += end + 1
+                done = self.add_turns(
+                    session_id, parsed.turns, source=source, transcript_path=str(path), read_bytes=offset,
+                    last_uuid=parsed.last_uuid, skipped=parsed.skipped, trailing_meta=parsed.trailing_meta)
+                totals["turns_added"] += done["turns_added"]
+                totals["skipped"].update(parsed.skipped)
+                totals["redactions"].update(done["redactions"])
+                totals["private_spans"] += done["private_spans"]
+                totals["cited"] += [i for i in done["cited"] if i not in totals["cited"]]
+        totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]), read_bytes=offset)
+        return totals
+
+    def import_folder(self, folder: str | Path, *, progress: Progress = no_progress) -> dict[str, Any]:
+        """Capture every Claude Code transcript (`*.jsonl`) in `folder`, each resuming where an earlier
+        capture or import of it stopped. Returns {"files", "turns_added", "skipped", "redactions",
+        "private_spans"}. A file that cannot be read is counted under skipped["unreadable file"]."""
+        files = sorted(Path(folder).glob("*.jsonl"))
+        totals: dict[str, Any] = {"files": len(files), "turns_added": 0, "skipped": Counter(),
+                                  "redactions": Counter(), "private_spans": 0}
+        for path in progress(files, len(files)):
+            try:
+                done = self.ingest(path)
+            except InvalidInput:
+                totals["skipped"]["unreadable file"] += 1
+                continue
+            totals["turns_added"] += done["turns_added"]
+            totals["skipped"].update(done["skipped"])
+            totals["redactions"].update(done["redactions"])
+            totals["private_spans"] += done["private_spans"]
+        totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]))
+        return totals
+
+    def import_locomo(self, path: str | Path) -> dict[str, Any]:
+        """Capture a LoCoMo conversation file (sessions.read_locomo): one session per LoCoMo
+        session, id `<file stem>/session_N`, turn uuids the dia_ids. Idempotent.
+        Returns {"sessions", "turns_added"}. Raises InvalidImport."""
+        sessions = read_locomo(Path(path))
+        added = 0
+        for session_id, turns in sessions:
+            added += self.add_turns(session_id, turns, source="locomo")["turns_added"]
+        return {"sessions": len(sessions), "turns_added": added}
+
+    def search(self, query: str, *, mode: str = "auto", k: int | None = None, window: int | None = None,
+               since: Any = None, until: Any = None, query_vector: np.ndarray | None = None
+               ) -> list[SessionHit]:
+        """Captured turns for `query`, best first, each with its context window.
+
+        mode: "keyword" (BM25 over the turn and, at half weight, its index key: speaker, date, two
+        turns before and after), "semantic" (vector cosine of the turn), "hybrid" (both, Reciprocal
+        Rank Fusion weighted towards keyword: sessions.FUSION_WEIGHTS), "exact" (the turns that
+        contain the query as a substring, ASCII case-insensitive, newest first), or "auto": exact for
+        a quoted string or an identifier-like token (a path, snake_case, an error code), else
+        hybrid; an exact search that finds nothing falls back to hybrid. k (default config
+        sessions.k): how many turns are ranked. window (default config sessions.window): turns
+        before and after each hit, returned with it but never ranked. since/until: ISO 8601 or epoch
+        ms, bounds on the turn's time. Raises InvalidInput (empty query, unknown mode), InvalidTime."""
+        if not query or not query.strip():
+            raise InvalidInput("query is empty")
+        if mode not in SESSION_MODES:
+            raise InvalidInput(f"unknown mode {mode!r}; expected one of: {', '.join(SESSION_MODES)}")
+        cfg = self._engine.config["sessions"]
+        k = cfg["k"] if k is None else int(k)
+        window = cfg["window"] if window is None else int(window)
+        if k < 1 or window < 0:
+            raise InvalidInput("k must be at least 1 and window at least 0")
+        bounds = {"since": parse_time(since, field="since"), "until": parse_time(until, field="until")}
+        store = self._engine.store
+        # Turns are stored through clean_text (no NUL or other C0 controls): an exact needle must be too.
+        needle = clean_text(query)
+        if mode == "auto":
+            mode, needle = choose_mode(needle)
+            if mode == "exact" and not store.turn_exact_search(needle, 1, **bounds):
+                mode, needle = "hybrid", query
+            elif mode == "hybrid" and looks_verbatim(needle) and store.turn_exact_search(needle, 1, **bounds):
+                mode = "exact"  # an error message or a command pasted whole, found as it was written
+        if mode == "exact" and not needle.strip():
+            raise InvalidInput("query is empty once control characters are removed")
+        ranked: list[tuple[int, float, dict[str, Any]]]
+        if mode == "exact":
+            ranked = [(s, v, {"exact": {"rank": i}}) for i, (s, v) in enumerate(
+                store.turn_exact_search(needle, k, **bounds), 1)]
+        else:
+            depth = k if mode != "hybrid" else max(k, cfg["candidates"])
+            lists: dict[str, list[tuple[int, float]]] = {}
+            if mode in ("keyword", "hybrid"):
+                match = fts_query(query)
+                lists["bm25"] = (store.turn_keyword_search(match, depth, key_weight=KEY_WEIGHT, **bounds)
+                                  if match else [])
+            if mode in ("semantic", "hybrid"):
+                if query_vector is None:
+                    vectors = self._engine.embed([query], query=True)
+                    query_vector = None if vectors is None else vectors[0]
+                if query_vector is not None:
+                    self._engine._claim_space(store, record=False)
+                    # As for memories (VECTOR_FLOOR): a nearest turn with no real similarity is filler.
+                    lists["vector"] = [(seq, cosine) for seq, cosine in
+                                       store.turn_vector_search(query_vector, depth, **bounds) if cosine > VECTOR_FLOOR]
+            ranked = fuse(lists, FUSION_WEIGHTS)[:k]
+        turns = store.turns_by_seqs([s for s, _, _ in ranked])
+        hits = []
+        for seq, score, reasons in ranked:
+            turn = turns[seq]
+            start = max(0, turn.position - window)
+            around = store.session_turns(turn.session_id, start, turn.position + window + 1 - start) if window else []
+            hits.append(SessionHit(turn=turn, score=score, mode=mode, reasons=reasons,
+                                   before=tuple(t for t in around if t.position < turn.position),
+                                   after=tuple(t for t in around if t.position > turn.position)))
+        return hits
+
+    def catalog(self, *, limit: int = 50, since: Any = None, until: Any = None
+                ) -> list[SessionInfo]:
+        """The session catalog, most recently active first. since/until: ISO 8601 or epoch ms.
+        Raises InvalidTime."""
+        return self._engine.store.sessions(int(limit), since=parse_time(since, field="since"),
+                                   until=parse_time(until, field="until"))
+
+    def read(self, session_id: str, *, offset: int = 0, limit: int = 50
+             ) -> tuple[SessionInfo, list[Turn]]:
+        """A session's catalog row and its turns at positions offset .. offset + limit - 1 (paged).
+        Raises SessionNotFound."""
+        info = self._engine.store.session(session_id)
+        if info is None:
+            raise SessionNotFound(f"no captured session {session_id!r} in store {self._engine.store.name!r}")
+        return info, self._engine.store.session_turns(session_id, max(0, int(offset)), max(0, int(limit)))
