@@ -26,7 +26,7 @@ from .models import DEFAULT_IMPORTANCE, KINDS, SCOPES, Hit, Memory, Order, Remem
 from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
-from .privacy import scrub_many
+from .privacy import random_token, scrub_many
 from .sessions import turn_passage
 from .backends import backend_of, open_store
 from .storage.db import DatabaseError
@@ -120,7 +120,12 @@ def _scrubbed(drafts: list[Draft]) -> tuple[list[Draft], list[list[dict[str, Any
     if not found:
         return drafts, redacted
     out = list(drafts)
-    for (i, field, j, value), clean in zip(found, scrub_many([v for *_, v in found])):
+    cleaned = scrub_many([v for *_, v in found])
+    for (_, field, j, value), clean in zip(found, cleaned):
+        if field == "tags" and clean.text == value and random_token(value.strip()):
+            raise InvalidMemory(f"tag {j + 1} looks like a secret (a random string of {len(value.strip())} "
+                                "characters); tags are not redacted, so leave it out")
+    for (i, field, j, value), clean in zip(found, cleaned):
         if clean.text == value:
             continue
         where = field if j < 0 else f"{field}[{j}]"

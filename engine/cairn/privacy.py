@@ -195,6 +195,23 @@ def redact_secrets(text: str) -> tuple[str, Counter]:
     return out.text, out.redactions
 
 
+RANDOM_TOKEN_CHARS = 20
+RANDOM_TOKEN_ENTROPY = 4.5  # detect-secrets' default limit for its Base64HighEntropyString plugin
+
+
+def random_token(tag: str) -> bool:
+    """Whether a tag looks like a generated credential rather than a topic: at least
+    RANDOM_TOKEN_CHARS characters, letters and digits, and a Shannon entropy (bits per character, over
+    the base64 alphabet, as detect-secrets computes it) of at least RANDOM_TOKEN_ENTROPY. A token with
+    no credential word beside it passes every rule that reads prose; as a tag it has no other reading.
+    Topics score lower: "postgresql-16-upgrade-plan" 3.9, a random 36-character token 5.0."""
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+
+    if len(tag) < RANDOM_TOKEN_CHARS or not any(c.isdigit() for c in tag) or not any(c.isalpha() for c in tag):
+        return False
+    return Base64HighEntropyString().calculate_shannon_entropy(tag) >= RANDOM_TOKEN_ENTROPY
+
+
 def scrub(text: str) -> Scrubbed:
     """Private spans removed, then secrets redacted (see the module docstring)."""
     return scrub_many([text])[0]

@@ -234,7 +234,7 @@ def _scrubbed_for_queue(text: str, context: str | None, origin: str | None, appl
     its text, context (a heading), origin (a path) and applies-when phrases, as `remember` scrubs a
     memory (the queue is in the same store file, and goes where the store goes). Raises
     InvalidMemory for a text that is all private, or a tag that holds a secret."""
-    from .privacy import scrub_many
+    from .privacy import random_token, scrub_many
     from .text import is_blank
 
     strings = [text, context or "", origin or "", *(applies_when or []), *tags]
@@ -242,7 +242,7 @@ def _scrubbed_for_queue(text: str, context: str | None, origin: str | None, appl
     if isinstance(text, str) and not is_blank(text) and is_blank(clean[0].text):
         raise InvalidMemory("the text is all <private> content: nothing of it may be proposed")
     for j, (tag, done) in enumerate(zip(tags, clean[3 + len(applies_when or []):])):
-        if isinstance(tag, str) and done.text != tag:
+        if isinstance(tag, str) and (done.text != tag or random_token(tag.strip())):
             raise InvalidMemory(f"tag {j + 1} holds a secret or private text; tags are not redacted, so leave it out")
     phrases = [c.text.strip() for c in clean[3:3 + len(applies_when or [])]]
     return (clean[0].text.strip() if isinstance(text, str) else text, clean[1].text.strip() or None,
