@@ -55,8 +55,9 @@ def injected(api: FakeAnthropicAPI, event: str) -> str | None:
 
 
 def import_git_history(env: dict[str, str], project: Path) -> int:
-    """One memory per commit of this repository: subject line, dated by the commit."""
-    log = subprocess.run(["git", "-C", str(REPO), "log", "--reverse", "--format=%ct%x09%s"],
+    """One memory per commit of this repository (merges carry no knowledge of their own): subject
+    line, dated by the commit."""
+    log = subprocess.run(["git", "-C", str(REPO), "log", "--reverse", "--no-merges", "--format=%ct%x09%s"],
                          capture_output=True, text=True, check=True).stdout
     lines = []
     for row in log.splitlines():
