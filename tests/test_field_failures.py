@@ -219,3 +219,13 @@ def test_a_nul_byte_is_refused_alike_on_both_backends_and_loses_nothing(kw_memor
     with pytest.raises(InvalidInput, match="empty"):
         kw_memory.sessions.search("\x00", mode="exact")
     assert kw_memory.recall("deploys\x00 fridays")[0].memory.id == kept.memory.id
+
+
+def test_hook_input_that_is_not_json_passes_the_prompt_and_logs_one_line(project, cairn_home):
+    env = {**os.environ, "CAIRN_NO_WARM": "1", "CLAUDE_PROJECT_DIR": str(project), "CAIRN_HOOK_NO_FORK": "1"}
+    done = subprocess.run([sys.executable, "-m", "cairn", "hook", "UserPromptSubmit"], input=b"not json{",
+                          capture_output=True, env=env, cwd=project, timeout=120)
+    assert done.returncode == 0 and done.stdout == b""
+    log = (cairn_home / "logs" / "hooks.log").read_text()
+    assert "UserPromptSubmit hook failed open: its input is not JSON" in log
+    assert "Traceback" not in log and len(log.strip().splitlines()) == 1

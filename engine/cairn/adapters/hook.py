@@ -247,6 +247,9 @@ def _log_failure(event: str, exc: BaseException) -> None:
         _log_to_file()
         if isinstance(exc, CairnError):  # its message says what and what to do: one line, no traceback
             logging.getLogger("cairn.hook").error("%s hook failed open: %s", event, exc)
+        elif isinstance(exc, ValueError) and type(exc).__name__ == "JSONDecodeError":
+            # Claude Code sends JSON; anything else is a caller's mistake, not a bug in Cairn.
+            logging.getLogger("cairn.hook").error("%s hook failed open: its input is not JSON (%s)", event, exc)
         else:
             logging.getLogger("cairn.hook").error("%s hook failed open", event, exc_info=exc)
     except BaseException:  # noqa: BLE001 - nowhere to log; still never break the prompt
