@@ -128,16 +128,60 @@ def test_waiting_stops_as_soon_as_the_warm_process_dies():
     assert time.monotonic() - started < 30  # returns within ~0.2 s of the exit; the bound allows a loaded machine
 
 
-def test_the_cli_falls_back_from_a_warm_process_that_cannot_load_its_model_and_says_why(tmp_path, project):
+def test_the_wait_ends_when_the_status_file_says_the_process_failed_before_it_has_exited():
+    """A process that cannot load its model says so in its status file before its (slow) exit: the
+    wait ends within a few polls of that, not when the process is gone."""
     import subprocess
+    import time
+
+    code = ("import sys, time; from cairn.adapters import warm; time.sleep(0.5); "
+            "warm.write_status('failed', model=['m', 'auto', 'cpu', 32], error='cannot load m'); time.sleep(120)")
+    warm.private_runtime_dir()
+    failing = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        assert not warm.wait_until_ready(100, process=failing)
+        returned = time.time()
+        assert failing.poll() is None  # still running: the status file ended the wait
+        status = warm.read_status()
+        assert status["pid"] == failing.pid and status["state"] == "failed"
+        assert returned - status["at"] < 10 * warm.POLL_SECONDS, "the wait outlived the failure by > 10 polls"
+        assert warm.load_failure(["m", "auto", "cpu", 32], pid=failing.pid) == "cannot load m"
+        assert warm.load_failure(["other", "auto", "cpu", 32], pid=failing.pid) is None
+    finally:
+        failing.kill()
+        failing.wait()
+
+
+def test_the_cli_takes_the_warm_processs_failure_to_load_its_model_and_says_why_once(tmp_path, project):
+    """A model that cannot load (not cached, offline): the warm process's failed attempt is the CLI's
+    too. It goes keyword-only within a few polls of the failure, rather than loading the model a
+    second time, and says why once. The in-process run is timed beside it, for the report."""
+    import subprocess
+    import time
 
     config = tmp_path / "uncached-model.yaml"
     config.write_text("embedding:\n  model: some-org/not-cached-model\n")
     env = {**os.environ, "CAIRN_CONFIG": str(config), "HF_HUB_OFFLINE": "1"}
     env.pop("CAIRN_NO_WARM", None)
-    out = subprocess.run([sys.executable, "-m", "cairn", "remember", "We deploy with Kamal"], cwd=project, env=env,
-                         capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert "cairn: the warm process stopped: cannot load the embedding model" in out.stderr
-    assert "loading the model in this process" in out.stderr
-    assert out.stdout.startswith("remembered ")
+
+    def remember(text: str, **extra: str) -> tuple[subprocess.CompletedProcess, float]:
+        started = time.monotonic()
+        out = subprocess.run([sys.executable, "-m", "cairn", "remember", "--no-ask", text], cwd=project,
+                             env={**env, **extra}, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("remembered "), out.stdout
+        return out, time.monotonic() - started
+
+    in_process, in_process_s = remember("We deploy with Kamal", CAIRN_NO_WARM="1")
+    out, warm_s = remember("Staging deploys on every merge")
+    ended = time.time()
+    status = warm.read_status()
+    assert status and status["state"] == "failed", status
+    assert status["model"][0] == "some-org/not-cached-model"
+    # The CLI stopped waiting at the failure, not at the process's exit, and did not load again.
+    assert ended - status["at"] < 2.0, f"the CLI ended {ended - status['at']:.1f} s after the failure"
+    assert out.stderr.count("cannot load embedding model 'some-org/not-cached-model'") == 1, out.stderr
+    assert "The warm process tried; not tried again in this process." in out.stderr
+    assert "loading the model in this process" not in out.stderr
+    print(f"in-process {in_process_s:.1f} s, through the failing warm process {warm_s:.1f} s")
+    assert in_process.stderr.count("keyword-only: cannot load embedding model") == 1, in_process.stderr

@@ -335,8 +335,9 @@ class Engine:
         try:
             vectors = self.embedder.embed_queries(texts) if query else self.embedder.embed(texts)
         except EmbedderUnavailable as exc:
+            if str(exc) != self.embedder_error:  # said once, not on every embed of the call
+                log.warning("keyword-only: %s", exc)
             self.embedder_error = str(exc)
-            log.warning("keyword-only: %s", exc)
             return None
         self.embedder_error = None  # a model that was not ready before is now
         return vectors

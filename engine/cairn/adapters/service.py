@@ -44,7 +44,7 @@ from typing import Any
 # with one, 10k x 384 on a busy 2-core machine.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from cairn import Embedder, ResolveCache, Resolved, embedder_from_config, required_extra
+from cairn import Embedder, EmbedderUnavailable, ResolveCache, Resolved, embedder_from_config, required_extra
 
 from . import warm
 
@@ -53,8 +53,7 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
 def _model_key(embedding: dict[str, Any]) -> tuple[str, str, str, int]:
-    return (str(embedding.get("model")), str(embedding.get("backend", "auto")), str(embedding.get("device", "cpu")),
-            int(embedding.get("batch_size", 32)))
+    return tuple(warm.model_key(embedding))
 
 
 class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -118,8 +117,11 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         if op == "embed":
             texts = [str(t) for t in request.get("texts", [])]
             spec = request.get("embedding") or {}
-            embedder = (self.embedder if not spec else
-                        self.embedder_for({"embedding": {"enabled": True, "backend": "auto", **spec}}, wait=True))
+            try:
+                embedder = (self.embedder if not spec else
+                            self.embedder_for({"embedding": {"enabled": True, "backend": "auto", **spec}}, wait=True))
+            except EmbedderUnavailable as exc:  # the client takes this as its own failure to load it
+                return {"ok": False, "error": str(exc), "unavailable": True}
             embed = embedder.embed_queries if request.get("query") else embedder.embed
             vectors = embed(texts) if texts else []
             return {"ok": True, "model": embedder.model_name, "dim": embedder.dim,
@@ -271,16 +273,22 @@ def serve() -> int:
         config = load_config()  # the user-level config
     except ConfigError as exc:
         log.error("cannot read the configuration: %s", exc)
+        warm.write_status("failed", error=f"cannot read the configuration: {exc}")
         return 1
     # One torch thread: a one-sentence query takes ~10 ms either way on an idle machine, but with two
     # threads its p95 grew to ~700 ms while other processes used the cores (measured; docs/benchmarks.md).
     config["embedding"]["enabled"] = True  # a project may still enable it
     embedder = embedder_from_config(config, threads=1)
+    model = warm.model_key(config["embedding"])
+    warm.write_status("loading", model=model)
     started = time.monotonic()
     try:
         embedder.load()
     except Exception as exc:
         log.error("cannot load the embedding model: %s", exc)
+        # Before exiting: a client waiting on this process reads why as soon as it sees it gone.
+        warm.write_status("failed", model=model, error=str(exc))
+        lock.close()  # a new warm process may start now, not after this interpreter's teardown
         return 1
     log.info("model %s loaded in %.1f s", embedder.model_name, time.monotonic() - started)
     path = warm.socket_path()
@@ -288,6 +296,7 @@ def serve() -> int:
     idle = float(os.environ.get("CAIRN_SERVICE_IDLE_SECONDS", "900"))
     server = WarmServer(str(path), config, embedder, warm.code_version(), idle)
     os.chmod(path, 0o600)
+    warm.write_status("ready", model=model)
     threading.Thread(target=server.watch_idle, daemon=True).start()
     log.info("listening on %s (pid %d)", path, os.getpid())
     try:

@@ -17,6 +17,7 @@ from cairn import data_root_dir
 
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # engine/cairn
 PROTOCOL = 4
+POLL_SECONDS = 0.2  # how often a client waiting for the warm process looks again
 SERVICE_MODULE = "cairn.adapters.service"  # `python -m` this to run the warm process
 # The hook environment a hook forwards with its event (and the warm process accepts).
 HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG", "CLAUDE_PLUGIN_ROOT",
@@ -97,6 +98,42 @@ def lock_path():
     return Path(runtime_dir_name()) / f"{_key()}.lock"
 
 
+def status_path():
+    """The warm process's status file: {"pid", "state": "loading" | "ready" | "failed", "model": the
+    model it loads (model, backend, device, batch size), "error" when failed, "at": epoch seconds}.
+    A waiting client reads it when the process is gone, to learn why without reading its log."""
+    from pathlib import Path
+
+    return Path(runtime_dir_name()) / f"{_key()}.status"
+
+
+def write_status(state: str, *, model: list | None = None, error: str | None = None) -> None:
+    """Replace the status file (atomically: a reader never sees half of it). Errors are ignored: the
+    status only speeds up a client's fallback, which the process's exit alone also triggers."""
+    import json
+    import time
+
+    path = status_path()
+    temporary = path.with_name(f"{path.name}.{os.getpid()}")
+    try:
+        temporary.write_text(json.dumps({"pid": os.getpid(), "state": state, "model": model, "error": error,
+                                         "at": time.time()}))
+        os.replace(temporary, path)
+    except OSError:
+        pass
+
+
+def read_status() -> dict | None:
+    """The status file's content (see status_path), or None when there is none or it is unreadable."""
+    import json
+
+    try:
+        status = json.loads(status_path().read_text())
+    except (OSError, ValueError):
+        return None
+    return status if isinstance(status, dict) else None
+
+
 def code_version() -> str:
     """Fingerprint of the engine's source files (names, sizes, mtimes): a warm process running older
     code is replaced. A few dozen stat calls, no pathlib: the hook computes it on every request."""
@@ -151,8 +188,9 @@ def exchange(line: bytes, *, timeout: float = 1.0) -> bytes | None:
     return b"".join(chunks)
 
 
-def request(payload: dict, *, timeout: float = 1.0) -> dict | None:
-    """Send one JSON request to the warm process; its JSON reply, or None if it is not there."""
+def request(payload: dict, *, timeout: float = 1.0, errors: bool = False) -> dict | None:
+    """Send one JSON request to the warm process; its JSON reply, or None if it is not there.
+    errors: return an error reply ({"ok": false, "error": ...}) too, rather than None."""
     import json
 
     raw = exchange(json.dumps({**payload, "code": code_version()}).encode() + b"\n", timeout=timeout)
@@ -162,7 +200,7 @@ def request(payload: dict, *, timeout: float = 1.0) -> dict | None:
         reply = json.loads(raw or b"null")
     except ValueError:
         return None
-    return reply if isinstance(reply, dict) and reply.get("ok") else None
+    return reply if isinstance(reply, dict) and (reply.get("ok") or errors) else None
 
 
 class _Decoding:
@@ -297,17 +335,41 @@ def encode_vector(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
+def model_key(embedding: dict) -> list:
+    """What names a loaded model in the warm process: [model, backend, device, batch size]."""
+    return [str(embedding.get("model")), str(embedding.get("backend", "auto")), str(embedding.get("device", "cpu")),
+            int(embedding.get("batch_size", 32))]
+
+
+def load_failure(model: list, *, pid: int | None = None, since: float = 0.0) -> str | None:
+    """Why the warm process failed to load this model (model_key), from its status file: the process
+    `pid`, or any that failed at `since` (epoch seconds) or later. None when the status says nothing
+    about that (another model, another process, not failed)."""
+    status = read_status()
+    if not status or status.get("state") != "failed" or status.get("model") != model:
+        return None
+    if (pid is not None and status.get("pid") == pid) or float(status.get("at") or 0) >= since:
+        return str(status.get("error") or "the warm process could not load the embedding model")
+    return None
+
+
 def wait_until_ready(seconds: float, *, process=None, watch_lock: bool = False) -> bool:
-    """Poll until the warm process answers (True), or `seconds` pass (False). Gives up at once
-    (False) when the process is known to be gone: `process` (what spawn() returned) has exited
-    while no other warm process runs, or, with watch_lock, the running one has let go of its lock
-    (it exits when it cannot load its model, after a few seconds rather than the whole wait)."""
+    """Poll (every POLL_SECONDS) until the warm process answers (True), or `seconds` pass (False).
+    Gives up at once (False) when the process is known to be gone or failing: its status file says
+    it failed (status_path; written before it exits, so the wait does not include its exit), or
+    `process` (what spawn() returned) has exited while no other warm process runs, or, with
+    watch_lock, the running one has let go of its lock."""
     import time
 
+    since = time.time()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if request({"op": "ping"}, timeout=1.0) is not None:
             return True
+        status = read_status() or {}
+        if status.get("state") == "failed" and (
+                (process is not None and status.get("pid") == process.pid) or float(status.get("at") or 0) >= since):
+            return False
         if process is not None and process.poll() is not None:
             # It exits at once, with 0, when another warm process holds the lock: wait for that one.
             if process.returncode != 0 or not is_running():
@@ -315,7 +377,7 @@ def wait_until_ready(seconds: float, *, process=None, watch_lock: bool = False) 
             process, watch_lock = None, True
         elif watch_lock and not is_running():
             return request({"op": "ping"}, timeout=1.0) is not None
-        time.sleep(0.2)
+        time.sleep(POLL_SECONDS)
     return False
 
 
@@ -327,10 +389,15 @@ def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: b
     wait_seconds). In-process
     too when the warm process cannot serve (no Unix sockets, another model). None when the config
     disables embedding. short_lived: this process embeds a few texts and exits (a CLI command), so an
-    in-process model skips load-time optimisation (embedder.make_embedder). on_fallback(reason): called
-    once, with a sentence saying why, when a warm process was waited for and died (the model then
-    loads in-process: the warm process's failure costs about a second, not the whole wait)."""
-    from cairn import Embedder, embedder_from_config, parse_fingerprint
+    in-process model skips load-time optimisation (embedder.make_embedder).
+
+    A warm process that cannot load this very model (its status file, or its answer to an embed,
+    says so) is not followed by a second attempt here: embeds raise EmbedderUnavailable with its
+    reason, as after a failed load in-process, and callers go keyword-only within a poll
+    (POLL_SECONDS) of its failure. on_fallback(reason): called once, with a sentence saying why, when
+    a warm process was waited for and died or did not answer for another reason (the model then
+    loads in-process)."""
+    from cairn import Embedder, EmbedderUnavailable, embedder_from_config, parse_fingerprint
 
     local = embedder_from_config(config, short_lived=short_lived)
     if local is None:
@@ -344,6 +411,25 @@ def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: b
             self.local = local
             self.model_name, self.dim, self.backend = local.model_name, local.dim, local.backend
             self.remote_ok = _unix_socket_api() is not None
+            self.failed: str | None = None  # the warm process's reason it cannot load this model
+
+        @property
+        def error(self) -> str | None:
+            return self.failed or self.local.error
+
+        def _adopt(self, reason: str | None) -> None:
+            """Take the warm process's failure to load this very model as this process's: loading it
+            here would repeat the same attempt (a download that cannot reach its host retries for
+            tens of seconds), so embeds raise EmbedderUnavailable and callers go keyword-only, as
+            after a failed load in-process. A model named by a relative path is the exception: the
+            warm process runs in another folder."""
+            from pathlib import Path
+
+            if reason is None or (not Path(str(emb["model"])).expanduser().is_absolute()
+                                  and Path(str(emb["model"])).expanduser().exists()):
+                return
+            # Said by the caller, as any failed load is (the engine's "keyword-only: ..." warning).
+            self.failed = f"{reason.rstrip('.')}. (The warm process tried; not tried again in this process.)"
 
         @property
         def loaded(self) -> bool:
@@ -357,20 +443,34 @@ def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: b
         def _embed(self, texts: list, query: bool):
             import numpy as np
 
+            if self.failed is not None:
+                raise EmbedderUnavailable(self.failed)
             if self.remote_ok and not self.local.loaded:
                 ask = {"op": "embed", "texts": texts, "embedding": spec, "query": query}
-                reply = request(ask, timeout=120)
+                reply = request(ask, timeout=120, errors=True)
+                if reply is not None and not reply.get("ok"):
+                    # A running warm process that cannot load this model says so: no second attempt here.
+                    self._adopt(reply.get("error") if reply.get("unavailable") else None)
+                    if self.failed is not None:
+                        raise EmbedderUnavailable(self.failed)
+                    reply = None
                 if reply is None and self.local.fast_load:
                     spawn()  # for the next calls and the hooks; this one loads in-process, not waiting
                 elif reply is None:
+                    import time
+
+                    since = time.time()
                     process = spawn()
                     if process is not None or is_running():
                         if wait_until_ready(wait_seconds, process=process, watch_lock=process is None):
                             reply = request(ask, timeout=120)
-                        elif on_fallback is not None:
-                            why = (f"did not answer within {wait_seconds:.0f} s" if is_running()
-                                   else f"stopped: {last_error() or 'see logs/service.log'}")
-                            on_fallback(f"the warm process {why}; loading the model in this process")
+                        else:
+                            self._adopt(load_failure(model_key(spec), pid=getattr(process, "pid", None),
+                                                     since=since))
+                            if on_fallback is not None and self.failed is None:
+                                why = (f"did not answer within {wait_seconds:.0f} s" if is_running()
+                                       else f"stopped: {last_error() or 'see logs/service.log'}")
+                                on_fallback(f"the warm process {why}; loading the model in this process")
                 if reply is not None and reply.get("model") == self.model_name and reply.get("fingerprint"):
                     # The vectors' space is the warm process's embedder's (its backend and weights).
                     remote = parse_fingerprint(reply["fingerprint"])
@@ -378,6 +478,8 @@ def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: b
                     self.backend, self.weights = remote.get("backend", self.backend), remote.get("weights")
                     return np.stack([np.frombuffer(v, dtype=np.float32) for v in decode_vectors(reply)])
                 self.remote_ok = False  # not available here: stop trying, load in-process
+                if self.failed is not None:
+                    raise EmbedderUnavailable(self.failed)
             vectors = self.local.embed_queries(texts) if query else self.local.embed(texts)
             self.dim, self.backend, self.weights = self.local.dim, self.local.backend, self.local.weights
             return vectors
