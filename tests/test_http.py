@@ -130,9 +130,10 @@ def test_sessions_search_list_and_read(tmp_path, project, env):
         ], source="claude")
     s = Server(["--transport", "http"], cwd=project, env=env, log=tmp_path / "server.log")
     try:
-        hits = ok(s.request("POST", "/v1/sessions/search", {"query": "ERR_OSSL_EVP_UNSUPPORTED", "window": 1}))["hits"]
-        assert hits[0]["turn"]["uuid"] == "u1" and hits[0]["mode"] == "exact"
-        assert [t["uuid"] for t in hits[0]["after"]] == ["u2"]
+        results = ok(s.request("POST", "/v1/sessions/search", {"query": "ERR_OSSL_EVP_UNSUPPORTED", "window": 1}))
+        (result,) = results["results"]
+        assert result["session_id"] == "s1" and result["mode"] == "exact" and result["best"] == [0]
+        assert [(t["uuid"], t["hit"]) for t in result["turns"]] == [("u1", True), ("u2", False)]
         assert [x["session_id"] for x in ok(s.request("GET", "/v1/sessions"))["sessions"]] == ["s1"]
         turns = ok(s.request("GET", "/v1/sessions/s1?offset=1&limit=5"))["turns"]
         assert [t["uuid"] for t in turns] == ["u2"]

@@ -645,11 +645,13 @@ def test_session_tools_search_list_and_read_captured_turns(shared, home, monkeyp
     transcript.write_text("".join(conversation()))
     with Cairn.open(cwd=project, embedder=None) as memory:
         assert memory.sessions.ingest(transcript)["turns_added"] == 5
-    hits = shared.ok("memory_search_sessions", query="\"No module named 'cairn_x'\"", window=1)["hits"]
-    assert [h["position"] for h in hits] == [0] and hits[0]["mode"] == "exact" and hits[0]["role"] == "user"
-    assert hits[0]["before"] == [] and [t["position"] for t in hits[0]["after"]] == [1]
-    assert hits[0]["after"][0]["meta"]["tools"] == ["Read", "Edit"]
-    assert shared.ok("memory_search_sessions", query="kamal staging", mode="keyword", k=1)["hits"][0]["position"] == 4
+    (result,) = shared.ok("memory_search_sessions", query="\"No module named 'cairn_x'\"", window=1)["results"]
+    assert result["session_id"] == "s1" and result["mode"] == "exact"
+    assert [(t["position"], t.get("hit", False)) for t in result["turns"]] == [(0, True), (1, False)]
+    assert result["turns"][0]["role"] == "user" and "session_id" not in result["turns"][0]
+    assert result["turns"][1]["meta"]["tools"] == ["Read", "Edit"]
+    (kamal,) = shared.ok("memory_search_sessions", query="kamal staging", mode="keyword", k=1, window=0)["results"]
+    assert [t["position"] for t in kamal["turns"] if t.get("hit")] == [4]
     sessions = shared.ok("memory_list_sessions")["sessions"]
     assert [s["session_id"] for s in sessions] == ["s1"] and sessions[0]["turn_count"] == 5
     page = shared.ok("memory_read_session", session_id="s1", offset=1, limit=2)

@@ -58,12 +58,11 @@ def test_import_then_list_search_show(cairn, claude_root):
                             "ended_at_iso"}
     assert rows[1]["turn_count"] == 5 and rows[1]["started_at_iso"] == "2026-03-01T10:00:00.000Z"
 
-    hits = json.loads(cairn("sessions", "search", "packages.find", "--window", "1", "--json")[1])
-    assert [h["turn"]["uuid"] for h in hits] == ["a3"] and hits[0]["mode"] == "exact"
-    assert set(hits[0]) == {"turn", "score", "mode", "reasons", "before", "after"}
-    assert [t["uuid"] for t in hits[0]["before"]] == ["a1"] and [t["uuid"] for t in hits[0]["after"]] == ["u2"]
-    assert set(hits[0]["turn"]) == {"session_id", "uuid", "position", "role", "text", "at", "speaker", "git_branch",
-                                    "cwd", "meta", "at_iso"}
+    (result,) = json.loads(cairn("sessions", "search", "packages.find", "--window", "1", "--json")[1])
+    assert set(result) == {"session_id", "score", "mode", "best", "turns"} and result["mode"] == "exact"
+    assert [(t["uuid"], t["hit"]) for t in result["turns"]] == [("a1", False), ("a3", True), ("u2", False)]
+    assert set(result["turns"][1]) == {"uuid", "position", "role", "text", "at", "speaker", "git_branch", "cwd",
+                                       "meta", "at_iso", "hit"}
 
     code, out, _ = cairn("sessions", "search", "deploy staging", "--mode", "keyword", "-k", "1")
     assert code == 0 and "> " in out and "kamal" in out.lower()
@@ -111,8 +110,12 @@ def test_locomo_import(cairn, tmp_path):
 
 def test_hits_of_one_session_merge_into_one_result_with_its_id_once(cairn, claude_root):
     assert cairn("import-sessions", "--root", str(claude_root))[0] == 0
-    hits = json.loads(cairn("sessions", "search", "deploy", "--mode", "keyword", "--json")[1])
-    assert len([h for h in hits if h["turn"]["session_id"] == "s1"]) > 1  # several turns of s1 hit
+    results = json.loads(cairn("sessions", "search", "deploy", "--mode", "keyword", "--json")[1])
+    s1 = [r for r in results if r["session_id"] == "s1"]
+    assert len(s1) == 1 and len(s1[0]["best"]) > 1  # several turns of s1 hit, merged into one result
+    assert [t["position"] for t in s1[0]["turns"]] == sorted({t["position"] for t in s1[0]["turns"]})
+    assert {t["position"] for t in s1[0]["turns"] if t["hit"]} == set(s1[0]["best"])
+    assert all("session_id" not in t for t in s1[0]["turns"])  # the id once, on the result
     code, out, _ = cairn("sessions", "search", "deploy", "--mode", "keyword")
     assert code == 0
     assert out.count("session s1 ") == 1 and out.count("s1") == 1  # one result, the id shown once

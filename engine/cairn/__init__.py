@@ -55,7 +55,7 @@ _EXPORTS = {
     "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "user_data_dir": "locations",
     "ensure_data_root": "paths",
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
-    "merge_session_hits": "sessions",
+    "merge_session_hits": "sessions", "SessionResult": "sessions",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "render", "session_brief": "context",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
@@ -104,7 +104,7 @@ if TYPE_CHECKING:
     from .records import Draft
     from .review import Review
     from .render import cited_ids
-    from .sessions import merge_session_hits
+    from .sessions import SessionResult, merge_session_hits
     from .sessions_api import Sessions
     from .stores import (
         backup_store, backups_of, create_store, delete_store, list_stores, migrate_store, rename_store, restore_store,

@@ -315,6 +315,17 @@ class SessionResult:
     best: tuple[int, ...]
     turns: tuple[Any, ...]  # models.Turn
 
+    def to_json(self) -> dict[str, Any]:
+        """{"session_id", "score", "mode", "best": [positions, best first], "turns": [each turn's
+        to_json without its session_id (named once, above), with "hit": whether it was ranked]}."""
+        turns = []
+        for turn in self.turns:
+            data = turn.to_json()
+            del data["session_id"]
+            turns.append({**data, "hit": turn.position in self.best})
+        return {"session_id": self.session_id, "score": round(self.score, 6), "mode": self.mode,
+                "best": list(self.best), "turns": turns}
+
 
 def merge_session_hits(hits: list[Any], *, floor: float = RELEVANCE_FLOOR) -> list[SessionResult]:
     """search_sessions' hits (models.SessionHit, best first) as one result per session, best

@@ -1067,10 +1067,9 @@ def _turn_line(turn: cairn.Turn, mark: str = "") -> str:
 def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None:
     """Captured turns for QUERY, one result per session, best first: its best turns (marked >) with
     the turns around them, turns far less relevant than the best dropped."""
-    hits = memory.search_sessions(query, **options)
+    results = cairn.merge_session_hits(memory.search_sessions(query, **options))
 
     def human() -> None:
-        results = cairn.merge_session_hits(hits)
         if not results:
             click.echo("no captured turns match")
         for n, result in enumerate(results, 1):
@@ -1084,7 +1083,7 @@ def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None
                 click.echo(f"{mark}#{turn.position} {turn.speaker or turn.role} {when}  {_short(turn.text)}")
                 last = turn.position
 
-    _emit(as_json, [h.to_json() for h in hits], human)
+    _emit(as_json, [r.to_json() for r in results], human)
 
 
 @sessions.command(name="list")

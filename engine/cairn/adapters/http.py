@@ -336,7 +336,7 @@ def _status(engine: cairn.Cairn, call: Call) -> Any:
 def _search_sessions(engine: cairn.Cairn, call: Call) -> Any:
     a: SessionSearchBody = call.args
     hits = engine.search_sessions(a.query, mode=a.mode, k=a.k, window=a.window, since=a.since, until=a.until)
-    return {"hits": [h.to_json() for h in hits]}
+    return {"results": [r.to_json() for r in cairn.merge_session_hits(hits)]}
 
 
 def _list_sessions(engine: cairn.Cairn, call: Call) -> Any:
@@ -397,7 +397,8 @@ ROUTES: list[RouteSpec] = [
     RouteSpec("DELETE", "/v1/memories/{id}", "Forget: erase a memory for good (a tombstone stays in history).",
               _forget, write=True, returns="`{\"memory\": Memory}` (the tombstone).", errors=_MEMORY),
     RouteSpec("POST", "/v1/sessions/search", "Search the captured turns of past sessions.", _search_sessions,
-              SessionSearchBody, body=True, embeds=True, returns="`{\"hits\": [SessionHit]}`.",
+              SessionSearchBody, body=True, embeds=True,
+              returns="`{\"results\": [SessionResult]}`: one per session, best first.",
               errors=("invalid_input", "invalid_time")),
     RouteSpec("GET", "/v1/sessions", "Captured sessions, most recently active first.", _list_sessions,
               SessionsQuery, returns="`{\"sessions\": [SessionInfo]}`.", errors=("invalid_time",)),

@@ -170,9 +170,13 @@ def _turn(turn: cairn.Turn) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _session_hit(hit: cairn.SessionHit) -> dict[str, Any]:
-    return {**_turn(hit.turn), "score": round(hit.score, 4), "mode": hit.mode,
-            "before": [_turn(t) for t in hit.before], "after": [_turn(t) for t in hit.after]}
+def _session_result(result: cairn.SessionResult) -> dict[str, Any]:
+    """One session's merged hits as the model sees it: the session id once, its turns in order, the
+    ranked ones marked `"hit": true`."""
+    turns = [{**{k: v for k, v in _turn(t).items() if k != "session_id"}, **({"hit": True} if t.position in
+                                                                             result.best else {})}
+             for t in result.turns]
+    return {"session_id": result.session_id, "score": round(result.score, 4), "mode": result.mode, "turns": turns}
 
 
 def _session_row(info: cairn.SessionInfo) -> dict[str, Any]:
@@ -408,11 +412,11 @@ def build_server(session: Session) -> MCPServer:
         since: When = None,
         until: When = None,
     ) -> str:
-        """Search the captured turns of past sessions of this project (user prompts and assistant replies, not tool output): what was said, an error message and how it was fixed, a reason given, what was tried. Returns turns best first, each with session_id, position, role, time, text, and its context window (the turns just before and after, not ranked themselves). since/until: ISO 8601 bounds on the turn's time."""  # noqa: E501
+        """Search the captured turns of past sessions of this project (user prompts and assistant replies, not tool output): what was said, an error message and how it was fixed, a reason given, what was tried. Returns one result per session, best first: its session_id, and its turns in order: the ranked ones (marked "hit": true) and the turns just before and after them; turns far less relevant than the best are dropped. since/until: ISO 8601 bounds on the turn's time."""  # noqa: E501
 
         def do(engine):
             hits = engine.search_sessions(query, mode=mode, k=k, window=window, since=since, until=until)
-            return {"hits": [_session_hit(h) for h in hits]}
+            return {"results": [_session_result(r) for r in cairn.merge_session_hits(hits)]}
 
         return run(do, embeds=mode != "exact" and mode != "keyword", writes=False)
 
