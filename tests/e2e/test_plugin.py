@@ -859,35 +859,69 @@ def stored_turns(project: Path) -> list[Any]:
         return []
 
 
+def credential_sentences() -> tuple[str, list[str]]:
+    """Credentials written in prose, as users paste them (fresh random values each run, so no list of
+    known values can catch them): the text, and the secret part of each value."""
+    import secrets
+    import string
+
+    def alnum(n: int) -> str:
+        return "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(n))
+
+    values = [secrets.token_hex(16), alnum(30), alnum(32), alnum(32)]
+    text = (f"the key for the sandbox is rk-test-{values[0]}, prod token: tkn_{values[1]}, the webhook signing "
+            f"secret is whsec_{values[2]} and billing uses sk-live-{values[3]}.")
+    return text, values
+
+
 def test_a_session_is_captured_and_the_next_one_finds_the_error_and_its_fix(cairn: CairnSession) -> None:
     api = cairn.api
+    credentials, values = credential_sentences()
     prompt = (f"pytest fails with {CAPTURED_ERROR} <private>my {PRIVATE_SPAN}</private> "
-              f"and my key is {FAKE_KEY}, what now?")
+              f"and my key is {FAKE_KEY}, what now? Also, {credentials}")
+    secret_parts = [PRIVATE_SPAN.encode(), b"bluebird", FAKE_KEY.encode(),
+                    *(v[:12].encode() for v in values)]  # any 12 characters of a value is a leak
+
+    def assert_no_secret_in(path: Path) -> None:
+        data = path.read_bytes()
+        leaked = [part for part in secret_parts if part in data]
+        assert not leaked, f"{path} holds {leaked}"
+
     cairn.script(final=Text(CAPTURED_FIX))
     assert cairn.run(prompt).result_text == CAPTURED_FIX
     # The Stop hook handed the capture off; it lands in the store while nothing else happens.
     wait_for(lambda: len(stored_turns(cairn.project)) == 2, WAIT_S,
              lambda: f"the session's two turns to be captured: {stored_turns(cairn.project)}")
+    # The session tables: the turn holds a marker where each credential was.
+    (user_turn,) = [t for t in stored_turns(cairn.project) if t.role == "user"]
+    assert user_turn.text.count("[REDACTED") >= 5, user_turn.text
+    assert not any(v[:12] in user_turn.text for v in values), user_turn.text
+    # The store's files while the warm process still has it open: the database and its live WAL.
+    store = store_file(cairn.project)
+    live = [p for p in store.parent.iterdir() if p.name.startswith(store.name)]
+    assert store in live
+    for path in live:
+        assert_no_secret_in(path)
 
     # Next session: the agent searches the past sessions with the exact error text.
     search = ToolUse(TOOL("memory_search_sessions"), {"query": CAPTURED_ERROR})
     cairn.script(search, final=Text("Found it. MARK-SEARCH"))
     assert cairn.run("Postgres login fails in the tests again; what did we do last time?").result_text \
         == "Found it. MARK-SEARCH"
-    hits = tool_json(api, search)["hits"]
-    assert hits, "no hit for the exact error text"
-    top = hits[0]
-    assert top["role"] == "user" and CAPTURED_ERROR in top["text"], top
-    assert [t["text"] for t in top["after"]] == [CAPTURED_FIX], top  # its window: the reply with the fix
-    assert PRIVATE_SPAN not in top["text"] and FAKE_KEY not in top["text"] and "[REDACTED" in top["text"], top
+    results = tool_json(api, search)["results"]
+    assert results, "no result for the exact error text"
+    top = results[0]
+    hit = [t for t in top["turns"] if t.get("hit")][0]
+    assert hit["role"] == "user" and CAPTURED_ERROR in hit["text"], top
+    # Its window, merged into the session's one result: the reply with the fix.
+    assert [t["text"] for t in top["turns"] if t["position"] > hit["position"]] == [CAPTURED_FIX], top
+    assert PRIVATE_SPAN not in hit["text"] and FAKE_KEY not in hit["text"] and "[REDACTED" in hit["text"], top
 
-    # Neither the private span nor the key is in any byte of the store (database, WAL, shared memory).
-    cairn.shutdown_warm()  # its connections closed, the WAL checkpointed
-    store = store_file(cairn.project)
-    files = [p for p in store.parent.iterdir() if p.name.startswith(store.name)]
+    # No secret in any byte of any file of the data root (store, WAL, shared memory, logs), once the
+    # warm process has closed its connections and the WAL is checkpointed.
+    cairn.shutdown_warm()
+    files = [p for p in cairn.data_root.rglob("*") if p.is_file()]
     assert store in files
     for path in files:
-        data = path.read_bytes()
-        assert PRIVATE_SPAN.encode() not in data and b"bluebird" not in data, path
-        assert FAKE_KEY.encode() not in data, path
-    assert CAPTURED_ERROR.encode() in store.read_bytes() + b"".join(p.read_bytes() for p in files)
+        assert_no_secret_in(path)
+    assert CAPTURED_ERROR.encode() in b"".join(p.read_bytes() for p in files if p.name.startswith(store.name))
