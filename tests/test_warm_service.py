@@ -185,3 +185,28 @@ def test_the_cli_takes_the_warm_processs_failure_to_load_its_model_and_says_why_
     assert "loading the model in this process" not in out.stderr
     print(f"in-process {in_process_s:.1f} s, through the failing warm process {warm_s:.1f} s")
     assert in_process.stderr.count("keyword-only: cannot load embedding model") == 1, in_process.stderr
+
+
+def test_a_running_warm_process_that_cannot_load_a_projects_model_is_not_followed_by_a_second_attempt(
+        monkeypatch, cairn_home):
+    """The warm process is up with the default model; a project names one that cannot load. Its
+    answer says so, and the client raises that reason instead of loading the model itself."""
+    from cairn import EmbedderUnavailable, load_config
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # inherited by the warm process: the load fails at once
+    monkeypatch.setenv("CAIRN_SERVICE_IDLE_SECONDS", "60")
+    assert warm.spawn(sys.executable)
+    try:
+        assert warm.wait_until_ready(120), (cairn_home / "logs" / "service.log").read_text()
+        config = load_config(None)
+        config["embedding"]["model"] = "some-org/not-cached-model"
+        client = warm.session_embedder(config, short_lived=True)
+        with pytest.raises(EmbedderUnavailable, match="The warm process tried; not tried again"):
+            client.embed_queries(["where do we deploy"])
+        assert not client.local.loaded and client.local.error is None  # no attempt in this process
+        assert "cannot load embedding model 'some-org/not-cached-model'" in client.error
+        with pytest.raises(EmbedderUnavailable):  # and none on the next call either
+            client.embed(["we deploy with Kamal"])
+    finally:
+        warm.request({"op": "shutdown"})
+        wait_for(lambda: not warm.is_running(), WAIT_S, "the warm process to stop when asked")
