@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "engine"))
 from cairn.privacy import scrub  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "credentials"
-SPLITS = ("dev", "holdout")
+SPLITS = ("dev", "holdout", "holdout2")
 
 
 def score(split: str) -> tuple[dict[str, float], list[tuple[str, str, str]]]:
