@@ -10,4 +10,4 @@ sys.path[0] = str(Path(__file__).resolve().parent.parent / "engine")
 from cairn.adapters.mcp.server import main  # noqa: E402
 
 if __name__ == "__main__":
-    main()
+    main(defer_review=True)  # the plugin's SessionEnd hook settles the session's writes

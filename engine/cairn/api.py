@@ -80,6 +80,10 @@ class Cairn(Engine):
         """`memory.review.promote`, by the name the adapters call."""
         return self.review.promote(memory_id)
 
+    def settle(self, memory_ids: Iterable[str]) -> dict[str, Any]:
+        """`memory.review.settle`, by the name the adapters call."""
+        return self.review.settle(memory_ids)
+
     def maintain(self, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
         """`memory.review.maintain`, by the name the adapters call."""
         return self.review.maintain(apply=apply, safe_only=safe_only)

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from dataclasses import field as _field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Self
+from typing import IO, TYPE_CHECKING, Any, Self, cast
 
 from .compose import Resolved, embedder_from_config, resolve
 from .embedder import Embedder, compatible, parse_fingerprint
@@ -175,6 +175,10 @@ class Engine:
         self._check_model = check_model
         self._busy_timeout_ms: int = config["store"]["busy_timeout_ms"]
         self.exists = True  # False: opened read-only on a store file that does not exist (an empty stand-in)
+        # True: a write's possible conflicts stay in its `related` for the writer to resolve, and are
+        # queued only if still unresolved when its session ends (settle). Set by an adapter whose
+        # sessions end with a settle call (the plugin's MCP server: the SessionEnd hook settles).
+        self.defer_review = False
         self._check_fingerprint(store)
 
     # -- opening ---------------------------------------------------------------------------------
@@ -410,7 +414,8 @@ class Engine:
         only an identical normalised text counts, so an edit may change punctuation alone.
         `replaces` (an id, or several: a merge) supersedes those; otherwise a memory of the same kind
         stating a change to a similar current one supersedes it (supersede.classify), and similar
-        ones it does not retire are listed in `conflicts`. The text is
+        ones it does not retire are listed in `conflicts` and queued for review: at once, or, with
+        `defer_review`, only if still unresolved when the writer's session ends (settle). The text is
         stored without its `<private>...</private>` spans and with secrets (API keys, tokens,
         passwords) replaced by `[REDACTED:<type>]`, as captured turns are (privacy.scrub).
         Raises InvalidMemory (every problem named; a text that is all private), InvalidTime,
@@ -451,7 +456,7 @@ class Engine:
             vector = None if vectors is None else vectors[i]
             results.append(replace(self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect),
                                    redacted=redacted[i]))
-            if results[-1].conflicts:
+            if results[-1].conflicts and not self.defer_review:
                 self._queue_conflicts(store, results[-1])
         return results
 
@@ -596,6 +601,22 @@ class Engine:
         found.related = [{"id": m.id, "text": m.text or "", "kind": m.kind, "date": format_date(m.valid_from),
                           "why": why} for _, m, why in ranked[:MAX_RELATED]]
         return found
+
+    def possible_changes(self, memory_id: str) -> list[dict[str, Any]]:
+        """The current memories recorded before `memory_id` (project store) that it may change or
+        restate, as its write would report them now (RememberResult.conflicts: each {"id", "reason",
+        "restatement"?}), from its stored vector (none: keyword candidates only). Empty when it is no
+        longer current. Reads only. Raises MemoryNotFound."""
+        store = self.store
+        memory = store.get(memory_id)
+        if memory.status != "current" or memory.text is None:
+            return []
+        seq = store.seq_of(memory_id)
+        vector = store.vectors_of([seq]).get(seq)
+        # _detect reads a row's text and kind only, which a stored memory has as a new one does.
+        found = self._detect(store, cast("NewMemory", memory), vector, retire=False, skip={memory_id})
+        older = {c["id"] for c in found.conflicts if store.seq_of(c["id"]) < seq}
+        return [c for c in found.conflicts if c["id"] in older]
 
     def replace(
         self,

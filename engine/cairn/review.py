@@ -9,8 +9,9 @@
    (storage.protocol.StoreBackend) through the same store methods.
 2. Maintenance (`maintain`, `cairn maintain`, memory_maintenance_run, POST /v1/maintain): retires
    exact duplicates and fills the queue with near-duplicates, clusters to summarise, stale memories
-   to demote and possible conflicts. `remember` queues the possible conflicts it reports
-   (stage_conflicts).
+   to demote and possible conflicts (of any kinds). `remember` queues the possible conflicts it
+   reports (stage_conflicts), or, for a writer that resolves them itself (Engine.defer_review), its
+   session's end queues what it left (settle).
 
 It stands above the engine: memories are written, and retired, only through the engine's writer
 (Engine.remember, replace, retire_into).
@@ -313,6 +314,62 @@ def _restatements(store: StoreBackend, new: Memory, restated: list[Memory], now:
         store.close_proposal(p.id, state="expired", at=now, by=None,
                              result={"reason": f"replaced by proposal {proposal.id}, which adds {new.id}"})
     return proposal, open_key("near_duplicate", [m.id for m in ordered])
+
+
+def settle(engine: Engine, memory_ids: list[str]) -> dict[str, Any]:
+    """Queue what the writer of `memory_ids` left unresolved, when its session ends (the writes of a
+    session whose engine has defer_review: the plugin's MCP server). For each one still current,
+    its possible changes (Engine.possible_changes: current memories recorded before it that it may
+    change or restate) that the writer did not resolve (resolving one with memory_replace retires
+    it, so it is no longer current) become proposals: a `conflict` per pair, and one
+    `near_duplicate` per cluster of restatements (with every current member of a pending cluster
+    it grows; see _restatements). Left out: pairs already pending, kept by the user before
+    (rejected), or together in a pending or rejected cluster. Idempotent: a second call queues
+    nothing new. Returns {"checked": writes still current, "queued": [proposal ids]}."""
+    store = _queue_store(engine)
+    now = now_ms()
+    known = store.proposal_keys(("pending", "rejected", "applied"))
+    pairs = _pending_pairs(store)
+    together = [set(p.source_ids) for p in store.proposals(states=("pending", "rejected"),
+                                                          types=("duplicate", "near_duplicate"))]
+    restated = _Sets()
+    members: dict[str, Memory] = {}
+    rows: list[tuple[Proposal, str]] = []
+    checked = 0
+    for memory_id in dict.fromkeys(memory_ids):
+        try:
+            changes = engine.possible_changes(memory_id)
+            new = store.get(memory_id)
+        except MemoryNotFound:
+            continue
+        if new.status != "current":
+            continue
+        checked += 1
+        for change in changes:
+            try:
+                old = store.get(change["id"])
+            except MemoryNotFound:
+                continue
+            ids = [old.id, new.id]
+            if (store.is_dismissed(old.id, new.id) or _pair_key(ids) in pairs
+                    or any(set(ids) <= group for group in together)):
+                continue
+            if change.get("restatement"):
+                restated.union(old.id, new.id)
+                members.update({old.id: old, new.id: new})
+                continue
+            older, newer = _order(old, new)
+            key = open_key("conflict", [older.id, newer.id])
+            if key in known:
+                continue
+            known.add(key)
+            pairs.add(_pair_key(ids))
+            rows.append((new_proposal("conflict", [older, newer], {
+                "texts": [older.text, newer.text], "reason": change["reason"], "origin": "session"}, now=now), key))
+    for group in restated.groups():
+        ordered = sorted((members[i] for i in group), key=lambda m: (m.valid_from, m.recorded_at, m.id))
+        rows.append(_restatements(store, ordered[-1], ordered[:-1], now))
+    return {"checked": checked, "queued": store.add_proposals(rows)}
 
 
 REVIEW_DECISIONS = ("approve", "reject", "edit", "keep")  # "keep" is the older name of "reject"
@@ -937,6 +994,12 @@ class Review:
     def is_dismissed(self, first_id: str, second_id: str) -> bool:
         """Whether the user kept both memories of this pair (dismiss), in any store."""
         return any(s.is_dismissed(first_id, second_id) for s in self._engine._stores("all"))
+
+    def settle(self, memory_ids: Iterable[str]) -> dict[str, Any]:
+        """At the end of the session that wrote `memory_ids` (an engine with defer_review): queue
+        for review what their writer left unresolved (review.settle). Returns {"checked": writes
+        still current, "queued": [proposal ids]}."""
+        return settle(self._engine, list(memory_ids))
 
     def maintain(self, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
         """One maintenance run over the project store (review.maintain): a dry run unless apply;

@@ -401,6 +401,84 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
     return done
 
 
+# Cairn's MCP tools that write a memory, as Claude Code names them ("mcp__<server>__<tool>"; the
+# plugin's server is "plugin_cairn_cairn", one added by hand usually "cairn").
+WRITE_TOOLS = ("memory_remember", "memory_replace")
+
+
+def _writes_tool(name: object) -> bool:
+    parts = name.split("__") if isinstance(name, str) else []
+    return len(parts) == 3 and parts[0] == "mcp" and "cairn" in parts[1] and parts[2] in WRITE_TOOLS
+
+
+def _tool_json(content: object) -> dict[str, Any]:
+    """A tool result's JSON object (its text, or its text parts joined; the SDK may wrap it as
+    {"result": "<json>"}), or {} when it is not one."""
+    text = content if isinstance(content, str) else "".join(
+        b.get("text", "") for b in content if isinstance(b, dict)) if isinstance(content, list) else ""
+    try:
+        data = json.loads(text)
+        if isinstance(data, dict) and set(data) == {"result"} and isinstance(data["result"], str):
+            data = json.loads(data["result"])
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def session_writes(path: str | Path) -> list[str]:
+    """The ids of the memories a Claude Code session created through Cairn's MCP tools
+    (memory_remember, memory_replace answered "created"), read from its transcript (JSON Lines:
+    an assistant line's tool_use block, a user line's tool_result block with its tool_use_id), in
+    order. Lines that are not such JSON are skipped. Raises OSError when the file cannot be read."""
+    calls: set[str] = set()
+    out: list[str] = []
+    with open(path, "rb") as handle:
+        for raw in handle:
+            if b'"tool_' not in raw:
+                continue
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            message = line.get("message") if isinstance(line, dict) else None
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use" and _writes_tool(block.get("name")):
+                    calls.add(str(block.get("id")))
+                elif block.get("type") == "tool_result" and str(block.get("tool_use_id")) in calls:
+                    data = _tool_json(block.get("content"))
+                    if data.get("status") == "created" and isinstance(data.get("id"), str):
+                        out.append(data["id"])
+    return list(dict.fromkeys(out))
+
+
+def settle_session(payload: dict[str, Any], env: dict[str, str]) -> dict[str, Any] | None:
+    """SessionEnd: queue for review what the session's writes left unresolved (Cairn.settle on the
+    memories its transcript shows Cairn's MCP tools created: a possible change the model did not
+    resolve with memory_replace is the user's to judge). Nothing when the transcript is missing or
+    the project has no store. Returns Cairn.settle's answer, or None. The log gets counts, never
+    text. Raises whatever the engine raises; the caller fails open."""
+    from cairn import Cairn
+
+    session_id = str(payload.get("session_id") or "")
+    path = payload.get("transcript_path")
+    if not session_id or not isinstance(path, str) or not Path(path).is_file():
+        return None
+    written = session_writes(path)
+    if not written:
+        return None
+    resolved = resolve(None, cwd=_project_dir(payload, env), env=env)
+    if not resolved.store_exists:
+        return None
+    with Cairn.open(resolved=resolved, embedder=None) as memory:
+        done = memory.settle(written)
+    log.info("session end %s: %d writes checked, %d proposals queued for review", session_id, done["checked"],
+             len(done["queued"]))
+    return done
+
+
 def claude_dir(env: dict[str, str] | None = None) -> Path:
     """Claude Code's user folder: $CLAUDE_CONFIG_DIR, else ~/.claude."""
     base = (os.environ if env is None else env).get("CLAUDE_CONFIG_DIR")
@@ -412,7 +490,8 @@ def claude_projects_root(root: str | Path | None = None, env: dict[str, str] | N
     return Path(root) if root is not None else claude_dir(env) / "projects"
 
 
-HOOK_EVENTS = (SESSION_START, USER_PROMPT_SUBMIT, *CAPTURE_EVENTS)  # what hooks/hooks.json registers
+SESSION_END = "SessionEnd"  # the session's unresolved writes are queued for review (settle_session)
+HOOK_EVENTS = (SESSION_START, USER_PROMPT_SUBMIT, *CAPTURE_EVENTS, SESSION_END)  # what hooks/hooks.json registers
 
 
 def settings_project(cwd: Path) -> Path:

@@ -18,9 +18,11 @@ import time
 
 WARM_TIMEOUT_S = {"SessionStart": 2.0, "UserPromptSubmit": 1.0}
 CAPTURE_EVENTS = ("Stop", "PreCompact")  # as claude.CAPTURE_EVENTS (not imported: the warm path stays light)
-# Every event `cairn hook` answers (SessionEnd: nothing to do); any other is a typo in a hooks
-# configuration, logged (UNKNOWN_EVENT) so that `cairn doctor` can report it.
-KNOWN_EVENTS = (*WARM_TIMEOUT_S, *CAPTURE_EVENTS, "SessionEnd", "capture-now")
+SESSION_END = "SessionEnd"  # the session's unresolved writes go to the review queue (claude.settle_session)
+# Every event `cairn hook` answers; any other is a typo in a hooks configuration, logged
+# (UNKNOWN_EVENT) so that `cairn doctor` can report it.
+KNOWN_EVENTS = (*WARM_TIMEOUT_S, *CAPTURE_EVENTS, SESSION_END, "capture-now")
+DETACHED_EVENTS = (*CAPTURE_EVENTS, SESSION_END)  # answered at once; the work goes on in a forked child
 UNKNOWN_EVENT = "unknown hook event"
 CAPTURE_HANDOFF_S = 0.25  # how long a capture hook waits for the warm process to take the job
 
@@ -114,8 +116,12 @@ def run(event: str, payload: dict, *, warm_asked: bool = False, detached: bool =
             "%s %r: Cairn answers %s; nothing was done (check the hooks configuration)", UNKNOWN_EVENT, event,
             ", ".join(e for e in KNOWN_EVENTS if e != "capture-now"))
         return None
-    if event not in WARM_TIMEOUT_S:
-        return None  # SessionEnd: nothing heavy, nothing at all
+    if event == SESSION_END:
+        _log_to_file()
+        from .claude import settle_session
+
+        settle_session(payload, dict(os.environ))
+        return None
     env = {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ}
     if not warm_asked:
         reply = warm.request({"op": "hook", "event": event, "payload": payload, "env": env},
@@ -188,9 +194,9 @@ def hook_main(argv: list[str], *, hook_process: bool = False) -> None:
 
     hook_process: this process exists only to run the hook (the launchers say so). Then Stop and
     PreCompact only hand the capture off, and even the handoff (reaching the warm process, or
-    capturing) is done by a forked child while this process exits: the hook costs Claude Code one
-    interpreter start and the read of its stdin. Never fork otherwise: the parent of the fork exits,
-    and in a caller's process (a test) that would end the caller."""
+    capturing) is done by a forked child while this process exits, as is SessionEnd's work: the
+    hook costs Claude Code one interpreter start and the read of its stdin. Never fork otherwise:
+    the parent of the fork exits, and in a caller's process (a test) that would end the caller."""
     started = time.monotonic()
     event = argv[0] if argv else ""
     child = False
@@ -201,7 +207,7 @@ def hook_main(argv: list[str], *, hook_process: bool = False) -> None:
             raw = sys.stdin.buffer.read()
             # Forked before even the JSON is parsed: the parent imports nothing more. The child
             # decides whether there is anything to capture (capture() checks the payload).
-            if (hook_process and event in CAPTURE_EVENTS and raw.strip()
+            if (hook_process and event in DETACHED_EVENTS and raw.strip()
                     and os.environ.get("CAIRN_HOOK_NO_FORK") != "1"):
                 if detach():
                     _timing(event, started)

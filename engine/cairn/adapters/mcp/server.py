@@ -534,12 +534,14 @@ def _log_to_stderr() -> None:
                         format="cairn-mcp %(levelname)s %(name)s: %(message)s")
 
 
-def main(store: str | None = None) -> None:
+def main(store: str | None = None, *, defer_review: bool = False) -> None:
     """Serve over stdio until the client closes stdin: the plugin's launcher (mcp/server.py) and
     `cairn serve --transport stdio` both run this. store: an explicitly chosen store name (None:
-    CAIRN_STORE, else the project of CLAUDE_PROJECT_DIR or the working directory)."""
+    CAIRN_STORE, else the project of CLAUDE_PROJECT_DIR or the working directory). defer_review:
+    the plugin's launcher, whose SessionEnd hook queues what the session's writes left unresolved
+    (Session)."""
     _log_to_stderr()
-    session = Session(project_dir(), store=store)
+    session = Session(project_dir(), store=store, defer_review=defer_review)
 
     def stop(code: int) -> None:
         # os._exit: a worker thread blocked on stdin or in a model load must not keep the process alive.

@@ -105,11 +105,14 @@ class Session:
     CAIRN_STORE names a store."""
 
     def __init__(self, project_dir: Path | None, embedder_for: Callable[[dict[str, Any]], Any] = shared_embedder,
-                 store: str | None = None):
+                 store: str | None = None, *, defer_review: bool = False):
         """store: a store name chosen explicitly (`--store`); None picks as everywhere else
-        (CAIRN_STORE, else the project of `project_dir`)."""
+        (CAIRN_STORE, else the project of `project_dir`). defer_review: the engine's (Cairn.
+        defer_review): a write's possible conflicts wait for the session's end (the plugin, whose
+        SessionEnd hook settles them) rather than join the review queue at once."""
         self.project_dir = project_dir
         self.store_name = store
+        self.defer_review = defer_review
         self._name: str | None = None
         self._embedder_for = embedder_for
         self._engine: Cairn | None = None
@@ -152,6 +155,7 @@ class Session:
             gated = _AfterWarmup(self._embedder, self) if self._embedder is not None else None
             read_only = not write and not resolved.store_exists
             self._engine = Cairn.open(resolved=resolved, embedder=gated, read_only=read_only)
+            self._engine.defer_review = self.defer_review
             self._placeholder_for = resolved if read_only else None
         except Unavailable:
             raise
