@@ -102,6 +102,20 @@ def test_a_fact_contradicting_a_decision_is_related_and_queued(engine):
     assert [p.source_ids for p in queued] == [[decision.memory.id, fact.memory.id]]
 
 
+@pytest.mark.parametrize("kinds", [("decision", "fact"), ("convention", "fact"), ("fact", "decision")])
+def test_maintenance_queues_a_contradiction_across_kinds(engine, kinds):
+    """A pair no write queued (written without detection, as an import does) is found by maintenance."""
+    older = engine.remember("We switched the CI from CircleCI to GitHub Actions.", kind=kinds[0], detect=False)
+    newer = engine.remember("Our CI runs on CircleCI.", kind=kinds[1], detect=False)
+    assert engine.review_queue() == []
+    report = engine.maintain(apply=True)
+    (proposal,) = engine.review_queue(types=["conflict"])
+    assert proposal.source_ids == [older.memory.id, newer.memory.id]
+    assert f"a {kinds[1]} that may contradict this {kinds[0]}" in proposal.payload["reason"]
+    assert report["counts"]["conflict"] == 1
+    assert {m.id for m in engine.list()} == {older.memory.id, newer.memory.id}  # queued, never retired
+
+
 def test_a_change_of_another_kind_is_never_retired_automatically(engine):
     fact = engine.remember("We deploy with Heroku.", kind="fact")
     decision = engine.remember("We now deploy with Fly.io instead of Heroku.", kind="decision")

@@ -30,7 +30,7 @@ from .errors import (
     StaleProposal,
 )
 from .models import DECIDERS, PROPOSAL_STATES, PROPOSAL_TYPES, Memory, Proposal, open_key
-from .supersede import Verdict as Judgement, classify, names_old_value
+from .supersede import SIMILARITY_THRESHOLD, Verdict as Judgement, classify, names_old_value
 from .timeutil import now_ms
 
 if TYPE_CHECKING:
@@ -511,9 +511,12 @@ NEAR_DUP_COSINE = 0.85          # a restatement on the vector evidence alone (va
 NEAR_DUP_COSINE_WORDS = 0.75    # ... or this close with NEAR_DUP_JACCARD of its word stems shared (idf-weighted)
 NEAR_DUP_JACCARD = 0.45
 KEYWORD_NEAR_DUP_JACCARD = 0.6  # keyword-only (no vectors): the stems' weighted Jaccard alone
-EDGE_COSINE = 0.6               # pairs checked at all; clusters need CLUSTER_COSINE
+EDGE_COSINE = 0.6               # pairs checked at all (two kinds: from SIMILARITY_THRESHOLD)
 CLUSTER_COSINE = 0.75
 KEYWORD_EDGE_JACCARD = 0.3
+# ... or, for two memories of different kinds, this Dice overlap of subject words (supersede.
+# subject_overlap): the gate at which `remember` relates memories without a model (RELATED_OVERLAP).
+KIND_EDGE_OVERLAP = 0.3
 CLUSTER_MIN, CLUSTER_MAX = 3, 8
 STALE_DAYS = 90                 # demote: not recorded in the last 90 days, ...
 DEMOTE_MAX_IMPORTANCE = 2       # ... importance 1-2, never injected by a hook nor cited
@@ -610,11 +613,12 @@ class _Sets:
         return [sorted(g) for g in out.values()]
 
 
-def _edges(memories: list[Memory], vectors: dict[str, Any], words: dict[str, set[str]]
+def _edges(memories: list[Memory], vectors: dict[str, Any], words: dict[str, set[str]], floor: float = EDGE_COSINE
            ) -> list[tuple[str, str, float | None, float]]:
     """Candidate pairs (a_id, b_id, cosine or None, weighted Jaccard of their word stems), a < b by
-    position: by the cosine of stored vectors (>= EDGE_COSINE), and, for memories without a vector,
-    by shared words (weighted Jaccard >= KEYWORD_EDGE_JACCARD).
+    position: by the cosine of stored vectors (>= floor), and, for memories without a vector,
+    by shared words (weighted Jaccard >= KEYWORD_EDGE_JACCARD; of two kinds, or subject words
+    overlapping by KIND_EDGE_OVERLAP).
 
     The Jaccard weighs each stem by its inverse document frequency in the store: a restatement
     swaps common words (stores / keeps), two different facts of one template differ in a rare one
@@ -648,7 +652,7 @@ def _edges(memories: list[Memory], vectors: dict[str, Any], words: dict[str, set
             for r, row in enumerate(top.tolist()):
                 for c in row:
                     value = float(sims[r, c])
-                    if value >= EDGE_COSINE:
+                    if value >= floor:
                         i = start + r
                         pairs[(min(i, c), max(i, c))] = value
         for (i, c), value in pairs.items():
@@ -656,6 +660,10 @@ def _edges(memories: list[Memory], vectors: dict[str, Any], words: dict[str, set
             out.append((a, b, value, jaccard(a, b)))
     without = [m.id for m in memories if m.id not in vectors]
     if without:
+        from .supersede import subject_overlap
+
+        kinds = {m.id: m.kind for m in memories}
+        texts = {m.id: m.text or "" for m in memories}
         postings: dict[str, list[str]] = {}
         for m in memories:
             for w in words[m.id]:
@@ -674,7 +682,8 @@ def _edges(memories: list[Memory], vectors: dict[str, Any], words: dict[str, set
                 if key in seen:
                     continue
                 j = jaccard(a, b)
-                if j >= KEYWORD_EDGE_JACCARD:
+                if j >= KEYWORD_EDGE_JACCARD or (kinds[a] != kinds[b] and
+                                                 subject_overlap(texts[a], texts[b]) >= KIND_EDGE_OVERLAP):
                     seen.add(key)
                     out.append((key[0], key[1], None, j))
     return out
@@ -752,7 +761,10 @@ def plan(engine: Engine, *, now: int | None = None) -> dict[str, Any]:
     # 2. Pairs by vectors (stored, not recomputed) or shared words.
     vectors = engine.memory_vectors([m.id for m in live])
     words = {m.id: stems(m.text or "") for m in live}
-    edges = _edges(live, vectors, words)
+    # A pair of different kinds counts from remember's candidate gate: a decision states a change
+    # and its reason, a fact the state, so the two are worded further apart than restatements.
+    edges = [e for e in _edges(live, vectors, words, floor=min(EDGE_COSINE, SIMILARITY_THRESHOLD))
+             if e[2] is None or e[2] >= EDGE_COSINE or by_id[e[0]].kind != by_id[e[1]].kind]
 
     # 3. Near-duplicates: grouped; the oldest of a group is canonical, one proposal per other member.
     near = _Sets()
@@ -785,14 +797,15 @@ def plan(engine: Engine, *, now: int | None = None) -> dict[str, Any]:
                "measure": "cosine" if all(i in vectors for i in group) else "jaccard",
                "reason": f"{len(members)} memories say the same thing: choose the text that stays and its tags"})
 
-    # 4. Possible conflicts (the classifier `remember` uses): up to 3 strongest per memory, same kind.
+    # 4. Possible conflicts (the classifier `remember` uses): up to 3 strongest per memory, of any
+    # kinds, as `remember` relates them: a fact contradicting a current decision is as stale as a fact.
     per_memory: dict[str, int] = {}
     for a, b, cosine, _ in sorted(edges, key=lambda e: -(e[2] if e[2] is not None else e[3])):
         if a in absorbed or b in absorbed or (a in near.parent and b in near.parent and near.find(a) == near.find(b)) \
                 or one_cluster(a, b):
             continue
         older, newer = _order(by_id[a], by_id[b])
-        if older.kind != newer.kind or per_memory.get(a, 0) >= NEIGHBOURS or per_memory.get(b, 0) >= NEIGHBOURS:
+        if per_memory.get(a, 0) >= NEIGHBOURS or per_memory.get(b, 0) >= NEIGHBOURS:
             continue
         if staged_of("conflict") >= RUN_CAPS["conflict"]:
             deferred += 1
@@ -802,7 +815,9 @@ def plan(engine: Engine, *, now: int | None = None) -> dict[str, Any]:
             continue
         per_memory[a] = per_memory.get(a, 0) + 1
         per_memory[b] = per_memory.get(b, 0) + 1
-        payload = {"texts": [older.text, newer.text], "reason": verdict.reason, "label": verdict.label,
+        reason = verdict.reason if older.kind == newer.kind else \
+            f"a {newer.kind} that may contradict this {older.kind}: {verdict.reason}"
+        payload = {"texts": [older.text, newer.text], "reason": reason, "label": verdict.label,
                    "origin": "maintenance"}
         if cosine is not None:
             payload["similarity"] = round(cosine, 3)
