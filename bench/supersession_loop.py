@@ -18,10 +18,22 @@ retirement precision and recall over steps, false retirements (each listed), and
 listed in `related` by a later write. Expected current: a pair labelled supersede keeps only the new
 text; conflict and unrelated pairs keep both.
 
-    python bench/supersession_loop.py [YAML ...] [--split NAME] [--keyword-only] [--engine DIR]
+Each split also gets issue 23's bars, each with its figure and whether it is met: automatic
+retirement precision >= 0.97; no false retirement (a memory the labels keep current: an addition,
+another value of a relation that holds several); in the loop, the old memory of every required
+retirement in `related` (or retired by itself) >= 0.95; end state with the label judge >= 0.95;
+end state with automatic retirement alone at least the baseline engine's (--baseline DIR).
 
+    python bench/supersession_loop.py [YAML ...] [--split NAME] [--keyword-only] [--engine DIR]
+                                      [--baseline DIR]
+
+--split NAME scores that split only, read from tests/data/supersession_NAME.yaml when that file
+exists (a held-out split: `--split holdout12`), else from every set. Entries without `split:` take
+their file's (supersession_NAME.yaml: NAME; supersession_pairs.yaml: dev). A YAML path works too.
 --engine DIR imports cairn from DIR (e.g. another worktree's engine/) to score it the same way
-(an engine without `related` is scored on its `conflicts`). A script printing figures, not a test.
+(an engine without `related` is scored on its `conflicts`). --baseline DIR runs the automatic
+retirement alone with that engine (a child process) for the last bar. A script printing figures,
+not a test.
 """
 
 from __future__ import annotations
@@ -38,7 +50,27 @@ os.environ["HF_HUB_OFFLINE"] = "1"  # before sentence_transformers is imported: 
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_SETS = sorted((REPO / "tests" / "data").glob("supersession_*.yaml"))
+DATA = REPO / "tests" / "data"
+DEFAULT_SETS = sorted(DATA.glob("supersession_*.yaml"))
+# Issue 23's bars, checked on a held-out split (printed for every split).
+BAR_PRECISION = 0.97   # automatic retirement precision
+BAR_FALSE = 0          # false retirements: a memory the labels keep current (an addition, a second value)
+BAR_RELATED = 0.95     # required retirements whose old memory was in `related` (or retired by itself)
+BAR_LOOP = 0.95        # end state exactly right with the label judge
+
+
+def file_split(path: Path) -> str:
+    """The split of a file's entries that name none: its name's (supersession_holdout12.yaml:
+    holdout12), "dev" for supersession_pairs.yaml or any other name."""
+    stem = path.stem.removeprefix("supersession_")
+    return "dev" if stem in ("pairs", path.stem) else stem
+
+
+def split_files(splits: list[str]) -> list[Path]:
+    """The truth sets for --split names: tests/data/supersession_<name>.yaml where it exists, else
+    every default set (a dev split lives inside supersession_pairs.yaml)."""
+    own = [DATA / f"supersession_{s}.yaml" for s in splits]
+    return [p for p in own if p.exists()] if all(p.exists() for p in own) else DEFAULT_SETS
 
 
 def scenarios(paths: list[Path]) -> list[dict]:
@@ -46,12 +78,13 @@ def scenarios(paths: list[Path]) -> list[dict]:
     out = []
     for path in paths:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        default = file_split(path)
         for pair in data.get("pairs") or ():
             current = [1] if pair["label"] == "supersede" else [0, 1]
-            out.append({"split": pair.get("split", "dev"), "note": pair.get("note", ""), "label": pair["label"],
+            out.append({"split": pair.get("split", default), "note": pair.get("note", ""), "label": pair["label"],
                         "steps": [pair["old"], pair["new"]], "current": current, "kind": pair.get("kind", "fact")})
         for chain in data.get("chains") or ():
-            out.append({"split": chain.get("split", "dev"), "note": chain.get("note", ""), "label": "chain",
+            out.append({"split": chain.get("split", default), "note": chain.get("note", ""), "label": "chain",
                         "steps": chain["steps"], "current": chain["current"], "kind": chain.get("kind", "fact")})
     return out
 
@@ -109,6 +142,7 @@ def summary(cases: list[dict], runs: list[dict]) -> dict:
     tp = fp = fn = 0
     must = covered = 0
     wrong = []
+    false_by_label: dict[str, int] = defaultdict(int)
     for case, run in zip(cases, runs):
         gone = set(range(run["n"])) - run["current"]
         should_go = set(range(run["n"])) - run["expected"]
@@ -117,32 +151,90 @@ def summary(cases: list[dict], runs: list[dict]) -> dict:
         covered += len(should_go & (run["shown"] | gone))
         if gone - should_go:
             wrong.append((case, sorted(gone - should_go)))
+            false_by_label[case["label"]] += len(gone - should_go)
     exact = sum(r["current"] == r["expected"] for r in runs)
     return {"n": len(runs), "exact": exact, "tp": tp, "fp": fp, "fn": fn, "must": must, "covered": covered,
-            "wrong": wrong, "writes": sum(r["n"] - 1 for r in runs)}
+            "wrong": wrong, "writes": sum(r["n"] - 1 for r in runs), "false_by_label": dict(false_by_label)}
+
+
+def ratios(s: dict) -> dict:
+    """precision, recall, related coverage and end state of a summary (1.0 where nothing counts)."""
+    return {"precision": s["tp"] / (s["tp"] + s["fp"]) if s["tp"] + s["fp"] else 1.0,
+            "recall": s["tp"] / (s["tp"] + s["fn"]) if s["tp"] + s["fn"] else 1.0,
+            "coverage": s["covered"] / s["must"] if s["must"] else 1.0,
+            "end": s["exact"] / s["n"] if s["n"] else 1.0}
+
+
+def bars(auto: dict, loop: dict, baseline: float | None) -> list[str]:
+    """Issue 23's bars for one split, each with its figure and whether it is met."""
+    a, lp = ratios(auto), ratios(loop)
+
+    def met(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    labels = ", ".join(f"{k} {v}" for k, v in sorted(auto["false_by_label"].items())) or "none"
+    out = [f"automatic retirement precision {a['precision']:.3f} (>= {BAR_PRECISION}): "
+           f"{met(a['precision'] >= BAR_PRECISION)}",
+           f"false retirements of facts that still hold (additions, second values), automatic: {auto['fp']} "
+           f"({labels}; bar {BAR_FALSE}): {met(auto['fp'] <= BAR_FALSE)}",
+           f"old memory in related (or retired) for every required retirement, loop: {lp['coverage']:.3f} "
+           f"({loop['covered']}/{loop['must']}; >= {BAR_RELATED}): {met(lp['coverage'] >= BAR_RELATED)}",
+           f"end state with the label judge {lp['end']:.3f} ({loop['exact']}/{loop['n']}; >= {BAR_LOOP}): "
+           f"{met(lp['end'] >= BAR_LOOP)}"]
+    if baseline is None:
+        out.append(f"end state with automatic retirement alone {a['end']:.3f} ({auto['exact']}/{auto['n']}; "
+                   "bar: at least the baseline engine's: --baseline DIR)")
+    else:
+        out.append(f"end state with automatic retirement alone {a['end']:.3f} ({auto['exact']}/{auto['n']}), "
+                   f"baseline {baseline:.3f} (at least it): {met(a['end'] >= baseline - 1e-9)}")
+    return out
+
+
+def baseline_ends(args: argparse.Namespace) -> dict[str, float]:
+    """End state with automatic retirement alone per split (and "all"), from the engine in
+    args.baseline, run by this script in a child process on the same sets and splits."""
+    import json
+    import subprocess
+
+    command = [sys.executable, __file__, *map(str, args.sets), "--engine", str(args.baseline), "--auto-only",
+               "--json", "--quiet", *(["--keyword-only"] if args.keyword_only else []),
+               *(a for s in args.split or () for a in ("--split", s))]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def line(title: str, s: dict) -> str:
-    precision = s["tp"] / (s["tp"] + s["fp"]) if s["tp"] + s["fp"] else 1.0
-    recall = s["tp"] / (s["tp"] + s["fn"]) if s["tp"] + s["fn"] else 1.0
-    coverage = s["covered"] / s["must"] if s["must"] else 1.0
-    return (f"  {title:<26} end state {s['exact']:>4}/{s['n']:<4} = {s['exact'] / s['n']:.3f}   retirement "
-            f"precision {precision:.3f} recall {recall:.3f} ({s['fp']} false)   related coverage {coverage:.3f}")
+    r = ratios(s)
+    return (f"  {title:<26} end state {s['exact']:>4}/{s['n']:<4} = {r['end']:.3f}   retirement "
+            f"precision {r['precision']:.3f} recall {r['recall']:.3f} ({s['fp']} false)   "
+            f"related coverage {r['coverage']:.3f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sets", nargs="*", type=Path, default=DEFAULT_SETS, help="truth set YAML files")
+    parser.add_argument("sets", nargs="*", type=Path, help="truth set YAML files (default: every "
+                        "tests/data/supersession_*.yaml; with --split, that split's own file where it has one)")
     parser.add_argument("--split", action="append", help="only these splits (repeat)")
     parser.add_argument("--keyword-only", action="store_true", help="no embedding model")
     parser.add_argument("--engine", type=Path, default=REPO / "engine", help="import cairn from this folder")
+    parser.add_argument("--baseline", type=Path, help="another engine folder (e.g. main's): its end state "
+                        "with automatic retirement alone is the bar for this one's")
+    parser.add_argument("--auto-only", action="store_true", help="automatic retirement alone (no loop run)")
+    parser.add_argument("--json", action="store_true", help="last line: {split: end state of automatic retirement}")
     parser.add_argument("--quiet", action="store_true", help="do not list false retirements")
     args = parser.parse_args()
+    if not args.sets:
+        args.sets = split_files(args.split) if args.split else DEFAULT_SETS
+    missing = [p for p in args.sets if not p.is_file()]
+    if missing:
+        raise SystemExit(f"no truth set at {', '.join(map(str, missing))}")
     sys.path.insert(0, str(args.engine.resolve()))
 
     cases = scenarios(args.sets)
     if args.split:
         cases = [c for c in cases if c["split"] in args.split]
+        if not cases:
+            raise SystemExit(f"no scenario of split {', '.join(args.split)} in {', '.join(map(str, args.sets))}")
     embedder = None
     if not args.keyword_only:
         from cairn.embedder import make_embedder
@@ -151,17 +243,33 @@ def main() -> None:
         embedder.load()
     print(f"cairn from {args.engine}; {len(cases)} scenarios from {len(args.sets)} files; "
           f"embedder {embedder.fingerprint if embedder else 'none (keyword-only)'}")
-    modes = {"auto": run_all(cases, embedder, loop=False), "loop": run_all(cases, embedder, loop=True)}
+    baseline = baseline_ends(args) if args.baseline else {}
+    modes = {"auto": run_all(cases, embedder, loop=False)}
+    if not args.auto_only:
+        modes["loop"] = run_all(cases, embedder, loop=True)
     by_split: dict[str, list[int]] = defaultdict(list)
     for i, case in enumerate(cases):
         by_split[case["split"]].append(i)
+    ends: dict[str, float] = {}
     for split in [*sorted(by_split), "all"]:
         chosen = by_split[split] if split != "all" else list(range(len(cases)))
         subset = [cases[i] for i in chosen]
         print(f"\n=== {split}: {len(subset)} scenarios, {sum(len(c['steps']) - 1 for c in subset)} scored writes")
-        for mode, runs in modes.items():
-            label = "automatic retirement" if mode == "auto" else "loop (label judge)"
-            print(line(label, summary(subset, [runs[i] for i in chosen])))
+        done = {mode: summary(subset, [runs[i] for i in chosen]) for mode, runs in modes.items()}
+        for mode, s in done.items():
+            print(line("automatic retirement" if mode == "auto" else "loop (label judge)", s))
+        ends[split] = ratios(done["auto"])["end"]
+        if "loop" in done:
+            if args.baseline:
+                print(f"  {'baseline, automatic':<26} end state {baseline.get(split, float('nan')):.3f} "
+                      f"(cairn from {args.baseline})")
+            print("  bars (issue 23):")
+            for bar in bars(done["auto"], done["loop"], baseline.get(split) if args.baseline else None):
+                print(f"    {bar}")
+    if args.json:
+        import json
+
+        print(json.dumps(ends))
     if not args.quiet:
         for mode, runs in modes.items():
             wrong = summary(cases, runs)["wrong"]
