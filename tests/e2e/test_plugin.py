@@ -443,6 +443,36 @@ def test_the_model_resolves_related_and_only_the_last_deploy_target_stays(cairn:
     (brief,) = injected(api, "SessionStart")
     assert f"[mem:{eks['id']}]" in brief and ": 1 current memory" in brief, brief
     assert "Heroku" not in brief and "We moved deployment" not in brief, brief
+    # The first session's end checked its writes: everything was resolved, nothing waits for review.
+    wait_for(lambda: "3 writes (1 still current), 0 proposals queued" in _hooks_log(cairn), WAIT_S,
+             lambda: f"SessionEnd to settle the session's writes; hooks.log: {_hooks_log(cairn)}")
+    assert _queue(cairn) == []
+
+
+def _hooks_log(cairn: CairnSession) -> str:
+    path = cairn.data_root / "logs" / "hooks.log"
+    return path.read_text() if path.exists() else ""
+
+
+def _queue(cairn: CairnSession) -> list[list[str]]:
+    from cairn import Cairn
+
+    with Cairn.open(cwd=cairn.project, embedder=None, read_only=True) as memory:
+        return [p.source_ids for p in memory.review_queue()]
+
+
+def test_a_change_the_model_leaves_unresolved_is_queued_when_the_session_ends(cairn: CairnSession, minilm) -> None:
+    """The model writes a second registry and leaves the first, which `related` showed it, unjudged:
+    the session's end queues the pair for the user."""
+    api = cairn.api
+    npm = ToolUse(TOOL("memory_remember"), {"text": "The client SDK is published to npm."})
+    pypi = ToolUse(TOOL("memory_remember"), {"text": "The client SDK is published to PyPI."})
+    cairn.script(npm, pypi, final=Text("Noted. MARK-SETTLE"))
+    cairn.run("Record where the client SDK is published.")
+    first, second = tool_json(api, npm)["id"], tool_json(api, pypi)["id"]
+    assert [r["id"] for r in tool_json(api, pypi)["related"]] == [first]
+    wait_for(lambda: _queue(cairn) == [[first, second]], WAIT_S,
+             lambda: f"SessionEnd to queue the pair; queue {_queue(cairn)}; hooks.log: {_hooks_log(cairn)}")
 
 
 # --------------------------------------------------------------------------- 4. which store
@@ -676,7 +706,7 @@ def test_manifests(claude_env: ClaudeHarness) -> None:
     assert manifests == [".claude-plugin/plugin.json"], manifests
 
     hooks = json.loads((REPO_ROOT / "hooks" / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
     for event, groups in hooks.items():
         for group in groups:
             for hook in group["hooks"]:

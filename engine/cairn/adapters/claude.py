@@ -474,8 +474,8 @@ def settle_session(payload: dict[str, Any], env: dict[str, str]) -> dict[str, An
         return None
     with Cairn.open(resolved=resolved, embedder=None) as memory:
         done = memory.settle(written)
-    log.info("session end %s: %d writes checked, %d proposals queued for review", session_id, done["checked"],
-             len(done["queued"]))
+    log.info("session end %s: %d writes (%d still current), %d proposals queued for review", session_id,
+             len(written), done["checked"], len(done["queued"]))
     return done
 
 
