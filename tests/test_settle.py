@@ -124,3 +124,19 @@ def test_the_session_end_hook_queues_what_the_session_left(project, tmp_path, mo
     assert hook.run("SessionEnd", payload) is None
     with Cairn.open(cwd=project, embedder=None) as engine:
         assert [p.source_ids for p in engine.review_queue()] == [[npm, pypi]]
+
+
+def test_the_plugins_mcp_server_defers_review_unless_its_hooks_are_off(project):
+    from cairn.adapters.mcp.session import Session
+
+    def deferred(**kwargs) -> bool:
+        session = Session(project, embedder_for=lambda config: None, **kwargs)
+        try:
+            return session.call(lambda engine: engine.defer_review)
+        finally:
+            session.close()
+
+    assert deferred(defer_review=True) is True
+    assert deferred() is False  # `cairn serve`: no SessionEnd hook of ours
+    (project / ".cairn.yaml").write_text("hooks:\n  enabled: false\n")
+    assert deferred(defer_review=True) is False

@@ -155,7 +155,8 @@ class Session:
             gated = _AfterWarmup(self._embedder, self) if self._embedder is not None else None
             read_only = not write and not resolved.store_exists
             self._engine = Cairn.open(resolved=resolved, embedder=gated, read_only=read_only)
-            self._engine.defer_review = self.defer_review
+            # hooks.enabled false: no SessionEnd hook settles the writes, so they are queued at once.
+            self._engine.defer_review = self.defer_review and resolved.config["hooks"]["enabled"]
             self._placeholder_for = resolved if read_only else None
         except Unavailable:
             raise
