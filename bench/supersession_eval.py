@@ -13,7 +13,9 @@ been reported as a possible conflict by a later step ("unreported" counts those 
 
     python bench/supersession_eval.py [PAIRS.yaml] [--split NAME] [--threshold-sweep]
 
---split scores only that split (pairs and chains).
+--split scores only that split (pairs and chains), read from tests/data/supersession_NAME.yaml
+when no file is given and that file exists (a held-out split: `--split holdout12`). Entries
+without `split:` take their file's (supersession_NAME.yaml: NAME; supersession_pairs.yaml: dev).
 
 --threshold-sweep also prints supersede precision/recall for a range of SIMILARITY_THRESHOLD
 values, which is how the constant in cairn/supersede.py was chosen. A script printing figures, not
@@ -41,16 +43,27 @@ LABELS = ("supersede", "conflict", "unrelated")
 DEFAULT_PAIRS = REPO / "tests" / "data" / "supersession_pairs.yaml"
 
 
+def file_split(path: Path) -> str:
+    """The split of a file's entries that name none: its name's (supersession_holdout12.yaml:
+    holdout12), "dev" for supersession_pairs.yaml or any other name."""
+    stem = path.stem.removeprefix("supersession_")
+    return "dev" if stem in ("pairs", path.stem) else stem
+
+
 def load_pairs(path: Path) -> list[dict]:
-    pairs = yaml.safe_load(path.read_text(encoding="utf-8"))["pairs"]
+    pairs = yaml.safe_load(path.read_text(encoding="utf-8")).get("pairs") or []
     for pair in pairs:
         if pair["label"] not in LABELS:
             raise SystemExit(f"bad label {pair['label']!r} in pair {pair}")
+        pair.setdefault("split", file_split(path))
     return pairs
 
 
 def load_chains(path: Path) -> list[dict]:
-    return yaml.safe_load(path.read_text(encoding="utf-8")).get("chains") or []
+    chains = yaml.safe_load(path.read_text(encoding="utf-8")).get("chains") or []
+    for chain in chains:
+        chain.setdefault("split", file_split(path))
+    return chains
 
 
 def default_embedder():
@@ -166,16 +179,24 @@ def sweep(pairs: list[dict], sims: np.ndarray) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("pairs", nargs="?", type=Path, default=DEFAULT_PAIRS, help="labelled pairs YAML")
+    parser.add_argument("pairs", nargs="?", type=Path, help="labelled pairs YAML (default: supersession_pairs.yaml; "
+                        "with --split NAME, tests/data/supersession_NAME.yaml where it exists)")
     parser.add_argument("--split", help="score only this split")
     parser.add_argument("--threshold-sweep", action="store_true", help="print P/R per SIMILARITY_THRESHOLD")
     args = parser.parse_args()
+    if args.pairs is None:
+        own = DEFAULT_PAIRS.parent / f"supersession_{args.split}.yaml"
+        args.pairs = own if args.split and own.is_file() else DEFAULT_PAIRS
+    if not args.pairs.is_file():
+        raise SystemExit(f"no truth set at {args.pairs}")
 
     pairs = load_pairs(args.pairs)
     chains = load_chains(args.pairs)
     if args.split:
         pairs = [p for p in pairs if p.get("split", "dev") == args.split]
         chains = [c for c in chains if c.get("split", "dev") == args.split]
+        if not pairs and not chains:
+            raise SystemExit(f"no pair or chain of split {args.split} in {args.pairs}")
     counts = {lab: sum(p["label"] == lab for p in pairs) for lab in LABELS}
     print(f"{len(pairs)} pairs from {args.pairs}: {counts}")
     print(f"SIMILARITY_THRESHOLD {supersede.SIMILARITY_THRESHOLD}, PARAPHRASE_COSINE "
