@@ -61,6 +61,7 @@ class Client:
         self._thread.start()
         self._stderr = open(stderr_path, "w")  # noqa: SIM115 - closed in close()
         self.stderr_path = stderr_path
+        self.env = env
         ready: asyncio.Future = self._loop.create_future()
         self._main = asyncio.run_coroutine_threadsafe(self._serve(env, ready), self._loop)
         self.init_seconds, self.init_result = asyncio.run_coroutine_threadsafe(self._wait(ready), self._loop).result(60)
@@ -325,6 +326,8 @@ def test_conflicts_are_related_and_queued_for_review(shared):
     assert second["related"][0]["text"].startswith("The public API rate limit is 100")
     assert set(second["related"][0]) == {"id", "text", "kind", "date", "why"}
     assert second["instruction"].startswith("If the new memory changes one of these, replace it: memory_replace")
+    assert queued(shared, first["id"], second["id"]) == []  # the plugin's server: Claude may still resolve it
+    session_ends(shared, first["id"], second["id"])
     (proposal,) = queued(shared, first["id"], second["id"])
     assert proposal["type"] == "conflict" and proposal["reason"] and proposal["after"].startswith("approve:")
     assert [m["id"] for m in proposal["before"]] == [first["id"], second["id"]]
@@ -334,6 +337,18 @@ def test_conflicts_are_related_and_queued_for_review(shared):
 
 
 # -- /cairn:review-memory verdicts: memory_review_decide ------------------------------------------------
+def session_ends(client: Client, *ids: str) -> dict:
+    """What the plugin's SessionEnd hook does with the session's writes `ids` (claude.settle_session,
+    which reads them from the transcript): Cairn.settle, in another process as the hook's is."""
+    code = ("import json, os, sys\nfrom pathlib import Path\nfrom cairn import Cairn\n"
+            "with Cairn.open(cwd=Path(os.environ['CLAUDE_PROJECT_DIR']), embedder=None) as memory:\n"
+            "    print(json.dumps(memory.settle(sys.argv[1:])))\n")
+    done = subprocess.run([sys.executable, "-c", code, *ids], env={**client.env, "PYTHONPATH": str(REPO / "engine")},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 def queued(client: Client, *ids: str) -> list[dict]:
     """The pending proposals whose sources are exactly `ids`."""
     subjects = client.ok("memory_review_queue", limit=200)["subjects"]
@@ -345,6 +360,7 @@ def conflict_pair(client: Client, older_text: str, newer_text: str, tag: str) ->
     older = client.ok("memory_remember", text=older_text, tags=[tag], importance=2)
     newer = client.ok("memory_remember", text=newer_text, tags=[tag, "review"], importance=4)
     assert (older["status"], newer["status"], "superseded" in newer) == ("created", "created", False)
+    session_ends(client, older["id"], newer["id"])
     (proposal,) = queued(client, older["id"], newer["id"])
     return older["id"], newer["id"], proposal["id"]
 
