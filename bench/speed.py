@@ -10,7 +10,10 @@ Prints, as medians over --runs runs:
 3. bytes per memory: (db + wal after `PRAGMA wal_checkpoint(TRUNCATE)`) / memories, with the
    share of each table and index (dbstat).
 
-    python bench/speed.py [--runs 3] [--sizes 1000,10000,100000] [--queries 250]
+    python bench/speed.py [--runs 3] [--sizes 1000,10000,100000] [--queries 250] [--engine DIR]
+
+A single remember's p50/p95 ms are printed with its throughput. --engine DIR times another
+checkout's engine (e.g. main's) with this script.
 
 Memories are generated from templates with seeded random subjects, tools and values (decisions,
 conventions, preferences, facts, about 200 characters each, all distinct). The corpus is embedded
@@ -56,7 +59,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "engine"))  # run from a checkout without installing the package
+# --engine DIR (read before argparse: cairn is imported below) times another checkout's engine with
+# this script, e.g. main's beside a branch's in one sitting.
+ENGINE = Path(sys.argv[sys.argv.index("--engine") + 1]) if "--engine" in sys.argv[:-1] else REPO / "engine"
+sys.path.insert(0, str(ENGINE.resolve()))  # run from a checkout without installing the package
 
 from cairn import ranking  # noqa: E402
 from cairn.embedder import Embedder, SentenceTransformerEmbedder  # noqa: E402
@@ -337,14 +343,20 @@ def drafts(memories) -> list[Draft]:
 
 
 def single_throughput(cairn: Cairn, memories) -> tuple[float, dict[str, int]]:
-    """One remember() per memory, detection on (the config default). memories/s and statuses."""
+    """One remember() per memory, detection on (the config default). memories/s and statuses, with
+    the calls' p50/p95 ms as statuses["p50_ms"], ["p95_ms"]."""
     statuses: dict[str, int] = {}
+    calls = []
     start = time.perf_counter()
     for text, kind, tags in memories:
+        began = time.perf_counter()
         result = cairn.remember(text, kind=kind, tags=tags)
+        calls.append(time.perf_counter() - began)
         key = "superseding" if result.superseded else result.status
         statuses[key] = statuses.get(key, 0) + 1
-    return len(memories) / (time.perf_counter() - start), statuses
+    rate = len(memories) / (time.perf_counter() - start)
+    statuses["p50_ms"], statuses["p95_ms"] = (round(v, 1) for v in percentiles(calls))
+    return rate, statuses
 
 
 def batched_throughput(cairn: Cairn, memories) -> float:
@@ -546,7 +558,9 @@ def one_run(run: int, args, real, cached, corpus, queries, qvecs) -> dict:
                   f"recall p50/p95 {lat['recall (full)'][0]:.1f}/{lat['recall (full)'][1]:.1f} ms, "
                   f"query_vector {lat['recall (query_vector)'][0]:.1f}/{lat['recall (query_vector)'][1]:.1f} ms "
                   f"(other load {row['recall_load']:.2f} cores), "
-                  f"single remember at this size {row.get('single_at_size', float('nan')):.1f}/s", flush=True)
+                  f"single remember at this size {row.get('single_at_size', float('nan')):.1f}/s "
+                  f"(p50/p95 {row.get('single_at_size_status', {}).get('p50_ms')}/"
+                  f"{row.get('single_at_size_status', {}).get('p95_ms')} ms)", flush=True)
     for path in (WORK / "home" / "stores").glob(f"*-{run}*.db*"):
         path.unlink()
     return res
@@ -617,6 +631,7 @@ def report(args, results: list[dict], embed_rate: float | None) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--engine", type=Path, default=REPO / "engine", help="import cairn from this folder")
     parser.add_argument("--sizes", default="1000,10000,100000", help="comma-separated store sizes, ascending")
     parser.add_argument("--queries", type=int, default=250, help="recall queries per size (>= 200 for the bars)")
     parser.add_argument("--single", type=int, default=300, help="memories stored one remember() at a time")
@@ -641,6 +656,7 @@ def main() -> None:
         corpus = make_memories(args.sizes[-1], seed=1)
         queries = make_queries(args.queries, seed=2)
         lengths = [len(t) for t, _, _ in corpus]
+        print(f"cairn from {ENGINE}; load average {os.getloadavg()[0]:.2f}", flush=True)
         print(f"corpus: {len(corpus):,} memories, {statistics.mean(lengths):.0f} characters on average "
               f"({min(lengths)}-{max(lengths)}); {len(queries)} queries, e.g. {queries[:3]}", flush=True)
         print(f"example memories: {[t for t, _, _ in corpus[:3]]}", flush=True)
