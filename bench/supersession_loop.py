@@ -12,6 +12,8 @@ store. Each scenario runs twice:
   loop can reach when the writer judges right, and no better than what `related` shows it.
 
 A step is current at the end when the memory its write created (or, for a duplicate, matched) is.
+"left for review": pending proposals at the end (auto: queued at each write; loop: as the plugin's
+MCP server runs, deferred to the session's end, which queues what the judge left: Cairn.settle).
 Printed per split and overall, for each mode: scenarios whose end state is exactly the labelled one,
 retirement precision and recall over steps, false retirements (each listed), and, for the loop,
 `related` coverage: the share of required retirements whose old memory was retired automatically or
@@ -99,6 +101,12 @@ def related_of(result) -> list[str]:
 def replay(engine, scenario: dict, loop: bool) -> dict:
     """Remember the steps in order; with `loop`, the label judge resolves `related` after each."""
     expected = set(scenario["current"])
+    # The loop runs as the plugin's MCP server does: possible conflicts wait for the session's end,
+    # which queues those the judge left (Cairn.settle, what the SessionEnd hook calls).
+    deferred = loop and hasattr(engine, "settle")
+    if deferred:
+        engine.defer_review = True
+    created: list[str] = []
     step_ids: list[str] = []
     first_step: dict[str, int] = {}
     shown: set[int] = set()  # stale steps listed in `related` (or retired) by a later write
@@ -106,6 +114,8 @@ def replay(engine, scenario: dict, loop: bool) -> dict:
     for j, text in enumerate(scenario["steps"]):
         result = engine.remember(text, kind=scenario["kind"], detect=True)
         step_ids.append(result.memory.id)
+        if result.status == "created":
+            created.append(result.memory.id)
         first_step.setdefault(result.memory.id, j)
         for old in result.superseded:
             if old in first_step:
@@ -118,9 +128,13 @@ def replay(engine, scenario: dict, loop: bool) -> dict:
             if loop and i not in expected:
                 judged += 1
                 engine.replace(old, text)  # the text is current already: old is superseded by it
+    if deferred:
+        engine.settle(created)
+    queued = len(engine.review_queue()) if hasattr(engine, "review_queue") else 0
     current_ids = {m.id for m in engine.list(limit=1000)}
     current = {j for j, mid in enumerate(step_ids) if mid in current_ids}
-    return {"current": current, "expected": expected, "n": len(step_ids), "shown": shown, "judged": judged}
+    return {"current": current, "expected": expected, "n": len(step_ids), "shown": shown, "judged": judged,
+            "queued": queued}
 
 
 def run_all(cases: list[dict], embedder, loop: bool) -> list[dict]:
@@ -154,7 +168,8 @@ def summary(cases: list[dict], runs: list[dict]) -> dict:
             false_by_label[case["label"]] += len(gone - should_go)
     exact = sum(r["current"] == r["expected"] for r in runs)
     return {"n": len(runs), "exact": exact, "tp": tp, "fp": fp, "fn": fn, "must": must, "covered": covered,
-            "wrong": wrong, "writes": sum(r["n"] - 1 for r in runs), "false_by_label": dict(false_by_label)}
+            "wrong": wrong, "writes": sum(r["n"] - 1 for r in runs), "false_by_label": dict(false_by_label),
+            "queued": sum(r.get("queued", 0) for r in runs)}
 
 
 def ratios(s: dict) -> dict:
@@ -207,7 +222,7 @@ def line(title: str, s: dict) -> str:
     r = ratios(s)
     return (f"  {title:<26} end state {s['exact']:>4}/{s['n']:<4} = {r['end']:.3f}   retirement "
             f"precision {r['precision']:.3f} recall {r['recall']:.3f} ({s['fp']} false)   "
-            f"related coverage {r['coverage']:.3f}")
+            f"related coverage {r['coverage']:.3f}   left for review {s['queued']}")
 
 
 def main() -> None:
