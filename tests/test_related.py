@@ -198,3 +198,13 @@ def test_cli_does_not_ask_with_no_ask_or_without_a_terminal(cli):
     assert code == 0 and "Does it replace" not in out and "--replaces" in out
     code, out, _ = cli("list", "--json")
     assert len(json.loads(out)) == 3
+
+
+@pytest.mark.parametrize("fixture", ["memory", "kw_memory"])
+def test_two_memories_sharing_only_a_redaction_marker_are_not_restatements(fixture, request):
+    m = request.getfixturevalue(fixture)
+    m.remember("the prod token is tkn_8fJ2kQ9xLmN4pR7sT1vW3yZ5aB6cD0eF", kind="fact")
+    second = m.remember("bare token test tkn_9aK3mQ8xLmN4pR7sT1vW3yZ5aB6cD0eZ here", kind="fact")
+    assert "[REDACTED:" in second.memory.text  # both stored redacted: the marker is all they share
+    assert second.status == "created"
+    assert m.review.queue() == []

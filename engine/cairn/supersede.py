@@ -110,6 +110,14 @@ from typing import Literal
 
 from .text import normalise
 
+# What privacy.scrub puts where a secret stood: an unknown value, not words two texts can share.
+_REDACTED = re.compile(r"\[REDACTED:[^\]\n]{1,80}\]", re.IGNORECASE)
+
+
+def _plain(text: str) -> str:
+    return normalise(_REDACTED.sub(" ", text))
+
+
 # Calibrated on tests/data/supersession_pairs.yaml with bench/supersession_eval.py; the sweep figures
 # behind each value are in docs/benchmarks.md, "Supersession detector", "Calibration history".
 # Cosine gate for vector candidates, and below it a cosine is no evidence (the words alone decide).
@@ -528,7 +536,7 @@ def _dice(a: set[str], b: set[str]) -> float:
 def subject_overlap(a: str, b: str) -> float:
     """Dice overlap (0..1) of the subject words of two texts: their tokens (normalised, stemmed)
     without grammar words. How close two texts are when no embedding says it."""
-    return _dice(_subject_words(_tokens(normalise(a))), _subject_words(_tokens(normalise(b))))
+    return _dice(_subject_words(_tokens(_plain(a))), _subject_words(_tokens(_plain(b))))
 
 
 def names_old_value(text: str) -> bool:
@@ -1213,7 +1221,7 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
     those have changed each other part, nothing of it remains and it is superseded."""
     if cosine is not None and cosine < SIMILARITY_THRESHOLD:
         cosine = None
-    old, new = _canonical(normalise(old_text)), _canonical(normalise(new_text))
+    old, new = _canonical(_plain(old_text)), _canonical(_plain(new_text))
     old = _in_voice_of(old, new)
     old_tokens, new_tokens = _tokens(old), _tokens(new)
     if old_tokens == new_tokens:
