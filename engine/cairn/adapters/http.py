@@ -29,9 +29,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -42,12 +42,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import cairn
 from cairn import (
-    GLOBAL_STORE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SESSION_MODES, CairnError, ConfigError,
+    GLOBAL_STORE, CairnError, ConfigError,
     EmbedderUnavailable, InvalidInput, InvalidMemory, InvalidStoreName, InvalidTime, MaintenanceBusy,
-    MemoryNotFound, NotCurrent, PROPOSAL_STATES, PROPOSAL_TYPES, ProposalClosed, ProposalNotFound, SessionNotFound,
+    MemoryNotFound, NotCurrent, ProposalClosed, ProposalNotFound, SessionNotFound,
     StoreError, StoreNotFound,
 )
 
+from cairn import operations as ops
+
+from . import schema
 from .mcp.session import Session, Unavailable
 from .tokens import Token, TokenFile, verify
 
@@ -133,103 +136,24 @@ def engine_error(exc: Exception) -> ApiError:
     return ApiError("internal_error", "unexpected engine error; see the server log")
 
 
-# -- request bodies and queries -----------------------------------------------------------------------
-Kind = Literal[KINDS]  # type: ignore[valid-type]
-Scope_ = Literal["project", "global", "all"]
-Text = Field(min_length=1, max_length=MAX_TEXT_BYTES, description="One self-contained statement.")
-When = Field(default=None, max_length=40, description="ISO 8601 date or time, UTC if no offset.")
+# -- request bodies and queries: derived from the catalogue (cairn.operations) ----------------------
+# The path carries ids; the query string repeats a parameter for a list (kind=fact&kind=task), named
+# in the singular.
+RememberBody = schema.model(ops.REMEMBER, "RememberBody", args=ops.REMEMBER.pick(exclude=("source",)))
+RecallBody = schema.model(ops.RECALL, "RecallBody")
+ListQuery = schema.model(ops.LIST, "ListQuery", rename={"kinds": "kind", "tags": "tag"})
+ReplaceBody = schema.model(ops.REPLACE, "ReplaceBody", args=ops.REPLACE.pick(exclude=("id",)))
+SessionSearchBody = schema.model(ops.SEARCH_SESSIONS, "SessionSearchBody")
+SessionsQuery = schema.model(ops.LIST_SESSIONS, "SessionsQuery")
+ReadSessionQuery = schema.model(ops.READ_SESSION, "ReadSessionQuery",
+                                args=ops.READ_SESSION.pick(exclude=("session_id",)))
+QueueQuery = schema.model(ops.REVIEW_QUEUE, "QueueQuery", rename={"states": "state", "types": "type"})
+ProposalDecideBody = schema.model(ops.REVIEW_DECIDE, "ProposalDecideBody",
+                                  args=ops.REVIEW_DECIDE.pick(exclude=("proposal_id",)))
+MaintainBody = schema.model(ops.MAINTAIN, "MaintainBody")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RememberBody(_Model):
-    text: str = Text
-    kind: Kind = Field(default="fact", description="decision, convention, preference, fact, task or insight.")
-    tags: list[str] = Field(default=[], max_length=20, description="Topic words.")
-    importance: int = Field(default=3, ge=IMPORTANCE_RANGE[0], le=IMPORTANCE_RANGE[1], description="1 .. 5.")
-    valid_from: str | None = When
-    valid_to: str | None = When
-    scope: Literal["project", "global"] = Field(default="project", description="global: the user's store for "
-                                                                               "every project.")
-    applies_when: list[str] = Field(default=[], max_length=4, description="1-4 short phrases naming the tasks in "
-                                                                          "which the memory matters.")
-
-
-class RecallBody(_Model):
-    query: str = Field(min_length=1, max_length=2000, description="What to find, in words.")
-    k: int | None = Field(default=None, ge=1, le=200, description="How many at most (default: config recall.k).")
-    kinds: list[Kind] = Field(default=[], description="Only these kinds.")
-    tags: list[str] = Field(default=[], max_length=20, description="Only memories with any of these tags.")
-    as_of: str | None = Field(default=None, max_length=40, description="Valid time: what was true then.")
-    known_at: str | None = Field(default=None, max_length=40, description="Transaction time: what the store knew.")
-    since: str | None = Field(default=None, max_length=40, description="Only memories valid from this time on.")
-    until: str | None = Field(default=None, max_length=40, description="Only memories valid from before this time.")
-    include_superseded: bool = Field(default=False, description="Also replaced and expired memories.")
-    scope: Scope_ | None = Field(default=None, description="Default: config recall.scope.")
-
-
-class ListQuery(_Model):
-    kind: list[Kind] = Field(default=[], description="Only these kinds (repeat the parameter).")
-    tag: list[str] = Field(default=[], max_length=20, description="Only memories with any of these tags (repeat).")
-    as_of: str | None = Field(default=None, max_length=40, description="Valid time: what was true then.")
-    include_superseded: bool = Field(default=False, description="Also replaced, expired and forgotten memories.")
-    limit: int | None = Field(default=None, ge=1, le=1000, description="Default: config list.limit.")
-    scope: Scope_ | None = Field(default=None, description="Default: config list.scope.")
-
-
-class ReplaceBody(_Model):
-    text: str = Text
-    valid_from: str | None = When
-
-
-class SessionSearchBody(_Model):
-    query: str = Field(min_length=1, max_length=2000, description="Words, or an exact error or identifier.")
-    mode: Literal[SESSION_MODES] = Field(default="auto", description="auto, keyword, semantic, exact or "  # type: ignore[valid-type]
-                                                                     "hybrid.")
-    k: int | None = Field(default=None, ge=1, le=50, description="How many turns (default: config sessions.k).")
-    window: int | None = Field(default=None, ge=0, le=10, description="Turns before and after each hit.")
-    since: str | None = When
-    until: str | None = When
-
-
-class SessionsQuery(_Model):
-    limit: int = Field(default=20, ge=1, le=200, description="How many at most.")
-    since: str | None = When
-    until: str | None = When
-
-
-class ReadSessionQuery(_Model):
-    offset: int = Field(default=0, ge=0, description="First turn position.")
-    limit: int = Field(default=50, ge=1, le=200, description="How many turns.")
-
-
-class QueueQuery(_Model):
-    state: list[Literal[PROPOSAL_STATES]] = Field(  # type: ignore[valid-type]
-        default=[], description="Only proposals in these states (repeat; default: pending).")
-    type: list[Literal[PROPOSAL_TYPES]] = Field(  # type: ignore[valid-type]
-        default=[], description="Only these types (repeat).")
-    limit: int = Field(default=100, ge=1, le=1000, description="How many at most.")
-
-
-class ProposalDecideBody(_Model):
-    verdict: Literal["approve", "reject", "edit", "keep"] = Field(
-        description="The user's verdict: approve, reject (keep is an older name for it) or edit.")
-    text: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT_BYTES,
-                             description="edit only: the text the user agreed to.")
-    keep_id: str | None = Field(default=None, max_length=64,
-                                description="approve: which of the proposal's memories stays (--keep-id).")
-    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
-        default=None, max_length=20, description="approve or edit: the tags the memory that stays keeps.")
-
-
-class MaintainBody(_Model):
-    apply: bool = Field(default=False, description="false: a dry run that writes nothing.")
-    safe_only: bool = Field(default=False, description="With apply: only retire exact duplicates.")
-
-
-class NoInput(_Model):
+class NoInput(schema.Strict):
     pass
 
 
@@ -281,25 +205,20 @@ class RouteSpec:
 
 
 def _remember(engine: cairn.Cairn, call: Call) -> Any:
-    a: RememberBody = call.args
-    call.scope(a.scope)
-    return engine.remember(a.text, kind=a.kind, tags=a.tags, importance=a.importance, source="user",
-                           valid_from=a.valid_from, valid_to=a.valid_to, scope=a.scope,
-                           applies_when=a.applies_when).to_json()
+    a = schema.engine_kwargs(call.args)
+    call.scope(a["scope"])
+    return engine.remember(**a, source="user").to_json()
 
 
 def _recall(engine: cairn.Cairn, call: Call) -> Any:
-    a: RecallBody = call.args
-    hits = engine.recall(a.query, k=a.k, kinds=a.kinds, tags=a.tags, as_of=a.as_of, known_at=a.known_at,
-                         since=a.since, until=a.until, include_superseded=a.include_superseded,
-                         scope=call.scope(a.scope))
+    a = schema.engine_kwargs(call.args)
+    hits = engine.recall(**{**a, "scope": call.scope(a["scope"])})
     return {"hits": [h.to_json() for h in hits]} if hits else {"hits": [], "store": engine.name}
 
 
 def _list(engine: cairn.Cairn, call: Call) -> Any:
-    a: ListQuery = call.args
-    memories = engine.list(kinds=a.kind, tags=a.tag, as_of=a.as_of, include_superseded=a.include_superseded,
-                           limit=a.limit, scope=call.scope(a.scope))
+    a = schema.engine_kwargs(call.args)
+    memories = engine.list(**{**a, "scope": call.scope(a["scope"])})
     use = engine.usage_of([m.id for m in memories]) if memories else {}
     return {"memories": [{**m.to_json(), **({"usage": use[m.id]} if m.id in use else {})} for m in memories]}
 
@@ -314,9 +233,8 @@ def _history(engine: cairn.Cairn, call: Call) -> Any:
 
 
 def _replace(engine: cairn.Cairn, call: Call) -> Any:
-    a: ReplaceBody = call.args
     call.own(engine, call.path["id"])
-    return engine.replace(call.path["id"], a.text, valid_from=a.valid_from, source="user").to_json()
+    return engine.replace(call.path["id"], **schema.engine_kwargs(call.args), source="user").to_json()
 
 
 def _forget(engine: cairn.Cairn, call: Call) -> Any:
@@ -334,25 +252,22 @@ def _status(engine: cairn.Cairn, call: Call) -> Any:
 
 
 def _search_sessions(engine: cairn.Cairn, call: Call) -> Any:
-    a: SessionSearchBody = call.args
-    hits = engine.search_sessions(a.query, mode=a.mode, k=a.k, window=a.window, since=a.since, until=a.until)
+    hits = engine.search_sessions(**schema.engine_kwargs(call.args))
     return {"results": [r.to_json() for r in cairn.merge_session_hits(hits)]}
 
 
 def _list_sessions(engine: cairn.Cairn, call: Call) -> Any:
-    a: SessionsQuery = call.args
-    return {"sessions": [s.to_json() for s in engine.list_sessions(limit=a.limit, since=a.since, until=a.until)]}
+    return {"sessions": [s.to_json() for s in engine.list_sessions(**schema.engine_kwargs(call.args))]}
 
 
 def _read_session(engine: cairn.Cairn, call: Call) -> Any:
-    a: ReadSessionQuery = call.args
-    info, turns = engine.read_session(call.path["id"], offset=a.offset, limit=a.limit)
+    info, turns = engine.read_session(call.path["id"], **schema.engine_kwargs(call.args))
     return {"session": info.to_json(), "turns": [t.to_json() for t in turns]}
 
 
 def _queue(engine: cairn.Cairn, call: Call) -> Any:
-    a: QueueQuery = call.args
-    proposals = engine.review_queue(states=a.state or ("pending",), types=a.type, limit=a.limit)
+    a = schema.engine_kwargs(call.args)
+    proposals = engine.review_queue(**{**a, "states": a["states"] or ("pending",)})
     return {"proposals": [p.to_json() for p in proposals], "count": len(proposals)}
 
 
@@ -361,13 +276,11 @@ def _proposal(engine: cairn.Cairn, call: Call) -> Any:
 
 
 def _decide_proposal(engine: cairn.Cairn, call: Call) -> Any:
-    a: ProposalDecideBody = call.args
-    return engine.review_decide(call.path["id"], a.verdict, text=a.text, keep_id=a.keep_id, tags=a.tags, by="http")
+    return engine.review_decide(call.path["id"], **schema.engine_kwargs(call.args), by="http")
 
 
 def _maintain(engine: cairn.Cairn, call: Call) -> Any:
-    a: MaintainBody = call.args
-    return engine.maintain(apply=a.apply, safe_only=a.safe_only)
+    return engine.maintain(**schema.engine_kwargs(call.args))
 
 
 def _maintenance_status(engine: cairn.Cairn, call: Call) -> Any:
