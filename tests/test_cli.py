@@ -449,7 +449,7 @@ def test_stores_delete_asks_and_deletes_the_files(cairn, cairn_home, monkeypatch
     path = cairn_home / "stores" / "scratch.db"
     code, _, err = cairn("stores", "delete", "scratch")  # no terminal and no --yes: refused
     assert code == 2 and "--yes" in err and path.exists()
-    monkeypatch.setattr("cairn.adapters.cli._interactive", lambda: True)
+    monkeypatch.setattr("cairn.adapters.cli._common._interactive", lambda: True)
     code, _, err = cairn("stores", "delete", "scratch", stdin="n\n")
     assert code == 1 and path.exists()
     code, out, _ = cairn("stores", "delete", "scratch", stdin="y\n")
