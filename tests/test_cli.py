@@ -100,8 +100,10 @@ BAD_INPUTS = [
     (("remember", "   \n\t "), "memory text is empty"),
     (("remember", "x" * 8193), "the limit is 8192"),
     (("remember", "fine text", "--kind", "opinion"), "opinion"),
-    (("remember", "fine text", "--importance", "6"), "importance must be an integer from 1 to 5"),
-    (("remember", "fine text", "--importance", "0"), "importance must be an integer from 1 to 5"),
+    (("remember", "fine text", "--importance", "6"), "'--importance': 6 is not in the range 1<=x<=5"),
+    (("remember", "fine text", "--importance", "0"), "'--importance': 0 is not in the range 1<=x<=5"),
+    (("recall", "x" * 2001), "2001 characters; at most 2000"),
+    (("recall", "deploy", "-k", "201"), "'-k': 201 is not in the range 1<=x<=200"),
     (("remember", "fine text", "--valid-from", "last tuesday"), "--valid-from: cannot read 'last tuesday'"),
     (("remember", "fine text", "--valid-from", "²"), "--valid-from: cannot read '²'"),  # found by bench/fuzz.py
     (("recall", "deploy", "--as-of", "١٢٣"), "--as-of: cannot read '١٢٣'"),  # digits, but not epoch ms

@@ -17,6 +17,7 @@ import click
 
 import cairn
 from cairn import Embedder
+from cairn import operations as ops
 
 from .. import warm
 from ..warm import session_embedder
@@ -193,6 +194,81 @@ def _split_tags(ctx: click.Context, param: click.Parameter, values: tuple[str, .
     """--tag/--tags values, each comma-separated, as one tuple: split once, before the command runs,
     so a recall answered by the warm process gets the same tags as one answered here."""
     return tuple(t for v in values for t in v.split(",") if t.strip())
+
+
+class TextParam(click.ParamType):
+    """A string no longer than the catalogue allows (characters). Not its lower bound: the engine
+    refuses an empty text or query itself, whitespace counted as empty, and says so."""
+
+    name = "TEXT"
+
+    def __init__(self, high: int):
+        self.high = high
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if len(value) > self.high:
+            self.fail(f"{len(value)} characters; at most {self.high}", param, ctx)
+        return value
+
+
+def _click_type(arg: ops.Arg) -> click.ParamType | None:
+    """The click type that holds `arg` to the catalogue's choices and bounds (None for a flag)."""
+    if arg.type == "bool":
+        return None
+    if arg.choices:
+        return click.Choice(arg.choices)
+    if arg.type == "int":
+        return click.IntRange(arg.low, arg.high)
+    if arg.type == "time":
+        return TIME
+    return TextParam(arg.high) if arg.high is not None else click.STRING
+
+
+def _listed(arg: ops.Arg, commas: bool) -> Callable[[click.Context, click.Parameter, tuple[str, ...]],
+                                                      tuple[str, ...]]:
+    """A callback for a repeatable option: split at commas (tags), then held to the catalogue's
+    number of items."""
+
+    def split(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+        out = _split_tags(ctx, param, values) if commas else values
+        if arg.items is not None and len(out) > arg.items:
+            raise click.BadParameter(f"{len(out)} values; at most {arg.items}", ctx, param)
+        return out
+
+    return split
+
+
+def option(arg: ops.Arg, *decls: str, commas: bool = False, **changes: Any
+           ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A click option for one argument of the catalogue (cairn.operations): its type, bounds,
+    choices, default and help come from there, so the CLI holds the limits MCP and HTTP hold.
+
+    decls: the flags (default --name-with-dashes); the value goes to the parameter called arg.name.
+    A list argument repeats (--kind a --kind b); with commas, each value is also split at commas
+    (--tags deploy,ci). changes: what
+    this command says differently, e.g. remember's --kind, whose default with --replaces is the
+    replaced memory's."""
+    kwargs: dict[str, Any] = {"help": arg.help}
+    click_type = _click_type(arg)
+    if click_type is None:
+        kwargs["is_flag"] = True
+    else:
+        kwargs["type"] = click_type
+    if arg.many:
+        kwargs["multiple"] = True
+        if not arg.choices:
+            kwargs["callback"] = _listed(arg, commas)
+    elif arg.default is not None and arg.type != "bool":
+        kwargs.update(default=arg.default, show_default=True)
+    kwargs.update(changes)
+    return click.option(*(decls or (f"--{arg.name.replace('_', '-')}",)), arg.name, **kwargs)
+
+
+def argument(arg: ops.Arg, **changes: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A click argument (positional) for one argument of the catalogue, held to its bounds."""
+    kwargs: dict[str, Any] = {"type": _click_type(arg)}
+    kwargs.update(changes)
+    return click.argument(arg.name, **kwargs)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -9,18 +9,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 import cairn
-from cairn import DEFAULT_IMPORTANCE, KINDS, SCOPES, SOURCES
+from cairn import DEFAULT_IMPORTANCE, MAX_APPLIES_WHEN
+from cairn import operations as ops
 
-from ._common import (
-    _WARM_VIEWS,
-    TIME,
-    _count,
-    _emit,
-    _read_stdin,
-    _split_tags,
-    cli,
-    store_options,
-)
+from ._common import _WARM_VIEWS, _count, _emit, _read_stdin, argument, cli, option, store_options
 
 if TYPE_CHECKING:
     from cairn import Cairn
@@ -28,20 +20,20 @@ if TYPE_CHECKING:
 
 @cli.command()
 @click.argument("text")
-@click.option("--kind", type=click.Choice(KINDS), help="Default: fact (with --replaces: the replaced memory's).")
-@click.option("--tags", "tags", multiple=True, callback=_split_tags,
-              help="Comma-separated; may repeat (with --replaces, default: the replaced memory's).")
-@click.option("--importance", type=int,
-              help=f"1 (trivia) to 5 (critical). Default: {DEFAULT_IMPORTANCE} (with --replaces: the replaced "
-                   "memory's).")
-@click.option("--source", type=click.Choice(SOURCES), default="user", show_default=True)
-@click.option("--valid-from", type=TIME, help="When it became true (ISO 8601; default: now).")
-@click.option("--valid-to", type=TIME, help="When it stops being true (ISO 8601; default: open).")
-@click.option("--applies-when", "applies_when", multiple=True, metavar="PHRASE",
-              help="A task in which this memory matters, e.g. \"adding a lint rule\"; repeat for up to 4 "
-                   "(with --replaces, default: the replaced memory's).")
+@option(ops.REMEMBER.arg("kind"), default=None, show_default=False,
+        help="Default: fact (with --replaces: the replaced memory's).")
+@option(ops.REMEMBER.arg("tags"), commas=True,
+        help="Comma-separated; may repeat (with --replaces, default: the replaced memory's).")
+@option(ops.REMEMBER.arg("importance"), default=None, show_default=False,
+        help=f"1 (trivia) to 5 (critical). Default: {DEFAULT_IMPORTANCE} (with --replaces: the replaced memory's).")
+@option(ops.REMEMBER.arg("source"))
+@option(ops.REMEMBER.arg("valid_from"))
+@option(ops.REMEMBER.arg("valid_to"))
+@option(ops.REMEMBER.arg("applies_when"), metavar="PHRASE",
+        help="A task in which this memory matters, e.g. \"adding a lint rule\"; repeat for up to "
+             f"{MAX_APPLIES_WHEN} (with --replaces, default: the replaced memory's).")
 @click.option("--replaces", metavar="ID", help="Supersede this memory.")
-@click.option("--scope", type=click.Choice(["project", "global"]), default="project", show_default=True)
+@option(ops.REMEMBER.arg("scope"))
 @click.option("--no-detect", is_flag=True, help="Do not supersede similar memories automatically.")
 @click.option("--no-ask", is_flag=True, help="Do not ask which related memory the new one replaces.")
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model (embedded later).")
@@ -101,18 +93,17 @@ def _ask_replaced(memory: Cairn, result: cairn.RememberResult, text: str) -> Non
 
 
 @cli.command()
-@click.argument("query")
-@click.option("-k", "k", type=click.IntRange(1, 1000), help="How many at most (default: config recall.k, 10).")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
-@click.option("--tag", "tags", multiple=True, callback=_split_tags)
-@click.option("--since", type=TIME, help="Only memories valid from this time on.")
-@click.option("--until", type=TIME, help="Only memories valid from before this time.")
-@click.option("--as-of", type=TIME, help="What was true at this time (valid time).")
-@click.option("--known-at", type=TIME, help="What the store knew at this time (transaction time).")
-@click.option("--include-superseded", is_flag=True)
-@click.option("--include-cold", is_flag=True, help="Also memories demoted to the cold tier.")
-@click.option("--scope", type=click.Choice(SCOPES),
-              help="project, global or all (default: config recall.scope, all).")
+@argument(ops.RECALL.arg("query"))
+@option(ops.RECALL.arg("k"), "-k")
+@option(ops.RECALL.arg("kinds"), "--kind")
+@option(ops.RECALL.arg("tags"), "--tag", commas=True)
+@option(ops.RECALL.arg("since"))
+@option(ops.RECALL.arg("until"))
+@option(ops.RECALL.arg("as_of"))
+@option(ops.RECALL.arg("known_at"))
+@option(ops.RECALL.arg("include_superseded"))
+@option(ops.RECALL.arg("include_cold"))
+@option(ops.RECALL.arg("scope"))
 @click.option("--keyword-only", is_flag=True, help="BM25 only; do not load the embedding model.")
 @store_options(read_only=True, use_warm=True)
 def recall(memory: Cairn, as_json: bool, query: str, tags, **options) -> None:
@@ -183,13 +174,13 @@ def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
 
 
 @cli.command(name="list")
-@click.option("--kind", "kinds", multiple=True, type=click.Choice(KINDS))
-@click.option("--tag", "tags", multiple=True, callback=_split_tags)
-@click.option("--as-of", type=TIME, help="What was true at this time (valid time).")
-@click.option("--include-superseded", is_flag=True)
-@click.option("--include-cold", is_flag=True, help="Also memories demoted to the cold tier.")
-@click.option("--scope", type=click.Choice(SCOPES), help="Default: config list.scope, project.")
-@click.option("--limit", type=click.IntRange(1), help="How many at most (default: config list.limit, 50).")
+@option(ops.LIST.arg("kinds"), "--kind")
+@option(ops.LIST.arg("tags"), "--tag", commas=True)
+@option(ops.LIST.arg("as_of"))
+@option(ops.LIST.arg("include_superseded"))
+@option(ops.LIST.arg("include_cold"))
+@option(ops.LIST.arg("scope"))
+@option(ops.LIST.arg("limit"))
 @store_options(read_only=True)
 def list_(memory: Cairn, as_json: bool, tags, **options) -> None:
     """Memories, newest first."""

@@ -7,15 +7,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 import cairn
-from cairn import PROPOSAL_STATES, PROPOSAL_TYPES
+from cairn import operations as ops
 
-from ._common import (
-    _count,
-    _emit,
-    _split_tags,
-    cli,
-    store_options,
-)
+from ._common import _count, _emit, argument, cli, option, store_options
 
 if TYPE_CHECKING:
     from cairn import Cairn
@@ -40,10 +34,9 @@ def _proposal_line(p: dict[str, Any]) -> str:
 
 
 @review.command(name="list")
-@click.option("--state", "states", multiple=True, type=click.Choice(PROPOSAL_STATES),
-              help="Only proposals in this state (may repeat; default: pending).")
-@click.option("--type", "types", multiple=True, type=click.Choice(PROPOSAL_TYPES), help="Only this type (may repeat).")
-@click.option("--limit", type=click.IntRange(1), default=100, show_default=True)
+@option(ops.REVIEW_QUEUE.arg("states"), "--state")
+@option(ops.REVIEW_QUEUE.arg("types"), "--type")
+@option(ops.REVIEW_QUEUE.arg("limit"))
 @store_options(read_only=True)
 def review_list(memory: Cairn, as_json: bool, states, types, limit: int) -> None:
     """The queue, grouped by subject (oldest first within each). Expired proposals are closed first."""
@@ -98,13 +91,13 @@ def review_show(memory: Cairn, as_json: bool, proposal_id: str) -> None:
 
 
 @review.command(name="decide")
-@click.argument("proposal_id")
-@click.argument("verdict", type=click.Choice(("approve", "reject", "edit", "keep")), metavar="approve|reject|edit")
-@click.option("--text", help="edit: the statement to store instead (a merge, a summary, an edited addition).")
-@click.option("--keep-id", metavar="ID", help="approve: which of the proposal's memories stays (the others retire).")
-@click.option("--tags", "tags", multiple=True, callback=_split_tags,
-              help="approve or edit: the tags the memory that stays keeps (comma-separated; may repeat; "
-                   "--tags '' keeps none).")
+@argument(ops.REVIEW_DECIDE.arg("proposal_id"))
+@argument(ops.REVIEW_DECIDE.arg("verdict"), metavar="approve|reject|edit")
+@option(ops.REVIEW_DECIDE.arg("text"))
+@option(ops.REVIEW_DECIDE.arg("keep_id"), metavar="ID")
+@option(ops.REVIEW_DECIDE.arg("tags"), commas=True,
+        help="approve or edit: the tags the memory that stays keeps (comma-separated; may repeat; "
+             "--tags '' keeps none).")
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model (embedded later).")
 @store_options
 def review_decide_(memory: Cairn, as_json: bool, proposal_id: str, verdict: str, text: str | None,

@@ -11,10 +11,7 @@ import click
 
 import cairn
 
-from ._common import (
-    _emit,
-    cli,
-)
+from ._common import _emit, cli
 
 if TYPE_CHECKING:
     pass

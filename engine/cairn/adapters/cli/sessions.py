@@ -7,15 +7,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 import cairn
-from cairn import SESSION_MODES
+from cairn import operations as ops
 
-from ._common import (
-    TIME,
-    _emit,
-    _progress,
-    cli,
-    store_options,
-)
+from ._common import _emit, _progress, argument, cli, option, store_options
 
 if TYPE_CHECKING:
     from cairn import Cairn
@@ -38,14 +32,12 @@ def _turn_line(turn: cairn.Turn, mark: str = "") -> str:
 
 
 @sessions.command(name="search")
-@click.argument("query")
-@click.option("--mode", type=click.Choice(SESSION_MODES), default="auto", show_default=True,
-              help="auto: exact for a quoted string or an identifier-like token, else hybrid.")
-@click.option("-k", "k", type=click.IntRange(1, 1000), help="How many turns at most (default: config sessions.k, 10).")
-@click.option("--window", type=click.IntRange(0, 50),
-              help="Turns before and after each hit (default: config sessions.window, 2).")
-@click.option("--since", type=TIME, help="Only turns from this time on.")
-@click.option("--until", type=TIME, help="Only turns before this time.")
+@argument(ops.SEARCH_SESSIONS.arg("query"))
+@option(ops.SEARCH_SESSIONS.arg("mode"))
+@option(ops.SEARCH_SESSIONS.arg("k"), "-k")
+@option(ops.SEARCH_SESSIONS.arg("window"))
+@option(ops.SEARCH_SESSIONS.arg("since"))
+@option(ops.SEARCH_SESSIONS.arg("until"))
 @store_options(read_only=True, use_warm=True)
 def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None:
     """Captured turns for QUERY, one result per session, best first: its best turns (marked >) with
@@ -70,9 +62,9 @@ def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None
 
 
 @sessions.command(name="list")
-@click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
-@click.option("--since", type=TIME, help="Only sessions active from this time on.")
-@click.option("--until", type=TIME, help="Only sessions started before this time.")
+@option(ops.LIST_SESSIONS.arg("limit"))
+@option(ops.LIST_SESSIONS.arg("since"))
+@option(ops.LIST_SESSIONS.arg("until"))
 @store_options(read_only=True)
 def sessions_list(memory: Cairn, as_json: bool, **options) -> None:
     """Captured sessions, most recently active first."""
@@ -90,9 +82,9 @@ def sessions_list(memory: Cairn, as_json: bool, **options) -> None:
 
 
 @sessions.command(name="show")
-@click.argument("session_id")
-@click.option("--offset", type=click.IntRange(0), default=0, show_default=True, help="First turn position.")
-@click.option("--limit", type=click.IntRange(1), default=50, show_default=True, help="How many turns.")
+@argument(ops.READ_SESSION.arg("session_id"))
+@option(ops.READ_SESSION.arg("offset"))
+@option(ops.READ_SESSION.arg("limit"))
 @store_options(read_only=True)
 def sessions_show(memory: Cairn, as_json: bool, session_id: str, offset: int, limit: int) -> None:
     """SESSION_ID's turns in order, paged (--offset, --limit)."""

@@ -14,14 +14,7 @@ import cairn
 
 from .. import warm
 from . import _common
-from ._common import (
-    _TIMINGS,
-    _count,
-    _emit,
-    _progress,
-    cli,
-    store_options,
-)
+from ._common import _TIMINGS, _count, _emit, _progress, cli, store_options
 
 if TYPE_CHECKING:
     from cairn import Cairn
