@@ -175,52 +175,52 @@ TOOLS: tuple[ToolSpec, ...] = (
         "memory_remember", "Remember", ops.REMEMBER, _writes(idempotent=True), run=_remember,
         args=ops.REMEMBER.pick(("text", "kind", "tags", "importance", "valid_from", "scope", "applies_when")),
         writes=lambda a: a["scope"] == "project",  # a global write creates no project store
-        description="Store one memory: a decision with its reason, a convention, a user preference or a non-obvious fact, as one self-contained statement. Not what the code or git history already records; never secrets. If it restates a changed fact, use memory_replace instead. valid_from: when it became true (default now). Returns id and status (created, or duplicate: nothing written); a text that says a similar memory changed (\"now\", \"moved from X to Y\", \"no longer\") supersedes it (superseded ids). related: up to 3 current memories about the same subject (id, text, kind, date, why): if the new memory changes one, call memory_replace with its id and this text; if both hold, do nothing."),  # noqa: E501
+        description="Store one memory: a decision with its reason, a convention, a user preference or a non-obvious fact, as one self-contained statement. Not what the code or git history already records; never secrets. If it restates a changed fact, use memory_replace instead. valid_from: when it became true (default now). Returns id and status (created, or duplicate: nothing written); a text that says a similar memory changed (\"now\", \"moved from X to Y\", \"no longer\") supersedes it (superseded ids). related: up to 3 current memories about the same subject (id, text, kind, date, why): if the new memory changes one, call memory_replace with its id and this text; if both hold, do nothing."),
     ToolSpec(
         "memory_recall", "Recall", R, READ_ONLY, run=_recall,
         args=R.pick(("query", "k", "as_of", "kinds", "tags", "scope", "include_superseded", "include_cold")),
-        description="Search memory by meaning and keywords. Use before answering questions about this project's past decisions, conventions or the user's preferences, and before deciding something that may already be settled. Returns current memories, best first: id, text, kind, date (valid from), status, score, why (which retrievers matched, at which rank). Cite what you use as [mem:ID]."),  # noqa: E501
+        description="Search memory by meaning and keywords. Use before answering questions about this project's past decisions, conventions or the user's preferences, and before deciding something that may already be settled. Returns current memories, best first: id, text, kind, date (valid from), status, score, why (which retrievers matched, at which rank). Cite what you use as [mem:ID]."),
     ToolSpec(
         "memory_replace", "Replace a changed memory", RC, _writes(), run=_replace,
         args=RC.pick(("id", "text", "valid_from", "applies_when")),
-        description="Supersede a memory whose fact has changed: writes the new text (same kind, tags, importance and applies_when unless given, in the store that holds the old one) and retires the old one, which stays in history (memory_history, as_of) but no longer comes back in recall or list. valid_from: when the change took effect (default now). Use it instead of memory_remember whenever the new statement replaces an old one. Returns status created (new id, superseded: [old id]), or duplicate: the text is already a current memory (its id), the old one is now superseded by it, and nothing new was written. To retire a memory listed in `related` by one you just remembered, pass its id and the same text. related: other current memories this may change, as in memory_remember."),  # noqa: E501
+        description="Supersede a memory whose fact has changed: writes the new text (same kind, tags, importance and applies_when unless given, in the store that holds the old one) and retires the old one, which stays in history (memory_history, as_of) but no longer comes back in recall or list. valid_from: when the change took effect (default now). Use it instead of memory_remember whenever the new statement replaces an old one. Returns status created (new id, superseded: [old id]), or duplicate: the text is already a current memory (its id), the old one is now superseded by it, and nothing new was written. To retire a memory listed in `related` by one you just remembered, pass its id and the same text. related: other current memories this may change, as in memory_remember."),
     ToolSpec(
         "memory_forget", "Forget (irreversible)", ops.FORGET, _writes(destructive=True, idempotent=True),
         run=_forget, args=ops.FORGET.args,
-        description="Erase a memory for good: its text, tags and index entries are deleted and cannot be recovered; only a tombstone (id, times) stays in history. IRREVERSIBLE: only when the user asks to forget it. To correct a fact that changed, use memory_replace instead."),  # noqa: E501
+        description="Erase a memory for good: its text, tags and index entries are deleted and cannot be recovered; only a tombstone (id, times) stays in history. IRREVERSIBLE: only when the user asks to forget it. To correct a fact that changed, use memory_replace instead."),
     ToolSpec(
         "memory_history", "Memory history", ops.HISTORY, READ_ONLY, run=_history, args=ops.HISTORY.args,
-        description="The supersession chain through a memory, oldest first: each version's text, status, valid time (valid_from, valid_to: when it held in the world) and transaction time (recorded_at, retired_at: when the store believed it)."),  # noqa: E501
+        description="The supersession chain through a memory, oldest first: each version's text, status, valid time (valid_from, valid_to: when it held in the world) and transaction time (recorded_at, retired_at: when the store believed it)."),
     ToolSpec(
         "memory_list", "List memories", L, READ_ONLY, run=_list,
         args=L.pick(("kinds", "tags", "limit", "include_superseded", "scope", "include_cold")),
-        description="List memories, newest first, optionally filtered by kind and tag: for browsing, not searching (use memory_recall to find something)."),  # noqa: E501
+        description="List memories, newest first, optionally filtered by kind and tag: for browsing, not searching (use memory_recall to find something)."),
     ToolSpec(
         "memory_status", "Memory status", ops.STATUS, READ_ONLY,  # served by the server: it needs the session
-        description="Which store this project uses and why (chosen_by), memory counts, the embedding model and whether it is loaded, and whether recall is keyword-only (and why). Use when memory seems missing or wrong."),  # noqa: E501
+        description="Which store this project uses and why (chosen_by), memory counts, the embedding model and whether it is loaded, and whether recall is keyword-only (and why). Use when memory seems missing or wrong."),
     ToolSpec(
         "memory_review_queue", "Review queue", RQ, READ_ONLY, run=_review_queue,
         # One state at a time: the review skills read the pending queue.
         args=(RQ.arg("types"), dataclasses.replace(RQ.arg("states"), name="state", many=False, default="pending",
                                                    help="pending (default): awaiting the user's verdict."),
               RQ.arg("limit")),
-        description="For /cairn:review-memory and /cairn:import-guidance: the review queue, grouped by subject. Each proposal: id, type (duplicate, near_duplicate, summarise, demote, conflict, add), subject, the source memories as they are now (before), the texts and evidence (similarity, reason), a draft (summarise) and what approving would do (after). Changes nothing the user has not decided: memory_review_decide applies the user's verdict."),  # noqa: E501
+        description="For /cairn:review-memory and /cairn:import-guidance: the review queue, grouped by subject. Each proposal: id, type (duplicate, near_duplicate, summarise, demote, conflict, add), subject, the source memories as they are now (before), the texts and evidence (similarity, reason), a draft (summarise) and what approving would do (after). Changes nothing the user has not decided: memory_review_decide applies the user's verdict."),
     ToolSpec(
         "memory_maintenance_status", "Maintenance status", ops.MAINTENANCE_STATUS, READ_ONLY,
         run=lambda engine, a: engine.maintenance_status(),
-        description="When maintenance last ran, whether a run is due, whether one is running (lease), the review queue's counts by state and type, and how many memories are cold."),  # noqa: E501
+        description="When maintenance last ran, whether a run is due, whether one is running (lease), the review queue's counts by state and type, and how many memories are cold."),
     ToolSpec(
         "memory_search_sessions", "Search past sessions", ops.SEARCH_SESSIONS, READ_ONLY, run=_search_sessions,
         args=ops.SEARCH_SESSIONS.args, embeds=lambda a: a["mode"] not in ("exact", "keyword"),
-        description="Search the captured turns of past sessions of this project (user prompts and assistant replies, not tool output): what was said, an error message and how it was fixed, a reason given, what was tried. Returns one result per session, best first: its session_id, and its turns in order: the ranked ones (marked \"hit\": true) and the turns just before and after them; turns far less relevant than the best are dropped. since/until: ISO 8601 bounds on the turn's time."),  # noqa: E501
+        description="Search the captured turns of past sessions of this project (user prompts and assistant replies, not tool output): what was said, an error message and how it was fixed, a reason given, what was tried. Returns one result per session, best first: its session_id, and its turns in order: the ranked ones (marked \"hit\": true) and the turns just before and after them; turns far less relevant than the best are dropped. since/until: ISO 8601 bounds on the turn's time."),
     ToolSpec(
         "memory_list_sessions", "List past sessions", ops.LIST_SESSIONS, READ_ONLY, run=_list_sessions,
         args=ops.LIST_SESSIONS.args,
-        description="The captured sessions of this project, most recent first: id, title (the first prompt), start and end time, turn count, git branch."),  # noqa: E501
+        description="The captured sessions of this project, most recent first: id, title (the first prompt), start and end time, turn count, git branch."),
     ToolSpec(
         "memory_read_session", "Read a past session", ops.READ_SESSION, READ_ONLY, run=_read_session,
         args=ops.READ_SESSION.args,
-        description="Read a captured session's turns in order, paged by position (offset, limit): to see a whole conversation around a search hit."),  # noqa: E501
+        description="Read a captured session's turns in order, paged by position (offset, limit): to see a whole conversation around a search hit."),
     ToolSpec(
         "memory_review_decide", "Apply a review verdict", RD, _writes(destructive=True), run=_review_decide,
         # One tool for every verdict the user gives in the review, promote (ops.PROMOTE) included.
@@ -231,15 +231,15 @@ TOOLS: tuple[ToolSpec, ...] = (
               _optional(RD.arg("proposal_id"), help="The proposal (all verdicts but promote)."),
               RD.arg("text"), RD.arg("keep_id"), RD.arg("tags"),
               _optional(ops.PROMOTE.arg("id"), name="memory_id", help="promote only: the cold memory.")),
-        description="ONLY for /cairn:review-memory and /cairn:import-guidance: apply the one verdict the user explicitly gave on one proposal of memory_review_queue. Never choose or infer a verdict yourself. approve: do what the proposal says (keep_id: the memory the user chose to stay; tags: the tags they chose); reject: nothing changes (a pair is not proposed again); edit: approve with `text` as the user agreed it; promote: bring a cold memory back. Refused, changing nothing, when the proposal was decided already, expired, or its memories changed since (stale)."),  # noqa: E501
+        description="ONLY for /cairn:review-memory and /cairn:import-guidance: apply the one verdict the user explicitly gave on one proposal of memory_review_queue. Never choose or infer a verdict yourself. approve: do what the proposal says (keep_id: the memory the user chose to stay; tags: the tags they chose); reject: nothing changes (a pair is not proposed again); edit: approve with `text` as the user agreed it; promote: bring a cold memory back. Refused, changing nothing, when the proposal was decided already, expired, or its memories changed since (stale)."),
     ToolSpec(
         "memory_propose", "Propose a memory for review", ops.PROPOSE, _writes(idempotent=True),
         run=lambda engine, a: engine.propose(**a), args=ops.PROPOSE.args,
-        description="For /cairn:import-guidance: queue one atomic memory for the user's approval (an `add` proposal). Nothing is stored until the user approves it in the review. Returns status queued, pending (the same text is already queued) or exists (already a memory)."),  # noqa: E501
+        description="For /cairn:import-guidance: queue one atomic memory for the user's approval (an `add` proposal). Nothing is stored until the user approves it in the review. Returns status queued, pending (the same text is already queued) or exists (already a memory)."),
     ToolSpec(
         "memory_maintenance_run", "Run memory maintenance", ops.MAINTAIN, _writes(), run=_maintain,
         args=ops.MAINTAIN.pick(("apply",)), writes=lambda a: a["apply"],
-        description="Run memory maintenance on this project's store: exact duplicates, near-duplicates, clusters on one subject, stale never-used memories. Dry run by default (reports, writes nothing). With apply, only exact duplicates are retired (superseded, never deleted); everything else is queued for the user's review (memory_review_queue)."),  # noqa: E501
+        description="Run memory maintenance on this project's store: exact duplicates, near-duplicates, clusters on one subject, stale never-used memories. Dry run by default (reports, writes nothing). With apply, only exact duplicates are retired (superseded, never deleted); everything else is queued for the user's review (memory_review_queue)."),
 )
 BY_NAME = {t.name: t for t in TOOLS}
 WRITE_TOOLS = frozenset(t.name for t in TOOLS if not t.annotations.read_only_hint)
