@@ -32,15 +32,14 @@ def annotated(arg: ops.Arg, *, help: str | None = None) -> Any:  # noqa: A002 - 
     """The argument's type as pydantic reads it: Annotated[T, Field(bounds, description)], with T
     optional when its default is None. A list's items carry the per-value bounds; the list, its
     length."""
-    value: Any = Literal[arg.choices] if arg.choices else _PYTHON[arg.type]  # type: ignore[valid-type]
+    value: Any = Literal[arg.choices] if arg.choices else _PYTHON[arg.type]
     description = help or arg.help
     if arg.many:
         item = Annotated[value, Field(**_bounds(arg))] if _bounds(arg) else value
         typ: Any = list[item]  # type: ignore[valid-type]
         if not arg.required and arg.default is None:
             typ = typ | None
-        return Annotated[typ, Field(description=description,
-                                    **({"max_length": arg.items} if arg.items is not None else {}))]
+        return Annotated[typ, Field(description=description, max_length=arg.items)]
     if not arg.required and arg.default is None:
         value = value | None
     return Annotated[value, Field(description=description, **_bounds(arg))]
@@ -68,7 +67,7 @@ def model(op: ops.Operation, name: str, *, args: Iterable[ops.Arg] | None = None
     fields = {rename.get(a.name, a.name): (annotated(a), default(a)) for a in (op.args if args is None else args)}
     made = create_model(name, __base__=Strict, **fields)  # type: ignore[call-overload]
     made.__doc__ = op.summary
-    made._engine_names = {v: k for k, v in rename.items()}  # type: ignore[attr-defined]
+    made._engine_names = {v: k for k, v in rename.items()}
     return made
 
 

@@ -122,7 +122,7 @@ def _review_queue(engine: Cairn, a: dict[str, Any]) -> Any:
     for p in proposals:
         shown = engine.review_show(p.id)
         entry: dict[str, Any] = {"id": p.id, "type": p.type, **{k: v for k, v in p.payload.items() if v}}
-        entry["before"] = [render.memory(cairn.Memory(**{k: (tuple(v) if k == "tags" else v)
+        entry["before"] = [render.memory(cairn.Memory(**{k: (tuple(v) if k == "tags" else v)  # type: ignore[arg-type]
                                                          for k, v in m.items()
                                                          if k in cairn.Memory.__dataclass_fields__}))
                            if not m.get("missing") else {"id": m["id"], "missing": True}
