@@ -374,8 +374,9 @@ class Stores:
             return self.default
         if name in self._named:
             return self._named[name]
-        if not cairn.resolve(name, cwd=self.project_dir).store_exists:
-            raise StoreNotFound(f"store {name!r} does not exist; create it with `cairn stores create {name}`")
+        missing = cairn.resolve(name, cwd=self.project_dir).missing()
+        if missing is not None:
+            raise missing
         session = self._named.setdefault(name, Session(self.project_dir, store=name))
         session.start_warmup()
         return session
