@@ -74,23 +74,6 @@ class Arg:
         if self.type not in TYPES:
             raise ValueError(f"Arg {self.name}: type {self.type!r} is not one of {TYPES}")
 
-    def check(self, value: Any) -> None:
-        """Raise ValueError naming the argument when `value` breaks a bound or is no choice (the
-        adapters check with their own frameworks; this one serves tests and plain callers)."""
-        values = value if self.many else [value]
-        if self.many and self.items is not None and len(values) > self.items:
-            raise ValueError(f"{self.name}: at most {self.items} items")
-        for v in values:
-            if v is None:
-                continue
-            if self.choices and v not in self.choices:
-                raise ValueError(f"{self.name}: {v!r} is not one of {', '.join(self.choices)}")
-            size = v if self.type == "int" else len(v) if isinstance(v, str) else None
-            if size is not None and self.low is not None and size < self.low:
-                raise ValueError(f"{self.name}: {v!r} is below {self.low}")
-            if size is not None and self.high is not None and size > self.high:
-                raise ValueError(f"{self.name}: {v!r} is above {self.high}")
-
 
 @dataclass(frozen=True)
 class Operation:
