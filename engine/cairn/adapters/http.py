@@ -197,11 +197,20 @@ class RouteSpec:
     handler: Callable[[cairn.Cairn, Call], Any]
     input: type[BaseModel] = NoInput
     body: bool = False          # input read from a JSON body (else from the query string)
-    write: bool = False         # refused to read-only tokens
-    embeds: bool = False        # may need the embedding model (waits for the warm-up)
     status: int = 200
     returns: str = ""
     errors: tuple[str, ...] = field(default_factory=tuple)
+    op: ops.Operation = field(kw_only=True)  # the operation it offers (cairn.operations)
+
+    @property
+    def write(self) -> bool:
+        """Whether it may write: refused to read-only tokens."""
+        return self.op.writes
+
+    @property
+    def embeds(self) -> bool:
+        """Whether it may need the embedding model (then it waits for the warm-up)."""
+        return self.op.embeds
 
 
 def _remember(engine: cairn.Cairn, call: Call) -> Any:
@@ -290,53 +299,57 @@ def _maintenance_status(engine: cairn.Cairn, call: Call) -> Any:
 _MEMORY = ("memory_not_found",)
 ROUTES: list[RouteSpec] = [
     RouteSpec("GET", "/v1/status", "Which store and why, counts, model, whether recall is keyword-only.", _status,
-              returns="`Status` (docs/cli.md, JSON keys)."),
+              returns="`Status` (docs/cli.md, JSON keys).", op=ops.STATUS),
     RouteSpec("POST", "/v1/memories", "Remember: store one memory (source `user`).", _remember, RememberBody,
-              body=True, write=True, embeds=True, status=201,
+              body=True, status=201,
               returns="`RememberResult`: `status` (created or duplicate), `memory`, `superseded`, `conflicts`, "
                       "`related` (with `instruction`).",
-              errors=("invalid_memory", "invalid_time")),
+              errors=("invalid_memory", "invalid_time"), op=ops.REMEMBER),
     RouteSpec("GET", "/v1/memories", "List memories, newest first.", _list, ListQuery,
-              returns="`{\"memories\": [Memory]}`.", errors=("invalid_time",)),
+              returns="`{\"memories\": [Memory]}`.", errors=("invalid_time",), op=ops.LIST),
     RouteSpec("POST", "/v1/recall", "Recall: hybrid search, best first (a read, though POST).", _recall, RecallBody,
-              body=True, embeds=True, returns="`{\"hits\": [Hit]}`.", errors=("invalid_memory", "invalid_time")),
+              body=True, returns="`{\"hits\": [Hit]}`.", errors=("invalid_memory", "invalid_time"), op=ops.RECALL),
     RouteSpec("GET", "/v1/memories/{id}", "One memory, whatever its status.", _get,
-              returns="`{\"memory\": Memory}`.", errors=_MEMORY),
+              returns="`{\"memory\": Memory}`.", errors=_MEMORY, op=ops.GET),
     RouteSpec("GET", "/v1/memories/{id}/history", "The supersession chain through a memory, oldest first, with "
-              "valid time and transaction time.", _history, returns="`{\"chain\": [Memory]}`.", errors=_MEMORY),
+              "valid time and transaction time.", _history, returns="`{\"chain\": [Memory]}`.", errors=_MEMORY,
+              op=ops.HISTORY),
     RouteSpec("POST", "/v1/memories/{id}/replace", "Replace: supersede a memory whose fact changed.", _replace,
-              ReplaceBody, body=True, write=True, embeds=True, returns="`RememberResult`.",
-              errors=(*_MEMORY, "not_current", "invalid_memory", "invalid_time")),
+              ReplaceBody, body=True, returns="`RememberResult`.",
+              errors=(*_MEMORY, "not_current", "invalid_memory", "invalid_time"), op=ops.REPLACE),
     RouteSpec("DELETE", "/v1/memories/{id}", "Forget: erase a memory for good (a tombstone stays in history).",
-              _forget, write=True, returns="`{\"memory\": Memory}` (the tombstone).", errors=_MEMORY),
+              _forget, returns="`{\"memory\": Memory}` (the tombstone).", errors=_MEMORY, op=ops.FORGET),
     RouteSpec("POST", "/v1/sessions/search", "Search the captured turns of past sessions.", _search_sessions,
-              SessionSearchBody, body=True, embeds=True,
+              SessionSearchBody, body=True,
               returns="`{\"results\": [SessionResult]}`: one per session, best first.",
-              errors=("invalid_input", "invalid_time")),
+              errors=("invalid_input", "invalid_time"), op=ops.SEARCH_SESSIONS),
     RouteSpec("GET", "/v1/sessions", "Captured sessions, most recently active first.", _list_sessions,
-              SessionsQuery, returns="`{\"sessions\": [SessionInfo]}`.", errors=("invalid_time",)),
+              SessionsQuery, returns="`{\"sessions\": [SessionInfo]}`.", errors=("invalid_time",),
+              op=ops.LIST_SESSIONS),
     RouteSpec("GET", "/v1/sessions/{id}", "A captured session's turns, paged by position.", _read_session,
               ReadSessionQuery, returns="`{\"session\": SessionInfo, \"turns\": [Turn]}`.",
-              errors=("session_not_found",)),
+              errors=("session_not_found",), op=ops.READ_SESSION),
     RouteSpec("GET", "/v1/review/proposals", "The durable review queue (as `cairn review list`): proposals from "
               "maintenance, possible conflicts and imported guidance.", _queue, QueueQuery,
               returns="`{\"proposals\": [Proposal], \"count\"}` (docs/cli.md, JSON keys).",
-              errors=("invalid_input",)),
+              errors=("invalid_input",), op=ops.REVIEW_QUEUE),
     RouteSpec("GET", "/v1/review/proposals/{id}", "One proposal with its evidence (as `cairn review show`).",
               _proposal, returns="`{\"proposal\", \"sources\", \"stale\", \"after\"}`.",
-              errors=("proposal_not_found",)),
+              errors=("proposal_not_found",), op=ops.REVIEW_SHOW),
     RouteSpec("POST", "/v1/review/proposals/{id}/decide", "The user's verdict on one proposal: approve, reject or "
-              "edit; compare-and-set.", _decide_proposal, ProposalDecideBody, body=True, write=True, embeds=True,
+              "edit; compare-and-set.", _decide_proposal, ProposalDecideBody, body=True,
               returns="`{\"proposal\", \"type\", \"state\", \"verdict\"}` and what was done.",
-              errors=("proposal_not_found", "proposal_closed", "invalid_input", "invalid_memory")),
+              errors=("proposal_not_found", "proposal_closed", "invalid_input", "invalid_memory"),
+              op=ops.REVIEW_DECIDE),
     RouteSpec("POST", "/v1/memories/{id}/promote", "Promote: bring a memory back from the cold tier (into hooks "
-              "and default recall).", _promote, write=True, returns="`{\"promoted\": id}`.",
-              errors=(*_MEMORY, "invalid_input")),
+              "and default recall).", _promote, returns="`{\"promoted\": id}`.",
+              errors=(*_MEMORY, "invalid_input"), op=ops.PROMOTE),
     RouteSpec("POST", "/v1/maintain", "A maintenance run (as `cairn maintain`): a dry run unless `apply`.",
-              _maintain, MaintainBody, body=True, write=True,
-              returns="The run's report (docs/cli.md, `maintain --json`).", errors=("maintenance_busy",)),
+              _maintain, MaintainBody, body=True,
+              returns="The run's report (docs/cli.md, `maintain --json`).", errors=("maintenance_busy",),
+              op=ops.MAINTAIN),
     RouteSpec("GET", "/v1/maintain/status", "The last maintenance run, the lease, the queue's counts.",
-              _maintenance_status, returns="As `cairn maintain --status --json`."),
+              _maintenance_status, returns="As `cairn maintain --status --json`.", op=ops.MAINTENANCE_STATUS),
 ]
 COMMON_ERRORS = ("invalid_json", "invalid_request", "unauthorized", "read_only", "forbidden_store",
                  "store_not_found", "invalid_store_name", "body_too_large", "unsupported_media_type",
