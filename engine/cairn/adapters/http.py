@@ -4,7 +4,8 @@
     cairn serve --transport mcp-http   # the MCP tools at /mcp (cairn.adapters.mcp.server.http_app)
 
 Starlette routes run on uvicorn. Every route is one entry of ROUTES (docs/http.md is generated from
-it): a pydantic model checks the body or query, then one engine call runs on the store's Session
+it) naming its operation in the catalogue (cairn.operations): a pydantic model derived from that
+operation's arguments checks the body or query, then one engine call runs on the store's Session
 (the MCP server's: opened lazily, calls serialised, model warmed in the background). Results are the
 CLI's full JSON (Memory.to_json and friends, keys in docs/cli.md). Errors are JSON, always
 {"error": CODE, "message": ...} with a code from ERRORS, never a traceback.

@@ -3,7 +3,12 @@
 A command that reads or writes one store's memories takes --store NAME (else $CAIRN_STORE, else the
 project of the working directory) and --create; every command but hook, serve and config takes --json
 (stable keys, docs/cli.md). Errors: one line on stderr, exit code 2. Defaults (k, scope, limit)
-come from the config, never from here.
+come from the config, never from here; options that an MCP tool or HTTP route also takes are
+derived from the catalogue of operations (cairn.operations), so their limits are the same.
+
+One module per group of commands: memories (remember, recall, list ...), stores (status, export,
+stores, backup ...), review (review, maintain, import-guidance), sessions, serve (serve, token,
+config, hook); _common holds what they share. This module imports them and runs `main`.
 """
 
 import inspect
