@@ -100,8 +100,10 @@ BAD_INPUTS = [
     (("remember", "   \n\t "), "memory text is empty"),
     (("remember", "x" * 8193), "the limit is 8192"),
     (("remember", "fine text", "--kind", "opinion"), "opinion"),
-    (("remember", "fine text", "--importance", "6"), "importance must be an integer from 1 to 5"),
-    (("remember", "fine text", "--importance", "0"), "importance must be an integer from 1 to 5"),
+    (("remember", "fine text", "--importance", "6"), "'--importance': 6 is not in the range 1<=x<=5"),
+    (("remember", "fine text", "--importance", "0"), "'--importance': 0 is not in the range 1<=x<=5"),
+    (("recall", "x" * 2001), "2001 characters; at most 2000"),
+    (("recall", "deploy", "-k", "201"), "'-k': 201 is not in the range 1<=x<=200"),
     (("remember", "fine text", "--valid-from", "last tuesday"), "--valid-from: cannot read 'last tuesday'"),
     (("remember", "fine text", "--valid-from", "²"), "--valid-from: cannot read '²'"),  # found by bench/fuzz.py
     (("recall", "deploy", "--as-of", "١٢٣"), "--as-of: cannot read '١٢٣'"),  # digits, but not epoch ms
@@ -449,7 +451,7 @@ def test_stores_delete_asks_and_deletes_the_files(cairn, cairn_home, monkeypatch
     path = cairn_home / "stores" / "scratch.db"
     code, _, err = cairn("stores", "delete", "scratch")  # no terminal and no --yes: refused
     assert code == 2 and "--yes" in err and path.exists()
-    monkeypatch.setattr("cairn.adapters.cli._interactive", lambda: True)
+    monkeypatch.setattr("cairn.adapters.cli._common._interactive", lambda: True)
     code, _, err = cairn("stores", "delete", "scratch", stdin="n\n")
     assert code == 1 and path.exists()
     code, out, _ = cairn("stores", "delete", "scratch", stdin="y\n")

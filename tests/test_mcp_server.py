@@ -25,7 +25,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from cairn import KINDS, Cairn
+from cairn import KINDS, Cairn, operations
 
 from .conftest import git_init, wait_for
 
@@ -180,7 +180,7 @@ def test_tools_are_listed_with_constrained_schemas(shared):
     recall = tools["memory_recall"].input_schema["properties"]
     # k and scope default to the config (recall.k, recall.scope): optional, never a default of the adapter's
     (k_schema,) = [s for s in recall["k"]["anyOf"] if s.get("type") == "integer"]
-    assert (k_schema["minimum"], k_schema["maximum"]) == (1, 50)
+    assert (k_schema["minimum"], k_schema["maximum"]) == (1, operations.MAX_RECALL_K)
     assert "default" not in recall["k"] or recall["k"]["default"] is None
     assert recall["kinds"]["items"]["enum"] == list(KINDS)
     assert set(recall) >= {"query", "k", "as_of", "kinds", "tags", "scope", "include_superseded"}

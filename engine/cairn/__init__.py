@@ -64,7 +64,7 @@ _EXPORTS = {
         "SessionNotFound", "StoreBusy", "MaintenanceBusy", "ProposalClosed", "ProposalNotFound", "StaleProposal",
         "StoreCorrupted", "StoreError", "StoreNotFound", "StoreUnreadable", "UnsafeDataRoot")},
 }
-_MODULES = ("render",)  # public modules, used whole: `from cairn import render`
+_MODULES = ("operations", "render")  # public modules, used whole: `from cairn import render`
 __all__ = sorted([*_EXPORTS, *_MODULES])
 
 
@@ -83,7 +83,7 @@ def __getattr__(name: str):
 
 
 if TYPE_CHECKING:
-    from . import render
+    from . import operations, render
     from .compose import ResolveCache, Resolved, embedder_from_config, resolve
     from .config import load_config
     from .storage.db import BROKEN_STORE_ERRORS

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import PROJECT_FILE, load_config, user_config_path
+from .errors import StoreNotFound
 from .paths import GLOBAL_STORE, StoreChoice, choose_store, store_path
 
 if TYPE_CHECKING:
@@ -40,6 +41,16 @@ class Resolved:
         from .backends import backend_of
 
         return self.choice.path.exists() or backend_of(self.choice.name, self.config, project=True) == "postgres"
+
+    def missing(self) -> StoreNotFound | None:
+        """The error for a store that was named (--store, ?store=, CAIRN_STORE) and does not exist,
+        or None: it exists, or it is a project's own store or the global store, which a first write
+        creates. Every caller that must not create a store raises this one, so all say the same."""
+        choice = self.choice
+        if self.store_exists or not choice.explicit or choice.name == GLOBAL_STORE:
+            return None
+        return StoreNotFound(f"store {choice.name!r} does not exist (chosen by {choice.reason}); create it with "
+                             f"`cairn stores create {choice.name}`")
 
     def global_instead(self) -> Resolved | None:
         """The user's global store, with this project's config: what a project whose own store does

@@ -218,11 +218,9 @@ class Engine:
         allowed = create or not choice.explicit or choice.name == GLOBAL_STORE
         meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
         on_postgres = backend_of(choice.name, config, project=True) == "postgres"
-        if not on_postgres and not allowed and not choice.path.exists():
-            raise StoreNotFound(
-                f"store {choice.name!r} does not exist (chosen by {choice.reason}); "
-                f"create it with `cairn stores create {choice.name}` or pass --create"
-            )
+        absent = None if create else resolved.missing()
+        if absent is not None:
+            raise absent
         missing = False
         if on_postgres:
             try:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cairn import (
-    BROKEN_STORE_ERRORS, CairnError, ConfigError, Resolved, StoreBusy, StoreNotFound, cited_ids, data_root, is_trivial,
+    BROKEN_STORE_ERRORS, CairnError, ConfigError, Resolved, StoreBusy, cited_ids, data_root, is_trivial,
     private_dir, private_file, prompt_context, required_extra, resolve, session_brief, write_private,
 )
 
@@ -147,9 +147,9 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         return None
     notice = _runtime_notice(config, env) if event == SESSION_START else None
     if not resolved.store_exists:
-        if choice.explicit:  # CAIRN_STORE names a store that does not exist: say so (in the log)
-            raise StoreNotFound(f"store {choice.name!r} (from {choice.reason}) does not exist; "
-                                f"create it with `cairn stores create {choice.name}`")
+        missing = resolved.missing()
+        if missing is not None:  # CAIRN_STORE names a store that does not exist: say so (in the log)
+            raise missing
         # No memories yet; do not create a store just by starting a session. The user's global
         # store (preferences for every project) is still briefed, when there is one.
         if event == SESSION_START and config["claude_memory"]["sync"]:

@@ -4,7 +4,8 @@
     cairn serve --transport mcp-http   # the MCP tools at /mcp (cairn.adapters.mcp.server.http_app)
 
 Starlette routes run on uvicorn. Every route is one entry of ROUTES (docs/http.md is generated from
-it): a pydantic model checks the body or query, then one engine call runs on the store's Session
+it) naming its operation in the catalogue (cairn.operations): a pydantic model derived from that
+operation's arguments checks the body or query, then one engine call runs on the store's Session
 (the MCP server's: opened lazily, calls serialised, model warmed in the background). Results are the
 CLI's full JSON (Memory.to_json and friends, keys in docs/cli.md). Errors are JSON, always
 {"error": CODE, "message": ...} with a code from ERRORS, never a traceback.
@@ -29,9 +30,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
@@ -42,12 +43,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import cairn
 from cairn import (
-    GLOBAL_STORE, IMPORTANCE_RANGE, KINDS, MAX_TEXT_BYTES, SESSION_MODES, CairnError, ConfigError,
+    GLOBAL_STORE, CairnError, ConfigError,
     EmbedderUnavailable, InvalidInput, InvalidMemory, InvalidStoreName, InvalidTime, MaintenanceBusy,
-    MemoryNotFound, NotCurrent, PROPOSAL_STATES, PROPOSAL_TYPES, ProposalClosed, ProposalNotFound, SessionNotFound,
+    MemoryNotFound, NotCurrent, ProposalClosed, ProposalNotFound, SessionNotFound,
     StoreError, StoreNotFound,
 )
 
+from cairn import operations as ops
+
+from . import schema
 from .mcp.session import Session, Unavailable
 from .tokens import Token, TokenFile, verify
 
@@ -133,103 +137,24 @@ def engine_error(exc: Exception) -> ApiError:
     return ApiError("internal_error", "unexpected engine error; see the server log")
 
 
-# -- request bodies and queries -----------------------------------------------------------------------
-Kind = Literal[KINDS]  # type: ignore[valid-type]
-Scope_ = Literal["project", "global", "all"]
-Text = Field(min_length=1, max_length=MAX_TEXT_BYTES, description="One self-contained statement.")
-When = Field(default=None, max_length=40, description="ISO 8601 date or time, UTC if no offset.")
+# -- request bodies and queries: derived from the catalogue (cairn.operations) ----------------------
+# The path carries ids; the query string repeats a parameter for a list (kind=fact&kind=task), named
+# in the singular.
+RememberBody = schema.model(ops.REMEMBER, "RememberBody", args=ops.REMEMBER.pick(exclude=("source",)))
+RecallBody = schema.model(ops.RECALL, "RecallBody")
+ListQuery = schema.model(ops.LIST, "ListQuery", rename={"kinds": "kind", "tags": "tag"})
+ReplaceBody = schema.model(ops.REPLACE, "ReplaceBody", args=ops.REPLACE.pick(exclude=("id",)))
+SessionSearchBody = schema.model(ops.SEARCH_SESSIONS, "SessionSearchBody")
+SessionsQuery = schema.model(ops.LIST_SESSIONS, "SessionsQuery")
+ReadSessionQuery = schema.model(ops.READ_SESSION, "ReadSessionQuery",
+                                args=ops.READ_SESSION.pick(exclude=("session_id",)))
+QueueQuery = schema.model(ops.REVIEW_QUEUE, "QueueQuery", rename={"states": "state", "types": "type"})
+ProposalDecideBody = schema.model(ops.REVIEW_DECIDE, "ProposalDecideBody",
+                                  args=ops.REVIEW_DECIDE.pick(exclude=("proposal_id",)))
+MaintainBody = schema.model(ops.MAINTAIN, "MaintainBody")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class RememberBody(_Model):
-    text: str = Text
-    kind: Kind = Field(default="fact", description="decision, convention, preference, fact, task or insight.")
-    tags: list[str] = Field(default=[], max_length=20, description="Topic words.")
-    importance: int = Field(default=3, ge=IMPORTANCE_RANGE[0], le=IMPORTANCE_RANGE[1], description="1 .. 5.")
-    valid_from: str | None = When
-    valid_to: str | None = When
-    scope: Literal["project", "global"] = Field(default="project", description="global: the user's store for "
-                                                                               "every project.")
-    applies_when: list[str] = Field(default=[], max_length=4, description="1-4 short phrases naming the tasks in "
-                                                                          "which the memory matters.")
-
-
-class RecallBody(_Model):
-    query: str = Field(min_length=1, max_length=2000, description="What to find, in words.")
-    k: int | None = Field(default=None, ge=1, le=200, description="How many at most (default: config recall.k).")
-    kinds: list[Kind] = Field(default=[], description="Only these kinds.")
-    tags: list[str] = Field(default=[], max_length=20, description="Only memories with any of these tags.")
-    as_of: str | None = Field(default=None, max_length=40, description="Valid time: what was true then.")
-    known_at: str | None = Field(default=None, max_length=40, description="Transaction time: what the store knew.")
-    since: str | None = Field(default=None, max_length=40, description="Only memories valid from this time on.")
-    until: str | None = Field(default=None, max_length=40, description="Only memories valid from before this time.")
-    include_superseded: bool = Field(default=False, description="Also replaced and expired memories.")
-    scope: Scope_ | None = Field(default=None, description="Default: config recall.scope.")
-
-
-class ListQuery(_Model):
-    kind: list[Kind] = Field(default=[], description="Only these kinds (repeat the parameter).")
-    tag: list[str] = Field(default=[], max_length=20, description="Only memories with any of these tags (repeat).")
-    as_of: str | None = Field(default=None, max_length=40, description="Valid time: what was true then.")
-    include_superseded: bool = Field(default=False, description="Also replaced, expired and forgotten memories.")
-    limit: int | None = Field(default=None, ge=1, le=1000, description="Default: config list.limit.")
-    scope: Scope_ | None = Field(default=None, description="Default: config list.scope.")
-
-
-class ReplaceBody(_Model):
-    text: str = Text
-    valid_from: str | None = When
-
-
-class SessionSearchBody(_Model):
-    query: str = Field(min_length=1, max_length=2000, description="Words, or an exact error or identifier.")
-    mode: Literal[SESSION_MODES] = Field(default="auto", description="auto, keyword, semantic, exact or "  # type: ignore[valid-type]
-                                                                     "hybrid.")
-    k: int | None = Field(default=None, ge=1, le=50, description="How many turns (default: config sessions.k).")
-    window: int | None = Field(default=None, ge=0, le=10, description="Turns before and after each hit.")
-    since: str | None = When
-    until: str | None = When
-
-
-class SessionsQuery(_Model):
-    limit: int = Field(default=20, ge=1, le=200, description="How many at most.")
-    since: str | None = When
-    until: str | None = When
-
-
-class ReadSessionQuery(_Model):
-    offset: int = Field(default=0, ge=0, description="First turn position.")
-    limit: int = Field(default=50, ge=1, le=200, description="How many turns.")
-
-
-class QueueQuery(_Model):
-    state: list[Literal[PROPOSAL_STATES]] = Field(  # type: ignore[valid-type]
-        default=[], description="Only proposals in these states (repeat; default: pending).")
-    type: list[Literal[PROPOSAL_TYPES]] = Field(  # type: ignore[valid-type]
-        default=[], description="Only these types (repeat).")
-    limit: int = Field(default=100, ge=1, le=1000, description="How many at most.")
-
-
-class ProposalDecideBody(_Model):
-    verdict: Literal["approve", "reject", "edit", "keep"] = Field(
-        description="The user's verdict: approve, reject (keep is an older name for it) or edit.")
-    text: str | None = Field(default=None, min_length=1, max_length=MAX_TEXT_BYTES,
-                             description="edit only: the text the user agreed to.")
-    keep_id: str | None = Field(default=None, max_length=64,
-                                description="approve: which of the proposal's memories stays (--keep-id).")
-    tags: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
-        default=None, max_length=20, description="approve or edit: the tags the memory that stays keeps.")
-
-
-class MaintainBody(_Model):
-    apply: bool = Field(default=False, description="false: a dry run that writes nothing.")
-    safe_only: bool = Field(default=False, description="With apply: only retire exact duplicates.")
-
-
-class NoInput(_Model):
+class NoInput(schema.Strict):
     pass
 
 
@@ -273,33 +198,37 @@ class RouteSpec:
     handler: Callable[[cairn.Cairn, Call], Any]
     input: type[BaseModel] = NoInput
     body: bool = False          # input read from a JSON body (else from the query string)
-    write: bool = False         # refused to read-only tokens
-    embeds: bool = False        # may need the embedding model (waits for the warm-up)
     status: int = 200
     returns: str = ""
     errors: tuple[str, ...] = field(default_factory=tuple)
+    op: ops.Operation = field(kw_only=True)  # the operation it offers (cairn.operations)
+
+    @property
+    def write(self) -> bool:
+        """Whether it may write: refused to read-only tokens."""
+        return self.op.writes
+
+    @property
+    def embeds(self) -> bool:
+        """Whether it may need the embedding model (then it waits for the warm-up)."""
+        return self.op.embeds
 
 
 def _remember(engine: cairn.Cairn, call: Call) -> Any:
-    a: RememberBody = call.args
-    call.scope(a.scope)
-    return engine.remember(a.text, kind=a.kind, tags=a.tags, importance=a.importance, source="user",
-                           valid_from=a.valid_from, valid_to=a.valid_to, scope=a.scope,
-                           applies_when=a.applies_when).to_json()
+    a = schema.engine_kwargs(call.args)
+    call.scope(a["scope"])
+    return engine.remember(**a, source="user").to_json()
 
 
 def _recall(engine: cairn.Cairn, call: Call) -> Any:
-    a: RecallBody = call.args
-    hits = engine.recall(a.query, k=a.k, kinds=a.kinds, tags=a.tags, as_of=a.as_of, known_at=a.known_at,
-                         since=a.since, until=a.until, include_superseded=a.include_superseded,
-                         scope=call.scope(a.scope))
+    a = schema.engine_kwargs(call.args)
+    hits = engine.recall(**{**a, "scope": call.scope(a["scope"])})
     return {"hits": [h.to_json() for h in hits]} if hits else {"hits": [], "store": engine.name}
 
 
 def _list(engine: cairn.Cairn, call: Call) -> Any:
-    a: ListQuery = call.args
-    memories = engine.list(kinds=a.kind, tags=a.tag, as_of=a.as_of, include_superseded=a.include_superseded,
-                           limit=a.limit, scope=call.scope(a.scope))
+    a = schema.engine_kwargs(call.args)
+    memories = engine.list(**{**a, "scope": call.scope(a["scope"])})
     use = engine.usage_of([m.id for m in memories]) if memories else {}
     return {"memories": [{**m.to_json(), **({"usage": use[m.id]} if m.id in use else {})} for m in memories]}
 
@@ -314,9 +243,8 @@ def _history(engine: cairn.Cairn, call: Call) -> Any:
 
 
 def _replace(engine: cairn.Cairn, call: Call) -> Any:
-    a: ReplaceBody = call.args
     call.own(engine, call.path["id"])
-    return engine.replace(call.path["id"], a.text, valid_from=a.valid_from, source="user").to_json()
+    return engine.replace(call.path["id"], **schema.engine_kwargs(call.args), source="user").to_json()
 
 
 def _forget(engine: cairn.Cairn, call: Call) -> Any:
@@ -334,25 +262,22 @@ def _status(engine: cairn.Cairn, call: Call) -> Any:
 
 
 def _search_sessions(engine: cairn.Cairn, call: Call) -> Any:
-    a: SessionSearchBody = call.args
-    hits = engine.search_sessions(a.query, mode=a.mode, k=a.k, window=a.window, since=a.since, until=a.until)
+    hits = engine.search_sessions(**schema.engine_kwargs(call.args))
     return {"results": [r.to_json() for r in cairn.merge_session_hits(hits)]}
 
 
 def _list_sessions(engine: cairn.Cairn, call: Call) -> Any:
-    a: SessionsQuery = call.args
-    return {"sessions": [s.to_json() for s in engine.list_sessions(limit=a.limit, since=a.since, until=a.until)]}
+    return {"sessions": [s.to_json() for s in engine.list_sessions(**schema.engine_kwargs(call.args))]}
 
 
 def _read_session(engine: cairn.Cairn, call: Call) -> Any:
-    a: ReadSessionQuery = call.args
-    info, turns = engine.read_session(call.path["id"], offset=a.offset, limit=a.limit)
+    info, turns = engine.read_session(call.path["id"], **schema.engine_kwargs(call.args))
     return {"session": info.to_json(), "turns": [t.to_json() for t in turns]}
 
 
 def _queue(engine: cairn.Cairn, call: Call) -> Any:
-    a: QueueQuery = call.args
-    proposals = engine.review_queue(states=a.state or ("pending",), types=a.type, limit=a.limit)
+    a = schema.engine_kwargs(call.args)
+    proposals = engine.review_queue(**{**a, "states": a["states"] or ("pending",)})
     return {"proposals": [p.to_json() for p in proposals], "count": len(proposals)}
 
 
@@ -361,13 +286,11 @@ def _proposal(engine: cairn.Cairn, call: Call) -> Any:
 
 
 def _decide_proposal(engine: cairn.Cairn, call: Call) -> Any:
-    a: ProposalDecideBody = call.args
-    return engine.review_decide(call.path["id"], a.verdict, text=a.text, keep_id=a.keep_id, tags=a.tags, by="http")
+    return engine.review_decide(call.path["id"], **schema.engine_kwargs(call.args), by="http")
 
 
 def _maintain(engine: cairn.Cairn, call: Call) -> Any:
-    a: MaintainBody = call.args
-    return engine.maintain(apply=a.apply, safe_only=a.safe_only)
+    return engine.maintain(**schema.engine_kwargs(call.args))
 
 
 def _maintenance_status(engine: cairn.Cairn, call: Call) -> Any:
@@ -377,53 +300,57 @@ def _maintenance_status(engine: cairn.Cairn, call: Call) -> Any:
 _MEMORY = ("memory_not_found",)
 ROUTES: list[RouteSpec] = [
     RouteSpec("GET", "/v1/status", "Which store and why, counts, model, whether recall is keyword-only.", _status,
-              returns="`Status` (docs/cli.md, JSON keys)."),
+              returns="`Status` (docs/cli.md, JSON keys).", op=ops.STATUS),
     RouteSpec("POST", "/v1/memories", "Remember: store one memory (source `user`).", _remember, RememberBody,
-              body=True, write=True, embeds=True, status=201,
+              body=True, status=201,
               returns="`RememberResult`: `status` (created or duplicate), `memory`, `superseded`, `conflicts`, "
                       "`related` (with `instruction`).",
-              errors=("invalid_memory", "invalid_time")),
+              errors=("invalid_memory", "invalid_time"), op=ops.REMEMBER),
     RouteSpec("GET", "/v1/memories", "List memories, newest first.", _list, ListQuery,
-              returns="`{\"memories\": [Memory]}`.", errors=("invalid_time",)),
+              returns="`{\"memories\": [Memory]}`.", errors=("invalid_time",), op=ops.LIST),
     RouteSpec("POST", "/v1/recall", "Recall: hybrid search, best first (a read, though POST).", _recall, RecallBody,
-              body=True, embeds=True, returns="`{\"hits\": [Hit]}`.", errors=("invalid_memory", "invalid_time")),
+              body=True, returns="`{\"hits\": [Hit]}`.", errors=("invalid_memory", "invalid_time"), op=ops.RECALL),
     RouteSpec("GET", "/v1/memories/{id}", "One memory, whatever its status.", _get,
-              returns="`{\"memory\": Memory}`.", errors=_MEMORY),
+              returns="`{\"memory\": Memory}`.", errors=_MEMORY, op=ops.GET),
     RouteSpec("GET", "/v1/memories/{id}/history", "The supersession chain through a memory, oldest first, with "
-              "valid time and transaction time.", _history, returns="`{\"chain\": [Memory]}`.", errors=_MEMORY),
+              "valid time and transaction time.", _history, returns="`{\"chain\": [Memory]}`.", errors=_MEMORY,
+              op=ops.HISTORY),
     RouteSpec("POST", "/v1/memories/{id}/replace", "Replace: supersede a memory whose fact changed.", _replace,
-              ReplaceBody, body=True, write=True, embeds=True, returns="`RememberResult`.",
-              errors=(*_MEMORY, "not_current", "invalid_memory", "invalid_time")),
+              ReplaceBody, body=True, returns="`RememberResult`.",
+              errors=(*_MEMORY, "not_current", "invalid_memory", "invalid_time"), op=ops.REPLACE),
     RouteSpec("DELETE", "/v1/memories/{id}", "Forget: erase a memory for good (a tombstone stays in history).",
-              _forget, write=True, returns="`{\"memory\": Memory}` (the tombstone).", errors=_MEMORY),
+              _forget, returns="`{\"memory\": Memory}` (the tombstone).", errors=_MEMORY, op=ops.FORGET),
     RouteSpec("POST", "/v1/sessions/search", "Search the captured turns of past sessions.", _search_sessions,
-              SessionSearchBody, body=True, embeds=True,
+              SessionSearchBody, body=True,
               returns="`{\"results\": [SessionResult]}`: one per session, best first.",
-              errors=("invalid_input", "invalid_time")),
+              errors=("invalid_input", "invalid_time"), op=ops.SEARCH_SESSIONS),
     RouteSpec("GET", "/v1/sessions", "Captured sessions, most recently active first.", _list_sessions,
-              SessionsQuery, returns="`{\"sessions\": [SessionInfo]}`.", errors=("invalid_time",)),
+              SessionsQuery, returns="`{\"sessions\": [SessionInfo]}`.", errors=("invalid_time",),
+              op=ops.LIST_SESSIONS),
     RouteSpec("GET", "/v1/sessions/{id}", "A captured session's turns, paged by position.", _read_session,
               ReadSessionQuery, returns="`{\"session\": SessionInfo, \"turns\": [Turn]}`.",
-              errors=("session_not_found",)),
+              errors=("session_not_found",), op=ops.READ_SESSION),
     RouteSpec("GET", "/v1/review/proposals", "The durable review queue (as `cairn review list`): proposals from "
               "maintenance, possible conflicts and imported guidance.", _queue, QueueQuery,
               returns="`{\"proposals\": [Proposal], \"count\"}` (docs/cli.md, JSON keys).",
-              errors=("invalid_input",)),
+              errors=("invalid_input",), op=ops.REVIEW_QUEUE),
     RouteSpec("GET", "/v1/review/proposals/{id}", "One proposal with its evidence (as `cairn review show`).",
               _proposal, returns="`{\"proposal\", \"sources\", \"stale\", \"after\"}`.",
-              errors=("proposal_not_found",)),
+              errors=("proposal_not_found",), op=ops.REVIEW_SHOW),
     RouteSpec("POST", "/v1/review/proposals/{id}/decide", "The user's verdict on one proposal: approve, reject or "
-              "edit; compare-and-set.", _decide_proposal, ProposalDecideBody, body=True, write=True, embeds=True,
+              "edit; compare-and-set.", _decide_proposal, ProposalDecideBody, body=True,
               returns="`{\"proposal\", \"type\", \"state\", \"verdict\"}` and what was done.",
-              errors=("proposal_not_found", "proposal_closed", "invalid_input", "invalid_memory")),
+              errors=("proposal_not_found", "proposal_closed", "invalid_input", "invalid_memory"),
+              op=ops.REVIEW_DECIDE),
     RouteSpec("POST", "/v1/memories/{id}/promote", "Promote: bring a memory back from the cold tier (into hooks "
-              "and default recall).", _promote, write=True, returns="`{\"promoted\": id}`.",
-              errors=(*_MEMORY, "invalid_input")),
+              "and default recall).", _promote, returns="`{\"promoted\": id}`.",
+              errors=(*_MEMORY, "invalid_input"), op=ops.PROMOTE),
     RouteSpec("POST", "/v1/maintain", "A maintenance run (as `cairn maintain`): a dry run unless `apply`.",
-              _maintain, MaintainBody, body=True, write=True,
-              returns="The run's report (docs/cli.md, `maintain --json`).", errors=("maintenance_busy",)),
+              _maintain, MaintainBody, body=True,
+              returns="The run's report (docs/cli.md, `maintain --json`).", errors=("maintenance_busy",),
+              op=ops.MAINTAIN),
     RouteSpec("GET", "/v1/maintain/status", "The last maintenance run, the lease, the queue's counts.",
-              _maintenance_status, returns="As `cairn maintain --status --json`."),
+              _maintenance_status, returns="As `cairn maintain --status --json`.", op=ops.MAINTENANCE_STATUS),
 ]
 COMMON_ERRORS = ("invalid_json", "invalid_request", "unauthorized", "read_only", "forbidden_store",
                  "store_not_found", "invalid_store_name", "body_too_large", "unsupported_media_type",
@@ -461,8 +388,9 @@ class Stores:
             return self.default
         if name in self._named:
             return self._named[name]
-        if not cairn.resolve(name, cwd=self.project_dir).store_exists:
-            raise StoreNotFound(f"store {name!r} does not exist; create it with `cairn stores create {name}`")
+        missing = cairn.resolve(name, cwd=self.project_dir).missing()
+        if missing is not None:
+            raise missing
         session = self._named.setdefault(name, Session(self.project_dir, store=name))
         session.start_warmup()
         return session

@@ -156,7 +156,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         {"ok": true, "result": ...} or {"ok": true, "error": "..."} (the CLI's exit 2)."""
         from pathlib import Path
 
-        from cairn import CairnError, StoreNotFound
+        from cairn import CairnError
 
         command, options = request.get("command"), dict(request.get("options") or {})
         if command not in warm.CLI_OPS:
@@ -167,10 +167,9 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                 resolved = self.resolver.resolve(request.get("store"), cwd=Path(str(request.get("cwd") or ".")),
                                                  env=env)
                 if not resolved.store_exists:  # a read never creates a store
-                    if resolved.choice.explicit:
-                        raise StoreNotFound(f"store {resolved.choice.name!r} does not exist (chosen by "
-                                            f"{resolved.choice.reason}); create it with "
-                                            f"`cairn stores create {resolved.choice.name}`")
+                    missing = resolved.missing()
+                    if missing is not None:
+                        raise missing
                     # A project with no store yet may still see the global store (scope all/global):
                     # the CLI answers that in-process, as it does with no warm process.
                     return {"ok": False, "error": "no project store: answered by the CLI"}
