@@ -227,11 +227,13 @@ async function searchSessions(event) {
   const query = $("sessions-query").value.trim();
   if (!query) return;
   try {
-    const {hits} = await api("POST", "/v1/sessions/search", {query});
-    $("sessions").replaceChildren(...hits.map((h) => el("li", {},
-      el("div", {class: "meta", text: `${h.turn.role} · ${h.turn.at_iso ?? ""} · session ${h.turn.session_id} #${h.turn.position}`}),
-      el("p", {class: "text", text: h.turn.text}))));
-    notice(hits.length ? "" : "No turns match.");
+    // One result per session: its id once, the turns around its best hits, the hits marked.
+    const {results} = await api("POST", "/v1/sessions/search", {query});
+    $("sessions").replaceChildren(...results.map((r) => el("li", {},
+      el("div", {class: "meta", text: `session ${r.session_id} · ${r.turns.length} turn${r.turns.length === 1 ? "" : "s"}`}),
+      ...r.turns.map((t) => el("p", {class: t.hit ? "text hit" : "text context",
+                                      text: `${t.role} #${t.position}: ${t.text}`})))));
+    notice(results.length ? "" : "No turns match.");
   } catch (err) { notice(err.message); }
 }
 
