@@ -66,3 +66,17 @@ def test_the_rest_answer_says_what_it_redacted(tmp_path, project):
     assert code == 201, body
     assert [(r["start"], r["end"]) for r in body["redacted"]] == [(START, START + len(KEY))]
     only_places(body["redacted"])
+
+
+def test_a_private_span_left_out_is_reported_where_it_stood(kw_memory, project):
+    import os
+
+    text = "note <private>my ssn 123-45-6789</private> end"
+    result = kw_memory.remember(text)
+    assert "123-45" not in result.memory.text
+    span = (text.index("<private>"), text.index("</private>") + len("</private>"))
+    assert [(r["field"], r["kind"], r["start"], r["end"]) for r in result.redacted] == [("text", "<private>", *span)]
+    out = subprocess.run([sys.executable, "-m", "cairn", "remember", "other " + text, "--keyword-only"], cwd=project,
+                         env={**os.environ, "CAIRN_NO_WARM": "1"}, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "left out a <private> span at characters" in out.stdout and "123-45" not in out.stdout

@@ -40,7 +40,7 @@ _EXPORTS = {
     "Cairn": "api", "Review": "review", "Sessions": "sessions_api", "SCOPES": "models", "VECTOR_FLOOR": "engine",
     "create_store": "stores", "list_stores": "stores", "delete_store": "stores", "rename_store": "stores",
     "backup_store": "stores", "backups_of": "stores", "restore_store": "stores", "migrate_store": "stores",
-    "Draft": "records",
+    "Draft": "records", "PRIVATE_KIND": "privacy",
     "load_config": "config", "Resolved": "compose", "ResolveCache": "compose", "resolve": "compose",
     "embedder_from_config": "compose",
     "Embedder": "embedder", "parse_fingerprint": "embedder", "required_extra": "embedder",

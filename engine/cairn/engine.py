@@ -26,7 +26,7 @@ from .models import DEFAULT_IMPORTANCE, KINDS, SCOPES, Hit, Memory, Order, Remem
 from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
-from .privacy import random_token, scrub_many
+from .privacy import PRIVATE_KIND, private_spans, random_token, scrub_many
 from .sessions import turn_passage
 from .backends import backend_of, open_store
 from .storage.db import DatabaseError
@@ -130,6 +130,9 @@ def _scrubbed(drafts: list[Draft]) -> tuple[list[Draft], list[list[dict[str, Any
             continue
         where = field if j < 0 else f"{field}[{j}]"
         redacted[i] += [{"field": where, "kind": kind, "start": a, "end": b} for kind, a, b in clean.places]
+        if clean.private_spans:  # removed, not replaced: say so, or the writer thinks the text was kept whole
+            redacted[i] += [{"field": where, "kind": PRIVATE_KIND, "start": a, "end": b}
+                            for a, b in private_spans(value)]
         if field == "tags":  # a tag is shown in every listing and cannot hold a redaction marker
             kinds = ", ".join(sorted(clean.redactions)) or "<private>"
             raise InvalidMemory(f"tag {j + 1} holds a secret ({kinds}) or private text; tags are not "

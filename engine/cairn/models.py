@@ -160,8 +160,9 @@ class RememberResult:
     first, each {"id", "text", "kind", "date" (valid from, YYYY-MM-DD UTC), "why"}: the writer judges
     whether the new memory changes one of them (then replaces it) or both hold (RELATED_INSTRUCTION).
     redacted: what was taken out of the text as written, so the stored text differs from it: each
-    {"field": "text" | "applies_when[N]", "kind": the secret's type, "start", "end"}, character
-    offsets of the secret in that field as written (end exclusive). Never the value.
+    {"field": "text" | "applies_when[N]", "kind": the secret's type, or "<private>" for a removed
+    private span, "start", "end"}, character offsets of it in that field as written (end
+    exclusive). Never the value.
     """
 
     memory: Memory

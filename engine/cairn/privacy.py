@@ -30,6 +30,7 @@ from pathlib import Path
 
 from . import secret_rules
 
+PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|\Z")
 # Detectors for what detect-secrets' own miss (Anthropic and OpenAI project keys, unquoted
@@ -59,6 +60,11 @@ def strip_private(text: str) -> tuple[str, int]:
     """`text` without its `<private>...</private>` spans, and how many there were."""
     out, n = _PRIVATE.subn("", text)
     return out, n
+
+
+def private_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) character offsets of each `<private>...</private>` span of `text`, tags included."""
+    return [(m.start(), m.end()) for m in _PRIVATE.finditer(text)]
 
 
 def _original_offset(text: str, position: int) -> int:

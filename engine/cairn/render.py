@@ -117,9 +117,9 @@ def _with_related(out: dict[str, Any], result: RememberResult) -> dict[str, Any]
 def remembered(result: RememberResult) -> dict[str, Any]:
     """What a write did: {id, status, redacted?, superseded?, related?, instruction?, note?}. `related`
     holds the memories the writer should judge (RememberResult.related); conflicts are not shown
-    apart: each is among `related` or queued for the user's review. `redacted` (when a secret was
-    taken out, so the stored text differs from the one given): each {field, kind, start, end},
-    where the secret stood; never the value."""
+    apart: each is among `related` or queued for the user's review. `redacted` (when a secret or a
+    `<private>` span was taken out, so the stored text differs from the one given): each {field,
+    kind, start, end}, where it stood; never the value."""
     out: dict[str, Any] = {"id": result.memory.id, "status": result.status}
     if result.status == "duplicate":
         out["note"] = "an identical current memory exists; nothing was written"

@@ -64,8 +64,11 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[
                                                     f"written; `cairn remember --replaces {result.memory.id} "
                                                     f"--kind {asked} ...` changes its kind)" if differs else ""))
         for r in result.redacted:
-            click.echo(f"redacted a secret ({r['kind']}) at characters {r['start']}-{r['end']} of the "
-                       f"{r['field'].replace('_', '-')}: it is stored as [REDACTED:{r['kind']}]")
+            where = f"at characters {r['start']}-{r['end']} of the {r['field'].replace('_', '-')}"
+            if r["kind"] == cairn.PRIVATE_KIND:
+                click.echo(f"left out a <private> span {where}: it is not stored")
+            else:
+                click.echo(f"redacted a secret ({r['kind']}) {where}: it is stored as [REDACTED:{r['kind']}]")
         for old in result.superseded:
             click.echo(f"superseded {old}")
         for n, r in enumerate(result.related, 1):

@@ -153,7 +153,8 @@ def _maintain_human(report: dict[str, Any]) -> None:
     if not report["exact_duplicates"] and not counts:
         click.echo("  nothing new found")
     if report.get("pending"):
-        click.echo(f"  {report['pending']} proposals wait for your verdict: `cairn review list` or "
+        click.echo(f"  {_count(report['pending'], 'proposal waits', 'proposals wait')} for your verdict: "
+                   "`cairn review list` or "
                    "/cairn:review-memory")
 
 
