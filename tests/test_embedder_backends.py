@@ -46,8 +46,8 @@ def onnx() -> OnnxEmbedder:
 
 
 @pytest.mark.model
-def test_onnx_vectors_agree_with_sentence_transformers_within_the_tolerance(onnx, minilm):
-    a, b = onnx.embed(SAMPLE), minilm.embed(SAMPLE)
+def test_onnx_vectors_agree_with_sentence_transformers_within_the_tolerance(onnx, st_minilm):
+    a, b = onnx.embed(SAMPLE), st_minilm.embed(SAMPLE)
     assert a.shape == b.shape == (len(SAMPLE), 384) and a.dtype == np.float32
     assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
     cosines = (a * b).sum(axis=1)
@@ -195,8 +195,8 @@ def test_a_fingerprint_recorded_with_unknown_weights_names_them_at_the_next_writ
 
 
 @pytest.mark.model
-def test_a_store_embedded_by_sentence_transformers_is_read_and_extended_by_onnx(project, minilm, onnx):
-    with Cairn.open(cwd=project, embedder=minilm) as memory:
+def test_a_store_embedded_by_sentence_transformers_is_read_and_extended_by_onnx(project, st_minilm, onnx):
+    with Cairn.open(cwd=project, embedder=st_minilm) as memory:
         memory.remember("Both services read feature flags from flags.yaml in the platform-config repo")
         memory.remember("Deploys go through blue-green on Fly.io")
     with Cairn.open(cwd=project, embedder=onnx) as memory:
@@ -208,7 +208,7 @@ def test_a_store_embedded_by_sentence_transformers_is_read_and_extended_by_onnx(
 
 
 @pytest.mark.model
-def test_weights_replaced_at_the_same_path_are_detected(tmp_path, project, minilm):
+def test_weights_replaced_at_the_same_path_are_detected(tmp_path, project, st_minilm):
     from safetensors.numpy import load_file, save_file
 
     folder = tmp_path / "model"

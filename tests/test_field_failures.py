@@ -81,7 +81,6 @@ def test_a_query_of_only_stopwords_does_not_return_every_memory_containing_them(
     assert [h.memory.text for h in kw_memory.recall("the Redis cache")] == [STORE_WITH_THE[3]]
 
 
-@pytest.mark.model
 def test_with_vectors_a_stopword_only_query_keeps_only_hits_above_the_vector_floor(memory):
     for text in STORE_WITH_THE:
         memory.remember(text)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import git_init, wait_for
+from .conftest import WAIT_S, git_init, wait_for
 from .test_mcp_server import INITIALIZE, INITIALIZED, SERVER, _read_until_id, _rpc, server_env
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,7 +35,7 @@ def _start(env: dict[str, str], cwd: Path, stderr: Path) -> subprocess.Popen:
                                 stderr=err, env=env, cwd=str(cwd))
 
 
-def _read_one(proc: subprocess.Popen, timeout: float = 30) -> dict[str, Any]:
+def _read_one(proc: subprocess.Popen, timeout: float = WAIT_S) -> dict[str, Any]:
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     assert ready, f"no answer within {timeout} s"
     line = proc.stdout.readline()
@@ -50,7 +50,7 @@ def server(tmp_path_factory):
     proc = _start(_keyword_only_env(tmp_path / "home", git_init(tmp_path / "project")), tmp_path,
                   tmp_path / "stderr.txt")
     _rpc(proc, INITIALIZE)
-    _read_until_id(proc, 1, 30, [])
+    _read_until_id(proc, 1, WAIT_S, [])
     _rpc(proc, INITIALIZED)
     yield proc
     if proc.poll() is None:
@@ -108,7 +108,7 @@ def test_a_burst_of_malformed_lines_is_answered_line_by_line(server):
     assert answers[-1] == {"jsonrpc": "2.0", "id": 99, "result": {}}
 
 
-def _call(proc: subprocess.Popen, ident: int, tool: str, arguments: dict[str, Any], timeout: float = 30) -> dict:
+def _call(proc: subprocess.Popen, ident: int, tool: str, arguments: dict[str, Any], timeout: float = WAIT_S) -> dict:
     _rpc(proc, {"jsonrpc": "2.0", "id": ident, "method": "tools/call",
                 "params": {"name": tool, "arguments": arguments}})
     return _read_until_id(proc, ident, timeout, [])["result"]
@@ -119,7 +119,7 @@ def test_started_in_the_plugin_folder_without_a_project_it_refuses_and_creates_n
     proc = _start(_keyword_only_env(home, None), REPO / "mcp", tmp_path / "stderr.txt")
     try:
         _rpc(proc, INITIALIZE)
-        _read_until_id(proc, 1, 30, [])
+        _read_until_id(proc, 1, WAIT_S, [])
         _rpc(proc, INITIALIZED)
         for ident, (tool, arguments) in enumerate([("memory_remember", {"text": "We deploy with Kamal"}),
                                                    ("memory_recall", {"query": "deploy"}),
@@ -143,7 +143,7 @@ def test_reads_create_no_store_and_the_first_write_does(tmp_path):
     proc = _start(env, project, tmp_path / "stderr.txt")
     try:
         _rpc(proc, INITIALIZE)
-        _read_until_id(proc, 1, 30, [])
+        _read_until_id(proc, 1, WAIT_S, [])
         _rpc(proc, INITIALIZED)
         reads = [("memory_recall", {"query": "deploy"}), ("memory_list", {}), ("memory_review_queue", {}),
                  ("memory_search_sessions", {"query": "deploy"}), ("memory_list_sessions", {}),
@@ -189,10 +189,11 @@ def _unloadable_model_env(tmp_path: Path) -> dict[str, str]:
 
 def _handshake(proc: subprocess.Popen) -> None:
     _rpc(proc, INITIALIZE)
-    _read_until_id(proc, 1, 30, [])
+    _read_until_id(proc, 1, WAIT_S, [])
     _rpc(proc, INITIALIZED)
 
 
+@pytest.mark.model  # sentence-transformers (PyTorch) is what finds the model missing
 def test_first_call_is_answered_within_5_s_keyword_only_and_the_server_exits_within_2_s_of_eof(tmp_path):
     proc = _start(_unloadable_model_env(tmp_path), tmp_path, tmp_path / "stderr.txt")
     try:

@@ -29,7 +29,6 @@ from cairn import KINDS, Cairn, operations
 
 from .conftest import git_init, wait_for
 
-pytestmark = pytest.mark.model
 
 REPO = Path(__file__).resolve().parents[1]
 SERVER = REPO / "mcp" / "server.py"

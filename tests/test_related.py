@@ -15,7 +15,7 @@ from cairn.supersede import states_change
 from .conftest import run_cli
 
 
-@pytest.fixture(params=[pytest.param("model", marks=pytest.mark.model), "keyword"])
+@pytest.fixture(params=["model", "keyword"])
 def engine(request):
     return request.getfixturevalue("memory" if request.param == "model" else "kw_memory")
 

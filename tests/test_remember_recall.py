@@ -163,6 +163,7 @@ def test_keyword_only_mode_writes_a_backlog_that_is_embedded_later(project, mini
         assert "vector" in hit.reasons
 
 
+@pytest.mark.model  # sentence-transformers (PyTorch) is what finds the model missing
 def test_unloadable_model_falls_back_to_keyword_only_and_says_so(project, use_backend):
     from cairn.embedder import SentenceTransformerEmbedder
 

@@ -16,7 +16,7 @@ RESTATED = ["Run the linter before pushing.", "Always run the linter before push
             "run the linter before pushing, always", "We run the linter before pushing."]
 
 
-@pytest.fixture(params=[pytest.param("model", marks=pytest.mark.model), "keyword"])
+@pytest.fixture(params=["model", "keyword"])
 def engine(request):
     return request.getfixturevalue("memory" if request.param == "model" else "kw_memory")
 

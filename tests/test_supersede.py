@@ -467,7 +467,7 @@ def test_more_relations_hold_several_values(old, new, label, cosine):
     assert (verdict.label == "supersede") is label, verdict.reason
 
 
-@pytest.fixture(params=[pytest.param("model", marks=pytest.mark.model), "keyword"])
+@pytest.fixture(params=["model", "keyword"])
 def engine(request):
     """The real engine on a fresh project store: with the real MiniLM model, or keyword-only."""
     return request.getfixturevalue("memory" if request.param == "model" else "kw_memory")

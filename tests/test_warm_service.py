@@ -152,6 +152,7 @@ def test_the_wait_ends_when_the_status_file_says_the_process_failed_before_it_ha
         failing.wait()
 
 
+@pytest.mark.model  # sentence-transformers (PyTorch) is what finds the model missing
 def test_the_cli_takes_the_warm_processs_failure_to_load_its_model_and_says_why_once(tmp_path, project):
     """A model that cannot load (not cached, offline): the warm process's failed attempt is the CLI's
     too. It goes keyword-only within a few polls of the failure, rather than loading the model a
@@ -187,6 +188,7 @@ def test_the_cli_takes_the_warm_processs_failure_to_load_its_model_and_says_why_
     assert in_process.stderr.count("keyword-only: cannot load embedding model") == 1, in_process.stderr
 
 
+@pytest.mark.model  # sentence-transformers (PyTorch) is what finds the model missing
 def test_a_running_warm_process_that_cannot_load_a_projects_model_is_not_followed_by_a_second_attempt(
         monkeypatch, cairn_home):
     """The warm process is up with the default model; a project names one that cannot load. Its
