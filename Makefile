@@ -1,7 +1,7 @@
 # On a fresh machine (see README):
 #   make demo   install the runtime only, then run Cairn end to end inside the real Claude Code CLI on real input
 #   make test   the fast lane: install the test extras, then every test except e2e, bootstrap, stress and
-#               postgres (offline)
+#               postgres (offline), on one worker per core
 # For contributors (CONTRIBUTING.md):
 #   make check  everything: the fast lane plus the e2e tests, the runtime bootstrap from PyPI, the
 #               stress runs and the Postgres tests, which must run (CI=1 turns pgserver's skip into a failure). .ci/run calls it

@@ -508,7 +508,6 @@ def test_hooks_and_mcp_servers_on_two_machines_see_each_others_memories_within_a
         assert files_under(tmp_path / machine, socket_dir(pg_server).encode()) == []
 
 
-@pytest.mark.model
 def test_the_warm_process_keeps_a_team_store_open_and_serves_each_new_write_within_a_second(pg_server, monkeypatch,
                                                                                             tmp_path, team, project):
     """Hooks normally go through the warm process, which keeps each store open across prompts: its
