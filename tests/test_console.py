@@ -24,9 +24,9 @@ from .serving import Server, keyword_only_env
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.chromium, pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER),
-    reason="needs Chromium and its driver from the distribution: apt-get install -y chromium chromium-driver")
+    reason="needs Chromium and its driver from the distribution: apt-get install -y chromium chromium-driver")]
 webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (the test extra: pip install -e .[test])")
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402

@@ -76,6 +76,7 @@ def test_outside_connections_are_told_from_local_ones():
     assert [line.split()[0] for line in outside_connections(trace)] == ["102", "102", "103", "104"]
 
 
+@pytest.mark.strace
 def test_a_library_phoning_home_is_caught(tmp_path):
     """The check itself, on a process that does what onnxruntime's telemetry does: a DNS lookup."""
     if shutil.which("strace") is None:
@@ -88,6 +89,7 @@ def test_a_library_phoning_home_is_caught(tmp_path):
     assert outside_connections(log.read_text())
 
 
+@pytest.mark.strace
 def test_every_cairn_process_on_real_work_stays_on_the_machine(tmp_path):
     if shutil.which("strace") is None:
         pytest.skip("strace is not installed (.ci/run installs it)")
