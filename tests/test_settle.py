@@ -17,7 +17,7 @@ TOOL = "mcp__plugin_cairn_cairn__{}".format
 NPM, PYPI = "The client SDK is published to npm.", "The client SDK is published to PyPI."
 
 
-@pytest.fixture(params=[pytest.param("model", marks=pytest.mark.model), "keyword"])
+@pytest.fixture(params=["model", "keyword"])
 def engine(request):
     """An engine as the plugin's MCP server opens it: possible conflicts wait for the session's end."""
     engine = request.getfixturevalue("memory" if request.param == "model" else "kw_memory")
