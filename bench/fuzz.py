@@ -1,8 +1,9 @@
-"""Hostile-input fuzzing at scale: tests/test_fuzz.py with N generated inputs per surface.
+"""Hostile-input fuzzing at scale: tests/adapters/test_fuzz.py with N generated inputs per surface.
 
-Surfaces: the hook's stdin, the arguments of each MCP tool tests/test_fuzz.py fuzzes, the CLI's arguments and stdin.
+Surfaces: the hook's stdin, the arguments of each MCP tool tests/adapters/test_fuzz.py fuzzes, the
+CLI's arguments and stdin.
 Each input must get a result or one clear error, with no traceback and, for a refused write, the
-store's counts unchanged (see tests/test_fuzz.py). Prints, per surface, the inputs run, failures
+store's counts unchanged (see tests/adapters/test_fuzz.py). Prints, per surface, the inputs run, failures
 and wall time; a failure is printed with its smallest input, and the exit status is 1.
 
     python bench/fuzz.py [--examples 10000] [-k FILTER]
@@ -28,19 +29,19 @@ def main() -> int:
     args = parser.parse_args()
     env = {**os.environ, "CAIRN_FUZZ_EXAMPLES": str(args.examples), "HF_HUB_OFFLINE": "1"}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:warnings", "-p", "no:cacheprovider",
-               str(ROOT / "tests" / "test_fuzz.py"), "--hypothesis-show-statistics", "-rN", "--durations=0",
-               "--durations-min=0"]
+               str(ROOT / "tests" / "adapters" / "test_fuzz.py"), "--hypothesis-show-statistics", "-rN",
+               "--durations=0", "--durations-min=0"]
     if args.k:
         command += ["-k", args.k]
     started = time.monotonic()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     out = done.stdout
-    # Hypothesis statistics: "tests/test_fuzz.py::NAME:" then "- during generate phase (S seconds):"
+    # Hypothesis statistics: "tests/adapters/test_fuzz.py::NAME:" then "- during generate phase (S seconds):"
     # and "- N passing, F failing, and I invalid test cases".
     print(f"{'surface':<82} {'inputs':>7} {'failing':>7} {'invalid':>7}")
     total = failing_total = 0
-    for block in re.split(r"\n(?=tests/test_fuzz\.py::)", out):
-        name = re.match(r"tests/test_fuzz\.py::(\S+):", block)
+    for block in re.split(r"\n(?=tests/adapters/test_fuzz\.py::)", out):
+        name = re.match(r"tests/adapters/test_fuzz\.py::(\S+):", block)
         if not name:
             continue
         for phase, passing, failing, invalid in re.findall(

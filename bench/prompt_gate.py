@@ -20,7 +20,7 @@ SHARED_FRACTION), which is how the constants in cairn/context.py were chosen.
 --details lists every wrong injection and every missed memory with its cosine and shared stems.
 --distractors N adds N dialogue turns of LoCoMo (read from the folder bench/locomo.py uses, CC BY-NC,
 never copied here) as memories no prompt is about: precision and candidate depth in a bigger store.
-A script printing figures, not a test (tests/test_context.py holds the regression bars).
+A script printing figures, not a test (tests/engine/test_context.py holds the regression bars).
 """
 
 from __future__ import annotations

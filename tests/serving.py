@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .conftest import WAIT_S, wait_for
+from tests.conftest import WAIT_S, wait_for
 
 KEYWORD_ONLY_CONFIG = "embedding:\n  enabled: false\n"
 

@@ -214,7 +214,7 @@ def test_the_plugin_launchers_go_through_the_adapters():
 
 # All the hook process may import on its warm path beyond what the interpreter has at start (the
 # C halves of socket and json, and sha256's), until the warm process has answered. Held for a real
-# hook process asking a stand-in warm process in tests/test_lean_hook.py.
+# hook process asking a stand-in warm process in tests/adapters/test_lean_hook.py.
 HOOK_WARM_PATH_MODULES = frozenset({"cairn", "cairn.adapters", "cairn.adapters.hook", "cairn.adapters.warm",
                                     "cairn.locations", "_json", "_socket", "_sha256", "_sha2"})
 

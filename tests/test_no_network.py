@@ -22,8 +22,8 @@ import pytest
 
 from cairn import NO_TELEMETRY
 
-from .conftest import git_init
-from .test_sessions import conversation
+from tests.conftest import git_init
+from tests.engine.test_sessions import conversation
 
 SCENARIO = Path(__file__).with_name("network_scenario.py")
 # strace's rendering of a socket address: {sa_family=AF_INET, sin_port=htons(53), sin_addr=inet_addr("...")}

