@@ -145,4 +145,4 @@ def test_cli_maintain_says_what_waits_for_review(cli):
     cli("remember", "Background jobs run on Celery.", "--keyword-only")
     cli("remember", "Background jobs run on Dramatiq.", "--keyword-only")
     code, out, _ = cli("maintain")
-    assert code == 0 and "1 proposals wait for your verdict" in out, out
+    assert code == 0 and "1 proposal waits for your verdict" in out, out
