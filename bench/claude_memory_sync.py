@@ -5,7 +5,7 @@ files (--files), already synced, against the same project with claude_memory.syn
 
 The store holds --memories Cairn memories besides the imported files; the project has a CLAUDE.md
 of 60 lines and two .claude/rules files. Each run calls the SessionStart hook's handler
-(adapters.claude.handle, keyword-only, as the cold hook process runs it) with a fresh session id;
+(adapters.claude.hooks.handle, keyword-only, as the cold hook process runs it) with a fresh session id;
 the two settings alternate run by run so that load on the machine falls on both alike. Printed:
 p50 and p95 milliseconds of each, and of the difference; the bar is a p95 difference of at most 50 ms.
 Also the p95 of the two steps as the hook times them: "claude memory sync" (is the folder synced?
@@ -55,7 +55,7 @@ def main() -> None:
     subprocess.run(["git", "init", "-q", str(project)], check=True)
 
     from cairn import Cairn, Draft
-    from cairn.adapters import claude
+    from cairn.adapters.claude import hooks as claude_hooks
     from cairn.adapters.claude_memory import native_memory
     from cairn.adapters.claude_memory_sync import sync
 
@@ -96,7 +96,7 @@ def main() -> None:
             payload = {"session_id": f"bench-{label.replace(' ', '-')}-{run}", "cwd": str(project), "source": "startup"}
             steps: dict[str, float] = {}
             started = time.perf_counter()
-            out = claude.handle("SessionStart", payload, {**env, "CAIRN_CONFIG": cfg}, timings=steps)
+            out = claude_hooks.handle("SessionStart", payload, {**env, "CAIRN_CONFIG": cfg}, timings=steps)
             times[label].append(1000 * (time.perf_counter() - started))
             if label == "sync on":
                 for step in ("claude memory sync", "already loaded"):

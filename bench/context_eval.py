@@ -4,7 +4,7 @@ For each repository file of a relevance set (tests/data/relevance*/: agent guida
 memories, real PR titles as prompts, must/nice labels written before tuning; see their README.md),
 it builds a fresh store and runs every prompt in its own session, exactly as Claude Code calls the
 hooks: SessionStart (the brief), then UserPromptSubmit (the prompt's injection), through
-cairn.adapters.claude.handle with the model loaded and the write-time applies-when phrases stored.
+cairn.adapters.claude.hooks.handle with the model loaded and the write-time applies-when phrases stored.
 
 It prints, per split and store size:
 - in-session must-recall: the share of `must` labels whose memory is in the brief or the prompt's
@@ -119,7 +119,7 @@ class Session:
 
     def run(self, prompt: str) -> tuple[str, str]:
         """(brief, injection) of a new session whose first prompt is `prompt`."""
-        from cairn.adapters import claude
+        from cairn.adapters.claude import hooks as claude_hooks
 
         env = {"CAIRN_STORE": self.name, "CAIRN_HOME": os.environ["CAIRN_HOME"]}
         sid = str(uuid.uuid4())
@@ -127,10 +127,10 @@ class Session:
         def opener(resolved, embedder):
             return self.engine
 
-        out = claude.handle("SessionStart", {"session_id": sid, "source": "startup"}, env,
+        out = claude_hooks.handle("SessionStart", {"session_id": sid, "source": "startup"}, env,
                             embedder=self.embedder, open_memory=opener)
         brief = ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
-        out = claude.handle("UserPromptSubmit", {"session_id": sid, "prompt": prompt}, env,
+        out = claude_hooks.handle("UserPromptSubmit", {"session_id": sid, "prompt": prompt}, env,
                             embedder=self.embedder, open_memory=opener)
         injected = ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
         return brief, injected

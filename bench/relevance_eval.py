@@ -7,7 +7,7 @@ on it, so its figures estimate precision on real projects.
 
 For each repository file it builds a fresh store (Cairn.open(create=True) in a throwaway CAIRN_HOME,
 remember(detect=False)), then runs every prompt exactly as the UserPromptSubmit hook does
-(cairn.adapters.claude: prompt_context with k=5, budget=1200, the query vector of prompt[:2000]),
+(cairn.adapters.claude.hooks: prompt_context with k=5, budget=1200, the query vector of prompt[:2000]),
 on two paths:
 - hybrid: query vector from the packaged all-MiniLM-L6-v2 (SentenceTransformerEmbedder);
 - keyword-only: query_vector=None (BM25 candidates and the lexical gate), as a hook without the model.

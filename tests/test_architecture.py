@@ -71,7 +71,8 @@ def _imports(name: str, tree: ast.Module) -> list[tuple[str, list[str], int]]:
 def test_the_tree_is_what_this_test_expects():
     assert {"cairn.engine", "cairn.storage.sqlite", "cairn.storage.postgres.store", "cairn.storage.db"} <= CORE
     assert {"cairn.storage.protocol", "cairn.storage.sql", "cairn.storage.base", "cairn.storage.migrations"} <= STORAGE
-    assert {"cairn.adapters.cli", "cairn.adapters.claude", "cairn.adapters.hook", "cairn.adapters.warm",
+    assert {"cairn.adapters.cli", "cairn.adapters.claude.hooks", "cairn.adapters.claude.capture",
+            "cairn.adapters.claude.transcripts", "cairn.adapters.hook", "cairn.adapters.warm",
             "cairn.adapters.service", "cairn.adapters.http", "cairn.adapters.tokens", "cairn.adapters.clients",
             "cairn.adapters.mcp.server", "cairn.adapters.mcp.session"} <= ADAPTERS
 

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from cairn import Cairn
-from cairn.adapters import claude, hook, warm
+from cairn.adapters import hook, warm
+from cairn.adapters.claude.capture import capture
+from cairn.adapters.claude.session import DISABLE_MARKER, set_paused
 
 from tests.conftest import WAIT_S, wait_for
 from tests.engine.test_sessions import conversation
@@ -89,18 +91,18 @@ def test_a_hook_with_a_bad_payload_still_exits_0(project):
 
 def test_pause_and_opt_out_stop_capture(transcript, project, monkeypatch):
     env = {"CLAUDE_PROJECT_DIR": str(project)}
-    claude.set_paused("s1", True)
-    assert claude.capture(payload(transcript, project), env) is None
-    claude.set_paused("s1", False)
-    assert claude.capture(payload(transcript, project), {**env, "CAIRN_PAUSE": "1"}) is None
-    (project / claude.DISABLE_MARKER).touch()
-    assert claude.capture(payload(transcript, project), env) is None
-    (project / claude.DISABLE_MARKER).unlink()
+    set_paused("s1", True)
+    assert capture(payload(transcript, project), env) is None
+    set_paused("s1", False)
+    assert capture(payload(transcript, project), {**env, "CAIRN_PAUSE": "1"}) is None
+    (project / DISABLE_MARKER).touch()
+    assert capture(payload(transcript, project), env) is None
+    (project / DISABLE_MARKER).unlink()
     (project / ".cairn.yaml").write_text("sessions:\n  capture: false\n")
-    assert claude.capture(payload(transcript, project), env) is None
+    assert capture(payload(transcript, project), env) is None
     assert captured(project) == 0
     (project / ".cairn.yaml").unlink()
-    assert claude.capture(payload(transcript, project), env)["turns_added"] == 5
+    assert capture(payload(transcript, project), env)["turns_added"] == 5
     assert captured(project) == 5
 
 

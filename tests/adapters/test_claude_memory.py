@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from cairn import Cairn
-from cairn.adapters import claude
-from cairn.adapters.claude import encoded_project
+from cairn.adapters.claude.hooks import handle
+from cairn.adapters.claude.transcripts import encoded_project
 from cairn.adapters.claude_loaded import already_loaded
 from cairn.adapters.claude_memory import INDEX_MAX_BYTES, INDEX_MAX_LINES, export, native_memory
 from cairn.adapters.claude_memory_sync import doctor_check, pending, sync
@@ -189,10 +189,10 @@ def test_what_claude_code_loaded_is_not_injected(memory, project, folder, home):
     payload = {"session_id": "s1", "cwd": str(project), "source": "startup"}
     env = {"CLAUDE_PROJECT_DIR": str(project), "HOME": str(home),
            **{k: os.environ[k] for k in ("CAIRN_POSTGRES_URL", "CAIRN_CONFIG") if k in os.environ}}
-    out = claude.handle("SessionStart", payload, env)
+    out = handle("SessionStart", payload, env)
     brief = out["hookSpecificOutput"]["additionalContext"]
     assert other.id in brief and in_claude_md.id not in brief and imported.id not in brief
-    out = claude.handle("UserPromptSubmit", {**payload, "prompt": "how do deploys with kamal run from main?"}, env)
+    out = handle("UserPromptSubmit", {**payload, "prompt": "how do deploys with kamal run from main?"}, env)
     assert out is None or imported.id not in json.dumps(out)
     code, text, _ = run_cli_in(project, ["status"])
     assert "3 memories are not injected" in text
@@ -267,7 +267,7 @@ def test_session_start_syncs_in_a_detached_process(project, folder, home):
         native_file(folder, f"m{i}", f"Native memory {i}", f"Body {i}.")
     env = {"CLAUDE_PROJECT_DIR": str(project), "HOME": str(home), "CAIRN_HOME": os.environ["CAIRN_HOME"],
            "CAIRN_CONFIG": os.environ["CAIRN_CONFIG"]}
-    claude.handle("SessionStart", {"session_id": "s2", "cwd": str(project), "source": "startup"}, env)
+    handle("SessionStart", {"session_id": "s2", "cwd": str(project), "source": "startup"}, env)
 
     def imported() -> int:
         try:
@@ -312,8 +312,8 @@ def test_with_sync_off_a_session_start_imports_nothing(project, folder, home, mo
     started = []
     monkeypatch.setattr("cairn.adapters.claude_memory_sync.start_background_sync", lambda *a, **k: started.append(a))
     env = {"CLAUDE_PROJECT_DIR": str(project), "HOME": str(home), "CAIRN_CONFIG": str(config)}
-    claude.handle("SessionStart", {"session_id": "s3", "cwd": str(project), "source": "startup"}, env)
+    handle("SessionStart", {"session_id": "s3", "cwd": str(project), "source": "startup"}, env)
     assert started == []
     config.write_text("")
-    claude.handle("SessionStart", {"session_id": "s4", "cwd": str(project), "source": "startup"}, env)
+    handle("SessionStart", {"session_id": "s4", "cwd": str(project), "source": "startup"}, env)
     assert len(started) == 1

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 from cairn import Cairn, paths
-from cairn.adapters import claude, warm
+from cairn.adapters import warm
+from cairn.adapters.claude import hooks as claude_hooks
 from cairn.embedder import SentenceTransformerEmbedder
 
 from tests.conftest import wait_for
@@ -28,12 +29,12 @@ def test_a_keyword_only_prompt_runs_git_once(project, monkeypatch):
         return real_run(args, *a, **kw)
 
     monkeypatch.setattr(paths.subprocess, "run", counting_run)
-    out = claude.handle("UserPromptSubmit", {"prompt": "how do production deploys and the release workflow work?",
+    out = claude_hooks.handle("UserPromptSubmit", {"prompt": "how do production deploys and the release workflow work?",
                                              "session_id": "s"}, {"CLAUDE_PROJECT_DIR": str(project)})
     assert out is not None and "release workflow" in out["hookSpecificOutput"]["additionalContext"]
     assert len(calls) == 1, calls
     calls.clear()
-    claude.handle("SessionStart", {"source": "startup", "session_id": "s"}, {"CLAUDE_PROJECT_DIR": str(project)})
+    claude_hooks.handle("SessionStart", {"source": "startup", "session_id": "s"}, {"CLAUDE_PROJECT_DIR": str(project)})
     assert len(calls) == 1, calls
 
 
@@ -83,8 +84,8 @@ def test_a_hook_honours_the_cairn_config_it_forwards(project, tmp_path):
     with Cairn.open(cwd=project, embedder=None) as engine:
         engine.remember("Production deploys go through the release workflow, triggered by a tag", kind="decision")
     payload = {"prompt": "how do production deploys and the release workflow work?", "session_id": "s"}
-    assert claude.handle("UserPromptSubmit", payload, {"CLAUDE_PROJECT_DIR": str(project)}) is not None
+    assert claude_hooks.handle("UserPromptSubmit", payload, {"CLAUDE_PROJECT_DIR": str(project)}) is not None
     off = tmp_path / "hooks-off.yaml"
     off.write_text("hooks:\n  enabled: false\n")
     env = {"CLAUDE_PROJECT_DIR": str(project), "CAIRN_CONFIG": str(off)}
-    assert claude.handle("UserPromptSubmit", {**payload, "session_id": "s2"}, env) is None
+    assert claude_hooks.handle("UserPromptSubmit", {**payload, "session_id": "s2"}, env) is None

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cairn.adapters.claude import HOOK_EVENTS, hooks_check, settings_project
+from cairn.adapters.claude.doctor import hooks_check, settings_project
+from cairn.adapters.claude.hooks import HOOK_EVENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,7 +101,7 @@ def test_an_unknown_hook_event_is_logged_and_doctor_reports_it(cairn_home, tmp_p
     import subprocess
     import sys
 
-    from cairn.adapters.claude import hook_events_check
+    from cairn.adapters.claude.doctor import hook_events_check
 
     log = cairn_home / "logs" / "hooks.log"
     assert hook_events_check(log).status == "ok"

@@ -230,7 +230,7 @@ def test_sqlite_vec_is_found_where_the_package_says_without_importing_it():
 def test_the_keyword_only_hook_answers_without_numpy(project, tmp_path):
     # The cold path (no warm process): BM25 and the lexical gate need neither numpy nor a model.
     from cairn import Cairn
-    from cairn.adapters.claude import handle
+    from cairn.adapters.claude.hooks import handle
 
     with Cairn.open(cwd=project, embedder=None) as memory:
         made = memory.remember("The billing service deploys with Kamal to our own servers", kind="decision").memory

@@ -337,7 +337,7 @@ def test_conflicts_are_related_and_queued_for_review(shared):
 
 # -- /cairn:review-memory verdicts: memory_review_decide ------------------------------------------------
 def session_ends(client: Client, *ids: str) -> dict:
-    """What the plugin's SessionEnd hook does with the session's writes `ids` (claude.settle_session,
+    """What the plugin's SessionEnd hook does with the session's writes `ids` (claude.capture.settle_session,
     which reads them from the transcript): Cairn.settle, in another process as the hook's is."""
     code = ("import json, os, sys\nfrom pathlib import Path\nfrom cairn import Cairn\n"
             "with Cairn.open(cwd=Path(os.environ['CLAUDE_PROJECT_DIR']), embedder=None) as memory:\n"

@@ -16,7 +16,7 @@ import pytest
 
 from cairn import Cairn, required_extra
 from cairn import embedder as embedders
-from cairn.adapters import claude
+from cairn.adapters.claude import hooks as claude_hooks
 
 from tests.conftest import WAIT_S, wait_for
 
@@ -62,12 +62,12 @@ def test_session_start_installs_a_missing_extra_in_the_background_and_says_so(tm
     data = tmp_path / "plugin data"
     subprocess.run([sys.executable, "-m", "venv", str(data / "venv")], check=True)
     monkeypatch.setenv("CAIRN_PIP_ARGS", "--no-index")
-    monkeypatch.setattr(claude, "required_extra", lambda model, backend: "sentence-transformers")
+    monkeypatch.setattr(claude_hooks, "required_extra", lambda model, backend: "sentence-transformers")
     with Cairn.open(cwd=project, embedder=None) as memory:
         memory.remember("Deploys go through blue-green on Fly.io", kind="decision")
     env = {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_PLUGIN_ROOT": str(plugin), "CLAUDE_PLUGIN_DATA": str(data)}
 
-    out = claude.handle("SessionStart", {"session_id": "s1", "source": "startup"}, env)
+    out = claude_hooks.handle("SessionStart", {"session_id": "s1", "source": "startup"}, env)
     assert out["systemMessage"].startswith(
         "Cairn: embedding model sentence-transformers/all-MiniLM-L6-v2 needs sentence-transformers: "
         "installing it in the background, about 1300 MB")
@@ -89,19 +89,19 @@ def test_a_failed_extra_install_is_reported_not_retried_within_the_hour(tmp_path
     (plugin / "engine" / "runtime-extras" / "multilingual.txt").write_text("no-such-package-cairn==9.9\n")
     data = tmp_path / "data"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(data / "venv")], check=True)
-    monkeypatch.setattr(claude, "required_extra", lambda model, backend: "multilingual")
+    monkeypatch.setattr(claude_hooks, "required_extra", lambda model, backend: "multilingual")
     env = {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_PLUGIN_ROOT": str(plugin), "CLAUDE_PLUGIN_DATA": str(data)}
-    first = claude.handle("SessionStart", {"session_id": "s1"}, env)  # no store yet: the notice alone
+    first = claude_hooks.handle("SessionStart", {"session_id": "s1"}, env)  # no store yet: the notice alone
     assert set(first) == {"systemMessage"} and "installing it in the background" in first["systemMessage"]
     failed = data / "extra-multilingual-failed.json"
     wait_for(failed.exists, WAIT_S, "the failed install's marker")
-    second = claude.handle("SessionStart", {"session_id": "s2"}, env)
+    second = claude_hooks.handle("SessionStart", {"session_id": "s2"}, env)
     assert "its install failed (pip exited" in second["systemMessage"]
     assert str(data / "install.log") in second["systemMessage"]
 
 
 @pytest.mark.parametrize("event", ["UserPromptSubmit"])
 def test_only_session_start_installs(tmp_path, project, monkeypatch, event):
-    monkeypatch.setattr(claude, "required_extra", lambda model, backend: pytest.fail("not asked on " + event))
+    monkeypatch.setattr(claude_hooks, "required_extra", lambda model, backend: pytest.fail("not asked on " + event))
     env = {"CLAUDE_PROJECT_DIR": str(project), "CLAUDE_PLUGIN_ROOT": str(tmp_path), "CLAUDE_PLUGIN_DATA": str(tmp_path)}
-    assert claude.handle(event, {"session_id": "s", "prompt": "how do we deploy?"}, env) is None
+    assert claude_hooks.handle(event, {"session_id": "s", "prompt": "how do we deploy?"}, env) is None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cairn.adapters.claude import encoded_project
+from cairn.adapters.claude.transcripts import encoded_project
 
 from tests.conftest import git_init, run_cli
 from tests.engine.test_sessions import AWS_KEY, conversation, line

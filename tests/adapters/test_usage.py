@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from cairn import Cairn, MemoryNotFound
-from cairn.adapters import claude
+from cairn.adapters.claude.capture import capture
+from cairn.adapters.claude.hooks import handle
 from cairn.adapters.cli import main
 
 from tests.engine.test_sessions import line
@@ -42,7 +43,7 @@ def test_only_the_assistant_citing_an_injected_memory_counts_once_however_often_
         deploy = memory.remember(DEPLOY, kind="decision").memory.id
         never_injected = memory.remember("The API listens on port 8080 in staging", kind="fact").memory.id
     env = {"CLAUDE_PROJECT_DIR": str(project)}
-    out = claude.handle("UserPromptSubmit", {"prompt": PROMPT, "session_id": "s1"}, env)
+    out = handle("UserPromptSubmit", {"prompt": PROMPT, "session_id": "s1"}, env)
     assert f"[mem:{deploy}]" in out["hookSpecificOutput"]["additionalContext"]
 
     transcript = tmp_path / "s1.jsonl"
@@ -53,8 +54,8 @@ def test_only_the_assistant_citing_an_injected_memory_counts_once_however_often_
     payload = {"session_id": "s1", "transcript_path": str(transcript), "cwd": str(project)}
     with Cairn.open(cwd=project, embedder=None) as memory:
         assert memory.usage(deploy)["injected"] == 0  # a hook never writes to the store; the capture counts
-    assert claude.capture(payload, env)["cited"] == [deploy, never_injected]
-    assert claude.capture(payload, env)["turns_added"] == 0  # captured again: nothing new, nothing counted
+    assert capture(payload, env)["cited"] == [deploy, never_injected]
+    assert capture(payload, env)["turns_added"] == 0  # captured again: nothing new, nothing counted
     with Cairn.open(cwd=project, embedder=None) as memory:
         used = memory.usage(deploy)
         assert (used["injected"], used["cited"]) == (1, 1) and used["last_cited_at"] is not None

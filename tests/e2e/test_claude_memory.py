@@ -14,7 +14,7 @@ import pytest
 
 from fake_api import Text, ToolUse
 from test_plugin import TOOL, CairnSession, cairn, tool_json  # noqa: F401 - the fixture
-from cairn.adapters.claude import encoded_project
+from cairn.adapters.claude.transcripts import encoded_project
 from tests.conftest import wait_for
 
 pytestmark = pytest.mark.e2e

@@ -33,7 +33,7 @@ import pytest
 
 from fake_api import FakeAnthropicAPI, Reply, Text, ToolUse, steps, tool_result_text
 from harness import ClaudeHarness, ClaudeResult, ClaudeTurns
-from cairn.adapters.claude import STORE_BROKEN
+from cairn.adapters.claude.hooks import STORE_BROKEN
 from tests.conftest import WAIT_S, wait_for
 
 pytestmark = pytest.mark.e2e

@@ -1,5 +1,5 @@
 """What Cairn injects: the session brief, per-prompt memories behind the relevance gate, and the
-Claude Code hook events that deliver them (cairn.context, cairn.adapters.claude).
+Claude Code hook events that deliver them (cairn.context, cairn.adapters.claude.hooks).
 
 The gate's figures on the labelled set come from the real model (the `minilm` fixture); the bars
 sit below what the shipped constants reach (bench/prompt_gate.py prints the figures: hybrid
@@ -17,7 +17,8 @@ import yaml
 
 from cairn import Cairn, StoreCorrupted, StoreNotFound
 from cairn import context, render
-from cairn.adapters import claude as claude_hooks
+from cairn.adapters.claude import hooks as claude_hooks
+from cairn.adapters.claude.session import DISABLE_MARKER, set_paused
 from cairn.context import is_trivial, passes, prompt_context, relevant_hits, session_brief, stems
 from cairn.models import Hit
 from cairn.paths import choose_store, stores_dir
@@ -390,11 +391,11 @@ def test_a_memory_already_in_the_sessions_context_is_not_injected_again(stocked)
 def test_disabled_or_paused_gives_nothing(stocked, how):
     env = _env(stocked)
     if how == "marker file":
-        (stocked / claude_hooks.DISABLE_MARKER).touch()
+        (stocked / DISABLE_MARKER).touch()
     elif how == "CAIRN_PAUSE":
         env["CAIRN_PAUSE"] = "1"
     else:
-        claude_hooks.set_paused("session-1", True)
+        set_paused("session-1", True)
     start = _payload(stocked, source="startup")
     prompt = _payload(stocked, prompt="How do I deploy a release?")
     assert claude_hooks.handle("SessionStart", start, env) is None
@@ -402,7 +403,7 @@ def test_disabled_or_paused_gives_nothing(stocked, how):
     if how == "paused session":
         # Another session is not paused, and unpausing brings injection back.
         assert claude_hooks.handle("UserPromptSubmit", _payload(stocked, "session-2", prompt=prompt["prompt"]), env)
-        claude_hooks.set_paused("session-1", False)
+        set_paused("session-1", False)
         assert claude_hooks.handle("UserPromptSubmit", prompt, env)
 
 

@@ -329,7 +329,7 @@ def test_recall_as_of_any_earlier_time_is_unchanged_by_a_maintenance_run(history
 
 def test_background_maintenance_is_opt_in_and_starts_only_when_the_store_is_due(kw_memory, monkeypatch):
     from cairn import load_config
-    from cairn.adapters.claude import start_background_maintenance
+    from cairn.adapters.claude.hooks import start_background_maintenance
 
     assert load_config()["maintenance"] == {"background": False, "stale_days": 7}
     started: list[list[str]] = []

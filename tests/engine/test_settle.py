@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from cairn import Cairn
-from cairn.adapters import claude, hook
+from cairn.adapters import hook
+from cairn.adapters.claude.transcripts import session_writes
 
 TOOL = "mcp__plugin_cairn_cairn__{}".format
 NPM, PYPI = "The client SDK is published to npm.", "The client SDK is published to PyPI."
@@ -106,7 +107,7 @@ def test_the_transcript_names_the_sessions_writes(tmp_path):
         ("mcp__cairn__memory_replace", {"id": "A", "text": PYPI}, {"id": "B", "status": "created"}),
         (TOOL("memory_recall"), {"query": "sdk"}, {"id": "Y", "status": "created"}),
     ])
-    assert claude.session_writes(path) == ["A", "B"]
+    assert session_writes(path) == ["A", "B"]
 
 
 def test_the_session_end_hook_queues_what_the_session_left(project, tmp_path, monkeypatch):

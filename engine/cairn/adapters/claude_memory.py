@@ -33,6 +33,8 @@ import yaml
 
 from cairn import IMPORTANCE_RANGE, KINDS, CairnError
 
+from .claude.transcripts import encoded_project
+
 if TYPE_CHECKING:
     from cairn import Memory
 
@@ -97,8 +99,6 @@ def git_top(folder: Path) -> Path:
 def native_memory(cwd: Path, env: dict[str, str] | None = None) -> NativeMemory:
     """Where Claude Code keeps the auto memory of the project holding `cwd`, and whether it is on
     (see the module's docstring for the rules, read from the pinned CLI)."""
-    from .claude import encoded_project
-
     env = dict(os.environ) if env is None else env
     home = claude_home(env)
     project = git_top(cwd)

@@ -5,7 +5,7 @@ Fail open, fast, bounded: exit 0 always, print valid JSON or nothing, never bloc
 1. Ask the warm process (one per user, holding the embedding model) to handle the event with
    hybrid recall. It answers in tens of milliseconds.
 2. If it is not there or not ready, start it in the background and answer keyword-only here
-   (claude.handle, imported only then).
+   (claude.hooks.handle, imported only then).
 Until step 2 this module imports only os, sys, time and the warm client (which adds the C halves of
 socket and json): the hook's budget is milliseconds, so the hook's stdin is forwarded undecoded and
 the warm process's reply carries the hook's output ready to print. sentence-transformers is never
@@ -17,8 +17,8 @@ import sys
 import time
 
 WARM_TIMEOUT_S = {"SessionStart": 2.0, "UserPromptSubmit": 1.0}
-CAPTURE_EVENTS = ("Stop", "PreCompact")  # as claude.CAPTURE_EVENTS (not imported: the warm path stays light)
-SESSION_END = "SessionEnd"  # the session's unresolved writes go to the review queue (claude.settle_session)
+CAPTURE_EVENTS = ("Stop", "PreCompact")  # as claude.hooks.CAPTURE_EVENTS (not imported: the warm path stays light)
+SESSION_END = "SessionEnd"  # the session's unresolved writes go to the review queue (claude.capture.settle_session)
 # Every event `cairn hook` answers; any other is a typo in a hooks configuration, logged
 # (UNKNOWN_EVENT) so that `cairn doctor` can report it.
 KNOWN_EVENTS = (*WARM_TIMEOUT_S, *CAPTURE_EVENTS, SESSION_END, "capture-now")
@@ -72,7 +72,7 @@ def spawn_capture(payload: dict) -> None:
 def capture_now(payload: dict) -> None:
     """The detached capture process: ingest with the warm process's model when it can serve one
     (started if need be), else keyword-only (the turns are embedded later, by the warm process)."""
-    from .claude import capture as capture_transcript
+    from .claude.capture import capture as capture_transcript
 
     env = dict(os.environ)
 
@@ -118,7 +118,7 @@ def run(event: str, payload: dict, *, warm_asked: bool = False, detached: bool =
         return None
     if event == SESSION_END:
         _log_to_file()
-        from .claude import settle_session
+        from .claude.capture import settle_session
 
         settle_session(payload, dict(os.environ))
         return None
@@ -131,7 +131,7 @@ def run(event: str, payload: dict, *, warm_asked: bool = False, detached: bool =
     if os.environ.get("CAIRN_NO_WARM") != "1":
         warm.spawn()
     _log_to_file()  # what the engine logs here goes to hooks.log, never to the hook's stderr
-    from .claude import handle
+    from .claude.hooks import handle
 
     return handle(event, payload, env, embedder=None)
 
@@ -162,7 +162,7 @@ def pause(args: list[str]) -> None:
         sys.stderr.write("cairn: pause needs the session id\n")
         return
     with_site_packages()
-    from .claude import set_paused
+    from .claude.session import set_paused
 
     set_paused(session_id, state != "off")
     print(f"Cairn memory injection is {'paused' if state != 'off' else 'back on'} for this session.")

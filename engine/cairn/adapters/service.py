@@ -127,7 +127,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             return {"ok": True, "model": embedder.model_name, "dim": embedder.dim,
                     "fingerprint": embedder.fingerprint, "vectors": [warm.encode_vector(v.tobytes()) for v in vectors]}
         if op == "hook":
-            from .claude import handle
+            from .claude.hooks import handle
 
             env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
             started, timings = time.perf_counter(), {}
@@ -188,7 +188,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def capture_worker(self) -> None:
         """Run queued captures one after another, each with its own store connection (not the hooks'
         shared ones, so a long capture never holds up a prompt's recall). A failure is logged."""
-        from .claude import capture
+        from .claude.capture import capture
 
         while True:
             payload, env = self.captures.get()
@@ -222,7 +222,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
     def hook_memory_for(self, resolved: Resolved, embedder: Embedder | None):
         """memory_for with the hook's short busy timeout: a hook's budget includes lock waits."""
-        from .claude import HOOK_BUSY_TIMEOUT_MS
+        from .claude.hooks import HOOK_BUSY_TIMEOUT_MS
 
         return self.memory_for(resolved, embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS)
 

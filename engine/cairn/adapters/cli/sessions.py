@@ -109,7 +109,7 @@ def sessions_show(memory: Cairn, as_json: bool, session_id: str, offset: int, li
 def import_sessions(memory: Cairn, as_json: bool, all_projects: bool, root: str | None, locomo) -> None:
     """Capture existing Claude Code transcripts of this project (or --all). Resumable: each transcript
     continues where an earlier capture or import stopped; running it twice adds nothing."""
-    from ..claude import import_claude_transcripts
+    from ..claude.transcripts import import_claude_transcripts
 
     if locomo:
         totals: dict[str, Any] = {"sessions": 0, "turns_added": 0}

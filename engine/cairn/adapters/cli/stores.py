@@ -386,7 +386,7 @@ def doctor(fix: bool, as_json: bool) -> None:
     Claude Code runs Cairn's hooks in this project, and whether a hook ran for an event Cairn does
     not answer. Loads the model (a few seconds). Exit 1 when a check fails (and --fix did not repair
     it)."""
-    from ..claude import hook_events_check, hooks_check, settings_project
+    from ..claude.doctor import hook_events_check, hooks_check, settings_project
 
     config_check, config = _config_check()
     try:

@@ -1,0 +1,257 @@
+"""Claude Code hook events, handled with the engine: what to inject at SessionStart and on each prompt.
+
+The same `handle` runs in the warm process (with the embedding model, for hybrid recall) and, when
+that is not ready, in the hook process itself (keyword-only; see cairn.adapters.hook). It never
+raises for a missing store: a project with no memories gets nothing injected.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cairn import (
+    BROKEN_STORE_ERRORS, CairnError, ConfigError, Resolved, StoreBusy, cited_ids, is_trivial, prompt_context,
+    required_extra, resolve, session_brief,
+)
+
+from .session import SessionState, digest, disabled, project_dir
+
+if TYPE_CHECKING:
+    from cairn import Cairn, Embedder
+
+log = logging.getLogger(__name__)
+
+COMPACT_SHARE = 2  # after compaction, a brief of 1/2 the budget: the summary kept the gist
+# A hook's whole budget (hooks/hooks.json: 5 s for a prompt, 10 s at session start) must hold even
+# when another process keeps the store locked: wait this long for a lock, then fail open.
+HOOK_BUSY_TIMEOUT_MS = 1000
+SESSION_START = "SessionStart"
+STORE_BROKEN = ("Cairn memory: this project's memory store cannot be used, so nothing was recalled. "
+                "Tell the user to run `cairn doctor` in a terminal to check and repair it.")
+CONFIG_BROKEN = "Cairn memory is off in this project until its configuration is fixed: {error}"
+USER_PROMPT_SUBMIT = "UserPromptSubmit"
+CAPTURE_EVENTS = ("Stop", "PreCompact")  # events that capture the new part of the session's transcript
+SESSION_END = "SessionEnd"  # the session's unresolved writes are queued for review (capture.settle_session)
+HOOK_EVENTS = (SESSION_START, USER_PROMPT_SUBMIT, *CAPTURE_EVENTS, SESSION_END)  # what hooks/hooks.json registers
+
+
+def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder | None = None,
+           embedder_for: Callable[[dict[str, Any]], Embedder | None] | None = None,
+           open_memory: Callable[[Resolved, Embedder | None], Cairn] | None = None,
+           resolver: Callable[..., Resolved] = resolve,
+           timings: dict[str, float] | None = None) -> dict[str, Any] | None:
+    """The hook's JSON output for `event`, or None to inject nothing.
+
+    payload: the hook's stdin JSON. env: the hook's environment (CLAUDE_PROJECT_DIR, CAIRN_STORE,
+    CAIRN_PAUSE ...). embedder: a loaded Embedder for hybrid recall, or None for keyword-only;
+    embedder_for(config): instead, the loaded embedder for this project's config, or None (the warm
+    process, which may hold several models). open_memory(resolved, embedder): an opener that may
+    reuse open stores (the warm process keeps them open);
+    by default each call opens and closes the store. The store and config are resolved once here,
+    by `resolver` (cairn.resolve's signature; the warm process passes a ResolveCache's). timings:
+    filled with the milliseconds each step took (resolve, open, embed, recall), when given.
+    Raises whatever the engine raises; the caller fails open.
+    """
+    from cairn import Cairn
+
+    clock = _Clock(timings)
+    session_id = str(payload.get("session_id") or "")
+    try:
+        resolved = resolver(None, cwd=project_dir(payload, env), env=env)
+    except ConfigError as exc:
+        # A bad config turns memory off: say so once, at session start, to the user (a prompt fails
+        # open silently; the caller logs it), as for a broken store.
+        if event != SESSION_START:
+            raise
+        log.error("%s: %s", event, exc)
+        return {"systemMessage": CONFIG_BROKEN.format(error=exc)}
+    choice, config = resolved.choice, resolved.config
+    reason = disabled(choice.project_root, config, env, session_id)
+    clock.lap("resolve")
+    if reason:
+        log.info("%s: nothing injected (%s)", event, reason)
+        return None
+    notice = _runtime_notice(config, env) if event == SESSION_START else None
+    if not resolved.store_exists:
+        missing = resolved.missing()
+        if missing is not None:  # CAIRN_STORE names a store that does not exist: say so (in the log)
+            raise missing
+        # No memories yet; do not create a store just by starting a session. The user's global
+        # store (preferences for every project) is still briefed, when there is one.
+        if event == SESSION_START and config["claude_memory"]["sync"]:
+            from ..claude_memory_sync import sync_at_session_start  # the first sync creates the store
+            sync_at_session_start(None, project_dir(payload, env), env,
+                                  store_name=choice.name if choice.explicit else None)
+        glob = resolved.global_instead() if event == SESSION_START else None
+        if glob is None:
+            return {"systemMessage": notice} if notice else None
+        resolved, embedder, embedder_for, global_only = glob, None, None, True  # a brief needs no model
+    else:
+        global_only = False
+    if embedder_for is not None:
+        embedder = embedder_for(config)
+    try:
+        if open_memory is not None:
+            memory = open_memory(resolved, embedder)
+            clock.lap("open")
+            text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only, env=env)
+        else:
+            with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
+                clock.lap("open")
+                text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only, env=env)
+    except StoreBusy:
+        raise  # locked, not broken (`cairn doctor` would find nothing): fail open; the caller logs it
+    except BROKEN_STORE_ERRORS as exc:
+        # A broken store costs nothing on the healthy path: only a failure gets here. The session
+        # start says so once, in one line; a prompt fails open silently (the caller logs it).
+        if event != SESSION_START:
+            raise
+        if global_only:  # the project has no store to be broken; the global one is left out
+            log.error("%s: the global store cannot be used: %s", event, exc)
+            return {"systemMessage": notice} if notice else None
+        log.error("%s: the store %s cannot be used: %s", event, choice.name, exc)
+        text = STORE_BROKEN
+    if not text and not notice:
+        return None
+    out: dict[str, Any] = {"systemMessage": notice} if notice else {}
+    if text:
+        out["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": text}
+    return out
+
+
+def _runtime_notice(config: dict[str, Any], env: dict[str, str]) -> str | None:
+    """In the plugin, when the project's model needs an optional backend the runtime lacks: start
+    its install in the background (hooks/bootstrap.py extra NAME; never inside the hook's budget)
+    and say so to the user, once per session start. None otherwise."""
+    emb = config["embedding"]
+    extra = required_extra(emb["model"], emb["backend"]) if emb["enabled"] else None
+    root, data = env.get("CLAUDE_PLUGIN_ROOT"), env.get("CLAUDE_PLUGIN_DATA")
+    if extra is None or not root or not data:
+        return None
+    import subprocess
+    import sys
+
+    bootstrap = Path(root) / "hooks" / "bootstrap.py"
+    out = subprocess.run([sys.executable, str(bootstrap), "extra", extra], capture_output=True, text=True,
+                         env={**os.environ, "CLAUDE_PLUGIN_DATA": data}, timeout=10)
+    status = out.stdout.strip() or f"cannot start the install ({out.stderr.strip()[-200:]})"
+    return f"Cairn: embedding model {emb['model']} needs {extra}: {status} Until then memory is keyword-only."
+
+
+class _Clock:
+    """Milliseconds per step into `timings` (a no-op without one)."""
+
+    def __init__(self, timings: dict[str, float] | None):
+        self.timings, self.last = timings, time.perf_counter()
+
+    def lap(self, step: str) -> None:
+        if self.timings is not None:
+            now = time.perf_counter()
+            self.timings[step] = self.timings.get(step, 0.0) + 1000 * (now - self.last)
+            self.last = now
+
+
+def _already_loaded(memory: Cairn, payload: dict[str, Any], env: dict[str, str] | None,
+                    state: SessionState) -> frozenset[str]:
+    """The ids of memories Claude Code itself loads into this session (claude_memory.already_loaded,
+    its text matches cached in the session's state); empty when they cannot be found out (a hook
+    fails open: injecting twice beats injecting nothing)."""
+    from ..claude_loaded import already_loaded
+
+    env = dict(os.environ) if env is None else env
+    try:
+        return frozenset(already_loaded(memory, project_dir(payload, env), env, cache=state.loaded))
+    except (CairnError, OSError) as exc:
+        log.warning("what Claude Code already loaded is unknown: %s", exc)
+        return frozenset()
+
+
+def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[str, Any],
+             embedder: Embedder | None, clock: _Clock | None = None, *, global_only: bool = False,
+             env: dict[str, str] | None = None) -> str | None:
+    clock = clock or _Clock(None)
+    hooks = config["hooks"]
+    state = SessionState(str(payload.get("session_id") or ""))
+    clock.lap("session state")
+    if event == SESSION_START:
+        source = payload.get("source", "startup")
+        budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
+        loaded = _already_loaded(memory, payload, env, state)
+        clock.lap("already loaded")
+        text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded)
+        clock.lap("brief")
+        if config["claude_memory"]["sync"] and not global_only:
+            from ..claude_memory_sync import sync_at_session_start
+
+            hook_env = dict(os.environ) if env is None else env
+            sync_at_session_start(memory, project_dir(payload, hook_env), hook_env,
+                                  store_name=memory.name if memory.choice.explicit else None)
+            clock.lap("claude memory sync")
+        if source == "resume":
+            if text is None or state.brief == digest(text):
+                return None  # the transcript already holds this brief
+            state.injected += [i for i in cited_ids(text) if i not in state.injected]
+        else:  # startup, clear, compact: the context holds nothing of ours but this brief
+            state.injected = cited_ids(text)
+        state.brief = digest(text) if text else None
+        state.uncounted += cited_ids(text)
+        state.save()
+        if config["maintenance"]["background"]:
+            start_background_maintenance(memory)
+        return text
+    if event == USER_PROMPT_SUBMIT:
+        prompt = str(payload.get("prompt") or "")
+        if is_trivial(prompt):
+            return None
+        vector = None
+        if embedder is not None:
+            vectors = memory.embed([prompt[:2000]], query=True)
+            vector = None if vectors is None else vectors[0]
+        clock.lap("embed")
+        # A memory already in the session's context (the brief, an earlier prompt) is not injected
+        # again; a changed fact has a new id, so it is.
+        # Nor is one Claude Code loaded itself (CLAUDE.md, rules, its auto memory's index).
+        cached = dict(state.loaded)
+        loaded = _already_loaded(memory, payload, env, state)
+        clock.lap("already loaded")
+        text = prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"],
+                              query_vector=vector, exclude=frozenset(state.injected) | loaded)
+        clock.lap("recall")
+        if state.loaded != cached and not text:
+            state.save()
+        if text:
+            state.injected += cited_ids(text)
+            state.uncounted += cited_ids(text)
+            state.save()
+            clock.lap("session state")
+        return text
+    return None
+
+
+def start_background_maintenance(memory: Cairn) -> bool:
+    """Config maintenance.background (off by default): when the store had no maintenance run within
+    maintenance.stale_days, start `cairn maintain --apply --safe-only` for it in a detached process
+    (only exact duplicates are retired; nothing else changes without a review). Returns whether one
+    was started. Never raises: a hook fails open (errors go to the hook log)."""
+    import subprocess
+    import sys
+
+    try:
+        if not memory.maintenance_status()["stale"]:
+            return False
+        engine_dir = str(Path(__file__).resolve().parents[3])  # engine/cairn/adapters/claude/hooks.py -> engine
+        env = {**os.environ, "PYTHONPATH": engine_dir, "CAIRN_NO_WARM": "1"}
+        subprocess.Popen([sys.executable, "-P", "-m", "cairn", "maintain", "--apply", "--safe-only", "--store",
+                          memory.name], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+        log.info("started a background maintenance run of store %s", memory.name)
+        return True
+    except (CairnError, OSError) as exc:
+        log.warning("background maintenance of %s not started: %s", memory.name, exc)
+        return False
+

@@ -1,0 +1,89 @@
+"""What a Claude Code session carries between hook runs: its pause, whether Cairn is off for it,
+and its state file (what its context already holds, what is left to count)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from cairn import data_root, private_dir, private_file, write_private
+
+DISABLE_MARKER = ".cairn-disable"  # a file at a project's root: no injection in that project
+
+
+def paused_marker(session_id: str) -> Path:
+    """The file whose presence pauses Cairn for a session (<data root>/paused/<session id, made safe>)."""
+    safe = "".join(c for c in session_id if c.isalnum() or c in "-_")[:100] or "unknown"
+    return data_root() / "paused" / safe
+
+
+def set_paused(session_id: str, paused: bool) -> None:
+    """Pause Cairn for one session (/cairn:pause), or end the pause."""
+    marker = paused_marker(session_id)
+    if paused:
+        private_dir(marker.parent)
+        private_file(marker)
+    else:
+        marker.unlink(missing_ok=True)
+
+
+def project_dir(payload: dict[str, Any], env: dict[str, str]) -> Path:
+    """The session's project: $CLAUDE_PROJECT_DIR, else the payload's cwd, else this process's."""
+    # Fixed for the whole session: a `cd` never switches stores.
+    return Path(env.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or os.getcwd())
+
+
+def disabled(root: Path | None, config: dict[str, Any], env: dict[str, str], session_id: str) -> str | None:
+    """Why Cairn is off for this session (CAIRN_PAUSE, the session's pause, DISABLE_MARKER at the
+    project's root `root`, hooks.enabled false), or None when it is on."""
+    if env.get("CAIRN_PAUSE", "").lower() in ("1", "true", "yes", "on"):
+        return "CAIRN_PAUSE is set"
+    if session_id and paused_marker(session_id).exists():
+        return "paused for this session"
+    if root is not None and (root / DISABLE_MARKER).exists():
+        return f"{DISABLE_MARKER} in {root}"
+    if not config["hooks"]["enabled"]:
+        return "hooks.enabled is false"
+    return None
+
+
+class SessionState:
+    """What this session's context already holds: the digest of the last brief and the ids of the
+    memories injected since the context was last cleared or compacted; and `uncounted`, the ids
+    injected (once per injection) whose injection the store has not counted yet: the capture at
+    Stop counts them, so a hook never writes to the store; and `loaded`, the cached ids of
+    memories Claude Code loads by itself (CLAUDE.md, rules, MEMORY.md) with the files' signature.
+    Kept in <data root>/sessions/<session id>.json, written atomically; a missing or unreadable file
+    is a fresh session."""
+
+    def __init__(self, session_id: str):
+        self.path = (data_root() / "sessions" / f"{paused_marker(session_id).name}.json") if session_id else None
+        self.brief: str | None = None
+        self.injected: list[str] = []
+        self.uncounted: list[str] = []
+        # What Claude Code loads by itself, cached (claude_memory.already_loaded's `cache`).
+        self.loaded: dict[str, Any] = {}
+        if self.path is not None:
+            try:
+                data = json.loads(self.path.read_text())
+                self.brief = data.get("brief")
+                self.loaded = data.get("loaded") if isinstance(data.get("loaded"), dict) else {}
+                self.injected = [str(i) for i in data.get("injected", [])]
+                self.uncounted = [str(i) for i in data.get("uncounted", [])]
+            except (OSError, ValueError, AttributeError):
+                pass
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:],
+                                             "uncounted": self.uncounted[-2000:], "loaded": self.loaded}).encode())
+
+
+def digest(text: str) -> str:
+    """The hex SHA-256 of `text`."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
