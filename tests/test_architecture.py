@@ -7,7 +7,7 @@ is added:
   `.executescript` calls), and storage imports nothing above it (the engine, ranking, review ...);
 - adapters use only the names `cairn` exports (`cairn.__all__`), never a core module directly, and
   never reach into the engine's store, connection or internals;
-- the core has no import cycle: every import counts, at module level, inside a function (a lazy
+- neither the core nor the adapters import in a circle: every import counts, at module level, inside a function (a lazy
   import runs when the function does) and under `if TYPE_CHECKING:` (a type is a dependency too:
   the module cannot be read or checked without the other), so each core module stands wholly above
   or below any other.
@@ -86,12 +86,12 @@ def _resolve(module: str, names: list[str]) -> list[str]:
     return found if found and len(found) == len(names) else [module, *found]
 
 
-def _core_graph() -> dict[str, set[str]]:
-    """{core module: the core modules it imports}, every import counted (module docstring)."""
-    graph: dict[str, set[str]] = {name: set() for name in CORE}
-    for name in CORE:
+def _graph(layer: set[str]) -> dict[str, set[str]]:
+    """{module of `layer`: the modules of `layer` it imports}, every import counted (module docstring)."""
+    graph: dict[str, set[str]] = {name: set() for name in layer}
+    for name in layer:
         for module, names, _ in _imports(name, MODULES[name]):
-            graph[name] |= {m for m in _resolve(module, names) if m in CORE and m != name}
+            graph[name] |= {m for m in _resolve(module, names) if m in layer and m != name}
     return graph
 
 
@@ -128,7 +128,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_core_has_no_import_cycle():
-    graph = _core_graph()
+    graph = _graph(CORE)
     try:
         graphlib.TopologicalSorter(graph).prepare()
     except graphlib.CycleError as exc:
@@ -137,11 +137,19 @@ def test_the_core_has_no_import_cycle():
         raise AssertionError(f"the core imports in a circle: {circle} (all tangles: {tangles})") from None
 
 
+def test_the_adapters_have_no_import_cycle():
+    # Lazy imports count here too: the hook process imports claude.hooks only off its warm path,
+    # and a circle through it would still tie the modules into one.
+    tangles = _cycles(_graph(ADAPTERS))
+    assert not tangles, "the adapters import in a circle: " + "; ".join(" <-> ".join(c) for c in tangles)
+
+
 def test_the_cycle_rule_sees_a_circle():
     # The rule above cannot pass by seeing nothing: a lazy import closing a loop is found.
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
-    assert {"cairn.storage.db", "cairn.errors"} <= _core_graph()["cairn.storage.sqlite"]
+    assert {"cairn.storage.db", "cairn.errors"} <= _graph(CORE)["cairn.storage.sqlite"]
+    assert "cairn.adapters.claude.hooks" in _graph(ADAPTERS)["cairn.adapters.hook"]  # a lazy import
 
 
 @pytest.mark.parametrize("name", sorted(CORE))
