@@ -49,7 +49,7 @@ def main() -> None:
     from speed import make_memories, make_queries
 
     from cairn import Cairn, Draft, create_store, resolve
-    from cairn.adapters.warm import session_embedder
+    from cairn.adapters.embedders import session_embedder
 
     create_store("bench")
     resolved = resolve("bench")

@@ -11,6 +11,7 @@ import pytest
 
 from cairn import Cairn, create_store
 from cairn.adapters import warm
+from cairn.adapters.embedders import session_embedder
 
 from tests.conftest import WAIT_S, wait_for
 
@@ -202,7 +203,7 @@ def test_a_running_warm_process_that_cannot_load_a_projects_model_is_not_followe
         assert warm.wait_until_ready(120), (cairn_home / "logs" / "service.log").read_text()
         config = load_config(None)
         config["embedding"]["model"] = "some-org/not-cached-model"
-        client = warm.session_embedder(config, short_lived=True)
+        client = session_embedder(config, short_lived=True)
         with pytest.raises(EmbedderUnavailable, match="The warm process tried; not tried again"):
             client.embed_queries(["where do we deploy"])
         assert not client.local.loaded and client.local.error is None  # no attempt in this process

@@ -79,7 +79,7 @@ def capture_now(payload: dict) -> None:
     def embedder_for(config: dict):
         if os.environ.get("CAIRN_NO_WARM") == "1":
             return None
-        from .warm import session_embedder
+        from .embedders import session_embedder
 
         return session_embedder(config)
 

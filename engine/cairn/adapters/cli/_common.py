@@ -20,7 +20,7 @@ from cairn import Embedder
 from cairn import operations as ops
 
 from .. import warm
-from ..warm import session_embedder
+from ..embedders import GatedEmbedder, session_embedder
 
 LOADING_NOTICE = "cairn: loading the embedding model (first call after a while)…"
 # Where the call spent its time (`status --timings`): name -> seconds, in the order measured.
@@ -57,37 +57,6 @@ class TimeParam(click.ParamType):
 TIME = TimeParam()
 
 
-class _NoticeEmbedder(Embedder):
-    """Wraps the session embedder: says once, on a terminal, that the model is loading when the
-    warm process is not ready yet (the first embed then waits for it, or loads in-process)."""
-
-    def __init__(self, inner: Embedder):
-        self.inner = inner
-        self.model_name, self.dim, self.backend = inner.model_name, inner.dim, inner.backend
-        self._told = False
-
-    @property
-    def loaded(self) -> bool:
-        return bool(getattr(self.inner, "loaded", True))
-
-    def load(self) -> None:
-        self.embed(["warm up"])
-
-    def embed(self, texts: list[str]):
-        return self._embed(texts, self.inner.embed)
-
-    def embed_queries(self, texts: list[str]):
-        return self._embed(texts, self.inner.embed_queries)
-
-    def _embed(self, texts: list[str], embed):
-        if not self._told and sys.stderr.isatty() and not warm.socket_path().exists():
-            click.echo(LOADING_NOTICE, err=True)
-        self._told = True
-        vectors = embed(texts)
-        self.dim, self.backend, self.weights = self.inner.dim, self.inner.backend, self.inner.weights
-        return vectors
-
-
 def _read_stdin() -> str:
     """stdin as strict UTF-8. Raises InvalidInput naming the first bad byte."""
     raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
@@ -120,7 +89,19 @@ def _cli_embedder(config: dict[str, Any]) -> Embedder | None:
     else:
         inner = session_embedder(config, short_lived=True,
                                  on_fallback=lambda reason: click.echo(f"cairn: {reason}", err=True))
-    return None if inner is None else _NoticeEmbedder(inner)
+    if inner is None:
+        return None
+    told = False
+
+    def notice() -> None:
+        # Said once, on a terminal, when the warm process is not up yet: the first embed then waits
+        # for it, or loads the model in-process.
+        nonlocal told
+        if not told and sys.stderr.isatty() and not warm.socket_path().exists():
+            click.echo(LOADING_NOTICE, err=True)
+        told = True
+
+    return GatedEmbedder(inner, notice)
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:

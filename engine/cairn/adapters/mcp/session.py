@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 from cairn import Cairn, CairnError, Embedder, EmbedderUnavailable, Resolved, resolve
 
+from ..embedders import GatedEmbedder, session_embedder
+
 log = logging.getLogger("cairn.mcp")
 
 T = TypeVar("T")
@@ -51,51 +53,7 @@ def shared_embedder(config: dict[str, Any]) -> Any:
         from cairn import embedder_from_config
 
         return embedder_from_config(config)
-    from ..warm import session_embedder
-
     return session_embedder(config)
-
-
-class _AfterWarmup(Embedder):
-    """The engine's view of the session's embedder: it embeds only once the warm-up has loaded the
-    model; until then it raises EmbedderUnavailable, which the engine turns into keyword-only recall
-    and an embedding backlog."""
-
-    def __init__(self, inner: Embedder, session: Session):
-        self.inner, self.session = inner, session
-        self.model_name, self.dim = inner.model_name, inner.dim
-
-    @property
-    def fingerprint(self) -> str:
-        return self.inner.fingerprint
-
-    @property
-    def loaded(self) -> bool:
-        return self.session.warm_state == "ready"
-
-    @property
-    def backend(self) -> str:  # type: ignore[override]
-        return self.inner.backend
-
-    @property
-    def weights(self) -> str | None:  # type: ignore[override]
-        return self.inner.weights
-
-    def embed(self, texts: list[str]):
-        return self._embed(texts, self.inner.embed)
-
-    def embed_queries(self, texts: list[str]):
-        return self._embed(texts, self.inner.embed_queries)
-
-    def _embed(self, texts: list[str], embed):
-        session = self.session
-        if session.warm_state != "ready":  # Session.call(embeds=True) has already waited for it
-            session.start_warmup()
-            raise EmbedderUnavailable(f"the embedding model is not ready ({session.warm_state}); keyword-only "
-                                      "until it is")
-        vectors = embed(texts)
-        self.dim = self.inner.dim
-        return vectors
 
 
 class Session:
@@ -152,7 +110,9 @@ class Session:
             # (not loaded yet), passed in at open.
             resolved = self._resolve()
             self._embedder = self._embedder_for(resolved.config)
-            gated = _AfterWarmup(self._embedder, self) if self._embedder is not None else None
+            # The engine embeds only once the warm-up has loaded the model (_ready_to_embed).
+            gated = None if self._embedder is None else GatedEmbedder(
+                self._embedder, self._ready_to_embed, is_loaded=lambda: self.warm_state == "ready")
             read_only = not write and not resolved.store_exists
             self._engine = Cairn.open(resolved=resolved, embedder=gated, read_only=read_only)
             # hooks.enabled false: no SessionEnd hook settles the writes, so they are queued at once.
@@ -204,6 +164,15 @@ class Session:
                 self._lock.release()
 
     # -- warming the model ------------------------------------------------------------------------
+    def _ready_to_embed(self) -> None:
+        """Before each embed the engine makes: until the warm-up has loaded the model, start it and
+        raise EmbedderUnavailable, which the engine turns into keyword-only recall and an embedding
+        backlog."""
+        if self.warm_state != "ready":  # Session.call(embeds=True) has already waited for it
+            self.start_warmup()
+            raise EmbedderUnavailable(f"the embedding model is not ready ({self.warm_state}); keyword-only "
+                                      "until it is")
+
     def start_warmup(self) -> None:
         """Load the embedding model in a daemon thread, once. Never blocks the caller."""
         if self._warm_thread is not None or self.warm_state == "no project":
