@@ -11,6 +11,7 @@ import os
 import tempfile
 import uuid
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -333,9 +334,11 @@ def test_background_maintenance_is_opt_in_and_starts_only_when_the_store_is_due(
 
     assert load_config()["maintenance"] == {"background": False, "stale_days": 7}
     started: list[list[str]] = []
-    monkeypatch.setattr("subprocess.Popen", lambda args, **kwargs: started.append(args))
+    envs: list[dict[str, str]] = []
+    monkeypatch.setattr("subprocess.Popen", lambda args, **kwargs: (started.append(args), envs.append(kwargs["env"])))
     assert start_background_maintenance(kw_memory) is True
     assert started[0][1:] == ["-P", "-m", "cairn", "maintain", "--apply", "--safe-only", "--store", kw_memory.name]
+    assert (Path(envs[0]["PYTHONPATH"]) / "cairn" / "__init__.py").is_file()  # `-P -m cairn` finds this package
     kw_memory.review.maintain(apply=True, safe_only=True)
     assert start_background_maintenance(kw_memory) is False and len(started) == 1
 
