@@ -59,6 +59,8 @@ def test_remember_recall_history_forget_round_trip(cairn):
     assert code == 0 and out == f"already forgotten: {new['memory']['id']}\n"
     code, out, _ = cairn("recall", "Kamal", "--json")
     assert json.loads(out) == []
+    code, out, _ = cairn("history", new["memory"]["id"])
+    assert code == 0 and "; forgotten " in out and "Kamal" not in out
 
 
 def test_status_says_which_store_and_why(cairn, project):

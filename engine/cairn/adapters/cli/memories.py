@@ -148,7 +148,9 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
         for m, d in zip(chain, rows):
             click.echo(cairn.render.line(m))
             click.echo(f"    valid {d['valid_from_iso']} .. {d['valid_to_iso'] or 'open'}; "
-                       f"recorded {d['recorded_at_iso']}, retired {d['retired_at_iso'] or '-'}")
+                       f"recorded {d['recorded_at_iso']}, retired {d['retired_at_iso'] or '-'}"
+                       + (f"; forgotten {d['forgotten_at_iso']} (its text is erased)"
+                          if d.get("forgotten_at_iso") else ""))
             use = d["usage"]
             click.echo(f"    injected {_count(use['injected'], 'time')}, cited {_count(use['cited'], 'time')}"
                        + (f", last cited {cairn.format_time(use['last_cited_at'])}" if use["last_cited_at"] else ""))
