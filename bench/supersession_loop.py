@@ -8,8 +8,11 @@ store. Each scenario runs twice:
 - loop: after every write a label judge reads `related` from the answer and, for each memory listed,
   says "change" exactly when the labels say that memory is stale (a pair labelled supersede: the old
   text; a chain: a step not in its `current`), then calls Cairn.replace(that id, the same text), as
-  the MCP instructions teach Claude to. It stands in for Claude: the end state it reaches is what the
-  loop can reach when the writer judges right, and no better than what `related` shows it.
+  the MCP instructions teach Claude to; a listed memory that still holds beside the new one (a pair
+  labelled unrelated, a chain's step in its `current`) it keeps with Cairn.keep_both; a restatement
+  (labelled conflict) it leaves for the user's review, as the skill says. It stands in for Claude:
+  the end state it reaches is what the loop can reach when the writer judges right, and no better
+  than what `related` shows it.
 
 A step is current at the end when the memory its write created (or, for a duplicate, matched) is.
 "left for review": pending proposals at the end (auto: queued at each write; loop: as the plugin's
@@ -128,6 +131,11 @@ def replay(engine, scenario: dict, loop: bool) -> dict:
             if loop and i not in expected:
                 judged += 1
                 engine.replace(old, text)  # the text is current already: old is superseded by it
+            elif loop and scenario["label"] in ("unrelated", "chain") and hasattr(engine, "keep_both"):
+                # Both hold (another value, another subject): the writer says so. A restatement
+                # ("conflict") is left alone, as the skill says: the user merges those.
+                judged += 1
+                engine.keep_both(result.memory.id, [old])
     if deferred:
         engine.settle(created)
     queued = len(engine.review_queue()) if hasattr(engine, "review_queue") else 0

@@ -80,6 +80,10 @@ class Cairn(Engine):
         """`memory.review.promote`, by the name the adapters call."""
         return self.review.promote(memory_id)
 
+    def keep_both(self, memory_id: str, others: Iterable[str]) -> dict[str, Any]:
+        """`memory.review.keep_both`, by the name the adapters call."""
+        return self.review.keep_both(memory_id, others)
+
     def settle(self, memory_ids: Iterable[str]) -> dict[str, Any]:
         """`memory.review.settle`, by the name the adapters call."""
         return self.review.settle(memory_ids)

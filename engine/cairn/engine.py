@@ -22,7 +22,7 @@ from .compose import Resolved, embedder_from_config, resolve
 from .embedder import Embedder, compatible, parse_fingerprint
 from .errors import EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
 from .errors import StoreBusy, StoreError, StoreNotFound
-from .models import DEFAULT_IMPORTANCE, KINDS, SCOPES, Hit, Memory, Order, RememberResult, Status
+from .models import DEFAULT_IMPORTANCE, KINDS, MAX_RELATED, SCOPES, Hit, Memory, Order, RememberResult, Status
 from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
@@ -46,8 +46,6 @@ DETECTION_CANDIDATES = 5  # nearest current memories (any kind) checked for supe
 # Best keyword matches checked as well, with or without a model: a change the words alone show ("We
 # now deploy with Kamal" after "Deploys go through blue-green on Fly; ...") can sit below the cosine gate.
 KEYWORD_CANDIDATES = 8
-# `related` in a write's answer: at most this many memories, so the writer reads them all.
-MAX_RELATED = 3
 # A candidate the classifier calls unrelated is still shown as related when it is this close: a
 # cosine of the embeddings (all-MiniLM-L6-v2) or, without one, a Dice overlap of subject words.
 # Set by hand (the candidate gate, and a third of the words), not swept; their effect is measured by

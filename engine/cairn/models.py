@@ -187,8 +187,11 @@ class RememberResult:
 
 
 # What the writer of a memory does with `related`: the one instruction every adapter shows beside it.
+MAX_RELATED = 3  # `related` in a write's answer: at most this many memories, so the writer reads them all
 RELATED_INSTRUCTION = ("If the new memory changes one of these, replace it: memory_replace with its id and the new "
-                       "text (CLI: cairn remember --replaces ID TEXT). If both still hold, there is nothing to do.")
+                       "text (CLI: cairn remember --replaces ID TEXT). If both still hold, say so with "
+                       "memory_keep_both (the new id and theirs); left unjudged, a pair goes to the user's "
+                       "review when the session ends.")
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .models import (
-    DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES, PROPOSAL_STATES,
+    DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_RELATED, MAX_TEXT_BYTES,
+    PROPOSAL_STATES,
     PROPOSAL_TYPES, SCOPES, SESSION_MODES, SOURCES,
 )
 
@@ -188,6 +189,13 @@ REPLACE = Operation("replace", "Supersede a memory whose fact changed.", writes=
 FORGET = Operation("forget", "Erase a memory for good; a tombstone stays in history.", writes=True,
                    args=(_memory_id(),))
 
+KEEP_BOTH = Operation(
+    "keep_both", "Record that a memory just written changes none of the memories its answer listed in "
+    "`related`: both hold, so they are not queued for review.", writes=True, args=(
+        _memory_id("The memory just written (its id from memory_remember or memory_replace)."),
+        Arg("others", "str", "Ids from its `related` that still hold beside it.", required=True, many=True,
+            low=1, high=MAX_ID_CHARS, items=MAX_RELATED)))
+
 PROMOTE = Operation("promote", "Bring a memory back from the cold tier into hooks and default recall.", writes=True,
                     args=(_memory_id(),))
 
@@ -260,7 +268,7 @@ MAINTAIN = Operation("maintain", "A maintenance run: a dry run unless `apply`.",
 MAINTENANCE_STATUS = Operation("maintenance_status", "The last maintenance run, the lease, the queue's counts.")
 
 CATALOGUE: tuple[Operation, ...] = (
-    REMEMBER, RECALL, LIST, GET, HISTORY, REPLACE, FORGET, PROMOTE, STATUS, SEARCH_SESSIONS, LIST_SESSIONS,
+    REMEMBER, RECALL, LIST, GET, HISTORY, REPLACE, KEEP_BOTH, FORGET, PROMOTE, STATUS, SEARCH_SESSIONS, LIST_SESSIONS,
     READ_SESSION, REVIEW_QUEUE, REVIEW_SHOW, REVIEW_DECIDE, PROPOSE, MAINTAIN, MAINTENANCE_STATUS,
 )
 BY_NAME: Mapping[str, Operation] = {op.name: op for op in CATALOGUE}

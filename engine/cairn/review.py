@@ -1006,6 +1006,20 @@ class Review:
         Raises MemoryNotFound unless both are in one store."""
         self._engine._store_holding(first_id).dismiss_pair(first_id, second_id, now_ms())
 
+    def keep_both(self, memory_id: str, others: Iterable[str]) -> dict[str, Any]:
+        """The writer's judgment that the memory `memory_id` changes none of `others` (memories its
+        write listed in `related`): both hold, so each pair is recorded as kept (`dismiss`) and the
+        session's end (`settle`) and maintenance do not queue it for the user. Nothing is retired.
+        Returns {"id", "kept": [the other ids]}. Raises InvalidInput for an id paired with itself,
+        MemoryNotFound unless each pair is in one store."""
+        kept = []
+        for other in dict.fromkeys(others):
+            if other == memory_id:
+                raise InvalidInput(f"{memory_id} cannot be kept beside itself")
+            self.dismiss(memory_id, other)
+            kept.append(other)
+        return {"id": memory_id, "kept": kept}
+
     def is_dismissed(self, first_id: str, second_id: str) -> bool:
         """Whether the user kept both memories of this pair (dismiss), in any store."""
         return any(s.is_dismissed(first_id, second_id) for s in self._engine._stores("all"))

@@ -139,6 +139,7 @@ TOOL_ARGS: dict[str, dict[str, Any]] = {
     "memory_recall": {"query": texts, "k": json_values, "as_of": json_values, "kinds": json_values,
                       "tags": json_values, "scope": json_values, "include_superseded": json_values},
     "memory_replace": {"id": texts, "text": texts, "valid_from": json_values},
+    "memory_keep_both": {"id": texts, "others": json_values},
     "memory_forget": {"id": texts},
     "memory_history": {"id": texts},
     "memory_list": {"kinds": json_values, "tags": json_values, "limit": json_values, "scope": json_values,
@@ -152,8 +153,8 @@ TOOL_ARGS: dict[str, dict[str, Any]] = {
     "memory_maintenance_run": {"apply": json_values},
     "memory_maintenance_status": {},
 }
-WRITES = {"memory_remember", "memory_replace", "memory_forget", "memory_review_decide", "memory_propose",
-          "memory_maintenance_run"}
+WRITES = {"memory_remember", "memory_replace", "memory_keep_both", "memory_forget", "memory_review_decide",
+          "memory_propose", "memory_maintenance_run"}
 
 
 def _arguments(tool: str) -> st.SearchStrategy[Any]:

@@ -32,7 +32,7 @@ from tests.conftest import git_init, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER = REPO / "mcp" / "server.py"
-TOOLS = {"memory_remember", "memory_recall", "memory_replace", "memory_forget", "memory_history", "memory_list",
+TOOLS = {"memory_remember", "memory_recall", "memory_replace", "memory_keep_both", "memory_forget", "memory_history", "memory_list",
          "memory_status", "memory_review_queue", "memory_review_decide", "memory_propose", "memory_maintenance_run",
          "memory_maintenance_status", "memory_search_sessions", "memory_list_sessions", "memory_read_session"}
 CALL_TIMEOUT = 120  # seconds: the first call may wait for the model, on a busy machine

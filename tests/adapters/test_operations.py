@@ -159,7 +159,7 @@ def test_every_catalogue_argument_reaches_its_engine_call(kw_memory):
     from cairn import operations
 
     given = {"query": "deploy", "text": "The catalogue test writes this", "session_id": "no-such-session",
-             "proposal_id": "no-such-proposal", "verdict": "reject"}
+             "proposal_id": "no-such-proposal", "verdict": "reject", "others": ["no-such-memory"]}
     for op in operations.CATALOGUE:
         kwargs = {a.name: given.get(a.name, list(a.default) if a.many and a.default is not None else a.default)
                   for a in op.args if a.name != "id"}

@@ -106,7 +106,8 @@ def test_stdio_and_mcp_http_give_identical_results(tmp_path, env):
 
 
 def test_every_tool_is_read_only_or_a_write():
-    tools = {"memory_remember", "memory_recall", "memory_replace", "memory_forget", "memory_history", "memory_list",
+    tools = {"memory_remember", "memory_recall", "memory_replace", "memory_keep_both", "memory_forget",
+             "memory_history", "memory_list",
              "memory_status", "memory_review_queue", "memory_review_decide", "memory_propose",
              "memory_maintenance_run", "memory_maintenance_status", "memory_search_sessions",
              "memory_list_sessions", "memory_read_session"}

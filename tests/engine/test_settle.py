@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import cairn
 from cairn import Cairn
 from cairn.adapters import hook
 from cairn.adapters.claude.transcripts import session_writes
@@ -47,6 +48,19 @@ def test_a_change_left_unresolved_is_queued_once_at_session_end(engine):
     assert proposal.payload["origin"] == "session"
     assert engine.settle([npm.memory.id, pypi.memory.id])["queued"] == []  # a second SessionEnd
     assert [p.id for p in engine.review_queue()] == [proposal.id]
+
+
+def test_a_pair_the_writer_kept_both_of_is_not_queued(engine):
+    npm = engine.remember(NPM)
+    pypi = engine.remember(PYPI)
+    assert engine.keep_both(pypi.memory.id, [npm.memory.id]) == {"id": pypi.memory.id, "kept": [npm.memory.id]}
+    assert engine.settle([npm.memory.id, pypi.memory.id])["queued"] == []  # the writer judged: an addition
+    assert engine.review_queue() == []
+    assert {m.id for m in engine.list()} >= {npm.memory.id, pypi.memory.id}  # nothing retired
+    with pytest.raises(cairn.InvalidInput):
+        engine.keep_both(pypi.memory.id, [pypi.memory.id])
+    with pytest.raises(cairn.MemoryNotFound):
+        engine.keep_both(pypi.memory.id, ["01NOSUCHMEMORY0000000000000"])
 
 
 def test_a_pair_queued_at_write_time_is_not_queued_again(engine):

@@ -59,11 +59,12 @@ Never secrets (tokens, passwords, keys).
 memory beside it.
 - Every memory_remember and memory_replace answer lists `related`: up to 3 current memories about \
 the same subject. Judge each one: if the new memory changes it, call memory_replace with its id and \
-the new text; if both hold, do nothing. For example:
+the new text; if both hold, call memory_keep_both with the new id and its id; when you cannot tell, \
+do nothing (the pair goes to the user's review when the session ends). For example:
   - change: you remembered "We deploy with Fly.io" and related shows "We deploy with Heroku": call \
 memory_replace(id of the Heroku memory, "We deploy with Fly.io").
-  - addition: "The SDK is published to PyPI" with related "The SDK is published to npm": both hold, \
-do nothing.
+  - addition: "The SDK is published to PyPI" with related "The SDK is published to npm": both hold: \
+memory_keep_both(new id, [id of the npm memory]).
   - restatement: "Run tests with pytest -x" with related "Tests run with `pytest -x`": the same \
 rule twice; leave it, the user merges restatements in the review queue.
 - Cite the memories you rely on as [mem:ID].

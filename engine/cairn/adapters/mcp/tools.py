@@ -103,6 +103,10 @@ def _replace(engine: Cairn, a: dict[str, Any]) -> Any:
     return render.replaced(engine.replace(memory_id(a.pop("id")), **a))
 
 
+def _keep_both(engine: Cairn, a: dict[str, Any]) -> Any:
+    return engine.keep_both(memory_id(a["id"]), [memory_id(o) for o in a["others"]])
+
+
 def _forget(engine: Cairn, a: dict[str, Any]) -> Any:
     forgotten = engine.forget(memory_id(a["id"]))
     return {"id": forgotten.id, "status": forgotten.status}
@@ -175,7 +179,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "memory_remember", "Remember", ops.REMEMBER, _writes(idempotent=True), run=_remember,
         args=ops.REMEMBER.pick(("text", "kind", "tags", "importance", "valid_from", "scope", "applies_when")),
         writes=lambda a: a["scope"] == "project",  # a global write creates no project store
-        description="Store one memory: a decision with its reason, a convention, a user preference or a non-obvious fact, as one self-contained statement. Not what the code or git history already records; never secrets. If it restates a changed fact, use memory_replace instead. valid_from: when it became true (default now). Returns id and status (created, or duplicate: nothing written); a text that says a similar memory changed (\"now\", \"moved from X to Y\", \"no longer\") supersedes it (superseded ids). related: up to 3 current memories about the same subject (id, text, kind, date, why): if the new memory changes one, call memory_replace with its id and this text; if both hold, do nothing."),
+        description="Store one memory: a decision with its reason, a convention, a user preference or a non-obvious fact, as one self-contained statement. Not what the code or git history already records; never secrets. If it restates a changed fact, use memory_replace instead. valid_from: when it became true (default now). Returns id and status (created, or duplicate: nothing written); a text that says a similar memory changed (\"now\", \"moved from X to Y\", \"no longer\") supersedes it (superseded ids). related: up to 3 current memories about the same subject (id, text, kind, date, why): if the new memory changes one, call memory_replace with its id and this text; if both hold, call memory_keep_both; if you cannot tell, do nothing (the user reviews the pair)."),
     ToolSpec(
         "memory_recall", "Recall", R, READ_ONLY, run=_recall,
         args=R.pick(("query", "k", "as_of", "kinds", "tags", "scope", "include_superseded", "include_cold")),
@@ -184,6 +188,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         "memory_replace", "Replace a changed memory", RC, _writes(), run=_replace,
         args=RC.pick(("id", "text", "valid_from", "applies_when")),
         description="Supersede a memory whose fact has changed: writes the new text (same kind, tags, importance and applies_when unless given, in the store that holds the old one) and retires the old one, which stays in history (memory_history, as_of) but no longer comes back in recall or list. valid_from: when the change took effect (default now). Use it instead of memory_remember whenever the new statement replaces an old one. Returns status created (new id, superseded: [old id]), or duplicate: the text is already a current memory (its id), the old one is now superseded by it, and nothing new was written. To retire a memory listed in `related` by one you just remembered, pass its id and the same text. related: other current memories this may change, as in memory_remember."),
+    ToolSpec(
+        "memory_keep_both", "Keep both", ops.KEEP_BOTH, _writes(idempotent=True), run=_keep_both,
+        args=ops.KEEP_BOTH.args,
+        description="After memory_remember or memory_replace: say that the memory you just wrote changes none of the memories its answer listed in `related` (others: their ids), because both hold (an addition, a second value of a relation). Nothing is retired; the pairs are not queued for the user's review at the session's end. Only for a pair you judged; when you cannot tell, do nothing."),
     ToolSpec(
         "memory_forget", "Forget (irreversible)", ops.FORGET, _writes(destructive=True, idempotent=True),
         run=_forget, args=ops.FORGET.args,
