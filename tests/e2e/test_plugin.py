@@ -475,6 +475,37 @@ def test_a_change_the_model_leaves_unresolved_is_queued_when_the_session_ends(ca
              lambda: f"SessionEnd to queue the pair; queue {_queue(cairn)}; hooks.log: {_hooks_log(cairn)}")
 
 
+def _keep_both_script(body: dict[str, Any]) -> Reply:
+    """A model that writes two registries, reads `related` on the second and judges the pair an
+    addition: memory_keep_both with the new id and the one `related` showed it."""
+    results = _tool_results(body)
+    for k, text in enumerate(("The client SDK is published to npm.", "The client SDK is published to PyPI.")):
+        if f"toolu_e2e_registry_{k}" not in results:
+            return ToolUse(TOOL("memory_remember"), {"text": text}, id=f"toolu_e2e_registry_{k}")
+    second = results["toolu_e2e_registry_1"]
+    if "toolu_e2e_keep" not in results:
+        return ToolUse(TOOL("memory_keep_both"), {"id": second["id"], "others": [r["id"] for r in second["related"]]},
+                       id="toolu_e2e_keep")
+    return Text("Both registries recorded. MARK-KEEP")
+
+
+def test_a_pair_the_model_keeps_both_of_is_not_queued_when_the_session_ends(cairn: CairnSession, minilm) -> None:
+    """The same two registries, judged by the model: both hold, it says so with memory_keep_both, and
+    the session's end queues nothing; both memories stay current."""
+    api = cairn.api
+    cairn.script(final=Text("unused"))
+    api.set_script(_keep_both_script)
+    run = cairn.run("Record where the client SDK is published.")
+    assert run.result_text == "Both registries recorded. MARK-KEEP"
+    results = _tool_results(api.message_bodies()[-1])
+    first, second = results["toolu_e2e_registry_0"]["id"], results["toolu_e2e_registry_1"]["id"]
+    assert results["toolu_e2e_keep"] == {"id": second, "kept": [first]}, results["toolu_e2e_keep"]
+    assert "memory_keep_both" in results["toolu_e2e_registry_1"]["instruction"]
+    wait_for(lambda: "2 writes (2 still current), 0 proposals queued" in _hooks_log(cairn), WAIT_S,
+             lambda: f"SessionEnd to settle the session's writes; hooks.log: {_hooks_log(cairn)}")
+    assert _queue(cairn) == []
+
+
 # --------------------------------------------------------------------------- 4. which store
 
 
