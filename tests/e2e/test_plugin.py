@@ -708,7 +708,7 @@ def test_broken_store_fails_open(cairn: CairnSession, breakage) -> None:
     assert "UserPromptSubmit hook failed open" in log, log
     assert broken or "SessionStart hook failed open" in log, log
     # One line each, naming the store (no traceback, so no exception class).
-    named = reason if broken else "store 'no-such-store' (from CAIRN_STORE"
+    named = reason if broken else "store 'no-such-store' does not exist (chosen by CAIRN_STORE"
     assert log.count(named) >= (1 if broken else 2) and "Traceback" not in log, log
     for text in (run.proc.stdout, run.proc.stderr):
         assert error not in text and "Traceback" not in text, text
