@@ -118,13 +118,11 @@ def _scrubbed(drafts: list[Draft]) -> tuple[list[Draft], list[list[dict[str, Any
     if not found:
         return drafts, redacted
     out = list(drafts)
-    cleaned = scrub_many([v for *_, v in found])
-    for (_, field, j, value), clean in zip(found, cleaned):
-        if field == "tags" and clean.text == value and random_token(value.strip()):
-            raise InvalidMemory(f"tag {j + 1} looks like a secret (a random string of {len(value.strip())} "
-                                "characters); tags are not redacted, so leave it out")
-    for (i, field, j, value), clean in zip(found, cleaned):
+    for (i, field, j, value), clean in zip(found, scrub_many([v for *_, v in found])):
         if clean.text == value:
+            if field == "tags" and random_token(value.strip()):  # no rule saw it; as a tag it has no other reading
+                raise InvalidMemory(f"tag {j + 1} looks like a secret (a random string of {len(value.strip())} "
+                                    "characters); tags are not redacted, so leave it out")
             continue
         where = field if j < 0 else f"{field}[{j}]"
         redacted[i] += [{"field": where, "kind": kind, "start": a, "end": b} for kind, a, b in clean.places]
