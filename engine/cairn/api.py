@@ -20,7 +20,7 @@ from .engine import Engine
 from .errors import CairnError
 from .models import Proposal, RememberResult, SessionHit, SessionInfo, Turn
 from .review import Review, stage_conflicts
-from .scopes import Scopes
+from .scope_index import Scopes
 from .sessions_api import Sessions
 from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend

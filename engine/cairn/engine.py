@@ -27,7 +27,8 @@ from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .privacy import PRIVATE_KIND, private_spans, random_token, scrub_many
-from .scopes import attach, inherit, learn, normalise_patterns
+from .scope_index import attach, inherit, learn
+from .scopes import normalise_patterns
 from .sessions import turn_passage
 from .backends import backend_of, open_store
 from .storage.db import DatabaseError
@@ -652,10 +653,12 @@ class Engine:
         valid_from: Any = None,
         valid_to: Any = None,
         applies_when: Iterable[str] | None = None,
+        paths: Iterable[str] = (),
     ) -> RememberResult:
         """Supersede `memory_id` (or several ids: a merge) with a new memory, in the store that holds
         the (first) old one. Kind, tags, importance and applies_when default to the first old
-        memory's (applies_when=[] drops them). If `text`
+        memory's (applies_when=[] drops them); path scopes to the old ones' unless `paths` are
+        given (see remember). If `text`
         is already a current memory, the old ones are superseded by that one and nothing new is
         written. Raises MemoryNotFound, NotCurrent, InvalidMemory."""
         ids = [memory_id] if isinstance(memory_id, str) else list(memory_id)
@@ -668,7 +671,7 @@ class Engine:
             text, kind=old.kind if kind is None else kind, tags=old.tags if tags is None else tags,
             importance=old.importance if importance is None else importance, source=source, session_id=session_id,
             valid_from=valid_from, valid_to=valid_to, replaces=tuple(ids), scope=scope,
-            applies_when=old.applies_when if applies_when is None else applies_when)
+            applies_when=old.applies_when if applies_when is None else applies_when, paths=paths)
 
     def set_cold(self, memory_id: str, cold: bool) -> bool:
         """Demote a memory to the cold tier (cold=True, now) or bring it back. Returns whether it
