@@ -374,10 +374,10 @@ def guide(rel: str, text: str, fmt: str | None = None) -> Guide:
             scope = (base + "/**",)  # a nested folder's rules hold there
         return Guide(rel, fmt, scope, phrases, tuple(notes), offset, body)
     _, body, offset = front_matter(text)  # an AGENTS.md may open with front matter too: not statements
-    base = [] if fmt == "markdown" else folders
-    if base and base[-1] in (".claude", ".github"):  # .claude/CLAUDE.md, .github/copilot-instructions.md
-        base = base[:-1]
-    return Guide(rel, fmt, ("/".join(base) + "/**",) if base else (), (), (), offset, body)
+    owner = [] if fmt == "markdown" else folders
+    if owner and owner[-1] in (".claude", ".github"):  # .claude/CLAUDE.md, .github/copilot-instructions.md
+        owner = owner[:-1]
+    return Guide(rel, fmt, ("/".join(owner) + "/**",) if owner else (), (), (), offset, body)
 
 
 def git_root(folder: Path) -> Path | None:
