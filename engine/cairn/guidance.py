@@ -183,14 +183,15 @@ def read_text(path: Path) -> str:
         raise InvalidInput(f"{path} is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
 
 
-_FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)(?:^|\n)---[ \t]*(?:\r?\n|\Z)", re.S)
+_FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*\r?(?:\n|\Z)", re.S | re.M)
 _FRONT_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
 
 
 def front_matter(text: str) -> tuple[dict[str, Any], str, int]:
     """(fields, body, lines) of a file that opens with a `---` front matter block: its fields, the
     text after it and how many lines the block took (to number the body's lines as the file's).
-    ({}, text, 0) without one. Parsed with PyYAML; Cursor's front matter is often not YAML
+    ({}, text, 0) without one, and when the block holds no fields (a file that opens with a
+    horizontal rule keeps its text). Parsed with PyYAML; Cursor's front matter is often not YAML
     (`globs: *.ts, *.tsx`: `*` starts a YAML alias), so a block YAML refuses is read as `key: value`
     lines instead."""
     match = _FRONT.match(text)
@@ -210,6 +211,8 @@ def front_matter(text: str) -> tuple[dict[str, Any], str, int]:
                 fields[kv.group(1)] = kv.group(2).strip("'\"") if kv.group(2) else None
     if isinstance(loaded, dict):
         fields = {str(k): v for k, v in loaded.items()}
+    if not fields and block.strip():
+        return {}, text, 0
     return fields, text[match.end():], match.group(0).count("\n")
 
 
@@ -286,7 +289,9 @@ def format_of(rel: str) -> str | None:
     if name == "copilot-instructions.md" and parts[-2:-1] == [".github"]:
         return "copilot instructions"
     for marker, suffix, _, fmt in RULE_DIRS:
-        if name.endswith(suffix) and _marker_at(parts[:-1], marker) is not None:
+        at = _marker_at(parts[:-1], marker)
+        # .clinerules/workflows/ holds Cline's workflows, run by hand: not rules.
+        if name.endswith(suffix) and at is not None and parts[at + len(marker):at + len(marker) + 1] != ["workflows"]:
             return fmt
     return None
 
@@ -370,7 +375,7 @@ def guide(rel: str, text: str, fmt: str | None = None) -> Guide:
                 and str(fields.get("trigger", "")).strip() != "always_on":
             phrases = _phrase(fields.get("description"))  # agent requested / model decision
         scope, notes = _scope(globs, base, basename=fmt in BASENAME_GLOBS)
-        if not globs and base:
+        if not scope and base:
             scope = (base + "/**",)  # a nested folder's rules hold there
         return Guide(rel, fmt, scope, phrases, tuple(notes), offset, body)
     _, body, offset = front_matter(text)  # an AGENTS.md may open with front matter too: not statements

@@ -299,6 +299,12 @@ def test_front_matter_and_globs():
     fields, body, lines = front_matter("---\nglobs: *.ts\nalwaysApply: false\n---\n- Rule.\n")
     assert (fields, body, lines) == ({"globs": "*.ts", "alwaysApply": "false"}, "- Rule.\n", 4)
     assert front_matter("# No front matter\n") == ({}, "# No front matter\n", 0)
+    ruled = "---\n# Title\n\n- A rule between two rules.\n---\n"  # opens with a horizontal rule: no fields
+    assert front_matter(ruled) == ({}, ruled, 0) and [i.text for i in split(ruled)] == ["A rule between two rules."]
+    assert front_matter("---\n---\n- R.\n") == ({}, "- R.\n", 2)
+    from cairn.guidance import format_of
+    assert format_of(".clinerules/style.md") == "cline rule" and format_of(".clinerules/workflows/release.md") is None
+    assert format_of("docs/CLAUDE.md") == "CLAUDE.md" and format_of("docs/README.md") is None
     many = ",".join(f"src/app/m{i}/**" for i in range(12))
     g = guide(".cursor/rules/many.mdc", f"---\nglobs: {many}\n---\n- Rule.\n")
     assert g.paths == ("src/app/**",) and "widened to src/app/**" in g.notes[0]
