@@ -561,9 +561,9 @@ def import_tree(propose: Callable[..., dict[str, Any]], target: str | Path | Non
             files[rel]["skipped"].append({"line": m["line"], "reason": str(exc)})
             continue
         files[rel][done["status"]] += 1
+        files[rel]["scoped"] += done["status"] == "queued" and bool(scope)
         if done["proposal"]:
             files[rel]["proposals"].append(done["proposal"]["id"])
-            files[rel]["scoped"] += bool(scope)
     report["files"] = [files[rel] for rel in rels if rel in files]
     for key in ("items", *_COUNTS, "merged", "scoped"):
         report[key] = sum(f[key] for f in report["files"])

@@ -200,14 +200,15 @@ def _after(p: Proposal) -> str:
 
 def propose(engine: Engine, text: str, *, kind: str = "fact", tags: tuple[str, ...] = (), context: str | None = None,
             applies_when: list[str] | None = None, origin: str | None = None,
-            paths: Iterable[str] = ()) -> dict[str, Any]:
+            paths: Iterable[str] = (), dry_run: bool = False) -> dict[str, Any]:
     """Queue an `add` proposal: a new memory stored only when the user approves it (import-guidance,
     memory_propose). context: where it came from (a heading); origin: the file (and line); paths:
     the scope the memory gets when approved (up to scopes.MAX_PATHS globs relative to the project
     root, as `remember`'s; kept in the payload as "paths", normalised). Returns {"status":
     "queued" | "pending" (the same text is already queued) | "exists" (already a current memory) |
     "reviewed" (the user decided on the same text before: kept out, or approved, maybe edited),
-    "proposal": its JSON or None, "id": the existing memory's id for "exists"}. Raises InvalidMemory."""
+    "proposal": its JSON or None, "id": the existing memory's id for "exists"}. dry_run: write
+    nothing; "queued" then means it would be, and "proposal" is None. Raises InvalidMemory."""
     from .records import Draft, validate
     from .scopes import normalise_patterns
     from .text import normalise
@@ -230,6 +231,9 @@ def propose(engine: Engine, text: str, *, kind: str = "fact", tags: tuple[str, .
                        ("paths", list(scope))):
         if value:
             payload[key] = value
+    if dry_run:
+        pending = open_key("add", [], row.text) in store.proposal_keys(("pending",))
+        return {"status": "pending" if pending else "queued", "proposal": None}
     subject = context or (list(row.tags)[0] if row.tags else None)
     p = new_proposal("add", [], payload, subject=subject or " ".join(row.text.split()[:6]), now=now)
     if not store.add_proposals([(p, open_key("add", [], row.text))]):  # the same text is pending
@@ -1000,7 +1004,8 @@ class Review:
         return propose(self._engine, text, kind=kind, tags=tuple(tags), context=context, applies_when=applies_when,
                        origin=origin, paths=paths)
 
-    def import_guidance(self, path: str | Path | None = None, *, cwd: str | Path | None = None) -> dict[str, Any]:
+    def import_guidance(self, path: str | Path | None = None, *, cwd: str | Path | None = None,
+                        dry_run: bool = False) -> dict[str, Any]:
         """Split guidance deterministically (guidance.split: headings, bullets, paragraphs) into `add`
         proposals, each with the scope its file gives it (a nested CLAUDE.md / AGENTS.md: its folder;
         Cursor, Claude, Copilot, Windsurf and Cline rules: their globs; guidance.import_tree). path:
@@ -1009,9 +1014,13 @@ class Review:
         the working directory). Nothing is stored before approval. Returns {"root", "files": [per
         file: "file", "format", "paths", "items", "queued", "pending", "exists", "reviewed", "merged",
         "scoped", "skipped", "left_out", "notes", "proposals"], the same counts in total, "private",
-        "proposals": [ids], ...; "file" for one file}. Raises InvalidInput (missing target; one file
-        unreadable, not UTF-8 or over 1 MiB)."""
-        return import_tree(self.propose, path, cwd=None if cwd is None else Path(cwd))
+        "proposals": [ids], ...; "file" for one file}. dry_run: the same report, nothing queued
+        ("queued": what would be). Raises InvalidInput (missing target; one file unreadable, not
+        UTF-8 or over 1 MiB)."""
+        def propose_(text: str, **options: Any) -> dict[str, Any]:
+            return propose(self._engine, text, dry_run=dry_run, **options)
+
+        return {**import_tree(propose_, path, cwd=None if cwd is None else Path(cwd)), "dry_run": dry_run}
 
     def promote(self, memory_id: str) -> dict[str, Any]:
         """Bring a cold memory back (hooks, default recall and list). Returns {"promoted": id}.

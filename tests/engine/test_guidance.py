@@ -228,6 +228,9 @@ def write_tree(root, files):
 
 def test_a_tree_is_read_whole_and_each_statement_keeps_its_files_scope(kw_memory, project):
     write_tree(project, TREE)
+    dry = kw_memory.review.import_guidance(project, dry_run=True)
+    assert (dry["dry_run"], dry["queued"], dry["scoped"], dry["proposals"]) == (True, len(EXPECTED), 6, [])
+    assert kw_memory.review.queue() == []  # a dry run queues nothing
     done = kw_memory.review.import_guidance(project)
     queued = kw_memory.review.queue(types=["add"])
     assert {p.payload["text"]: p.payload.get("paths", []) for p in queued} == EXPECTED
@@ -246,6 +249,7 @@ def test_a_tree_is_read_whole_and_each_statement_keeps_its_files_scope(kw_memory
     assert by_text["Validate every request body with pydantic."].payload["context"] == "API"
     again = kw_memory.review.import_guidance(project)
     assert (again["queued"], again["pending"]) == (0, len(EXPECTED))
+    assert kw_memory.review.import_guidance(project, dry_run=True)["pending"] == len(EXPECTED)
     # Approving creates the memory with the proposal's scope.
     payments = by_text["Never log card numbers."]
     assert "scoped to src/payments/**" in kw_memory.review.show(payments.id)["after"]
@@ -329,6 +333,12 @@ def test_cli_imports_the_project_when_no_path_is_given(project, monkeypatch, cap
     write_tree(project, TREE)
     monkeypatch.chdir(project / "src")  # from a subfolder: still the whole project
     monkeypatch.setenv("CAIRN_NO_WARM", "1")
+    code, out, err = run_cli(capsys, ["import-guidance", "--dry-run"])
+    assert code == 0, err
+    assert f"13 guidance files under {project.resolve()}: 15 items; 14 would be queued (dry run, nothing " \
+        "written) (6 scoped)" in out and "[src/payments/**]" in out
+    code, out, _ = run_cli(capsys, ["review", "list"])
+    assert "the review queue is empty" in out
     code, out, err = run_cli(capsys, ["import-guidance"])
     assert code == 0, err
     assert f"13 guidance files under {project.resolve()}: 15 items; 14 queued for review (6 scoped)" in out

@@ -211,7 +211,8 @@ def maintain(apply_: bool, safe_only: bool, show_status: bool, store_name: str |
 
 
 def _counts_line(done: dict[str, Any]) -> str:
-    return (f"{done['queued']} queued for review" + (f" ({done['scoped']} scoped)" if done.get("scoped") else "")
+    verb = "would be queued (dry run, nothing written)" if done.get("dry_run") else "queued for review"
+    return (f"{done['queued']} {verb}" + (f" ({done['scoped']} scoped)" if done.get("scoped") else "")
             + f", {done['pending']} already queued, {done['exists']} already remembered"
             + (f", {done['reviewed']} decided by you before" if done.get("reviewed") else "")
             + (f", {done['merged']} the same as another file's" if done.get("merged") else "")
@@ -220,8 +221,9 @@ def _counts_line(done: dict[str, Any]) -> str:
 
 @cli.command(name="import-guidance")
 @click.argument("path", required=False, type=click.Path(path_type=str))
+@click.option("--dry-run", is_flag=True, help="Report the files, their scopes and what would be queued; queue nothing.")
 @store_options
-def import_guidance(memory: Cairn, as_json: bool, path: str | None) -> None:
+def import_guidance(memory: Cairn, as_json: bool, path: str | None, dry_run: bool) -> None:
     """Split guidance into proposed memories, by headings, bullets and paragraphs, and queue them for
     review: nothing is stored before you approve each one (`cairn review list`, /cairn:review-memory).
 
@@ -232,7 +234,7 @@ def import_guidance(memory: Cairn, as_json: bool, path: str | None) -> None:
     left out; node_modules, vendor, build output never). Each statement keeps its file's scope: a
     nested CLAUDE.md its folder, a rule its globs (paths, applyTo). CLAUDE.local.md is private: it
     is read only when named. /cairn:import-guidance lets Claude do the split."""
-    done = memory.import_guidance(path)
+    done = memory.import_guidance(path, dry_run=dry_run)
 
     def human() -> None:
         if "file" in done:  # one file named
@@ -249,7 +251,8 @@ def import_guidance(memory: Cairn, as_json: bool, path: str | None) -> None:
                 if f.get("error"):
                     click.echo(f"  {f['file']:<{width}}  not read: {f['error']}")
                     continue
-                click.echo(f"  {f['file']:<{width}}  {_count(f['items'], 'item')}, {f['queued']} queued"
+                click.echo(f"  {f['file']:<{width}}  {_count(f['items'], 'item')}, {f['queued']} "
+                           + ("to queue" if done.get("dry_run") else "queued")
                            + (f", {f['pending'] + f['exists'] + f['reviewed'] + f['merged']} known" if
                               f["pending"] + f["exists"] + f["reviewed"] + f["merged"] else "") + scope)
             for private in done.get("private", []):
@@ -266,7 +269,7 @@ def import_guidance(memory: Cairn, as_json: bool, path: str | None) -> None:
         if not done["files"]:
             click.echo("no guidance files found (CLAUDE.md, AGENTS.md, .cursor/rules, .claude/rules, "
                        ".github/instructions, ...)")
-        if done["queued"]:
+        if done["queued"] and not done.get("dry_run"):
             click.echo("review them with `cairn review list` or /cairn:review-memory")
 
     _emit(as_json, done, human)
