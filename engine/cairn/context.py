@@ -595,12 +595,14 @@ TOOL_K = 3
 
 
 def tool_context(memory: Cairn, targets: Collection[str], *, exclude: Collection[str] = (), k: int = TOOL_K,
-                 budget: int = 1200, min_score: float = TOOL_MIN_SCORE) -> str | None:
+                 budget: int = 1200, min_score: float | None = None) -> str | None:
     """The memories scoped to `targets` (relative paths, folders ending in "/", "cmd:..." commands)
     not in `exclude`, at most k, formatted within `budget` characters; None when none applies.
-    Given scopes first, then learned ones by score; ties by brief_priority."""
+    Given scopes first, then learned ones by score; ties by brief_priority. min_score: the least
+    score of a learned match (default TOOL_MIN_SCORE)."""
     if k <= 0 or budget <= 0 or not targets:
         return None
+    min_score = TOOL_MIN_SCORE if min_score is None else min_score
     found = [(m, s) for m, s in memory.scopes.matching(list(targets), exclude=exclude, limit=k * 4)
              if s.origin == "given" or s.score >= min_score]
     if not found:

@@ -114,7 +114,9 @@ def lookup(store: StoreBackend, targets: Sequence[str], *, now: int) -> list[Sco
         for t in targets:
             if t.startswith(COMMAND) != pattern.startswith(COMMAND) or not matches(pattern, t):
                 continue
-            score = specificity(pattern, t) * w
+            # A given scope is the writer's word: its fit decides. A learned one's weight already
+            # says how far from what the session touched it reaches.
+            score = specificity(pattern, t) if origin == GIVEN else w
             if memory_id not in best or best[memory_id].score < score:
                 best[memory_id] = ScopeMatch(memory_id, pattern, t, origin, score)
     return sorted(best.values(), key=lambda m: (-m.score, m.memory_id))
