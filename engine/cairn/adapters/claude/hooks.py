@@ -20,7 +20,8 @@ from cairn import (
 )
 
 from .session import SessionState, digest, disabled, project_dir
-from .work import POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, state_key, subagent_start, tool_event
+from .work import (POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, hold_touches, state_key, subagent_start,
+                   tool_event)
 from .work import project_root as work_root
 
 if TYPE_CHECKING:
@@ -85,6 +86,9 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         missing = resolved.missing()
         if missing is not None:  # CAIRN_STORE names a store that does not exist: say so (in the log)
             raise missing
+        if event == PRE_TOOL_USE:  # no store to record in yet: the session keeps what it touched
+            hold_touches(payload, work_root(choice.project_root, payload, env), SessionState(state_key(payload)))
+            return None
         # No memories yet; do not create a store just by starting a session. The user's global
         # store (preferences for every project) is still briefed, when there is one.
         if event == SESSION_START and config["claude_memory"]["sync"]:

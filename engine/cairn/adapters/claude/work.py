@@ -35,6 +35,7 @@ WRITE_TOOLS = re.compile(r"^mcp__.*cairn.*__memory_(remember|replace)$")
 _WRITTEN_ID = re.compile(r'\\?"id\\?"\s*:\s*\\?"([0-9A-HJKMNP-TV-Z]{26})')
 _PATH_WORD = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/])")
 MAX_PENDING_AGENTS = 8  # Agent calls waiting for their SubagentStart, per session
+MAX_HELD = 50  # touches a session keeps while its project has no store
 SUBAGENT_CHARS = 1500  # what a subagent gets at its start
 SUBAGENT_K = 5
 PARENT_FILES = 6  # the parent's most recent files offered to a subagent's task
@@ -96,6 +97,10 @@ def tool_event(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[s
     event = str(payload.get("hook_event_name") or PRE_TOOL_USE)
     tool = str(payload.get("tool_name") or "")
     session_id = str(payload.get("session_id") or "")
+    if state.held and session_id:  # touched before the project had a store
+        memory.scopes.touch(session_id, [(t, a) for t, a in state.held])
+        state.held = []
+        state.save()
     if event == POST_TOOL_USE:
         if WRITE_TOOLS.match(tool):
             _learn_written(memory, payload, session_id)
@@ -118,6 +123,18 @@ def tool_event(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[s
         state.tool_chars += len(text)
         state.save()
     return text
+
+
+def hold_touches(payload: dict[str, Any], root: Path, state: SessionState) -> None:
+    """PreToolUse in a project without a store yet: keep what the call touched in the session's
+    state (the most recent MAX_HELD), recorded in the store by the first tool event once it exists,
+    so the session's first memory still learns the files it was written about."""
+    if str(payload.get("tool_name") or "") in AGENT_TOOLS or not payload.get("session_id"):
+        return
+    touched = [[t, a] for t, a in targets(payload, root)]
+    if touched:
+        state.held = [*state.held, *touched][-MAX_HELD:]
+        state.save()
 
 
 def _learn_written(memory: Cairn, payload: dict[str, Any], session_id: str) -> None:
