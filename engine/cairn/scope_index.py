@@ -161,6 +161,10 @@ class Scopes:
             attach(self._store, memory_id, normalised, at=now_ms())
         return list(normalised)
 
+    def count_scoped(self) -> int:
+        """How many memories have a scope (given or learned), current or not."""
+        return self._store.scoped_count()
+
     def reset(self, memory_ids: Iterable[str] | None = None, *, origin: str = LEARNED) -> int:
         """Forget the `origin` scopes (default the learned ones) of `memory_ids`, or of every memory
         with None. Returns how many scopes went."""

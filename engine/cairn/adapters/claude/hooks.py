@@ -20,8 +20,8 @@ from cairn import (
 )
 
 from .session import SessionState, digest, disabled, project_dir
-from .work import (POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, hold_touches, state_key, subagent_start,
-                   tool_event)
+from .work import (POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, hold_touches, session_focus, state_key,
+                   subagent_start, tool_event)
 from .work import project_root as work_root
 
 if TYPE_CHECKING:
@@ -203,7 +203,13 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
         loaded = _already_loaded(memory, payload, env, state)
         clock.lap("already loaded")
-        text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded)
+        focus = None
+        if not global_only:
+            hook_env = dict(os.environ) if env is None else env
+            focus = session_focus(memory, work_root(memory.choice.project_root, payload, hook_env),
+                                  str(payload.get("session_id") or ""), str(source))
+            clock.lap("focus")
+        text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded, focus=focus)
         clock.lap("brief")
         if config["claude_memory"]["sync"] and not global_only:
             from ..claude_memory_sync import sync_at_session_start

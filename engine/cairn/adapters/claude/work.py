@@ -201,3 +201,46 @@ def project_root(resolved_root: Path | None, payload: dict[str, Any], env: dict[
     """The folder tool paths are taken relative to: the store's project root (the git toplevel),
     else the session's project folder."""
     return Path(resolved_root or env.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or os.getcwd())
+
+
+FOCUS_FILES = 30  # changed files (git) or the resumed session's files that point the brief
+BRANCH_HITS = 10  # memories the branch name's words find
+BRANCH_WEIGHT = 0.5  # how strongly (0..1) a branch-name match points the brief; a file match gives its score
+IDLE_BRANCHES = frozenset({"main", "master", "trunk", "develop", "dev", "HEAD"})
+
+
+def session_focus(memory: Cairn, root: Path, session_id: str, source: str) -> dict[str, float]:
+    """What a session is likely about, known at its start: {memory id: 0..1} for the memories scoped
+    to the files changed or staged in the work tree (git), on resume to the files this session
+    touched, and those the branch name's words find (keyword recall). Empty when there is nothing to
+    go by (a clean tree on main, no git). Never raises: git gets one second."""
+    files: list[str] = []
+    if source == "resume" and session_id:
+        files += [t.path for t in memory.scopes.touched(session_id) if not t.path.startswith(COMMAND)]
+    status = _git(root, "status", "--porcelain=v1", "--untracked-files=no")
+    for line in (status or "").splitlines():
+        path = line[3:].split(" -> ")[-1].strip().strip('"')
+        if path:
+            files.append(path)
+    focus: dict[str, float] = {}
+    if files:
+        for m, match in memory.scopes.matching(list(dict.fromkeys(files))[:FOCUS_FILES], limit=200):
+            focus[m.id] = max(focus.get(m.id, 0.0), min(1.0, match.score))
+    branch = (_git(root, "rev-parse", "--abbrev-ref", "HEAD") or "").strip()
+    if branch and branch not in IDLE_BRANCHES:
+        words = " ".join(w for w in re.split(r"[^A-Za-z0-9]+", branch.split("/", 1)[-1]) if len(w) > 2
+                         and not w.isdigit())
+        if words:
+            for hit in memory.recall(words, k=BRANCH_HITS, use_vectors=False, scope="project"):
+                focus[hit.memory.id] = max(focus.get(hit.memory.id, 0.0), BRANCH_WEIGHT)
+    return focus
+
+
+def _git(root: Path, *args: str) -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=1.0)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
