@@ -40,7 +40,6 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections import Counter
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"

@@ -27,7 +27,7 @@ from .text import stem_text as _stem_text
 from .timeutil import now_ms
 
 if TYPE_CHECKING:
-    from .engine import Cairn
+    from .api import Cairn
 
 log = logging.getLogger(__name__)
 
@@ -451,6 +451,13 @@ def cosine_gate(model_name: str | None) -> CosineGate | None:
     return None
 
 
+def _default_gate() -> CosineGate:
+    """all-MiniLM-L6-v2's gate, which cosine_gate always has."""
+    gate = cosine_gate(GATE_MODEL)
+    assert gate is not None
+    return gate
+
+
 def is_cjk(text: str) -> bool:
     """Whether `text` is written mostly in Chinese, Japanese or Korean: at least 2 CJK characters and
     at least a quarter of its letters (code names and commands in Latin letters are common in a CJK
@@ -468,7 +475,7 @@ def passes(cosine: float | None, prompt_stems: set[str], memory_text: str, gate:
     thresholds for the model that gave `cosine` (default all-MiniLM-L6-v2's)."""
     if cosine is None:
         return shares_enough(prompt_stems, memory_text, KEYWORD_MIN_SHARED_STEMS)
-    gate = gate or cosine_gate(GATE_MODEL)
+    gate = gate or _default_gate()
     if cosine >= gate.strong:
         return True
     return cosine >= gate.weak and shares_enough(prompt_stems, memory_text, gate.min_shared)
@@ -488,7 +495,7 @@ def rare_match(cosine: float | None, prompt_stems: set[str], memory_text: str, w
     need = KEYWORD_RARE_COVERAGE if cosine is None else RARE_COVERAGE
     if len(shared) < min(RARE_MIN_SHARED, len(prompt_stems)) or weights.coverage(shared) < need:
         return False
-    gate = gate or cosine_gate(GATE_MODEL)
+    gate = gate or _default_gate()
     return cosine is None or cosine >= gate.rare_floor
 
 

@@ -51,7 +51,8 @@ def inherit(store: StoreBackend, new_id: str, old_ids: Sequence[str], *, at: int
 
 def session_touches(store: StoreBackend, session_id: str) -> list[Touch]:
     """What `session_id` touched (its most recent TOUCH_KEEP), most recent first."""
-    return [Touch(path, action, last) for path, action, _n, _first, last in store.session_touches(session_id, TOUCH_KEEP)]
+    rows = store.session_touches(session_id, TOUCH_KEEP)
+    return [Touch(path, action, last) for path, action, _n, _first, last in rows]
 
 
 def learn(store: StoreBackend, memory_ids: Sequence[str], session_id: str, *, at: int, weight: float = 1.0) -> int:
