@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from .storage.protocol import StoreBackend
 
 
+ScopeView = dict[str, object]  # {"pattern", "origin", "weight"}: one scope as Scopes.of shows it
+
+
 class _Engine(Protocol):
     """What Scopes uses of the engine (engine.Engine), without importing it (the engine imports this)."""
 
@@ -135,11 +138,11 @@ class Scopes:
     def _store(self) -> StoreBackend:
         return self._engine.store
 
-    def of(self, memory_ids: Iterable[str]) -> dict[str, list[dict[str, object]]]:
+    def of(self, memory_ids: Iterable[str]) -> dict[str, list[ScopeView]]:
         """{memory_id: [{"pattern", "origin" ("given" | "learned"), "weight" (0..1, decayed to now)}]}
         for the ids that have scopes; given first, then strongest."""
         now = now_ms()
-        out: dict[str, list[dict[str, object]]] = {}
+        out: dict[str, list[ScopeView]] = {}
         for memory_id, rows in self._store.scopes_of(list(memory_ids)).items():
             items = [{"pattern": p, "origin": o, "weight": round(w if o == GIVEN else decayed(w, u, now), 3)}
                      for p, o, w, u in rows]
