@@ -138,15 +138,16 @@ class Scopes:
     def _store(self) -> StoreBackend:
         return self._engine.store
 
-    def of(self, memory_ids: Iterable[str]) -> dict[str, list[ScopeView]]:
+    def of(self, memory_ids: Iterable[str]) -> dict[str, tuple[ScopeView, ...]]:
         """{memory_id: [{"pattern", "origin" ("given" | "learned"), "weight" (0..1, decayed to now)}]}
         for the ids that have scopes; given first, then strongest."""
         now = now_ms()
-        out: dict[str, list[ScopeView]] = {}
+        out: dict[str, tuple[ScopeView, ...]] = {}
         for memory_id, rows in self._store.scopes_of(list(memory_ids)).items():
             items = [{"pattern": p, "origin": o, "weight": round(w if o == GIVEN else decayed(w, u, now), 3)}
                      for p, o, w, u in rows]
-            out[memory_id] = sorted(items, key=lambda d: (d["origin"] != GIVEN, -float(d["weight"])))  # type: ignore[arg-type]
+            order = sorted(items, key=lambda d: (d["origin"] != GIVEN, -float(d["weight"])))  # type: ignore[arg-type]
+            out[memory_id] = tuple(order)
         return out
 
     def set(self, memory_id: str, patterns: Iterable[str]) -> list[str]:
