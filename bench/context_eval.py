@@ -128,9 +128,10 @@ class Session:
         def opener(resolved, embedder):
             return self.engine
 
-        out = claude_hooks.handle("SessionStart", {"session_id": sid, "source": "startup"}, env,
-                            embedder=self.embedder, open_memory=opener)
-        brief = ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
+        parts = [claude_hooks.handle(event, {"session_id": sid, "source": "startup"}, env, embedder=self.embedder,
+                                     open_memory=opener) for event in ("SessionStart", "SessionStart:rest")]
+        brief = "\n".join(((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
+                          for out in parts).strip()
         out = claude_hooks.handle("UserPromptSubmit", {"session_id": sid, "prompt": prompt}, env,
                             embedder=self.embedder, open_memory=opener)
         injected = ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""

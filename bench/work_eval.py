@@ -115,7 +115,8 @@ class Project:
 
     def task(self, task: dict) -> dict:
         sid = "t-" + uuid.uuid4().hex
-        brief = self.hook("SessionStart", {"session_id": sid, "source": "startup"})
+        start = {"session_id": sid, "source": "startup"}
+        brief = "\n".join(t for t in (self.hook("SessionStart", start), self.hook("SessionStart:rest", start)) if t)
         prompt = self.hook("UserPromptSubmit", {"session_id": sid, "prompt": task["prompt"]})
         tool_texts = []
         for f in task["files"]:

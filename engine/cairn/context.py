@@ -108,10 +108,12 @@ SECTION_TITLES = dict(BRIEF_SECTIONS)
 OTHER_TITLE = "Other"  # the section of a kind BRIEF_SECTIONS does not name
 BRIEF_KINDS = ("decision", "convention", "preference")  # what the global store contributes
 FOCUS_BONUS = 1.5  # a memory the session's signals point at (session_brief's focus) lists before any other
-# The default budget, hooks.brief_chars: about 2,000 tokens (~4 characters a token for English prose
-# and code names), under 1% of a 200k-token context window. At ~110 characters a line it lists a
-# store of 60-70 memories whole (docs/benchmarks.md, "The brief as an index").
-BRIEF_CHARS = 8000
+# The default budget, hooks.brief_chars: about 4,000 tokens (~4 characters a token for English prose
+# and code names), 2% of a 200k-token context window, delivered by two SessionStart hooks (a hook
+# output over 10,000 characters is replaced by a file path). At ~110 characters a line it lists a
+# store of 130-150 memories whole; past that, tool time brings the scoped ones. Chosen on the dev
+# sets against 8,000 and two outputs' most (docs/benchmarks.md, "The brief's budget").
+BRIEF_CHARS = 16000
 BRIEF_MEMORY_CHARS = 200  # the longest gist: memory_recall gives the whole text
 MIN_GIST_CHARS = 60  # shorter than this, a line stops saying what the memory is: list fewer, map the rest
 LISTED_GIST_CHARS = 90  # the gist when not every memory fits

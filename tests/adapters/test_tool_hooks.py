@@ -50,20 +50,22 @@ def _tool(root: Path, sid: str, tool: str, *, event: str = "PreToolUse", **tool_
     return _context(handle(event, payload, {"CLAUDE_PROJECT_DIR": str(root)}))
 
 
-def _many(root: Path, n: int = 150) -> None:
-    """Enough other memories that the brief cannot list them all (the scoped one must come at tool time)."""
+def _many(root: Path, n: int = 300) -> None:
+    """Enough other, more important memories that the brief cannot list them all (the scoped one
+    must come at tool time)."""
+    from cairn import Draft
+
     with _open(root) as memory:
-        for i in range(n):
-            memory.remember(f"Service {i} listens on port {8000 + i} and logs to journald unit svc{i}",
-                            kind="decision", detect=False)
+        memory.remember_many([Draft(f"Service {i} listens on port {8000 + i} and logs to journald unit svc{i}",
+                                    kind="decision", importance=4) for i in range(n)], detect=False)
 
 
 def test_a_scoped_memory_comes_when_claude_reads_a_file_there_not_before_and_not_twice(repo):
     with _open(repo) as memory:
         m = memory.remember(PAYMENTS, kind="convention", paths=["src/payments/**"]).memory
     _many(repo)
-    brief = _context(handle("SessionStart", {"session_id": "S", "source": "startup", "cwd": str(repo)},
-                            {"CLAUDE_PROJECT_DIR": str(repo)}))
+    brief = "".join(_context(handle(event, {"session_id": "S", "source": "startup", "cwd": str(repo)},
+                                    {"CLAUDE_PROJECT_DIR": str(repo)})) for event in ("SessionStart", "SessionStart:rest"))
     assert f"[mem:{m.id}]" not in brief  # the store is larger than the brief: it is not listed
     assert _tool(repo, "S", "Read", file_path=str(repo / "README.md")) == ""
     first = _tool(repo, "S", "Read", file_path=str(repo / "src" / "payments" / "charge.py"))
@@ -195,3 +197,31 @@ def test_a_cold_tool_hook_answers_at_once_and_starts_the_warm_process(repo, monk
         import shutil
 
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_a_brief_over_one_hook_output_comes_in_two_parts_each_under_claude_codes_limit(repo):
+    from cairn.adapters.claude.hooks import CONTINUED, split_brief
+
+    with _open(repo) as memory:
+        for i in range(170):
+            memory.remember(f"Service {i} listens on port {8000 + i} and logs to journald unit svc{i} with "
+                            f"rotation every {i % 7 + 1} days", kind="decision", detect=False)
+    env = {"CLAUDE_PROJECT_DIR": str(repo)}
+    start = {"session_id": "S", "source": "startup", "cwd": str(repo)}
+    first = _context(handle("SessionStart", start, env))
+    rest = _context(handle("SessionStart:rest", start, env))
+    assert first and rest.startswith(CONTINUED)
+    assert len(first) <= 9500 and len(rest) <= 9500
+    ids_first = {line.split("]")[0] for line in first.splitlines() if line.startswith("- [mem:")}
+    ids_rest = {line.split("]")[0] for line in rest.splitlines() if line.startswith("- [mem:")}
+    assert ids_first and ids_rest and not ids_first & ids_rest
+    state = SessionState("S")
+    assert len(state.injected) == len(ids_first | ids_rest)  # both parts count as in the context
+    assert split_brief("short") == ["short"]
+    # A small store needs one part: the second hook says nothing.
+    small = git_init(repo.parent / "small")
+    with _open(small) as memory:
+        memory.remember(PAYMENTS, kind="convention")
+    start2 = {"session_id": "S2", "source": "startup", "cwd": str(small)}
+    assert _context(handle("SessionStart", start2, {"CLAUDE_PROJECT_DIR": str(small)}))
+    assert _context(handle("SessionStart:rest", start2, {"CLAUDE_PROJECT_DIR": str(small)})) == ""
