@@ -64,8 +64,9 @@ def test_a_scoped_memory_comes_when_claude_reads_a_file_there_not_before_and_not
     with _open(repo) as memory:
         m = memory.remember(PAYMENTS, kind="convention", paths=["src/payments/**"]).memory
     _many(repo)
-    brief = "".join(_context(handle(event, {"session_id": "S", "source": "startup", "cwd": str(repo)},
-                                    {"CLAUDE_PROJECT_DIR": str(repo)})) for event in ("SessionStart", "SessionStart:rest"))
+    start = {"session_id": "S", "source": "startup", "cwd": str(repo)}
+    brief = "".join(_context(handle(event, start, {"CLAUDE_PROJECT_DIR": str(repo)}))
+                    for event in ("SessionStart", "SessionStart:rest"))
     assert f"[mem:{m.id}]" not in brief  # the store is larger than the brief: it is not listed
     assert _tool(repo, "S", "Read", file_path=str(repo / "README.md")) == ""
     first = _tool(repo, "S", "Read", file_path=str(repo / "src" / "payments" / "charge.py"))

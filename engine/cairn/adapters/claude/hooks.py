@@ -212,9 +212,9 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         # The two hooks of one session start share one brief: the first to run computes it, the
         # other takes it (once). A later start of the session computes it anew.
         key = f"{memory.name}:{payload.get('session_id') or ''}:{source}"
-        cached = _BRIEFS.pop(key, None)
-        if cached is not None and cached[3] != event and time.monotonic() - cached[0] < BRIEF_CACHE_S:
-            text, inject = cached[1], cached[2]
+        shared = _BRIEFS.pop(key, None)
+        if shared is not None and shared[3] != event and time.monotonic() - shared[0] < BRIEF_CACHE_S:
+            text, inject = shared[1], shared[2]
         else:
             text = _brief(memory, payload, config, state, env, clock, global_only=global_only)
             inject = text is not None and not (source == "resume" and state.brief == digest(text))
