@@ -37,7 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "hooks": {"enabled": True, "brief_chars": 16000, "prompt_k": 5, "prompt_chars": 1200,
               # Tool time (context.tool_context): memories per tool call, characters per call and
               # per session; the subagent's start (context.subagent_context).
-              "tools": True, "tool_k": 3, "tool_chars": 1200, "tool_session_chars": 6000,
+              "tools": True, "tool_k": 5, "tool_chars": 1600, "tool_session_chars": 10000,
               "subagent_k": 5, "subagent_chars": 1500},
     # Captured sessions: capture on Stop/PreCompact, and search_sessions' defaults.
     "sessions": {"capture": True, "k": 10, "window": 2, "candidates": 50},

@@ -621,7 +621,7 @@ def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200
 # common ancestor at 0.6 pass only close to them). Calibrated on the work set's dev split
 # (bench/work_eval.py; docs/benchmarks.md, "Memory that follows the work").
 TOOL_MIN_SCORE = 0.5
-TOOL_K = 3
+TOOL_K = 5  # hooks.tool_k's default
 
 
 def tool_context(memory: Cairn, targets: Collection[str], *, exclude: Collection[str] = (), k: int = TOOL_K,
