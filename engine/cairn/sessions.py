@@ -234,6 +234,23 @@ def turn_key(turn: TurnDraft, before: list[str], after: list[str]) -> str:
     return "\n".join(p for p in parts if p)
 
 
+# A turn's vector is its own passage's plus CONTEXT_WEIGHT x the passage's of the turn before it,
+# L2-normalised: a short reply ("Yes, exactly!") is found through what it answers. Tuned on the
+# six LoCoMo dev conversations (docs/benchmarks.md, "Session search on LoCoMo").
+CONTEXT_WEIGHT = 0.5
+
+
+def in_context(own: Any, before: Any) -> Any:
+    """Turn vectors read in context: normalise(own + CONTEXT_WEIGHT x before), row by row.
+    own: float32[n, dim] of the turns' passages; before: float32[n, dim] of the passages of the turns
+    just before them in their sessions, a row of zeros where a turn has none. Returns float32[n, dim]."""
+    import numpy as np
+
+    mixed = np.asarray(own, dtype=np.float32) + CONTEXT_WEIGHT * np.asarray(before, dtype=np.float32)
+    norms = np.linalg.norm(mixed, axis=1, keepdims=True)
+    return (mixed / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+
 def turn_passage(speaker: str | None, text: str) -> str:
     """What a turn's vector is computed from: its speaker's name (when known) and its text."""
     return f"{speaker}: {text}" if speaker else text
