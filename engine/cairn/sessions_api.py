@@ -19,8 +19,8 @@ from .errors import InvalidInput, SessionNotFound
 from .models import SESSION_MODES, SessionHit, SessionHits, SessionInfo, Turn
 from .privacy import scrub_many
 from .render import cited_ids
-from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, clean_text, fuse, in_context, looks_verbatim,
-                       parse_lines, read_locomo, session_keys, title_of, turn_passage)
+from .sessions import (KEY_WEIGHT, NEIGHBOURS, TurnDraft, blend, choose_mode, clean_text, fuse, in_context,
+                       looks_verbatim, parse_lines, read_locomo, session_keys, title_of, turn_passage)
 from .stores import Progress, no_progress
 from .text import fts_query
 from .timeutil import now_ms, parse_time
@@ -205,7 +205,7 @@ class Sessions:
 
         mode: "keyword" (BM25 over the turn and, at half weight, its index key: speaker, date, two
         turns before and after), "semantic" (vector cosine of the turn read with the turn before it),
-        "hybrid" (both, Reciprocal Rank Fusion weighted towards keyword: sessions.FUSION_WEIGHTS),
+        "hybrid" (both: their scores blended, sessions.blend, weighted towards keyword),
         "exact" (the turns that contain the query as a substring, ASCII case-insensitive, newest
         first), or "auto": exact for a quoted string or an identifier-like token (a path,
         snake_case, an error code), else hybrid; an exact search that finds nothing falls back to
@@ -287,7 +287,9 @@ class Sessions:
             # As for memories (VECTOR_FLOOR): a nearest turn with no real similarity is filler.
             lists["vector"] = [(seq, cosine) for seq, cosine in
                                store.turn_vector_search(query_vector, depth, **bounds) if cosine > VECTOR_FLOOR]
-        return fuse(lists, FUSION_WEIGHTS)[:k]
+        if mode == "hybrid":
+            return blend(lists["bm25"], lists.get("vector", []))[:k]
+        return fuse(lists, {})[:k]
 
     def catalog(self, *, limit: int = 50, since: Any = None, until: Any = None
                 ) -> list[SessionInfo]:

@@ -487,3 +487,85 @@ def test_old_turns_lose_their_vectors_but_stay_found_by_keyword(project, hashing
         assert semantic == ["D2:1"] and sorted(keyword) == ["D1:1", "D2:1"]
         assert memory.store.turn_backlog(10) == []  # not queued for a vector either
         assert memory.sessions.read("9/session_1")[1][0].text.startswith("The flaky websocket")
+
+
+def test_a_store_from_before_migration_10_keeps_its_turns_findable_and_requeues_their_vectors(project, hashing):
+    """Schema 9 kept the turn FTS's text and float vectors: migration 10 makes the FTS contentless
+    (the same BM25 results) and queues every turn for its vector in context (int8 codes)."""
+    from cairn.paths import choose_store
+    from cairn.storage import db
+    from cairn.storage.migrations import MIGRATIONS
+
+    path = choose_store(None, cwd=project, env={}).path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = db.connect(str(path))
+    conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")
+    for step in MIGRATIONS[:9]:
+        step.sqlite(conn)
+    conn.execute("PRAGMA user_version = 9")
+    conn.execute("INSERT INTO meta(key, value) VALUES ('vector_backend', 'numpy')")
+    conn.execute("INSERT INTO sessions (session_id, source, updated_at) VALUES ('s1', 'claude-code', 1)")
+    texts = ["the zebra crossing is broken", "noted, I will look", "deploy the fix to staging"]
+    for i, text in enumerate(texts):
+        conn.execute("INSERT INTO turns (seq, session_id, uuid, position, role, text, at) VALUES (?, 's1', ?, ?, "
+                     "'user', ?, ?)", (i + 1, f"m{i}", i, text, 1000 + i))
+        conn.execute("INSERT INTO turn_fts(rowid, body, key) VALUES (?, ?, '')", (i + 1, text))
+    conn.execute("CREATE TABLE turn_vectors (seq INTEGER PRIMARY KEY, embedding BLOB NOT NULL)")
+    conn.execute("INSERT INTO turn_vectors VALUES (1, ?)", (hashing.embed(["old"])[0].tobytes(),))
+    conn.commit()
+    conn.close()
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        store = memory.store
+        assert store.schema_version() == len(MIGRATIONS)
+        assert [h.turn.uuid for h in memory.sessions.search("zebra", mode="keyword")] == ["m0"]
+        assert store.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'turn_vectors'").fetchone()[0] == 0
+        assert len(store.turn_backlog(10)) == 3
+        assert memory.flush_turn_backlog() == 3
+        assert memory.sessions.search("zebra crossing", mode="semantic", k=1)[0].turn.uuid == "m0"
+        # Contentless: the index holds no copy of the text.
+        assert store.conn.execute("SELECT body FROM turn_fts WHERE rowid = 1").fetchone()[0] is None
+
+
+def test_turn_codes_rank_as_float_vectors_and_follow_appends_and_deletes(tmp_path):
+    """The int8 codes (sign bits for candidates, int8 dot products to rank) give the float ranking's
+    top 10 on random unit vectors (but near-ties), and the copy held in memory follows every change."""
+    import numpy as np
+
+    from cairn.storage import db
+    from cairn.storage.migrations import migrate_sqlite
+    from cairn.storage.vectors import TurnCodeIndex
+
+    conn = db.connect(str(tmp_path / "codes.db"))
+    migrate_sqlite(conn, str(tmp_path / "codes.db"))
+    conn.execute("INSERT INTO sessions (session_id, source, updated_at) VALUES ('s', 'x', 1)")
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((5000, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = TurnCodeIndex()
+    with db.write_transaction(conn):
+        for i, v in enumerate(vectors[:4000]):
+            conn.execute("INSERT INTO turns (seq, session_id, uuid, position, role, text) VALUES (?, 's', ?, ?, 'user', "
+                         "'t')", (i + 1, str(i), i))
+            index.upsert(conn, i + 1, v)
+    queries = vectors[rng.choice(4000, 20)] + 0.5 * rng.standard_normal((20, 384)).astype(np.float32)
+    queries /= np.linalg.norm(queries, axis=1, keepdims=True)
+    overlap = []
+    for q in queries:
+        exact = [int(s) + 1 for s in np.argsort(-(vectors[:4000] @ q))[:10]]
+        found = [seq for seq, _ in index.search(conn, q, 10, None, ())]
+        assert found[0] == exact[0]
+        overlap.append(len(set(found) & set(exact)) / 10)
+    # Random vectors are the hard case: past the first, their neighbours are near-ties at cosine
+    # 0.15, which sign bits barely tell apart (real turns: docs/benchmarks.md).
+    assert np.mean(overlap) >= 0.9
+    with db.write_transaction(conn):  # appended: read alone
+        for i, v in enumerate(vectors[4000:], 4000):
+            conn.execute("INSERT INTO turns (seq, session_id, uuid, position, role, text) VALUES (?, 's', ?, ?, 'user', "
+                         "'t')", (i + 1, str(i), i))
+            index.upsert(conn, i + 1, v)
+    assert index.search(conn, vectors[4500], 1, None, ())[0][0] == 4501 and index.count == 5000
+    with db.write_transaction(conn):
+        conn.execute("DELETE FROM turns WHERE seq = 4501")  # its code goes with it (cascade)
+    assert index.search(conn, vectors[4500], 1, None, ())[0][0] != 4501 and index.count == 4999
+    assert [s for s, _ in index.search(conn, vectors[10], 3, "SELECT seq FROM turns WHERE seq > ?", (4000,))][0] > 4000
+    conn.close()
