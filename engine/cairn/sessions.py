@@ -351,26 +351,30 @@ class SessionResult:
     mode: str
     best: tuple[int, ...]
     turns: tuple[Any, ...]  # models.Turn
+    time_window: dict[str, Any] | None = None  # TimeWindow.to_json() of the search, or None
 
     def to_json(self) -> dict[str, Any]:
         """{"session_id", "score", "mode", "best": [positions, best first], "turns": [each turn's
-        to_json without its session_id (named once, above), with "hit": whether it was ranked]}."""
+        to_json without its session_id (named once, above), with "hit": whether it was ranked],
+        "time_window": the search's date window ({"expression", "since", "until"}) or None}."""
         turns = []
         for turn in self.turns:
             data = turn.to_json()
             del data["session_id"]
             turns.append({**data, "hit": turn.position in self.best})
         return {"session_id": self.session_id, "score": round(self.score, 6), "mode": self.mode,
-                "best": list(self.best), "turns": turns}
+                "best": list(self.best), "turns": turns, "time_window": self.time_window}
 
 
 def merge_session_hits(hits: list[Any], *, floor: float = RELEVANCE_FLOOR) -> list[SessionResult]:
     """search_sessions' hits (models.SessionHit, best first) as one result per session, best
     session first: the windows of a session's hits merged into one run of turns (each turn once),
     and hits scoring under `floor` x the best hit's score dropped (not in exact mode, whose order is
-    recency, not relevance)."""
+    recency, not relevance). Each result carries the hits' time window (models.SessionHits), if any."""
     if not hits:
         return []
+    window = getattr(hits, "time_window", None)
+    window_json = None if window is None else window.to_json()
     top = hits[0].score
     kept = [h for h in hits if h.mode == "exact" or h.score >= floor * top]
     by_session: dict[str, list[Any]] = {}
@@ -381,5 +385,5 @@ def merge_session_hits(hits: list[Any], *, floor: float = RELEVANCE_FLOOR) -> li
         turns = {t.position: t for h in group for t in (*h.before, h.turn, *h.after)}
         out.append(SessionResult(session_id=session_id, score=group[0].score, mode=group[0].mode,
                                  best=tuple(h.turn.position for h in group),
-                                 turns=tuple(turns[p] for p in sorted(turns))))
+                                 turns=tuple(turns[p] for p in sorted(turns)), time_window=window_json))
     return out

@@ -66,7 +66,7 @@ def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None
                 click.echo(f"{mark}#{turn.position} {turn.speaker or turn.role} {when}  {_short(turn.text)}")
                 last = turn.position
 
-    _emit(as_json, [{**r.to_json(), "time_window": window} for r in results], human)
+    _emit(as_json, [r.to_json() for r in results], human)
 
 
 @sessions.command(name="list")
