@@ -255,15 +255,15 @@ def main() -> None:
             "session search, vector given", "session search, embedded", "session search, 'last month', embedded",
             "recall, vector given", "recall, embedded")}
         for q, v in zip(queries, qvecs):
-            for label, call in (
-                    ("session search, vector given", lambda: memory.sessions.search(q, k=10, window=2, query_vector=v)),
-                    ("session search, embedded", lambda: memory.sessions.search(q, k=10, window=2)),
-                    ("session search, 'last month', embedded",
-                     lambda: memory.sessions.search(q.rstrip("?") + " last month", k=10, window=2)),
-                    ("recall, vector given", lambda: memory.recall(q, k=10, query_vector=v)),
-                    ("recall, embedded", lambda: memory.recall(q, k=10))):
+            for label, call, text, options in (
+                    ("session search, vector given", memory.sessions.search, q, {"window": 2, "query_vector": v}),
+                    ("session search, embedded", memory.sessions.search, q, {"window": 2}),
+                    ("session search, 'last month', embedded", memory.sessions.search,
+                     q.rstrip("?") + " last month", {"window": 2}),
+                    ("recall, vector given", memory.recall, q, {"query_vector": v}),
+                    ("recall, embedded", memory.recall, q, {})):
                 t = time.perf_counter()
-                call()
+                call(text, k=10, **options)
                 timings[label].append(time.perf_counter() - t)
         agreement = code_agreement(memory, qvecs[:100])
     with Cairn.open("year-scale", embedder=real) as memory:  # capture embeds every turn for real

@@ -250,9 +250,11 @@ class Sessions:
         ranked = self._rank(mode, needle, words, k, bounds, query_vector)
         if found is not None:
             # The window's turns first (within since/until), then the rest as ranked without it.
-            inside = {"since": max(found.since, bounds["since"] or found.since),
-                      "until": min(found.until, bounds["until"] or found.until)}
-            first = self._rank(mode, needle, words, k, inside, query_vector) if inside["since"] < inside["until"] else []
+            since, until = bounds["since"], bounds["until"]
+            inside = {"since": found.since if since is None else max(found.since, since),
+                      "until": found.until if until is None else min(found.until, until)}
+            first = (self._rank(mode, needle, words, k, inside, query_vector)
+                     if inside["since"] < inside["until"] else [])
             seen = {seq for seq, _, _ in first}
             for _, _, reasons in first:
                 reasons["time_window"] = True

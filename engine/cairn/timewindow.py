@@ -12,7 +12,7 @@ word up to twelve, "a", "a couple of", "a few"):
 |---|---|
 | 2023-05-08, 8 May 2023, 8th May, 2023, May 8, 2023 | that day |
 | 8 May, May 8 (no year) | that day in the latest year not after the reference |
-| May 2023, in May (no year; "in", "during", "since", "of", "early", "late", "mid" before a bare month) | that month (the latest such month not after the reference) |
+| May 2023; in May (a bare month after in, during, since, of, early, late, mid) | that month (the latest one past) |
 | in / during / since 2022 | that year |
 | today, yesterday, the day before yesterday | that day |
 | N days / weeks / months / years ago | the day, calendar week (Monday to Monday), month or year it falls in |
@@ -52,7 +52,8 @@ _MONTH_ANY = _MONTH_FULL + "|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec"
 _M = rf"(?P<month>{_MONTH_ANY})\.?"
 _D = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _Y = r"(?P<year>(?:19|20)\d\d)"
-_N = r"(?P<n>\d{1,3}|a couple of|couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_N = (r"(?P<n>\d{1,3}|a couple of|couple of|a few|few|an?|one|two|three|four|five|six|seven|eight|nine|ten|"
+      r"eleven|twelve)")
 _UNIT = r"(?P<unit>day|week|month|year)s?"
 _ON = r"(?:(?:on|in|during|since|from|of|by)\s+)?"
 
@@ -70,9 +71,9 @@ _FORMS: list[tuple[str, str]] = [
     ("yesterday", r"(?P<before>the\s+day\s+before\s+)?yesterday"),
     ("ago", rf"{_N}\s+{_UNIT}\s+ago"),
     ("past", rf"(?:in\s+|over\s+|during\s+)?(?:the\s+)?(?:last|past|previous)\s+{_N}\s+{_UNIT}"),
-    ("last", rf"(?:(?P<which>last|previous|this)|earlier\s+this)\s+(?P<unit>week|month|year)"),
+    ("last", r"(?:(?P<which>last|previous|this)|earlier\s+this)\s+(?P<unit>week|month|year)"),
     ("weekend", r"last\s+weekend"),
-    ("weekday", rf"last\s+(?P<weekday>{'|'.join(calendar.day_name)})"),
+    ("weekday", r"last\s+(?P<weekday>" + "|".join(calendar.day_name) + ")"),
 ]
 _PATTERNS = [(kind, re.compile(rf"(?<![\w-]){pattern}(?![\w-])", re.IGNORECASE)) for kind, pattern in _FORMS]
 _ABSOLUTE = {"iso", "day", "month", "year"}

@@ -69,7 +69,8 @@ def test_import_then_list_search_show(cairn, claude_root):
     assert code == 0 and "> " in out and "kamal" in out.lower() and "time window" not in out
 
     # A time expression: its window, counted from --reference, is ranked first and named.
-    code, out, _ = cairn("sessions", "search", "deploy yesterday", "--mode", "keyword", "--reference", "2026-03-02T09:00Z")
+    code, out, _ = cairn("sessions", "search", "deploy yesterday", "--mode", "keyword",
+                         "--reference", "2026-03-02T09:00Z")
     assert code == 0 and "time window: 'yesterday' = 2026-03-01 .. 2026-03-02" in out
     results = json.loads(cairn("sessions", "search", "deploy yesterday", "--mode", "keyword", "--reference",
                                "2026-03-02T09:00Z", "--json")[1])

@@ -544,8 +544,8 @@ def test_turn_codes_rank_as_float_vectors_and_follow_appends_and_deletes(tmp_pat
     index = TurnCodeIndex()
     with db.write_transaction(conn):
         for i, v in enumerate(vectors[:4000]):
-            conn.execute("INSERT INTO turns (seq, session_id, uuid, position, role, text) VALUES (?, 's', ?, ?, 'user', "
-                         "'t')", (i + 1, str(i), i))
+            conn.execute("INSERT INTO turns (seq, session_id, uuid, position, role, text) "
+                         "VALUES (?, 's', ?, ?, 'user', 't')", (i + 1, str(i), i))
             index.upsert(conn, i + 1, v)
     queries = vectors[rng.choice(4000, 20)] + 0.5 * rng.standard_normal((20, 384)).astype(np.float32)
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
@@ -560,8 +560,8 @@ def test_turn_codes_rank_as_float_vectors_and_follow_appends_and_deletes(tmp_pat
     assert np.mean(overlap) >= 0.9
     with db.write_transaction(conn):  # appended: read alone
         for i, v in enumerate(vectors[4000:], 4000):
-            conn.execute("INSERT INTO turns (seq, session_id, uuid, position, role, text) VALUES (?, 's', ?, ?, 'user', "
-                         "'t')", (i + 1, str(i), i))
+            conn.execute("INSERT INTO turns (seq, session_id, uuid, position, role, text) "
+                         "VALUES (?, 's', ?, ?, 'user', 't')", (i + 1, str(i), i))
             index.upsert(conn, i + 1, v)
     assert index.search(conn, vectors[4500], 1, None, ())[0][0] == 4501 and index.count == 5000
     with db.write_transaction(conn):

@@ -732,10 +732,10 @@ class SqlStore:
         dropped = 0
         index = self.turn_index
         with self.transaction():
-            for range_sql, params in ranges:
-                self._q(f"DELETE FROM turn_vector_backlog WHERE seq IN ({range_sql})", params)
+            for range_sql, values in ranges:
+                self._q(f"DELETE FROM turn_vector_backlog WHERE seq IN ({range_sql})", values)
                 if index is not None and index.exists(self.conn):
-                    dropped += int(self._q(f"DELETE FROM {index.table} WHERE seq IN ({range_sql})", params).rowcount)
+                    dropped += int(self._q(f"DELETE FROM {index.table} WHERE seq IN ({range_sql})", values).rowcount)
             if start is None or start < before:
                 self._put_meta("turn_vectors_dropped_before", str(int(before)))
         return dropped

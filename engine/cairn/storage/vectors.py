@@ -179,7 +179,7 @@ class TurnCodeIndex(VectorIndex):
 
     def __init__(self) -> None:
         self.seen: tuple[int, int] | None = None
-        self.count = 0
+        self.held = 0
         self.top = 0
         self.seqs: np.ndarray | None = None  # int64[n], ascending
         self.codes: np.ndarray | None = None  # int8[n, dim]
@@ -211,7 +211,7 @@ class TurnCodeIndex(VectorIndex):
         import numpy as np
 
         seqs = np.fromiter((int(r[0]) for r in rows), dtype=np.int64, count=len(rows))  # type: ignore[call-overload]
-        raw = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.uint8)  # type: ignore[arg-type]
+        raw = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.uint8)  # type: ignore[call-overload]
         raw = raw.reshape(len(rows), -1)
         scales = raw[:, :4].copy().view(np.float32).ravel()
         codes = raw[:, 4:].copy().view(np.int8)
@@ -235,10 +235,10 @@ class TurnCodeIndex(VectorIndex):
         if seen == self.seen:
             return
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (CODE_COUNT_KEY,)).fetchone()
-        count = int(row[0]) if row else self.count(conn)  # type: ignore[operator]
+        count = int(row[0]) if row else self.count(conn)
         appended = conn.execute(f"SELECT seq, code FROM {self.table} WHERE seq > ? ORDER BY seq",
-                                (self.top,)).fetchall() if self.seqs is not None and count >= self.count else None
-        if appended is not None and self.count + len(appended) == count:
+                                (self.top,)).fetchall() if self.seqs is not None and count >= self.held else None
+        if appended is not None and self.held + len(appended) == count:
             if appended:
                 seqs, codes, scales = self._decode(appended)
                 assert self.seqs is not None and self.codes is not None and self.scales is not None
@@ -255,8 +255,8 @@ class TurnCodeIndex(VectorIndex):
             else:
                 self.seqs, self.scales = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
                 self.codes, self.bits = np.zeros((0, 0), dtype=np.int8), np.zeros((0, 0), dtype=np.uint64)
-        self.count = len(self.seqs) if self.seqs is not None else 0
-        self.top = int(self.seqs[-1]) if self.count else 0
+        self.held = len(self.seqs) if self.seqs is not None else 0
+        self.top = int(self.seqs[-1]) if self.held and self.seqs is not None else 0
         self.seen = (seen[0], conn.total_changes)
 
     def search(self, conn: Connection, query: np.ndarray, k: int, filter_sql: str | None,
@@ -264,7 +264,7 @@ class TurnCodeIndex(VectorIndex):
         import numpy as np
 
         self.sync(conn)
-        if not self.count or k <= 0:
+        if not self.held or k <= 0:
             return []
         assert self.seqs is not None and self.codes is not None and self.scales is not None and self.bits is not None
         q = np.frombuffer(query, dtype=np.float32) if isinstance(query, (bytes, bytearray)) \
@@ -272,11 +272,11 @@ class TurnCodeIndex(VectorIndex):
         if filter_sql:
             allowed = np.fromiter((int(r[0]) for r in conn.execute(filter_sql, tuple(params))), dtype=np.int64)
             found = np.searchsorted(self.seqs, allowed)
-            inside = found < self.count
+            inside = found < self.held
             found, allowed = found[inside], allowed[inside]
             pool = found[self.seqs[found] == allowed]  # turns without a vector are left out
         else:
-            pool = np.arange(self.count)
+            pool = np.arange(self.held)
         if not len(pool):
             return []
         wanted = max(CODE_CANDIDATES, CODE_CANDIDATES_PER_K * int(k))
