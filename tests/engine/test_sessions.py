@@ -563,9 +563,9 @@ def test_turn_codes_rank_as_float_vectors_and_follow_appends_and_deletes(tmp_pat
             conn.execute("INSERT INTO turns (seq, session_id, uuid, position, role, text) "
                          "VALUES (?, 's', ?, ?, 'user', 't')", (i + 1, str(i), i))
             index.upsert(conn, i + 1, v)
-    assert index.search(conn, vectors[4500], 1, None, ())[0][0] == 4501 and index.count == 5000
+    assert index.search(conn, vectors[4500], 1, None, ())[0][0] == 4501 and index.held == 5000
     with db.write_transaction(conn):
         conn.execute("DELETE FROM turns WHERE seq = 4501")  # its code goes with it (cascade)
-    assert index.search(conn, vectors[4500], 1, None, ())[0][0] != 4501 and index.count == 4999
+    assert index.search(conn, vectors[4500], 1, None, ())[0][0] != 4501 and index.held == 4999
     assert [s for s, _ in index.search(conn, vectors[10], 3, "SELECT seq FROM turns WHERE seq > ?", (4000,))][0] > 4000
     conn.close()
