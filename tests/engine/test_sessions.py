@@ -569,3 +569,36 @@ def test_turn_codes_rank_as_float_vectors_and_follow_appends_and_deletes(tmp_pat
     assert index.search(conn, vectors[4500], 1, None, ())[0][0] != 4501 and index.held == 4999
     assert [s for s, _ in index.search(conn, vectors[10], 3, "SELECT seq FROM turns WHERE seq > ?", (4000,))][0] > 4000
     conn.close()
+
+
+def test_migration_10_requeues_every_turn_for_its_vector_in_context(project, hashing, use_backend, tmp_path):
+    """On both backends: a store whose turn vectors were made before migration 10 (each turn alone)
+    gets every turn queued again, and the vectors made then are read in context."""
+    from cairn.storage.migrations import MIGRATIONS
+
+    path = locomo_file(tmp_path, {"session_1": ("1:56 pm on 8 May, 2023", [
+        ("Ann", "Should we move the nightly backup to the object storage bucket?"), ("Bob", "Yes, exactly!")])})
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        memory.sessions.import_locomo(path)
+        store = memory.store
+        if use_backend == "postgres":  # as before migration 10: its row gone, the vectors made then
+            store.conn.execute("DELETE FROM migrations WHERE number = 10")
+        else:
+            store.conn.execute("PRAGMA user_version = 9")
+            store.conn.execute("DELETE FROM migrations WHERE name = 'm010_turns_in_context'")
+            store.conn.execute("DROP TABLE turn_codes")
+            store.conn.execute("DROP TRIGGER IF EXISTS turn_codes_added")
+            store.conn.execute("DROP TRIGGER IF EXISTS turn_codes_removed")
+            store.conn.execute("DELETE FROM meta WHERE key = 'turn_codes_count'")
+            store.conn.execute("ALTER TABLE turn_fts RENAME TO turn_fts_old")
+            store.conn.execute("CREATE VIRTUAL TABLE turn_fts USING fts5(body, key, "
+                               "tokenize = 'porter unicode61 remove_diacritics 2')")
+            store.conn.execute("INSERT INTO turn_fts(rowid, body, key) SELECT seq, text, '' FROM turns")
+            store.conn.execute("DROP TABLE turn_fts_old")
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        assert memory.store.schema_version() == len(MIGRATIONS)
+        assert len(memory.store.turn_backlog(10)) == 2
+        assert memory.flush_turn_backlog() == 2
+        found = [h.turn.uuid for h in memory.sessions.search("nightly backup object storage", mode="semantic")]
+        assert "D1:2" in found
+        assert [h.turn.uuid for h in memory.sessions.search("bucket", mode="keyword")][0] == "D1:1"
