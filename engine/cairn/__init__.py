@@ -44,7 +44,8 @@ _EXPORTS = {
     "load_config": "config", "Resolved": "compose", "ResolveCache": "compose", "resolve": "compose",
     "embedder_from_config": "compose",
     "Embedder": "embedder", "parse_fingerprint": "embedder", "required_extra": "embedder",
-    "Hit": "models", "Memory": "models", "SessionHit": "models", "SessionInfo": "models", "Turn": "models",
+    "Hit": "models", "Memory": "models", "SessionHit": "models", "SessionHits": "models", "SessionInfo": "models",
+    "Turn": "models",
     "SESSION_MODES": "models", "RememberResult": "models", "Status": "models", "Order": "models",
     "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
     "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models", "MAX_APPLIES_WHEN": "models",
@@ -61,6 +62,7 @@ _EXPORTS = {
     "Scopes": "scope_index", "COMMAND": "scopes", "CITED_WEIGHT": "scopes", "commands_of": "scopes",
     "path_arguments": "scopes", "relative": "scopes",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
+    "TimeWindow": "timewindow", "find_time_window": "timewindow",
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
         "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
@@ -102,7 +104,7 @@ if TYPE_CHECKING:
     from .models import (
         DECIDERS, DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES,
         PROPOSAL_STATES, PROPOSAL_TYPES, REVIEW_VERBS, SCOPES, SESSION_MODES, SOURCES, STATUSES, Hit, Memory,
-        Order, Proposal, RememberResult, SessionHit, SessionInfo, Status, Turn,
+        Order, Proposal, RememberResult, SessionHit, SessionHits, SessionInfo, Status, Turn,
     )
     from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
     from .ranking import RankingConfig
@@ -115,3 +117,4 @@ if TYPE_CHECKING:
         backup_store, backups_of, create_store, delete_store, list_stores, migrate_store, rename_store, restore_store,
     )
     from .timeutil import format_date, format_time, parse_time
+    from .timewindow import TimeWindow, find_time_window

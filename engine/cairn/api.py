@@ -18,7 +18,7 @@ from typing import Any
 
 from .engine import Engine
 from .errors import CairnError
-from .models import Proposal, RememberResult, SessionHit, SessionInfo, Turn
+from .models import Proposal, RememberResult, SessionHits, SessionInfo, Turn
 from .review import Review, stage_conflicts
 from .scope_index import Scopes
 from .sessions_api import Sessions
@@ -103,7 +103,7 @@ class Cairn(Engine):
         """`memory.review.status`, by the name the adapters call."""
         return self.review.status()
 
-    def search_sessions(self, query: str, **options: Any) -> list[SessionHit]:
+    def search_sessions(self, query: str, **options: Any) -> SessionHits:
         """`memory.sessions.search`, by the name the adapters call."""
         return self.sessions.search(query, **options)
 

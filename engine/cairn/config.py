@@ -40,7 +40,9 @@ DEFAULTS: dict[str, Any] = {
               "tools": True, "tool_k": 5, "tool_chars": 1600, "tool_session_chars": 10000,
               "subagent_k": 5, "subagent_chars": 1500},
     # Captured sessions: capture on Stop/PreCompact, and search_sessions' defaults.
-    "sessions": {"capture": True, "k": 10, "window": 2, "candidates": 50},
+    # vector_days: turns older than this many days lose their vector (their text and keyword entry
+    # stay); 0 keeps every vector.
+    "sessions": {"capture": True, "k": 10, "window": 2, "candidates": 50, "vector_days": 0},
     # `cairn maintain`: background: a session start runs the safe band (exact duplicates) in the
     # background when the store had no run for stale_days (off by default).
     "maintenance": {"background": False, "stale_days": 7},
@@ -112,6 +114,7 @@ SCHEMA: dict[str, Any] = {
                 "k": {**_INT, "minimum": 1, "maximum": 1000},
                 "window": {**_INT, "minimum": 0, "maximum": 50},
                 "candidates": {**_INT, "minimum": 1, "maximum": 10000},
+                "vector_days": {**_INT, "minimum": 0, "maximum": 100000},
             },
         },
         "maintenance": {

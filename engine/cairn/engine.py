@@ -29,7 +29,7 @@ from .records import Draft, NewMemory, normalise_tags, parse_export_lines, valid
 from .privacy import PRIVATE_KIND, private_spans, random_token, scrub_many
 from .scope_index import attach, inherit, learn
 from .scopes import normalise_patterns
-from .sessions import turn_passage
+from .sessions import in_context, turn_passage
 from .backends import backend_of, open_store
 from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
@@ -967,12 +967,24 @@ class Engine:
     def flush_turn_backlog(self, limit: int = 256) -> int:
         """Embed up to `limit` turns captured while no model was loaded; returns how many."""
         pending = self.store.turn_backlog(limit)
-        texts = [turn_passage(speaker, text) for _, speaker, text in pending]
-        vectors = self.embed(texts) if pending and self.store.turn_index else None
-        if vectors is None:
+        if not pending or not self.store.turn_index:
             return 0
+        # Each turn is read with the turn before it (sessions.in_context): both passages embedded once.
+        passages = list(dict.fromkeys(
+            [turn_passage(speaker, text) for _, speaker, text, _, _ in pending]
+            + [turn_passage(speaker, text) for _, _, _, speaker, text in pending if text is not None]))
+        embedded = self.embed(passages)
+        if embedded is None:
+            return 0
+        import numpy as np
+
+        row = {p: i for i, p in enumerate(passages)}
+        own = embedded[[row[turn_passage(speaker, text)] for _, speaker, text, _, _ in pending]]
+        before = np.stack([embedded[row[turn_passage(speaker, text)]] if text is not None
+                           else np.zeros_like(embedded[0]) for _, _, _, speaker, text in pending])
+        vectors = in_context(own, before)
         self._claim_space(self.store)
-        self.store.fill_turn_backlog({seq: v for (seq, _, _), v in zip(pending, vectors)})
+        self.store.fill_turn_backlog({seq: v for (seq, _, _, _, _), v in zip(pending, vectors)})
         return len(pending)
 
     # -- export / import / reembed --------------------------------------------------------------------

@@ -267,6 +267,18 @@ class SessionHit:
                 "after": [t.to_json() for t in self.after]}
 
 
+class SessionHits(list):  # type: ignore[type-arg]  # list[SessionHit], with the window searched
+    """search_sessions' hits, best first (a list of SessionHit), and `time_window`: the date
+    window the query named ("last week", "in March 2023", ...; a timewindow.TimeWindow), whose turns
+    were ranked first, or None when the query named no time."""
+
+    time_window: Any = None
+
+    def window_json(self) -> dict[str, Any] | None:
+        """The time window as {"expression", "since", "until"} (ISO 8601 UTC, until exclusive), or None."""
+        return None if self.time_window is None else self.time_window.to_json()
+
+
 @dataclass(frozen=True)
 class SessionInfo:
     """A captured session in the catalog. Times: epoch ms, UTC. title: its first user prompt,

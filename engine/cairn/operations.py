@@ -214,6 +214,8 @@ SEARCH_SESSIONS = Operation("search_sessions", "Search the captured turns of pas
         high=MAX_SESSION_WINDOW),
     _time("since", "Only turns from this time on."),
     _time("until", "Only turns before this time."),
+    _time("reference", "What a time expression in the query (\"last week\", \"in March\", \"3 days ago\") counts "
+          "from (default: now); the turns in the window it names rank first."),
 ))
 
 LIST_SESSIONS = Operation("list_sessions", "Captured sessions, most recently active first.", args=(

@@ -217,13 +217,17 @@ def read_locomo(path: Path) -> list[tuple[str, list[TurnDraft]]]:
 
 
 # -- indexing and search ----------------------------------------------------------------------------
-# Tuned on LoCoMo conversations 26, 30 and 41 only (bench/sessions_locomo.py; docs/benchmarks.md has
-# the held-out figures and what else was tried).
+# NEIGHBOURS, NEIGHBOUR_CHARS and KEY_WEIGHT were tuned on LoCoMo conversations 26, 30 and 41;
+# CONTEXT_WEIGHT and KEYWORD_SHARE on the six development conversations (bench/sessions_locomo.py;
+# docs/benchmarks.md has the figures and what else was tried).
 NEIGHBOURS = 2  # turns before and after a turn that go into its index key
 NEIGHBOUR_CHARS = 300  # of each neighbouring turn, in a turn's index key
 KEY_WEIGHT = 0.5  # BM25 weight of the key column (the turn's own text weighs 1.0)
-FUSION_WEIGHTS = {"bm25": 1.0, "vector": 0.5}  # hybrid: the key-expanded BM25 ranking leads
-RRF_K = 10  # a small k lets the first few ranks of each list count most
+# hybrid: KEYWORD_SHARE x BM25 (over the best BM25 score of the query) + the rest x cosine. On the
+# dev conversations this beats Reciprocal Rank Fusion at rank 1 (0.415 against 0.389 at RRF's best
+# k) at 0.01 less at rank 10, and stays above BM25 alone at every rank.
+KEYWORD_SHARE = 0.6
+RRF_K = 10  # fuse()'s default: a small k lets the first few ranks of each list count most
 
 
 def turn_key(turn: TurnDraft, before: list[str], after: list[str]) -> str:
@@ -232,6 +236,23 @@ def turn_key(turn: TurnDraft, before: list[str], after: list[str]) -> str:
     parts = [turn.speaker or "", format_date(turn.at) if turn.at is not None else ""]
     parts += [text[:NEIGHBOUR_CHARS] for text in before[-NEIGHBOURS:] + after[:NEIGHBOURS]]
     return "\n".join(p for p in parts if p)
+
+
+# A turn's vector is its own passage's plus CONTEXT_WEIGHT x the passage's of the turn before it,
+# L2-normalised: a short reply ("Yes, exactly!") is found through what it answers. Tuned on the
+# six LoCoMo dev conversations (docs/benchmarks.md, "Session search on LoCoMo").
+CONTEXT_WEIGHT = 0.5
+
+
+def in_context(own: Any, before: Any) -> Any:
+    """Turn vectors read in context: normalise(own + CONTEXT_WEIGHT x before), row by row.
+    own: float32[n, dim] of the turns' passages; before: float32[n, dim] of the passages of the turns
+    just before them in their sessions, a row of zeros where a turn has none. Returns float32[n, dim]."""
+    import numpy as np
+
+    mixed = np.asarray(own, dtype=np.float32) + CONTEXT_WEIGHT * np.asarray(before, dtype=np.float32)
+    norms = np.linalg.norm(mixed, axis=1, keepdims=True)
+    return (mixed / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
 def turn_passage(speaker: str | None, text: str) -> str:
@@ -286,6 +307,22 @@ def looks_verbatim(query: str) -> bool:
     return len(query.strip()) >= 12 and bool(_VERBATIM_PUNCTUATION.search(query))
 
 
+def blend(bm25: list[tuple[int, float]], vector: list[tuple[int, float]], keyword_share: float = KEYWORD_SHARE
+          ) -> list[tuple[int, float, dict[str, Any]]]:
+    """Score fusion of a BM25 list and a vector list ([(seq, score)], best first): each turn's score
+    is keyword_share x its BM25 score / the list's best + (1 - keyword_share) x its cosine (0 where
+    a list lacks it). [(seq, score, {retriever: {"rank", "score"}})], best first, ties by seq."""
+    fused: dict[int, float] = {}
+    why: dict[int, dict[str, Any]] = {}
+    best = max((score for _, score in bm25), default=0.0)
+    for name, ranked, weight in (("bm25", bm25, keyword_share), ("vector", vector, 1.0 - keyword_share)):
+        for rank, (seq, score) in enumerate(ranked, 1):
+            value = (score / best if best > 0 else 0.0) if name == "bm25" else score
+            fused[seq] = fused.get(seq, 0.0) + weight * value
+            why.setdefault(seq, {})[name] = {"rank": rank, "score": round(score, 6)}
+    return [(seq, fused[seq], why[seq]) for seq in sorted(fused, key=lambda s: (-fused[s], s))]
+
+
 def fuse(rankings: dict[str, list[tuple[int, float]]], weights: dict[str, float], rrf_k: int = RRF_K
          ) -> list[tuple[int, float, dict[str, Any]]]:
     """Reciprocal Rank Fusion: [(seq, score, {retriever: {"rank", "score"}})], best first, ties by seq."""
@@ -299,8 +336,8 @@ def fuse(rankings: dict[str, list[tuple[int, float]]], weights: dict[str, float]
 
 
 # A hybrid or semantic hit whose fused score is under this share of the best hit's is dropped from
-# a merged result: Reciprocal Rank Fusion gives a turn found by one retriever near the bottom of its
-# list under half the score of one both retrievers put first (1/70 against 2/61). Cairn's choice.
+# a merged result: in the hybrid's blend, a turn only one retriever found (at most 0.6 from BM25's
+# best, 0.4 x its cosine from the vectors) scores about half of one both put first. Cairn's choice.
 RELEVANCE_FLOOR = 0.5
 
 
@@ -314,26 +351,30 @@ class SessionResult:
     mode: str
     best: tuple[int, ...]
     turns: tuple[Any, ...]  # models.Turn
+    time_window: dict[str, Any] | None = None  # TimeWindow.to_json() of the search, or None
 
     def to_json(self) -> dict[str, Any]:
         """{"session_id", "score", "mode", "best": [positions, best first], "turns": [each turn's
-        to_json without its session_id (named once, above), with "hit": whether it was ranked]}."""
+        to_json without its session_id (named once, above), with "hit": whether it was ranked],
+        "time_window": the search's date window ({"expression", "since", "until"}) or None}."""
         turns = []
         for turn in self.turns:
             data = turn.to_json()
             del data["session_id"]
             turns.append({**data, "hit": turn.position in self.best})
         return {"session_id": self.session_id, "score": round(self.score, 6), "mode": self.mode,
-                "best": list(self.best), "turns": turns}
+                "best": list(self.best), "turns": turns, "time_window": self.time_window}
 
 
 def merge_session_hits(hits: list[Any], *, floor: float = RELEVANCE_FLOOR) -> list[SessionResult]:
     """search_sessions' hits (models.SessionHit, best first) as one result per session, best
     session first: the windows of a session's hits merged into one run of turns (each turn once),
     and hits scoring under `floor` x the best hit's score dropped (not in exact mode, whose order is
-    recency, not relevance)."""
+    recency, not relevance). Each result carries the hits' time window (models.SessionHits), if any."""
     if not hits:
         return []
+    window = getattr(hits, "time_window", None)
+    window_json = None if window is None else window.to_json()
     top = hits[0].score
     kept = [h for h in hits if h.mode == "exact" or h.score >= floor * top]
     by_session: dict[str, list[Any]] = {}
@@ -344,5 +385,5 @@ def merge_session_hits(hits: list[Any], *, floor: float = RELEVANCE_FLOOR) -> li
         turns = {t.position: t for h in group for t in (*h.before, h.turn, *h.after)}
         out.append(SessionResult(session_id=session_id, score=group[0].score, mode=group[0].mode,
                                  best=tuple(h.turn.position for h in group),
-                                 turns=tuple(turns[p] for p in sorted(turns))))
+                                 turns=tuple(turns[p] for p in sorted(turns)), time_window=window_json))
     return out

@@ -16,14 +16,15 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .engine import VECTOR_FLOOR, Engine
 from .errors import InvalidInput, SessionNotFound
-from .models import SESSION_MODES, SessionHit, SessionInfo, Turn
+from .models import SESSION_MODES, SessionHit, SessionHits, SessionInfo, Turn
 from .privacy import scrub_many
 from .render import cited_ids
-from .sessions import (FUSION_WEIGHTS, KEY_WEIGHT, NEIGHBOURS, TurnDraft, choose_mode, clean_text, fuse, looks_verbatim,
-                       parse_lines, read_locomo, session_keys, title_of, turn_passage)
+from .sessions import (KEY_WEIGHT, NEIGHBOURS, TurnDraft, blend, choose_mode, clean_text, fuse, in_context,
+                       looks_verbatim, parse_lines, read_locomo, session_keys, title_of, turn_passage)
 from .stores import Progress, no_progress
 from .text import fts_query
-from .timeutil import parse_time
+from .timeutil import now_ms, parse_time
+from .timewindow import find_time_window
 
 if TYPE_CHECKING:
     import numpy as np
@@ -82,8 +83,7 @@ class Sessions:
         keys = session_keys(context, max(0, len(previous) - NEIGHBOURS))
         rekey = {t.uuid: key for t, key in zip(previous[-NEIGHBOURS:], keys)}
         keyed = [{**asdict(d), "key": key} for d, key in zip(kept, keys[len(rekey):])]
-        vectors = (self._engine.embed([turn_passage(d.speaker, d.text) for d in kept])
-                   if kept and store.turn_index is not None else None)
+        vectors = self._vectors(kept, previous[-1] if previous else None) if store.turn_index is not None else None
         for i, row in enumerate(keyed):
             row["vector"] = None if vectors is None else vectors[i]
         if vectors is not None:
@@ -93,8 +93,26 @@ class Sessions:
             session_id, source=source, transcript_path=transcript_path, title=title, turns=keyed,
             read_bytes=read_bytes, last_uuid=last_uuid, skipped=dict(skipped or {}), redactions=dict(redactions),
             private_spans=private, trailing_meta=trailing_meta or {}, rekey=rekey)
+        days = self._engine.config["sessions"].get("vector_days") or 0
+        if days and added:
+            store.drop_turn_vectors(now_ms() - days * 86_400_000, added)
         cited = list(dict.fromkeys(i for d in kept if d.role == "assistant" for i in cited_ids(d.text)))
         return {"turns_added": len(added), "redactions": dict(redactions), "private_spans": private, "cited": cited}
+
+    def _vectors(self, turns: list[TurnDraft], before: TurnDraft | None) -> Any:
+        """The vectors of consecutive turns of one session, each read with the turn before it
+        (sessions.in_context; `before`: the turn stored just before the first), or None without a model."""
+        if not turns:
+            return None
+        passages = [turn_passage(t.speaker, t.text) for t in ([before] if before else []) + turns]
+        raw = self._engine.embed(passages)
+        if raw is None:
+            return None
+        import numpy as np
+
+        own = raw[1:] if before else raw
+        previous = raw[:-1] if before else np.vstack([np.zeros_like(raw[:1]), raw[:-1]])
+        return in_context(own, previous)
 
     def ingest(self, path: str | Path, *, session_id: str | None = None,
                source: str = "claude-code") -> dict[str, Any]:
@@ -181,19 +199,27 @@ class Sessions:
         return {"sessions": len(sessions), "turns_added": added}
 
     def search(self, query: str, *, mode: str = "auto", k: int | None = None, window: int | None = None,
-               since: Any = None, until: Any = None, query_vector: np.ndarray | None = None
-               ) -> list[SessionHit]:
+               since: Any = None, until: Any = None, reference: Any = None,
+               query_vector: np.ndarray | None = None) -> SessionHits:
         """Captured turns for `query`, best first, each with its context window.
 
         mode: "keyword" (BM25 over the turn and, at half weight, its index key: speaker, date, two
-        turns before and after), "semantic" (vector cosine of the turn), "hybrid" (both, Reciprocal
-        Rank Fusion weighted towards keyword: sessions.FUSION_WEIGHTS), "exact" (the turns that
-        contain the query as a substring, ASCII case-insensitive, newest first), or "auto": exact for
-        a quoted string or an identifier-like token (a path, snake_case, an error code), else
-        hybrid; an exact search that finds nothing falls back to hybrid. k (default config
-        sessions.k): how many turns are ranked. window (default config sessions.window): turns
-        before and after each hit, returned with it but never ranked. since/until: ISO 8601 or epoch
-        ms, bounds on the turn's time. Raises InvalidInput (empty query, unknown mode), InvalidTime."""
+        turns before and after), "semantic" (vector cosine of the turn read with the turn before it),
+        "hybrid" (both: their scores blended, sessions.blend, weighted towards keyword),
+        "exact" (the turns that contain the query as a substring, ASCII case-insensitive, newest
+        first), or "auto": exact for a quoted string or an identifier-like token (a path,
+        snake_case, an error code), else hybrid; an exact search that finds nothing falls back to
+        hybrid. k (default config sessions.k): how many turns are ranked. window (default config
+        sessions.window): turns before and after each hit, returned with it but never ranked.
+        since/until: ISO 8601 or epoch ms, hard bounds on the turn's time.
+
+        A time expression in a keyword, semantic or hybrid query ("last week", "in March", "3 days
+        ago", "on 2023-05-08": timewindow.find_time_window) is taken out of the words searched and
+        read as a date window relative to `reference` (ISO 8601 or epoch ms; default now): the
+        turns inside it are ranked first, then the others. The result's `time_window` says which
+        window was used (None: the query named no time). query_vector: the vector of the words
+        searched (the query less its time expression, `TimeWindow.query`), when the caller has it.
+        Raises InvalidInput (empty query, unknown mode), InvalidTime."""
         if not query or not query.strip():
             raise InvalidInput("query is empty")
         if mode not in SESSION_MODES:
@@ -204,6 +230,7 @@ class Sessions:
         if k < 1 or window < 0:
             raise InvalidInput("k must be at least 1 and window at least 0")
         bounds = {"since": parse_time(since, field="since"), "until": parse_time(until, field="until")}
+        ref = parse_time(reference, field="reference")
         store = self._engine.store
         # Turns are stored through clean_text (no NUL or other C0 controls): an exact needle must be too.
         needle = clean_text(query)
@@ -215,29 +242,26 @@ class Sessions:
                 mode = "exact"  # an error message or a command pasted whole, found as it was written
         if mode == "exact" and not needle.strip():
             raise InvalidInput("query is empty once control characters are removed")
-        ranked: list[tuple[int, float, dict[str, Any]]]
-        if mode == "exact":
-            ranked = [(s, v, {"exact": {"rank": i}}) for i, (s, v) in enumerate(
-                store.turn_exact_search(needle, k, **bounds), 1)]
-        else:
-            depth = k if mode != "hybrid" else max(k, cfg["candidates"])
-            lists: dict[str, list[tuple[int, float]]] = {}
-            if mode in ("keyword", "hybrid"):
-                match = fts_query(query)
-                lists["bm25"] = (store.turn_keyword_search(match, depth, key_weight=KEY_WEIGHT, **bounds)
-                                  if match else [])
-            if mode in ("semantic", "hybrid"):
-                if query_vector is None:
-                    vectors = self._engine.embed([query], query=True)
-                    query_vector = None if vectors is None else vectors[0]
-                if query_vector is not None:
-                    self._engine._claim_space(store, record=False)
-                    # As for memories (VECTOR_FLOOR): a nearest turn with no real similarity is filler.
-                    lists["vector"] = [(seq, cosine) for seq, cosine in
-                                       store.turn_vector_search(query_vector, depth, **bounds) if cosine > VECTOR_FLOOR]
-            ranked = fuse(lists, FUSION_WEIGHTS)[:k]
+        found = None if mode == "exact" else find_time_window(query, now_ms() if ref is None else ref)
+        words = query if found is None else found.query
+        if mode != "exact" and mode != "keyword" and query_vector is None:
+            vectors = self._engine.embed([words], query=True)
+            query_vector = None if vectors is None else vectors[0]
+        ranked = self._rank(mode, needle, words, k, bounds, query_vector)
+        if found is not None:
+            # The window's turns first (within since/until), then the rest as ranked without it.
+            since, until = bounds["since"], bounds["until"]
+            inside = {"since": found.since if since is None else max(found.since, since),
+                      "until": found.until if until is None else min(found.until, until)}
+            first = (self._rank(mode, needle, words, k, inside, query_vector)
+                     if inside["since"] < inside["until"] else [])
+            seen = {seq for seq, _, _ in first}
+            for _, _, reasons in first:
+                reasons["time_window"] = True
+            ranked = (first + [r for r in ranked if r[0] not in seen])[:k]
         turns = store.turns_by_seqs([s for s, _, _ in ranked])
-        hits = []
+        hits = SessionHits()
+        hits.time_window = found
         for seq, score, reasons in ranked:
             turn = turns[seq]
             start = max(0, turn.position - window)
@@ -246,6 +270,28 @@ class Sessions:
                                    before=tuple(t for t in around if t.position < turn.position),
                                    after=tuple(t for t in around if t.position > turn.position)))
         return hits
+
+    def _rank(self, mode: str, needle: str, words: str, k: int, bounds: dict[str, int | None],
+              query_vector: np.ndarray | None) -> list[tuple[int, float, dict[str, Any]]]:
+        """The k best turns within `bounds` for one mode: [(seq, score, {retriever: rank and score})]."""
+        store = self._engine.store
+        if mode == "exact":
+            return [(s, v, {"exact": {"rank": i}}) for i, (s, v) in enumerate(
+                store.turn_exact_search(needle, k, **bounds), 1)]
+        depth = k if mode != "hybrid" else max(k, self._engine.config["sessions"]["candidates"])
+        lists: dict[str, list[tuple[int, float]]] = {}
+        if mode in ("keyword", "hybrid"):
+            match = fts_query(words)
+            lists["bm25"] = (store.turn_keyword_search(match, depth, key_weight=KEY_WEIGHT, **bounds)
+                             if match else [])
+        if mode in ("semantic", "hybrid") and query_vector is not None:
+            self._engine._claim_space(store, record=False)
+            # As for memories (VECTOR_FLOOR): a nearest turn with no real similarity is filler.
+            lists["vector"] = [(seq, cosine) for seq, cosine in
+                               store.turn_vector_search(query_vector, depth, **bounds) if cosine > VECTOR_FLOOR]
+        if mode == "hybrid":
+            return blend(lists["bm25"], lists.get("vector", []))[:k]
+        return fuse(lists, {})[:k]
 
     def catalog(self, *, limit: int = 50, since: Any = None, until: Any = None
                 ) -> list[SessionInfo]:

@@ -133,6 +133,11 @@ def test_sessions_search_list_and_read(tmp_path, project, env):
         results = ok(s.request("POST", "/v1/sessions/search", {"query": "ERR_OSSL_EVP_UNSUPPORTED", "window": 1}))
         (result,) = results["results"]
         assert result["session_id"] == "s1" and result["mode"] == "exact" and result["best"] == [0]
+        assert results["time_window"] is None
+        dated = ok(s.request("POST", "/v1/sessions/search", {"query": "openssl error on 2026-03-01", "mode": "keyword",
+                                                             "reference": "2026-03-05T00:00:00Z"}))
+        assert dated["time_window"] == {"expression": "on 2026-03-01", "since": "2026-03-01T00:00:00.000Z",
+                                        "until": "2026-03-02T00:00:00.000Z"}
         assert [(t["uuid"], t["hit"]) for t in result["turns"]] == [("u1", True), ("u2", False)]
         assert [x["session_id"] for x in ok(s.request("GET", "/v1/sessions"))["sessions"]] == ["s1"]
         turns = ok(s.request("GET", "/v1/sessions/s1?offset=1&limit=5"))["turns"]

@@ -669,8 +669,12 @@ def test_session_tools_search_list_and_read_captured_turns(shared, home, monkeyp
     assert [(t["position"], t.get("hit", False)) for t in result["turns"]] == [(0, True), (1, False)]
     assert result["turns"][0]["role"] == "user" and "session_id" not in result["turns"][0]
     assert result["turns"][1]["meta"]["tools"] == ["Read", "Edit"]
-    (kamal,) = shared.ok("memory_search_sessions", query="kamal staging", mode="keyword", k=1, window=0)["results"]
-    assert [t["position"] for t in kamal["turns"] if t.get("hit")] == [4]
+    found = shared.ok("memory_search_sessions", query="kamal staging", mode="keyword", k=1, window=0)
+    (kamal,) = found["results"]
+    assert [t["position"] for t in kamal["turns"] if t.get("hit")] == [4] and found["time_window"] is None
+    dated = shared.ok("memory_search_sessions", query="kamal staging last week", mode="keyword", k=1, window=0,
+                      reference="2026-03-10T12:00:00Z")
+    assert dated["time_window"]["expression"] == "last week" and dated["results"][0]["session_id"] == "s1"
     sessions = shared.ok("memory_list_sessions")["sessions"]
     assert [s["session_id"] for s in sessions] == ["s1"] and sessions[0]["turn_count"] == 5
     page = shared.ok("memory_read_session", session_id="s1", offset=1, limit=2)

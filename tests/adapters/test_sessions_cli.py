@@ -59,13 +59,23 @@ def test_import_then_list_search_show(cairn, claude_root):
     assert rows[1]["turn_count"] == 5 and rows[1]["started_at_iso"] == "2026-03-01T10:00:00.000Z"
 
     (result,) = json.loads(cairn("sessions", "search", "packages.find", "--window", "1", "--json")[1])
-    assert set(result) == {"session_id", "score", "mode", "best", "turns"} and result["mode"] == "exact"
+    assert set(result) == {"session_id", "score", "mode", "best", "turns", "time_window"} and result["mode"] == "exact"
+    assert result["time_window"] is None
     assert [(t["uuid"], t["hit"]) for t in result["turns"]] == [("a1", False), ("a3", True), ("u2", False)]
     assert set(result["turns"][1]) == {"uuid", "position", "role", "text", "at", "speaker", "git_branch", "cwd",
                                        "meta", "at_iso", "hit"}
 
     code, out, _ = cairn("sessions", "search", "deploy staging", "--mode", "keyword", "-k", "1")
-    assert code == 0 and "> " in out and "kamal" in out.lower()
+    assert code == 0 and "> " in out and "kamal" in out.lower() and "time window" not in out
+
+    # A time expression: its window, counted from --reference, is ranked first and named.
+    code, out, _ = cairn("sessions", "search", "deploy yesterday", "--mode", "keyword",
+                         "--reference", "2026-03-02T09:00Z")
+    assert code == 0 and "time window: 'yesterday' = 2026-03-01 .. 2026-03-02" in out
+    results = json.loads(cairn("sessions", "search", "deploy yesterday", "--mode", "keyword", "--reference",
+                               "2026-03-02T09:00Z", "--json")[1])
+    assert results[0]["session_id"] == "s1" and results[0]["time_window"] == {
+        "expression": "yesterday", "since": "2026-03-01T00:00:00.000Z", "until": "2026-03-02T00:00:00.000Z"}
 
     shown = json.loads(cairn("sessions", "show", "s1", "--offset", "3", "--limit", "5", "--json")[1])
     assert [t["uuid"] for t in shown["turns"]] == ["u2", "a4"] and shown["session"]["session_id"] == "s1"

@@ -263,7 +263,7 @@ def _status(engine: cairn.Cairn, call: Call) -> Any:
 
 def _search_sessions(engine: cairn.Cairn, call: Call) -> Any:
     hits = engine.search_sessions(**schema.engine_kwargs(call.args))
-    return {"results": [r.to_json() for r in cairn.merge_session_hits(hits)]}
+    return {"results": [r.to_json() for r in cairn.merge_session_hits(hits)], "time_window": hits.window_json()}
 
 
 def _list_sessions(engine: cairn.Cairn, call: Call) -> Any:
@@ -322,7 +322,8 @@ ROUTES: list[RouteSpec] = [
               _forget, returns="`{\"memory\": Memory}` (the tombstone).", errors=_MEMORY, op=ops.FORGET),
     RouteSpec("POST", "/v1/sessions/search", "Search the captured turns of past sessions.", _search_sessions,
               SessionSearchBody, body=True,
-              returns="`{\"results\": [SessionResult]}`: one per session, best first.",
+              returns="`{\"results\": [SessionResult], \"time_window\": {expression, since, until} or null}`: "
+                      "one result per session, best first; the date window the query named, ranked first.",
               errors=("invalid_input", "invalid_time"), op=ops.SEARCH_SESSIONS),
     RouteSpec("GET", "/v1/sessions", "Captured sessions, most recently active first.", _list_sessions,
               SessionsQuery, returns="`{\"sessions\": [SessionInfo]}`.", errors=("invalid_time",),

@@ -802,11 +802,39 @@ class SqlStore:
         else:
             self._q("INSERT INTO turn_vector_backlog(seq) VALUES (?) ON CONFLICT DO NOTHING", (seq,))
 
-    def turn_backlog(self, limit: int) -> list[tuple[int, str | None, str]]:
-        """(seq, speaker, text) of turns awaiting a vector, oldest first."""
-        return [(r[0], r[1], r[2]) for r in self._q(
-            "SELECT b.seq, t.speaker, t.text FROM turn_vector_backlog b JOIN turns t ON t.seq = b.seq "
+    def turn_backlog(self, limit: int) -> list[tuple[int, str | None, str, str | None, str | None]]:
+        """(seq, speaker, text, speaker and text of the turn before it in its session or None) of turns
+        awaiting a vector, oldest first."""
+        return [(r[0], r[1], r[2], r[3], r[4]) for r in self._q(
+            "SELECT b.seq, t.speaker, t.text, p.speaker, p.text FROM turn_vector_backlog b "
+            "JOIN turns t ON t.seq = b.seq "
+            "LEFT JOIN turns p ON p.session_id = t.session_id AND p.position = t.position - 1 "
             "ORDER BY b.seq LIMIT ?", (int(limit),)).fetchall()]
+
+    def drop_turn_vectors(self, before: int, seqs: Sequence[int] = ()) -> int:
+        """Vector retention: drop the vectors of turns older than `before` (epoch ms) and take them
+        out of the embedding queue; their text and keyword entries stay. The turns visited are those
+        at or after the last call's `before` (recorded in meta), and `seqs` (turns just captured,
+        which may be older). Returns how many vectors were dropped."""
+        done = self.get_meta("turn_vectors_dropped_before")
+        start = int(done) if done else None
+        ranges: list[tuple[str, tuple[Any, ...]]] = []
+        if start is None or start < before:
+            ranges.append(("SELECT seq FROM turns WHERE at < ?" + ("" if start is None else " AND at >= ?"),
+                           (int(before),) if start is None else (int(before), start)))
+        for chunk in self._chunks(seqs):
+            where, params = self._in("seq", chunk)
+            ranges.append((f"SELECT seq FROM turns WHERE at < ? AND {where}", (int(before), *params)))
+        dropped = 0
+        index = self.turn_index
+        with self.transaction():
+            for range_sql, values in ranges:
+                self._q(f"DELETE FROM turn_vector_backlog WHERE seq IN ({range_sql})", values)
+                if index is not None and index.exists(self.conn):
+                    dropped += int(self._q(f"DELETE FROM {index.table} WHERE seq IN ({range_sql})", values).rowcount)
+            if start is None or start < before:
+                self._put_meta("turn_vectors_dropped_before", str(int(before)))
+        return dropped
 
     def fill_turn_backlog(self, vectors: dict[int, Any]) -> None:
         with self.transaction():

@@ -197,6 +197,12 @@ def fts_secure_delete_supported(conn: Connection) -> bool:
     return tuple(int(p) for p in version.split(".")[:3]) >= (3, 42, 0)
 
 
+def fts_contentless_delete_supported(conn: Connection) -> bool:
+    """FTS5's contentless_delete option exists from SQLite 3.43.0 (sqlite.org/fts5.html#contentless_delete_tables)."""
+    version = conn.execute("SELECT sqlite_version()").fetchone()[0]
+    return tuple(int(p) for p in version.split(".")[:3]) >= (3, 43, 0)
+
+
 # Migrations after which a store written by an older Cairn may still hold forgotten text (FTS
 # segments, free pages): purge_deleted runs once when one of them is applied to an existing store.
 PURGE_AFTER = {4}
@@ -528,6 +534,54 @@ def m010_scopes_sqlite(conn: Connection) -> None:
 def m010_scopes_postgres(conn: Any, language: str) -> None:
     for statement in _SCOPES_SQL:
         conn.execute(statement.format(text="text", real="real", int="bigint"))
+
+
+@sqlite_step
+def m011_turns_in_context_sqlite(conn: Connection) -> None:
+    # A year of captured turns, smaller and in context:
+    # - turn_fts becomes contentless (content='', deletable rows; SQLite 3.43+): BM25 reads only the
+    #   index, and a turn's text, kept in `turns`, and its key (five turns' worth) are no longer
+    #   stored twice;
+    # - a turn's vector is read with the turn before it (sessions.CONTEXT_WEIGHT) and stored as an
+    #   int8 code in turn_codes (vectors.TurnCodeIndex), a quarter of float32 vec0's size; its row
+    #   count is kept in meta by triggers, so a process holding the codes reads only what was appended;
+    # - every turn is queued for its new vector (the next capture's flush_turn_backlog embeds it);
+    #   the float vectors go (vec0's table needs sqlite-vec loaded to be dropped: when it cannot
+    #   load, the table stays, unused).
+    if fts_contentless_delete_supported(conn):  # else (the stdlib fallback's older SQLite) it keeps its copy
+        conn.execute("CREATE VIRTUAL TABLE turn_fts_new USING fts5(body, key, content='', contentless_delete=1, "
+                     "tokenize = 'porter unicode61 remove_diacritics 2')")
+        if fts_secure_delete_supported(conn):  # as m004 for memories
+            conn.execute("INSERT INTO turn_fts_new(turn_fts_new, rank) VALUES ('secure-delete', 1)")
+        conn.execute("INSERT INTO turn_fts_new(rowid, body, key) SELECT rowid, body, key FROM turn_fts")
+        conn.execute("DROP TABLE turn_fts")
+        conn.execute("ALTER TABLE turn_fts_new RENAME TO turn_fts")
+    conn.execute("CREATE TABLE turn_codes (seq INTEGER PRIMARY KEY REFERENCES turns(seq) ON DELETE CASCADE, "
+                 "code BLOB NOT NULL)")
+    conn.execute("INSERT INTO meta(key, value) VALUES ('turn_codes_count', '0') "
+                 "ON CONFLICT(key) DO UPDATE SET value = '0'")
+    conn.execute("CREATE TRIGGER turn_codes_added AFTER INSERT ON turn_codes BEGIN "
+                 "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'turn_codes_count'; END")
+    conn.execute("CREATE TRIGGER turn_codes_removed AFTER DELETE ON turn_codes BEGIN "
+                 "UPDATE meta SET value = CAST(value AS INTEGER) - 1 WHERE key = 'turn_codes_count'; END")
+    conn.execute("INSERT OR IGNORE INTO turn_vector_backlog(seq) SELECT seq FROM turns")
+    conn.execute("DROP TABLE IF EXISTS turn_vectors")
+    if "turn_vec" in _user_tables(conn):
+        from .db import load_sqlite_vec
+
+        if load_sqlite_vec(conn) is None:
+            conn.execute("DROP TABLE turn_vec")
+
+
+@postgres_step
+def m011_turns_in_context_postgres(conn: Any, language: str) -> None:
+    # A turn's vector is now read with the turn before it (sessions.CONTEXT_WEIGHT): every turn is
+    # queued for its new vector, and the old ones go. pgvector keeps float32 vectors in its HNSW
+    # index (a shared server's disk is not a laptop's); the keyword entry was never stored twice
+    # (one tsvector, no copy of the key's text).
+    if conn.execute("SELECT to_regclass('turn_vectors') IS NOT NULL").fetchone()[0]:
+        conn.execute("DELETE FROM turn_vectors")
+    conn.execute("INSERT INTO turn_vector_backlog(seq) SELECT seq FROM turns ON CONFLICT DO NOTHING")
 
 
 def _user_tables(conn: Connection) -> set[str]:

@@ -25,7 +25,7 @@ from . import db, sql
 from .base import SQLITE, SqlStore
 from .migrations import MIGRATIONS, fts_secure_delete_supported, migrate_sqlite
 from .sql import Filters
-from .vectors import BACKENDS, TURN_BACKENDS, NumpyIndex, SqliteVecIndex, VectorCache, VectorIndex
+from .vectors import BACKENDS, NumpyIndex, SqliteVecIndex, TurnCodeIndex, VectorCache, VectorIndex
 
 if TYPE_CHECKING:
     import numpy as np
@@ -178,6 +178,7 @@ class SqliteStore(SqlStore):
             self._record_meta(meta)
 
     def _choose_vector_index(self, preference: str) -> None:
+        self.turn_index = TurnCodeIndex()  # int8 codes searched in numpy: no extension needed
         recorded = self.get_meta("vector_backend")
         wanted = recorded or preference
         vec_error = db.load_sqlite_vec(self.conn) if wanted in ("auto", "sqlite-vec") else "not requested"
@@ -187,7 +188,6 @@ class SqliteStore(SqlStore):
             self.vector_unavailable = f"this store's vectors are in sqlite-vec, which failed to load ({vec_error})"
             return
         self.vector_index = BACKENDS[wanted]()
-        self.turn_index = TURN_BACKENDS[wanted]()
         if recorded is None:
             self.set_meta("vector_backend", wanted)
 

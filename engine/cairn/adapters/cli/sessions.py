@@ -38,13 +38,21 @@ def _turn_line(turn: cairn.Turn, mark: str = "") -> str:
 @option(ops.SEARCH_SESSIONS.arg("window"))
 @option(ops.SEARCH_SESSIONS.arg("since"))
 @option(ops.SEARCH_SESSIONS.arg("until"))
+@option(ops.SEARCH_SESSIONS.arg("reference"))
 @store_options(read_only=True, use_warm=True)
 def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None:
     """Captured turns for QUERY, one result per session, best first: its best turns (marked >) with
-    the turns around them, turns far less relevant than the best dropped."""
-    results = cairn.merge_session_hits(memory.search_sessions(query, **options))
+    the turns around them, turns far less relevant than the best dropped. A time expression in
+    QUERY ("last week", "in March", "3 days ago") ranks the turns of its window first; the JSON
+    says which window in each result's "time_window"."""
+    hits = memory.search_sessions(query, **options)
+    results = cairn.merge_session_hits(hits)
+    window = hits.window_json()
 
     def human() -> None:
+        if window is not None:
+            click.echo(f"time window: {window['expression']!r} = {window['since'][:10]} .. {window['until'][:10]} "
+                       "(until excluded), ranked first")
         if not results:
             click.echo("no captured turns match")
         for n, result in enumerate(results, 1):

@@ -160,7 +160,8 @@ def _maintain(engine: Cairn, a: dict[str, Any]) -> Any:
 
 
 def _search_sessions(engine: Cairn, a: dict[str, Any]) -> Any:
-    return {"results": [_session_result(r) for r in cairn.merge_session_hits(engine.search_sessions(**a))]}
+    hits = engine.search_sessions(**a)
+    return {"results": [_session_result(r) for r in cairn.merge_session_hits(hits)], "time_window": hits.window_json()}
 
 
 def _list_sessions(engine: Cairn, a: dict[str, Any]) -> Any:
@@ -221,7 +222,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_search_sessions", "Search past sessions", ops.SEARCH_SESSIONS, READ_ONLY, run=_search_sessions,
         args=ops.SEARCH_SESSIONS.args, embeds=lambda a: a["mode"] not in ("exact", "keyword"),
-        description="Search the captured turns of past sessions of this project (user prompts and assistant replies, not tool output): what was said, an error message and how it was fixed, a reason given, what was tried. Returns one result per session, best first: its session_id, and its turns in order: the ranked ones (marked \"hit\": true) and the turns just before and after them; turns far less relevant than the best are dropped. since/until: ISO 8601 bounds on the turn's time."),
+        description="Search the captured turns of past sessions of this project (user prompts and assistant replies, not tool output): what was said, an error message and how it was fixed, a reason given, what was tried. Returns one result per session, best first: its session_id, and its turns in order: the ranked ones (marked \"hit\": true) and the turns just before and after them; turns far less relevant than the best are dropped. since/until: ISO 8601 bounds on the turn's time. A time expression in the query (\"last week\", \"in March\", \"3 days ago\", \"on 2023-05-08\") ranks the turns of the window it names first (relative to reference, default now); time_window says which window was used."),
     ToolSpec(
         "memory_list_sessions", "List past sessions", ops.LIST_SESSIONS, READ_ONLY, run=_list_sessions,
         args=ops.LIST_SESSIONS.args,
