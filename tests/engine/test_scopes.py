@@ -108,7 +108,7 @@ def test_touches_older_than_the_window_teach_nothing():
 def test_given_scopes_are_stored_and_found_by_a_path_under_them(kw_memory):
     m = kw_memory.remember("Amounts are integer cents", kind="convention", paths=["src/payments/"]).memory
     kw_memory.remember("Unrelated rule about docs", kind="convention", paths=["docs/**"])
-    assert kw_memory.scopes.of([m.id])[m.id] == [{"pattern": "src/payments/**", "origin": "given", "weight": 1.0}]
+    assert list(kw_memory.scopes.of([m.id])[m.id]) == [{"pattern": "src/payments/**", "origin": "given", "weight": 1.0}]
     found = kw_memory.scopes.matching(["src/payments/api/charge.py"])
     assert [mem.id for mem, _ in found] == [m.id]
     assert kw_memory.scopes.matching(["src/other.py"]) == []
