@@ -21,7 +21,6 @@ from mcp.types import ToolAnnotations
 import cairn
 from cairn import Cairn, render
 from cairn import operations as ops
-from cairn.operations import Arg
 
 
 def memory_id(raw: str) -> str:
@@ -314,7 +313,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_review", "Review and maintenance", RD, _writes(destructive=True), run=_review,
         also=tuple(a.op for a in REVIEW_ACTIONS.values() if a.op is not RD),
-        args=(Arg("action", "str", "What to do.", required=True, choices=tuple(REVIEW_ACTIONS), brief=""),
+        args=(ops.Arg("action", "str", "What to do.", required=True, choices=tuple(REVIEW_ACTIONS), brief=""),
               _optional(RQ.arg("types")),
               _optional(RQ.arg("states"), name="state", many=False, items=None,
                         help="pending (default): awaiting the user's verdict."),
