@@ -69,8 +69,10 @@ def _compact(schema: Any) -> Any:
       (an absent argument says the same, and an explicit null is still accepted);
     - defaults of [] and false: an absent list or flag means none and no, as everywhere;
     - the lengths of a string (an id's 64, a time's 40, a text's 8,192 bytes): limits that keep a
-      request a request, not meaning. Numeric bounds, item counts and choices stay.
-    """
+      request a request, not meaning;
+    - a list's maxItems when it is the number of choices.
+    Numeric bounds, item counts, choices and every type stay (some clients refuse an enum without
+    its type: Gemini's function declarations)."""
     if isinstance(schema, list):
         return [_compact(v) for v in schema]
     if not isinstance(schema, dict):

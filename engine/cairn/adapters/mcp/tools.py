@@ -281,11 +281,11 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_replace", "Replace a memory", RC, _writes(), run=_replace,
         args=RC.pick(("id", "text", "valid_from", "applies_when")),
-        description="Supersede a changed memory (kept in history); kind, tags, importance and applies_when carry over unless given. Returns as memory_remember."),
+        description="Supersede a changed memory (kept in history); what is not given carries over. Returns as memory_remember."),
     ToolSpec(
         "memory_keep_both", "Keep both", ops.KEEP_BOTH, _writes(idempotent=True), run=_keep_both,
         args=ops.KEEP_BOTH.args,
-        description="The memory written (id) and these of its related (others) both hold: not queued for review."),
+        description="The memory written (id) and these of its related (others) both hold."),
     ToolSpec(
         "memory_forget", "Forget (irreversible)", ops.FORGET, _writes(destructive=True, idempotent=True),
         run=_forget, args=ops.FORGET.args,
@@ -303,7 +303,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_search_sessions", "Search past sessions", ops.SEARCH_SESSIONS, READ_ONLY, run=_search_sessions,
         args=ops.SEARCH_SESSIONS.args, embeds=lambda a: a["mode"] not in ("exact", "keyword"),
-        description="Past sessions' prompts and replies: what was said, an error and its fix. Per session, best first: hits (\"hit\": true) and the turns around them."),
+        description="Past sessions' prompts and replies (an error and its fix, a reason given): per session, best first, its hits (\"hit\": true) and the turns around them."),
     ToolSpec(
         "memory_sessions", "Past sessions", ops.READ_SESSION, READ_ONLY, run=_sessions, also=(ops.LIST_SESSIONS,),
         # Listing and reading in one tool: one schema less in every session.
@@ -334,10 +334,9 @@ TOOLS: tuple[ToolSpec, ...] = (
               _optional(ops.MAINTAIN.arg("apply"))),
         writes=_review_writes, embeds=lambda a: a["action"] == "decide",
         description="ONLY for /cairn:review-memory, /cairn:import-guidance or what the user asks. queue: "
-                    "proposals by subject, each with its memories now (before), evidence, and what approving does "
-                    "(after). decide: apply the verdict the user gave, never your own; refused if decided, expired "
-                    "or stale. propose: queue a memory for the user's approval. maintain: a dry run unless apply. "
-                    "maintenance_status."),
+                    "proposals to review. decide: apply the verdict the user gave, never your own. propose: queue a "
+                    "memory for the user's approval. maintain: a dry run unless apply. maintenance_status: the last "
+                    "run."),
 )
 BY_NAME = {t.name: t for t in TOOLS}
 WRITE_TOOLS = frozenset(t.name for t in TOOLS if not t.annotations.read_only_hint)
