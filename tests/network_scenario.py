@@ -78,8 +78,8 @@ def mcp(env: dict[str, str]) -> None:
                 calls = [("memory_remember", {"text": f"MCP fact {i}: the queue runs on Redis {i}"}) for i in range(5)]
                 calls += [("memory_recall", {"query": f"which queue backend {i}?"}) for i in range(8)]
                 calls += [("memory_status", {}), ("memory_list", {}), ("memory_search_sessions", {"query": "deploy"}),
-                          ("memory_list_sessions", {}), ("memory_maintenance_status", {}),
-                          ("memory_review_queue", {}), ("memory_status", {})]
+                          ("memory_sessions", {}), ("memory_review", {"action": "maintenance_status"}),
+                          ("memory_review", {"action": "queue"}), ("memory_status", {})]
                 assert len(calls) == 20
                 for tool, arguments in calls:
                     result = await session.call_tool(tool, arguments, read_timeout_seconds=WAIT_S)

@@ -2,7 +2,7 @@
 (markdown-it-py's CommonMark parse: headings, list items, paragraphs) into `add` proposals of the
 review queue. Nothing is stored before the user approves each one (`cairn review`,
 /cairn:review-memory). /cairn:import-guidance is the other way in: Claude reads the files and
-proposes atomic memories with memory_propose.
+proposes atomic memories with memory_review (action propose).
 
 The split, for the same file, is always the same:
 - each list item's own text (not its sub-items) is one item; an item that only introduces its

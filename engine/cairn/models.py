@@ -32,7 +32,7 @@ SCOPES = ("project", "global", "all")  # which stores a read covers: this projec
 #   summarise       a cluster on one subject: one summary (drafted by Claude in review) supersedes them
 #   demote          a stale, never-recalled, low-importance memory: to the cold tier
 #   conflict        a possible contradiction `remember` or maintenance found: the newer replaces the older
-#   add             a new memory (import-guidance, memory_propose): stored only when approved
+#   add             a new memory (import-guidance, memory_review propose): stored only when approved
 PROPOSAL_TYPES = ("duplicate", "near_duplicate", "summarise", "demote", "conflict", "add")
 # pending -> approved -> applied (the verdict, then what it did, in one transaction) | rejected (kept
 # as it is) | expired (30 days unreviewed, or its sources changed: stale).

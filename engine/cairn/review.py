@@ -2,12 +2,12 @@
 
 1. The durable review queue (below "The durable review queue"): proposals kept in the store until the
    user decides (approve, keep, edit; promote for the cold tier), compare-and-set, expiring after 30
-   days. `cairn review list|show|decide|promote`, the MCP tools memory_review_queue /
-   memory_review_decide / memory_propose, the REST routes /v1/review/proposals... and the browser
+   days. `cairn review list|show|decide|promote`, the MCP tool memory_review (actions
+   queue, decide, propose), the REST routes /v1/review/proposals... and the browser
    console, and /cairn:review-memory are thin wrappers over it, through `memory.review` (Review,
    below): queue, show, decide, propose, promote. It works on both store backends
    (storage.protocol.StoreBackend) through the same store methods.
-2. Maintenance (`maintain`, `cairn maintain`, memory_maintenance_run, POST /v1/maintain): retires
+2. Maintenance (`maintain`, `cairn maintain`, memory_review maintain, POST /v1/maintain): retires
    exact duplicates and fills the queue with near-duplicates, clusters to summarise, stale memories
    to demote and possible conflicts (of any kinds). `remember` queues the possible conflicts it
    reports (stage_conflicts), or, for a writer that resolves them itself (Engine.defer_review), its
@@ -61,9 +61,9 @@ def _order(a: Memory, b: Memory) -> tuple[Memory, Memory]:
 
 # == The durable review queue ==========================================================================
 # Proposals persist in the store (migration m007_review_queue) until the user decides: nothing a
-# proposal names changes before it is approved. `cairn review list|show|decide`, the MCP tools
-# memory_review_queue / memory_review_decide and /cairn:review-memory are thin wrappers over the
-# functions below; `maintain` (cairn maintain, memory_maintenance_run) fills the queue.
+# proposal names changes before it is approved. `cairn review list|show|decide`, the MCP tool
+# memory_review (queue, decide) and /cairn:review-memory are thin wrappers over the
+# functions below; `maintain` (cairn maintain, memory_review maintain) fills the queue.
 
 QUEUE_TTL_MS = 30 * 86_400_000   # an unreviewed proposal expires after 30 days: silence is never consent
 LEASE = "maintenance"
@@ -202,7 +202,7 @@ def propose(engine: Engine, text: str, *, kind: str = "fact", tags: tuple[str, .
             applies_when: list[str] | None = None, origin: str | None = None,
             paths: Iterable[str] = (), dry_run: bool = False) -> dict[str, Any]:
     """Queue an `add` proposal: a new memory stored only when the user approves it (import-guidance,
-    memory_propose). context: where it came from (a heading); origin: the file (and line); paths:
+    memory_review propose). context: where it came from (a heading); origin: the file (and line); paths:
     the scope the memory gets when approved (up to scopes.MAX_PATHS globs relative to the project
     root, as `remember`'s; kept in the payload as "paths", normalised). Returns {"status":
     "queued" | "pending" (the same text is already queued) | "exists" (already a current memory) |

@@ -145,16 +145,16 @@ TOOL_ARGS: dict[str, dict[str, Any]] = {
     "memory_list": {"kinds": json_values, "tags": json_values, "limit": json_values, "scope": json_values,
                     "include_superseded": json_values},
     "memory_status": {},
-    "memory_review_queue": {"types": json_values, "state": json_values, "limit": json_values},
-    "memory_review_decide": {"proposal_id": texts, "verdict": texts, "text": json_values, "keep_id": json_values,
-                             "memory_id": json_values},
-    "memory_propose": {"text": texts, "kind": texts, "tags": json_values, "applies_when": json_values,
-                       "context": json_values, "origin": json_values, "paths": json_values},
-    "memory_maintenance_run": {"apply": json_values},
-    "memory_maintenance_status": {},
+    "memory_review": {"action": st.sampled_from(["queue", "decide", "propose", "maintain", "maintenance_status"])
+                      | texts, "types": json_values, "state": json_values, "limit": json_values,
+                      "proposal_id": texts, "verdict": texts, "text": json_values, "keep_id": json_values,
+                      "memory_id": json_values, "kind": texts, "tags": json_values, "applies_when": json_values,
+                      "context": json_values, "origin": json_values, "paths": json_values,
+                      "apply": json_values},
+    "memory_sessions": {"session_id": json_values, "offset": json_values, "limit": json_values,
+                        "since": json_values, "until": json_values},
 }
-WRITES = {"memory_remember", "memory_replace", "memory_keep_both", "memory_forget", "memory_review_decide",
-          "memory_propose", "memory_maintenance_run"}
+WRITES = {"memory_remember", "memory_replace", "memory_keep_both", "memory_forget", "memory_review"}
 
 
 def _arguments(tool: str) -> st.SearchStrategy[Any]:
@@ -268,8 +268,8 @@ def test_ten_megabyte_inputs_are_refused_or_cut_on_every_surface(keyword_only, c
     check_hook("UserPromptSubmit", json.dumps({"prompt": HUGE, "session_id": HUGE}).encode(), cairn_home)
     for tool, arguments in [("memory_remember", {"text": HUGE}), ("memory_recall", {"query": HUGE}),
                             ("memory_replace", {"id": HUGE, "text": HUGE}), ("memory_forget", {"id": HUGE}),
-                            ("memory_propose", {"text": HUGE}), ("memory_review_decide", {"proposal_id": HUGE,
-                                                                                           "verdict": "approve"})]:
+                            ("memory_review", {"action": "propose", "text": HUGE}),
+                            ("memory_review", {"action": "decide", "proposal_id": HUGE, "verdict": "approve"})]:
         check_tool(mcp_server, keyword_only, tool, arguments)
     for args in (["remember", HUGE], ["recall", HUGE], ["show", HUGE], ["list", "--store", HUGE]):
         check_cli(args, b"", keyword_only)

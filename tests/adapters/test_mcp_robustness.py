@@ -145,9 +145,10 @@ def test_reads_create_no_store_and_the_first_write_does(tmp_path):
         _rpc(proc, INITIALIZE)
         _read_until_id(proc, 1, WAIT_S, [])
         _rpc(proc, INITIALIZED)
-        reads = [("memory_recall", {"query": "deploy"}), ("memory_list", {}), ("memory_review_queue", {}),
-                 ("memory_search_sessions", {"query": "deploy"}), ("memory_list_sessions", {}),
-                 ("memory_maintenance_run", {}), ("memory_maintenance_status", {}), ("memory_status", {})]
+        reads = [("memory_recall", {"query": "deploy"}), ("memory_list", {}), ("memory_review", {"action": "queue"}),
+                 ("memory_search_sessions", {"query": "deploy"}), ("memory_sessions", {}),
+                 ("memory_review", {"action": "maintain"}), ("memory_review", {"action": "maintenance_status"}),
+                 ("memory_status", {})]
         for ident, (tool, arguments) in enumerate(reads, start=2):
             result = _call(proc, ident, tool, arguments)
             assert not result.get("isError"), result

@@ -33,8 +33,7 @@ from tests.conftest import git_init, wait_for
 REPO = Path(__file__).resolve().parents[2]
 SERVER = REPO / "mcp" / "server.py"
 TOOLS = {"memory_remember", "memory_recall", "memory_replace", "memory_keep_both", "memory_forget", "memory_history", "memory_list",
-         "memory_status", "memory_review_queue", "memory_review_decide", "memory_propose", "memory_maintenance_run",
-         "memory_maintenance_status", "memory_search_sessions", "memory_list_sessions", "memory_read_session"}
+         "memory_status", "memory_review", "memory_search_sessions", "memory_sessions"}
 CALL_TIMEOUT = 120  # seconds: the first call may wait for the model, on a busy machine
 
 
@@ -173,38 +172,55 @@ def test_tools_are_listed_with_constrained_schemas(shared):
     remember = tools["memory_remember"].input_schema["properties"]
     assert remember["kind"]["enum"] == list(KINDS)
     assert (remember["importance"]["minimum"], remember["importance"]["maximum"]) == (1, 5)
-    assert remember["text"]["minLength"] == 1
+    assert "minLength" not in remember["text"]  # string lengths are checked, not shown (test_bad_input_...)
     assert remember["scope"]["enum"] == ["project", "global"]
     assert tools["memory_remember"].input_schema["required"] == ["text"]
     recall = tools["memory_recall"].input_schema["properties"]
     # k and scope default to the config (recall.k, recall.scope): optional, never a default of the adapter's
-    (k_schema,) = [s for s in recall["k"]["anyOf"] if s.get("type") == "integer"]
-    assert (k_schema["minimum"], k_schema["maximum"]) == (1, operations.MAX_RECALL_K)
-    assert "default" not in recall["k"] or recall["k"]["default"] is None
+    assert (recall["k"]["type"], recall["k"]["minimum"], recall["k"]["maximum"]) == \
+        ("integer", 1, operations.MAX_RECALL_K)
+    assert "default" not in recall["k"] and "default" not in recall["scope"] and "k" not in \
+        tools["memory_recall"].input_schema["required"]
     assert recall["kinds"]["items"]["enum"] == list(KINDS)
     assert set(recall) >= {"query", "k", "as_of", "kinds", "tags", "scope", "include_superseded"}
     assert "irreversible" in tools["memory_forget"].description.lower()
     assert tools["memory_forget"].annotations.destructive_hint is True
-    for name in ("memory_recall", "memory_list", "memory_history", "memory_status", "memory_review_queue",
-                 "memory_maintenance_status"):
+    for name in ("memory_recall", "memory_list", "memory_history", "memory_status", "memory_search_sessions",
+                 "memory_sessions"):
         assert tools[name].annotations.read_only_hint is True, name
-    decide = tools["memory_review_decide"]
-    assert "ONLY for /cairn:review-memory" in decide.description and "explicitly gave" in decide.description
-    assert decide.annotations.destructive_hint is True
-    assert decide.input_schema["properties"]["verdict"]["enum"] == ["approve", "reject", "edit", "promote", "keep"]
-    assert decide.input_schema["required"] == ["verdict"]
-    assert "dry run by default" in tools["memory_maintenance_run"].description.lower()
+    review = tools["memory_review"]
+    assert "ONLY for /cairn:review-memory" in review.description and "the verdict the user gave" in review.description
+    assert "never your own" in review.description and "a dry run unless apply" in review.description
+    assert review.annotations.destructive_hint is True
+    assert review.input_schema["properties"]["action"]["enum"] == ["queue", "decide", "propose", "maintain",
+                                                                   "maintenance_status"]
+    assert review.input_schema["properties"]["verdict"]["enum"] == ["approve", "reject", "edit", "promote", "keep"]
+    assert review.input_schema["required"] == ["action"]
     assert "title" not in json.dumps(tools["memory_remember"].input_schema)
+    assert "null" not in json.dumps(recall)  # an optional argument is one type, left out when not given
+
+
+def test_the_fixed_cost_of_tools_and_instructions_stays_under_8000_characters():
+    """What every Claude Code session pays for the server: tools/list and the instructions, measured
+    by bench/mcp_cost.py through a real server (docs/benchmarks.md, "The MCP server's fixed cost")."""
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "mcp_cost.py"), "--json"], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO / "engine")})
+    assert done.returncode == 0, done.stderr
+    cost = json.loads(done.stdout)
+    print(cost)
+    assert set(cost["tools"]) == TOOLS and cost["instructions"] > 0
+    assert cost["total"] == sum(cost["tools"].values()) + cost["instructions"]
+    assert cost["total"] <= 8000, cost
 
 
 # -- the memory lifecycle -----------------------------------------------------------------------------
 def test_remember_and_replace_take_applies_when_and_tell_claude_how_to_write_them(shared):
     tools = {t.name: t for t in shared.run(lambda s: s.list_tools()).tools}
-    for name in ("memory_remember", "memory_replace"):
-        schema = tools[name].input_schema["properties"]["applies_when"]
-        assert "tasks in which this memory matters" in schema["description"], name
     remember = tools["memory_remember"].input_schema["properties"]["applies_when"]
-    assert remember["maxItems"] == 4 and remember["items"]["maxLength"] == 80
+    assert "naming the tasks in which it matters" in remember["description"]
+    assert remember["maxItems"] == 4 and remember["items"] == {"type": "string"}  # 80 characters: checked
+    replace = tools["memory_replace"].input_schema["properties"]["applies_when"]
+    assert replace["description"] == "As in memory_remember." and replace["maxItems"] == 4
     made = shared.ok("memory_remember", text="Release notes are written in docs/changes/NEXT.md before merging",
                      kind="convention", applies_when=["opening a pull request", "shipping a user-visible fix"])
     listed = {m["id"]: m for m in shared.ok("memory_list", kinds=["convention"])["memories"]}
@@ -214,6 +230,8 @@ def test_remember_and_replace_take_applies_when_and_tell_claude_how_to_write_the
     assert listed[new["id"]]["applies_when"] == ["opening a pull request", "shipping a user-visible fix"]
     assert "applies_when" in shared.error("memory_remember", text="Storybook runs on port 6006",
                                           applies_when=[f"task {i}" for i in range(5)])
+    assert "applies_when.0: String should have at most 80 characters" in shared.error(
+        "memory_remember", text="Storybook runs on port 6006", applies_when=["x" * 81])
 
 
 def test_remember_then_recall_finds_it_with_its_id(shared):
@@ -331,11 +349,11 @@ def test_conflicts_are_related_and_queued_for_review(shared):
     assert proposal["type"] == "conflict" and proposal["reason"] and proposal["after"].startswith("approve:")
     assert [m["id"] for m in proposal["before"]] == [first["id"], second["id"]]
     assert proposal["before"][0]["text"] and proposal["before"][0]["date"]
-    assert all(p["type"] == "add" for s in shared.ok("memory_review_queue", types=["add"])["subjects"]
+    assert all(p["type"] == "add" for s in shared.ok("memory_review", action="queue", types=["add"])["subjects"]
                for p in s["proposals"])
 
 
-# -- /cairn:review-memory verdicts: memory_review_decide ------------------------------------------------
+# -- /cairn:review-memory verdicts: memory_review decide -------------------------------------------------
 def session_ends(client: Client, *ids: str) -> dict:
     """What the plugin's SessionEnd hook does with the session's writes `ids` (claude.capture.settle_session,
     which reads them from the transcript): Cairn.settle, in another process as the hook's is."""
@@ -350,7 +368,7 @@ def session_ends(client: Client, *ids: str) -> dict:
 
 def queued(client: Client, *ids: str) -> list[dict]:
     """The pending proposals whose sources are exactly `ids`."""
-    subjects = client.ok("memory_review_queue", limit=200)["subjects"]
+    subjects = client.ok("memory_review", action="queue", limit=200)["subjects"]
     return [p for s in subjects for p in s["proposals"] if [m["id"] for m in p["before"]] == list(ids)]
 
 
@@ -372,13 +390,13 @@ def test_keep_leaves_both_current_and_the_pair_is_not_proposed_again(shared):
     older, newer, pid = conflict_pair(shared, "The Redis session cache keeps entries for 300 seconds",
                                       "The Redis session cache might keep entries for 300 seconds", "cache")
     before = count(shared)
-    kept = shared.ok("memory_review_decide", proposal_id=pid, verdict="reject")
+    kept = shared.ok("memory_review", action="decide", proposal_id=pid, verdict="reject")
     assert kept == {"proposal": pid, "type": "conflict", "state": "rejected", "verdict": "reject"}
     assert current_ids(shared, "cache") == {older, newer} and count(shared) == before
     assert queued(shared, older, newer) == []
-    shared.ok("memory_maintenance_run", apply=True)
+    shared.ok("memory_review", action="maintain", apply=True)
     assert queued(shared, older, newer) == []
-    message = shared.error("memory_review_decide", proposal_id=pid, verdict="approve")
+    message = shared.error("memory_review", action="decide", proposal_id=pid, verdict="approve")
     assert "already rejected by mcp" in message and message.endswith("nothing was changed")
 
 
@@ -386,13 +404,13 @@ def test_approve_retires_the_older_and_writes_nothing_new(shared):
     older, newer, pid = conflict_pair(shared, "Error reports go to Sentry for the web app",
                                       "Error reports might go to Sentry for the web app", "errors")
     before = count(shared)
-    result = shared.ok("memory_review_decide", proposal_id=pid, verdict="approve")
+    result = shared.ok("memory_review", action="decide", proposal_id=pid, verdict="approve")
     assert result == {"proposal": pid, "type": "conflict", "state": "applied", "verdict": "approve",
                       "superseded": [older], "by": newer}
     assert count(shared) == before and current_ids(shared, "errors") == {newer}
     chain = shared.ok("memory_history", id=newer)["chain"]
     assert [m["id"] for m in chain] == [older, newer] and chain[0]["superseded_by"] == newer
-    message = shared.error("memory_review_decide", proposal_id=pid, verdict="keep")
+    message = shared.error("memory_review", action="decide", proposal_id=pid, verdict="keep")
     assert "already applied" in message and message.endswith("nothing was changed")
 
 
@@ -400,10 +418,10 @@ def test_edit_writes_the_agreed_text_over_both(shared):
     older, newer, pid = conflict_pair(shared, "The orders database is backed up every night",
                                       "The orders database might be backed up every night", "backups")
     before = count(shared)
-    message = shared.error("memory_review_decide", proposal_id=pid, verdict="edit")
+    message = shared.error("memory_review", action="decide", proposal_id=pid, verdict="edit")
     assert "edit needs the text" in message and message.endswith("nothing was changed")
     merged_text = "The orders database is backed up every night and the backups are kept for thirty days"
-    result = shared.ok("memory_review_decide", proposal_id=pid, verdict="edit", text=merged_text)
+    result = shared.ok("memory_review", action="decide", proposal_id=pid, verdict="edit", text=merged_text)
     assert result["state"] == "applied" and result["created"] is True and result["superseded"] == [older, newer]
     assert current_ids(shared, "backups") == {result["by"]} and count(shared) == before + 1
     memory = shared.ok("memory_list", tags=["backups"])["memories"][0]
@@ -411,31 +429,34 @@ def test_edit_writes_the_agreed_text_over_both(shared):
 
 
 def test_proposed_guidance_is_stored_only_when_approved(shared):
-    proposed = shared.ok("memory_propose", text="Database migrations are written with Alembic", kind="convention",
-                         applies_when=["editing migrations"], context="Conventions", origin="db/CLAUDE.md",
-                         paths=["db/"])
+    proposed = shared.ok("memory_review", action="propose", text="Database migrations are written with Alembic",
+                         kind="convention", applies_when=["editing migrations"], context="Conventions",
+                         origin="db/CLAUDE.md", paths=["db/"])
     assert proposed["status"] == "queued"
-    (entry,) = [p for s in shared.ok("memory_review_queue", types=["add"])["subjects"] for p in s["proposals"]
-                if p["id"] == proposed["proposal"]["id"]]
+    (entry,) = [p for s in shared.ok("memory_review", action="queue", types=["add"])["subjects"]
+                for p in s["proposals"] if p["id"] == proposed["proposal"]["id"]]
     assert entry["paths"] == ["db/**"] and "scoped to db/**" in entry["after"]  # the scope it will get
     texts = [h["text"] for h in shared.ok("memory_recall", query="Alembic migrations", scope="project")["hits"]]
     assert "Database migrations are written with Alembic" not in texts
-    done = shared.ok("memory_review_decide", proposal_id=proposed["proposal"]["id"], verdict="approve")
+    done = shared.ok("memory_review", action="decide", proposal_id=proposed["proposal"]["id"], verdict="approve")
     hits = shared.ok("memory_recall", query="Alembic migrations", scope="project")["hits"]
     assert [h["id"] for h in hits][:1] == [done["created"]]
-    assert shared.ok("memory_propose", text="Database migrations are written with Alembic")["status"] == "exists"
+    again = shared.ok("memory_review", action="propose", text="Database migrations are written with Alembic")
+    assert again["status"] == "exists"
 
 
 def test_maintenance_runs_dry_by_default_and_reports_its_status(shared):
     before = count(shared)
-    report = shared.ok("memory_maintenance_run")
+    report = shared.ok("memory_review", action="maintain")
     assert report["dry_run"] is True and report["staged"] == 0 and set(report["counts"]) >= {"near_duplicate"}
     assert count(shared) == before
-    status = shared.ok("memory_maintenance_status")
+    status = shared.ok("memory_review", action="maintenance_status")
     assert set(status) >= {"last_run", "stale", "lease", "queue", "pending", "cold"}
-    assert "promote needs memory_id" in shared.error("memory_review_decide", verdict="promote")
-    assert "verdict: Input should be" in shared.error("memory_review_decide", proposal_id="x", verdict="merge")
-    assert "no proposal 'nope'" in shared.error("memory_review_decide", proposal_id="nope", verdict="approve")
+    assert "promote needs memory_id" in shared.error("memory_review", action="decide", verdict="promote")
+    assert "verdict: Input should be" in shared.error("memory_review", action="decide", proposal_id="x",
+                                                      verdict="merge")
+    assert "no proposal 'nope'" in shared.error("memory_review", action="decide", proposal_id="nope",
+                                                verdict="approve")
 
 
 def test_memory_status_counts_cold_memories_apart_from_current(tmp_path, home, monkeypatch):
@@ -471,13 +492,21 @@ def test_memory_status_counts_cold_memories_apart_from_current(tmp_path, home, m
     ("memory_recall", {"query": "builds", "k": 0}, "k: Input should be greater than or equal to 1"),
     ("memory_recall", {"query": "builds", "as_of": "yesterday-ish"}, "as_of: cannot read"),
     ("memory_recall", {"query": "builds", "scope": "everywhere"}, "scope: Input should be"),
+    ("memory_review", {"action": "queue", "verdict": "approve"}, "action queue takes types, state, limit, not verdict"),
+    ("memory_review", {"action": "maintenance_status", "apply": True}, "takes no other argument, not apply"),
+    ("memory_review", {"action": "propose", "kind": "fact"}, "action propose needs text"),
+    ("memory_review", {"action": "decide", "proposal_id": "x"}, "action decide needs verdict"),
+    ("memory_review", {"action": "undo"}, "action: Input should be 'queue'"),
+    ("memory_review", {}, "action: Field required"),
+    ("memory_sessions", {"offset": 2}, "offset: only when reading a session"),
+    ("memory_sessions", {"session_id": "s1", "since": "2025-01-01"}, "since: only when listing sessions"),
 ])
 def test_bad_input_is_a_tool_error_with_a_clear_message_and_writes_nothing(shared, tool, arguments, expected):
     before = count(shared)
     message = shared.error(tool, **arguments)
     assert expected in message
     assert "Error executing tool" not in message and "errors.pydantic.dev" not in message
-    if tool in ("memory_remember", "memory_replace", "memory_forget", "memory_review_decide", "memory_propose"):
+    if tool in ("memory_remember", "memory_replace", "memory_forget", "memory_review"):
         assert message.endswith("nothing was changed")
     assert count(shared) == before
 
@@ -675,8 +704,8 @@ def test_session_tools_search_list_and_read_captured_turns(shared, home, monkeyp
     dated = shared.ok("memory_search_sessions", query="kamal staging last week", mode="keyword", k=1, window=0,
                       reference="2026-03-10T12:00:00Z")
     assert dated["time_window"]["expression"] == "last week" and dated["results"][0]["session_id"] == "s1"
-    sessions = shared.ok("memory_list_sessions")["sessions"]
+    sessions = shared.ok("memory_sessions")["sessions"]
     assert [s["session_id"] for s in sessions] == ["s1"] and sessions[0]["turn_count"] == 5
-    page = shared.ok("memory_read_session", session_id="s1", offset=1, limit=2)
+    page = shared.ok("memory_sessions", session_id="s1", offset=1, limit=2)
     assert [t["position"] for t in page["turns"]] == [1, 2] and page["next_offset"] == 3
-    assert "no captured session" in shared.error("memory_read_session", session_id="nope")
+    assert "no captured session" in shared.error("memory_sessions", session_id="nope")

@@ -178,16 +178,19 @@ def test_what_reads_and_writes_is_the_catalogues_word_in_every_adapter():
     from cairn.adapters.mcp.tools import READ_ONLY_TOOLS, TOOLS
 
     for tool in TOOLS:
-        assert (tool.name in READ_ONLY_TOOLS) is (not tool.op.writes), tool.name
-        assert tool.annotations.read_only_hint is (not tool.op.writes), tool.name
+        writes = any(op.writes for op in tool.ops)  # a tool with several operations: writes if any does
+        assert (tool.name in READ_ONLY_TOOLS) is (not writes), tool.name
+        assert tool.annotations.read_only_hint is (not writes), tool.name
         for arg in tool.args:  # a tool may take fewer arguments, never looser ones
-            declared = tool.op.by_name.get(arg.name)
-            if declared is not None:
-                assert (arg.low, arg.high, arg.items) == (declared.low, declared.high, declared.items), \
-                    (tool.name, arg.name)
+            for op in tool.ops:
+                declared = op.by_name.get(arg.name)
+                if declared is not None:
+                    assert (arg.low, arg.high, arg.items) == (declared.low, declared.high, declared.items), \
+                        (tool.name, op.name, arg.name)
     for route in ROUTES:
         assert route.write is route.op.writes
     from cairn import operations
 
     # Every operation is offered somewhere, and nothing is offered that the catalogue does not declare.
-    assert {t.op.name for t in TOOLS} | {r.op.name for r in ROUTES} == {op.name for op in operations.CATALOGUE}
+    assert {op.name for t in TOOLS for op in t.ops} | {r.op.name for r in ROUTES} == \
+        {op.name for op in operations.CATALOGUE}

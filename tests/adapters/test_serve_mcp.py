@@ -23,6 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 from cairn import create_store
 from cairn.adapters import tokens as tokens_mod
 from cairn.adapters.mcp.server import READ_ONLY_TOOLS, WRITE_TOOLS
+from cairn.adapters.mcp.tools import reads_only
 
 from tests.conftest import git_init
 from tests.serving import Server, keyword_only_env
@@ -107,11 +108,21 @@ def test_stdio_and_mcp_http_give_identical_results(tmp_path, env):
 
 def test_every_tool_is_read_only_or_a_write():
     tools = {"memory_remember", "memory_recall", "memory_replace", "memory_keep_both", "memory_forget",
-             "memory_history", "memory_list",
-             "memory_status", "memory_review_queue", "memory_review_decide", "memory_propose",
-             "memory_maintenance_run", "memory_maintenance_status", "memory_search_sessions",
-             "memory_list_sessions", "memory_read_session"}
+             "memory_history", "memory_list", "memory_status", "memory_review", "memory_search_sessions",
+             "memory_sessions"}
     assert READ_ONLY_TOOLS | WRITE_TOOLS == tools and not READ_ONLY_TOOLS & WRITE_TOOLS
+
+
+def test_a_read_only_token_may_call_memory_review_only_for_what_reads():
+    assert reads_only("memory_recall", {"query": "x"}) and reads_only("memory_status", None)
+    for arguments in ({"action": "queue"}, {"action": "maintenance_status"}, {"action": "maintain"},
+                      {"action": "maintain", "apply": False}):
+        assert reads_only("memory_review", arguments), arguments
+    for arguments in ({"action": "decide", "proposal_id": "x", "verdict": "approve"}, {"action": "propose"},
+                      {"action": "maintain", "apply": True}, {"action": "maintain", "apply": "true"}, {}, None,
+                      ["queue"], {"action": ["queue"]}):
+        assert not reads_only("memory_review", arguments), arguments
+    assert not reads_only("memory_remember", {}) and not reads_only("no_such_tool", {})
 
 
 def test_mcp_http_tokens(tmp_path, env):
@@ -134,6 +145,11 @@ def test_mcp_http_tokens(tmp_path, env):
         result = await session.call_tool("memory_recall", {"query": "postgres"}, read_timeout_seconds=CALL_TIMEOUT)
         return json.loads(result.content[0].text)["hits"]
 
+    async def review_queue(session):
+        result = await session.call_tool("memory_review", {"action": "queue"}, read_timeout_seconds=CALL_TIMEOUT)
+        assert not result.is_error, result.content[0].text
+        return json.loads(result.content[0].text)
+
     try:
         # no token, or a token for another store: the handshake itself is refused
         code, _, body = server.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"})
@@ -150,6 +166,12 @@ def test_mcp_http_tokens(tmp_path, env):
         assert not asyncio.run(_http_session(server.port, remember, bearer(writer))).is_error
         assert [h["text"] for h in asyncio.run(_http_session(server.port, recall, bearer(reader)))] == \
             ["Alpha uses Postgres 16"]
+        # memory_review: a read-only token lists the queue; its verdict is refused before the tool
+        assert asyncio.run(_http_session(server.port, review_queue, bearer(reader))) == {"subjects": [], "count": 0}
+        decide = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "memory_review", "arguments": {"action": "decide", "proposal_id": "x", "verdict": "approve"}}}
+        code, _, body = server.request("POST", "/mcp", decide, token=reader)
+        assert (code, body["error"]) == (403, "read_only")
         # DNS rebinding: a foreign Host is refused on /mcp too
         code, _, body = server.request("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"},
                                        token=writer, headers={"Host": "attacker.example"})

@@ -1,5 +1,5 @@
 """`cairn import-sessions` and `cairn sessions search|list|show` (with --json: the rows docs/cli.md
-documents), and the MCP tools memory_search_sessions, memory_list_sessions, memory_read_session."""
+documents), and the MCP tools memory_search_sessions and memory_sessions."""
 
 from __future__ import annotations
 

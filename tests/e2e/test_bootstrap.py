@@ -285,7 +285,7 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
     replies, code = runner.mcp([INITIALIZE, INITIALIZED, TOOLS_LIST], wait_for=2)
     assert code == 0, replies
     names = {t["name"] for t in replies[1]["result"]["tools"]}
-    assert {"memory_remember", "memory_recall", "memory_replace", "memory_review_queue"} <= names, names
+    assert {"memory_remember", "memory_recall", "memory_replace", "memory_review"} <= names, names
 
     # 6. And inside Claude Code, with this data folder as the plugin's: the MCP server of the installed
     #    runtime remembers, and the next session's brief carries it.

@@ -626,10 +626,10 @@ def test_review_memory_walks_the_queue_and_records_the_users_verdict(cairn: Cair
     with Cairn.open(cwd=cairn.project, embedder=None) as memory:
         (proposal,) = memory.review.queue()  # `remember` reported the restatement: it joined the queue
     assert (proposal.type, proposal.source_ids) == ("near_duplicate", [older, newer])
-    queue = ToolUse(TOOL("memory_review_queue"), {"limit": 30, "types": ["near_duplicate"]})
+    queue = ToolUse(TOOL("memory_review"), {"action": "queue", "limit": 30, "types": ["near_duplicate"]})
     # The user chose the newer wording to stay.
-    decide = ToolUse(TOOL("memory_review_decide"), {"proposal_id": proposal.id, "verdict": "approve",
-                                                    "keep_id": newer})
+    decide = ToolUse(TOOL("memory_review"), {"action": "decide", "proposal_id": proposal.id, "verdict": "approve",
+                                             "keep_id": newer})
     cairn.script(queue, decide, final=Text("Applied 1 of 1 MARK-REVIEW"))
     # No --allowedTools: the command's own allowed-tools frontmatter must let its tool calls run.
     run = cairn.run("/cairn:review-memory near_duplicate", allowed_tools=())

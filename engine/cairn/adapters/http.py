@@ -498,7 +498,9 @@ class Policy:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     cors_origins: tuple[str, ...] = ()
     mcp_store: str | None = None
-    read_only_tools: frozenset[str] = frozenset()
+    # reads_only(tool, arguments as sent): whether a read-only token may make this MCP tool call
+    # (cairn.adapters.mcp.tools.reads_only for /mcp); none may by default.
+    reads_only: Callable[[str, Any], bool] = field(default=lambda tool, arguments: False)
 
     @property
     def loopback(self) -> bool:
@@ -572,8 +574,8 @@ class Guard:
             if not isinstance(m, dict):
                 return True
             if m.get("method") == "tools/call":
-                name = (m.get("params") or {}).get("name")
-                if name not in self.policy.read_only_tools:
+                params = m.get("params") if isinstance(m.get("params"), dict) else {}
+                if not self.policy.reads_only(params.get("name"), params.get("arguments")):
                     return True
         return False
 

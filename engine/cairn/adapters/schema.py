@@ -31,9 +31,9 @@ def _bounds(arg: ops.Arg) -> dict[str, Any]:
 def annotated(arg: ops.Arg, *, help: str | None = None) -> Any:  # noqa: A002 - the catalogue's word
     """The argument's type as pydantic reads it: Annotated[T, Field(bounds, description)], with T
     optional when its default is None. A list's items carry the per-value bounds; the list, its
-    length."""
+    length. help: the description instead of the argument's own ("": none)."""
     value: Any = Literal[arg.choices] if arg.choices else _PYTHON[arg.type]
-    description = help or arg.help
+    description = arg.help if help is None else (help or None)
     if arg.many:
         item = Annotated[value, Field(**_bounds(arg))] if _bounds(arg) else value
         typ: Any = list[item]  # type: ignore[valid-type]

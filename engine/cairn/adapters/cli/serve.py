@@ -51,11 +51,12 @@ def serve(transport: str, host: str, port: int, store_name: str | None, cors_ori
         raise cairn.InvalidInput(str(exc)) from None
     policy = http.Policy(bind_host=host, tokens=tokens, max_body_bytes=max_body_bytes, cors_origins=cors_origins)
     if transport == "mcp-http":
-        from ..mcp.server import READ_ONLY_TOOLS, http_app
+        from ..mcp.server import http_app
+        from ..mcp.tools import reads_only
 
         app, session = http_app(store_name, max_body_bytes=max_body_bytes)
         policy.mcp_store = session.name
-        policy.read_only_tools = READ_ONLY_TOOLS
+        policy.reads_only = reads_only
         where, stores = f"http://{_url_host(host)}:{port}/mcp", None
     else:
         stores = http.Stores(Path.cwd(), store_name)

@@ -49,40 +49,50 @@ log = logging.getLogger("cairn.mcp")
 
 INSTRUCTIONS = """\
 Cairn is this project's long-term memory: decisions, conventions, preferences and facts kept \
-across sessions in a local store.
-- Recall (memory_recall) before answering questions about the project's past decisions, \
-conventions or the user's preferences, and before deciding something that may already be settled.
-- Remember (memory_remember) a decision with its reason, a convention, a user preference or a \
-non-obvious fact: one self-contained statement. Not what the code or git history already records. \
-Never secrets (tokens, passwords, keys).
-- When a remembered fact has changed, call memory_replace with the old id instead of adding a \
-memory beside it.
-- Every memory_remember and memory_replace answer lists `related`: up to 3 current memories about \
-the same subject. Judge each one: if the new memory changes it, call memory_replace with its id and \
-the new text; if both hold, call memory_keep_both with the new id and its id; when you cannot tell, \
-do nothing (the pair goes to the user's review when the session ends). For example:
-  - change: you remembered "We deploy with Fly.io" and related shows "We deploy with Heroku": call \
-memory_replace(id of the Heroku memory, "We deploy with Fly.io").
-  - addition: "The SDK is published to PyPI" with related "The SDK is published to npm": both hold: \
-memory_keep_both(new id, [id of the npm memory]).
-  - restatement: "Run tests with pytest -x" with related "Tests run with `pytest -x`": the same \
-rule twice; leave it, the user merges restatements in the review queue.
-- Cite the memories you rely on as [mem:ID].
-- Replaced and forgotten memories never come back in recall or list; history needs \
-include_superseded, as_of or memory_history.
-- memory_forget erases for good: only when the user asks.
-- Past sessions are captured turn by turn: memory_search_sessions finds what was said before (an \
-error message and its fix, a reason given, what was tried), each hit with the turns around it; \
-quote an exact error or identifier to match it exactly. memory_list_sessions and \
-memory_read_session browse them."""
+across sessions (see the cairn-memory skill).
+- memory_recall before answering about past decisions, conventions or the user's preferences, or \
+deciding what may be settled. Cite memories used as [mem:ID].
+- memory_remember a decision with its reason, a convention, a preference or a non-obvious fact, as \
+one self-contained statement; not what code or git records; never a secret.
+- A changed fact: memory_replace(old id, new text).
+- Judge each `related` memory a remember or replace returns: changed by the new one: \
+memory_replace(its id, same text); both hold: memory_keep_both(new id, [its id]); a restatement, \
+or unsure: nothing (the user reviews it).
+- Times are ISO 8601."""
 
-def _drop_titles(schema: Any) -> Any:
-    """Pydantic titles every property ("Text", "Kind"): tokens the model pays for, saying nothing."""
-    if isinstance(schema, dict):
-        return {k: _drop_titles(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+def _compact(schema: Any) -> Any:
+    """The JSON schema pydantic writes, less what every session pays for and the model learns
+    nothing from. The server still checks each argument against the full type (schema.annotated),
+    and refuses a bad one with a sentence naming it. Left out:
+    - the titles of every property ("Text", "Kind");
+    - for an optional argument whose default is None, its `anyOf [..., null]` and `"default": null`
+      (an absent argument says the same, and an explicit null is still accepted);
+    - defaults of [] and false: an absent list or flag means none and no, as everywhere;
+    - the lengths of a string (an id's 64, a time's 40, a text's 8,192 bytes): limits that keep a
+      request a request, not meaning;
+    - a list's maxItems when it is the number of choices.
+    Numeric bounds, item counts, choices and every type stay (some clients refuse an enum without
+    its type: Gemini's function declarations)."""
     if isinstance(schema, list):
-        return [_drop_titles(v) for v in schema]
-    return schema
+        return [_compact(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _compact(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+    variants = out.get("anyOf")
+    if isinstance(variants, list) and "default" in out and out["default"] is None:
+        kept = [v for v in variants if v != {"type": "null"}]
+        if len(kept) == 1 and len(variants) == 2:
+            del out["anyOf"], out["default"]
+            out = {**kept[0], **out}
+    if "default" in out and (out["default"] == [] or out["default"] is False):
+        del out["default"]
+    items = out.get("items")
+    if isinstance(items, dict) and "enum" in items and out.get("maxItems") == len(items["enum"]):
+        del out["maxItems"]  # no more than every choice: the enum says it
+    if out.get("type") == "string":
+        out.pop("minLength", None)
+        out.pop("maxLength", None)
+    return out
 
 
 def _describe(name: str, exc: ValidationError) -> str:
@@ -148,7 +158,7 @@ def _status(session: Session) -> dict[str, Any]:
 def _tool(spec: ToolSpec, session: Session) -> Tool:
     """The SDK tool for one row of TOOLS: a function whose signature is the row's arguments, each
     typed from the catalogue (cairn.adapters.schema), so the SDK checks them and shows their schema."""
-    params = [inspect.Parameter(a.name, inspect.Parameter.KEYWORD_ONLY, annotation=schema.annotated(a),
+    params = [inspect.Parameter(a.name, inspect.Parameter.KEYWORD_ONLY, annotation=schema.annotated(a, help=a.brief),
                                 default=inspect.Parameter.empty if a.required else schema.default(a))
               for a in spec.args]
 
@@ -167,7 +177,7 @@ def _tool(spec: ToolSpec, session: Session) -> Tool:
     call.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
     call.__annotations__ = {**{p.name: p.annotation for p in params}, "return": str}
     made = Tool.from_function(call, title=spec.title, annotations=spec.annotations, structured_output=False)
-    made.parameters = _drop_titles(made.parameters)
+    made.parameters = _compact(made.parameters)
     return made
 
 

@@ -12,8 +12,8 @@ catalogue first).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcp.types import ToolAnnotations
@@ -35,7 +35,8 @@ class ToolSpec:
     ones derived from them with dataclasses.replace). run(engine, arguments) -> a JSON-able result.
     writes/embeds(arguments): whether this call writes to the project store / may need the model
     (default: the operation's flags). A row without `run` is served by the server itself (status,
-    which needs the session rather than the engine)."""
+    which needs the session rather than the engine). also: the other operations the tool offers,
+    chosen by an `action` argument (memory_review; `op` is the one that writes most)."""
 
     name: str
     title: str
@@ -46,6 +47,11 @@ class ToolSpec:
     args: tuple[ops.Arg, ...] = ()
     writes: Callable[[dict[str, Any]], bool] | None = None
     embeds: Callable[[dict[str, Any]], bool] | None = None
+    also: tuple[ops.Operation, ...] = ()
+
+    @property
+    def ops(self) -> tuple[ops.Operation, ...]:
+        return (self.op, *self.also)
 
     def writes_for(self, arguments: dict[str, Any]) -> bool:
         return self.writes(arguments) if self.writes is not None else self.op.writes
@@ -54,12 +60,13 @@ class ToolSpec:
         return self.embeds(arguments) if self.embeds is not None else self.op.embeds
 
 
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# Only the hints that differ from MCP's defaults (readOnlyHint false, destructiveHint true,
+# idempotentHint false), which every session pays for; the other two mean nothing for a read-only tool.
+READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
 def _writes(*, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
-    return ToolAnnotations(read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent,
-                           open_world_hint=False)
+    return ToolAnnotations(read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent or None)
 
 
 def _optional(arg: ops.Arg, **changes: Any) -> ops.Arg:
@@ -174,6 +181,91 @@ def _read_session(engine: Cairn, a: dict[str, Any]) -> Any:
             "next_offset": turns[-1].position + 1 if len(turns) == a["limit"] else None}
 
 
+def _sessions(engine: Cairn, a: dict[str, Any]) -> Any:
+    """memory_sessions: without session_id the list of sessions (since, until), with it that
+    session's turns (offset). Raises InvalidInput for an argument of the other."""
+    reading = a["session_id"] is not None
+    stray = [k for k in (("since", "until") if reading else ("offset",)) if a[k] is not None]
+    if stray:
+        raise cairn.InvalidInput(f"{' and '.join(stray)}: only when listing sessions, without session_id" if reading
+                                 else "offset: only when reading a session: give its session_id")
+    if reading:
+        return _read_session(engine, {"session_id": a["session_id"], "offset": a["offset"] or 0,
+                                      "limit": a["limit"]})
+    return _list_sessions(engine, {"limit": a["limit"], "since": a["since"], "until": a["until"]})
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action of memory_review: its operation, which of the tool's arguments it takes, those it
+    cannot do without, and its engine call (given the arguments it takes, defaults filled in: the
+    catalogue's, or `defaults` for an argument the tool shapes its own way)."""
+
+    op: ops.Operation
+    args: tuple[str, ...]
+    run: Callable[[Cairn, dict[str, Any]], Any]
+    needs: tuple[str, ...] = ()
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+
+# The review queue and maintenance behind one tool: the model reads one schema in every session for
+# what only /cairn:review-memory, /cairn:import-guidance and a user's request for maintenance use.
+REVIEW_ACTIONS: dict[str, Action] = {
+    # One state at a time: the review reads the pending queue.
+    "queue": Action(ops.REVIEW_QUEUE, ("types", "state", "limit"), _review_queue, defaults={"state": "pending"}),
+    "decide": Action(ops.REVIEW_DECIDE, ("proposal_id", "verdict", "text", "keep_id", "tags", "memory_id"),
+                     _review_decide, needs=("verdict",)),
+    "propose": Action(ops.PROPOSE, ("text", "kind", "tags", "applies_when", "context", "origin", "paths"),
+                      lambda engine, a: engine.propose(**a), needs=("text",)),
+    "maintain": Action(ops.MAINTAIN, ("apply",), _maintain),
+    "maintenance_status": Action(ops.MAINTENANCE_STATUS, (), lambda engine, a: engine.maintenance_status()),
+}
+
+
+def review_arguments(a: dict[str, Any]) -> tuple[Action, dict[str, Any]]:
+    """The action memory_review's arguments ask for, and the arguments it takes, the catalogue's
+    defaults filled in for those not given. Raises InvalidInput naming an argument the action does
+    not take, or one it needs."""
+    name = a["action"]
+    action = REVIEW_ACTIONS[name]
+    stray = [k for k, v in a.items() if k != "action" and v is not None and k not in action.args]
+    if stray:
+        takes = ", ".join(action.args) or "no other argument"
+        raise cairn.InvalidInput(f"action {name} takes {takes}, not {', '.join(stray)}")
+    missing = [k for k in action.needs if a.get(k) is None]
+    if missing:
+        raise cairn.InvalidInput(f"action {name} needs {', '.join(missing)}")
+    given: dict[str, Any] = {}
+    for k in action.args:
+        declared = action.op.by_name.get(k)
+        fallback: Any = action.defaults.get(k)
+        if declared is not None and declared.default is not None:
+            fallback = list(declared.default) if declared.many else declared.default
+        given[k] = a.get(k) if a.get(k) is not None else fallback
+    return action, given
+
+
+def _review(engine: Cairn, a: dict[str, Any]) -> Any:
+    action, given = review_arguments(a)
+    return action.run(engine, given)
+
+
+def _review_writes(a: dict[str, Any]) -> bool:
+    return a["action"] in ("decide", "propose") or (a["action"] == "maintain" and bool(a.get("apply")))
+
+
+def reads_only(name: str, arguments: Any) -> bool:
+    """Whether a tools/call, its arguments as the client sent them (not yet checked), only reads:
+    what a read-only token may call over mcp-http. Anything unclear counts as a write."""
+    if name in READ_ONLY_TOOLS:
+        return True
+    if name != "memory_review" or not isinstance(arguments, dict):
+        return False
+    action = arguments.get("action")
+    return action in ("queue", "maintenance_status") or (action == "maintain" and arguments.get("apply") in
+                                                         (None, False))
+
+
 R, RC, L, RQ, RD = ops.RECALL, ops.REPLACE, ops.LIST, ops.REVIEW_QUEUE, ops.REVIEW_DECIDE
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
@@ -181,78 +273,70 @@ TOOLS: tuple[ToolSpec, ...] = (
         args=ops.REMEMBER.pick(("text", "kind", "tags", "importance", "valid_from", "scope", "applies_when",
                                 "paths")),
         writes=lambda a: a["scope"] == "project",  # a global write creates no project store
-        description="Store one memory: a decision with its reason, a convention, a user preference or a non-obvious fact, as one self-contained statement. Not what the code or git history already records; never secrets. If it restates a changed fact, use memory_replace instead. valid_from: when it became true (default now). Returns id and status (created, or duplicate: nothing written); a text that says a similar memory changed (\"now\", \"moved from X to Y\", \"no longer\") supersedes it (superseded ids). related: up to 3 current memories about the same subject (id, text, kind, date, why): if the new memory changes one, call memory_replace with its id and this text; if both hold, call memory_keep_both; if you cannot tell, do nothing (the user reviews the pair)."),
+        description="Store one memory. Returns id, status (created; duplicate: nothing written), superseded (ids its text said changed), related."),
     ToolSpec(
         "memory_recall", "Recall", R, READ_ONLY, run=_recall,
         args=R.pick(("query", "k", "as_of", "kinds", "tags", "scope", "include_superseded", "include_cold")),
-        description="Search memory by meaning and keywords. Use before answering questions about this project's past decisions, conventions or the user's preferences, and before deciding something that may already be settled. Returns current memories, best first: id, text, kind, date (valid from), status, score, why (which retrievers matched, at which rank). Cite what you use as [mem:ID]."),
+        description="Current memories by meaning and keywords, best first, each with why it ranked."),
     ToolSpec(
-        "memory_replace", "Replace a changed memory", RC, _writes(), run=_replace,
+        "memory_replace", "Replace a memory", RC, _writes(), run=_replace,
         args=RC.pick(("id", "text", "valid_from", "applies_when")),
-        description="Supersede a memory whose fact has changed: writes the new text (same kind, tags, importance and applies_when unless given, in the store that holds the old one) and retires the old one, which stays in history (memory_history, as_of) but no longer comes back in recall or list. valid_from: when the change took effect (default now). Use it instead of memory_remember whenever the new statement replaces an old one. Returns status created (new id, superseded: [old id]), or duplicate: the text is already a current memory (its id), the old one is now superseded by it, and nothing new was written. To retire a memory listed in `related` by one you just remembered, pass its id and the same text. related: other current memories this may change, as in memory_remember."),
+        description="Supersede a changed memory (kept in history); what is not given carries over. Returns as memory_remember."),
     ToolSpec(
         "memory_keep_both", "Keep both", ops.KEEP_BOTH, _writes(idempotent=True), run=_keep_both,
         args=ops.KEEP_BOTH.args,
-        description="After memory_remember or memory_replace: say that the memory you just wrote changes none of the memories its answer listed in `related` (others: their ids), because both hold (an addition, a second value of a relation). Nothing is retired; the pairs are not queued for the user's review at the session's end. Only for a pair you judged; when you cannot tell, do nothing."),
+        description="The memory written (id) and these of its related (others) both hold."),
     ToolSpec(
         "memory_forget", "Forget (irreversible)", ops.FORGET, _writes(destructive=True, idempotent=True),
         run=_forget, args=ops.FORGET.args,
-        description="Erase a memory for good: its text, tags and index entries are deleted and cannot be recovered; only a tombstone (id, times) stays in history. IRREVERSIBLE: only when the user asks to forget it. To correct a fact that changed, use memory_replace instead."),
+        description="Irreversible: erase a memory (a tombstone stays), only when the user asks."),
     ToolSpec(
         "memory_history", "Memory history", ops.HISTORY, READ_ONLY, run=_history, args=ops.HISTORY.args,
-        description="The supersession chain through a memory, oldest first: each version's text, status, valid time (valid_from, valid_to: when it held in the world) and transaction time (recorded_at, retired_at: when the store believed it)."),
+        description="A memory's versions, oldest first, with valid and transaction times."),
     ToolSpec(
         "memory_list", "List memories", L, READ_ONLY, run=_list,
         args=L.pick(("kinds", "tags", "limit", "include_superseded", "scope", "include_cold")),
-        description="List memories, newest first, optionally filtered by kind and tag: for browsing, not searching (use memory_recall to find something)."),
+        description="Memories, newest first: for browsing, not searching."),
     ToolSpec(
         "memory_status", "Memory status", ops.STATUS, READ_ONLY,  # served by the server: it needs the session
-        description="Which store this project uses and why (chosen_by), memory counts, the embedding model and whether it is loaded, and whether recall is keyword-only (and why). Use when memory seems missing or wrong."),
-    ToolSpec(
-        "memory_review_queue", "Review queue", RQ, READ_ONLY, run=_review_queue,
-        # One state at a time: the review skills read the pending queue.
-        args=(RQ.arg("types"), dataclasses.replace(RQ.arg("states"), name="state", many=False, default="pending",
-                                                   help="pending (default): awaiting the user's verdict."),
-              RQ.arg("limit")),
-        description="For /cairn:review-memory and /cairn:import-guidance: the review queue, grouped by subject. Each proposal: id, type (duplicate, near_duplicate, summarise, demote, conflict, add), subject, the source memories as they are now (before), the texts and evidence (similarity, reason), a draft (summarise) and what approving would do (after). Changes nothing the user has not decided: memory_review_decide applies the user's verdict."),
-    ToolSpec(
-        "memory_maintenance_status", "Maintenance status", ops.MAINTENANCE_STATUS, READ_ONLY,
-        run=lambda engine, a: engine.maintenance_status(),
-        description="When maintenance last ran, whether a run is due, whether one is running (lease), the review queue's counts by state and type, and how many memories are cold."),
+        description="Which store and why, counts, the model, whether recall is keyword-only."),
     ToolSpec(
         "memory_search_sessions", "Search past sessions", ops.SEARCH_SESSIONS, READ_ONLY, run=_search_sessions,
         args=ops.SEARCH_SESSIONS.args, embeds=lambda a: a["mode"] not in ("exact", "keyword"),
-        description="Search the captured turns of past sessions of this project (user prompts and assistant replies, not tool output): what was said, an error message and how it was fixed, a reason given, what was tried. Returns one result per session, best first: its session_id, and its turns in order: the ranked ones (marked \"hit\": true) and the turns just before and after them; turns far less relevant than the best are dropped. since/until: ISO 8601 bounds on the turn's time. A time expression in the query (\"last week\", \"in March\", \"3 days ago\", \"on 2023-05-08\") ranks the turns of the window it names first (relative to reference, default now); time_window says which window was used."),
+        description="Past sessions' prompts and replies (an error and its fix, a reason given): per session, best first, its hits (\"hit\": true) and the turns around them."),
     ToolSpec(
-        "memory_list_sessions", "List past sessions", ops.LIST_SESSIONS, READ_ONLY, run=_list_sessions,
-        args=ops.LIST_SESSIONS.args,
-        description="The captured sessions of this project, most recent first: id, title (the first prompt), start and end time, turn count, git branch."),
+        "memory_sessions", "Past sessions", ops.READ_SESSION, READ_ONLY, run=_sessions, also=(ops.LIST_SESSIONS,),
+        # Listing and reading in one tool: one schema less in every session.
+        args=(_optional(ops.READ_SESSION.arg("session_id")), _optional(ops.READ_SESSION.arg("offset")),
+              ops.READ_SESSION.arg("limit"), *ops.LIST_SESSIONS.pick(("since", "until"))),
+        description="Without session_id: past sessions, most recent first. With it: its turns in order, from offset."),
     ToolSpec(
-        "memory_read_session", "Read a past session", ops.READ_SESSION, READ_ONLY, run=_read_session,
-        args=ops.READ_SESSION.args,
-        description="Read a captured session's turns in order, paged by position (offset, limit): to see a whole conversation around a search hit."),
-    ToolSpec(
-        "memory_review_decide", "Apply a review verdict", RD, _writes(destructive=True), run=_review_decide,
-        # One tool for every verdict the user gives in the review, promote (ops.PROMOTE) included.
-        args=(dataclasses.replace(RD.arg("verdict"), choices=("approve", "reject", "edit", "promote", "keep"),
-                                  help="The verdict the USER gave: approve, reject (nothing changes; keep means the "
-                                       "same), edit (approve with text), promote (bring memory_id back from the "
-                                       "cold tier)."),
-              _optional(RD.arg("proposal_id"), help="The proposal (all verdicts but promote)."),
-              RD.arg("text"), RD.arg("keep_id"), RD.arg("tags"),
-              _optional(ops.PROMOTE.arg("id"), name="memory_id", help="promote only: the cold memory.")),
-        description="ONLY for /cairn:review-memory and /cairn:import-guidance: apply the one verdict the user explicitly gave on one proposal of memory_review_queue. Never choose or infer a verdict yourself. approve: do what the proposal says (keep_id: the memory the user chose to stay; tags: the tags they chose); reject: nothing changes (a pair is not proposed again); edit: approve with `text` as the user agreed it; promote: bring a cold memory back. Refused, changing nothing, when the proposal was decided already, expired, or its memories changed since (stale)."),
-    ToolSpec(
-        "memory_propose", "Propose a memory for review", ops.PROPOSE, _writes(idempotent=True),
-        run=lambda engine, a: engine.propose(**a),
-        # The scope in a few words: /cairn:import-guidance says how to read it from each file.
-        args=tuple(dataclasses.replace(a, help="Its file's scope: globs from the project root (D/** for D/CLAUDE.md).")
-                   if a.name == "paths" else a for a in ops.PROPOSE.args),
-        description="For /cairn:import-guidance: queue one atomic memory for the user's approval (an `add` proposal). Nothing is stored until the user approves it in the review. Returns status queued, pending (the same text is already queued) or exists (already a memory)."),
-    ToolSpec(
-        "memory_maintenance_run", "Run memory maintenance", ops.MAINTAIN, _writes(), run=_maintain,
-        args=ops.MAINTAIN.pick(("apply",)), writes=lambda a: a["apply"],
-        description="Run memory maintenance on this project's store: exact duplicates, near-duplicates, clusters on one subject, stale never-used memories. Dry run by default (reports, writes nothing). With apply, only exact duplicates are retired (superseded, never deleted); everything else is queued for the user's review (memory_review_queue)."),
+        "memory_review", "Review and maintenance", RD, _writes(destructive=True), run=_review,
+        also=tuple(a.op for a in REVIEW_ACTIONS.values() if a.op is not RD),
+        args=(ops.Arg("action", "str", "What to do.", required=True, choices=tuple(REVIEW_ACTIONS), brief=""),
+              _optional(RQ.arg("types")),
+              _optional(RQ.arg("states"), name="state", many=False, items=None,
+                        help="pending (default): awaiting the user's verdict."),
+              _optional(RQ.arg("limit")),
+              _optional(RD.arg("proposal_id")),
+              _optional(RD.arg("verdict"), choices=("approve", "reject", "edit", "promote", "keep"),
+                        help="The verdict the USER gave: approve, reject (nothing changes; keep means the same), edit "
+                             "(approve with text), promote (bring memory_id back from the cold tier).",
+                        brief=""),
+              # The commands that decide and propose (commands/*.md) say what each argument holds.
+              _optional(RD.arg("text"), brief=""), _optional(RD.arg("keep_id"), brief=""),
+              _optional(RD.arg("tags"), brief=""),
+              _optional(ops.PROMOTE.arg("id"), name="memory_id", help="promote only: the cold memory."),
+              _optional(ops.PROPOSE.arg("kind")),
+              _optional(ops.PROPOSE.arg("applies_when")),
+              _optional(ops.PROPOSE.arg("context")),
+              _optional(ops.PROPOSE.arg("origin")), _optional(ops.PROPOSE.arg("paths"), brief=""),
+              _optional(ops.MAINTAIN.arg("apply"))),
+        writes=_review_writes, embeds=lambda a: a["action"] == "decide",
+        description="ONLY for /cairn:review-memory, /cairn:import-guidance or what the user asks. queue: "
+                    "proposals to review. decide: apply the verdict the user gave, never your own. propose: queue a "
+                    "memory for the user's approval. maintain: a dry run unless apply. maintenance_status: the last "
+                    "run."),
 )
 BY_NAME = {t.name: t for t in TOOLS}
 WRITE_TOOLS = frozenset(t.name for t in TOOLS if not t.annotations.read_only_hint)
