@@ -9,7 +9,7 @@ DIR may be a work tree or a bare git directory; its HEAD is read. What is copied
   BPE vocabulary of its token-efficiency filter), internal/words/words.txt.gz (its word list);
 - Microsoft security-utilities (MIT): GeneratedRegexPatterns/HighConfidenceSecurityModels.json, LICENSE.
 Also written:
-- betterleaks-examples.json: the true- and false-positive examples Betterleaks' rule generator
+- tests/data/secret-rules/betterleaks-examples.json: the true- and false-positive examples Betterleaks' rule generator
   (cmd/generate/config/rules/*.go) checks each rule against, read out of the Go source as data: string
   literals and their concatenations, utils.GenerateSampleSecret(s) expanded with the templates of
   utils/generate.go, and secrets.NewSecret / NewSecretWithEntropy drawn from their regex with a fixed
@@ -32,7 +32,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-ASSETS = Path(__file__).resolve().parent.parent / "engine" / "cairn" / "assets"
+ROOT = Path(__file__).resolve().parent.parent
+ASSETS = ROOT / "engine" / "cairn" / "assets"
+# Test data, not shipped: tests/engine/test_secret_rules.py runs each rule on its examples.
+EXAMPLES = ROOT / "tests" / "data" / "secret-rules" / "betterleaks-examples.json"
 UPSTREAMS = {
     "betterleaks": ("https://github.com/betterleaks/betterleaks", {
         "config/betterleaks.toml": "betterleaks.toml",
@@ -155,8 +158,15 @@ class GoExamples:
         if short == "GenerateSampleSecret":
             ident, secret = vals()
             return f'{ident}_api_token = "{secret}"'
-        if short in ("NewSecret", "newPlausibleSecret"):
+        if short == "NewSecret":
             return self.draw(self.value(args[0]))
+        if short == "newPlausibleSecret":  # upstream redraws until the secret holds a digit 1-9
+            pattern = self.value(args[0])
+            for _ in range(50):
+                s = self.draw(pattern)
+                if re.search("[1-9]", s):
+                    return s
+            raise Unsupported("no digit")
         if short == "NewSecretWithEntropy":
             if len(args[1]) != 1 or args[1][0][0] != "num":
                 raise Unsupported("entropy floor")
@@ -345,15 +355,16 @@ def main() -> None:
                 subprocess.run(["git", "clone", "--quiet", "--depth", "1", url, str(repo)], check=True)
             commit = git(repo, "rev-parse", "HEAD").decode().strip()
             date = git(repo, "log", "-1", "--format=%cs", "HEAD").decode().strip()
+            EXAMPLES.parent.mkdir(parents=True, exist_ok=True)
             for upstream, local in files.items():
                 (ASSETS / local).write_bytes(git(repo, "show", f"HEAD:{upstream}"))
                 sources[local] = {"upstream": url, "path": upstream, "commit": commit, "date": date,
                                   "sha256": sha256(ASSETS / local)}
             if key == "betterleaks":
                 examples, skipped = extract_examples(repo)
-                out = ASSETS / "betterleaks-examples.json"
+                out = EXAMPLES
                 out.write_text(json.dumps(examples, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-                sources[out.name] = {"upstream": url, "path": f"{RULES_DIR}/*.go (examples read as data)",
+                sources[str(out.relative_to(ROOT))] = {"upstream": url, "path": f"{RULES_DIR}/*.go (examples read as data)",
                                      "commit": commit, "date": date, "sha256": sha256(out)}
                 n_tp = sum(len(v["tps"]) for v in examples.values())
                 n_fp = sum(len(v["fps"]) for v in examples.values())

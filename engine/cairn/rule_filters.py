@@ -44,9 +44,10 @@ class FilterSyntaxError(ValueError):
 
 
 def go_regex(pattern: str) -> str:
-    """A Go (RE2) pattern in Python's syntax: `(?i)` after the start becomes a `(?i:...)` group to the
-    end of its enclosing group (Python allows global flags only at the start), `\\z` is `\\Z`, and
-    POSIX classes are spelled out."""
+    """A Go (RE2) pattern in Python's syntax: `(?i)` after the start becomes a `(?i:...)` group over
+    the rest of its alternative and each later alternative of its enclosing group (where Go's flag
+    holds; Python allows global flags only at the start), `\\z` is `\\Z`, and POSIX classes are
+    spelled out."""
     pattern = pattern.replace(r"\z", r"\Z")
     for posix, spelled in _POSIX.items():
         pattern = pattern.replace(posix, spelled)
@@ -55,7 +56,8 @@ def go_regex(pattern: str) -> str:
         if at < 0:
             return pattern
         end = _group_end(pattern, at + 4)
-        pattern = pattern[:at] + "(?i:" + pattern[at + 4:end] + ")" + pattern[end:]
+        pieces = _alternatives(pattern[at + 4:end])
+        pattern = pattern[:at] + "|".join(f"(?i:{p})" for p in pieces) + pattern[end:]
 
 
 def _group_end(pattern: str, i: int) -> int:
@@ -82,6 +84,31 @@ def _group_end(pattern: str, i: int) -> int:
     return i
 
 
+def _alternatives(body: str) -> list[str]:
+    """`body` split at its top-level `|`."""
+    out, start, i, depth, in_class = [], 0, 0, 0, False
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if body[i + 1:i + 2] == "]":
+                i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(body[start:i])
+            start = i + 1
+        i += 1
+    return out + [body[start:]]
+
+
 def entropy(text: str) -> float:
     """Shannon entropy of `text`, in bits per character (gitleaks' and Betterleaks' shannonEntropy)."""
     if not text:
@@ -92,7 +119,12 @@ def entropy(text: str) -> float:
 
 @functools.lru_cache(maxsize=4096)
 def _joined(patterns: tuple[str, ...]) -> re.Pattern:
-    return re.compile("|".join(f"(?:{go_regex(p)})" for p in patterns))
+    return re.compile("|".join(f"(?:{_scoped(go_regex(p))})" for p in patterns))
+
+
+def _scoped(pattern: str) -> str:
+    """A leading `(?i)` as a group, so that the pattern can stand inside an alternation."""
+    return f"(?i:{pattern[4:]})" if pattern.startswith("(?i)") else pattern
 
 
 def matches_any(text: str, patterns: list[str]) -> bool:
