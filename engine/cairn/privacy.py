@@ -131,6 +131,9 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
         value = line[slice(*span)]
         if secret_rules.placeholder(value) or secret_rules.public_key(value):
             continue
+        # The whole token: a prose value stops at its clause's length limit, and what a rule leaves
+        # of a longer key is as secret as what it matched.
+        span = _whole_token(line, *span)
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
             taken.append(span)

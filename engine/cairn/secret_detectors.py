@@ -1,4 +1,4 @@
-"""A detect-secrets plugin for what its own detectors and the vendored rule sets miss (loaded by path; see privacy.py).
+"""detect-secrets plugins for what its own detectors and the vendored rule sets miss (loaded by path; see privacy.py).
 
 Each is a RegexBasedDetector (detect-secrets' documented extension point): when a pattern has a
 group, only the group (the value) is redacted, so "PGPASSWORD=[REDACTED:...]" still says which
@@ -56,3 +56,14 @@ def _secret_name(name: str) -> bool:
 
 def _not_secret_value(value: str) -> bool:
     return bool(_SETTING_VALUE.match(value.rstrip(".,")))
+
+
+class PasswordProseDetector(RegexBasedDetector):
+    """A password given in prose: "the password is hunter22", "password: Tr0ub4dor&3", "the DB
+    password for staging is Xy7!qPz9". The value must hold a letter and a digit or symbol, so "the
+    password is required" is left alone, and not be a path ("pwd" is also the shell's folder)."""
+
+    secret_type = "Password In Prose"
+    denylist = [re.compile(
+        r"(?i)\b(?:password|passwd|passphrase)(?: for (?:the )?[\w-]+(?: [\w-]+)?)?\s*(?:is|was|:|=)\s*"
+        r"(?![/~])(?=[^\s'\"]*[A-Za-z])(?=[^\s'\"]*[0-9!@#%^&*+=?~])([^\s'\"]{6,})")]
