@@ -57,6 +57,8 @@ _EXPORTS = {
     "private_dir": "paths", "private_file": "paths", "write_private": "paths",
     "merge_session_hits": "sessions", "SessionResult": "sessions",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "render", "session_brief": "context",
+    "tool_context": "context", "subagent_context": "context",
+    "Scopes": "scope_index", "COMMAND": "scopes", "CITED_WEIGHT": "scopes", "commands_of": "scopes", "path_arguments": "scopes", "relative": "scopes",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
@@ -89,7 +91,9 @@ if TYPE_CHECKING:
     from .storage.db import BROKEN_STORE_ERRORS
     from .health import Check, doctor
     from .locations import data_root_dir, user_data_dir
-    from .context import is_trivial, prompt_context, session_brief
+    from .context import is_trivial, prompt_context, session_brief, subagent_context, tool_context
+    from .scope_index import Scopes
+    from .scopes import CITED_WEIGHT, COMMAND, commands_of, path_arguments, relative
     from .embedder import Embedder, parse_fingerprint, required_extra
     from .api import Cairn
     from .engine import VECTOR_FLOOR

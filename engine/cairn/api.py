@@ -20,6 +20,7 @@ from .engine import Engine
 from .errors import CairnError
 from .models import Proposal, RememberResult, SessionHit, SessionInfo, Turn
 from .review import Review, stage_conflicts
+from .scope_index import Scopes
 from .sessions_api import Sessions
 from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend
@@ -40,6 +41,12 @@ class Cairn(Engine):
     def sessions(self) -> Sessions:
         """The captured sessions of the project store: capture, search, read (sessions_api.Sessions)."""
         return Sessions(self)
+
+    @property
+    def scopes(self) -> Scopes:
+        """The path and command scopes of the project store's memories and what sessions touched
+        (scopes.Scopes)."""
+        return Scopes(self)
 
     @property
     def review(self) -> Review:

@@ -33,7 +33,11 @@ DEFAULTS: dict[str, Any] = {
     "recall": {"k": 10, "candidates": 50, "scope": "all"},
     "list": {"limit": 50, "scope": "project"},
     "supersession": {"enabled": True},
-    "hooks": {"enabled": True, "brief_chars": 8000, "prompt_k": 5, "prompt_chars": 1200},
+    "hooks": {"enabled": True, "brief_chars": 8000, "prompt_k": 5, "prompt_chars": 1200,
+              # Tool time (context.tool_context): memories per tool call, characters per call and
+              # per session; the subagent's start (context.subagent_context).
+              "tools": True, "tool_k": 3, "tool_chars": 1200, "tool_session_chars": 6000,
+              "subagent_k": 5, "subagent_chars": 1500},
     # Captured sessions: capture on Stop/PreCompact, and search_sessions' defaults.
     "sessions": {"capture": True, "k": 10, "window": 2, "candidates": 50},
     # `cairn maintain`: background: a session start runs the safe band (exact duplicates) in the
@@ -91,6 +95,12 @@ SCHEMA: dict[str, Any] = {
                 "brief_chars": {**_INT, "minimum": 0, "maximum": 40_000},
                 "prompt_k": {**_INT, "minimum": 0, "maximum": 50},
                 "prompt_chars": {**_INT, "minimum": 0, "maximum": 10_000},
+                "tools": {"type": "boolean"},
+                "tool_k": {**_INT, "minimum": 0, "maximum": 20},
+                "tool_chars": {**_INT, "minimum": 0, "maximum": 10_000},
+                "tool_session_chars": {**_INT, "minimum": 0, "maximum": 100_000},
+                "subagent_k": {**_INT, "minimum": 0, "maximum": 20},
+                "subagent_chars": {**_INT, "minimum": 0, "maximum": 10_000},
             },
         },
         "sessions": {

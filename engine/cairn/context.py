@@ -582,3 +582,59 @@ def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200
         return None
     return _fill("Cairn memories that may be relevant to this prompt (cite as [mem:ID]):",
                  [memory_line(h.memory) for h in hits], budget)
+
+
+# Tool time: the memories scoped to what a tool call touches (scopes.py). A given or imported scope
+# is the writer's own statement that the memory governs those paths: it is injected whenever it
+# matches. A learned one is evidence, weighed: it is injected when specificity x weight reaches
+# TOOL_MIN_SCORE (its folder's siblings at FOLDER_WEIGHT 0.8 pass, files of the same type under a
+# common ancestor at 0.6 pass only close to them). Calibrated on the work set's dev split
+# (bench/work_eval.py; docs/benchmarks.md, "Memory that follows the work").
+TOOL_MIN_SCORE = 0.5
+TOOL_K = 3
+
+
+def tool_context(memory: Cairn, targets: Collection[str], *, exclude: Collection[str] = (), k: int = TOOL_K,
+                 budget: int = 1200, min_score: float = TOOL_MIN_SCORE) -> str | None:
+    """The memories scoped to `targets` (relative paths, folders ending in "/", "cmd:..." commands)
+    not in `exclude`, at most k, formatted within `budget` characters; None when none applies.
+    Given scopes first, then learned ones by score; ties by brief_priority."""
+    if k <= 0 or budget <= 0 or not targets:
+        return None
+    found = [(m, s) for m, s in memory.scopes.matching(list(targets), exclude=exclude, limit=k * 4)
+             if s.origin == "given" or s.score >= min_score]
+    if not found:
+        return None
+    now = now_ms()
+    use = memory.usage_of([m.id for m, _ in found])
+    found.sort(key=lambda ms: (ms[1].origin != "given", -round(ms[1].score, 2),
+                               -brief_priority(ms[0], use.get(ms[0].id), now), ms[0].id))
+    shown = sorted({s.target.removeprefix("cmd:") for _, s in found[:k]})
+    header = f"Cairn memories for {', '.join(shown[:3])}{' ...' if len(shown) > 3 else ''} (cite as [mem:ID]):"
+    return _fill(header, [memory_line(m) for m, _ in found[:k]], budget)
+
+
+def subagent_context(memory: Cairn, prompt: str, *, named: Collection[str] = (), recent: Collection[str] = (),
+                     query_vector=None, k: int = 5, budget: int = 1500) -> str | None:
+    """What a subagent gets at its start for its task `prompt`: the memories scoped to the files the
+    prompt names (`named`), the memories the per-prompt gate passes for the prompt, and those scoped
+    to the parent's recent files (`recent`) that share a content word with the prompt (the parent's
+    files tell what the work is about only when the task is about them too). At most k, within
+    `budget` characters; None when none applies. Never the store's index."""
+    if k <= 0 or budget <= 0 or not prompt.strip():
+        return None
+    chosen: dict[str, Memory] = {}
+    for m, s in memory.scopes.matching(list(named), limit=k * 2) if named else []:
+        if s.origin == "given" or s.score >= TOOL_MIN_SCORE:
+            chosen.setdefault(m.id, m)
+    for hit in relevant_hits(memory, prompt, k=k, query_vector=query_vector, exclude=chosen):
+        chosen.setdefault(hit.memory.id, hit.memory)
+    if recent and len(chosen) < k:
+        words = stems(prompt[:MAX_PROMPT_CHARS])
+        for m, s in memory.scopes.matching(list(recent), exclude=chosen, limit=k * 2):
+            if (s.origin == "given" or s.score >= TOOL_MIN_SCORE) and words & _stem_text(m.passage):
+                chosen.setdefault(m.id, m)
+    if not chosen:
+        return None
+    return _fill("Cairn memories for this task (cite as [mem:ID]; memory_recall finds more):",
+                 [memory_line(m) for m in list(chosen.values())[:k]], budget)

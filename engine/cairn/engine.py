@@ -27,6 +27,8 @@ from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
 from .privacy import PRIVATE_KIND, private_spans, random_token, scrub_many
+from .scope_index import attach, inherit, learn
+from .scopes import normalise_patterns
 from .sessions import turn_passage
 from .backends import backend_of, open_store
 from .storage.db import DatabaseError
@@ -397,6 +399,7 @@ class Engine:
         scope: str = "project",
         detect: bool | None = None,
         applies_when: Iterable[str] = (),
+        paths: Iterable[str] = (),
     ) -> RememberResult:
         """Store one memory. Times: ISO 8601 or epoch ms (UTC); valid_from defaults to now.
 
@@ -404,6 +407,11 @@ class Engine:
         characters each, naming the tasks in which the memory matters ("fixing a flaky test",
         "changing the public API"); embedded and keyword-indexed with the text, so recall and the
         per-prompt gate find the memory for a task its words do not name.
+        paths: up to 8 globs relative to the project root ("src/payments/**", "**/*.tsx"), literal
+        files or folders, or commands ("cmd:alembic"), that the memory governs: the tool hooks bring
+        it when Claude touches them (scopes.py). Without paths, a replacing memory keeps the scopes
+        of those it replaces. session_id: also associates the memory with what that session
+        touched just before (learned scopes, scopes.learn).
         scope: "project" or "global" (the user's store for every project). detect: automatic
         supersession (default: config `supersession.enabled`). Duplicates of a current memory (the
         same text after NFC, casefolding, whitespace and punctuation that says nothing:
@@ -425,7 +433,8 @@ class Engine:
         # A string passed as applies_when reaches validate, which refuses it with the reason.
         draft = Draft(text=text, kind=kind, tags=tuple(tags), importance=importance, source=source,
                       session_id=session_id, valid_from=valid_from, valid_to=valid_to, replaces=replaces,
-                      applies_when=applies_when)  # type: ignore[arg-type]
+                      applies_when=applies_when,  # type: ignore[arg-type]
+                      paths=paths if isinstance(paths, str) else tuple(paths))  # type: ignore[arg-type]
         return self.remember_many([draft], scope=scope, detect=detect)[0]
 
     def remember_many(self, drafts: list[Draft], *, scope: str = "project",
@@ -451,11 +460,27 @@ class Engine:
         results = []
         for i, (draft, row) in enumerate(zip(drafts, rows)):
             vector = None if vectors is None else vectors[i]
-            results.append(replace(self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect),
-                                   redacted=redacted[i]))
+            with store.transaction():  # the memory and its scopes commit together
+                result = self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect)
+                self._scope(store, draft, result, at=row.recorded_at)
+            results.append(replace(result, redacted=redacted[i]))
             if results[-1].conflicts and not self.defer_review:
                 self._queue_conflicts(store, results[-1])
         return results
+
+    @staticmethod
+    def _scope(store: Store, draft: Draft, result: RememberResult, *, at: int) -> None:
+        """A write's path scopes: the ones given (scopes.attach), else those of the memories it
+        replaced (scopes.inherit); and, when the draft names its session, what that session touched
+        just before (scopes.learn)."""
+        memory_id = result.memory.id
+        patterns = normalise_patterns(draft.paths)
+        if patterns:
+            attach(store, memory_id, patterns, at=at)
+        elif result.superseded and result.status == "created":
+            inherit(store, memory_id, result.superseded, at=at)
+        if draft.session_id:
+            learn(store, [memory_id], draft.session_id, at=at)
 
     def _queue_conflicts(self, store: Store, result: RememberResult) -> None:
         """What becomes of the possible conflicts a write reported, once the write is done: here
@@ -628,10 +653,12 @@ class Engine:
         valid_from: Any = None,
         valid_to: Any = None,
         applies_when: Iterable[str] | None = None,
+        paths: Iterable[str] = (),
     ) -> RememberResult:
         """Supersede `memory_id` (or several ids: a merge) with a new memory, in the store that holds
         the (first) old one. Kind, tags, importance and applies_when default to the first old
-        memory's (applies_when=[] drops them). If `text`
+        memory's (applies_when=[] drops them); path scopes to the old ones' unless `paths` are
+        given (see remember). If `text`
         is already a current memory, the old ones are superseded by that one and nothing new is
         written. Raises MemoryNotFound, NotCurrent, InvalidMemory."""
         ids = [memory_id] if isinstance(memory_id, str) else list(memory_id)
@@ -644,7 +671,7 @@ class Engine:
             text, kind=old.kind if kind is None else kind, tags=old.tags if tags is None else tags,
             importance=old.importance if importance is None else importance, source=source, session_id=session_id,
             valid_from=valid_from, valid_to=valid_to, replaces=tuple(ids), scope=scope,
-            applies_when=old.applies_when if applies_when is None else applies_when)
+            applies_when=old.applies_when if applies_when is None else applies_when, paths=paths)
 
     def set_cold(self, memory_id: str, cold: bool) -> bool:
         """Demote a memory to the cold tier (cold=True, now) or bring it back. Returns whether it

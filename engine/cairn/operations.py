@@ -131,6 +131,9 @@ APPLIES_WHEN = Arg(
     "\"Feature flags are read from flags.yaml\": \"adding or changing a feature flag\"). Per-prompt recall matches "
     "prompts against them.",
     default=(), many=True, low=1, high=MAX_APPLIES_CHARS, items=MAX_APPLIES_WHEN)
+PATHS = Arg("paths", "str", "Files, folders or globs relative to the project root that it governs (src/payments/, "
+            "**/*.tsx), or commands (cmd:alembic): it comes back when work touches them.", default=(), many=True,
+            low=1, high=200, items=8)
 KINDS_FILTER = Arg("kinds", "str", "Only these kinds (default: all).", default=(), many=True, choices=KINDS,
                    items=len(KINDS))
 TAGS_FILTER = Arg("tags", "str", "Only memories with any of these tags.", default=(), many=True, low=1,
@@ -151,7 +154,7 @@ REMEMBER = Operation("remember", "Store one memory.", writes=True, embeds=True, 
     _time("valid_to", "When it stops being true (ISO 8601; default: open)."),
     Arg("scope", "str", "project, or global: a preference of the user's that holds in every project.",
         default="project", choices=("project", "global")),
-    APPLIES_WHEN,
+    APPLIES_WHEN, PATHS,
 ))
 
 RECALL = Operation("recall", "Ranked memories for a query, best first, each with why it ranked.", embeds=True, args=(

@@ -15,6 +15,7 @@ from typing import IO, Any
 from .errors import InvalidImport, InvalidMemory, InvalidTime
 from .models import (DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN,
                      MAX_TEXT_BYTES, SOURCES, Memory)
+from .scopes import normalise_patterns
 from .text import is_blank, lone_surrogate, normalise
 from .timeutil import END_OF_TIME, parse_time
 
@@ -26,7 +27,8 @@ class Draft:
     """A memory as a caller states it, before validation. Times: epoch ms (UTC) or ISO 8601.
 
     replaces: one id, or several (a merge). applies_when: up to MAX_APPLIES_WHEN short phrases
-    naming the tasks in which the memory matters ("adding a lint rule")."""
+    naming the tasks in which the memory matters ("adding a lint rule"). paths: up to
+    scopes.MAX_PATHS globs or commands the memory governs ("src/payments/**", "cmd:alembic")."""
 
     text: str
     kind: str = "fact"
@@ -38,6 +40,7 @@ class Draft:
     valid_to: Any = None
     replaces: str | tuple[str, ...] | None = None
     applies_when: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()  # path or command scopes (scopes.normalise_pattern); () when none
 
     @property
     def replaced_ids(self) -> tuple[str, ...]:
@@ -177,6 +180,10 @@ def validate(draft: Draft, *, recorded_at: int) -> NewMemory:
                                     importance=draft.importance, tags=draft.tags)
     applies_problems, applies_when = _applies_problems(draft.applies_when)
     problems += applies_problems
+    try:
+        normalise_patterns(draft.paths)
+    except InvalidMemory as exc:
+        problems.append(str(exc))
     times: dict[str, int | None] = {}
     time_problems: list[str] = []
     for name in ("valid_from", "valid_to"):

@@ -16,12 +16,15 @@ import os
 import sys
 import time
 
-WARM_TIMEOUT_S = {"SessionStart": 2.0, "UserPromptSubmit": 1.0}
+WARM_TIMEOUT_S = {"SessionStart": 2.0, "UserPromptSubmit": 1.0, "SubagentStart": 1.0}
+# Tool time runs on every tool call: only the warm process answers it. When it is not up, the hook
+# starts it and answers nothing at once (it never holds the tool call for an in-process engine).
+TOOL_TIMEOUT_S = {"PreToolUse": 0.5, "PostToolUse": 0.5}
 CAPTURE_EVENTS = ("Stop", "PreCompact")  # as claude.hooks.CAPTURE_EVENTS (not imported: the warm path stays light)
 SESSION_END = "SessionEnd"  # the session's unresolved writes go to the review queue (claude.capture.settle_session)
 # Every event `cairn hook` answers; any other is a typo in a hooks configuration, logged
 # (UNKNOWN_EVENT) so that `cairn doctor` can report it.
-KNOWN_EVENTS = (*WARM_TIMEOUT_S, *CAPTURE_EVENTS, SESSION_END, "capture-now")
+KNOWN_EVENTS = (*WARM_TIMEOUT_S, *TOOL_TIMEOUT_S, *CAPTURE_EVENTS, SESSION_END, "capture-now")
 DETACHED_EVENTS = (*CAPTURE_EVENTS, SESSION_END)  # answered at once; the work goes on in a forked child
 UNKNOWN_EVENT = "unknown hook event"
 CAPTURE_HANDOFF_S = 0.25  # how long a capture hook waits for the warm process to take the job
@@ -125,7 +128,7 @@ def run(event: str, payload: dict, *, warm_asked: bool = False, detached: bool =
     env = {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ}
     if not warm_asked:
         reply = warm.request({"op": "hook", "event": event, "payload": payload, "env": env},
-                             timeout=WARM_TIMEOUT_S[event])
+                             timeout=WARM_TIMEOUT_S.get(event) or TOOL_TIMEOUT_S[event])
         if reply is not None:
             return reply.get("output")
     if os.environ.get("CAIRN_NO_WARM") != "1":
@@ -140,14 +143,19 @@ def run_raw(event: str, raw: str, *, detached: bool = False) -> str | None:
     """The hook's stdout line for `event` with stdin `raw`, or None to print nothing. The warm path
     (SessionStart, UserPromptSubmit with a warm process up) decodes and encodes no JSON here."""
     asked = False
-    if event in WARM_TIMEOUT_S and raw.strip().startswith("{"):
+    timeout = WARM_TIMEOUT_S.get(event) or TOOL_TIMEOUT_S.get(event)
+    if timeout and raw.strip().startswith("{"):
         from . import warm
 
         env = {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ}
-        reply = warm.hook_request(event, raw, env, timeout=WARM_TIMEOUT_S[event])
+        reply = warm.hook_request(event, raw, env, timeout=timeout)
         if reply is not None:
             return reply.get("stdout") or None
         asked = True
+        if event in TOOL_TIMEOUT_S and os.environ.get("CAIRN_NO_WARM") != "1":
+            with_site_packages()
+            warm.spawn()
+            return None
     import json
 
     payload = json.loads(raw) if raw.strip() else {}

@@ -488,6 +488,48 @@ def m009_postings_postgres(conn: Any, language: str) -> None:
                  "EXECUTE FUNCTION memory_postings_changed()")
 
 
+_SCOPES_SQL = (
+    # Path and command scopes of memories (scopes.py): the globs a memory governs, given when it
+    # was written or imported (origin 'given') or learned from the files its writing session
+    # touched (origin 'learned', weight 0..1, decaying from updated_at). Keyed by memory id like
+    # memory_usage: a scope is not part of a memory version's text. `prefix` is the pattern's
+    # literal folder part ("src/payments/" of "src/payments/**"; "" for "**/*.tsx"; "cmd:pytest"
+    # for a command), so a tool call's path finds its candidates by its ancestors in one lookup.
+    """CREATE TABLE memory_scopes (
+        memory_id {text} NOT NULL,
+        pattern {text} NOT NULL,
+        prefix {text} NOT NULL,
+        origin {text} NOT NULL,
+        weight {real} NOT NULL,
+        updated_at {int} NOT NULL,               -- epoch ms
+        PRIMARY KEY (memory_id, pattern))""",
+    "CREATE INDEX memory_scopes_by_prefix ON memory_scopes(prefix)",
+    # What each Claude Code session touched (tool hooks): files read, edited or searched, commands
+    # run. Paths relative to the project root; commands as "cmd:NAME". Bounded per session.
+    """CREATE TABLE session_touches (
+        session_id {text} NOT NULL,
+        path {text} NOT NULL,
+        action {text} NOT NULL,                  -- read | edit | search | run
+        n {int} NOT NULL DEFAULT 1,
+        first_at {int} NOT NULL,
+        last_at {int} NOT NULL,
+        PRIMARY KEY (session_id, path, action))""",
+    "CREATE INDEX session_touches_by_last ON session_touches(session_id, last_at)",
+)
+
+
+@sqlite_step
+def m010_scopes_sqlite(conn: Connection) -> None:
+    for statement in _SCOPES_SQL:
+        conn.execute(statement.format(text="TEXT", real="REAL", int="INTEGER"))
+
+
+@postgres_step
+def m010_scopes_postgres(conn: Any, language: str) -> None:
+    for statement in _SCOPES_SQL:
+        conn.execute(statement.format(text="text", real="real", int="bigint"))
+
+
 def _user_tables(conn: Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     return {r[0] for r in rows}

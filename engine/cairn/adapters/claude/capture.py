@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn import data_root, private_dir, private_file, resolve
+from cairn import CITED_WEIGHT, data_root, private_dir, private_file, resolve
 
 from .session import SessionState, digest, disabled, project_dir
 from .transcripts import session_writes
@@ -88,6 +88,8 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
     with _capture_lock(session_id), Cairn.open(resolved=resolved, embedder=embedder) as memory:
         done = memory.ingest_transcript(path, session_id=session_id)
         cited = _count_usage(memory, session_id, done["cited"])
+        if done["cited"]:  # a memory Claude cited while working on files governs them a little
+            memory.scopes.learn(done["cited"], session_id, weight=CITED_WEIGHT)
         if embedder is not None:
             while memory.flush_turn_backlog(256):
                 pass

@@ -20,6 +20,8 @@ from cairn import (
 )
 
 from .session import SessionState, digest, disabled, project_dir
+from .work import POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, state_key, subagent_start, tool_event
+from .work import project_root as work_root
 
 if TYPE_CHECKING:
     from cairn import Cairn, Embedder
@@ -37,7 +39,9 @@ CONFIG_BROKEN = "Cairn memory is off in this project until its configuration is 
 USER_PROMPT_SUBMIT = "UserPromptSubmit"
 CAPTURE_EVENTS = ("Stop", "PreCompact")  # events that capture the new part of the session's transcript
 SESSION_END = "SessionEnd"  # the session's unresolved writes are queued for review (capture.settle_session)
-HOOK_EVENTS = (SESSION_START, USER_PROMPT_SUBMIT, *CAPTURE_EVENTS, SESSION_END)  # what hooks/hooks.json registers
+TOOL_EVENTS = (PRE_TOOL_USE, POST_TOOL_USE)  # work.py: what the work touches, and its memories
+HOOK_EVENTS = (SESSION_START, USER_PROMPT_SUBMIT, *TOOL_EVENTS, SUBAGENT_START, *CAPTURE_EVENTS,
+               SESSION_END)  # what hooks/hooks.json registers
 
 
 def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder | None = None,
@@ -93,8 +97,12 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         resolved, embedder, embedder_for, global_only = glob, None, None, True  # a brief needs no model
     else:
         global_only = False
-    if embedder_for is not None:
+    if event in TOOL_EVENTS and not config["hooks"]["tools"]:
+        return None
+    if embedder_for is not None and event not in TOOL_EVENTS:  # tool time needs no model
         embedder = embedder_for(config)
+    elif event in TOOL_EVENTS:
+        embedder = None
     try:
         if open_memory is not None:
             memory = open_memory(resolved, embedder)
@@ -176,8 +184,16 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
              env: dict[str, str] | None = None) -> str | None:
     clock = clock or _Clock(None)
     hooks = config["hooks"]
-    state = SessionState(str(payload.get("session_id") or ""))
+    state = SessionState(state_key(payload))
     clock.lap("session state")
+    if event in TOOL_EVENTS or event == SUBAGENT_START:
+        root = work_root(memory.choice.project_root, payload, env if env is not None else dict(os.environ))
+        if event == SUBAGENT_START:
+            return subagent_start(memory, payload, root, hooks, SessionState(str(payload.get("session_id") or "")),
+                                  embedder=embedder)
+        text = tool_event(memory, {**payload, "hook_event_name": event}, root, hooks, state, embedder=embedder)
+        clock.lap("tool")
+        return text
     if event == SESSION_START:
         source = payload.get("source", "startup")
         budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
@@ -198,6 +214,7 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
             state.injected += [i for i in cited_ids(text) if i not in state.injected]
         else:  # startup, clear, compact: the context holds nothing of ours but this brief
             state.injected = cited_ids(text)
+            state.tool_chars = 0
         state.brief = digest(text) if text else None
         state.uncounted += cited_ids(text)
         state.save()

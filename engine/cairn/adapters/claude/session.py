@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from cairn import data_root, private_dir, private_file, write_private
+from cairn import cited_ids, data_root, private_dir, private_file, write_private
 
 DISABLE_MARKER = ".cairn-disable"  # a file at a project's root: no injection in that project
 
@@ -66,6 +66,8 @@ class SessionState:
         self.uncounted: list[str] = []
         # What Claude Code loads by itself, cached (claude_memory.already_loaded's `cache`).
         self.loaded: dict[str, Any] = {}
+        self.tool_chars = 0  # characters injected at tool time since the context was last cleared
+        self.agents: list[dict[str, str]] = []  # Agent calls' tasks waiting for their SubagentStart
         if self.path is not None:
             try:
                 data = json.loads(self.path.read_text())
@@ -73,14 +75,23 @@ class SessionState:
                 self.loaded = data.get("loaded") if isinstance(data.get("loaded"), dict) else {}
                 self.injected = [str(i) for i in data.get("injected", [])]
                 self.uncounted = [str(i) for i in data.get("uncounted", [])]
-            except (OSError, ValueError, AttributeError):
+                self.tool_chars = int(data.get("tool_chars") or 0)
+                self.agents = [a for a in data.get("agents", []) if isinstance(a, dict)]
+            except (OSError, ValueError, AttributeError, TypeError):
                 pass
+
+    def record_injection(self, text: str | None) -> None:
+        """The memories `text` cites are now in the context: never injected again, counted at capture."""
+        ids = cited_ids(text)
+        self.injected += [i for i in ids if i not in self.injected]
+        self.uncounted += ids
 
     def save(self) -> None:
         if self.path is None:
             return
         write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:],
-                                             "uncounted": self.uncounted[-2000:], "loaded": self.loaded}).encode())
+                                             "uncounted": self.uncounted[-2000:], "loaded": self.loaded,
+                                             "tool_chars": self.tool_chars, "agents": self.agents}).encode())
 
 
 def digest(text: str) -> str:

@@ -32,14 +32,21 @@ if TYPE_CHECKING:
 @option(ops.REMEMBER.arg("applies_when"), metavar="PHRASE",
         help="A task in which this memory matters, e.g. \"adding a lint rule\"; repeat for up to "
              f"{MAX_APPLIES_WHEN} (with --replaces, default: the replaced memory's).")
+@option(ops.REMEMBER.arg("paths"), metavar="GLOB",
+        help="A file, folder or glob relative to the project root that this memory governs (src/payments/, "
+             "'**/*.tsx'), or a command (cmd:alembic); repeat for several. Claude gets the memory when it "
+             "touches them. With --replaces, default: the replaced memory's.")
+@click.option("--session", "session_id", metavar="ID", envvar="CLAUDE_CODE_SESSION_ID", show_envvar=True,
+              help="The Claude Code session writing it: the memory also learns the files that session touched "
+                   "(default: $CLAUDE_CODE_SESSION_ID, set inside Claude Code).")
 @click.option("--replaces", metavar="ID", help="Supersede this memory.")
 @option(ops.REMEMBER.arg("scope"))
 @click.option("--no-detect", is_flag=True, help="Do not supersede similar memories automatically.")
 @click.option("--no-ask", is_flag=True, help="Do not ask which related memory the new one replaces.")
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model (embedded later).")
 @store_options(use_warm=True)
-def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[str, ...], no_detect: bool,
-             no_ask: bool, scope: str, replaces: str | None, **fields) -> None:
+def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[str, ...], paths: tuple[str, ...],
+             no_detect: bool, no_ask: bool, scope: str, replaces: str | None, **fields) -> None:
     """Store TEXT as a memory ("-" reads it from stdin).
 
     The answer lists up to 3 related memories (any kind, about the same subject). On a terminal it
@@ -50,10 +57,12 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[
         no_ask = True  # stdin held the text: there is no one to ask
     if replaces is not None:
         # As Cairn.replace: kind, tags, importance and applies-when default to the replaced memory's.
-        result = memory.replace(replaces, text, tags=tags or None, applies_when=applies_when or None, **fields)
+        result = memory.replace(replaces, text, tags=tags or None, applies_when=applies_when or None, paths=paths,
+                                **fields)
     else:
         draft = {k: v for k, v in fields.items() if v is not None}
-        result = memory.remember_many([cairn.Draft(text=text, tags=tags, applies_when=applies_when, **draft)],
+        result = memory.remember_many([cairn.Draft(text=text, tags=tags, applies_when=applies_when, paths=paths,
+                                                   **draft)],
                                       scope=scope, detect=False if no_detect else None)[0]
 
     def human() -> None:
@@ -142,7 +151,8 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """The supersession chain through MEMORY_ID, oldest first, with valid and transaction times, and
     how each was used: injected by a hook, then cited by Claude as [mem:ID] (JSON key "usage")."""
     chain = memory.history(memory_id)
-    rows = [{**cairn.render.full(m), "usage": memory.usage(m.id)} for m in chain]
+    scopes = memory.scopes.of([m.id for m in chain])
+    rows = [{**cairn.render.full(m), "usage": memory.usage(m.id), "scopes": scopes.get(m.id, [])} for m in chain]
 
     def human() -> None:
         for m, d in zip(chain, rows):
@@ -154,8 +164,16 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
             use = d["usage"]
             click.echo(f"    injected {_count(use['injected'], 'time')}, cited {_count(use['cited'], 'time')}"
                        + (f", last cited {cairn.format_time(use['last_cited_at'])}" if use["last_cited_at"] else ""))
+            if d["scopes"]:
+                click.echo(f"    scopes: {_scope_list(d['scopes'])}")
 
     _emit(as_json, rows, human)
+
+
+def _scope_list(scopes: list[dict]) -> str:
+    """`src/payments/** (given), src/billing/** (learned 0.80)`."""
+    return ", ".join(f"{s['pattern']} ({s['origin']}" + (f" {s['weight']:.2f})" if s["origin"] == "learned" else ")")
+                     for s in scopes)
 
 
 @cli.command()
@@ -175,7 +193,44 @@ def forget(memory: Cairn, as_json: bool, memory_id: str) -> None:
 def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """One memory, whatever its status."""
     m = memory.get(memory_id)
-    _emit(as_json, cairn.render.full(m), lambda: click.echo(cairn.render.line(m)))
+    scopes = memory.scopes.of([m.id]).get(m.id, [])
+
+    def human() -> None:
+        click.echo(cairn.render.line(m))
+        if scopes:
+            click.echo(f"    scopes: {_scope_list(scopes)}")
+
+    _emit(as_json, {**cairn.render.full(m), "scopes": scopes}, human)
+
+
+@cli.command()
+@click.argument("memory_id", required=False)
+@click.option("--set", "patterns", multiple=True, metavar="GLOB",
+              help="Replace MEMORY_ID's given scopes by these (repeat; learned scopes stay).")
+@click.option("--clear", is_flag=True, help="Remove MEMORY_ID's given scopes.")
+@click.option("--reset-learned", is_flag=True,
+              help="Forget the learned scopes of MEMORY_ID, or of every memory when no id is given.")
+@store_options()
+def scope(memory: Cairn, as_json: bool, memory_id: str | None, patterns: tuple[str, ...], clear: bool,
+          reset_learned: bool) -> None:
+    """Show or change the files, folders, globs and commands a memory governs (its scopes): given
+    when it was written or imported, or learned from the files its session touched. The tool hooks
+    bring a memory into Claude's context when its work touches them."""
+    if (patterns or clear) and not memory_id:
+        raise cairn.InvalidInput("--set and --clear need a MEMORY_ID")
+    if patterns and clear:
+        raise cairn.InvalidInput("use either --set or --clear")
+    if reset_learned:
+        n = memory.scopes.reset([memory_id] if memory_id else None)
+        _emit(as_json, {"reset": n}, lambda: click.echo(f"{_count(n, 'learned scope')} forgotten"))
+        return
+    if not memory_id:
+        raise cairn.InvalidInput("name a MEMORY_ID, or use --reset-learned")
+    if patterns or clear:
+        memory.scopes.set(memory_id, patterns)
+    scopes = memory.scopes.of([memory_id]).get(memory_id, [])
+    _emit(as_json, {"id": memory_id, "scopes": scopes},
+          lambda: click.echo(f"{memory_id}: {_scope_list(scopes) if scopes else 'no scopes'}"))
 
 
 @cli.command(name="list")

@@ -177,7 +177,8 @@ R, RC, L, RQ, RD = ops.RECALL, ops.REPLACE, ops.LIST, ops.REVIEW_QUEUE, ops.REVI
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_remember", "Remember", ops.REMEMBER, _writes(idempotent=True), run=_remember,
-        args=ops.REMEMBER.pick(("text", "kind", "tags", "importance", "valid_from", "scope", "applies_when")),
+        args=ops.REMEMBER.pick(("text", "kind", "tags", "importance", "valid_from", "scope", "applies_when",
+                                "paths")),
         writes=lambda a: a["scope"] == "project",  # a global write creates no project store
         description="Store one memory: a decision with its reason, a convention, a user preference or a non-obvious fact, as one self-contained statement. Not what the code or git history already records; never secrets. If it restates a changed fact, use memory_replace instead. valid_from: when it became true (default now). Returns id and status (created, or duplicate: nothing written); a text that says a similar memory changed (\"now\", \"moved from X to Y\", \"no longer\") supersedes it (superseded ids). related: up to 3 current memories about the same subject (id, text, kind, date, why): if the new memory changes one, call memory_replace with its id and this text; if both hold, call memory_keep_both; if you cannot tell, do nothing (the user reviews the pair)."),
     ToolSpec(

@@ -1,0 +1,186 @@
+"""Memory that follows the work: what Claude's tool calls touch, and the memories scoped to it.
+
+PreToolUse (Read, Edit, Write, MultiEdit, NotebookEdit, Grep, Glob, Bash): the files, folders and
+commands the call touches are recorded for the session (Cairn.scopes.touch: what later writes learn
+their scopes from), and the memories scoped to them that the session's context does not hold yet
+are injected as compact lines (context.tool_context). A call to the Agent tool leaves its task for
+SubagentStart, which gives the subagent the memories for that task. PostToolUse of Cairn's own
+memory_remember / memory_replace associates the memory just written with what the session touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cairn import COMMAND, commands_of, path_arguments, relative, tool_context
+
+from .session import SessionState
+
+if TYPE_CHECKING:
+    from cairn import Cairn, Embedder
+
+log = logging.getLogger(__name__)
+
+PRE_TOOL_USE = "PreToolUse"
+POST_TOOL_USE = "PostToolUse"
+SUBAGENT_START = "SubagentStart"
+FILE_TOOLS = {"Read": "read", "Edit": "edit", "Write": "edit", "MultiEdit": "edit", "NotebookEdit": "edit"}
+SEARCH_TOOLS = ("Grep", "Glob")
+AGENT_TOOLS = ("Agent", "Task")  # the subagent tool (named Task in older Claude Code builds)
+WRITE_TOOLS = re.compile(r"^mcp__.*cairn.*__memory_(remember|replace)$")
+_WRITTEN_ID = re.compile(r'\\?"id\\?"\s*:\s*\\?"([0-9A-HJKMNP-TV-Z]{26})')
+_PATH_WORD = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/])")
+MAX_PENDING_AGENTS = 8  # Agent calls waiting for their SubagentStart, per session
+SUBAGENT_CHARS = 1500  # what a subagent gets at its start
+SUBAGENT_K = 5
+PARENT_FILES = 6  # the parent's most recent files offered to a subagent's task
+
+
+def state_key(payload: dict[str, Any]) -> str:
+    """The session state a hook reads and writes: the session's, or inside a subagent (agent_id),
+    the subagent's own (its context is not the parent's)."""
+    session_id = str(payload.get("session_id") or "")
+    agent_id = str(payload.get("agent_id") or "")
+    return f"{session_id}-{agent_id}" if session_id and agent_id else session_id
+
+
+def targets(payload: dict[str, Any], root: Path) -> list[tuple[str, str]]:
+    """What a tool call touches, as (target, action): relative file paths, folders ending in "/",
+    and "cmd:..." commands; [] for a tool Cairn does not follow or a path outside the project."""
+    tool = str(payload.get("tool_name") or "")
+    args = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    assert isinstance(args, dict)
+    out: list[tuple[str, str]] = []
+    if tool in FILE_TOOLS:
+        rel = relative(str(args.get("file_path") or args.get("notebook_path") or ""), root)
+        if rel:
+            out.append((rel, FILE_TOOLS[tool]))
+    elif tool in SEARCH_TOOLS:
+        folder = relative(str(args.get("path") or ""), root)
+        if folder:
+            out.append((folder if not (root / folder).is_dir() else folder.rstrip("/") + "/", "search"))
+        for key in ("pattern", "glob") if tool == "Glob" else ("glob",):
+            literal = _literal_folder(str(args.get(key) or ""))
+            if literal:
+                base = f"{folder.rstrip('/')}/" if folder and (root / folder).is_dir() else ""
+                out.append((base + literal, "search"))
+    elif tool == "Bash":
+        command = str(args.get("command") or "")
+        out += [(COMMAND + c, "run") for c in commands_of(command)]
+        for word in path_arguments(command):
+            rel = relative(word, root)
+            if rel and (root / rel).exists():
+                out.append((rel if not (root / rel).is_dir() else rel.rstrip("/") + "/", "run"))
+    return list(dict.fromkeys(out))
+
+
+def _literal_folder(glob: str) -> str:
+    """The literal folders at the start of a glob ("src/payments/**/*.py" -> "src/payments/")."""
+    parts = glob.replace("\\", "/").lstrip("./").split("/")
+    literal = []
+    for part in parts[:-1]:
+        if set(part) & set("*?[{"):
+            break
+        literal.append(part)
+    return "".join(p + "/" for p in literal) if literal and ".." not in literal else ""
+
+
+def tool_event(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[str, Any],
+               state: SessionState, *, embedder: Embedder | None = None) -> str | None:
+    """PreToolUse / PostToolUse: record what the call touches, and the context to inject for it
+    (None: nothing). The session's state gains what was injected."""
+    event = str(payload.get("hook_event_name") or PRE_TOOL_USE)
+    tool = str(payload.get("tool_name") or "")
+    session_id = str(payload.get("session_id") or "")
+    if event == POST_TOOL_USE:
+        if WRITE_TOOLS.match(tool):
+            _learn_written(memory, payload, session_id)
+        return None
+    if tool in AGENT_TOOLS:
+        _remember_agent_task(state, payload)
+        return None
+    touched = targets(payload, root)
+    if not touched:
+        return None
+    if session_id:
+        memory.scopes.touch(session_id, touched)
+    budget = min(hooks["tool_chars"], hooks["tool_session_chars"] - state.tool_chars)
+    if budget <= 0:
+        return None
+    text = tool_context(memory, [t for t, _ in touched], exclude=frozenset(state.injected), k=hooks["tool_k"],
+                        budget=budget)
+    if text:
+        state.record_injection(text)
+        state.tool_chars += len(text)
+        state.save()
+    return text
+
+
+def _learn_written(memory: Cairn, payload: dict[str, Any], session_id: str) -> None:
+    """The memory Cairn's MCP server just wrote (its id, the first in the tool's response) learns
+    the scopes of what this session touched."""
+    response = payload.get("tool_response")
+    found = _WRITTEN_ID.search(response if isinstance(response, str) else _json(response))
+    if found and session_id:
+        memory.scopes.learn([found.group(1)], session_id)
+
+
+def _json(value: Any) -> str:
+    import json
+
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _remember_agent_task(state: SessionState, payload: dict[str, Any]) -> None:
+    args = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    assert isinstance(args, dict)
+    task = {"type": str(args.get("subagent_type") or "general-purpose"),
+            "text": " ".join(str(args.get(k) or "") for k in ("description", "prompt")).strip()[:4000]}
+    if task["text"]:
+        state.agents = [*state.agents, task][-MAX_PENDING_AGENTS:]
+        state.save()
+
+
+def subagent_start(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[str, Any],
+                   parent: SessionState, *, embedder: Embedder | None = None) -> str | None:
+    """SubagentStart: the memories for the subagent's task (the prompt its Agent call gave, matched
+    by agent type): the memories scoped to the files the prompt names, those the per-prompt gate
+    passes for the prompt, and those scoped to the parent's recent files that the prompt is about
+    too (context.subagent_context). Never the whole index. The subagent's own state starts with them."""
+    from cairn import subagent_context
+
+    agent_type = str(payload.get("agent_type") or "")
+    task = next((t for t in parent.agents if t.get("type") == agent_type), parent.agents[0] if parent.agents else None)
+    if task is None:
+        return None
+    parent.agents = [t for t in parent.agents if t is not task]
+    parent.save()
+    prompt = str(task["text"])
+    named = [rel for word in _PATH_WORD.findall(prompt) if (rel := relative(word, root)) and (root / rel).exists()]
+    session_id = str(payload.get("session_id") or "")
+    recent = [t.path for t in memory.scopes.touched(session_id) if not t.path.startswith(COMMAND)][:PARENT_FILES] \
+        if session_id else []
+    vector = None
+    if embedder is not None:
+        vectors = memory.embed([prompt[:2000]], query=True)
+        vector = None if vectors is None else vectors[0]
+    text = subagent_context(memory, prompt, named=named, recent=recent, query_vector=vector,
+                            k=hooks.get("subagent_k", SUBAGENT_K), budget=hooks.get("subagent_chars", SUBAGENT_CHARS))
+    if text:
+        child = SessionState(state_key(payload))
+        child.record_injection(text)
+        child.save()
+    return text
+
+
+def project_root(resolved_root: Path | None, payload: dict[str, Any], env: dict[str, str]) -> Path:
+    """The folder tool paths are taken relative to: the store's project root (the git toplevel),
+    else the session's project folder."""
+    return Path(resolved_root or env.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or os.getcwd())
