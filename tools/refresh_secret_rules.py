@@ -221,8 +221,8 @@ class GoExamples:
                     elif iop == c.RANGE:
                         chars += [chr(x) for x in range(iav[0], iav[1] + 1)]
                     elif iop == c.CATEGORY:
-                        chars += list({c.CATEGORY_DIGIT: "0123456789",
-                                       c.CATEGORY_WORD: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_",
+                        word = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+                        chars += list({c.CATEGORY_DIGIT: "0123456789", c.CATEGORY_WORD: word,
                                        c.CATEGORY_SPACE: " "}.get(iav, ""))
                     elif iop == c.NEGATE:
                         raise Unsupported("negated class")
@@ -364,8 +364,9 @@ def main() -> None:
                 examples, skipped = extract_examples(repo)
                 out = EXAMPLES
                 out.write_text(json.dumps(examples, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
-                sources[str(out.relative_to(ROOT))] = {"upstream": url, "path": f"{RULES_DIR}/*.go (examples read as data)",
-                                     "commit": commit, "date": date, "sha256": sha256(out)}
+                sources[str(out.relative_to(ROOT))] = {
+                    "upstream": url, "path": f"{RULES_DIR}/*.go (examples read as data)", "commit": commit,
+                    "date": date, "sha256": sha256(out)}
                 n_tp = sum(len(v["tps"]) for v in examples.values())
                 n_fp = sum(len(v["fps"]) for v in examples.values())
                 print(f"betterleaks {commit[:12]} ({date}): {len(examples)} rules with examples, "

@@ -20,7 +20,7 @@ the word list (assets/words.txt.gz) are the files Betterleaks ships.
 
 from __future__ import annotations
 
-import base64
+import binascii
 import functools
 import gzip
 import math
@@ -151,20 +151,25 @@ _ranks: dict[bytes, int] | None = None
 _words: frozenset[str] | None = None
 
 
-def _load() -> tuple[dict[bytes, int], frozenset[str]]:
-    global _ranks, _words
+def _vocabulary() -> dict[bytes, int]:
+    """cl100k_base's ranks, {token bytes: rank}, read once per process (about 70 ms)."""
+    global _ranks
     with _vocab_lock:
-        if _ranks is None or _words is None:
-            ranks = {}
-            with gzip.open(VOCABULARY_FILE, "rt", encoding="ascii") as handle:
-                for line in handle:
-                    token, _, rank = line.partition(" ")
-                    if rank:
-                        ranks[base64.b64decode(token)] = int(rank)
+        if _ranks is None:
+            with gzip.open(VOCABULARY_FILE) as handle:
+                fields = handle.read().split()  # "<base64 token> <rank>" lines
+            _ranks = dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2])))
+    return _ranks
+
+
+def _word_list() -> frozenset[str]:
+    """Betterleaks' word list (lower case), read once per process."""
+    global _words
+    with _vocab_lock:
+        if _words is None:
             with gzip.open(WORDS_FILE, "rt", encoding="utf-8") as handle:
-                words = frozenset(w.strip() for w in handle if w.strip())
-            _ranks, _words = ranks, words
-    return _ranks, _words
+                _words = frozenset(w for w in handle.read().split())
+    return _words
 
 
 def _bpe_count(piece: bytes, ranks: dict[bytes, int]) -> int:
@@ -187,14 +192,14 @@ def _bpe_count(piece: bytes, ranks: dict[bytes, int]) -> int:
 
 def token_count(text: str) -> int:
     """The number of cl100k_base tokens in `text` (no special tokens)."""
-    ranks, _ = _load()
+    ranks = _vocabulary()
     return sum(_bpe_count(m.group(0).encode("utf-8"), ranks) for m in _PRETOKEN.finditer(text))
 
 
 def dictionary_words(text: str, min_len: int) -> list[str]:
     """The words of Betterleaks' list (NLTK's English words) of at least `min_len` letters in `text`,
     case-insensitively, as substrings."""
-    _, words = _load()
+    words = _word_list()
     low = text.lower()
     return [low[a:b] for a in range(len(low) - min_len + 1) for b in range(a + min_len, min(len(low), a + 24) + 1)
             if low[a:b] in words]
@@ -205,11 +210,12 @@ def fails_token_efficiency(secret: str) -> bool:
     analyzed = secret
     if len(analyzed) < 20 and ("\n" in analyzed or "\r" in analyzed):
         analyzed = analyzed.replace("\n", "").replace("\r", "")
-    tokens = token_count(analyzed)
-    if not tokens:
+    if not analyzed:  # no tokens
         return False
+    # The word test first: it needs no vocabulary, and most text fails it.
     if dictionary_words(analyzed, 5):
         return True
+    tokens = token_count(analyzed)
     threshold = 2.5
     if len(analyzed) < 12:
         threshold = 2.1 if dictionary_words(analyzed, 4) else 2.5

@@ -139,21 +139,32 @@ class _Attributes(dict):
 _NO_ATTRIBUTES = _Attributes()
 
 
-def _expr_filter(source: str, name: str) -> FindingFilter:
-    program = compile_filter(source, name)
-    return lambda f: program(f, _NO_ATTRIBUTES)
+def _expr_filter(source: str, name: str, *, lazy: bool = True) -> FindingFilter:
+    """A filter expression as a FindingFilter, translated when it first runs (most rules never run;
+    tests/engine/test_secret_rules.py translates them all, lazy=False)."""
+    if not lazy:
+        program = compile_filter(source, name)
+        return lambda f: program(f, _NO_ATTRIBUTES)
+    compiled: list[Callable[[dict, dict], bool]] = []
+
+    def run(f: dict[str, Any]) -> bool:
+        if not compiled:
+            compiled.append(compile_filter(source, name))
+        return compiled[0](f, _NO_ATTRIBUTES)
+    return run
 
 
-def load_toml(path: Path) -> list[Rule]:
+def load_toml(path: Path, *, lazy: bool = True) -> list[Rule]:
     """The rules with a regex of a gitleaks- or Betterleaks-format file, its global allowlist or filter
-    applied to each. Raises OSError, tomllib.TOMLDecodeError, rule_filters.FilterSyntaxError."""
+    applied to each. Raises OSError, tomllib.TOMLDecodeError, and (lazy=False: at load; else when the
+    rule first runs) rule_filters.FilterSyntaxError."""
     with open(path, "rb") as handle:
         config = tomllib.load(handle)
     shared: list[FindingFilter] = []
     if config.get("allowlist"):
         shared.append(_legacy_filter(0.0, False, [_allowlist(config["allowlist"])]))
     if config.get("filter"):
-        shared.append(_expr_filter(config["filter"], f"{path.name} global filter"))
+        shared.append(_expr_filter(config["filter"], f"{path.name} global filter", lazy=lazy))
     out = []
     for spec in config["rules"]:
         if "regex" not in spec:
@@ -163,7 +174,7 @@ def load_toml(path: Path) -> list[Rule]:
             own.append(_legacy_filter(spec.get("entropy", 0.0), spec["id"].startswith("generic"),
                                       [_allowlist(a) for a in spec.get("allowlists", ())]))
         if spec.get("filter"):
-            own.append(_expr_filter(spec["filter"], spec["id"]))
+            own.append(_expr_filter(spec["filter"], spec["id"], lazy=lazy))
         required = tuple((r["id"], r.get("withinLines")) for r in spec.get("required", ()))
         out.append(Rule(id=spec["id"], pattern=go_regex(spec["regex"]), secret_group=spec.get("secretGroup", 0),
                         keywords=tuple(k.lower() for k in spec.get("keywords", ())), filters=shared + own,
@@ -184,11 +195,11 @@ def load_microsoft(path: Path) -> list[Rule]:
     return out
 
 
-def load(*paths: Path) -> list[Rule]:
+def load(*paths: Path, lazy: bool = True) -> list[Rule]:
     """The rules of these files (default: Betterleaks', Microsoft's and Cairn's), each read by its
     format (.json: Microsoft's; .toml: gitleaks' or Betterleaks')."""
     return [rule for path in paths or DEFAULT_FILES
-            for rule in (load_microsoft(path) if path.suffix == ".json" else load_toml(path))]
+            for rule in (load_microsoft(path) if path.suffix == ".json" else load_toml(path, lazy=lazy))]
 
 
 # -- running the rules --------------------------------------------------------------------------------------

@@ -215,7 +215,8 @@ def test_secrets_are_redacted_and_only_counted():
 # vendored rule sets (Betterleaks', Microsoft's: cairn/secret_rules.py); each made up here, in the
 # provider's published format.
 ANTHROPIC_KEY = "sk-ant-api03-" + ("Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3)[:93] + "AA"
-OPENAI_PROJECT_KEY = "sk-proj-" + ("Nf3Ud8Rk1Wm6Yq9Bt4Hc7Jp2Lx5Va0Se" * 3)[:74] + "T3BlbkFJ" + ("Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3)[:74]
+OPENAI_PROJECT_KEY = ("sk-proj-" + ("Nf3Ud8Rk1Wm6Yq9Bt4Hc7Jp2Lx5Va0Se" * 3)[:74] + "T3BlbkFJ"
+                      + ("Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3)[:74])
 
 
 @pytest.mark.parametrize(("line", "secret", "kind", "kept"), [
