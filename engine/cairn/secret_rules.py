@@ -213,6 +213,7 @@ class RuleSet:
         self.composite = composite
         self.rules = rules
         self.by_id = {r.id: r for r in rules}
+        self.order = {id(r): i for i, r in enumerate(rules)}
         self.always = [r for r in rules if not r.keywords]
         self.by_keyword: dict[str, list[Rule]] = {}
         for rule in rules:
@@ -228,12 +229,10 @@ class RuleSet:
         found = {m.group(1) for m in self.keyword_re.finditer(low)}
         # The alternation takes the longest keyword at a position; shorter ones there count too.
         found |= {w for w in self._prefixes for longer in found if w != longer and longer.startswith(w)}
-        seen, out = set(), []
-        for rule in self.always + [r for w in sorted(found) for r in self.by_keyword.get(w, ())]:
-            if id(rule) not in seen:
-                seen.add(id(rule))
-                out.append(rule)
-        return out
+        chosen = {id(r): r for r in self.always + [r for w in found for r in self.by_keyword.get(w, ())]}
+        # In the order of the files (the vendored sets before Cairn's): where two rules find the same
+        # span, the first names it.
+        return sorted(chosen.values(), key=lambda r: self.order[id(r)])
 
     def reports(self, rule: Rule) -> bool:
         if self.composite:
