@@ -2,6 +2,7 @@
 
     python bench/secrets_compare.py                    # dev and every held-out split present
     python bench/secrets_compare.py --split dev --show-failures --detector cairn
+    python bench/secrets_compare.py --latency          # Cairn's scrub on a 2 KB text, warm and cold
 
 Each detector sees the same texts (tests/data/credentials/*.yaml):
 - cairn: cairn.privacy.scrub, what every write to a store goes through;
@@ -109,12 +110,51 @@ def score(split: str, detect: Callable[[str], str]) -> tuple[dict[str, float], l
             "ms": (time.perf_counter() - start) * 1000 / n}, failures
 
 
+# A 2 KB note of prose with one credential and several look-alikes (a hash, a policy name, a path).
+_PARAGRAPH = ("We moved the deploy target to Fly.io last week; the staging API key is sk_live_4eC39HqLyjWDarjtT1zdp7dc "
+              "and the token for the metrics push is set in the vault. Run ruff check before pushing, and keep the "
+              "migrations in order: 0012 adds the review table, 0013 the index. The password policy is "
+              "PasswordPolicyV2. Commit 589bb18f655cd1861d536af07df51ad9 fixed the cache key; see docs/privacy.md "
+              "for what is redacted. ")
+_COLD = ("import sys, time; t = time.perf_counter(); from cairn.privacy import scrub; "
+         "scrub(\"the api_key = 'Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB' and the token is \"\n"
+         "      \"17ef18449886860c353fcab472993eec\"); "
+         "print((time.perf_counter() - t) * 1000)")
+
+
+def latency(runs: int = 200, cold_runs: int = 5) -> None:
+    """Prints p50 / p95 of scrub() on a 2 KB text (ms, `runs` calls after one warm-up) and the
+    median cost of a fresh process's first scrub (import, rule load, first generic finding)."""
+    import statistics
+    import subprocess
+
+    text = (_PARAGRAPH * 6)[:2048]
+    scrub(text)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        scrub(text)
+        times.append((time.perf_counter() - start) * 1000)
+    times.sort()
+    print(f"scrub, 2 KB text: p50 {statistics.median(times):.2f} ms, p95 {times[int(0.95 * runs) - 1]:.2f} ms "
+          f"({runs} calls)")
+    engine = str(Path(__file__).resolve().parent.parent / "engine")
+    cold = [float(subprocess.run([sys.executable, "-c", _COLD], capture_output=True, text=True, check=True,
+                                 env={"PYTHONPATH": engine, "PATH": "/usr/bin:/bin"}).stdout) for _ in range(cold_runs)]
+    print(f"first scrub in a fresh process (import, rule load, first generic finding): "
+          f"median {statistics.median(cold):.0f} ms ({cold_runs} processes)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", action="append", help="Split to score (default: dev and every held-out split).")
     parser.add_argument("--detector", choices=list(DETECTORS), action="append", help="Default: all four.")
     parser.add_argument("--show-failures", action="store_true", help="List failing items (dev split only).")
+    parser.add_argument("--latency", action="store_true", help="Time Cairn's scrub instead (2 KB text, cold start).")
     args = parser.parse_args()
+    if args.latency:
+        latency()
+        return
     chosen = args.split or splits()
     if args.show_failures and chosen != ["dev"]:
         parser.error("--show-failures is for the dev split only (--split dev)")
