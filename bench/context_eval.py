@@ -121,15 +121,17 @@ class Session:
         """(brief, injection) of a new session whose first prompt is `prompt`."""
         from cairn.adapters.claude import hooks as claude_hooks
 
-        env = {"CAIRN_STORE": self.name, "CAIRN_HOME": os.environ["CAIRN_HOME"]}
+        env = {"CAIRN_STORE": self.name, "CAIRN_HOME": os.environ["CAIRN_HOME"],
+               "CAIRN_CONFIG": os.environ["CAIRN_CONFIG"]}
         sid = str(uuid.uuid4())
 
         def opener(resolved, embedder):
             return self.engine
 
-        out = claude_hooks.handle("SessionStart", {"session_id": sid, "source": "startup"}, env,
-                            embedder=self.embedder, open_memory=opener)
-        brief = ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
+        parts = [claude_hooks.handle(event, {"session_id": sid, "source": "startup"}, env, embedder=self.embedder,
+                                     open_memory=opener) for event in ("SessionStart", "SessionStart:rest")]
+        brief = "\n".join(((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
+                          for out in parts).strip()
         out = claude_hooks.handle("UserPromptSubmit", {"session_id": sid, "prompt": prompt}, env,
                             embedder=self.embedder, open_memory=opener)
         injected = ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
@@ -225,6 +227,7 @@ def main() -> None:
                         help="distractors recorded after the repository's memories, or interleaved")
     parser.add_argument("--baseline", choices=("memory-md",), help="score a MEMORY.md index of equal size instead")
     parser.add_argument("--keyword-only", action="store_true", help="no model: BM25 and the lexical gate")
+    parser.add_argument("--brief-chars", type=int, help="hooks.brief_chars (default: Cairn's)")
     parser.add_argument("--details", action="store_true", help="list missed must labels and wrong injections")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -232,7 +235,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as home:
         os.environ["CAIRN_HOME"] = home
         config = Path(home) / "config.yaml"
-        config.write_text("{}\n", encoding="utf-8")  # defaults, never the user's own config
+        config.write_text("{}\n" if args.brief_chars is None else f"hooks:\n  brief_chars: {args.brief_chars}\n",
+                          encoding="utf-8")  # defaults, never the user's own config
         os.environ["CAIRN_CONFIG"] = str(config)
         os.environ.pop("CAIRN_STORE", None)
         from cairn.embedder import make_embedder

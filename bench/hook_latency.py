@@ -1,4 +1,4 @@
-"""Latency of Cairn's UserPromptSubmit (or SessionStart) hook, as whole processes the way Claude Code runs them.
+"""Latency of Cairn's UserPromptSubmit, SessionStart or PreToolUse hook, as whole processes as Claude Code runs them.
 
 Builds a store of N realistic memories (default 10,000) through the engine, then runs
 `hooks/cairn-hook UserPromptSubmit` with the hook's stdin JSON and Claude Code's environment, for
@@ -14,6 +14,10 @@ multiple of the baseline's, the median over --runs repetitions, and the load ave
                                  [--event UserPromptSubmit|SessionStart]
 
 --event SessionStart times the session brief instead: each call a new session starting up.
+--event PreToolUse times tool time: Read calls on files of the store's scoped folders (a third of
+the memories are scoped to one of 360 folders), one session, so what it injected is not again.
+Its cold path here runs the engine in the hook process (CAIRN_NO_WARM=1), the worst case; in real
+use a cold tool hook starts the warm process and answers nothing at once.
 
 --work DIR keeps the store there and reuses it on the next call (building 10,000 memories takes
 minutes on a busy machine); run another checkout's copy of this script with the same DIR to
@@ -31,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,16 +74,32 @@ def build_store(home: Path, project: Path, count: int) -> None:
     kinds = ["decision", "convention", "preference", "fact", "task", "insight"]
     with Cairn.open(cwd=project) as memory:
         for start in range(0, len(texts), 512):
-            memory.remember_many([Draft(t, kind=kinds[i % 6]) for i, t in enumerate(texts[start:start + 512])],
-                                 detect=False)
+            memory.remember_many([Draft(t, kind=kinds[i % 6],
+                                        paths=(_folder(start + i) + "**",) if i % 3 == 0 else ())
+                                  for i, t in enumerate(texts[start:start + 512])], detect=False)
         assert memory.counts()["current"] == len(texts)
 
 
 EVENT = "UserPromptSubmit"  # set by main (--event)
 
 
+CALLS = [0]
+
+
+def _folder(i: int) -> str:
+    return f"services/svc{i % 40}/mod{i % 9}/"
+
+
 def run_hook(env: dict[str, str], prompt: str) -> tuple[float, str]:
-    if EVENT == "SessionStart":
+    if EVENT == "PreToolUse":
+        n = zlib.crc32(prompt.encode()) % 360
+        path = f"{env['CLAUDE_PROJECT_DIR']}/{_folder(n)}handler_{n}.py"
+        CALLS[0] += 1  # ten calls a session: some memories are left out as injected, the budget lasts
+        payload = json.dumps({"session_id": f"bench-tools-{CALLS[0] // 10}", "hook_event_name": EVENT,
+                              "tool_name": "Read",
+                              "tool_input": {"file_path": path}, "cwd": env["CLAUDE_PROJECT_DIR"],
+                              "transcript_path": "/dev/null"})
+    elif EVENT == "SessionStart":
         payload = json.dumps({"session_id": f"bench-{time.monotonic_ns()}", "source": "startup",
                               "hook_event_name": EVENT, "cwd": env["CLAUDE_PROJECT_DIR"],
                               "transcript_path": "/dev/null"})
@@ -126,14 +147,15 @@ def main() -> None:
     parser.add_argument("--prompts", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--work", type=Path, help="keep the store here, and reuse it if it is there")
-    parser.add_argument("--event", choices=("UserPromptSubmit", "SessionStart"), default="UserPromptSubmit")
+    parser.add_argument("--event", choices=("UserPromptSubmit", "SessionStart", "PreToolUse"),
+                        default="UserPromptSubmit")
     args = parser.parse_args()
     global EVENT
     EVENT = args.event
 
     work = args.work or Path(tempfile.mkdtemp(prefix="cairn-hook-bench-"))
     home, project, plugin_data = work / "home", work / "project", work / "plugin-data"
-    reuse = (work / f"built-{args.memories}").exists()
+    reuse = (work / f"built-scoped-{args.memories}").exists()
     project.mkdir(parents=True, exist_ok=True)
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     (work / "empty-config.yaml").touch()  # no settings (a missing CAIRN_CONFIG file is an error)
@@ -143,7 +165,7 @@ def main() -> None:
     else:
         started = time.perf_counter()
         build_store(home, project, args.memories)
-        (work / f"built-{args.memories}").touch()
+        (work / f"built-scoped-{args.memories}").touch()
         print(f"built a store of {args.memories} memories in {time.perf_counter() - started:.0f} s")
     # An installed plugin's engine has its bytecode after its first run; without it every hook process
     # would compile the engine's sources (PYTHONDONTWRITEBYTECODE, set on some machines, keeps Python

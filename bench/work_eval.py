@@ -40,7 +40,6 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections import Counter
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -71,14 +70,15 @@ class Project:
     """One repository's store in a project folder of its own (a git repository, so Cairn picks its
     store by the git toplevel as in real use)."""
 
-    def __init__(self, root: Path, embedder, brief_chars: int | None, setting: str):
+    def __init__(self, root: Path, embedder, hooks: dict[str, int], setting: str):
         from cairn import Cairn, resolve
 
         self.root, self.embedder, self.setting = root, embedder, setting
         root.mkdir(parents=True)
         subprocess.run(["git", "init", "-q", str(root)], check=True)
-        if brief_chars is not None:
-            (root / ".cairn.yaml").write_text(f"hooks:\n  brief_chars: {brief_chars}\n", encoding="utf-8")
+        if hooks:
+            (root / ".cairn.yaml").write_text("hooks:\n" + "".join(f"  {k}: {v}\n" for k, v in hooks.items()),
+                                              encoding="utf-8")
         self.env = {"CLAUDE_PROJECT_DIR": str(root), "CAIRN_HOME": os.environ["CAIRN_HOME"]}
         self.resolved = resolve(None, cwd=root, env=self.env)
         self.engine = Cairn.open(resolved=self.resolved, embedder=embedder, create=True)
@@ -115,7 +115,8 @@ class Project:
 
     def task(self, task: dict) -> dict:
         sid = "t-" + uuid.uuid4().hex
-        brief = self.hook("SessionStart", {"session_id": sid, "source": "startup"})
+        start = {"session_id": sid, "source": "startup"}
+        brief = "\n".join(t for t in (self.hook("SessionStart", start), self.hook("SessionStart:rest", start)) if t)
         prompt = self.hook("UserPromptSubmit", {"session_id": sid, "prompt": task["prompt"]})
         tool_texts = []
         for f in task["files"]:
@@ -134,7 +135,7 @@ def learned_files(statement: dict, everything: list[str], rng: random.Random) ->
 
 
 def evaluate(split: str, repos: list[dict], embedder, *, setting: str, distractors: int, order: str,
-             brief_chars: int | None, details: bool) -> dict:
+             hooks: dict[str, int], details: bool) -> dict:
     from cairn.render import cited_ids
 
     rows = []
@@ -152,7 +153,7 @@ def evaluate(split: str, repos: list[dict], embedder, *, setting: str, distracto
                 own = own + random.Random(1000 + n).sample(others, distractors)
                 if order == "shuffled":
                     random.Random(2000 + n).shuffle(own)
-            project = Project(Path(projects) / f"p{n}", embedder, brief_chars, setting)
+            project = Project(Path(projects) / f"p{n}", embedder, hooks, setting)
             try:
                 for s, d in own:
                     pool = everything if d is data else sorted({f for x in d["statements"]
@@ -229,14 +230,27 @@ def main() -> None:
     parser.add_argument("--setting", choices=("learned", "given"), default="learned")
     parser.add_argument("--distractors", type=int, default=0)
     parser.add_argument("--order", choices=("after", "shuffled"), default="after")
-    parser.add_argument("--brief-chars", type=int, help="hooks.brief_chars for every store (default: Cairn's)")
+    parser.add_argument("--hooks", action="append", default=[], metavar="KEY=N",
+                        help="a hooks setting for every store, e.g. brief_chars=16000 or tool_k=4 (default: Cairn's)")
     parser.add_argument("--repos", type=int, help="only the first N repositories (a quick run)")
     parser.add_argument("--folder", type=Path, help="a work set folder other than the split's")
     parser.add_argument("--keyword-only", action="store_true")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a module constant for a sweep, e.g. context.TOOL_MIN_SCORE=0.4 or "
+                             "scopes.ANCESTOR_DECAY=0.7 (tuning on dev only)")
     parser.add_argument("--details", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     repos = load(args.folder or SPLITS[args.split])[: args.repos]
+    import importlib
+
+    hooks = {k: int(v) for k, v in (item.split("=", 1) for item in args.hooks)}
+
+    for item in args.set:
+        name, value = item.split("=", 1)
+        module, attr = name.rsplit(".", 1)
+        setattr(importlib.import_module(f"cairn.{module}"), attr, type(getattr(
+            importlib.import_module(f"cairn.{module}"), attr))(value))
     with tempfile.TemporaryDirectory() as home:
         os.environ["CAIRN_HOME"] = home
         config = Path(home) / "config.yaml"
@@ -247,7 +261,7 @@ def main() -> None:
 
         embedder = None if args.keyword_only else make_embedder(None, backend="auto")
         result = evaluate(args.split, repos, embedder, setting=args.setting, distractors=args.distractors,
-                          order=args.order, brief_chars=args.brief_chars, details=args.details)
+                          order=args.order, hooks=hooks, details=args.details)
     details = result.pop("details")
     if args.json:
         print(json.dumps({"split": args.split, "setting": args.setting, "distractors": args.distractors,
@@ -256,7 +270,7 @@ def main() -> None:
     o = result["overall"]
     print(f"split {args.split}, setting {args.setting}, {len(repos)} stores, {args.distractors} distractors "
           f"({args.order}), {o['tasks']} tasks, {o['must']} must-know pairs"
-          + (f", brief_chars {args.brief_chars}" if args.brief_chars else ""))
+          + "".join(f", {k} {v}" for k, v in hooks.items()) + "".join(f", {x}" for x in args.set))
     fmt = ("  {name:<34} store {store:>4}  in context {in_context}  (brief {brief}, prompt {prompt}, tools {tools})"
            "  tool precision {tool_precision}  silence {silence}/{unscoped_tasks}  chars/task tools "
            "{chars_tools_mean} vs loader {chars_loader_mean}  brief {chars_brief_median}")

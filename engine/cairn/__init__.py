@@ -58,7 +58,8 @@ _EXPORTS = {
     "merge_session_hits": "sessions", "SessionResult": "sessions",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "render", "session_brief": "context",
     "tool_context": "context", "subagent_context": "context",
-    "Scopes": "scope_index", "COMMAND": "scopes", "CITED_WEIGHT": "scopes", "commands_of": "scopes", "path_arguments": "scopes", "relative": "scopes",
+    "Scopes": "scope_index", "COMMAND": "scopes", "CITED_WEIGHT": "scopes", "commands_of": "scopes",
+    "path_arguments": "scopes", "relative": "scopes",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     **{name: "errors" for name in (
         "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",

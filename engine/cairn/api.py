@@ -79,9 +79,9 @@ class Cairn(Engine):
         """`memory.review.propose`, by the name the adapters call."""
         return self.review.propose(text, **options)
 
-    def import_guidance(self, path: str | Path) -> dict[str, Any]:
+    def import_guidance(self, path: str | Path | None = None, **options: Any) -> dict[str, Any]:
         """`memory.review.import_guidance`, by the name the adapters call."""
-        return self.review.import_guidance(path)
+        return self.review.import_guidance(path, **options)
 
     def promote(self, memory_id: str) -> dict[str, Any]:
         """`memory.review.promote`, by the name the adapters call."""

@@ -33,10 +33,11 @@ DEFAULTS: dict[str, Any] = {
     "recall": {"k": 10, "candidates": 50, "scope": "all"},
     "list": {"limit": 50, "scope": "project"},
     "supersession": {"enabled": True},
-    "hooks": {"enabled": True, "brief_chars": 8000, "prompt_k": 5, "prompt_chars": 1200,
+    # brief_chars: context.BRIEF_CHARS (why that figure: docs/benchmarks.md, "The brief's budget").
+    "hooks": {"enabled": True, "brief_chars": 16000, "prompt_k": 5, "prompt_chars": 1200,
               # Tool time (context.tool_context): memories per tool call, characters per call and
               # per session; the subagent's start (context.subagent_context).
-              "tools": True, "tool_k": 3, "tool_chars": 1200, "tool_session_chars": 6000,
+              "tools": True, "tool_k": 5, "tool_chars": 1600, "tool_session_chars": 10000,
               "subagent_k": 5, "subagent_chars": 1500},
     # Captured sessions: capture on Stop/PreCompact, and search_sessions' defaults.
     "sessions": {"capture": True, "k": 10, "window": 2, "candidates": 50},
@@ -92,7 +93,8 @@ SCHEMA: dict[str, Any] = {
             "type": "object", "additionalProperties": False,
             "properties": {
                 "enabled": {"type": "boolean"},
-                "brief_chars": {**_INT, "minimum": 0, "maximum": 40_000},
+                # Two SessionStart hook outputs of under 10,000 characters each (hooks.split_brief).
+                "brief_chars": {**_INT, "minimum": 0, "maximum": 19_000},
                 "prompt_k": {**_INT, "minimum": 0, "maximum": 50},
                 "prompt_chars": {**_INT, "minimum": 0, "maximum": 10_000},
                 "tools": {"type": "boolean"},

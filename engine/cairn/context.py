@@ -11,7 +11,7 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,7 +27,7 @@ from .text import stem_text as _stem_text
 from .timeutil import now_ms
 
 if TYPE_CHECKING:
-    from .engine import Cairn
+    from .api import Cairn
 
 log = logging.getLogger(__name__)
 
@@ -107,10 +107,13 @@ BRIEF_SECTIONS = (("decision", "Decisions"), ("convention", "Conventions"), ("pr
 SECTION_TITLES = dict(BRIEF_SECTIONS)
 OTHER_TITLE = "Other"  # the section of a kind BRIEF_SECTIONS does not name
 BRIEF_KINDS = ("decision", "convention", "preference")  # what the global store contributes
-# The default budget, hooks.brief_chars: about 2,000 tokens (~4 characters a token for English prose
-# and code names), under 1% of a 200k-token context window. At ~110 characters a line it lists a
-# store of 60-70 memories whole (docs/benchmarks.md, "The brief as an index").
-BRIEF_CHARS = 8000
+FOCUS_BONUS = 1.5  # a memory the session's signals point at (session_brief's focus) lists before any other
+# The default budget, hooks.brief_chars: about 4,000 tokens (~4 characters a token for English prose
+# and code names), 2% of a 200k-token context window, delivered by two SessionStart hooks (a hook
+# output over 10,000 characters is replaced by a file path). At ~110 characters a line it lists a
+# store of 130-150 memories whole; past that, tool time brings the scoped ones. Chosen on the dev
+# sets against 8,000 and two outputs' most (docs/benchmarks.md, "The brief's budget").
+BRIEF_CHARS = 16000
 BRIEF_MEMORY_CHARS = 200  # the longest gist: memory_recall gives the whole text
 MIN_GIST_CHARS = 60  # shorter than this, a line stops saying what the memory is: list fewer, map the rest
 LISTED_GIST_CHARS = 90  # the gist when not every memory fits
@@ -206,7 +209,7 @@ def _section(kind: str) -> str:
 
 
 def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool = False,
-                  exclude: Collection[str] = ()) -> str | None:
+                  exclude: Collection[str] = (), focus: Mapping[str, float] | None = None) -> str | None:
     """The session brief: an index of the project store within `budget` characters.
 
     Every current memory as one line (`- [mem:ID] gist`, grouped by kind) when they fit, the gists
@@ -218,6 +221,9 @@ def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool
     global_only: `memory` is opened on the global store in place of a project that has no store yet;
     the brief is then the global store's decisions, conventions and preferences, in the whole budget.
     exclude: ids never listed (memories whose text the session already holds, e.g. from CLAUDE.md).
+    focus: {memory id: 0..1} from the session's own signals (the files changed in the work tree, the
+    branch, on resume the files the session touched): added to the priority, times FOCUS_BONUS,
+    so that a brief that cannot list everything lists what this session is likely about first.
     None when no store has a current memory or nothing fits."""
     on_global = memory.name == GLOBAL_STORE  # also when CAIRN_STORE names it: no section of its own
     counts = memory.counts()
@@ -230,9 +236,21 @@ def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool
                                        order=Order.IMPORTANCE) if m.id not in excluded]
     else:
         pool = [m for m in _brief_candidates(memory, counts["current"], budget) if m.id not in excluded]
+        if focus and counts["current"] > ALL_LIMIT:  # a large store's candidates: the focus's too
+            have = {m.id for m in pool}
+            for memory_id in focus:
+                if memory_id in have or memory_id in excluded:
+                    continue
+                try:
+                    m = memory.get(memory_id)
+                except CairnError:
+                    continue
+                if m.status == "current" and m.cold_at is None:
+                    pool.append(m)
     now = now_ms()
     use = memory.usage_of([m.id for m in pool]) if pool else {}
-    pool.sort(key=lambda m: (-brief_priority(m, use.get(m.id), now), m.id))
+    bonus = focus or {}
+    pool.sort(key=lambda m: (-(brief_priority(m, use.get(m.id), now) + FOCUS_BONUS * bonus.get(m.id, 0.0)), m.id))
     total = len(pool) if counts["current"] <= ALL_LIMIT or global_only else counts["current"] - len(excluded)
     if global_only:
         header = (f"Cairn memory: this project has no store yet; your global store holds "
@@ -252,6 +270,7 @@ def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool
         header = header.replace(", listed here", "; {n} listed here, the rest mapped at the end")
         room = budget - len(header) - 1 - global_chars
         store_topics = memory.topics(tags=MAP_TAGS) if counts["current"] > ALL_LIMIT else None  # one query
+        scoped = memory.scopes.count_scoped()
         while True:  # the map of the rest is worth more than the least of the listed lines
             if store_topics is not None:  # the rest is not loaded: the store's counts less the listed
                 named, kinds = list(store_topics["tags"]), dict(store_topics["kinds"])
@@ -260,7 +279,7 @@ def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool
             else:
                 shown = {m.id for m in listed}
                 named, kinds = _rest_topics([m for m in pool if m.id not in shown])
-            footer = _rest_line(total - len(listed), kinds, named)
+            footer = _rest_line(total - len(listed), kinds, named, scoped)
             if not listed or _listing_chars(listed, gist) + 1 + len(footer) <= room:
                 break
             listed.pop()
@@ -341,15 +360,19 @@ def _rest_topics(rest: list[Memory]) -> tuple[list[tuple[str, int]], dict[str, i
     return named, dict(kinds)
 
 
-def _rest_line(n_rest: int, kinds: dict[str, int], named: list[tuple[str, int]]) -> str:
+def _rest_line(n_rest: int, kinds: dict[str, int], named: list[tuple[str, int]], scoped: int = 0) -> str:
     """One line on the memories not listed: how many of each kind, and their topics with the query
-    that finds them."""
+    that finds them; and, when the store has memories scoped to files (`scoped`), that those come by
+    themselves when the work touches their files."""
     by_kind = ", ".join(_count(n, kind, kind + "s")
                         for kind, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])) if n)
     line = f"Not listed: {n_rest} more ({by_kind})"
     if named:
         line += "; topics: " + ", ".join(f"{t} {c}" for t, c in named)
         line += f'. memory_recall "{named[0][0]}" (or any topic) finds them'
+    if scoped:
+        line += (f". {_count(scoped, 'memory is', 'memories are')} scoped to files or commands: each comes "
+                 "by itself when a tool call touches them")
     return line + "."
 
 
@@ -430,6 +453,13 @@ def cosine_gate(model_name: str | None) -> CosineGate | None:
     return None
 
 
+def _default_gate() -> CosineGate:
+    """all-MiniLM-L6-v2's gate, which cosine_gate always has."""
+    gate = cosine_gate(GATE_MODEL)
+    assert gate is not None
+    return gate
+
+
 def is_cjk(text: str) -> bool:
     """Whether `text` is written mostly in Chinese, Japanese or Korean: at least 2 CJK characters and
     at least a quarter of its letters (code names and commands in Latin letters are common in a CJK
@@ -447,7 +477,7 @@ def passes(cosine: float | None, prompt_stems: set[str], memory_text: str, gate:
     thresholds for the model that gave `cosine` (default all-MiniLM-L6-v2's)."""
     if cosine is None:
         return shares_enough(prompt_stems, memory_text, KEYWORD_MIN_SHARED_STEMS)
-    gate = gate or cosine_gate(GATE_MODEL)
+    gate = gate or _default_gate()
     if cosine >= gate.strong:
         return True
     return cosine >= gate.weak and shares_enough(prompt_stems, memory_text, gate.min_shared)
@@ -467,7 +497,7 @@ def rare_match(cosine: float | None, prompt_stems: set[str], memory_text: str, w
     need = KEYWORD_RARE_COVERAGE if cosine is None else RARE_COVERAGE
     if len(shared) < min(RARE_MIN_SHARED, len(prompt_stems)) or weights.coverage(shared) < need:
         return False
-    gate = gate or cosine_gate(GATE_MODEL)
+    gate = gate or _default_gate()
     return cosine is None or cosine >= gate.rare_floor
 
 
@@ -591,16 +621,18 @@ def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200
 # common ancestor at 0.6 pass only close to them). Calibrated on the work set's dev split
 # (bench/work_eval.py; docs/benchmarks.md, "Memory that follows the work").
 TOOL_MIN_SCORE = 0.5
-TOOL_K = 3
+TOOL_K = 5  # hooks.tool_k's default
 
 
 def tool_context(memory: Cairn, targets: Collection[str], *, exclude: Collection[str] = (), k: int = TOOL_K,
-                 budget: int = 1200, min_score: float = TOOL_MIN_SCORE) -> str | None:
+                 budget: int = 1200, min_score: float | None = None) -> str | None:
     """The memories scoped to `targets` (relative paths, folders ending in "/", "cmd:..." commands)
     not in `exclude`, at most k, formatted within `budget` characters; None when none applies.
-    Given scopes first, then learned ones by score; ties by brief_priority."""
+    Given scopes first, then learned ones by score; ties by brief_priority. min_score: the least
+    score of a learned match (default TOOL_MIN_SCORE)."""
     if k <= 0 or budget <= 0 or not targets:
         return None
+    min_score = TOOL_MIN_SCORE if min_score is None else min_score
     found = [(m, s) for m, s in memory.scopes.matching(list(targets), exclude=exclude, limit=k * 4)
              if s.origin == "given" or s.score >= min_score]
     if not found:

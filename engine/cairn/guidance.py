@@ -13,18 +13,41 @@ The split, for the same file, is always the same:
   context (a list item with sub-items also names them: "Pin every dependency > Except in CI");
   code blocks, tables and HTML are left out (they are not statements), and counted (`left_out`).
 The kind comes from the wording (KIND_RULES, first match), else from the heading, else "convention".
+
+A whole tree (`import_tree`: `cairn import-guidance` with a folder, or none for the project) reads
+every guidance file Claude Code, Codex, Cursor, Copilot, Windsurf and Cline load, and each statement
+keeps the scope its file gives it (the `paths` of the memory it would create; `guide`):
+- CLAUDE.md / AGENTS.md / GEMINI.md at the root, and .cursorrules / .windsurfrules / .clinerules
+  files and .github/copilot-instructions.md: the whole project (no scope); the same files in a
+  folder D (`D/CLAUDE.md`, `D/.claude/CLAUDE.md`): ["D/**"]. CLAUDE.local.md is private: read only
+  when named.
+- `.cursor/rules/**/*.mdc`: front matter `globs` (a comma-separated string or a list); `alwaysApply:
+  true` wins and means no scope; a rule with neither ("agent requested") has no scope and keeps a
+  short `description` as an applies-when phrase.
+- `.claude/rules/**/*.md` and `.clinerules/**/*.md`: front matter `paths`.
+- `.github/instructions/**/*.instructions.md`: `applyTo`, comma-separated ("**" means everywhere).
+- `.windsurf/rules/**/*.md`: `globs` when `trigger: glob`; a `model_decision` rule keeps its
+  description as for Cursor.
+Globs of Cursor, Windsurf and Copilot without a "/" match the name in any folder ("*.tsx" ->
+"**/*.tsx"), as their editors match them; rules under a nested folder's `.cursor/rules` (or
+`.claude/rules`, ...) are confined to that folder. A file's folder is found from `git ls-files`
+(tracked and untracked files, ignored ones left out) inside a git repository, else by walking the
+folder; vendored and build folders (SKIP_DIRS) are never read. The same statement in several files
+is proposed once, with the union of their scopes (none when any of them has none).
 """
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 from .errors import InvalidInput, InvalidMemory
-from .models import MAX_TEXT_BYTES
+from .models import MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES
 
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -38,6 +61,8 @@ KIND_RULES = (
 )
 _RULE_LINE = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?\S.{8,}$")
 _SENTENCE_START = re.compile(r"^(?:[-*+]\s+|\d+[.)]\s+)?[A-Z0-9\"'(\[]")
+# A CLAUDE.md line that only imports another file ("@AGENTS.md", "@docs/style.md"): not a statement.
+_IMPORT_ONLY = re.compile(r"^@[\w./~-]+$")
 CONTEXT_LABEL_CHARS = 80  # a parent list item named in its sub-items' context, at most
 
 
@@ -136,15 +161,16 @@ def split(markdown: str) -> list[Item]:
             i += 3
             continue
         i += 1
-    return [Item(it.text, _kind(it.text, it.context), it.context, it.line) for it in items]
+    return [Item(it.text, _kind(it.text, it.context), it.context, it.line) for it in items
+            if not _IMPORT_ONLY.match(it.text)]
 
 
-def import_file(propose: Callable[..., dict[str, Any]], path: Path) -> dict[str, Any]:
-    """Queue the items of `path` as `add` proposals through `propose` (Review.propose: text, kind,
-    context, origin -> {"status", "proposal"}). Returns {"file", "items", "queued", "pending"
-    (already queued), "exists" (already memories), "reviewed" (decided by the user before),
-    "skipped": [{"line", "reason"}], "left_out": {kind: count} (left_out), "proposals": [ids]}.
-    Raises InvalidInput (missing, unreadable, not UTF-8, over 1 MiB)."""
+
+
+# -- one file ------------------------------------------------------------------------------------
+def read_text(path: Path) -> str:
+    """A guidance file's text. Raises InvalidInput (missing, unreadable, not UTF-8, over
+    MAX_FILE_BYTES)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -152,22 +178,402 @@ def import_file(propose: Callable[..., dict[str, Any]], path: Path) -> dict[str,
     if len(raw) > MAX_FILE_BYTES:
         raise InvalidInput(f"{path} is {len(raw)} bytes; guidance files over {MAX_FILE_BYTES} bytes are not imported")
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"{path} is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    out: dict[str, Any] = {"file": str(path), "items": 0, "queued": 0, "pending": 0, "exists": 0, "reviewed": 0,
-                           "skipped": [], "left_out": left_out(text), "proposals": []}
-    for item in split(text):
-        out["items"] += 1
-        if len(item.text.encode("utf-8")) > MAX_TEXT_BYTES:
-            out["skipped"].append({"line": item.line, "reason": f"longer than {MAX_TEXT_BYTES} bytes"})
-            continue
+
+
+_FRONT = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)^---[ \t]*\r?(?:\n|\Z)", re.S | re.M)
+_FRONT_LINE = re.compile(r"^([A-Za-z_][\w-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
+
+
+def front_matter(text: str) -> tuple[dict[str, Any], str, int]:
+    """(fields, body, lines) of a file that opens with a `---` front matter block: its fields, the
+    text after it and how many lines the block took (to number the body's lines as the file's).
+    ({}, text, 0) without one, and when the block holds no fields (a file that opens with a
+    horizontal rule keeps its text). Parsed with PyYAML; Cursor's front matter is often not YAML
+    (`globs: *.ts, *.tsx`: `*` starts a YAML alias), so a block YAML refuses is read as `key: value`
+    lines instead."""
+    match = _FRONT.match(text)
+    if match is None:
+        return {}, text, 0
+    import yaml
+
+    block = match.group(1)
+    fields: dict[str, Any] = {}
+    try:
+        loaded = yaml.safe_load(block)
+    except yaml.YAMLError:
+        loaded = None
+        for line in block.splitlines():
+            kv = _FRONT_LINE.match(line)
+            if kv:
+                fields[kv.group(1)] = kv.group(2).strip("'\"") if kv.group(2) else None
+    if isinstance(loaded, dict):
+        fields = {str(k): v for k, v in loaded.items()}
+    if not fields and block.strip():
+        return {}, text, 0
+    return fields, text[match.end():], match.group(0).count("\n")
+
+
+def split_patterns(value: Any) -> list[str]:
+    """The globs of a front matter value: a list of strings, or one comma-separated string (commas
+    inside braces, "src/**/*.{ts,tsx}", do not separate). Quotes and blanks are dropped."""
+    raw: list[str] = []
+    if isinstance(value, str):
+        depth, start = 0, 0
+        for i, ch in enumerate(value):
+            depth += (ch == "{") - (ch == "}")
+            if ch == "," and depth <= 0:
+                raw.append(value[start:i])
+                start = i + 1
+        raw.append(value[start:])
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            raw += split_patterns(v) if isinstance(v, str) else []
+    return [p.strip().strip("'\"").strip() for p in raw if p.strip().strip("'\"").strip()]
+
+
+# -- which files, and the scope each gives ---------------------------------------------------------
+SKIP_DIRS = frozenset({
+    # Brief for issue 30: vendored and build output never carries this project's guidance.
+    ".git", "node_modules", ".venv", "venv", "dist", "build", "target", "vendor",
+    # and their usual companions: other VCS, caches, virtualenv tools, bower.
+    ".hg", ".svn", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+    "site-packages", "bower_components",
+})
+FOLDER_FILES = ("CLAUDE.md", "AGENTS.md", "GEMINI.md")  # a folder's guidance: scoped to the folder
+PLAIN_RULE_FILES = (".cursorrules", ".windsurfrules", ".clinerules")  # legacy one-file rules
+PRIVATE_FILES = ("CLAUDE.local.md",)  # personal, usually gitignored: read only when named
+# (folder names of a rules directory, file suffix, the front matter field of its globs, format)
+RULE_DIRS = (
+    ((".cursor", "rules"), ".mdc", "globs", "cursor rule"),
+    ((".claude", "rules"), ".md", "paths", "claude rule"),
+    ((".github", "instructions"), ".instructions.md", "applyTo", "copilot instructions"),
+    ((".windsurf", "rules"), ".md", "globs", "windsurf rule"),
+    ((".clinerules",), ".md", "paths", "cline rule"),
+)
+# Formats whose globs without a "/" match the name in any folder (their editors match that way;
+# Claude Code's `paths` are rooted: "*.md" is the project root's).
+BASENAME_GLOBS = frozenset({"cursor rule", "windsurf rule", "copilot instructions"})
+MAX_WALK_ENTRIES = 200_000  # directory entries a walk outside git reads at most (a home folder)
+MAX_GUIDES = 2_000          # guidance files one import reads at most
+
+
+@dataclass(frozen=True)
+class Guide:
+    """One guidance file and what its statements inherit: `rel` its path relative to the root
+    ("/"-separated), `format` ("CLAUDE.md", "cursor rule", ...), `paths` the scope of its statements
+    (normalised globs; () = the whole project), `applies_when` phrases from its description,
+    `notes` what reading the scope changed (a glob dropped, globs widened)."""
+
+    rel: str
+    format: str
+    paths: tuple[str, ...] = ()
+    applies_when: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    body_offset: int = 0  # lines of front matter before the body
+    body: str = field(default="", repr=False)
+
+
+def format_of(rel: str) -> str | None:
+    """The format of a file by its path relative to the root ("src/CLAUDE.md" -> "CLAUDE.md",
+    ".cursor/rules/ts.mdc" -> "cursor rule"), "private" for CLAUDE.local.md, or None when it is
+    not a guidance file."""
+    parts = rel.split("/")
+    name = parts[-1]
+    if name in FOLDER_FILES or name in PLAIN_RULE_FILES:
+        return name
+    if name in PRIVATE_FILES:
+        return "private"
+    if name == "copilot-instructions.md" and parts[-2:-1] == [".github"]:
+        return "copilot instructions"
+    for marker, suffix, _, fmt in RULE_DIRS:
+        at = _marker_at(parts[:-1], marker)
+        # .clinerules/workflows/ holds Cline's workflows, run by hand: not rules.
+        if name.endswith(suffix) and at is not None and parts[at + len(marker):at + len(marker) + 1] != ["workflows"]:
+            return fmt
+    return None
+
+
+def _marker_at(folders: list[str], marker: tuple[str, ...]) -> int | None:
+    """Where a rules folder (".cursor/rules") starts in a file's folders, the first one, or None."""
+    for i in range(len(folders) - len(marker) + 1):
+        if tuple(folders[i:i + len(marker)]) == marker:
+            return i
+    return None
+
+
+def _is_whole(pattern: str) -> bool:
+    return pattern.strip().strip("/") in ("**", "**/*", "*", "")
+
+
+def _scope(patterns: Iterable[str], base: str, *, basename: bool) -> tuple[tuple[str, ...], list[str]]:
+    """The stored scope of a file's globs: relative to `base` (the folder holding its rules folder;
+    "" at the root), normalised (scopes.normalise_pattern); a glob covering everything means no
+    scope. More than scopes.MAX_PATHS are widened to their common folder. Returns (scope, notes)."""
+    from .scopes import MAX_PATHS, normalise_pattern, prefix_of
+
+    notes: list[str] = []
+    out: list[str] = []
+    for raw in patterns:
+        if _is_whole(raw):
+            if not base:
+                return (), notes
+            raw = "**"
+        p = raw.strip()
+        if basename and "/" not in p.rstrip("/"):
+            p = "**/" + p
+        if base:
+            p = base + "/" + p.lstrip("/")
         try:
-            done = propose(item.text, kind=item.kind, context=item.context, origin=f"{path.name}:{item.line}")
+            out.append(normalise_pattern(p))
         except InvalidMemory as exc:
-            out["skipped"].append({"line": item.line, "reason": str(exc)})
+            notes.append(f"glob {raw!r} left out: {exc}")
+    out = list(dict.fromkeys(out))
+    if len(out) > MAX_PATHS:
+        common = os.path.commonpath([prefix_of(p) or "." for p in out]).replace("\\", "/").strip(".")
+        notes.append(f"{len(out)} globs, more than {MAX_PATHS}: widened to "
+                     + (f"{common}/**" if common else "the whole project"))
+        return ((common + "/**",) if common else ()), notes
+    return tuple(out), notes
+
+
+def _phrase(description: Any) -> tuple[str, ...]:
+    """A rule's description as one applies-when phrase, when it is short enough to be one."""
+    if not isinstance(description, str):
+        return ()
+    text = " ".join(description.split())
+    return (text,) if 0 < len(text) <= MAX_APPLIES_CHARS else ()
+
+
+def _true(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() == "true")
+
+
+def guide(rel: str, text: str, fmt: str | None = None) -> Guide:
+    """What the file at `rel` (relative to the project root) with content `text` gives its
+    statements: its scope and applies-when phrases (see the module docstring), and its body without
+    front matter. `fmt` defaults to format_of(rel); a file of no known format ("docs/RULES.md",
+    named by hand) is read as plain Markdown with no scope."""
+    fmt = fmt or format_of(rel) or "markdown"  # "private" (CLAUDE.local.md, named): as a CLAUDE.md
+    parts = rel.split("/")
+    folders = parts[:-1]
+    for marker, _suffix, key, rule_fmt in RULE_DIRS:
+        at = _marker_at(folders, marker)
+        if fmt != rule_fmt or at is None:
             continue
-        out[done["status"]] += 1
+        fields, body, offset = front_matter(text)
+        base = "/".join(folders[:at])
+        globs = split_patterns(fields.get(key))
+        phrases: tuple[str, ...] = ()
+        if fmt == "cursor rule" and _true(fields.get("alwaysApply")):
+            globs = []  # alwaysApply wins over globs in Cursor
+        elif fmt == "windsurf rule" and str(fields.get("trigger", "")).strip() != "glob":
+            globs = []
+        if not globs and fmt in ("cursor rule", "windsurf rule") and not _true(fields.get("alwaysApply")) \
+                and str(fields.get("trigger", "")).strip() != "always_on":
+            phrases = _phrase(fields.get("description"))  # agent requested / model decision
+        scope, notes = _scope(globs, base, basename=fmt in BASENAME_GLOBS)
+        if not scope and base:
+            scope = (base + "/**",)  # a nested folder's rules hold there
+        return Guide(rel, fmt, scope, phrases, tuple(notes), offset, body)
+    _, body, offset = front_matter(text)  # an AGENTS.md may open with front matter too: not statements
+    owner = [] if fmt == "markdown" else folders
+    if owner and owner[-1] in (".claude", ".github"):  # .claude/CLAUDE.md, .github/copilot-instructions.md
+        owner = owner[:-1]
+    return Guide(rel, fmt, ("/".join(owner) + "/**",) if owner else (), (), (), offset, body)
+
+
+def git_root(folder: Path) -> Path | None:
+    """The git work tree holding `folder` (its own top level, a linked worktree's too), or None."""
+    try:
+        out = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    top = out.stdout.strip()
+    return Path(os.path.realpath(top)) if out.returncode == 0 and top else None
+
+
+def _git_files(top: Path, folder: Path) -> list[str] | None:
+    """Files under `folder` that git tracks or would track (ignored ones left out), relative to
+    the work tree `top`; None when git cannot answer."""
+    rel = os.path.relpath(folder, top)
+    try:
+        out = subprocess.run(["git", "-C", str(top), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                              "--full-name", "--", "." if rel == "." else rel],
+                             capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return list(dict.fromkeys(p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p))
+
+
+def _walk_files(root: Path, folder: Path) -> tuple[list[str], bool]:
+    """Files under `folder` relative to `root`, by walking it: SKIP_DIRS and nested repositories
+    (a folder with its own .git) left out, at most MAX_WALK_ENTRIES entries. (files, cut short)."""
+    out: list[str] = []
+    seen = 0
+    for here, dirs, files in os.walk(folder):
+        seen += len(dirs) + len(files)
+        if seen > MAX_WALK_ENTRIES:
+            return out, True
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not os.path.exists(os.path.join(here, d, ".git")))
+        rel_here = os.path.relpath(here, root).replace(os.sep, "/")
+        out += [f if rel_here == "." else f"{rel_here}/{f}" for f in sorted(files)]
+    return out, False
+
+
+def find(folder: Path, root: Path, *, git: bool) -> tuple[list[str], dict[str, Any]]:
+    """The guidance files under `folder`, relative to the project `root`, in a stable order (root
+    first, then by path): from `git ls-files` when `git`, else by walking. Files in SKIP_DIRS
+    folders are left out. Returns (paths, {"private": [CLAUDE.local.md files not read],
+    "listed_by": "git" | "walk", "cut_short": whether a bound stopped the search})."""
+    files = _git_files(root, folder) if git else None
+    cut = False
+    how = "git"
+    if files is None:
+        files, cut = _walk_files(root, folder)
+        how = "walk"
+    found: list[str] = []
+    private: list[str] = []
+    for rel in files:
+        if any(part in SKIP_DIRS for part in rel.split("/")[:-1]):
+            continue
+        fmt = format_of(rel)
+        if fmt is None or not (root / rel).is_file():  # deleted but still in the index, or a folder
+            continue
+        (private if fmt == "private" else found).append(rel)
+    found.sort(key=lambda r: (r.count("/"), r))
+    if len(found) > MAX_GUIDES:
+        found, cut = found[:MAX_GUIDES], True
+    return found, {"private": sorted(private), "listed_by": how, "cut_short": cut}
+
+
+# -- queueing --------------------------------------------------------------------------------------
+_COUNTS = ("queued", "pending", "exists", "reviewed")
+
+
+def _file_report(rel: str, g: Guide | None) -> dict[str, Any]:
+    return {"file": rel, "format": g.format if g else None, "paths": list(g.paths) if g else [],
+            "items": 0, **{k: 0 for k in _COUNTS}, "merged": 0, "scoped": 0, "skipped": [], "left_out": {},
+            "notes": list(g.notes) if g else [], "proposals": []}
+
+
+def import_tree(propose: Callable[..., dict[str, Any]], target: str | Path | None = None, *,
+                cwd: Path | None = None) -> dict[str, Any]:
+    """Queue the statements of guidance files as `add` proposals through `propose` (Review.propose:
+    text, kind, context, origin, applies_when, paths -> {"status", "proposal"}), each with the scope
+    its file gives it (`guide`). target: a file (read whatever its name; CLAUDE.local.md too), a
+    folder (every guidance file under it: `find`), or None for the project (the git work tree of
+    `cwd`, else `cwd`). Scopes are relative to the git work tree holding the target, else to `cwd`'s
+    project when the target lies inside it, else to the target's folder.
+
+    Returns {"root", "target", "files": [{"file", "format", "paths" (its scope), "items",
+    "queued", "pending" (already queued), "exists" (already memories), "reviewed" (decided by the
+    user before), "merged" (the same statement as an earlier file's: proposed once, with both
+    scopes), "skipped": [{"line", "reason"}], "left_out": {kind: count}, "notes", "proposals",
+    "error" (a file that could not be read, in a folder import)}], the totals "items", "queued",
+    "pending", "exists", "reviewed", "merged", "scoped" (queued proposals that carry a scope),
+    "skipped": [{"file", "line", "reason"}], "left_out", "proposals": [ids], "private": [CLAUDE.local.md
+    files not read], "listed_by": "git" | "walk" | "file", "cut_short"}; for one file also its
+    "file" (the path as given). Raises InvalidInput (a missing target; for one file: unreadable,
+    not UTF-8, over 1 MiB)."""
+    from .text import normalise
+
+    cwd = Path(os.path.realpath(cwd or Path.cwd()))
+    single = False
+    given = cwd
+    if target is None:
+        folder = git_root(cwd) or cwd
+    else:
+        named = Path(target).expanduser()
+        named = named if named.is_absolute() else cwd / named
+        if named.is_dir():
+            folder = Path(os.path.realpath(named))
+        elif named.exists():
+            single = True
+            folder = Path(os.path.realpath(named.parent))
+            given = folder / named.name  # not resolved: a CLAUDE.md linked to AGENTS.md is read as CLAUDE.md
+        else:
+            raise InvalidInput(f"cannot read {target}: No such file or directory")
+    top = git_root(folder)
+    if top is not None:
+        root = top
+    else:
+        home = git_root(cwd) or cwd
+        root = home if folder == home or home in folder.parents else folder
+    report: dict[str, Any] = {"root": str(root), "target": str(target) if target is not None else str(folder),
+                              "files": [], "private": [], "listed_by": "file", "cut_short": False}
+    texts: dict[str, str] = {}
+    if single:
+        rel = os.path.relpath(given, root).replace(os.sep, "/")
+        texts[rel] = read_text(given)
+        rels = [rel]
+    else:
+        rels, meta = find(folder, root, git=top is not None)
+        report.update(meta)
+    guides: dict[str, Guide] = {}
+    files: dict[str, dict[str, Any]] = {}
+    for rel in rels:
+        try:
+            text = texts[rel] if rel in texts else read_text(root / rel)
+        except InvalidInput as exc:
+            files[rel] = {**_file_report(rel, None), "error": str(exc)}
+            continue
+        g = guide(rel, text)
+        guides[rel] = g
+        files[rel] = _file_report(rel, g)
+        files[rel]["left_out"] = left_out(g.body)
+    # One proposal per statement: the same text in several files takes the union of their scopes
+    # (none when one of them has none) and of their applies-when phrases.
+    merged: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    for rel, g in guides.items():
+        for item in split(g.body):
+            files[rel]["items"] += 1
+            line = item.line + g.body_offset
+            if len(item.text.encode("utf-8")) > MAX_TEXT_BYTES:
+                files[rel]["skipped"].append({"line": line, "reason": f"longer than {MAX_TEXT_BYTES} bytes"})
+                continue
+            key = normalise(item.text)
+            if key in merged:
+                first = merged[key]
+                first["whole"] = first["whole"] or not g.paths
+                first["paths"] += [p for p in g.paths if p not in first["paths"]]
+                first["applies_when"] += [a for a in g.applies_when if a not in first["applies_when"]]
+                files[rel]["merged"] += 1
+                continue
+            merged[key] = {"item": item, "rel": rel, "line": line, "paths": list(g.paths), "whole": not g.paths,
+                           "applies_when": list(g.applies_when)}
+            order.append(key)
+    for key in order:
+        m = merged[key]
+        item, rel = m["item"], m["rel"]
+        scope, notes = ((), []) if m["whole"] else _scope(m["paths"], "", basename=False)
+        files[rel]["notes"] += [n for n in notes if n not in files[rel]["notes"]]
+        try:
+            done = propose(item.text, kind=item.kind, context=item.context, origin=f"{rel}:{m['line']}",
+                           applies_when=m["applies_when"][:MAX_APPLIES_WHEN] or None, paths=list(scope))
+        except InvalidMemory as exc:
+            files[rel]["skipped"].append({"line": m["line"], "reason": str(exc)})
+            continue
+        files[rel][done["status"]] += 1
+        files[rel]["scoped"] += done["status"] == "queued" and bool(scope)
         if done["proposal"]:
-            out["proposals"].append(done["proposal"]["id"])
-    return out
+            files[rel]["proposals"].append(done["proposal"]["id"])
+    report["files"] = [files[rel] for rel in rels if rel in files]
+    for key in ("items", *_COUNTS, "merged", "scoped"):
+        report[key] = sum(f[key] for f in report["files"])
+    report["skipped"] = [{"file": f["file"], **s} for f in report["files"] for s in f["skipped"]]
+    left: dict[str, int] = {}
+    for f in report["files"]:
+        for kind, n in f["left_out"].items():
+            left[kind] = left.get(kind, 0) + n
+    report["left_out"] = left
+    report["proposals"] = [i for f in report["files"] for i in f["proposals"]]
+    if single:
+        report["file"] = str(target)
+    return report

@@ -260,6 +260,7 @@ PROPOSE = Operation("propose", "Queue one memory for the user's approval (an `ad
         items=10),
     Arg("context", "str", "Where it came from (a heading).", high=300),
     Arg("origin", "str", "The file it came from.", high=300),
+    PATHS,
 ))
 
 MAINTAIN = Operation("maintain", "A maintenance run: a dry run unless `apply`.", writes=True, args=(

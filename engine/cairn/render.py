@@ -39,9 +39,20 @@ def line(m: Memory) -> str:
 
 
 def shorten(text: str, limit: int) -> str:
-    """Whitespace collapsed, cut to `limit` characters with "…"."""
+    """Whitespace collapsed, cut to at most `limit` characters with "…": after the last whole sentence
+    or clause when that keeps half the limit, else at a word boundary (inside a word only when one
+    word fills 40% of the limit), without a trailing comma or colon before the "…"."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    clause = max(head.rfind(". "), head.rfind("; "), head.rfind(": "))
+    cut = head.rfind(" ")
+    if clause >= 0.5 * limit:  # a whole sentence or clause reads better than most of the next one
+        head = head[: clause + 1]
+    elif text[limit - 1] != " " and cut >= 0.6 * limit:
+        head = head[:cut]
+    return head.rstrip(" ,;:-–—(") + "…"
 
 
 def context_line(m: Memory, *, with_kind: bool = True, limit: int = CONTEXT_MEMORY_CHARS) -> str:

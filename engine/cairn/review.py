@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .guidance import import_file
+from .guidance import import_tree
 from .errors import (
     InvalidInput, InvalidMemory, MaintenanceBusy, MemoryNotFound, ProposalClosed, ProposalNotFound,
     StaleProposal,
@@ -193,20 +193,28 @@ def _after(p: Proposal) -> str:
     if p.type == "demote":
         return (f"approve: {ids[0]} moves to the cold tier (out of hooks and default recall; found with "
                 "include_cold and as_of; `promote` brings it back); reject: nothing changes")
-    return "approve: stored as a new memory (edit: with your text); reject: nothing is stored"
+    scope = p.payload.get("paths") if p.type == "add" else None
+    where = f", scoped to {', '.join(scope)}," if scope else ""
+    return f"approve: stored as a new memory{where} (edit: with your text); reject: nothing is stored"
 
 
 def propose(engine: Engine, text: str, *, kind: str = "fact", tags: tuple[str, ...] = (), context: str | None = None,
-            applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:
+            applies_when: list[str] | None = None, origin: str | None = None,
+            paths: Iterable[str] = (), dry_run: bool = False) -> dict[str, Any]:
     """Queue an `add` proposal: a new memory stored only when the user approves it (import-guidance,
-    memory_propose). context: where it came from (a heading); origin: the file. Returns {"status":
+    memory_propose). context: where it came from (a heading); origin: the file (and line); paths:
+    the scope the memory gets when approved (up to scopes.MAX_PATHS globs relative to the project
+    root, as `remember`'s; kept in the payload as "paths", normalised). Returns {"status":
     "queued" | "pending" (the same text is already queued) | "exists" (already a current memory) |
     "reviewed" (the user decided on the same text before: kept out, or approved, maybe edited),
-    "proposal": its JSON or None, "id": the existing memory's id for "exists"}. Raises InvalidMemory."""
+    "proposal": its JSON or None, "id": the existing memory's id for "exists"}. dry_run: write
+    nothing; "queued" then means it would be, and "proposal" is None. Raises InvalidMemory."""
     from .records import Draft, validate
+    from .scopes import normalise_patterns
     from .text import normalise
 
     now = now_ms()
+    scope = normalise_patterns(paths)  # InvalidMemory for a bad glob, before anything is queued
     if applies_when is not None and (not isinstance(applies_when, list)
                                      or not all(isinstance(a, str) and a.strip() for a in applies_when)):
         raise InvalidMemory("applies_when must be a list of non-empty strings")
@@ -219,9 +227,13 @@ def propose(engine: Engine, text: str, *, kind: str = "fact", tags: tuple[str, .
     if open_key("add", [], row.text) in store.proposal_keys(("rejected", "applied")):
         return {"status": "reviewed", "proposal": None}  # the user kept it out, or approved it (maybe edited)
     payload: dict[str, Any] = {"text": row.text, "kind": row.kind, "tags": list(row.tags)}
-    for key, value in (("context", context), ("applies_when", applies_when), ("origin", origin)):
+    for key, value in (("context", context), ("applies_when", applies_when), ("origin", origin),
+                       ("paths", list(scope))):
         if value:
             payload[key] = value
+    if dry_run:
+        pending = open_key("add", [], row.text) in store.proposal_keys(("pending",))
+        return {"status": "pending" if pending else "queued", "proposal": None}
     subject = context or (list(row.tags)[0] if row.tags else None)
     p = new_proposal("add", [], payload, subject=subject or " ".join(row.text.split()[:6]), now=now)
     if not store.add_proposals([(p, open_key("add", [], row.text))]):  # the same text is pending
@@ -463,7 +475,9 @@ def _apply(engine: Engine, store: StoreBackend, p: Proposal, text: str | None, k
         extra: dict[str, Any] = {}
         if p.payload.get("applies_when") and "applies_when" in inspect.signature(engine.remember).parameters:
             extra["applies_when"] = p.payload["applies_when"]  # the applies_when field (#6), where it exists
-        result = engine.remember(text if text is not None else p.payload["text"], source="import", **fields, **extra)
+        # The scope the proposal carries (imported guidance: its folder or globs); an older proposal has none.
+        result = engine.remember(text if text is not None else p.payload["text"], source="import",
+                                 paths=tuple(p.payload.get("paths") or ()), **fields, **extra)
         return {"created": result.memory.id, "status": result.status, "superseded": result.superseded}
     if p.type == "demote":
         store.set_cold(ids[0], now)
@@ -982,19 +996,31 @@ class Review:
                       tags=None if tags is None else list(tags), by=by)
 
     def propose(self, text: str, *, kind: str = "fact", tags: Iterable[str] = (), context: str | None = None,
-                applies_when: list[str] | None = None, origin: str | None = None) -> dict[str, Any]:
-        """Queue a new memory for the user's approval (an `add` proposal; nothing is stored before):
-        see review.propose. Returns {"status": "queued" | "pending" | "exists" | "reviewed", "proposal",
-        ...}. Raises InvalidMemory."""
+                applies_when: list[str] | None = None, origin: str | None = None,
+                paths: Iterable[str] = ()) -> dict[str, Any]:
+        """Queue a new memory for the user's approval (an `add` proposal; nothing is stored before),
+        with the path scope (`paths`) it gets when approved: see review.propose. Returns {"status":
+        "queued" | "pending" | "exists" | "reviewed", "proposal", ...}. Raises InvalidMemory."""
         return propose(self._engine, text, kind=kind, tags=tuple(tags), context=context, applies_when=applies_when,
-                       origin=origin)
+                       origin=origin, paths=paths)
 
-    def import_guidance(self, path: str | Path) -> dict[str, Any]:
-        """Split a CLAUDE.md / AGENTS.md / .cursorrules file deterministically (guidance.split:
-        headings, bullets) into `add` proposals. Nothing is stored before approval. Returns
-        {"file", "items", "queued", "pending", "exists", "reviewed", "skipped", "left_out", "proposals": [ids]}.
-        Raises InvalidInput."""
-        return import_file(self.propose, Path(path))
+    def import_guidance(self, path: str | Path | None = None, *, cwd: str | Path | None = None,
+                        dry_run: bool = False) -> dict[str, Any]:
+        """Split guidance deterministically (guidance.split: headings, bullets, paragraphs) into `add`
+        proposals, each with the scope its file gives it (a nested CLAUDE.md / AGENTS.md: its folder;
+        Cursor, Claude, Copilot, Windsurf and Cline rules: their globs; guidance.import_tree). path:
+        one file, a folder (every guidance file under it: git ls-files inside a repository, vendored
+        and build folders left out), or None for the project (the git work tree of `cwd`, default
+        the working directory). Nothing is stored before approval. Returns {"root", "files": [per
+        file: "file", "format", "paths", "items", "queued", "pending", "exists", "reviewed", "merged",
+        "scoped", "skipped", "left_out", "notes", "proposals"], the same counts in total, "private",
+        "proposals": [ids], ...; "file" for one file}. dry_run: the same report, nothing queued
+        ("queued": what would be). Raises InvalidInput (missing target; one file unreadable, not
+        UTF-8 or over 1 MiB)."""
+        def propose_(text: str, **options: Any) -> dict[str, Any]:
+            return propose(self._engine, text, dry_run=dry_run, **options)
+
+        return {**import_tree(propose_, path, cwd=None if cwd is None else Path(cwd)), "dry_run": dry_run}
 
     def promote(self, memory_id: str) -> dict[str, Any]:
         """Bring a cold memory back (hooks, default recall and list). Returns {"promoted": id}.

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from .storage.protocol import StoreBackend
 
 
+ScopeView = dict[str, object]  # {"pattern", "origin", "weight"}: one scope as Scopes.of shows it
+
+
 class _Engine(Protocol):
     """What Scopes uses of the engine (engine.Engine), without importing it (the engine imports this)."""
 
@@ -51,7 +54,8 @@ def inherit(store: StoreBackend, new_id: str, old_ids: Sequence[str], *, at: int
 
 def session_touches(store: StoreBackend, session_id: str) -> list[Touch]:
     """What `session_id` touched (its most recent TOUCH_KEEP), most recent first."""
-    return [Touch(path, action, last) for path, action, _n, _first, last in store.session_touches(session_id, TOUCH_KEEP)]
+    rows = store.session_touches(session_id, TOUCH_KEEP)
+    return [Touch(path, action, last) for path, action, _n, _first, last in rows]
 
 
 def learn(store: StoreBackend, memory_ids: Sequence[str], session_id: str, *, at: int, weight: float = 1.0) -> int:
@@ -114,7 +118,9 @@ def lookup(store: StoreBackend, targets: Sequence[str], *, now: int) -> list[Sco
         for t in targets:
             if t.startswith(COMMAND) != pattern.startswith(COMMAND) or not matches(pattern, t):
                 continue
-            score = specificity(pattern, t) * w
+            # A given scope is the writer's word: its fit decides. A learned one's weight already
+            # says how far from what the session touched it reaches.
+            score = specificity(pattern, t) if origin == GIVEN else w
             if memory_id not in best or best[memory_id].score < score:
                 best[memory_id] = ScopeMatch(memory_id, pattern, t, origin, score)
     return sorted(best.values(), key=lambda m: (-m.score, m.memory_id))
@@ -132,15 +138,16 @@ class Scopes:
     def _store(self) -> StoreBackend:
         return self._engine.store
 
-    def of(self, memory_ids: Iterable[str]) -> dict[str, list[dict[str, object]]]:
+    def of(self, memory_ids: Iterable[str]) -> dict[str, tuple[ScopeView, ...]]:
         """{memory_id: [{"pattern", "origin" ("given" | "learned"), "weight" (0..1, decayed to now)}]}
         for the ids that have scopes; given first, then strongest."""
         now = now_ms()
-        out: dict[str, list[dict[str, object]]] = {}
+        out: dict[str, tuple[ScopeView, ...]] = {}
         for memory_id, rows in self._store.scopes_of(list(memory_ids)).items():
             items = [{"pattern": p, "origin": o, "weight": round(w if o == GIVEN else decayed(w, u, now), 3)}
                      for p, o, w, u in rows]
-            out[memory_id] = sorted(items, key=lambda d: (d["origin"] != GIVEN, -float(d["weight"])))  # type: ignore[arg-type]
+            order = sorted(items, key=lambda d: (d["origin"] != GIVEN, -float(d["weight"])))  # type: ignore[arg-type]
+            out[memory_id] = tuple(order)
         return out
 
     def set(self, memory_id: str, patterns: Iterable[str]) -> list[str]:
@@ -158,6 +165,10 @@ class Scopes:
             self._store.delete_scopes([memory_id], patterns=list(normalised))
             attach(self._store, memory_id, normalised, at=now_ms())
         return list(normalised)
+
+    def count_scoped(self) -> int:
+        """How many memories have a scope (given or learned), current or not."""
+        return self._store.scoped_count()
 
     def reset(self, memory_ids: Iterable[str] | None = None, *, origin: str = LEARNED) -> int:
         """Forget the `origin` scopes (default the learned ones) of `memory_ids`, or of every memory

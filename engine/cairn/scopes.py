@@ -40,6 +40,11 @@ FILE_WEIGHT = 1.0
 FOLDER_WEIGHT = 0.8
 TYPE_WEIGHT = 0.6
 COMMAND_WEIGHT = 0.7
+# A rule learned in a folder often holds further up (the guidance of a package, not of one module):
+# each folder above the learned one, up to but not including the project root, is learned too, its
+# weight FOLDER_WEIGHT x ANCESTOR_DECAY per level up.
+ANCESTOR_DECAY = 0.75
+OTHER_TYPE_WEIGHT = 0.45  # files of another type in a folder where a rule was learned on one type
 CITED_WEIGHT = 0.5  # a memory cited while working on files: a weaker sign than one written there
 LEARNED_HALF_LIFE_DAYS = 90.0
 _FLAGS = None  # wcmatch flags, set on first use (the import is deferred: hooks that match nothing skip it)
@@ -254,9 +259,10 @@ class Touch:
 def learned_patterns(touches: Sequence[Touch], *, now: int, weight: float = 1.0) -> list[tuple[str, float]]:
     """The scopes to learn for a memory written (weight 1) or cited (CITED_WEIGHT) after `touches`:
     from the touches of the LEARN_WINDOW_MS before `now`, at most LEARN_FILES most recent files and
-    commands: each file (FILE_WEIGHT), each file's folder (FOLDER_WEIGHT: its siblings), when the
-    files lie in several folders the files of their common type under the folders' common ancestor
-    (TYPE_WEIGHT), and each command (COMMAND_WEIGHT). Files at the project root give only
+    commands: each file (FILE_WEIGHT), each file's folder (FOLDER_WEIGHT: its siblings) and the
+    folders above it (ANCESTOR_DECAY per level above the deepest folder two of the files share),
+    when the files lie in several folders the files of their common type under the folders' common
+    ancestor (TYPE_WEIGHT), and each command (COMMAND_WEIGHT). Files at the project root give only
     themselves (the root's folder is the whole project). Returns (pattern, weight), strongest first."""
     recent = sorted((t for t in touches if now - t.at <= LEARN_WINDOW_MS), key=lambda t: -t.at)
     files = list(dict.fromkeys(t.path for t in recent if not t.path.startswith(COMMAND)
@@ -272,15 +278,35 @@ def learned_patterns(touches: Sequence[Touch], *, now: int, weight: float = 1.0)
         add(f, FILE_WEIGHT)
         folder = f.rsplit("/", 1)[0] + "/" if "/" in f else ""
         if folder:
-            add(folder + "**", FOLDER_WEIGHT)
             folders.append(folder)
+    # The observed extent of the rule: each learned folder, and the deepest common folder of any
+    # two of them (the rule spans both, so it holds across that folder). Above an observed folder
+    # the weight decays per level: the rule may hold there, but nothing showed it.
+    observed = set(folders)
+    for a in set(folders):
+        for b in set(folders):
+            if a < b:
+                common = os.path.commonpath([a.rstrip("/"), b.rstrip("/")])
+                if common:
+                    observed.add(common + "/")
+    # Files of one type (all .cs, all .tsx) say the rule is about that type: above their own
+    # folders it reaches only files of that type.
+    types = sorted({PurePosixPath(f).suffix for f in files})
+    typed = ""
+    if types and "" not in types and len(types) <= 3:
+        typed = f"**/*{types[0]}" if len(types) == 1 else "**/*.{" + ",".join(t[1:] for t in types) + "}"
+    for folder in observed:
+        for up, above in enumerate([folder, *reversed(ancestors(folder)[1:-1])]):
+            add(above + (typed or "**"), FOLDER_WEIGHT * ANCESTOR_DECAY ** up)
+        if typed:  # files of other types beside them: possibly, less likely
+            add(folder + "**", OTHER_TYPE_WEIGHT)
     if len(set(folders)) > 1:
         suffixes = Counter(PurePosixPath(f).suffix for f in files if PurePosixPath(f).suffix)
         common = os.path.commonpath([f.rstrip("/") for f in folders]) if folders else ""
         base = (common + "/") if common else ""
         for suffix, n in suffixes.items():
-            if n >= 2:
-                add(f"{base}**/*{suffix}", TYPE_WEIGHT)
+            if n >= 2:  # across the whole project (no common folder) a type alone says less
+                add(f"{base}**/*{suffix}", TYPE_WEIGHT * (1.0 if base else ANCESTOR_DECAY))
     for c in commands:
         add(c, COMMAND_WEIGHT)
     return sorted(out.items(), key=lambda kv: (-kv[1], kv[0]))

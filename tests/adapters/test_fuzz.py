@@ -149,7 +149,7 @@ TOOL_ARGS: dict[str, dict[str, Any]] = {
     "memory_review_decide": {"proposal_id": texts, "verdict": texts, "text": json_values, "keep_id": json_values,
                              "memory_id": json_values},
     "memory_propose": {"text": texts, "kind": texts, "tags": json_values, "applies_when": json_values,
-                       "context": json_values, "origin": json_values},
+                       "context": json_values, "origin": json_values, "paths": json_values},
     "memory_maintenance_run": {"apply": json_values},
     "memory_maintenance_status": {},
 }

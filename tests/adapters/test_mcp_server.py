@@ -412,8 +412,12 @@ def test_edit_writes_the_agreed_text_over_both(shared):
 
 def test_proposed_guidance_is_stored_only_when_approved(shared):
     proposed = shared.ok("memory_propose", text="Database migrations are written with Alembic", kind="convention",
-                         applies_when=["editing migrations"], context="Conventions", origin="CLAUDE.md")
+                         applies_when=["editing migrations"], context="Conventions", origin="db/CLAUDE.md",
+                         paths=["db/"])
     assert proposed["status"] == "queued"
+    (entry,) = [p for s in shared.ok("memory_review_queue", types=["add"])["subjects"] for p in s["proposals"]
+                if p["id"] == proposed["proposal"]["id"]]
+    assert entry["paths"] == ["db/**"] and "scoped to db/**" in entry["after"]  # the scope it will get
     texts = [h["text"] for h in shared.ok("memory_recall", query="Alembic migrations", scope="project")["hits"]]
     assert "Database migrations are written with Alembic" not in texts
     done = shared.ok("memory_review_decide", proposal_id=proposed["proposal"]["id"], verdict="approve")

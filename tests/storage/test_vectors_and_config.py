@@ -91,7 +91,7 @@ def test_project_config_overrides_user_config(tmp_path, monkeypatch):
     config = load_config(project)
     assert config["recall"]["k"] == 7
     assert config["hooks"]["prompt_k"] == 4
-    assert config["hooks"]["brief_chars"] == 8000
+    assert config["hooks"]["brief_chars"] == 16000
 
 
 def _writer(home: str, worker: int, count: int) -> None:

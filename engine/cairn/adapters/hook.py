@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-WARM_TIMEOUT_S = {"SessionStart": 2.0, "UserPromptSubmit": 1.0, "SubagentStart": 1.0}
+WARM_TIMEOUT_S = {"SessionStart": 2.0, "SessionStart:rest": 2.0, "UserPromptSubmit": 1.0, "SubagentStart": 1.0}
 # Tool time runs on every tool call: only the warm process answers it. When it is not up, the hook
 # starts it and answers nothing at once (it never holds the tool call for an in-process engine).
 TOOL_TIMEOUT_S = {"PreToolUse": 0.5, "PostToolUse": 0.5}

@@ -661,6 +661,11 @@ class SqlStore:
             f"JOIN memories m ON m.id = s.memory_id WHERE {clause} AND m.cold_at IS NULL AND {sql.current_sql('m')}",
             [*values, now_ms()])]
 
+    def scoped_count(self) -> int:
+        """How many current memories have at least one scope."""
+        return int(self._one("SELECT count(DISTINCT s.memory_id) FROM memory_scopes s JOIN memories m "
+                             f"ON m.id = s.memory_id WHERE {sql.current_sql('m')}", (now_ms(),)))
+
     def scope_counts(self) -> dict[str, int]:
         """{origin: rows} over the store's scopes."""
         return {str(r[0]): int(r[1]) for r in self._q("SELECT origin, count(*) FROM memory_scopes GROUP BY origin")}

@@ -20,7 +20,8 @@ from cairn import (
 )
 
 from .session import SessionState, digest, disabled, project_dir
-from .work import POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, state_key, subagent_start, tool_event
+from .work import (POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, hold_touches, session_focus, state_key,
+                   subagent_start, tool_event)
 from .work import project_root as work_root
 
 if TYPE_CHECKING:
@@ -33,6 +34,13 @@ COMPACT_SHARE = 2  # after compaction, a brief of 1/2 the budget: the summary ke
 # when another process keeps the store locked: wait this long for a lock, then fail open.
 HOOK_BUSY_TIMEOUT_MS = 1000
 SESSION_START = "SessionStart"
+# The second SessionStart hook (hooks/hooks.json): the part of a brief over one hook output.
+SESSION_START_REST = "SessionStart:rest"
+HOOK_OUTPUT_CHARS = 9500  # Claude Code replaces a hook output over 10,000 characters by a file path
+CONTINUED = "Cairn project memory, continued:"
+BRIEF_CACHE_S = 30.0  # a brief computed for one of a session start's two hooks serves the other
+# "store:session:source" -> (monotonic time, brief, inject, the event that computed it)
+_BRIEFS: dict[str, tuple[float, str | None, bool, str]] = {}
 STORE_BROKEN = ("Cairn memory: this project's memory store cannot be used, so nothing was recalled. "
                 "Tell the user to run `cairn doctor` in a terminal to check and repair it.")
 CONFIG_BROKEN = "Cairn memory is off in this project until its configuration is fixed: {error}"
@@ -40,7 +48,8 @@ USER_PROMPT_SUBMIT = "UserPromptSubmit"
 CAPTURE_EVENTS = ("Stop", "PreCompact")  # events that capture the new part of the session's transcript
 SESSION_END = "SessionEnd"  # the session's unresolved writes are queued for review (capture.settle_session)
 TOOL_EVENTS = (PRE_TOOL_USE, POST_TOOL_USE)  # work.py: what the work touches, and its memories
-HOOK_EVENTS = (SESSION_START, USER_PROMPT_SUBMIT, *TOOL_EVENTS, SUBAGENT_START, *CAPTURE_EVENTS,
+NO_MODEL_EVENTS = (*TOOL_EVENTS, SESSION_START_REST)  # answered without the embedding model
+HOOK_EVENTS = (SESSION_START, SESSION_START_REST, USER_PROMPT_SUBMIT, *TOOL_EVENTS, SUBAGENT_START, *CAPTURE_EVENTS,
                SESSION_END)  # what hooks/hooks.json registers
 
 
@@ -85,6 +94,9 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         missing = resolved.missing()
         if missing is not None:  # CAIRN_STORE names a store that does not exist: say so (in the log)
             raise missing
+        if event == PRE_TOOL_USE:  # no store to record in yet: the session keeps what it touched
+            hold_touches(payload, work_root(choice.project_root, payload, env), SessionState(state_key(payload)))
+            return None
         # No memories yet; do not create a store just by starting a session. The user's global
         # store (preferences for every project) is still briefed, when there is one.
         if event == SESSION_START and config["claude_memory"]["sync"]:
@@ -99,9 +111,9 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         global_only = False
     if event in TOOL_EVENTS and not config["hooks"]["tools"]:
         return None
-    if embedder_for is not None and event not in TOOL_EVENTS:  # tool time needs no model
+    if embedder_for is not None and event not in NO_MODEL_EVENTS:
         embedder = embedder_for(config)
-    elif event in TOOL_EVENTS:
+    elif event in NO_MODEL_EVENTS:
         embedder = None
     try:
         if open_memory is not None:
@@ -128,7 +140,8 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         return None
     out: dict[str, Any] = {"systemMessage": notice} if notice else {}
     if text:
-        out["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": text}
+        name = SESSION_START if event == SESSION_START_REST else event
+        out["hookSpecificOutput"] = {"hookEventName": name, "additionalContext": text}
     return out
 
 
@@ -194,13 +207,23 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         text = tool_event(memory, {**payload, "hook_event_name": event}, root, hooks, state, embedder=embedder)
         clock.lap("tool")
         return text
-    if event == SESSION_START:
+    if event in (SESSION_START, SESSION_START_REST):
         source = payload.get("source", "startup")
-        budget = hooks["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
-        loaded = _already_loaded(memory, payload, env, state)
-        clock.lap("already loaded")
-        text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded)
-        clock.lap("brief")
+        # The two hooks of one session start share one brief: the first to run computes it, the
+        # other takes it (once). A later start of the session computes it anew.
+        key = f"{memory.name}:{payload.get('session_id') or ''}:{source}"
+        shared = _BRIEFS.pop(key, None)
+        if shared is not None and shared[3] != event and time.monotonic() - shared[0] < BRIEF_CACHE_S:
+            text, inject = shared[1], shared[2]
+        else:
+            text = _brief(memory, payload, config, state, env, clock, global_only=global_only)
+            inject = text is not None and not (source == "resume" and state.brief == digest(text))
+            _BRIEFS[key] = (time.monotonic(), text, inject, event)
+            for old in [k for k, v in _BRIEFS.items() if time.monotonic() - v[0] > BRIEF_CACHE_S]:
+                del _BRIEFS[old]
+        if event == SESSION_START_REST:  # the second hook of two: only what the first could not carry
+            parts = split_brief(text) if inject and text else []
+            return parts[1] if len(parts) > 1 else None
         if config["claude_memory"]["sync"] and not global_only:
             from ..claude_memory_sync import sync_at_session_start
 
@@ -209,7 +232,7 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
                                   store_name=memory.name if memory.choice.explicit else None)
             clock.lap("claude memory sync")
         if source == "resume":
-            if text is None or state.brief == digest(text):
+            if not inject:
                 return None  # the transcript already holds this brief
             state.injected += [i for i in cited_ids(text) if i not in state.injected]
         else:  # startup, clear, compact: the context holds nothing of ours but this brief
@@ -220,7 +243,7 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         state.save()
         if config["maintenance"]["background"]:
             start_background_maintenance(memory)
-        return text
+        return split_brief(text)[0] if text else None
     if event == USER_PROMPT_SUBMIT:
         prompt = str(payload.get("prompt") or "")
         if is_trivial(prompt):
@@ -248,6 +271,53 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
             clock.lap("session state")
         return text
     return None
+
+
+def _brief(memory: Cairn, payload: dict[str, Any], config: dict[str, Any], state: SessionState,
+           env: dict[str, str] | None, clock: _Clock, *, global_only: bool) -> str | None:
+    """The whole session brief for this session start (both hooks' parts): the budget (halved after
+    compaction), what Claude Code loads by itself left out, pointed by the session's focus."""
+    source = str(payload.get("source", "startup"))
+    budget = config["hooks"]["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
+    loaded = _already_loaded(memory, payload, env, state)
+    clock.lap("already loaded")
+    focus = None
+    if not global_only:
+        hook_env = dict(os.environ) if env is None else env
+        focus = session_focus(memory, work_root(memory.choice.project_root, payload, hook_env),
+                              str(payload.get("session_id") or ""), source)
+        clock.lap("focus")
+    text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded, focus=focus)
+    clock.lap("brief")
+    return text
+
+
+def split_brief(text: str, limit: int = HOOK_OUTPUT_CHARS) -> list[str]:
+    """The brief in at most two parts of at most `limit` characters each, split between lines (the
+    second headed as a continuation): Claude Code replaces a hook output over 10,000 characters by a
+    file path and a preview, so a brief larger than one output is delivered by two SessionStart
+    hooks (hooks/hooks.json). A brief larger than two parts is cut at the second's end."""
+    if len(text) <= limit:
+        return [text]
+    lines = text.split("\n")
+    first: list[str] = []
+    used = 0
+    while lines and used + len(lines[0]) + 1 <= limit:
+        used += len(lines[0]) + 1
+        first.append(lines.pop(0))
+    rest = [CONTINUED]
+    used = len(CONTINUED)
+    for line in lines:
+        if used + len(line) + 1 > limit:
+            break
+        rest.append(line)
+        used += len(line) + 1
+    if lines and lines[-1] not in rest and lines[-1].startswith("Not listed:") and len(rest) > 1:
+        # the map of the rest ends the brief: keep it, in place of the last listed line if need be
+        while rest and used + len(lines[-1]) + 1 > limit and len(rest) > 1:
+            used -= len(rest.pop()) + 1
+        rest.append(lines[-1])
+    return ["\n".join(first), "\n".join(rest)] if len(rest) > 1 else ["\n".join(first)]
 
 
 def start_background_maintenance(memory: Cairn) -> bool:

@@ -68,6 +68,7 @@ class SessionState:
         self.loaded: dict[str, Any] = {}
         self.tool_chars = 0  # characters injected at tool time since the context was last cleared
         self.agents: list[dict[str, str]] = []  # Agent calls' tasks waiting for their SubagentStart
+        self.held: list[list[str]] = []  # [target, action] touched while the project had no store
         if self.path is not None:
             try:
                 data = json.loads(self.path.read_text())
@@ -77,6 +78,7 @@ class SessionState:
                 self.uncounted = [str(i) for i in data.get("uncounted", [])]
                 self.tool_chars = int(data.get("tool_chars") or 0)
                 self.agents = [a for a in data.get("agents", []) if isinstance(a, dict)]
+                self.held = [list(t) for t in data.get("held", []) if isinstance(t, list) and len(t) == 2]
             except (OSError, ValueError, AttributeError, TypeError):
                 pass
 
@@ -91,7 +93,8 @@ class SessionState:
             return
         write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:],
                                              "uncounted": self.uncounted[-2000:], "loaded": self.loaded,
-                                             "tool_chars": self.tool_chars, "agents": self.agents}).encode())
+                                             "tool_chars": self.tool_chars, "agents": self.agents,
+                                             "held": self.held}).encode())
 
 
 def digest(text: str) -> str:

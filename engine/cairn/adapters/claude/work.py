@@ -35,6 +35,7 @@ WRITE_TOOLS = re.compile(r"^mcp__.*cairn.*__memory_(remember|replace)$")
 _WRITTEN_ID = re.compile(r'\\?"id\\?"\s*:\s*\\?"([0-9A-HJKMNP-TV-Z]{26})')
 _PATH_WORD = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|[\w-]+\.[A-Za-z0-9]{1,8})(?![\w/])")
 MAX_PENDING_AGENTS = 8  # Agent calls waiting for their SubagentStart, per session
+MAX_HELD = 50  # touches a session keeps while its project has no store
 SUBAGENT_CHARS = 1500  # what a subagent gets at its start
 SUBAGENT_K = 5
 PARENT_FILES = 6  # the parent's most recent files offered to a subagent's task
@@ -96,6 +97,10 @@ def tool_event(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[s
     event = str(payload.get("hook_event_name") or PRE_TOOL_USE)
     tool = str(payload.get("tool_name") or "")
     session_id = str(payload.get("session_id") or "")
+    if state.held and session_id:  # touched before the project had a store
+        memory.scopes.touch(session_id, [(t, a) for t, a in state.held])
+        state.held = []
+        state.save()
     if event == POST_TOOL_USE:
         if WRITE_TOOLS.match(tool):
             _learn_written(memory, payload, session_id)
@@ -118,6 +123,18 @@ def tool_event(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[s
         state.tool_chars += len(text)
         state.save()
     return text
+
+
+def hold_touches(payload: dict[str, Any], root: Path, state: SessionState) -> None:
+    """PreToolUse in a project without a store yet: keep what the call touched in the session's
+    state (the most recent MAX_HELD), recorded in the store by the first tool event once it exists,
+    so the session's first memory still learns the files it was written about."""
+    if str(payload.get("tool_name") or "") in AGENT_TOOLS or not payload.get("session_id"):
+        return
+    touched = [[t, a] for t, a in targets(payload, root)]
+    if touched:
+        state.held = [*state.held, *touched][-MAX_HELD:]
+        state.save()
 
 
 def _learn_written(memory: Cairn, payload: dict[str, Any], session_id: str) -> None:
@@ -184,3 +201,46 @@ def project_root(resolved_root: Path | None, payload: dict[str, Any], env: dict[
     """The folder tool paths are taken relative to: the store's project root (the git toplevel),
     else the session's project folder."""
     return Path(resolved_root or env.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or os.getcwd())
+
+
+FOCUS_FILES = 30  # changed files (git) or the resumed session's files that point the brief
+BRANCH_HITS = 10  # memories the branch name's words find
+BRANCH_WEIGHT = 0.5  # how strongly (0..1) a branch-name match points the brief; a file match gives its score
+IDLE_BRANCHES = frozenset({"main", "master", "trunk", "develop", "dev", "HEAD"})
+
+
+def session_focus(memory: Cairn, root: Path, session_id: str, source: str) -> dict[str, float]:
+    """What a session is likely about, known at its start: {memory id: 0..1} for the memories scoped
+    to the files changed or staged in the work tree (git), on resume to the files this session
+    touched, and those the branch name's words find (keyword recall). Empty when there is nothing to
+    go by (a clean tree on main, no git). Never raises: git gets one second."""
+    files: list[str] = []
+    if source == "resume" and session_id:
+        files += [t.path for t in memory.scopes.touched(session_id) if not t.path.startswith(COMMAND)]
+    status = _git(root, "status", "--porcelain=v1", "--untracked-files=no")
+    for line in (status or "").splitlines():
+        path = line[3:].split(" -> ")[-1].strip().strip('"')
+        if path:
+            files.append(path)
+    focus: dict[str, float] = {}
+    if files:
+        for m, match in memory.scopes.matching(list(dict.fromkeys(files))[:FOCUS_FILES], limit=200):
+            focus[m.id] = max(focus.get(m.id, 0.0), min(1.0, match.score))
+    branch = (_git(root, "rev-parse", "--abbrev-ref", "HEAD") or "").strip()
+    if branch and branch not in IDLE_BRANCHES:
+        words = " ".join(w for w in re.split(r"[^A-Za-z0-9]+", branch.split("/", 1)[-1]) if len(w) > 2
+                         and not w.isdigit())
+        if words:
+            for hit in memory.recall(words, k=BRANCH_HITS, use_vectors=False, scope="project"):
+                focus[hit.memory.id] = max(focus.get(hit.memory.id, 0.0), BRANCH_WEIGHT)
+    return focus
+
+
+def _git(root: Path, *args: str) -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=1.0)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None

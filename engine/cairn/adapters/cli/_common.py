@@ -162,8 +162,9 @@ def store_options(fn: Callable | None = None, *, read_only: bool = False, use_wa
         # A write to the global store alone creates no project store (read_only only spares a
         # project store that does not exist; the global one is opened for the write as always).
         only_global = kwargs.get("scope") == "global" and fn.__name__ == "remember"
+        # A dry run writes nothing, so it creates no store either.
         with cairn.Cairn.open(resolved=resolved, create=create, embedder=embedder,
-                              read_only=read_only or only_global,
+                              read_only=read_only or only_global or bool(kwargs.get("dry_run")),
                               check_model=check_model) as memory:
             _TIMINGS["store open"] = time.perf_counter() - started
             fn(memory, as_json=as_json, **kwargs)

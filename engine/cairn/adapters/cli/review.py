@@ -30,7 +30,10 @@ def _proposal_line(p: dict[str, Any]) -> str:
     body = "".join(f"\n    {'- ' if len(texts) > 1 else ''}{cairn.render.shorten(t or '[forgotten]', 150)}"
                    for t in texts[:6])
     more = f"\n    ... and {len(texts) - 6} more" if len(texts) > 6 else ""
-    return head + body + more
+    scope = p["payload"].get("paths")  # an `add` proposal's scope: the memory comes back for these files
+    where = (f"\n    scope: {', '.join(scope)}" if scope else "") + (
+        f" (from {p['payload']['origin']})" if scope and p["payload"].get("origin") else "")
+    return head + body + more + where
 
 
 @review.command(name="list")
@@ -74,9 +77,10 @@ def review_show(memory: Cairn, as_json: bool, proposal_id: str) -> None:
     def human() -> None:
         p = shown["proposal"]
         click.echo(_proposal_line(p))
-        for key in ("reason", "context", "origin"):
-            if p["payload"].get(key):
-                click.echo(f"  {key}: {p['payload'][key]}")
+        for key in ("reason", "context", "origin", "applies_when"):
+            value = p["payload"].get(key)
+            if value:
+                click.echo(f"  {key}: {', '.join(value) if isinstance(value, list) else value}")
         for source in shown["sources"]:
             if source.get("missing"):
                 click.echo(f"  {source['id']}: no longer exists")
@@ -206,26 +210,66 @@ def maintain(apply_: bool, safe_only: bool, show_status: bool, store_name: str |
     _emit(as_json, {"stores": reports} if all_stores else reports[0], human)
 
 
+def _counts_line(done: dict[str, Any]) -> str:
+    verb = "would be queued (dry run, nothing written)" if done.get("dry_run") else "queued for review"
+    return (f"{done['queued']} {verb}" + (f" ({done['scoped']} scoped)" if done.get("scoped") else "")
+            + f", {done['pending']} already queued, {done['exists']} already remembered"
+            + (f", {done['reviewed']} decided by you before" if done.get("reviewed") else "")
+            + (f", {done['merged']} the same as another file's" if done.get("merged") else "")
+            + (f", {len(done['skipped'])} skipped" if done["skipped"] else ""))
+
+
 @cli.command(name="import-guidance")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=str))
+@click.argument("path", required=False, type=click.Path(path_type=str))
+@click.option("--dry-run", is_flag=True, help="Report the files, their scopes and what would be queued; queue nothing.")
 @store_options
-def import_guidance(memory: Cairn, as_json: bool, file: str) -> None:
-    """Split FILE (a CLAUDE.md, AGENTS.md or .cursorrules) into proposed memories, by its headings,
-    bullets and paragraphs, and queue them for review: nothing is stored before you approve each one
-    (`cairn review list`, /cairn:review-memory). /cairn:import-guidance lets Claude do the split."""
-    done = memory.import_guidance(file)
+def import_guidance(memory: Cairn, as_json: bool, path: str | None, dry_run: bool) -> None:
+    """Split guidance into proposed memories, by headings, bullets and paragraphs, and queue them for
+    review: nothing is stored before you approve each one (`cairn review list`, /cairn:review-memory).
+
+    PATH: one file (any name), a folder, or nothing for the whole project. A folder is searched for
+    CLAUDE.md, AGENTS.md and GEMINI.md at any depth, .cursor/rules/*.mdc, .claude/rules/*.md,
+    .github/copilot-instructions.md, .github/instructions/*.instructions.md, .windsurf/rules,
+    .cursorrules, .windsurfrules and .clinerules (git ls-files in a repository, so ignored files are
+    left out; node_modules, vendor, build output never). Each statement keeps its file's scope: a
+    nested CLAUDE.md its folder, a rule its globs (paths, applyTo). CLAUDE.local.md is private: it
+    is read only when named. /cairn:import-guidance lets Claude do the split."""
+    done = memory.import_guidance(path, dry_run=dry_run)
 
     def human() -> None:
-        click.echo(f"{done['items']} items in {done['file']}: {done['queued']} queued for review, "
-                   f"{done['pending']} already queued, {done['exists']} already remembered"
-                   + (f", {done['reviewed']} decided by you before" if done.get("reviewed") else "")
-                   + (f", {len(done['skipped'])} skipped" if done["skipped"] else ""))
+        if "file" in done:  # one file named
+            f = done["files"][0]
+            click.echo(f"{done['items']} items in {done['file']}"
+                       + (f" (scope: {', '.join(f['paths'])})" if f["paths"] else "") + f": {_counts_line(done)}")
+        else:
+            click.echo(f"{_count(len(done['files']), 'guidance file')} under {done['root']}"
+                       + (" (search cut short: import a folder at a time)" if done.get("cut_short") else "")
+                       + f": {_count(done['items'], 'item')}; {_counts_line(done)}")
+            width = min(48, max((len(f["file"]) for f in done["files"]), default=0))
+            for f in done["files"]:
+                scope = f"  [{', '.join(f['paths'])}]" if f["paths"] else ""
+                if f.get("error"):
+                    click.echo(f"  {f['file']:<{width}}  not read: {f['error']}")
+                    continue
+                click.echo(f"  {f['file']:<{width}}  {_count(f['items'], 'item')}, {f['queued']} "
+                           + ("to queue" if done.get("dry_run") else "queued")
+                           + (f", {f['pending'] + f['exists'] + f['reviewed'] + f['merged']} known" if
+                              f["pending"] + f["exists"] + f["reviewed"] + f["merged"] else "") + scope)
+            for private in done.get("private", []):
+                click.echo(f"  {private}: private, not read (name it to import it)")
+        notes = [(f["file"], n) for f in done["files"] for n in f["notes"]]
+        for file, note in notes:
+            click.echo(f"  {file}: {note}")
         if done.get("left_out"):
             click.echo("left out (not statements): "
                        + ", ".join(f"{n} {kind}" for kind, n in sorted(done["left_out"].items())))
         for skipped in done["skipped"]:
-            click.echo(f"  line {skipped['line']}: {skipped['reason']}")
-        if done["queued"]:
+            where = "" if "file" in done else f"{skipped['file']} "
+            click.echo(f"  {where}line {skipped['line']}: {skipped['reason']}")
+        if not done["files"]:
+            click.echo("no guidance files found (CLAUDE.md, AGENTS.md, .cursor/rules, .claude/rules, "
+                       ".github/instructions, ...)")
+        if done["queued"] and not done.get("dry_run"):
             click.echo("review them with `cairn review list` or /cairn:review-memory")
 
     _emit(as_json, done, human)

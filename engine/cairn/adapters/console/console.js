@@ -178,7 +178,9 @@ async function loadReview() {
         onclick: () => decide(p, sources, verdict)}, label));
       const body = p.type === "add"
         ? [el("div", {class: "source"}, el("div", {class: "meta", text: `new ${p.payload.kind}`
-            + (p.payload.context ? ` · from “${p.payload.context}”` : "")}), el("p", {class: "text", text: p.payload.text}))]
+            + (p.payload.context ? ` · from “${p.payload.context}”` : "")
+            + (p.payload.paths?.length ? ` · for ${p.payload.paths.join(", ")}` : "")
+            + (p.payload.origin ? ` · ${p.payload.origin}` : "")}), el("p", {class: "text", text: p.payload.text}))]
         : sources.map((m, i) => source(m, i, p));
       return el("li", {class: "proposal-row", "data-proposal": p.id, "data-type": p.type},
         el("div", {class: "meta", text: evidence(p)}),

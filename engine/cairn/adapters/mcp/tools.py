@@ -243,7 +243,10 @@ TOOLS: tuple[ToolSpec, ...] = (
         description="ONLY for /cairn:review-memory and /cairn:import-guidance: apply the one verdict the user explicitly gave on one proposal of memory_review_queue. Never choose or infer a verdict yourself. approve: do what the proposal says (keep_id: the memory the user chose to stay; tags: the tags they chose); reject: nothing changes (a pair is not proposed again); edit: approve with `text` as the user agreed it; promote: bring a cold memory back. Refused, changing nothing, when the proposal was decided already, expired, or its memories changed since (stale)."),
     ToolSpec(
         "memory_propose", "Propose a memory for review", ops.PROPOSE, _writes(idempotent=True),
-        run=lambda engine, a: engine.propose(**a), args=ops.PROPOSE.args,
+        run=lambda engine, a: engine.propose(**a),
+        # The scope in a few words: /cairn:import-guidance says how to read it from each file.
+        args=tuple(dataclasses.replace(a, help="Its file's scope: globs from the project root (D/** for D/CLAUDE.md).")
+                   if a.name == "paths" else a for a in ops.PROPOSE.args),
         description="For /cairn:import-guidance: queue one atomic memory for the user's approval (an `add` proposal). Nothing is stored until the user approves it in the review. Returns status queued, pending (the same text is already queued) or exists (already a memory)."),
     ToolSpec(
         "memory_maintenance_run", "Run memory maintenance", ops.MAINTAIN, _writes(), run=_maintain,
