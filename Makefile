@@ -52,7 +52,7 @@ check: setup
 COGGED = docs/cli.md docs/python-api.md docs/http.md
 
 lint: setup
-	$(VENV)/bin/ruff check engine tests bench mcp hooks
+	$(VENV)/bin/ruff check engine tests bench tools mcp hooks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/python -m cogapp --check --check-fail-msg="run make docs" $(COGGED)
 

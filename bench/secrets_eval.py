@@ -4,7 +4,8 @@
     python bench/secrets_eval.py --split dev --show-failures
 
 Each text goes through what every write to a store goes through (cairn.privacy.scrub: private
-spans, detect-secrets, gitleaks' rules and Cairn's). A `secret` item is caught when its `value` no
+spans, detect-secrets, the vendored rule sets and Cairn's rules; bench/secrets_compare.py runs the
+same sentences through gitleaks', Betterleaks' and detect-secrets' own). A `secret` item is caught when its `value` no
 longer appears in the scrubbed text; an `innocent` item is a false positive when the scrubbed text
 differs from it at all. Prints, per split: recall (caught / secrets) and the false-positive rate
 (changed / innocent). --show-failures lists the items missed or changed, for the dev split only:
@@ -24,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "engine"))
 from cairn.privacy import scrub  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "credentials"
-SPLITS = ("dev", "holdout", "holdout2")
+# dev first, then every held-out split present (holdout.yaml, holdout2.yaml, holdout3.yaml, ...).
+SPLITS = ("dev", *sorted(p.stem for p in DATA.glob("*.yaml") if p.stem != "dev"))
 
 
 def score(split: str) -> tuple[dict[str, float], list[tuple[str, str, str]]]:

@@ -112,7 +112,8 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
         if spans and secret.type != "Private Key":
             spans = [_whole_token(line, start, end) for start, end in spans]
         if secret.type != "Private Key":  # "ghp_XXXX...", "USER:PASSWORD", os.environ[...]: not secrets
-            spans = [span for span in spans if not secret_rules.placeholder(line[slice(*span)])]
+            spans = [span for span in spans if not secret_rules.placeholder(line[slice(*span)])
+                     and not secret_rules.public_key(line[slice(*span)])]
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
@@ -126,9 +127,13 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
     """gitleaks' rules and Cairn's (secret_rules.py) on `line`: what detect-secrets did not already
     find, one detection per span (a vendor's rule before the generic ones)."""
     found = []
-    for kind, span in sorted(secret_rules.find(line), key=lambda f: f[0] in _GENERIC_RULES):
-        if secret_rules.placeholder(line[slice(*span)]):
+    for kind, span, _ in sorted(secret_rules.find(line), key=lambda f: f.kind in _GENERIC_RULES):
+        value = line[slice(*span)]
+        if secret_rules.placeholder(value) or secret_rules.public_key(value):
             continue
+        # The whole token: a prose value stops at its clause's length limit, and what a rule leaves
+        # of a longer key is as secret as what it matched.
+        span = _whole_token(line, *span)
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
             taken.append(span)

@@ -1,4 +1,4 @@
-"""detect-secrets plugins for secrets its own detectors miss (loaded by path; see privacy.py).
+"""detect-secrets plugins for what its own detectors and the vendored rule sets miss (loaded by path; see privacy.py).
 
 Each is a RegexBasedDetector (detect-secrets' documented extension point): when a pattern has a
 group, only the group (the value) is redacted, so "PGPASSWORD=[REDACTED:...]" still says which
@@ -13,22 +13,6 @@ from detect_secrets.plugins.base import RegexBasedDetector
 
 # A value that is a secret rather than a setting: not only digits, not a boolean or a null.
 _NOT_A_SETTING = r"(?!(?:\d+|true|false|yes|no|on|off|none|null|nil)(?![^\s'\";,]))"
-
-
-class AnthropicKeyDetector(RegexBasedDetector):
-    """Anthropic API and admin keys: "sk-ant-api03-..." and "sk-ant-admin01-..." (the prefix is
-    Anthropic's published key format)."""
-
-    secret_type = "Anthropic API Key"
-    denylist = [re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")]
-
-
-class OpenAIProjectKeyDetector(RegexBasedDetector):
-    """OpenAI project, service-account and admin keys ("sk-proj-...", "sk-svcacct-...",
-    "sk-admin-..."), which lack the "T3BlbkFJ" marker detect-secrets' OpenAI detector needs."""
-
-    secret_type = "OpenAI API Key"
-    denylist = [re.compile(r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}")]
 
 
 class EnvSecretAssignmentDetector(RegexBasedDetector):
@@ -72,20 +56,6 @@ def _secret_name(name: str) -> bool:
 
 def _not_secret_value(value: str) -> bool:
     return bool(_SETTING_VALUE.match(value.rstrip(".,")))
-
-
-class GoogleApiKeyDetector(RegexBasedDetector):
-    """Google API keys: "AIza" and 35 more characters (Google's published key format)."""
-
-    secret_type = "Google API Key"
-    denylist = [re.compile(r"\bAIza[0-9A-Za-z_-]{35}")]
-
-
-class NpmTokenDetector(RegexBasedDetector):
-    """npm access tokens: "npm_" and 36 letters and digits (npm's published token format)."""
-
-    secret_type = "npm Token"
-    denylist = [re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")]
 
 
 class PasswordProseDetector(RegexBasedDetector):

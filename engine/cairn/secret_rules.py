@@ -1,15 +1,29 @@
-"""gitleaks' rule set, run in Python: vendor key formats and the keyword-and-entropy generic rule.
+"""Secret-detection rule sets, run in Python: Betterleaks', Microsoft's and Cairn's.
 
-The rules are gitleaks' own default configuration (assets/gitleaks.toml, MIT; see assets/README.md),
-read with tomllib and applied as gitleaks applies them (its detect package):
-- a rule runs on a line only when one of its keywords occurs in it (case-insensitively);
-- the secret is the rule's `secretGroup`, else the first non-empty group, else the whole match;
-- a rule with an `entropy` floor drops a secret whose Shannon entropy (bits per character) is not
-  above it, and a generic rule also drops one without a digit;
-- a rule's allowlists (regexes on the secret, the match or the line; stopwords contained in the
-  secret; "OR" or "AND" of them) and the global allowlist drop what they match.
-Go's regex syntax is translated where Python's differs (a `(?i)` flag in mid-pattern, `\\z`, POSIX
-classes). Path and commit allowlists do not apply to prose and are ignored.
+The rules (see assets/README.md for their sources, licences and how to refresh them):
+- Betterleaks' default configuration (assets/betterleaks.toml, MIT): ~410 vendor formats and its
+  generic keyword rule, each with an expr-lang `filter` that drops what is not a secret (entropy
+  floors, placeholders, known public keys, Betterleaks' token-efficiency test; rule_filters.py) and a
+  global filter;
+- Microsoft security-utilities' high-confidence identifiable key formats
+  (assets/microsoft-high-confidence.json, MIT): 75 formats with a fixed signature, the secret in the
+  pattern's `refine` group. Their checksums (Marvin32 in the common annotated keys) are not verified:
+  a key pasted by hand or made up for a test is as much to be kept out of a store as a valid one, and
+  the signature alone makes the match specific;
+- Cairn's own rules in gitleaks' format (assets/cairn-rules.toml) and a credential introduced in prose
+  (prose_findings);
+- gitleaks' frozen default rule set (assets/gitleaks.toml) is kept for bench/secrets_compare.py only.
+
+Rules are applied as gitleaks and Betterleaks apply them (their detect packages):
+- a rule runs on a text only when one of its keywords occurs in it (case-insensitively);
+- the secret is the rule's `secretGroup` (a number, or Microsoft's group name), else the first
+  non-empty group, else the whole match;
+- a finding that a rule's filter (or its legacy entropy floor and allowlists) or its file's global
+  filter rejects is dropped.
+Go's regex syntax is translated where Python's differs (rule_filters.go_regex). Path and commit
+conditions do not apply to prose and are ignored. A rule that only names a resource a secret belongs
+to (Betterleaks' `skipReport` parts: a client id, a host) reports nothing; `required` companions are
+honoured only in the faithful Betterleaks mode the bench uses (RuleSet(composite=True)).
 
 find(line) -> [(kind, (start, end))]: the kind is the rule's id in words ("Generic Api Key"), the span
 is the secret's in `line`. Only spans and kinds leave this module, never a value.
@@ -18,19 +32,36 @@ is the secret's in `line`. Only spans and kinds leave this module, never a value
 from __future__ import annotations
 
 import functools
-import math
+import json
 import re
 import threading
 import tomllib
-from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NamedTuple
 
-RULES_FILE = Path(__file__).with_name("assets") / "gitleaks.toml"
-# Cairn's own rules, in gitleaks' format: a credential introduced in prose, hyphenated vendor prefixes.
-OWN_RULES_FILE = RULES_FILE.with_name("cairn-rules.toml")
-_POSIX = {"[:alnum:]": "a-zA-Z0-9", "[:alpha:]": "a-zA-Z", "[:digit:]": "0-9", "[:xdigit:]": "0-9a-fA-F",
-          "[:upper:]": "A-Z", "[:lower:]": "a-z", "[:space:]": r"\s", "[:word:]": r"\w", "[:punct:]": r"!-/:-@\[-`{-~"}
+from .rule_filters import compile_filter, entropy, fails_token_efficiency, go_regex
+
+ASSETS = Path(__file__).with_name("assets")
+BETTERLEAKS_FILE = ASSETS / "betterleaks.toml"
+MICROSOFT_FILE = ASSETS / "microsoft-high-confidence.json"
+GITLEAKS_FILE = ASSETS / "gitleaks.toml"
+# Cairn's own rules, in gitleaks' format: what people paste in prose and commands that the vendored
+# sets, written for files, do not find.
+OWN_RULES_FILE = ASSETS / "cairn-rules.toml"
+DEFAULT_FILES = (BETTERLEAKS_FILE, MICROSOFT_FILE, OWN_RULES_FILE)
+# Betterleaks' skipReport parts that name a resource rather than hold a secret.
+_IDENTIFIER_PART = re.compile(r"-(?:id|url|host|name|address)(?:\.\d+)?$")
+
+__all__ = ["Finding", "Rule", "RuleSet", "entropy", "fails_token_efficiency", "find", "go_regex", "load", "public_key",
+           "rules"]
+
+
+class Finding(NamedTuple):
+    kind: str
+    span: tuple[int, int]
+    rule: str
 
 
 @dataclass
@@ -53,14 +84,20 @@ class _Allowlist:
         return all(checks) if self.every else any(checks)
 
 
+# A filter of one finding: True drops it. It reads the finding as Betterleaks' filters do (rule_filters).
+FindingFilter = Callable[[dict[str, Any]], bool]
+
+
 @dataclass
 class Rule:
     id: str
-    pattern: str  # translated to Python's syntax; compiled on first use (most rules never run)
-    secret_group: int = 0
-    entropy: float = 0.0
+    pattern: str  # in Python's syntax; compiled on first use (most rules never run)
+    secret_group: int | str = 0
     keywords: tuple[str, ...] = ()
-    allowlists: list[_Allowlist] = field(default_factory=list)
+    filters: list[FindingFilter] = field(default_factory=list)
+    skip_report: bool = False
+    required: tuple[tuple[str, int | None], ...] = ()  # (rule id, within lines)
+    source: str = ""
 
     @functools.cached_property
     def regex(self) -> re.Pattern:
@@ -68,46 +105,11 @@ class Rule:
 
     @property
     def kind(self) -> str:
-        return " ".join(w.capitalize() for w in self.id.split("-"))
+        return " ".join(w.capitalize() for w in re.split(r"[-.]", self.id) if not w.isdigit())
 
-
-def go_regex(pattern: str) -> str:
-    """A Go (RE2) pattern in Python's syntax: `(?i)` after the start becomes a `(?i:...)` group to the
-    end of its enclosing group (Python allows global flags only at the start), `\\z` is `\\Z`, and
-    POSIX classes are spelled out."""
-    pattern = pattern.replace(r"\z", r"\Z")
-    for posix, spelled in _POSIX.items():
-        pattern = pattern.replace(posix, spelled)
-    while True:
-        at = pattern.find("(?i)", 1)
-        if at < 0:
-            return pattern
-        end = _group_end(pattern, at + 4)
-        pattern = pattern[:at] + "(?i:" + pattern[at + 4:end] + ")" + pattern[end:]
-
-
-def _group_end(pattern: str, i: int) -> int:
-    """The index of the `)` closing the group that encloses position i (len(pattern) at top level)."""
-    depth, in_class = 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1:i + 2] == "]":  # a literal ] first in a class
-                i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            if depth == 0:
-                return i
-            depth -= 1
-        i += 1
-    return i
+    @property
+    def generic(self) -> bool:
+        return self.id.startswith("generic")
 
 
 def _allowlist(spec: dict) -> _Allowlist:
@@ -117,39 +119,101 @@ def _allowlist(spec: dict) -> _Allowlist:
                       every=spec.get("condition", "OR").upper() == "AND")
 
 
-def load(*paths: Path) -> tuple[list[Rule], _Allowlist]:
-    """The rules with a regex in these files (default: gitleaks' and Cairn's), and the first file's
-    global allowlist. A rule's pattern is compiled when it first runs (Rule.regex). Raises OSError,
-    tomllib.TOMLDecodeError."""
-    configs = []
-    for path in paths or (RULES_FILE, OWN_RULES_FILE):
-        with open(path, "rb") as handle:
-            configs.append(tomllib.load(handle))
-    rules = []
-    for spec in (spec for config in configs for spec in config["rules"]):
+def _legacy_filter(floor: float, generic: bool, lists: list[_Allowlist]) -> FindingFilter:
+    """gitleaks' entropy floor (a generic rule's secret also needs a digit) and allowlists, as a filter."""
+    def rejects(f: dict[str, Any]) -> bool:
+        secret = f["secret"]
+        if floor and (entropy(secret) <= floor or (generic and not any(c.isdigit() for c in secret))):
+            return True
+        return any(a.allows(secret, f["match"], f["line"]) for a in lists)
+    return rejects
+
+
+class _Attributes(dict):
+    """A finding's attributes (a file's path, a commit ...): none in prose; a missing one reads as nil."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+_NO_ATTRIBUTES = _Attributes()
+
+
+def _expr_filter(source: str, name: str, *, lazy: bool = True) -> FindingFilter:
+    """A filter expression as a FindingFilter, translated when it first runs (most rules never run;
+    tests/engine/test_secret_rules.py translates them all, lazy=False)."""
+    if not lazy:
+        program = compile_filter(source, name)
+        return lambda f: program(f, _NO_ATTRIBUTES)
+    compiled: list[Callable[[dict, dict], bool]] = []
+
+    def run(f: dict[str, Any]) -> bool:
+        if not compiled:
+            compiled.append(compile_filter(source, name))
+        return compiled[0](f, _NO_ATTRIBUTES)
+    return run
+
+
+def load_toml(path: Path, *, lazy: bool = True) -> list[Rule]:
+    """The rules with a regex of a gitleaks- or Betterleaks-format file, its global allowlist or filter
+    applied to each. Raises OSError, tomllib.TOMLDecodeError, and (lazy=False: at load; else when the
+    rule first runs) rule_filters.FilterSyntaxError."""
+    with open(path, "rb") as handle:
+        config = tomllib.load(handle)
+    shared: list[FindingFilter] = []
+    if config.get("allowlist"):
+        shared.append(_legacy_filter(0.0, False, [_allowlist(config["allowlist"])]))
+    if config.get("filter"):
+        shared.append(_expr_filter(config["filter"], f"{path.name} global filter", lazy=lazy))
+    out = []
+    for spec in config["rules"]:
         if "regex" not in spec:
             continue  # a path-only rule (a file name that is a secret): nothing to find in text
-        lists = [_allowlist(a) for a in spec.get("allowlists", ())]
-        rules.append(Rule(id=spec["id"], pattern=go_regex(spec["regex"]),
-                          secret_group=spec.get("secretGroup", 0), entropy=spec.get("entropy", 0.0),
-                          keywords=tuple(k.lower() for k in spec.get("keywords", ())), allowlists=lists))
-    return rules, _allowlist(configs[0].get("allowlist", {}))
+        own: list[FindingFilter] = []
+        if spec.get("entropy") or spec.get("allowlists"):
+            own.append(_legacy_filter(spec.get("entropy", 0.0), spec["id"].startswith("generic"),
+                                      [_allowlist(a) for a in spec.get("allowlists", ())]))
+        if spec.get("filter"):
+            own.append(_expr_filter(spec["filter"], spec["id"], lazy=lazy))
+        required = tuple((r["id"], r.get("withinLines")) for r in spec.get("required", ()))
+        out.append(Rule(id=spec["id"], pattern=go_regex(spec["regex"]), secret_group=spec.get("secretGroup", 0),
+                        keywords=tuple(k.lower() for k in spec.get("keywords", ())), filters=shared + own,
+                        skip_report=spec.get("skipReport", False), required=required, source=path.name))
+    return out
 
 
-def entropy(text: str) -> float:
-    """Shannon entropy of `text`, in bits per character (gitleaks' shannonEntropy)."""
-    if not text:
-        return 0.0
-    n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
+def load_microsoft(path: Path) -> list[Rule]:
+    """Microsoft's high-confidence formats (a JSON list of {Id, Name, Pattern, Signatures}). Raises
+    OSError, ValueError."""
+    out = []
+    for spec in json.loads(path.read_text(encoding="utf-8")):
+        pattern = spec["Pattern"]
+        out.append(Rule(id=re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", spec["Name"]).lower(), pattern=pattern,
+                        secret_group="refine" if "(?P<refine>" in pattern else 0,
+                        keywords=tuple(s.lower() for s in spec.get("Signatures", ())),
+                        source=path.name))
+    return out
 
 
+def load(*paths: Path, lazy: bool = True) -> list[Rule]:
+    """The rules of these files (default: Betterleaks', Microsoft's and Cairn's), each read by its
+    format (.json: Microsoft's; .toml: gitleaks' or Betterleaks')."""
+    return [rule for path in paths or DEFAULT_FILES
+            for rule in (load_microsoft(path) if path.suffix == ".json" else load_toml(path, lazy=lazy))]
+
+
+# -- running the rules --------------------------------------------------------------------------------------
 class RuleSet:
-    """Compiled rules and a keyword index: one regex finds which keywords a line holds, so only the
-    rules that could match run (most lines of prose run none)."""
+    """Compiled rules and a keyword index: one regex finds which keywords a text holds, so only the
+    rules that could match run (most lines of prose run none). composite=True applies Betterleaks'
+    skipReport and required semantics as Betterleaks does (the bench's faithful mode); by default a
+    skipReport part that names a resource reports nothing and the others report alone."""
 
-    def __init__(self, rules: list[Rule], global_allow: _Allowlist):
-        self.rules, self.global_allow = rules, global_allow
+    def __init__(self, rules: list[Rule], *, composite: bool = False):
+        self.composite = composite
+        self.rules = rules
+        self.by_id = {r.id: r for r in rules}
+        self.order = {id(r): i for i, r in enumerate(rules)}
         self.always = [r for r in rules if not r.keywords]
         self.by_keyword: dict[str, list[Rule]] = {}
         for rule in rules:
@@ -160,36 +224,71 @@ class RuleSet:
         self.keyword_re = re.compile("(?=(" + "|".join(map(re.escape, words)) + "))")
         self._prefixes = {w: [v for v in words if v != w and v.startswith(w)] for w in words}
 
-    def candidates(self, line: str) -> list[Rule]:
-        low = line.lower()
+    def candidates(self, text: str) -> list[Rule]:
+        low = text.lower()
         found = {m.group(1) for m in self.keyword_re.finditer(low)}
         # The alternation takes the longest keyword at a position; shorter ones there count too.
         found |= {w for w in self._prefixes for longer in found if w != longer and longer.startswith(w)}
-        seen, out = set(), []
-        for rule in self.always + [r for w in found for r in self.by_keyword.get(w, ())]:
-            if id(rule) not in seen:
-                seen.add(id(rule))
-                out.append(rule)
+        chosen = {id(r): r for r in self.always + [r for w in found for r in self.by_keyword.get(w, ())]}
+        # In the order of the files (the vendored sets before Cairn's): where two rules find the same
+        # span, the first names it.
+        return sorted(chosen.values(), key=lambda r: self.order[id(r)])
+
+    def reports(self, rule: Rule) -> bool:
+        if self.composite:
+            return not rule.skip_report
+        return not (rule.skip_report and _IDENTIFIER_PART.search(rule.id))
+
+    def run(self, rule: Rule, text: str) -> list[Finding]:
+        """The findings of one rule in `text`, its filters applied."""
+        out = []
+        for match in rule.regex.finditer(text):
+            group: int | str = rule.secret_group
+            if not group and match.lastindex:
+                group = next((g for g in range(1, match.lastindex + 1) if match.group(g)), 0)
+            secret = match.group(group) or ""
+            if not secret:
+                continue
+            if rule.filters:
+                start, end = match.span()
+                line_start = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1
+                ends = [i for i in (text.find("\n", end), text.find("\r", end)) if i >= 0]
+                line_end = min(ends) if ends else len(text)
+                finding = {"secret": secret, "match": match.group(0), "line": text[line_start:line_end],
+                           "fragment_raw": text, "match_start_idx": start, "match_end_idx": end,
+                           "match_line_start_idx": line_start, "match_line_end_idx": line_end}
+                if any(f(finding) for f in rule.filters):
+                    continue
+            out.append(Finding(rule.kind, match.span(group), rule.id))
         return out
 
-    def find(self, line: str) -> list[tuple[str, tuple[int, int]]]:
+    def findings(self, text: str) -> list[Finding]:
         out = []
-        for rule in self.candidates(line):
-            for match in rule.regex.finditer(line):
-                group = rule.secret_group
-                if not group and match.lastindex:
-                    group = next((g for g in range(1, match.lastindex + 1) if match.group(g)), 0)
-                secret = match.group(group) or ""
-                if not secret:
-                    continue
-                if rule.entropy and (entropy(secret) <= rule.entropy
-                                     or (rule.id.startswith("generic") and not any(c.isdigit() for c in secret))):
-                    continue
-                if self.global_allow.allows(secret, match.group(0), line) or any(
-                        a.allows(secret, match.group(0), line) for a in rule.allowlists):
-                    continue
-                out.append((rule.kind, match.span(group)))
+        cache: dict[str, list[Finding]] = {}
+        for rule in self.candidates(text):
+            if not self.reports(rule):
+                continue
+            found = self.run(rule, text)
+            if found and self.composite and rule.required:
+                found = [f for f in found if self._companions(rule, f, text, cache)]
+            out += found
         return out
+
+    def _companions(self, rule: Rule, finding: Finding, text: str, cache: dict[str, list[Finding]]) -> bool:
+        line = text.count("\n", 0, finding.span[0])
+        for rule_id, within in rule.required:
+            other = self.by_id.get(rule_id)
+            if other is None:
+                return False
+            if rule_id not in cache:
+                cache[rule_id] = self.run(other, text)
+            if not any(within is None or abs(text.count("\n", 0, f.span[0]) - line) <= within
+                       for f in cache[rule_id]):
+                return False
+        return True
+
+    def find(self, text: str) -> list[tuple[str, tuple[int, int]]]:
+        return [(f.kind, f.span) for f in self.findings(text)]
 
 
 _rules: RuleSet | None = None
@@ -197,18 +296,18 @@ _lock = threading.Lock()
 
 
 def rules() -> RuleSet:
-    """The bundled rule set, compiled once per process."""
+    """The bundled rule sets (DEFAULT_FILES), compiled once per process."""
     global _rules
     with _lock:
         if _rules is None:
-            _rules = RuleSet(*load())
+            _rules = RuleSet(load())
     return _rules
 
 
-def find(line: str) -> list[tuple[str, tuple[int, int]]]:
-    """(kind, span of the secret) for each secret gitleaks' rules, Cairn's, and the prose rule
-    (prose_findings) find in `line`."""
-    return rules().find(line) + prose_findings(line)
+def find(line: str) -> list[Finding]:
+    """Each secret the bundled rules and the prose rule (prose_findings) find in `line`."""
+    return rules().findings(line) + [Finding(kind, span, "credential-in-prose")
+                                     for kind, span in prose_findings(line)]
 
 
 # -- a credential introduced in prose ------------------------------------------------------------------
@@ -221,8 +320,17 @@ _WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphr
           r"|auth|bearer|signing[ _-]?key|seed|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
           r"|clé|contraseña|contrasena|clave|senha|chave|chiave|parola d'ordine|wachtwoord|sleutel|hasło|haslo|klucz"
           r"|şifre|sifre|parola|anahtar|lösenord|nyckel|adgangskode|salasana|mật khẩu|пароль|ключ|токен|authtoken"
-          r"|κωδικός|סיסמה|كلمة المرور|كلمة السر|पासवर्ड|login|logins")
-_CJK_WORDS = r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|암호|토큰|키"
+          r"|κωδικός|סיסמה|كلمة المرور|كلمة السر|पासवर्ड|login|logins"
+          # More of the most written languages: Czech/Slovak, Indonesian/Malay, Romanian, Hungarian,
+          # Catalan, Norwegian/Danish, Finnish, Croatian/Serbian/Bosnian, Bulgarian, Ukrainian, Persian,
+          # Urdu, Bengali, Tagalog, Swahili, Estonian, Latvian, Lithuanian, Slovenian, Icelandic, Greek.
+          r"|heslo|hesla|klíč|klic|kata sandi|sandi|kunci|parolă|parola de acces|cheie|cheia|jelszó|jelszo|kulcs"
+          r"|kulcsa|contrasenya|clau|passord|nøkkel|nøgle|avain|salasanan|lozinka|lozinku|ključ|kljuc|парола"
+          r"|ключът|гасло|токена|رمز عبور|رمز|کلید|پاس ورڈ|পাসওয়ার্ড|গোপন শব্দ|susi|susian|nenosiri|ufunguo"
+          r"|parool|võti|parole|atslēga|slaptažodis|raktas|geslo|lykilorð|κλειδί|συνθηματικό")
+# Scripts written without spaces between words (Japanese, Chinese, Korean particles, Thai, Lao, Khmer).
+_CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|암호|토큰|키"
+              r"|รหัสผ่าน|รหัส|คีย์|โทเค็น|ລະຫັດຜ່ານ|ពាក្យសម្ងាត់")
 # A word on its own, or the last part of a name: DB_PASSWORD, apiKey, client-secret.
 _WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + _WORDS + r")(?![a-z0-9])|(?:"
                    + _CJK_WORDS + ")")
@@ -286,7 +394,8 @@ def random_looking(value: str) -> bool:
     digits with a symbol a name never holds (`Meadow314$Glacier`); or upper and lower case and
     digits, mostly not in words (`M0ssy_62W1l`, not `PasswordPolicyV2` or `Store2Backend`); or,
     from 20 characters, hex, base32 or base62 of high entropy that is not words joined
-    (`17ef1844...`, not `userId2024AccountBalance`). The thresholds are Cairn's, set on the dev
+    (`17ef1844...`, not `userId2024AccountBalance`) and that Betterleaks' token-efficiency test does
+    not read as text. The thresholds are Cairn's, set on the dev
     split of tests/data/credentials."""
     letters = any(c.isalpha() for c in value)
     digits = any(c.isdigit() for c in value)
@@ -299,7 +408,10 @@ def random_looking(value: str) -> bool:
     wordy = sum(len(w) for w in _WORDLIKE.findall(value)) / len(value)
     if mixed and digits and len(value) >= 10 and wordy < 0.6:
         return True
-    return len(value) >= 20 and (digits or mixed) and wordy < 0.4 and entropy(value) >= 3.3
+    # From 20 characters: random by entropy, and not text by Betterleaks' token-efficiency test
+    # (camelCase names, joined words and phrases encode in few cl100k tokens).
+    return (len(value) >= 20 and (digits or mixed) and wordy < 0.4 and entropy(value) >= 3.3
+            and not fails_token_efficiency(value))
 
 
 _WORDLIKE = re.compile(r"[A-Z]?[a-z]{3,}")
@@ -331,3 +443,18 @@ def placeholder(value: str) -> bool:
     `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), or code that reads
     the secret from elsewhere (`os.environ[...]`, `process.env.X`)."""
     return bool(_PLACEHOLDER.search(value) or re.fullmatch(r"[A-Z][A-Z_]*", value) or value.startswith(("<", "$")))
+
+
+# Keys their vendors document as public (they ship in web pages and apps), never redacted: Stripe's
+# (and Paystack's, Clerk's) publishable keys pk_live_/pk_test_ (docs.stripe.com/keys), PostHog's project
+# API key phc_ (posthog.com/docs/api), Supabase's publishable key sb_publishable_
+# (supabase.com/docs/guides/api/api-keys), Cloudflare Turnstile site keys 0x4AAAAAAA...
+# (developers.cloudflare.com/turnstile), Mapbox public tokens pk.eyJ... (docs.mapbox.com).
+PUBLIC_KEY_FORMATS = re.compile(r"pk_(?:live|test)_[A-Za-z0-9_-]{10,120}|phc_[A-Za-z0-9_-]{30,60}"
+                                r"|sb_publishable_[A-Za-z0-9_-]{20,60}|0x4AAAAAAA[A-Za-z0-9_-]{10,40}"
+                                r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}")
+
+
+def public_key(value: str) -> bool:
+    """Whether `value` is a key of a format its vendor documents as public (PUBLIC_KEY_FORMATS)."""
+    return PUBLIC_KEY_FORMATS.fullmatch(value.strip("'\"`.,;")) is not None

@@ -211,15 +211,17 @@ def test_secrets_are_redacted_and_only_counted():
     assert "[REDACTED:AWS Access Key]" in out.text
 
 
-# Secrets detect-secrets' own detectors miss, found by Cairn's (cairn/secret_detectors.py); each
-# made up here, in the provider's published format.
-ANTHROPIC_KEY = "sk-ant-api03-" + "Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3 + "-AbCdEf"
-OPENAI_PROJECT_KEY = "sk-proj-" + "Nf3Ud8Rk1Wm6Yq9Bt4Hc7Jp2Lx5Va0Se" * 2
+# Secrets detect-secrets' own detectors miss, found by Cairn's (cairn/secret_detectors.py) or the
+# vendored rule sets (Betterleaks', Microsoft's: cairn/secret_rules.py); each made up here, in the
+# provider's published format.
+ANTHROPIC_KEY = "sk-ant-api03-" + ("Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3)[:93] + "AA"
+OPENAI_PROJECT_KEY = ("sk-proj-" + ("Nf3Ud8Rk1Wm6Yq9Bt4Hc7Jp2Lx5Va0Se" * 3)[:74] + "T3BlbkFJ"
+                      + ("Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3)[:74])
 
 
 @pytest.mark.parametrize(("line", "secret", "kind", "kept"), [
-    (f"the key is {ANTHROPIC_KEY} for CI", ANTHROPIC_KEY, "Anthropic API Key", "for CI"),
-    (f"OPENAI_API_KEY={OPENAI_PROJECT_KEY}", OPENAI_PROJECT_KEY, "OpenAI API Key", "OPENAI_API_KEY="),
+    (f"the key is {ANTHROPIC_KEY} for CI", ANTHROPIC_KEY, "Anthropic Api Key", "for CI"),
+    (f"use {OPENAI_PROJECT_KEY} in the notebook", OPENAI_PROJECT_KEY, "OpenAI Token", "in the notebook"),
     ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ3kd9", "wJalrXUtnFEMI",
      "Secret Assignment", "export AWS_SECRET_ACCESS_KEY="),
     ("PGPASSWORD=hunter2secret psql -h db", "hunter2secret", "Secret Assignment", "psql -h db"),
@@ -230,8 +232,8 @@ OPENAI_PROJECT_KEY = "sk-proj-" + "Nf3Ud8Rk1Wm6Yq9Bt4Hc7Jp2Lx5Va0Se" * 2
      "aws_secret_access_key = "),
     ("DB_PASS=Sup3rS3cret for the replica", "Sup3rS3cret", "Secret Assignment", "for the replica"),
     ("MYSQL_PWD=hunter2x mysql -u app", "hunter2x", "Secret Assignment", "mysql -u app"),
-    ("key AIzaSyA1234567890abcdefghijklmnopqrstuv here", "AIzaSyA1234567890", "Google API Key", "here"),
-    ("npm_abcdefghijklmnopqrstuvwxyz0123456789 in .npmrc", "npm_abcdefghij", "npm Token", "in .npmrc"),
+    ("key AIzaSyA1234567890abcdefghijklmnopqrstuv here", "AIzaSyA1234567890", "Gcp Api Key", "here"),
+    ("npm_abcdefghijklmnopqrstuvwxyz0123456789 in .npmrc", "npm_abcdefghij", "Npm Author Key", "in .npmrc"),
 ])
 def test_secrets_beyond_detect_secrets_own_are_redacted(line, secret, kind, kept):
     out = scrub(line)
