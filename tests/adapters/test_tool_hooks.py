@@ -226,3 +226,30 @@ def test_a_brief_over_one_hook_output_comes_in_two_parts_each_under_claude_codes
     start2 = {"session_id": "S2", "source": "startup", "cwd": str(small)}
     assert _context(handle("SessionStart", start2, {"CLAUDE_PROJECT_DIR": str(small)}))
     assert _context(handle("SessionStart:rest", start2, {"CLAUDE_PROJECT_DIR": str(small)})) == ""
+
+
+def test_a_large_stores_brief_lists_the_memories_of_the_changed_files_and_the_branch_first(repo):
+    import subprocess as sp
+
+    def git(*args):
+        sp.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args], check=True,
+               capture_output=True)
+
+    with _open(repo) as memory:
+        pay = memory.remember(PAYMENTS, kind="fact", importance=1, paths=["src/payments/**"]).memory
+        ledger = memory.remember("Ledger entries are append-only and reconciled nightly", kind="decision",
+                                 importance=2).memory
+    _many(repo)
+    start = {"session_id": "S", "source": "startup", "cwd": str(repo)}
+    env = {"CLAUDE_PROJECT_DIR": str(repo)}
+
+    def brief() -> str:
+        return "".join(_context(handle(e, start, env)) for e in ("SessionStart", "SessionStart:rest"))
+
+    assert f"[mem:{pay.id}]" not in brief() and f"[mem:{ledger.id}]" not in brief()  # low priority, big store
+    git("add", "-A")
+    git("commit", "-qm", "init")
+    git("checkout", "-qb", "fix/ledger-reconciliation")
+    (repo / "src" / "payments" / "charge.py").write_text("x = 2\n")  # a change in the work tree
+    listed = brief()
+    assert f"[mem:{pay.id}]" in listed and f"[mem:{ledger.id}]" in listed

@@ -341,7 +341,7 @@ def test_resume_repeats_the_brief_only_when_it_changed(stocked):
 
 def test_compact_gives_a_brief_within_half_the_budget(stocked):
     with Cairn.open(cwd=stocked, embedder=None) as engine:
-        for i in range(60):
+        for i in range(120):
             engine.remember(f"Decision {i}: the billing service {i} keeps its own queue and retries {i} times",
                             kind="decision", detect=False)
     full = _context(claude_hooks.handle("SessionStart", _payload(stocked, source="startup"), _env(stocked)))
@@ -509,7 +509,7 @@ def test_cairn_store_naming_the_global_store_gets_a_plain_brief_of_it(project, m
 
 def test_a_global_only_brief_uses_the_whole_budget(project):
     with Cairn.open(store="global", embedder=None) as glob:
-        for i in range(30):
+        for i in range(60):
             glob.remember(f"Preference {i}: the user likes option {i} for tool {i} in every repository",
                           kind="preference", detect=False)
     brief = _context(claude_hooks.handle("SessionStart", _payload(project, source="startup"), _env(project)))

@@ -38,6 +38,7 @@ SESSION_START = "SessionStart"
 SESSION_START_REST = "SessionStart:rest"
 HOOK_OUTPUT_CHARS = 9500  # Claude Code replaces a hook output over 10,000 characters by a file path
 CONTINUED = "Cairn project memory, continued:"
+BRIEF_LINE_CHARS = 100  # a listed memory's line, about: what decides whether a store fits the brief whole
 BRIEF_CACHE_S = 30.0  # a brief computed for one of a session start's two hooks serves the other
 # "store:session:source" -> (monotonic time, brief, inject, the event that computed it)
 _BRIEFS: dict[str, tuple[float, str | None, bool, str]] = {}
@@ -49,7 +50,7 @@ CAPTURE_EVENTS = ("Stop", "PreCompact")  # events that capture the new part of t
 SESSION_END = "SessionEnd"  # the session's unresolved writes are queued for review (capture.settle_session)
 TOOL_EVENTS = (PRE_TOOL_USE, POST_TOOL_USE)  # work.py: what the work touches, and its memories
 NO_MODEL_EVENTS = (*TOOL_EVENTS, SESSION_START_REST)  # answered without the embedding model
-HOOK_EVENTS = (SESSION_START, SESSION_START_REST, USER_PROMPT_SUBMIT, *TOOL_EVENTS, SUBAGENT_START, *CAPTURE_EVENTS,
+HOOK_EVENTS = (SESSION_START, USER_PROMPT_SUBMIT, *TOOL_EVENTS, SUBAGENT_START, *CAPTURE_EVENTS,
                SESSION_END)  # what hooks/hooks.json registers
 
 
@@ -282,7 +283,9 @@ def _brief(memory: Cairn, payload: dict[str, Any], config: dict[str, Any], state
     loaded = _already_loaded(memory, payload, env, state)
     clock.lap("already loaded")
     focus = None
-    if not global_only:
+    # The session's signals only matter when the store is larger than the brief can list whole
+    # (about BRIEF_LINE_CHARS a line): a small store spends no git call on them.
+    if not global_only and memory.counts()["current"] * BRIEF_LINE_CHARS > budget:
         hook_env = dict(os.environ) if env is None else env
         focus = session_focus(memory, work_root(memory.choice.project_root, payload, hook_env),
                               str(payload.get("session_id") or ""), source)

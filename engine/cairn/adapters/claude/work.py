@@ -217,17 +217,20 @@ def session_focus(memory: Cairn, root: Path, session_id: str, source: str) -> di
     files: list[str] = []
     if source == "resume" and session_id:
         files += [t.path for t in memory.scopes.touched(session_id) if not t.path.startswith(COMMAND)]
-    status = _git(root, "status", "--porcelain=v1", "--untracked-files=no")
-    for line in (status or "").splitlines():
-        path = line[3:].split(" -> ")[-1].strip().strip('"')
-        if path:
-            files.append(path)
+    # One git call: the branch (porcelain v2's "# branch.head") and the changed and staged files.
+    status = _git(root, "status", "--porcelain=v2", "--branch", "--untracked-files=no") or ""
+    branch = ""
+    for line in status.splitlines():
+        if line.startswith("# branch.head "):
+            branch = line.split(" ", 2)[2].strip()
+        elif line[:2] in ("1 ", "2 ", "u "):
+            path = line.split(" ", 8 if line[0] == "1" else 9 if line[0] == "2" else 10)[-1]
+            files.append(path.split("\t")[0].strip().strip('"'))
     focus: dict[str, float] = {}
     if files:
         for m, match in memory.scopes.matching(list(dict.fromkeys(files))[:FOCUS_FILES], limit=200):
             focus[m.id] = max(focus.get(m.id, 0.0), min(1.0, match.score))
-    branch = (_git(root, "rev-parse", "--abbrev-ref", "HEAD") or "").strip()
-    if branch and branch not in IDLE_BRANCHES:
+    if branch and branch not in IDLE_BRANCHES and branch != "(detached)":
         words = " ".join(w for w in re.split(r"[^A-Za-z0-9]+", branch.split("/", 1)[-1]) if len(w) > 2
                          and not w.isdigit())
         if words:
