@@ -32,7 +32,7 @@ import pytest
 
 from fake_api import FakeAnthropicAPI, Reply, Text, ToolUse, hook_contexts_in, steps
 from harness import ClaudeResult
-from test_plugin import ENGINE_DIR, SERVER, TOOL, CairnSession, cairn, injected, tool_json  # noqa: F401 - fixture
+from test_plugin import ENGINE_DIR, SERVER, TOOL, CairnSession, cairn, injected, tool_json  # noqa: F401 - cairn: a fixture
 
 pytestmark = pytest.mark.e2e
 
@@ -70,21 +70,21 @@ def write_files(project: Path) -> None:
         (project / rel).write_text(text)
 
 
-def cairn_cli(cairn: CairnSession, *args: str) -> Any:
+def cairn_cli(session: CairnSession, *args: str) -> Any:
     """`cairn <args> --json` as a user runs it in the project (the test's data root and TMPDIR)."""
-    env = {**cairn.harness.env(), "PYTHONPATH": str(ENGINE_DIR)}
-    out = subprocess.run([sys.executable, "-m", "cairn", *args, "--json"], env=env, cwd=cairn.project,
+    env = {**session.harness.env(), "PYTHONPATH": str(ENGINE_DIR)}
+    out = subprocess.run([sys.executable, "-m", "cairn", *args, "--json"], env=env, cwd=session.project,
                          capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stdout + out.stderr
     return json.loads(out.stdout)
 
 
-def start_warm(cairn: CairnSession, seconds: float = 120.0) -> None:
+def start_warm(session: CairnSession, seconds: float = 120.0) -> None:
     """Start the warm process as a hook would (same data root, TMPDIR and run id) and wait for it."""
-    env = {**cairn.harness.env(), "PYTHONPATH": str(ENGINE_DIR)}
-    out = subprocess.run([sys.executable, "-c", WARM_SPAWN, str(seconds)], env=env, cwd=cairn.project,
+    env = {**session.harness.env(), "PYTHONPATH": str(ENGINE_DIR)}
+    out = subprocess.run([sys.executable, "-c", WARM_SPAWN, str(seconds)], env=env, cwd=session.project,
                          capture_output=True, text=True, timeout=seconds + 60)
-    assert out.returncode == 0 and json.loads(out.stdout) is True, out.stdout + out.stderr + cairn.service_log()
+    assert out.returncode == 0 and json.loads(out.stdout) is True, out.stdout + out.stderr + session.service_log()
 
 
 def line_of(memory_id: str, kind: str, text: str) -> str:
@@ -141,14 +141,14 @@ class HookRun:
 class Watched:
     """A CLI run with its Claude Code debug log and the hooks' timing lines."""
 
-    def __init__(self, cairn: CairnSession, tmp: Path):
-        self.cairn, self.debug = cairn, tmp / "claude-debug.log"
-        self.errors = cairn.harness.home / ".claude" / "plugins" / "data" / "cairn-cairn" / "hook-errors.log"
+    def __init__(self, session: CairnSession, tmp: Path):
+        self.session, self.debug = session, tmp / "claude-debug.log"
+        self.errors = session.harness.home / ".claude" / "plugins" / "data" / "cairn-cairn" / "hook-errors.log"
 
     def run(self, prompt: str, tools: tuple[str, ...]) -> ClaudeResult:
         self.debug.unlink(missing_ok=True)  # --debug-file appends
         self.errors.unlink(missing_ok=True)
-        return self.cairn.run(prompt, allowed_tools=(SERVER, *tools), env_extra={"CAIRN_HOOK_TIMING": "1"},
+        return self.session.run(prompt, allowed_tools=(SERVER, *tools), env_extra={"CAIRN_HOOK_TIMING": "1"},
                               extra_args=["--debug-file", str(self.debug)])
 
     def hook_runs(self) -> list[HookRun]:
@@ -169,7 +169,7 @@ class Watched:
         errors = self.errors.read_text().splitlines() if self.errors.exists() else []
         assert errors and all(TIMING.fullmatch(line) for line in errors), errors
         assert not re.search(r"(?i)\bhook", run.proc.stderr), run.proc.stderr
-        logs = self.cairn.data_root / "logs"
+        logs = self.session.data_root / "logs"
         for name in ("hooks.log", "service.log"):
             text = (logs / name).read_text() if (logs / name).exists() else ""
             for bad in ("failed open", "request failed", "Traceback", " ERROR "):
@@ -203,21 +203,22 @@ def agent_call(description: str, prompt: str) -> ToolUse:
 
 
 @pytest.fixture
-def work(cairn: CairnSession, tmp_path: Path) -> Watched:
-    """The `cairn` world with the project's files, no brief, the warm process up."""
-    write_files(cairn.project)
-    cairn.without_brief()
-    return Watched(cairn, tmp_path)
+def work(request: pytest.FixtureRequest, tmp_path: Path) -> Watched:
+    """test_plugin's `cairn` world, with the project's files and no brief."""
+    session: CairnSession = request.getfixturevalue("cairn")
+    write_files(session.project)
+    session.without_brief()
+    return Watched(session, tmp_path)
 
 
-def seed_scoped(cairn: CairnSession) -> tuple[str, str]:
+def seed_scoped(session: CairnSession) -> tuple[str, str]:
     """PAYMENTS scoped with the CLI (`cairn remember --paths`), DOCS with the engine (paths=)."""
     from cairn import Cairn
 
-    pay = cairn_cli(cairn, "remember", PAYMENTS, "--kind", "convention", "--paths", "src/payments/**")
+    pay = cairn_cli(session, "remember", PAYMENTS, "--kind", "convention", "--paths", "src/payments/**")
     assert pay["status"] == "created", pay
     pay_id = pay["memory"]["id"]
-    with Cairn.open(cwd=cairn.project, embedder=None) as memory:
+    with Cairn.open(cwd=session.project, embedder=None) as memory:
         docs = memory.remember(DOCS, kind="convention", paths=["docs/"])
         assert memory.scopes.of([pay_id])[pay_id] == [{"pattern": "src/payments/**", "origin": "given", "weight": 1.0}]
     return pay_id, docs.memory.id
@@ -226,10 +227,11 @@ def seed_scoped(cairn: CairnSession) -> tuple[str, str]:
 # --------------------------------------------------------------------------- 1. given scopes
 
 
-def test_a_scoped_memory_comes_with_its_file_not_before_and_not_twice(cairn: CairnSession, work: Watched) -> None:
-    api, project = cairn.api, cairn.project
-    pay_id, docs_id = seed_scoped(cairn)
-    start_warm(cairn)
+def test_a_scoped_memory_comes_with_its_file_not_before_and_not_twice(work: Watched) -> None:
+    session = work.session
+    api, project = session.api, session.project
+    pay_id, docs_id = seed_scoped(session)
+    start_warm(session)
 
     charge = str(project / "src/payments/charge.py")
     readme = ToolUse("Read", {"file_path": str(project / "README.md")})
@@ -238,7 +240,7 @@ def test_a_scoped_memory_comes_with_its_file_not_before_and_not_twice(cairn: Cai
     edit = ToolUse("Edit", {"file_path": charge, "old_string": "return order", "new_string": "return dict(order)"})
     write = ToolUse("Write", {"file_path": str(project / "src/payments/receipt.py"), "content": "RECEIPT = 1\n"})
     docs = ToolUse("Read", {"file_path": str(project / "docs/install.md")})
-    cairn.script(readme, read, read_again, edit, write, docs, final=Text("done MARK-GIVEN"))
+    session.script(readme, read, read_again, edit, write, docs, final=Text("done MARK-GIVEN"))
     run = work.run("Go through the files one by one.", ("Read", "Edit", "Write"))
     assert run.result_text == "done MARK-GIVEN"
     assert (project / "src/payments/receipt.py").exists() and "dict(order)" in (project / charge).read_text()
@@ -271,18 +273,19 @@ def test_a_scoped_memory_comes_with_its_file_not_before_and_not_twice(cairn: Cai
 # --------------------------------------------------------------------------- 2. learned scopes
 
 
-def test_a_memory_written_over_mcp_learns_the_files_of_its_session(cairn: CairnSession, work: Watched) -> None:
+def test_a_memory_written_over_mcp_learns_the_files_of_its_session(work: Watched) -> None:
+    session = work.session
     """First use: no store yet. The session Reads refund.py, then the model writes a memory over MCP
     with no paths; PostToolUse associates it with refund.py (held in the session's state until the
     write created the store). A later session gets it when it Reads charge.py, beside refund.py."""
     from cairn import Cairn
     from cairn.context import TOOL_MIN_SCORE
 
-    api, project = cairn.api, cairn.project
-    start_warm(cairn)
+    api, project = session.api, session.project
+    start_warm(session)
     refund = ToolUse("Read", {"file_path": str(project / "src/payments/refund.py")})
     remember = ToolUse(TOOL("memory_remember"), {"text": ROUNDING, "kind": "convention"})
-    cairn.script(refund, remember, final=Text("Noted. MARK-LEARN-1"))
+    session.script(refund, remember, final=Text("Noted. MARK-LEARN-1"))
     run = work.run("Fix the refund rounding and remember how amounts are rounded.", ("Read",))
     assert run.result_text == "Noted. MARK-LEARN-1"
     stored = tool_json(api, remember)
@@ -303,7 +306,7 @@ def test_a_memory_written_over_mcp_learns_the_files_of_its_session(cairn: CairnS
     readme = ToolUse("Read", {"file_path": str(project / "README.md")})
     charge = ToolUse("Read", {"file_path": str(project / "src/payments/charge.py")})
     again = ToolUse("Read", {"file_path": str(project / "src/payments/refund.py")})
-    cairn.script(readme, charge, again, final=Text("done MARK-LEARN-2"))
+    session.script(readme, charge, again, final=Text("done MARK-LEARN-2"))
     run = work.run("Go through the files one by one.", ("Read",))
     assert run.result_text == "done MARK-LEARN-2"
     got = tool_contexts(api.message_bodies()[-1])
@@ -317,21 +320,22 @@ def test_a_memory_written_over_mcp_learns_the_files_of_its_session(cairn: CairnS
 # --------------------------------------------------------------------------- 4. subagents
 
 
-def test_each_subagent_gets_the_memories_for_its_own_task(cairn: CairnSession, work: Watched) -> None:
+def test_each_subagent_gets_the_memories_for_its_own_task(work: Watched) -> None:
+    session = work.session
     """The parent Reads charge.py (and gets the payments memory), then hands a payments task and a
     docs task to two subagents, one after the other. Each subagent's start carries the memory for its
     task only; a subagent's context is its own: the payments one is not given its memory a second time
     at its Read, the docs one gets the payments memory when it Reads refund.py itself."""
-    api, project = cairn.api, cairn.project
-    pay_id, docs_id = seed_scoped(cairn)
-    start_warm(cairn)
+    api, project = session.api, session.project
+    pay_id, docs_id = seed_scoped(session)
+    start_warm(session)
 
     parent_read = ToolUse("Read", {"file_path": str(project / "src/payments/charge.py")})
     pay_agent, docs_agent = agent_call("Check payment retries", PAY_TASK), agent_call("Proofread install docs",
                                                                                       DOCS_TASK)
     pay_read = ToolUse("Read", {"file_path": str(project / "src/payments/charge.py")})
     docs_read = ToolUse("Read", {"file_path": str(project / "src/payments/refund.py")})
-    cairn.script()
+    session.script()
     api.set_script(routed(steps(parent_read, pay_agent, docs_agent, final=Text("both done MARK-PARENT")), {
         PAY_TASK: steps(pay_read, final=Text("no retries found MARK-SUB-PAY")),
         DOCS_TASK: steps(docs_read, final=Text("no typos found MARK-SUB-DOCS"))}))
@@ -362,3 +366,38 @@ def test_each_subagent_gets_the_memories_for_its_own_task(cairn: CairnSession, w
 
     work.check(run, {"SubagentStart": 2, "PreToolUse": 5})  # 3 Reads and 2 Agent calls
     assert sorted(r.matcher for r in work.hook_runs() if r.event == "SubagentStart") == ["general-purpose"] * 2
+
+
+def test_subagents_started_together_each_get_their_own_task(work: Watched) -> None:
+    """The usual way Claude delegates: both Agent calls in one message. Claude Code starts the two
+    subagents together, in no set order, and SubagentStart names neither the call nor the prompt, so
+    the start cannot tell which task is whose (guessing by order gave the payments subagent the docs
+    memory in one run of two). Neither start guesses; each subagent gets its own task's memories at
+    its first tool call, from the prompt its transcript opens with."""
+    from cairn.adapters.claude.session import SessionState
+
+    session = work.session
+    api, project = session.api, session.project
+    pay_id, docs_id = seed_scoped(session)
+    start_warm(session)
+    pay_agent, docs_agent = agent_call("Check payment retries", PAY_TASK), agent_call("Proofread install docs",
+                                                                                      DOCS_TASK)
+    pay_first, docs_first = (ToolUse("Read", {"file_path": str(project / "README.md")}) for _ in range(2))
+    session.script()
+    api.set_script(routed(steps([pay_agent, docs_agent], final=Text("both done MARK-PAR")), {
+        PAY_TASK: steps(pay_first, final=Text("no retries found MARK-PAR-PAY")),
+        DOCS_TASK: steps(docs_first, final=Text("no typos found MARK-PAR-DOCS"))}))
+    run = work.run("Check the payments code and the install docs.", ("Agent", "Read"))
+    assert run.result_text == "both done MARK-PAR"
+    threads = by_agent(api, {"pay": PAY_TASK, "docs": DOCS_TASK})
+    assert all(threads.values()), {k: len(v) for k, v in threads.items()}
+    assert not any(hook_contexts_in(b, "SubagentStart") for bodies in threads.values() for b in bodies)
+
+    pay_ctx, docs_ctx = tool_contexts(threads["pay"][-1]), tool_contexts(threads["docs"][-1])
+    assert [(i, t) for i, t, _ in pay_ctx] == [(pay_first.id, "Read")], pay_ctx
+    assert [(i, t) for i, t, _ in docs_ctx] == [(docs_first.id, "Read")], docs_ctx
+    assert_context(pay_ctx[0][2], TASK_HEADER, line_of(pay_id, "convention", PAYMENTS))
+    assert_context(docs_ctx[0][2], TASK_HEADER, line_of(docs_id, "convention", DOCS))
+    assert tool_contexts(threads[""][-1]) == []
+    assert SessionState((run.json or {})["session_id"]).agents == []  # both tasks were handed over
+    work.check(run, {"SubagentStart": 2, "PreToolUse": 4})
