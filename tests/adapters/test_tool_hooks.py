@@ -171,6 +171,23 @@ def test_a_subagent_gets_the_memories_of_its_task_and_not_the_others(repo):
     assert pay.id in SessionState("P-a1").injected
 
 
+def test_a_rule_claude_code_loads_from_the_folders_claude_md_is_not_injected_again(repo):
+    """Claude Code puts src/payments/CLAUDE.md in the context beside the first Read there (seen in
+    tests/e2e/test_work.py): a memory imported from it is not injected a second time; the folder's
+    other memories still are."""
+    (repo / "src" / "payments" / "CLAUDE.md").write_text(f"# Payments\n\n- {PAYMENTS}.\n")
+    with _open(repo) as memory:
+        pay = memory.remember(PAYMENTS, kind="convention", paths=["src/payments/**"]).memory
+        refunds = memory.remember("Refunds are issued within 14 days of the charge", kind="convention",
+                                  paths=["src/payments/**"]).memory
+    read = _tool(repo, "S", "Read", file_path=str(repo / "src" / "payments" / "charge.py"))
+    assert f"[mem:{refunds.id}]" in read and f"[mem:{pay.id}]" not in read
+    assert _tool(repo, "S", "Grep", pattern="cents", path=str(repo / "src" / "payments")) == ""
+    # Only a Read (or an Edit, which follows one) brings the file: a new session's first Write gets it.
+    written = _tool(repo, "S2", "Write", file_path=str(repo / "src" / "payments" / "new.py"), content="")
+    assert f"[mem:{pay.id}]" in written
+
+
 def _subagent_transcript(root: Path, session: Path, agent_id: str, prompt: str) -> None:
     """What Claude Code 2.1 writes once a subagent has started: <session transcript without .jsonl>/
     subagents/agent-<id>.jsonl, opening with the prompt of its Agent call."""
@@ -198,8 +215,6 @@ def test_subagents_of_one_type_started_together_get_their_own_tasks_at_their_fir
         start = {"session_id": "P", "cwd": str(repo), "agent_id": agent_id, "agent_type": "general-purpose",
                  "transcript_path": str(transcript)}
         assert _context(handle("SubagentStart", start, env)) == ""
-    _subagent_transcript(repo, transcript, "a-docs", docs_task)
-    _subagent_transcript(repo, transcript, "a-pay", pay_task)
 
     def first_call(agent_id: str) -> str:
         payload = {"session_id": "P", "agent_id": agent_id, "agent_type": "general-purpose", "cwd": str(repo),
@@ -207,6 +222,10 @@ def test_subagents_of_one_type_started_together_get_their_own_tasks_at_their_fir
                    "tool_input": {"file_path": str(repo / "README.md")}}
         return _context(handle("PreToolUse", payload, env))
 
+    # A call before Claude Code has written the subagent's transcript gets nothing, and the next looks again.
+    assert first_call("a-docs") == "" and SessionState("P-a-docs").awaiting_task
+    _subagent_transcript(repo, transcript, "a-docs", docs_task)
+    _subagent_transcript(repo, transcript, "a-pay", pay_task)
     in_docs, in_pay = first_call("a-docs"), first_call("a-pay")
     assert in_docs.startswith("Cairn memories for this task") and in_pay.startswith("Cairn memories for this task")
     assert f"[mem:{docs.id}]" in in_docs and f"[mem:{pay.id}]" not in in_docs

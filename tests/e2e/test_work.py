@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from fake_api import FakeAnthropicAPI, Reply, Text, ToolUse, hook_contexts_in, steps
+from fake_api import FakeAnthropicAPI, Reply, Text, ToolUse, hook_contexts_in, iter_texts, steps
 from harness import ClaudeResult
 from test_plugin import ENGINE_DIR, SERVER, TOOL, CairnSession, cairn, injected, tool_json  # noqa: F401 - cairn: a fixture
 
@@ -41,17 +41,18 @@ PAYMENTS = ("Payment charges always send the order's idempotency key to the prov
 DOCS = "Documentation pages are written in British English and each one opens with a one-line summary."
 # Written over MCP in a session working on refund.py, with no paths: its scopes are learned.
 ROUNDING = "Refund and charge amounts are rounded half-even in integer cents, never as floats."
+GUIDANCE = "Amounts are integer cents, never floats; convert at the API edge."  # src/payments/CLAUDE.md
 PAY_TASK = "Check that src/payments/charge.py never retries a declined card and report what you find."
 DOCS_TASK = "Proofread docs/install.md for spelling and list the typos you find."
-FILES = {"README.md": "# Shop\n", "docs/install.md": "# Install\n\nRun make.\n",
+FILES = {"README.md": "# Shop\n", "NOTES": "nothing yet\n", "docs/install.md": "# Install\n\nRun make.\n",
          "src/payments/charge.py": "def charge(order):\n    return order\n",
          "src/payments/refund.py": "def refund(order):\n    return order\n"}
 TOOL_HEADER = "Cairn memories for {} (cite as [mem:ID]):"
 TASK_HEADER = "Cairn memories for this task (cite as [mem:ID]; memory_recall finds more):"
 HOOK_TIMEOUT_MS = {"PreToolUse": 3000, "PostToolUse": 3000, "SubagentStart": 5000}  # hooks/hooks.json
-HOOK_RUN = re.compile(r"Hooks: (\w+)(?::(\S+))? \[.*?cairn-hook\" \w+\] \(plugin cairn@cairn\) "
+HOOK_RUN = re.compile(r"Hooks: (\w+)(?::(\S+))? \[.*?cairn-hook\" [\w:]+\] \(plugin cairn@cairn\) "
                       r"finished with status (-?\d+) \((\d+)ms\)")
-TIMING = re.compile(r"cairn hook (\w+): ([\d.]+) ms")
+TIMING = re.compile(r"cairn hook ([\w:]+): ([\d.]+) ms")  # SessionStart:rest is the brief's second half
 
 WARM_SPAWN = """\
 import json, sys
@@ -220,7 +221,8 @@ def seed_scoped(session: CairnSession) -> tuple[str, str]:
     pay_id = pay["memory"]["id"]
     with Cairn.open(cwd=session.project, embedder=None) as memory:
         docs = memory.remember(DOCS, kind="convention", paths=["docs/"])
-        assert memory.scopes.of([pay_id])[pay_id] == [{"pattern": "src/payments/**", "origin": "given", "weight": 1.0}]
+        assert list(memory.scopes.of([pay_id])[pay_id]) == [
+            {"pattern": "src/payments/**", "origin": "given", "weight": 1.0}]
     return pay_id, docs.memory.id
 
 
@@ -267,7 +269,7 @@ def test_a_scoped_memory_comes_with_its_file_not_before_and_not_twice(work: Watc
     assert {("README.md", "read"), ("src/payments/charge.py", "read"), ("src/payments/charge.py", "edit"),
             ("src/payments/receipt.py", "edit"), ("docs/install.md", "read")} <= touched, touched
 
-    work.check(run, {"PreToolUse": 6, "SessionStart": 1, "UserPromptSubmit": 1})
+    work.check(run, {"PreToolUse": 6, "SessionStart": 2, "UserPromptSubmit": 1})  # the brief's two hooks
 
 
 # --------------------------------------------------------------------------- 2. learned scopes
@@ -315,6 +317,51 @@ def test_a_memory_written_over_mcp_learns_the_files_of_its_session(work: Watched
     assert_context(got[0][2], got[0][2].split("\n")[0], line_of(memory_id, "convention", ROUNDING))
     assert injected(api, "SessionStart") == [] and injected(api, "UserPromptSubmit") == []
     work.check(run, {"PreToolUse": 3, "PostToolUse": 0})
+
+
+# --------------------------------------------------------------------------- 3. imported guidance
+
+
+def test_a_rule_imported_from_a_nested_claude_md_comes_with_its_folder_once(work: Watched) -> None:
+    """`cairn import-guidance` reads the project's tree: the rule in src/payments/CLAUDE.md is proposed
+    with that folder's scope and approved. While the file is there, Claude Code itself adds it to the
+    context beside the first Read in the folder, so Cairn does not add the rule a second time; once the
+    file is gone, the rule comes from Cairn with that Read."""
+    session = work.session
+    api, project = session.api, session.project
+    nested = project / "src/payments/CLAUDE.md"
+    nested.write_text(f"# Payments\n\n- {GUIDANCE}\n")
+    report = cairn_cli(session, "import-guidance")
+    assert [(f["file"], f["paths"], f["queued"]) for f in report["files"]] == [
+        ("src/payments/CLAUDE.md", ["src/payments/**"], 1)], report
+    (proposal,) = report["proposals"]
+    decided = cairn_cli(session, "review", "decide", proposal, "approve")
+    assert decided["state"] == "applied" and decided["status"] == "created", decided
+    memory_id = decided["created"]
+    start_warm(session)
+
+    readme = ToolUse("Read", {"file_path": str(project / "README.md")})
+    charge = ToolUse("Read", {"file_path": str(project / "src/payments/charge.py")})
+    for step, marker in (("file there", "MARK-GUIDANCE-1"), ("file gone", "MARK-GUIDANCE-2")):
+        session.script(readme, charge, final=Text(f"done {marker}"))
+        run = work.run("Go through the files one by one.", ("Read",))
+        assert run.result_text == f"done {marker}"
+        last = api.message_bodies()[-1]
+        got = tool_contexts(last)
+        # Every place the rule reached the model, in the last request: once, whichever way.
+        places = [loc for loc, text in iter_texts(last) if GUIDANCE in text]
+        assert len(places) == 1, (step, places)
+        if step == "file there":
+            assert got == [], got
+            (place,) = places
+            text = dict(iter_texts(last))[place]
+            assert text.startswith("<system-reminder>\nContents of ") and str(nested) in text, text
+        else:
+            assert [(i, t) for i, t, _ in got] == [(charge.id, "Read")], got
+            assert_context(got[0][2], TOOL_HEADER.format("src/payments/charge.py"),
+                           line_of(memory_id, "convention", GUIDANCE))
+        work.check(run, {"PreToolUse": 2})
+        nested.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- 4. subagents
@@ -382,11 +429,14 @@ def test_subagents_started_together_each_get_their_own_task(work: Watched) -> No
     start_warm(session)
     pay_agent, docs_agent = agent_call("Check payment retries", PAY_TASK), agent_call("Proofread install docs",
                                                                                       DOCS_TASK)
-    pay_first, docs_first = (ToolUse("Read", {"file_path": str(project / "README.md")}) for _ in range(2))
+    # Two calls each, on files no memory is scoped to: Claude Code may not have written a subagent's
+    # transcript by its first call (one run in four); the next call looks again.
+    pay_calls, docs_calls = ([ToolUse("Read", {"file_path": str(project / name)}) for name in ("README.md", "NOTES")]
+                             for _ in range(2))
     session.script()
     api.set_script(routed(steps([pay_agent, docs_agent], final=Text("both done MARK-PAR")), {
-        PAY_TASK: steps(pay_first, final=Text("no retries found MARK-PAR-PAY")),
-        DOCS_TASK: steps(docs_first, final=Text("no typos found MARK-PAR-DOCS"))}))
+        PAY_TASK: steps(*pay_calls, final=Text("no retries found MARK-PAR-PAY")),
+        DOCS_TASK: steps(*docs_calls, final=Text("no typos found MARK-PAR-DOCS"))}))
     run = work.run("Check the payments code and the install docs.", ("Agent", "Read"))
     assert run.result_text == "both done MARK-PAR"
     threads = by_agent(api, {"pay": PAY_TASK, "docs": DOCS_TASK})
@@ -394,10 +444,12 @@ def test_subagents_started_together_each_get_their_own_task(work: Watched) -> No
     assert not any(hook_contexts_in(b, "SubagentStart") for bodies in threads.values() for b in bodies)
 
     pay_ctx, docs_ctx = tool_contexts(threads["pay"][-1]), tool_contexts(threads["docs"][-1])
-    assert [(i, t) for i, t, _ in pay_ctx] == [(pay_first.id, "Read")], pay_ctx
-    assert [(i, t) for i, t, _ in docs_ctx] == [(docs_first.id, "Read")], docs_ctx
+    assert len(pay_ctx) == 1 and pay_ctx[0][0] in {c.id for c in pay_calls}, pay_ctx
+    assert len(docs_ctx) == 1 and docs_ctx[0][0] in {c.id for c in docs_calls}, docs_ctx
+    print("task given at call", [c.id for c in pay_calls].index(pay_ctx[0][0]) + 1, "(payments),",
+          [c.id for c in docs_calls].index(docs_ctx[0][0]) + 1, "(docs)")
     assert_context(pay_ctx[0][2], TASK_HEADER, line_of(pay_id, "convention", PAYMENTS))
     assert_context(docs_ctx[0][2], TASK_HEADER, line_of(docs_id, "convention", DOCS))
     assert tool_contexts(threads[""][-1]) == []
     assert SessionState((run.json or {})["session_id"]).agents == []  # both tasks were handed over
-    work.check(run, {"SubagentStart": 2, "PreToolUse": 4})
+    work.check(run, {"SubagentStart": 2, "PreToolUse": 6})

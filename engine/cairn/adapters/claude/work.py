@@ -31,6 +31,9 @@ POST_TOOL_USE = "PostToolUse"
 SUBAGENT_START = "SubagentStart"
 FILE_TOOLS = {"Read": "read", "Edit": "edit", "Write": "edit", "MultiEdit": "edit", "NotebookEdit": "edit"}
 SEARCH_TOOLS = ("Grep", "Glob")
+# Claude Code 2.1 adds a subfolder's CLAUDE.md to the context with a Read there (seen in tests/e2e/test_work.py);
+# an Edit follows a Read of the same file.
+NESTED_LOADING_TOOLS = ("Read", "Edit", "MultiEdit")
 AGENT_TOOLS = ("Agent", "Task")  # the subagent tool (named Task in older Claude Code builds)
 WRITE_TOOLS = re.compile(r"^mcp__.*cairn.*__memory_(remember|replace)$")
 _WRITTEN_ID = re.compile(r'\\?"id\\?"\s*:\s*\\?"([0-9A-HJKMNP-TV-Z]{26})')
@@ -40,6 +43,9 @@ MAX_HELD = 50  # touches a session keeps while its project has no store
 SUBAGENT_CHARS = 1500  # what a subagent gets at its start
 SUBAGENT_K = 5
 PARENT_FILES = 6  # the parent's most recent files offered to a subagent's task
+# How long a subagent's first tool call waits for its transcript: well within the 0.5 s a tool hook
+# gives the warm process (cairn.adapters.hook.TOOL_TIMEOUT_S), and only when its start was ambiguous.
+TRANSCRIPT_WAIT_S = 0.15
 
 
 def state_key(payload: dict[str, Any]) -> str:
@@ -118,6 +124,11 @@ def tool_event(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[s
     budget = min(hooks["tool_chars"], hooks["tool_session_chars"] - state.tool_chars)
     if budget <= 0:
         return task_text
+    if tool in NESTED_LOADING_TOOLS:
+        loaded = _nested_loaded(memory, root, [t for t, _ in touched])
+        if loaded - set(state.injected):
+            state.injected += sorted(loaded - set(state.injected))  # in context now, by Claude Code
+            state.save()
     text = tool_context(memory, [t for t, _ in touched], exclude=frozenset(state.injected), k=hooks["tool_k"],
                         budget=budget)
     if text:
@@ -125,6 +136,20 @@ def tool_event(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[s
         state.tool_chars += len(text)
         state.save()
     return "\n".join(filter(None, (task_text, text))) or None
+
+
+def _nested_loaded(memory: Cairn, root: Path, paths: list[str]) -> set[str]:
+    """The memories Claude Code itself puts in the context with a Read of `paths`: those whose text is
+    in a CLAUDE.md of a folder between the project root and the file (it loads a subfolder's CLAUDE.md
+    beside the first Read there; the root's came at the start: claude_loaded.already_loaded)."""
+    from ..claude_loaded import loaded_texts
+
+    files = []
+    for rel in paths:
+        parts = rel.rstrip("/").split("/")[:-1]
+        files += [root.joinpath(*parts[:i], "CLAUDE.md") for i in range(1, len(parts) + 1)]
+    files = [f for f in dict.fromkeys(files) if f.is_file()]
+    return {m.id for m in memory.current_by_texts(loaded_texts(files))} if files else set()
 
 
 def hold_touches(payload: dict[str, Any], root: Path, state: SessionState) -> None:
@@ -204,10 +229,12 @@ def _late_task_context(memory: Cairn, payload: dict[str, Any], root: Path, hooks
     """At the first tool call of a subagent whose start could not tell its task: the task whose prompt
     opens the subagent's transcript (<session transcript without .jsonl>/subagents/agent-<id>.jsonl,
     as Claude Code 2.1 writes it), taken from the parent's pending tasks, and its memories."""
+    prompt = _subagent_prompt(payload)
+    if not prompt:  # Claude Code has not written the transcript yet: the next tool call looks again
+        return None
     state.awaiting_task = False
     state.save()
     parent = SessionState(str(payload.get("session_id") or ""))
-    prompt = _subagent_prompt(payload)
     task = next((t for t in parent.agents if prompt and t.get("prompt") == prompt[:4000]), None)
     if task is None:
         return None
@@ -220,27 +247,34 @@ def _late_task_context(memory: Cairn, payload: dict[str, Any], root: Path, hooks
     return text
 
 
-def _subagent_prompt(payload: dict[str, Any]) -> str:
-    """The first user message of the subagent's own transcript, or "" when it cannot be read."""
+def _subagent_prompt(payload: dict[str, Any], *, wait_s: float = TRANSCRIPT_WAIT_S) -> str:
+    """The first user message of the subagent's own transcript, or "" when it cannot be read within
+    `wait_s` seconds (Claude Code writes it a moment after the subagent starts: in the e2e tests one
+    subagent in four made its first tool call before)."""
     import json
+    import time
 
     transcript, agent_id = str(payload.get("transcript_path") or ""), str(payload.get("agent_id") or "")
     if not transcript.endswith(".jsonl") or not agent_id or "/" in agent_id or "\\" in agent_id:
         return ""
     path = Path(transcript[:-len(".jsonl")]) / "subagents" / f"agent-{agent_id}.jsonl"
-    try:
-        with open(path, encoding="utf-8") as lines:
-            for line in lines:
-                entry = json.loads(line)
-                message = entry.get("message") if isinstance(entry, dict) else None
-                if isinstance(message, dict) and message.get("role") == "user":
-                    content = message.get("content")
-                    if isinstance(content, list):
-                        content = " ".join(str(b.get("text") or "") for b in content if isinstance(b, dict))
-                    return str(content or "").strip()
-    except (OSError, ValueError):
-        pass
-    return ""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with open(path, encoding="utf-8") as lines:
+                for line in lines:
+                    entry = json.loads(line)
+                    message = entry.get("message") if isinstance(entry, dict) else None
+                    if isinstance(message, dict) and message.get("role") == "user":
+                        content = message.get("content")
+                        if isinstance(content, list):
+                            content = " ".join(str(b.get("text") or "") for b in content if isinstance(b, dict))
+                        return str(content or "").strip()
+        except (OSError, ValueError):  # not there yet, or its first line half written
+            pass
+        if time.monotonic() >= deadline:
+            return ""
+        time.sleep(0.01)
 
 
 def _task_context(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[str, Any], prompt: str, *,
