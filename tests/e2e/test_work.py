@@ -430,7 +430,7 @@ def test_subagents_started_together_each_get_their_own_task(work: Watched) -> No
     pay_agent, docs_agent = agent_call("Check payment retries", PAY_TASK), agent_call("Proofread install docs",
                                                                                       DOCS_TASK)
     # Two calls each, on files no memory is scoped to: Claude Code may not have written a subagent's
-    # transcript by its first call (one run in four); the next call looks again.
+    # transcript by its first call (2 runs of 9); the next call looks again.
     pay_calls, docs_calls = ([ToolUse("Read", {"file_path": str(project / name)}) for name in ("README.md", "NOTES")]
                              for _ in range(2))
     session.script()

@@ -249,8 +249,8 @@ def _late_task_context(memory: Cairn, payload: dict[str, Any], root: Path, hooks
 
 def _subagent_prompt(payload: dict[str, Any], *, wait_s: float = TRANSCRIPT_WAIT_S) -> str:
     """The first user message of the subagent's own transcript, or "" when it cannot be read within
-    `wait_s` seconds (Claude Code writes it a moment after the subagent starts: in the e2e tests one
-    subagent in four made its first tool call before)."""
+    `wait_s` seconds (Claude Code writes it a moment after the subagent starts: in 2 e2e runs of 9 one
+    subagent made its first tool call before)."""
     import json
     import time
 
