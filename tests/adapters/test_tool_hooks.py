@@ -171,6 +171,74 @@ def test_a_subagent_gets_the_memories_of_its_task_and_not_the_others(repo):
     assert pay.id in SessionState("P-a1").injected
 
 
+def test_a_rule_claude_code_loads_from_the_folders_claude_md_is_not_injected_again(repo):
+    """Claude Code puts src/payments/CLAUDE.md in the context beside the first Read there (seen in
+    tests/e2e/test_work.py): a memory imported from it is not injected a second time; the folder's
+    other memories still are."""
+    (repo / "src" / "payments" / "CLAUDE.md").write_text(f"# Payments\n\n- {PAYMENTS}.\n")
+    with _open(repo) as memory:
+        pay = memory.remember(PAYMENTS, kind="convention", paths=["src/payments/**"]).memory
+        refunds = memory.remember("Refunds are issued within 14 days of the charge", kind="convention",
+                                  paths=["src/payments/**"]).memory
+    read = _tool(repo, "S", "Read", file_path=str(repo / "src" / "payments" / "charge.py"))
+    assert f"[mem:{refunds.id}]" in read and f"[mem:{pay.id}]" not in read
+    assert _tool(repo, "S", "Grep", pattern="cents", path=str(repo / "src" / "payments")) == ""
+    # Only a Read (or an Edit, which follows one) brings the file: a new session's first Write gets it.
+    written = _tool(repo, "S2", "Write", file_path=str(repo / "src" / "payments" / "new.py"), content="")
+    assert f"[mem:{pay.id}]" in written
+
+
+def _subagent_transcript(root: Path, session: Path, agent_id: str, prompt: str) -> None:
+    """What Claude Code 2.1 writes once a subagent has started: <session transcript without .jsonl>/
+    subagents/agent-<id>.jsonl, opening with the prompt of its Agent call."""
+    path = session.with_suffix("") / "subagents" / f"agent-{agent_id}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"isSidechain": True, "agentId": agent_id, "type": "user",
+                                "message": {"role": "user", "content": prompt}}) + "\n")
+
+
+def test_subagents_of_one_type_started_together_get_their_own_tasks_at_their_first_tool_call(repo, tmp_path):
+    """Two Agent calls of one type in one message start together in no set order, and SubagentStart
+    names neither the call nor the prompt: the start gives nothing rather than guess (first come,
+    first served gave the docs subagent the payments task), and each subagent's first tool call
+    finds its prompt in its own transcript."""
+    with _open(repo) as memory:
+        pay = memory.remember(PAYMENTS, kind="convention", paths=["src/payments/**"]).memory
+        docs = memory.remember(DOCS, kind="convention", paths=["docs/**"]).memory
+    env = {"CLAUDE_PROJECT_DIR": str(repo)}
+    transcript = tmp_path / "projects" / "P.jsonl"
+    pay_task, docs_task = "Add a refund function next to src/payments/charge.py", "Rewrite docs/index.md"
+    for description, prompt in (("Add refunds", pay_task), ("Fix docs", docs_task)):
+        _tool(repo, "P", "Agent", description=description, subagent_type="general-purpose", prompt=prompt)
+    # The docs subagent starts first.
+    for agent_id in ("a-docs", "a-pay"):
+        start = {"session_id": "P", "cwd": str(repo), "agent_id": agent_id, "agent_type": "general-purpose",
+                 "transcript_path": str(transcript)}
+        assert _context(handle("SubagentStart", start, env)) == ""
+
+    def first_call(agent_id: str) -> str:
+        payload = {"session_id": "P", "agent_id": agent_id, "agent_type": "general-purpose", "cwd": str(repo),
+                   "transcript_path": str(transcript), "tool_name": "Read",
+                   "tool_input": {"file_path": str(repo / "README.md")}}
+        return _context(handle("PreToolUse", payload, env))
+
+    # A call before Claude Code has written the subagent's transcript gets nothing, and the next looks again.
+    assert first_call("a-docs") == "" and SessionState("P-a-docs").awaiting_task
+    _subagent_transcript(repo, transcript, "a-docs", docs_task)
+    _subagent_transcript(repo, transcript, "a-pay", pay_task)
+    in_docs, in_pay = first_call("a-docs"), first_call("a-pay")
+    assert in_docs.startswith("Cairn memories for this task") and in_pay.startswith("Cairn memories for this task")
+    assert f"[mem:{docs.id}]" in in_docs and f"[mem:{pay.id}]" not in in_docs
+    assert f"[mem:{pay.id}]" in in_pay and f"[mem:{docs.id}]" not in in_pay
+    assert first_call("a-pay") == ""  # once
+    assert SessionState("P").agents == [] and pay.id in SessionState("P-a-pay").injected
+    # A subagent alone of its type is still served at its start.
+    _tool(repo, "P", "Agent", description="More refunds", subagent_type="general-purpose", prompt=pay_task)
+    alone = {"session_id": "P", "cwd": str(repo), "agent_id": "a-3", "agent_type": "general-purpose",
+             "transcript_path": str(transcript)}
+    assert f"[mem:{pay.id}]" in _context(handle("SubagentStart", alone, env))
+
+
 def test_a_cold_tool_hook_answers_at_once_and_starts_the_warm_process(repo, monkeypatch):
     runtime = tempfile.mkdtemp(prefix="cw", dir="/tmp")  # no warm process listens here
     env = {**os.environ, "PYTHONPATH": str(ENGINE), "CLAUDE_PROJECT_DIR": str(repo), "XDG_RUNTIME_DIR": runtime}

@@ -13,6 +13,7 @@ Claude Code sent; the ``find_*`` helpers search those bodies.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import traceback
 import uuid
@@ -334,18 +335,20 @@ class FakeAnthropicAPI:
         environment block, the skills list, the date), separated by blank lines, so each string
         returned *starts with* the hook's additionalContext but may run on: compare with
         ``startswith`` or use :meth:`has_hook_context`. Deduplicated, in order of first appearance.
+        Tool and subagent events carry their matcher in the label ("PreToolUse:Read hook additional
+        context: ...", "SubagentStart:general-purpose ..."): ``event`` matches them all.
         """
-        marker = f"{event} hook additional context: "
+        marker = hook_marker(event)
         found: list[str] = []
-        for _, _, text in self.find_text(marker):
-            for chunk in text.split(marker)[1:]:
+        for _, _, text in self.find_text(" hook additional context: "):
+            for chunk in marker.split(text)[1:]:
                 if chunk not in found:
                     found.append(chunk)
         return found
 
     def has_hook_context(self, event: str, context: str) -> bool:
         """True if some request carried ``context`` as ``event``'s hook additionalContext."""
-        return bool(self.find_text(f"{event} hook additional context: {context}"))
+        return any(chunk.startswith(context) for chunk in self.hook_context(event))
 
     def find_tool_result(self, tool_use_id: str) -> dict[str, Any] | None:
         """Return the first tool_result block answering ``tool_use_id`` (None if never sent)."""
@@ -361,6 +364,28 @@ class FakeAnthropicAPI:
     def tool_names(self, index: int = -1) -> list[str]:
         """Return the names in ``tools[]`` of the messages request at ``index`` (default: last)."""
         return [t.get("name", "") for t in self.message_bodies()[index].get("tools", [])]
+
+
+def hook_marker(event: str) -> re.Pattern[str]:
+    """The label Claude Code 2.1.328 puts before a hook's additionalContext: ``"<event> hook additional
+    context: "``, or for an event with a matcher ``"<event>:<tool or agent type> hook additional
+    context: "`` (PreToolUse, PostToolUse, SubagentStart). The matcher is the pattern's only group."""
+    return re.compile(rf"(?<![\w:]){re.escape(event)}(?::([\w.-]+))? hook additional context: ")
+
+
+def hook_contexts_in(body: dict[str, Any], event: str) -> list[tuple[int, str, str]]:
+    """``(message index, matcher, context)`` for each ``event`` hook context in a request body's
+    messages, in order; matcher is "" for an event without one. A context runs to the end of its
+    text: cut it where Claude Code's own system text begins if the event shares its message."""
+    marker = hook_marker(event)
+    found: list[tuple[int, str, str]] = []
+    for loc, text in iter_texts(body):
+        if not loc.startswith("messages["):
+            continue
+        index = int(loc[len("messages["):loc.index("]")])
+        parts = marker.split(text)  # [before, matcher, context, matcher, context, ...]
+        found += [(index, parts[i] or "", parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
+    return found
 
 
 def tool_result_text(block: dict[str, Any]) -> str:

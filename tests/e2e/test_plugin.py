@@ -737,7 +737,13 @@ def test_manifests(claude_env: ClaudeHarness) -> None:
     assert manifests == [".claude-plugin/plugin.json"], manifests
 
     hooks = json.loads((REPO_ROOT / "hooks" / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "SubagentStart", "Stop",
+                          "PreCompact", "SessionEnd"}
+    # What tool time follows (cairn.adapters.claude.work), and the write tools PostToolUse learns from.
+    (pre,), (post,) = hooks["PreToolUse"], hooks["PostToolUse"]
+    assert set(pre["matcher"].split("|")) == {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Grep", "Glob",
+                                              "Bash", "Agent", "Task"}, pre
+    assert set(post["matcher"].split("|")) == {TOOL("memory_remember"), TOOL("memory_replace")}, post
     for event, groups in hooks.items():
         for group in groups:
             for hook in group["hooks"]:

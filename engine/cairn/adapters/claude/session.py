@@ -69,6 +69,7 @@ class SessionState:
         self.tool_chars = 0  # characters injected at tool time since the context was last cleared
         self.agents: list[dict[str, str]] = []  # Agent calls' tasks waiting for their SubagentStart
         self.held: list[list[str]] = []  # [target, action] touched while the project had no store
+        self.awaiting_task = False  # a subagent whose start could not tell its task (work.subagent_start)
         if self.path is not None:
             try:
                 data = json.loads(self.path.read_text())
@@ -79,6 +80,7 @@ class SessionState:
                 self.tool_chars = int(data.get("tool_chars") or 0)
                 self.agents = [a for a in data.get("agents", []) if isinstance(a, dict)]
                 self.held = [list(t) for t in data.get("held", []) if isinstance(t, list) and len(t) == 2]
+                self.awaiting_task = data.get("awaiting_task") is True
             except (OSError, ValueError, AttributeError, TypeError):
                 pass
 
@@ -94,7 +96,7 @@ class SessionState:
         write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:],
                                              "uncounted": self.uncounted[-2000:], "loaded": self.loaded,
                                              "tool_chars": self.tool_chars, "agents": self.agents,
-                                             "held": self.held}).encode())
+                                             "held": self.held, "awaiting_task": self.awaiting_task}).encode())
 
 
 def digest(text: str) -> str:

@@ -4,7 +4,8 @@ PreToolUse (Read, Edit, Write, MultiEdit, NotebookEdit, Grep, Glob, Bash): the f
 commands the call touches are recorded for the session (Cairn.scopes.touch: what later writes learn
 their scopes from), and the memories scoped to them that the session's context does not hold yet
 are injected as compact lines (context.tool_context). A call to the Agent tool leaves its task for
-SubagentStart, which gives the subagent the memories for that task. PostToolUse of Cairn's own
+SubagentStart, which gives the subagent the memories for that task (or, when it cannot tell which
+of several waiting tasks is the subagent's, its first tool call does). PostToolUse of Cairn's own
 memory_remember / memory_replace associates the memory just written with what the session touched.
 """
 
@@ -30,6 +31,9 @@ POST_TOOL_USE = "PostToolUse"
 SUBAGENT_START = "SubagentStart"
 FILE_TOOLS = {"Read": "read", "Edit": "edit", "Write": "edit", "MultiEdit": "edit", "NotebookEdit": "edit"}
 SEARCH_TOOLS = ("Grep", "Glob")
+# Claude Code 2.1 adds a subfolder's CLAUDE.md to the context with a Read there (seen in tests/e2e/test_work.py);
+# an Edit follows a Read of the same file.
+NESTED_LOADING_TOOLS = ("Read", "Edit", "MultiEdit")
 AGENT_TOOLS = ("Agent", "Task")  # the subagent tool (named Task in older Claude Code builds)
 WRITE_TOOLS = re.compile(r"^mcp__.*cairn.*__memory_(remember|replace)$")
 _WRITTEN_ID = re.compile(r'\\?"id\\?"\s*:\s*\\?"([0-9A-HJKMNP-TV-Z]{26})')
@@ -39,6 +43,9 @@ MAX_HELD = 50  # touches a session keeps while its project has no store
 SUBAGENT_CHARS = 1500  # what a subagent gets at its start
 SUBAGENT_K = 5
 PARENT_FILES = 6  # the parent's most recent files offered to a subagent's task
+# How long a subagent's first tool call waits for its transcript: well within the 0.5 s a tool hook
+# gives the warm process (cairn.adapters.hook.TOOL_TIMEOUT_S), and only when its start was ambiguous.
+TRANSCRIPT_WAIT_S = 0.15
 
 
 def state_key(payload: dict[str, Any]) -> str:
@@ -105,24 +112,44 @@ def tool_event(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[s
         if WRITE_TOOLS.match(tool):
             _learn_written(memory, payload, session_id)
         return None
+    task_text = _late_task_context(memory, payload, root, hooks, state) if state.awaiting_task else None
     if tool in AGENT_TOOLS:
         _remember_agent_task(state, payload)
-        return None
+        return task_text
     touched = targets(payload, root)
     if not touched:
-        return None
+        return task_text
     if session_id:
         memory.scopes.touch(session_id, touched)
     budget = min(hooks["tool_chars"], hooks["tool_session_chars"] - state.tool_chars)
     if budget <= 0:
-        return None
+        return task_text
+    if tool in NESTED_LOADING_TOOLS:
+        loaded = _nested_loaded(memory, root, [t for t, _ in touched])
+        if loaded - set(state.injected):
+            state.injected += sorted(loaded - set(state.injected))  # in context now, by Claude Code
+            state.save()
     text = tool_context(memory, [t for t, _ in touched], exclude=frozenset(state.injected), k=hooks["tool_k"],
                         budget=budget)
     if text:
         state.record_injection(text)
         state.tool_chars += len(text)
         state.save()
-    return text
+    return "\n".join(filter(None, (task_text, text))) or None
+
+
+def _nested_loaded(memory: Cairn, root: Path, paths: list[str]) -> set[str]:
+    """The memories Claude Code itself puts in the context with a Read of `paths`: those whose text is
+    in a CLAUDE.md of a folder between the project root and the file (it loads a subfolder's CLAUDE.md
+    beside the first Read there; the root's came at the start: claude_loaded.already_loaded)."""
+    from ..claude_loaded import loaded_texts
+
+    files = []
+    for rel in paths:
+        parts = rel.rstrip("/").split("/")[:-1]
+        files += [root.joinpath(*parts[:i], "CLAUDE.md") for i in range(1, len(parts) + 1)]
+    files = [f for f in dict.fromkeys(files) if f.is_file()]
+    return {m.id for m in memory.current_by_texts(loaded_texts(files))} if files else set()
 
 
 def hold_touches(payload: dict[str, Any], root: Path, state: SessionState) -> None:
@@ -159,7 +186,8 @@ def _remember_agent_task(state: SessionState, payload: dict[str, Any]) -> None:
     args = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
     assert isinstance(args, dict)
     task = {"type": str(args.get("subagent_type") or "general-purpose"),
-            "text": " ".join(str(args.get(k) or "") for k in ("description", "prompt")).strip()[:4000]}
+            "text": " ".join(str(args.get(k) or "") for k in ("description", "prompt")).strip()[:4000],
+            "prompt": str(args.get("prompt") or "").strip()[:4000]}
     if task["text"]:
         state.agents = [*state.agents, task][-MAX_PENDING_AGENTS:]
         state.save()
@@ -170,16 +198,89 @@ def subagent_start(memory: Cairn, payload: dict[str, Any], root: Path, hooks: di
     """SubagentStart: the memories for the subagent's task (the prompt its Agent call gave, matched
     by agent type): the memories scoped to the files the prompt names, those the per-prompt gate
     passes for the prompt, and those scoped to the parent's recent files that the prompt is about
-    too (context.subagent_context). Never the whole index. The subagent's own state starts with them."""
-    from cairn import subagent_context
-
+    too (context.subagent_context). Never the whole index. The subagent's own state starts with them.
+    When several tasks of its type wait (Agent calls made together), None: the subagent's first
+    tool call gets them instead (_late_task_context)."""
     agent_type = str(payload.get("agent_type") or "")
-    task = next((t for t in parent.agents if t.get("type") == agent_type), parent.agents[0] if parent.agents else None)
+    same = [t for t in parent.agents if t.get("type") == agent_type]
+    if len(same) > 1:
+        # Agent calls of one type made together (Claude's usual fan-out) start together, in no set
+        # order, and SubagentStart names neither the call nor the prompt: guessing gives a subagent
+        # another's memories. Its first tool call finds its prompt in its transcript (_late_task_context).
+        child = SessionState(state_key(payload))
+        child.awaiting_task = True
+        child.save()
+        return None
+    task = same[0] if same else (parent.agents[0] if parent.agents else None)
     if task is None:
         return None
     parent.agents = [t for t in parent.agents if t is not task]
     parent.save()
-    prompt = str(task["text"])
+    text = _task_context(memory, payload, root, hooks, str(task["text"]), embedder=embedder)
+    if text:
+        child = SessionState(state_key(payload))
+        child.record_injection(text)
+        child.save()
+    return text
+
+
+def _late_task_context(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[str, Any],
+                       state: SessionState) -> str | None:
+    """At the first tool call of a subagent whose start could not tell its task: the task whose prompt
+    opens the subagent's transcript (<session transcript without .jsonl>/subagents/agent-<id>.jsonl,
+    as Claude Code 2.1 writes it), taken from the parent's pending tasks, and its memories."""
+    prompt = _subagent_prompt(payload)
+    if not prompt:  # Claude Code has not written the transcript yet: the next tool call looks again
+        return None
+    state.awaiting_task = False
+    state.save()
+    parent = SessionState(str(payload.get("session_id") or ""))
+    task = next((t for t in parent.agents if prompt and t.get("prompt") == prompt[:4000]), None)
+    if task is None:
+        return None
+    parent.agents = [t for t in parent.agents if t is not task]
+    parent.save()
+    text = _task_context(memory, payload, root, hooks, str(task["text"]))
+    if text:
+        state.record_injection(text)
+        state.save()
+    return text
+
+
+def _subagent_prompt(payload: dict[str, Any], *, wait_s: float = TRANSCRIPT_WAIT_S) -> str:
+    """The first user message of the subagent's own transcript, or "" when it cannot be read within
+    `wait_s` seconds (Claude Code writes it a moment after the subagent starts: in 2 e2e runs of 9 one
+    subagent made its first tool call before)."""
+    import json
+    import time
+
+    transcript, agent_id = str(payload.get("transcript_path") or ""), str(payload.get("agent_id") or "")
+    if not transcript.endswith(".jsonl") or not agent_id or "/" in agent_id or "\\" in agent_id:
+        return ""
+    path = Path(transcript[:-len(".jsonl")]) / "subagents" / f"agent-{agent_id}.jsonl"
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with open(path, encoding="utf-8") as lines:
+                for line in lines:
+                    entry = json.loads(line)
+                    message = entry.get("message") if isinstance(entry, dict) else None
+                    if isinstance(message, dict) and message.get("role") == "user":
+                        content = message.get("content")
+                        if isinstance(content, list):
+                            content = " ".join(str(b.get("text") or "") for b in content if isinstance(b, dict))
+                        return str(content or "").strip()
+        except (OSError, ValueError):  # not there yet, or its first line half written
+            pass
+        if time.monotonic() >= deadline:
+            return ""
+        time.sleep(0.01)
+
+
+def _task_context(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[str, Any], prompt: str, *,
+                  embedder: Embedder | None = None) -> str | None:
+    from cairn import subagent_context
+
     named = [rel for word in _PATH_WORD.findall(prompt) if (rel := relative(word, root)) and (root / rel).exists()]
     session_id = str(payload.get("session_id") or "")
     recent = [t.path for t in memory.scopes.touched(session_id) if not t.path.startswith(COMMAND)][:PARENT_FILES] \
@@ -188,13 +289,8 @@ def subagent_start(memory: Cairn, payload: dict[str, Any], root: Path, hooks: di
     if embedder is not None:
         vectors = memory.embed([prompt[:2000]], query=True)
         vector = None if vectors is None else vectors[0]
-    text = subagent_context(memory, prompt, named=named, recent=recent, query_vector=vector,
+    return subagent_context(memory, prompt, named=named, recent=recent, query_vector=vector,
                             k=hooks.get("subagent_k", SUBAGENT_K), budget=hooks.get("subagent_chars", SUBAGENT_CHARS))
-    if text:
-        child = SessionState(state_key(payload))
-        child.record_injection(text)
-        child.save()
-    return text
 
 
 def project_root(resolved_root: Path | None, payload: dict[str, Any], env: dict[str, str]) -> Path:
