@@ -6,7 +6,9 @@ cairn.operations), and `run`: the one engine call, its result rendered by cairn.
 (server.py) turns each row into an SDK tool; nothing here knows about sessions or transports.
 
 Adding a tool is adding a row; adding an argument to one is naming it in `args` (declare it in the
-catalogue first).
+catalogue first, with the `brief` the model reads). Two rows offer several operations (`also`), so
+that every session reads fewer schemas (bench/mcp_cost.py): memory_review by its `action`,
+memory_sessions by whether a session_id is given.
 """
 
 from __future__ import annotations
