@@ -6,7 +6,9 @@ cairn.operations), and `run`: the one engine call, its result rendered by cairn.
 (server.py) turns each row into an SDK tool; nothing here knows about sessions or transports.
 
 Adding a tool is adding a row; adding an argument to one is naming it in `args` (declare it in the
-catalogue first).
+catalogue first, with the `brief` the model reads). Two rows offer several operations (`also`), so
+that every session reads fewer schemas (bench/mcp_cost.py): memory_review by its `action`,
+memory_sessions by whether a session_id is given.
 """
 
 from __future__ import annotations
@@ -61,12 +63,13 @@ class ToolSpec:
 
 
 # Only the hints that differ from MCP's defaults (readOnlyHint false, destructiveHint true,
-# idempotentHint false), which every session pays for; the other two mean nothing for a read-only tool.
+# idempotentHint false), which every session pays for, and destructiveHint always on a write (what
+# clients ask for); the other two mean nothing for a read-only tool.
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 
 
 def _writes(*, destructive: bool = False, idempotent: bool = False) -> ToolAnnotations:
-    return ToolAnnotations(read_only_hint=False, destructive_hint=destructive, idempotent_hint=idempotent or None)
+    return ToolAnnotations(destructive_hint=destructive, idempotent_hint=idempotent or None)
 
 
 def _optional(arg: ops.Arg, **changes: Any) -> ops.Arg:
@@ -273,7 +276,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         args=ops.REMEMBER.pick(("text", "kind", "tags", "importance", "valid_from", "scope", "applies_when",
                                 "paths")),
         writes=lambda a: a["scope"] == "project",  # a global write creates no project store
-        description="Store one memory. Returns id, status (created; duplicate: nothing written), superseded (ids its text said changed), related."),
+        description="Returns id, status (created; duplicate: nothing written), superseded (ids its text said changed) and related."),
     ToolSpec(
         "memory_recall", "Recall", R, READ_ONLY, run=_recall,
         args=R.pick(("query", "k", "as_of", "kinds", "tags", "scope", "include_superseded", "include_cold")),
@@ -303,7 +306,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_search_sessions", "Search past sessions", ops.SEARCH_SESSIONS, READ_ONLY, run=_search_sessions,
         args=ops.SEARCH_SESSIONS.args, embeds=lambda a: a["mode"] not in ("exact", "keyword"),
-        description="Past sessions' prompts and replies (an error and its fix, a reason given): per session, best first, its hits (\"hit\": true) and the turns around them."),
+        description="Past sessions' prompts and replies: an error and its fix, a reason given. Per session, best first: hits (\"hit\": true) with the turns around them. A time in the query (\"last week\") ranks its window first."),
     ToolSpec(
         "memory_sessions", "Past sessions", ops.READ_SESSION, READ_ONLY, run=_sessions, also=(ops.LIST_SESSIONS,),
         # Listing and reading in one tool: one schema less in every session.
@@ -335,8 +338,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         writes=_review_writes, embeds=lambda a: a["action"] == "decide",
         description="ONLY for /cairn:review-memory, /cairn:import-guidance or what the user asks. queue: "
                     "proposals to review. decide: apply the verdict the user gave, never your own. propose: queue a "
-                    "memory for the user's approval. maintain: a dry run unless apply. maintenance_status: the last "
-                    "run."),
+                    "memory for the user's approval. maintain: a dry run unless apply. maintenance_status."),
 )
 BY_NAME = {t.name: t for t in TOOLS}
 WRITE_TOOLS = frozenset(t.name for t in TOOLS if not t.annotations.read_only_hint)
