@@ -34,7 +34,7 @@ from .storage.protocol import StoreBackend as Store  # either backend, typed by 
 from .storage.sql import Filters
 from .stores import Progress, no_progress, scrubbed_rows
 from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value, restates, states_change, subject_overlap
-from .text import duplicate_key, fts_query, index_text, is_blank, lone_surrogate, normalise, passage
+from .text import duplicate_key, fts_query, is_blank, lone_surrogate, passage
 from .timeutil import END_OF_TIME, format_date, now_ms, parse_time
 
 if TYPE_CHECKING:
@@ -407,8 +407,9 @@ class Engine:
         scope: "project" or "global" (the user's store for every project). detect: automatic
         supersession (default: config `supersession.enabled`). Duplicates of a current memory (the
         same text after NFC, casefolding, whitespace and punctuation that says nothing:
-        text.duplicate_key) write nothing and return it with status "duplicate"; with `replaces`
-        only an identical normalised text counts, so an edit may change punctuation alone.
+        text.duplicate_key, stored as the memory's text_key and found by one index lookup) write
+        nothing and return it with status "duplicate"; replacing a memory by its own text with other
+        punctuation, tags or kind writes a new version of it.
         `replaces` (an id, or several: a merge) supersedes those; otherwise a memory of the same kind
         stating a change to a similar current one supersedes it (supersede.classify), and similar
         ones it does not retire are listed in `conflicts` and queued for review: at once, or, with
@@ -476,15 +477,16 @@ class Engine:
         with store.transaction():
             # Re-checked under the write lock (SQLite) or with the rows locked (Postgres).
             olds = [self._require_current(store, i, lock=True) for i in replaces]
+            # One index lookup: text_key is text.duplicate_key, the one definition of the same memory.
             existing = store.current_by_text_key(row.text_key)
             restated: list[str] = []
-            if existing is None and not olds:  # an explicit replace may change punctuation only (an edit)
-                existing = self._same_memory(store, row)
             if existing is not None and existing.id in replaces and (
-                    sorted(existing.tags) != sorted(row.tags) or existing.kind != row.kind):
-                # Its own text with other tags or kind (a review keeping one memory's text and the
-                # tags the user chose): a new version of it, which retires it like the others. It is
-                # retired first (one current memory per text), by a row inserted just below.
+                    sorted(existing.tags) != sorted(row.tags) or existing.kind != row.kind
+                    or existing.text != row.text):
+                # Its own text with other tags or kind, or other punctuation (a review keeping one
+                # memory's text and the tags the user chose; an edit of its punctuation): a new
+                # version of it, which retires it like the others. It is retired first (one current
+                # memory per key), by a row inserted just below.
                 store.defer_references()
                 self._supersede(store, existing.id, row.id, at=row.recorded_at, valid_until=row.valid_from)
                 restated = [existing.id]
@@ -520,23 +522,6 @@ class Engine:
                 if self._supersede(store, old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from):
                     superseded.append(old.id)
         return RememberResult(store.get(row.id), "created", superseded, found.conflicts, found.related)
-
-    @staticmethod
-    def _same_memory(store: Store, row: NewMemory) -> Memory | None:
-        """A current memory (any kind) whose text differs from `row`'s only in punctuation, case or
-        whitespace (text.duplicate_key). Candidates: the memories holding the text's words as one
-        phrase, in order (such texts tokenise alike: what duplicate_key drops is a separator to the
-        tokenizer): an index lookup, where the OR of its words ranked every memory sharing one."""
-        body = index_text(row.text)
-        if not any(ch.isalnum() for ch in body):
-            return None
-        # Inside an FTS5 string only '"' (doubled) and NUL are special, and records.validate refuses
-        # a NUL.
-        match = '"' + body.replace('"', '""') + '"'
-        key = duplicate_key(row.text)
-        seqs = [s for s, _ in store.keyword_search(match, Filters(), DETECTION_CANDIDATES)]
-        found = store.by_seqs(seqs)
-        return next((found[s] for s in seqs if duplicate_key(found[s].text or "") == key), None)
 
     def _detect(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, retire: bool,
                 skip: frozenset[str] | set[str] = frozenset()) -> _Found:
@@ -736,9 +721,9 @@ class Engine:
         self.store.set_meta(f"source:{name}", json.dumps(state, ensure_ascii=False, separators=(",", ":")))
 
     def current_by_texts(self, texts: Iterable[str], *, scope: str = "all") -> list[Memory]:
-        """The current memories whose text equals one of `texts` after text.normalise (NFC,
-        casefold, collapsed whitespace): an index lookup per text, in the stores `scope` covers."""
-        keys = {normalise(t) for t in texts if t and not t.isspace()}
+        """The current memories that are one of `texts` (the same text.duplicate_key: NFC, casefold,
+        collapsed whitespace, punctuation that says nothing): an index lookup per text, in the stores `scope` covers."""
+        keys = {duplicate_key(t) for t in texts if t and not t.isspace()}
         found: dict[str, Memory] = {}
         for store in self._stores(scope):
             for key in keys:

@@ -204,7 +204,7 @@ def propose(engine: Engine, text: str, *, kind: str = "fact", tags: tuple[str, .
     "reviewed" (the user decided on the same text before: kept out, or approved, maybe edited),
     "proposal": its JSON or None, "id": the existing memory's id for "exists"}. Raises InvalidMemory."""
     from .records import Draft, validate
-    from .text import normalise
+    from .text import duplicate_key
 
     now = now_ms()
     if applies_when is not None and (not isinstance(applies_when, list)
@@ -213,7 +213,7 @@ def propose(engine: Engine, text: str, *, kind: str = "fact", tags: tuple[str, .
     text, context, origin, applies_when = _scrubbed_for_queue(text, context, origin, applies_when, tuple(tags))
     row = validate(Draft(text=text, kind=kind, tags=tuple(tags), source="import"), recorded_at=now)
     store = _queue_store(engine)
-    existing = store.current_by_text_key(normalise(row.text))
+    existing = store.current_by_text_key(duplicate_key(row.text))
     if existing is not None:
         return {"status": "exists", "proposal": None, "id": existing.id}
     if open_key("add", [], row.text) in store.proposal_keys(("rejected", "applied")):
@@ -529,16 +529,6 @@ PROPOSAL_KEYS = ("duplicate", "near_duplicate", "summarise", "demote", "conflict
 RUN_CAPS = {"conflict": 100, "summarise": 50, "demote": 100}
 
 
-def punctuation_key(text: str) -> str:
-    """The exact-duplicate key: case, whitespace AND punctuation normalised ("Run the linter before
-    pushing." and "run the linter before pushing" share it)."""
-    import re
-
-    from .text import normalise
-
-    return " ".join(re.findall(r"[^\W_]+", normalise(text)))
-
-
 _TOKEN = re.compile(r"[^\W_]+")
 
 
@@ -702,7 +692,7 @@ def plan(engine: Engine, *, now: int | None = None) -> dict[str, Any]:
     "exact": [(canonical Memory, [duplicate Memory])], "proposals": [(Proposal, open_key)]}.
     Candidates already pending, or kept by the user before (rejected, or a dismissed pair), are
     left out and counted in "already_reviewed"."""
-    from .text import stems
+    from .text import duplicate_key, stems
 
     store = _queue_store(engine)
     now = now_ms() if now is None else now
@@ -739,7 +729,7 @@ def plan(engine: Engine, *, now: int | None = None) -> dict[str, Any]:
     # another kind: a `duplicate` proposal (which kind is right is the user's call).
     groups: dict[str, list[Memory]] = {}
     for m in memories:
-        groups.setdefault(punctuation_key(m.text or ""), []).append(m)
+        groups.setdefault(duplicate_key(m.text or ""), []).append(m)
     exact: list[tuple[Memory, list[Memory]]] = []
     retired: set[str] = set()
     for key, group in groups.items():

@@ -1217,6 +1217,14 @@ def _revived(old: str, new: str, new_tokens: list[str]) -> str | None:
     return f"states {' '.join(sorted(value))}, which this memory says was replaced"
 
 
+# A word with the symbols that make it another name: ".env" is not "env", "C++" and "C#" are not "C".
+_SYMBOL_WORD = re.compile(r"\.?[^\W_]+(?:[+#]+)?")
+
+
+def _symbol_words(text: str) -> list[str]:
+    return [w for w in _SYMBOL_WORD.findall(text) if w not in _DROPPED]
+
+
 def classify(old_text: str, new_text: str, cosine: float | None, *, history: Sequence[str] = (),
              later: Sequence[str] = ()) -> Verdict:
     """Decide whether `new_text` supersedes `old_text`; see the module docstring for the method.
@@ -1307,6 +1315,10 @@ def _classify(old_text: str, new_text: str, cosine: float | None, *, history: Se
     old = _in_voice_of(old, new)
     old_tokens, new_tokens = _tokens(old), _tokens(new)
     if old_tokens == new_tokens:
+        if _symbol_words(old) != _symbol_words(new):
+            # "Use C for the core engine" / "Use C++ ...", ".env" / "env": the words agree, a symbol
+            # that names something does not. Not the same memory (text.duplicate_key), nor a change.
+            return Verdict("conflict", "the texts differ only in symbols: check whether both hold")
         return Verdict("conflict", _SAME)
     old_people, new_people = _persons(old), _persons(new)
     if old_people and new_people and old_people != new_people:
