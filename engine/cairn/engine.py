@@ -33,6 +33,7 @@ from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
 from .storage.sql import Filters
 from .stores import Progress, no_progress, scrubbed_rows
+from . import slots
 from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value, restates, states_change, subject_overlap
 from .text import duplicate_key, fts_query, is_blank, lone_surrogate, passage
 from .timeutil import END_OF_TIME, format_date, now_ms, parse_time
@@ -46,6 +47,9 @@ DETECTION_CANDIDATES = 5  # nearest current memories (any kind) checked for supe
 # Best keyword matches checked as well, with or without a model: a change the words alone show ("We
 # now deploy with Kamal" after "Deploys go through blue-green on Fly; ...") can sit below the cosine gate.
 KEYWORD_CANDIDATES = 8
+# Memories naming another value of a slot the new text names (slots.search_phrases) read to find the
+# newest of them: more than the plain keyword candidates, since guidance names tools in passing.
+SLOT_CANDIDATES = 64
 # A candidate the classifier calls unrelated is still shown as related when it is this close: a
 # cosine of the embeddings (all-MiniLM-L6-v2) or, without one, a Dice overlap of subject words.
 # Set by hand (the candidate gate, and a third of the words), not swept; their effect is measured by
@@ -543,10 +547,22 @@ class Engine:
         match = fts_query(row.text)
         keyword = [s for s, _ in store.keyword_search(match, everything, KEYWORD_CANDIDATES)
                    if s not in near] if match else []
+        # Per slot this text names (CI provider, database, deploy target, ...), the newest current
+        # memory naming another value of it: the value that held until now, however little wording
+        # the two share. Guidance names tools in passing ("run npm test"), so many are read.
+        slot_of: dict[int, str] = {}
+        phrases = slots.search_phrases(row.text)
+        if phrases:
+            query = " OR ".join('"' + " ".join(t.replace('"', '""') for t in p) + '"' for p in phrases)
+            hits = [s for s, _ in store.keyword_search(query, everything, SLOT_CANDIDATES)]
+            texts = store.by_seqs(hits)
+            self._newest_per_slot(slot_of, texts, row.text, skip)
+            keyword += [s for s in slot_of if s not in near and s not in keyword]
         stored = store.vectors_of(keyword) if keyword and vector is not None else {}
         for seq in keyword:
             near[seq] = _cosine(stored[seq], vector) if seq in stored and vector is not None else None
         memories = store.by_seqs(list(near))
+        self._newest_per_slot(slot_of, memories, row.text, skip)  # another version, another holder
         chained = names_old_value(row.text)  # "from X to Y": X may be named only earlier in the chain
         stated = states_change(row.text)
         found = _Found()
@@ -574,7 +590,10 @@ class Engine:
                 found.conflicts.append({"id": old.id, "reason": verdict.reason,
                                         **({"restatement": True} if restates(verdict, old.text or "", row.text)
                                            else {})})
-                ranked.append(((1, -closeness), old, verdict.reason))
+                # A slot's newest other value first among these: the likeliest change.
+                ranked.append(((1, -2.0 if seq in slot_of else -closeness), old, verdict.reason))
+            elif seq in slot_of:
+                ranked.append(((1, -2.0), old, f"may be an older value: {slot_of[seq]}"))
             elif cosine is not None and cosine >= RELATED_COSINE:
                 ranked.append(((2, -closeness), old, f"a similar subject (cosine {cosine:.2f})"))
             elif cosine is None and closeness >= RELATED_OVERLAP:
@@ -583,6 +602,20 @@ class Engine:
         found.related = [{"id": m.id, "text": m.text or "", "kind": m.kind, "date": format_date(m.valid_from),
                           "why": why} for _, m, why in ranked[:MAX_RELATED]]
         return found
+
+    @staticmethod
+    def _newest_per_slot(slot_of: dict[int, str], memories: dict[int, Memory], text: str,
+                         skip: frozenset[str] | set[str]) -> None:
+        """Add to `slot_of` ({seq: reason}), newest first, each memory of `memories` that names another
+        value of a slot `text` names (slots.changed_slot), one per slot not already in it."""
+        taken = {slots.slot_key(r) for r in slot_of.values()}
+        for seq in sorted(memories, reverse=True):
+            if seq in slot_of or memories[seq].id in skip:
+                continue
+            change = slots.changed_slot(memories[seq].text or "", text)
+            if change is not None and slots.slot_key(change) not in taken:
+                slot_of[seq] = change
+                taken.add(slots.slot_key(change))
 
     def possible_changes(self, memory_id: str) -> list[dict[str, Any]]:
         """The current memories recorded before `memory_id` (project store) that it may change or

@@ -386,6 +386,12 @@ def _loose(token: str) -> str:
     return re.sub(r"(?:es|ed|e|d|s)$", "", token) if len(token) > 3 and token.isalpha() else token
 
 
+def _root(token: str) -> str:
+    """A token without a noun suffix -ment(s) and loose inflection: "moved deployment" changes what
+    "we deploy with Heroku" states."""
+    return _loose(re.sub(r"ments?$", "", token)) if len(token) > 7 and token.isalpha() else _loose(token)
+
+
 def _named(text: str) -> re.Match[str] | None:
     """The first "instead of X" / "from X to Y" / ... of `text` (see _NAMED_OLD). "over X" counts only
     after "prefer": "flashed over USB" and "over the air" name a channel, not a replaced value."""
@@ -648,7 +654,7 @@ def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
     if not shared:
         return None
     changed = _CHANGED_OBJECT.search(new)
-    if changed and not set(_tokens(changed.group("obj"))) & set(old_tokens):
+    if changed and not {_root(t) for t in _tokens(changed.group("obj"))} & {_root(t) for t in old_tokens}:
         return None  # the verb changes something else ("moved standup"), not what the old text states
     named = _named(new)
     bare = named and (named.group("e") or (named.group("c") if not re.search(r" (?:with|by|as)$", named.group())

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import legacy, run_cli
 
 
 @pytest.fixture
@@ -247,13 +247,12 @@ def test_review_lists_a_queued_conflict_and_applies_the_users_verdict(cairn):
 
 
 def test_maintain_is_a_dry_run_until_apply(cairn, tmp_path):
-    # remember itself refuses a punctuation variant now; an import of an older store's export keeps both.
-    older = tmp_path / "older.jsonl"
-    older.write_text(_record(id="01J0000000000000000000000A", text="Tabs, not spaces.", kind="preference")
-                     + _record(id="01J0000000000000000000000B", text="tabs not spaces", kind="preference",
-                               recorded_at=1_700_000_000_001))
-    assert cairn("import", str(older))[0] == 0
-    a, b = {"memory": {"id": "01J0000000000000000000000A"}}, {"memory": {"id": "01J0000000000000000000000B"}}
+    # remember and import refuse a punctuation variant now; a store from before schema 10 may hold one.
+    from cairn import Cairn
+
+    a = json.loads(cairn("remember", "Tabs, not spaces.", "--kind", "preference", "--json")[1])
+    with Cairn.open(embedder=None) as memory:
+        b = {"memory": {"id": legacy(memory, "tabs not spaces", "preference").id}}
     code, out, _ = cairn("maintain", "--json")
     report = json.loads(out)
     assert code == 0 and report["dry_run"] and report["exact_duplicates"][0]["duplicates"] == [b["memory"]["id"]]
@@ -271,12 +270,13 @@ def test_maintain_is_a_dry_run_until_apply(cairn, tmp_path):
 
 
 def test_maintain_all_covers_every_store(cairn, cairn_home, tmp_path):
-    older = tmp_path / "older.jsonl"  # an older store's export: remember itself refuses the variant now
-    older.write_text(_record(text="run the linter before pushing"))
-    for name in ("one", "two"):
+    from cairn import Cairn
+
+    for name in ("one", "two"):  # each with a punctuation variant a store from before schema 10 may hold
         assert cairn("remember", "Run the linter before pushing.", "--store", name, "--create", "--no-detect",
                      "--kind", "fact")[0] == 0
-        assert cairn("import", str(older), "--store", name)[0] == 0
+        with Cairn.open(name, embedder=None) as memory:
+            legacy(memory, "run the linter before pushing", "fact")
     code, out, _ = cairn("maintain", "--all", "--apply", "--json")
     reports = json.loads(out)["stores"]
     assert code == 0 and sorted(r["store"] for r in reports) == ["one", "two"]
