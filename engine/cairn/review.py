@@ -90,6 +90,9 @@ def subject_of(memories: list[Memory]) -> str:
         return tags.most_common(1)[0][0]
     words = Counter(w for m in memories for w in dict.fromkeys(content_words(m.text or "")))
     shared = [w for w, n in words.most_common(3) if n > 1 or len(memories) == 1]
+    # In the order the first memory says them, so one subject reads alike whoever proposes it.
+    first = {w: i for i, w in reversed(list(enumerate(content_words(memories[0].text or ""))))} if memories else {}
+    shared.sort(key=lambda w: first.get(w, len(first)))
     if shared:
         return " ".join(shared)
     return " ".join((memories[0].text or "").split()[:6]) if memories else ""
@@ -287,8 +290,27 @@ def stage_conflicts(engine: Engine, store: StoreBackend, new: Memory, conflicts:
                                                       "origin": "remember"}, now=now)
         rows.append((p, open_key("conflict", [older.id, newer.id])))
     if restated:
-        rows.append(_restatements(store, new, restated, now))
+        cluster = _restatements(store, new, restated, now)
+        rows = [*_outside(rows, cluster[0]), cluster]
     return store.add_proposals(rows)
+
+
+def _outside(rows: list[tuple[Proposal, str]], cluster: Proposal) -> list[tuple[Proposal, str]]:
+    """`rows` without the pair proposals about two members of `cluster`: one proposal per subject."""
+    members = set(cluster.source_ids)
+    return [(p, k) for p, k in rows if not (p.type in PAIR_TYPES and len(p.source_ids) == 2
+                                            and set(p.source_ids) <= members)]
+
+
+def _fold(store: StoreBackend, cluster: Proposal, now: int) -> None:
+    """Close (expired) every pending pair proposal about two members of `cluster` (a write-time
+    conflict or near-duplicate of two restatements), naming the cluster that replaces it: the review
+    shows one proposal, under one heading, for one subject."""
+    members = set(cluster.source_ids)
+    for p in store.proposals(states=("pending",), types=PAIR_TYPES):
+        if p.id != cluster.id and len(p.source_ids) == 2 and set(p.source_ids) <= members:
+            store.close_proposal(p.id, state="expired", at=now, by=None,
+                                 result={"reason": f"folded into proposal {cluster.id} about the same memories"})
 
 
 def _restatements(store: StoreBackend, new: Memory, restated: list[Memory], now: int) -> tuple[Proposal, str]:
@@ -313,6 +335,7 @@ def _restatements(store: StoreBackend, new: Memory, restated: list[Memory], now:
     for p in grown:
         store.close_proposal(p.id, state="expired", at=now, by=None,
                              result={"reason": f"replaced by proposal {proposal.id}, which adds {new.id}"})
+    _fold(store, proposal, now)
     return proposal, open_key("near_duplicate", [m.id for m in ordered])
 
 
@@ -368,7 +391,8 @@ def settle(engine: Engine, memory_ids: list[str]) -> dict[str, Any]:
                 "texts": [older.text, newer.text], "reason": change["reason"], "origin": "session"}, now=now), key))
     for group in restated.groups():
         ordered = sorted((members[i] for i in group), key=lambda m: (m.valid_from, m.recorded_at, m.id))
-        rows.append(_restatements(store, ordered[-1], ordered[:-1], now))
+        cluster = _restatements(store, ordered[-1], ordered[:-1], now)
+        rows = [*_outside(rows, cluster[0]), cluster]
     return {"checked": checked, "queued": store.add_proposals(rows)}
 
 
@@ -893,6 +917,9 @@ def maintain(engine: Engine, *, apply: bool = False, safe_only: bool = False) ->
             if proposals:
                 written = set(store.add_proposals(proposals))
                 staged_ids = {p.id: p.id for p, _ in proposals if p.id in written}
+                for p, _ in proposals:
+                    if p.id in written and p.type == "near_duplicate" and len(p.source_ids) > 2:
+                        _fold(store, p, now)  # the write-time pairs of its members: one proposal
         counts = {k: 0 for k in PROPOSAL_KEYS}
         for p, _ in proposals:
             counts[p.type] += 1

@@ -608,3 +608,16 @@ def test_counts_are_in_the_right_number():
 
     assert [_count(1, "time"), _count(2, "time"), _count(1, "memory", "memories"), _count(0, "memory", "memories")] \
         == ["1 time", "2 times", "1 memory", "0 memories"]
+
+
+def test_six_restatements_from_the_cli_make_one_proposal_under_one_heading(cairn):
+    """Issue 31: written one by one from the terminal, then maintenance: 1 proposal, 1 heading."""
+    texts = ["Run ruff check before pushing.", "Always run ruff check before you push.",
+             "Before pushing, run ruff check.", "Please run ruff check prior to pushing!",
+             "ruff check must pass before every push", "We run ruff check before pushing code."]
+    ids = [json.loads(cairn("remember", t, "--kind", "convention", "--json")[1])["memory"]["id"] for t in texts]
+    assert cairn("maintain", "--apply")[0] == 0
+    code, out, _ = cairn("review", "list", "--json")
+    proposals = json.loads(out)["proposals"]
+    assert code == 0 and len(proposals) == 1 and len({p["subject"] for p in proposals}) == 1
+    assert sorted(s["id"] for s in proposals[0]["sources"]) == sorted(ids)
