@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
@@ -621,3 +622,36 @@ def test_six_restatements_from_the_cli_make_one_proposal_under_one_heading(cairn
     proposals = json.loads(out)["proposals"]
     assert code == 0 and len(proposals) == 1 and len({p["subject"] for p in proposals}) == 1
     assert sorted(s["id"] for s in proposals[0]["sources"]) == sorted(ids)
+
+
+@pytest.mark.parametrize("home", ["file", "empty", "relative", "unwritable"])
+def test_an_unusable_data_root_is_one_clear_error_everywhere_and_a_failing_doctor_check(
+        home, tmp_path, project, capsys, monkeypatch):
+    """Issue 31: CAIRN_HOME naming a file, empty, relative or unwritable: exit 2 with one line, and
+    `cairn doctor` fails its data root check; nothing is created."""
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("CAIRN_NO_WARM", "1")
+    if home == "file":
+        value = str(tmp_path / "a-file")
+        (tmp_path / "a-file").write_text("not a folder")
+    elif home == "empty":
+        value = ""
+    elif home == "relative":
+        value = "cairn-data"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root may write any folder")
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        value = str(locked / "cairn")
+    monkeypatch.setenv("CAIRN_HOME", value)
+    before = sorted(p.name for p in project.iterdir())
+    for args in (["remember", "Deploys go through Fly", "--keyword-only"], ["recall", "deploys", "--keyword-only"],
+                 ["status"], ["list"]):
+        code, out, err = run_cli(capsys, args)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (args, err)
+        assert "CAIRN_HOME" in err and "Traceback" not in err
+    code, out, _ = run_cli(capsys, ["doctor", "--json"])
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert code == 1 and checks["data root"]["status"] == "fail"
+    assert sorted(p.name for p in project.iterdir()) == before  # no data root made in the project

@@ -393,8 +393,12 @@ def doctor(fix: bool, as_json: bool) -> None:
         engine_checks = cairn.doctor(fix=fix, config=config)
     except cairn.ConfigError:  # the user-level file is broken: the config check names it
         engine_checks = []
-    checks = [config_check, *engine_checks, _warm_check(), hooks_check(settings_project(Path.cwd())),
-              _auto_memory_check(config), hook_events_check(cairn.data_root() / "logs" / "hooks.log")]
+    if any(c.name == "data root" and c.status == "fail" for c in engine_checks):
+        # Nothing under an unusable data root can be checked; its failing check says why.
+        checks = [config_check, *engine_checks, hooks_check(settings_project(Path.cwd()))]
+    else:
+        checks = [config_check, *engine_checks, _warm_check(), hooks_check(settings_project(Path.cwd())),
+                  _auto_memory_check(config), hook_events_check(cairn.data_root() / "logs" / "hooks.log")]
     failed = [c for c in checks if c.status == "fail" and not c.fixed]
 
     def human() -> None:
