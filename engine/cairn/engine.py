@@ -459,12 +459,14 @@ class Engine:
             results.append(replace(self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect),
                                    redacted=redacted[i]))
             if results[-1].conflicts and not self.defer_review:
-                self._queue_conflicts(store, results[-1])
+                results[-1] = replace(results[-1], queued=self._queue_conflicts(store, results[-1]))
         return results
 
-    def _queue_conflicts(self, store: Store, result: RememberResult) -> None:
+    def _queue_conflicts(self, store: Store, result: RememberResult) -> list[str]:
         """What becomes of the possible conflicts a write reported, once the write is done: here
-        nothing; `Cairn` (api.py), which has the review queue, queues them as conflict proposals."""
+        nothing; `Cairn` (api.py), which has the review queue, queues them as conflict proposals.
+        Returns the ids of the proposals queued."""
+        return []
 
     def _require_current(self, store: Store, memory_id: str, *, lock: bool = False) -> Memory:
         memory = store.get_for_update(memory_id) if lock else store.get(memory_id)
@@ -498,10 +500,13 @@ class Engine:
                 existing = None
             if existing is not None:
                 # The text is already remembered. Replacing other memories by it still retires them
-                # (the review verdict "keep the newer one"): nothing new is written.
+                # (the review verdict "keep the newer one"): nothing new is written. One clock: each
+                # holds until its successor does (no gap between them, nor overlap).
                 retired = [o.id for o in olds if o.id != existing.id]
-                for old_id in retired:
-                    self._supersede(store, old_id, existing.id, at=row.recorded_at, valid_until=row.valid_from)
+                for o in olds:
+                    if o.id != existing.id:
+                        self._supersede(store, o.id, existing.id, at=row.recorded_at,
+                                        valid_until=max(existing.valid_from, o.valid_from))
                 # After a replace, what else the text may change; a plain duplicate changes nothing.
                 related = self._detect(store, row, vector, retire=False,
                                        skip={existing.id, *retired}).related if retired else []

@@ -655,3 +655,21 @@ def test_an_unusable_data_root_is_one_clear_error_everywhere_and_a_failing_docto
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     assert code == 1 and checks["data root"]["status"] == "fail"
     assert sorted(p.name for p in project.iterdir()) == before  # no data root made in the project
+
+
+def test_a_write_says_it_queued_for_review_only_when_it_did(cairn):
+    code, out, _ = cairn("remember", "The staging database is backed up nightly", "--no-ask")
+    assert code == 0 and "queued" not in out and "review" not in out
+    code, out, _ = cairn("remember", "The staging database might be backed up nightly", "--no-ask")
+    assert code == 0 and "related 1." in out and "queued 1 proposal for review" in out
+    assert json.loads(cairn("review", "list", "--json")[1])["count"] == 1
+
+
+def test_list_recall_and_remember_spell_the_tag_option_alike_and_keep_the_old_spelling(cairn):
+    assert cairn("remember", "Blue-green deploys on Fly", "--tag", "deploy", "--keyword-only")[0] == 0
+    assert cairn("remember", "Releases are cut on Tuesdays", "--tags", "release", "--keyword-only")[0] == 0
+    for flag in ("--tag", "--tags"):
+        listed = json.loads(cairn("list", flag, "deploy", "--json")[1])
+        assert [m["text"] for m in listed] == ["Blue-green deploys on Fly"]
+    recalled = json.loads(cairn("recall", "releases", "--tags", "release", "--keyword-only", "--json")[1])
+    assert [h["memory"]["text"] for h in recalled] == ["Releases are cut on Tuesdays"]

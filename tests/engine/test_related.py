@@ -247,3 +247,12 @@ def test_values_of_different_slots_are_not_a_slot_change(old, new):
     from cairn.slots import changed_slot
 
     assert changed_slot(old, new) is None
+
+
+def test_one_clock_per_write_a_replaced_memory_ends_when_its_successor_begins(engine):
+    """Issue 31: the terminal's "does it replace one of these?" replaces by the text just written."""
+    old = engine.remember("Release notes are drafted in Google Docs", kind="convention").memory
+    new = engine.remember("Release notes are drafted in Notion", kind="convention").memory
+    engine.replace(old.id, new.text)
+    retired, successor = engine.get(old.id), engine.get(new.id)
+    assert retired.superseded_by == new.id and retired.valid_to == successor.valid_from
