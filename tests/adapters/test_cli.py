@@ -673,3 +673,15 @@ def test_list_recall_and_remember_spell_the_tag_option_alike_and_keep_the_old_sp
         assert [m["text"] for m in listed] == ["Blue-green deploys on Fly"]
     recalled = json.loads(cairn("recall", "releases", "--tags", "release", "--keyword-only", "--json")[1])
     assert [h["memory"]["text"] for h in recalled] == ["Releases are cut on Tuesdays"]
+
+
+def test_status_on_a_fresh_data_root_creates_nothing_and_starts_nothing(tmp_path, project, capsys, monkeypatch):
+    """Issue 31: a read-only command leaves no data root, log folder or warm process behind."""
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("CAIRN_NO_WARM", raising=False)
+    root = tmp_path / "fresh-root"
+    monkeypatch.setenv("CAIRN_HOME", str(root))
+    for args in (["status"], ["list"], ["recall", "deploys", "--keyword-only"], ["review", "list"]):
+        code, _, err = run_cli(capsys, args)
+        assert code == 0, (args, err)
+        assert not root.exists(), args

@@ -22,13 +22,13 @@ if TYPE_CHECKING:
 
 @cli.command()
 @click.option("--timings", is_flag=True, help="Also print where this call spent its time.")
-@store_options(read_only=True, use_warm=True, check_model=False)
+@store_options(read_only=True, check_model=False)
 def status(memory: Cairn, as_json: bool, timings: bool) -> None:
     """Which store and why, counts, size, vector backend and model.
 
     Whether recall is keyword-only is checked, not assumed: the embedding model is asked for one
-    vector (through the warm process, started if need be), so the first status after a while may
-    take a few seconds."""
+    vector (by the warm process when it is up, else loaded in this process: a read-only command
+    starts nothing and creates nothing), so a status may take a second."""
     started = time.perf_counter()
     memory.embed(["cairn status"])  # a model that cannot load sets the keyword-only reason
     _TIMINGS["model (warm process or load)"] = time.perf_counter() - started
