@@ -134,17 +134,24 @@ def run_cli(capsys, args, *, stdin: bytes | None = None, monkeypatch=None) -> tu
 
 
 def legacy(memory: Cairn, text: str, kind: str = "fact"):
-    """A memory as an older Cairn (or an import) may have left it: written through `import_`, so
-    `remember`'s refusal of a punctuation variant of a current memory does not apply. Returns it."""
+    """A memory as an older Cairn may have left it: a punctuation variant of a current memory, current
+    beside it, with the key of its own that the schema-10 migration gives such a row (its duplicate
+    key, a newline, an id) for maintenance to retire. Returns it."""
     import io
     import json
 
     from ulid import ULID
 
+    from cairn.records import parse_export_lines
+    from cairn.text import duplicate_key
+    from cairn.timeutil import END_OF_TIME
+
     now = int(time.time() * 1000)
     record = {"id": str(ULID()), "text": text, "kind": kind, "importance": 3, "source": "import",
               "valid_from": now, "recorded_at": now, "tags": []}
-    assert memory.import_(io.BytesIO((json.dumps(record) + "\n").encode()))["imported"] == 1
+    ((row, _),) = parse_export_lines(io.BytesIO((json.dumps(record) + "\n").encode()))
+    with memory.store.transaction():
+        memory.store.insert_raw(row, f"{duplicate_key(text)}\n{row.id}", END_OF_TIME)
     return memory.get(record["id"])
 
 

@@ -53,13 +53,14 @@ class Cairn(Engine):
         """The review queue of the project store and its maintenance (review.Review)."""
         return Review(self)
 
-    def _queue_conflicts(self, store: StoreBackend, result: RememberResult) -> None:
-        """The possible conflicts a write reported join the review queue (conflict proposals). The
-        write itself is done: a queue that cannot be written is logged, never raised."""
+    def _queue_conflicts(self, store: StoreBackend, result: RememberResult) -> list[str]:
+        """The possible conflicts a write reported join the review queue (conflict proposals); returns
+        the ids queued. The write itself is done: a queue that cannot be written is logged, never raised."""
         try:
-            stage_conflicts(self, store, result.memory, result.conflicts)
+            return stage_conflicts(self, store, result.memory, result.conflicts)
         except (CairnError, DatabaseError) as exc:
             log.warning("possible conflicts of %s not queued for review: %s", result.memory.id, exc)
+            return []
 
     # -- the names the adapters call (CLI, MCP server, HTTP, hooks), each one of the sub-APIs' methods --
     def review_queue(self, *, states: Iterable[str] = ("pending",), types: Iterable[str] = (),

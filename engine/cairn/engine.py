@@ -35,8 +35,9 @@ from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
 from .storage.sql import Filters
 from .stores import Progress, no_progress, scrubbed_rows
+from . import slots
 from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value, restates, states_change, subject_overlap
-from .text import duplicate_key, fts_query, index_text, is_blank, lone_surrogate, normalise, passage
+from .text import duplicate_key, fts_query, is_blank, lone_surrogate, passage
 from .timeutil import END_OF_TIME, format_date, now_ms, parse_time
 
 if TYPE_CHECKING:
@@ -48,6 +49,9 @@ DETECTION_CANDIDATES = 5  # nearest current memories (any kind) checked for supe
 # Best keyword matches checked as well, with or without a model: a change the words alone show ("We
 # now deploy with Kamal" after "Deploys go through blue-green on Fly; ...") can sit below the cosine gate.
 KEYWORD_CANDIDATES = 8
+# Memories naming another value of a slot the new text names (slots.search_phrases) read to find the
+# newest of them: more than the plain keyword candidates, since guidance names tools in passing.
+SLOT_CANDIDATES = 64
 # A candidate the classifier calls unrelated is still shown as related when it is this close: a
 # cosine of the embeddings (all-MiniLM-L6-v2) or, without one, a Dice overlap of subject words.
 # Set by hand (the candidate gate, and a third of the words), not swept; their effect is measured by
@@ -415,8 +419,9 @@ class Engine:
         scope: "project" or "global" (the user's store for every project). detect: automatic
         supersession (default: config `supersession.enabled`). Duplicates of a current memory (the
         same text after NFC, casefolding, whitespace and punctuation that says nothing:
-        text.duplicate_key) write nothing and return it with status "duplicate"; with `replaces`
-        only an identical normalised text counts, so an edit may change punctuation alone.
+        text.duplicate_key, stored as the memory's text_key and found by one index lookup) write
+        nothing and return it with status "duplicate"; replacing a memory by its own text with other
+        punctuation, tags or kind writes a new version of it.
         `replaces` (an id, or several: a merge) supersedes those; otherwise a memory of the same kind
         stating a change to a similar current one supersedes it (supersede.classify), and similar
         ones it does not retire are listed in `conflicts` and queued for review: at once, or, with
@@ -465,7 +470,7 @@ class Engine:
                 self._scope(store, draft, result, at=row.recorded_at)
             results.append(replace(result, redacted=redacted[i]))
             if results[-1].conflicts and not self.defer_review:
-                self._queue_conflicts(store, results[-1])
+                results[-1] = replace(results[-1], queued=self._queue_conflicts(store, results[-1]))
         return results
 
     @staticmethod
@@ -482,9 +487,11 @@ class Engine:
         if draft.session_id:
             learn(store, [memory_id], draft.session_id, at=at)
 
-    def _queue_conflicts(self, store: Store, result: RememberResult) -> None:
+    def _queue_conflicts(self, store: Store, result: RememberResult) -> list[str]:
         """What becomes of the possible conflicts a write reported, once the write is done: here
-        nothing; `Cairn` (api.py), which has the review queue, queues them as conflict proposals."""
+        nothing; `Cairn` (api.py), which has the review queue, queues them as conflict proposals.
+        Returns the ids of the proposals queued."""
+        return []
 
     def _require_current(self, store: Store, memory_id: str, *, lock: bool = False) -> Memory:
         memory = store.get_for_update(memory_id) if lock else store.get(memory_id)
@@ -501,15 +508,16 @@ class Engine:
         with store.transaction():
             # Re-checked under the write lock (SQLite) or with the rows locked (Postgres).
             olds = [self._require_current(store, i, lock=True) for i in replaces]
+            # One index lookup: text_key is text.duplicate_key, the one definition of the same memory.
             existing = store.current_by_text_key(row.text_key)
             restated: list[str] = []
-            if existing is None and not olds:  # an explicit replace may change punctuation only (an edit)
-                existing = self._same_memory(store, row)
             if existing is not None and existing.id in replaces and (
-                    sorted(existing.tags) != sorted(row.tags) or existing.kind != row.kind):
-                # Its own text with other tags or kind (a review keeping one memory's text and the
-                # tags the user chose): a new version of it, which retires it like the others. It is
-                # retired first (one current memory per text), by a row inserted just below.
+                    sorted(existing.tags) != sorted(row.tags) or existing.kind != row.kind
+                    or existing.text != row.text):
+                # Its own text with other tags or kind, or other punctuation (a review keeping one
+                # memory's text and the tags the user chose; an edit of its punctuation): a new
+                # version of it, which retires it like the others. It is retired first (one current
+                # memory per key), by a row inserted just below.
                 store.defer_references()
                 self._supersede(store, existing.id, row.id, at=row.recorded_at, valid_until=row.valid_from)
                 restated = [existing.id]
@@ -517,10 +525,13 @@ class Engine:
                 existing = None
             if existing is not None:
                 # The text is already remembered. Replacing other memories by it still retires them
-                # (the review verdict "keep the newer one"): nothing new is written.
+                # (the review verdict "keep the newer one"): nothing new is written. One clock: each
+                # holds until its successor does (no gap between them, nor overlap).
                 retired = [o.id for o in olds if o.id != existing.id]
-                for old_id in retired:
-                    self._supersede(store, old_id, existing.id, at=row.recorded_at, valid_until=row.valid_from)
+                for o in olds:
+                    if o.id != existing.id:
+                        self._supersede(store, o.id, existing.id, at=row.recorded_at,
+                                        valid_until=max(existing.valid_from, o.valid_from))
                 # After a replace, what else the text may change; a plain duplicate changes nothing.
                 related = self._detect(store, row, vector, retire=False,
                                        skip={existing.id, *retired}).related if retired else []
@@ -546,23 +557,6 @@ class Engine:
                     superseded.append(old.id)
         return RememberResult(store.get(row.id), "created", superseded, found.conflicts, found.related)
 
-    @staticmethod
-    def _same_memory(store: Store, row: NewMemory) -> Memory | None:
-        """A current memory (any kind) whose text differs from `row`'s only in punctuation, case or
-        whitespace (text.duplicate_key). Candidates: the memories holding the text's words as one
-        phrase, in order (such texts tokenise alike: what duplicate_key drops is a separator to the
-        tokenizer): an index lookup, where the OR of its words ranked every memory sharing one."""
-        body = index_text(row.text)
-        if not any(ch.isalnum() for ch in body):
-            return None
-        # Inside an FTS5 string only '"' (doubled) and NUL are special, and records.validate refuses
-        # a NUL.
-        match = '"' + body.replace('"', '""') + '"'
-        key = duplicate_key(row.text)
-        seqs = [s for s, _ in store.keyword_search(match, Filters(), DETECTION_CANDIDATES)]
-        found = store.by_seqs(seqs)
-        return next((found[s] for s in seqs if duplicate_key(found[s].text or "") == key), None)
-
     def _detect(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, retire: bool,
                 skip: frozenset[str] | set[str] = frozenset()) -> _Found:
         """What a new memory `row` does to the current ones: those it retires, those it may
@@ -583,10 +577,22 @@ class Engine:
         match = fts_query(row.text)
         keyword = [s for s, _ in store.keyword_search(match, everything, KEYWORD_CANDIDATES)
                    if s not in near] if match else []
+        # Per slot this text names (CI provider, database, deploy target, ...), the newest current
+        # memory naming another value of it: the value that held until now, however little wording
+        # the two share. Guidance names tools in passing ("run npm test"), so many are read.
+        slot_of: dict[int, str] = {}
+        phrases = slots.search_phrases(row.text)
+        if phrases:
+            query = " OR ".join('"' + " ".join(t.replace('"', '""') for t in p) + '"' for p in phrases)
+            hits = [s for s, _ in store.keyword_search(query, everything, SLOT_CANDIDATES)]
+            texts = store.by_seqs(hits)
+            self._newest_per_slot(slot_of, texts, row.text, skip)
+            keyword += [s for s in slot_of if s not in near and s not in keyword]
         stored = store.vectors_of(keyword) if keyword and vector is not None else {}
         for seq in keyword:
             near[seq] = _cosine(stored[seq], vector) if seq in stored and vector is not None else None
         memories = store.by_seqs(list(near))
+        self._newest_per_slot(slot_of, memories, row.text, skip)  # another version, another holder
         chained = names_old_value(row.text)  # "from X to Y": X may be named only earlier in the chain
         stated = states_change(row.text)
         found = _Found()
@@ -614,7 +620,10 @@ class Engine:
                 found.conflicts.append({"id": old.id, "reason": verdict.reason,
                                         **({"restatement": True} if restates(verdict, old.text or "", row.text)
                                            else {})})
-                ranked.append(((1, -closeness), old, verdict.reason))
+                # A slot's newest other value first among these: the likeliest change.
+                ranked.append(((1, -2.0 if seq in slot_of else -closeness), old, verdict.reason))
+            elif seq in slot_of:
+                ranked.append(((1, -2.0), old, f"may be an older value: {slot_of[seq]}"))
             elif cosine is not None and cosine >= RELATED_COSINE:
                 ranked.append(((2, -closeness), old, f"a similar subject (cosine {cosine:.2f})"))
             elif cosine is None and closeness >= RELATED_OVERLAP:
@@ -623,6 +632,20 @@ class Engine:
         found.related = [{"id": m.id, "text": m.text or "", "kind": m.kind, "date": format_date(m.valid_from),
                           "why": why} for _, m, why in ranked[:MAX_RELATED]]
         return found
+
+    @staticmethod
+    def _newest_per_slot(slot_of: dict[int, str], memories: dict[int, Memory], text: str,
+                         skip: frozenset[str] | set[str]) -> None:
+        """Add to `slot_of` ({seq: reason}), newest first, each memory of `memories` that names another
+        value of a slot `text` names (slots.changed_slot), one per slot not already in it."""
+        taken = {slots.slot_key(r) for r in slot_of.values()}
+        for seq in sorted(memories, reverse=True):
+            if seq in slot_of or memories[seq].id in skip:
+                continue
+            change = slots.changed_slot(memories[seq].text or "", text)
+            if change is not None and slots.slot_key(change) not in taken:
+                slot_of[seq] = change
+                taken.add(slots.slot_key(change))
 
     def possible_changes(self, memory_id: str) -> list[dict[str, Any]]:
         """The current memories recorded before `memory_id` (project store) that it may change or
@@ -763,9 +786,9 @@ class Engine:
         self.store.set_meta(f"source:{name}", json.dumps(state, ensure_ascii=False, separators=(",", ":")))
 
     def current_by_texts(self, texts: Iterable[str], *, scope: str = "all") -> list[Memory]:
-        """The current memories whose text equals one of `texts` after text.normalise (NFC,
-        casefold, collapsed whitespace): an index lookup per text, in the stores `scope` covers."""
-        keys = {normalise(t) for t in texts if t and not t.isspace()}
+        """The current memories that are one of `texts` (the same text.duplicate_key: NFC, casefold,
+        collapsed whitespace, punctuation that says nothing): an index lookup per text, in the stores `scope` covers."""
+        keys = {duplicate_key(t) for t in texts if t and not t.isspace()}
         found: dict[str, Memory] = {}
         for store in self._stores(scope):
             for key in keys:

@@ -223,6 +223,14 @@ def _opened_checks(prefix: str, store: Any, version: int, latest: int, fix: bool
     return checks
 
 
+def _data_root() -> Check:
+    """Whether the data root can hold memories (paths.unusable_data_root)."""
+    problem = paths.unusable_data_root()
+    if problem is not None:
+        return Check("data root", "fail", problem.split(";")[0], problem.split("; ", 1)[-1])
+    return Check("data root", "ok", f"{paths.data_root()}")
+
+
 def _modes(fix: bool) -> Check:
     root = paths.data_root()
     if not root.exists():
@@ -251,6 +259,10 @@ def doctor(*, fix: bool = False, config: dict[str, Any] | None = None) -> list[C
     consistency and validity, model), and the data root's file modes. fix: repair indexes, modes
     and pending migrations. config: default the user-level config (load_config())."""
     checks = _versions()
+    root = _data_root()
+    if root.status == "fail":  # nothing below can be read or written: say so once
+        return [*checks, root]
+    checks.append(root)
     config = config if config is not None else load_config()
     model, fingerprint, configured = _model(config)
     checks.append(model)

@@ -162,7 +162,7 @@ class RememberResult:
     redacted: what was taken out of the text as written, so the stored text differs from it: each
     {"field": "text" | "applies_when[N]", "kind": the secret's type, or "<private>" for a removed
     private span, "start", "end"}, character offsets of it in that field as written (end
-    exclusive). Never the value.
+    exclusive). Never the value. queued: ids of the review proposals the write queued.
     """
 
     memory: Memory
@@ -171,6 +171,9 @@ class RememberResult:
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     related: list[dict[str, str]] = field(default_factory=list)
     redacted: list[dict[str, Any]] = field(default_factory=list)
+    # Ids of the review proposals this write queued (none while the writer may still resolve them:
+    # Engine.defer_review). Not in to_json: what was queued is read from the queue.
+    queued: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -27,8 +27,37 @@ _SLUG_UNSAFE = re.compile(r"[^a-z0-9]+")
 
 
 def data_root() -> Path:
-    """$CAIRN_HOME, else the platform's user data folder (e.g. ~/.local/share/cairn; locations.py)."""
+    """$CAIRN_HOME, else the platform's user data folder (e.g. ~/.local/share/cairn; locations.py).
+    Raises UnsafeDataRoot when it cannot hold memories (`unusable_data_root`)."""
+    problem = unusable_data_root()
+    if problem is not None:
+        raise UnsafeDataRoot(problem)
     return Path(data_root_dir())
+
+
+def unusable_data_root() -> str | None:
+    """Why the data root cannot hold memories, as one sentence naming the fix, or None. CAIRN_HOME
+    set but empty (it would silently mean the default), relative (it would mean a folder in
+    whichever directory a command runs from), naming a file, or a folder this user cannot write; a
+    missing root is fine (it is created) when its nearest existing parent is a writable folder."""
+    explicit = os.environ.get("CAIRN_HOME")
+    fix = "set CAIRN_HOME to an absolute path of a folder of your own, or unset it for the default"
+    if explicit is not None and not explicit.strip():
+        return f"CAIRN_HOME is set but empty; {fix}"
+    root = data_root_dir()
+    if explicit is not None and not os.path.isabs(root):
+        return f"CAIRN_HOME is a relative path ({explicit!r}); {fix}"
+    path = Path(root)
+    existing = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)
+    if existing is None:
+        return None
+    if not existing.is_dir():
+        named = "the data root" if existing == path else f"{existing}, on the way to the data root {path},"
+        return f"{named} {path if existing == path else ''} is a file, not a folder; {fix}".replace("  ", " ")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        named = f"the data root {path}" if existing == path else f"{existing} (where the data root {path} would go)"
+        return f"{named} is not writable by this user; {fix}"
+    return None
 
 
 def stores_dir() -> Path:
@@ -53,7 +82,11 @@ def ensure_data_root() -> Path:
     owned by another user. An install made before modes were enforced (root not 0700) has every
     folder under it tightened to 0700 and every file to 0600, once. Raises UnsafeDataRoot."""
     root = data_root()
-    root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    try:
+        root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UnsafeDataRoot(f"the data root {root} cannot be created ({exc.strerror or exc}); set CAIRN_HOME "
+                             "to an absolute path of a folder of your own, or unset it for the default") from None
     info = os.stat(root)
     if info.st_uid != _uid():
         raise UnsafeDataRoot(

@@ -16,7 +16,7 @@ from .errors import InvalidImport, InvalidMemory, InvalidTime
 from .models import (DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN,
                      MAX_TEXT_BYTES, SOURCES, Memory)
 from .scopes import normalise_patterns
-from .text import is_blank, lone_surrogate, normalise
+from .text import duplicate_key, is_blank, lone_surrogate, normalise
 from .timeutil import END_OF_TIME, parse_time
 
 MAX_TAG_CHARS = 64
@@ -205,7 +205,7 @@ def validate(draft: Draft, *, recorded_at: int) -> NewMemory:
 
     text = draft.text.strip()
     return NewMemory(
-        id=str(ULID()), text=text, text_key=normalise(text), kind=draft.kind, tags=tags,
+        id=str(ULID()), text=text, text_key=duplicate_key(text), kind=draft.kind, tags=tags,
         importance=draft.importance, source=draft.source, session_id=draft.session_id,
         valid_from=valid_from, valid_to=END_OF_TIME if valid_to is None else valid_to, recorded_at=recorded_at,
         applies_when=applies_when,

@@ -90,6 +90,9 @@ def subject_of(memories: list[Memory]) -> str:
         return tags.most_common(1)[0][0]
     words = Counter(w for m in memories for w in dict.fromkeys(content_words(m.text or "")))
     shared = [w for w, n in words.most_common(3) if n > 1 or len(memories) == 1]
+    # In the order the first memory says them, so one subject reads alike whoever proposes it.
+    first = {w: i for i, w in reversed(list(enumerate(content_words(memories[0].text or ""))))} if memories else {}
+    shared.sort(key=lambda w: first.get(w, len(first)))
     if shared:
         return " ".join(shared)
     return " ".join((memories[0].text or "").split()[:6]) if memories else ""
@@ -211,7 +214,7 @@ def propose(engine: Engine, text: str, *, kind: str = "fact", tags: tuple[str, .
     nothing; "queued" then means it would be, and "proposal" is None. Raises InvalidMemory."""
     from .records import Draft, validate
     from .scopes import normalise_patterns
-    from .text import normalise
+    from .text import duplicate_key
 
     now = now_ms()
     scope = normalise_patterns(paths)  # InvalidMemory for a bad glob, before anything is queued
@@ -221,7 +224,7 @@ def propose(engine: Engine, text: str, *, kind: str = "fact", tags: tuple[str, .
     text, context, origin, applies_when = _scrubbed_for_queue(text, context, origin, applies_when, tuple(tags))
     row = validate(Draft(text=text, kind=kind, tags=tuple(tags), source="import"), recorded_at=now)
     store = _queue_store(engine)
-    existing = store.current_by_text_key(normalise(row.text))
+    existing = store.current_by_text_key(duplicate_key(row.text))
     if existing is not None:
         return {"status": "exists", "proposal": None, "id": existing.id}
     if open_key("add", [], row.text) in store.proposal_keys(("rejected", "applied")):
@@ -299,8 +302,27 @@ def stage_conflicts(engine: Engine, store: StoreBackend, new: Memory, conflicts:
                                                       "origin": "remember"}, now=now)
         rows.append((p, open_key("conflict", [older.id, newer.id])))
     if restated:
-        rows.append(_restatements(store, new, restated, now))
+        cluster = _restatements(store, new, restated, now)
+        rows = [*_outside(rows, cluster[0]), cluster]
     return store.add_proposals(rows)
+
+
+def _outside(rows: list[tuple[Proposal, str]], cluster: Proposal) -> list[tuple[Proposal, str]]:
+    """`rows` without the pair proposals about two members of `cluster`: one proposal per subject."""
+    members = set(cluster.source_ids)
+    return [(p, k) for p, k in rows if not (p.type in PAIR_TYPES and len(p.source_ids) == 2
+                                            and set(p.source_ids) <= members)]
+
+
+def _fold(store: StoreBackend, cluster: Proposal, now: int) -> None:
+    """Close (expired) every pending pair proposal about two members of `cluster` (a write-time
+    conflict or near-duplicate of two restatements), naming the cluster that replaces it: the review
+    shows one proposal, under one heading, for one subject."""
+    members = set(cluster.source_ids)
+    for p in store.proposals(states=("pending",), types=PAIR_TYPES):
+        if p.id != cluster.id and len(p.source_ids) == 2 and set(p.source_ids) <= members:
+            store.close_proposal(p.id, state="expired", at=now, by=None,
+                                 result={"reason": f"folded into proposal {cluster.id} about the same memories"})
 
 
 def _restatements(store: StoreBackend, new: Memory, restated: list[Memory], now: int) -> tuple[Proposal, str]:
@@ -325,6 +347,7 @@ def _restatements(store: StoreBackend, new: Memory, restated: list[Memory], now:
     for p in grown:
         store.close_proposal(p.id, state="expired", at=now, by=None,
                              result={"reason": f"replaced by proposal {proposal.id}, which adds {new.id}"})
+    _fold(store, proposal, now)
     return proposal, open_key("near_duplicate", [m.id for m in ordered])
 
 
@@ -380,7 +403,8 @@ def settle(engine: Engine, memory_ids: list[str]) -> dict[str, Any]:
                 "texts": [older.text, newer.text], "reason": change["reason"], "origin": "session"}, now=now), key))
     for group in restated.groups():
         ordered = sorted((members[i] for i in group), key=lambda m: (m.valid_from, m.recorded_at, m.id))
-        rows.append(_restatements(store, ordered[-1], ordered[:-1], now))
+        cluster = _restatements(store, ordered[-1], ordered[:-1], now)
+        rows = [*_outside(rows, cluster[0]), cluster]
     return {"checked": checked, "queued": store.add_proposals(rows)}
 
 
@@ -541,16 +565,6 @@ PROPOSAL_KEYS = ("duplicate", "near_duplicate", "summarise", "demote", "conflict
 # Proposals of these types one run queues at most, strongest first (the rest wait for a later run,
 # counted in "deferred"): a queue of thousands is not one anybody reviews.
 RUN_CAPS = {"conflict": 100, "summarise": 50, "demote": 100}
-
-
-def punctuation_key(text: str) -> str:
-    """The exact-duplicate key: case, whitespace AND punctuation normalised ("Run the linter before
-    pushing." and "run the linter before pushing" share it)."""
-    import re
-
-    from .text import normalise
-
-    return " ".join(re.findall(r"[^\W_]+", normalise(text)))
 
 
 _TOKEN = re.compile(r"[^\W_]+")
@@ -716,7 +730,7 @@ def plan(engine: Engine, *, now: int | None = None) -> dict[str, Any]:
     "exact": [(canonical Memory, [duplicate Memory])], "proposals": [(Proposal, open_key)]}.
     Candidates already pending, or kept by the user before (rejected, or a dismissed pair), are
     left out and counted in "already_reviewed"."""
-    from .text import stems
+    from .text import duplicate_key, stems
 
     store = _queue_store(engine)
     now = now_ms() if now is None else now
@@ -753,7 +767,7 @@ def plan(engine: Engine, *, now: int | None = None) -> dict[str, Any]:
     # another kind: a `duplicate` proposal (which kind is right is the user's call).
     groups: dict[str, list[Memory]] = {}
     for m in memories:
-        groups.setdefault(punctuation_key(m.text or ""), []).append(m)
+        groups.setdefault(duplicate_key(m.text or ""), []).append(m)
     exact: list[tuple[Memory, list[Memory]]] = []
     retired: set[str] = set()
     for key, group in groups.items():
@@ -917,6 +931,9 @@ def maintain(engine: Engine, *, apply: bool = False, safe_only: bool = False) ->
             if proposals:
                 written = set(store.add_proposals(proposals))
                 staged_ids = {p.id: p.id for p, _ in proposals if p.id in written}
+                for p, _ in proposals:
+                    if p.id in written and p.type == "near_duplicate" and len(p.source_ids) > 2:
+                        _fold(store, p, now)  # the write-time pairs of its members: one proposal
         counts = {k: 0 for k in PROPOSAL_KEYS}
         for p, _ in proposals:
             counts[p.type] += 1

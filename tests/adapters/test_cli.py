@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
+from tests.conftest import legacy, run_cli
 
 
 @pytest.fixture
@@ -247,13 +248,12 @@ def test_review_lists_a_queued_conflict_and_applies_the_users_verdict(cairn):
 
 
 def test_maintain_is_a_dry_run_until_apply(cairn, tmp_path):
-    # remember itself refuses a punctuation variant now; an import of an older store's export keeps both.
-    older = tmp_path / "older.jsonl"
-    older.write_text(_record(id="01J0000000000000000000000A", text="Tabs, not spaces.", kind="preference")
-                     + _record(id="01J0000000000000000000000B", text="tabs not spaces", kind="preference",
-                               recorded_at=1_700_000_000_001))
-    assert cairn("import", str(older))[0] == 0
-    a, b = {"memory": {"id": "01J0000000000000000000000A"}}, {"memory": {"id": "01J0000000000000000000000B"}}
+    # remember and import refuse a punctuation variant now; a store from before schema 10 may hold one.
+    from cairn import Cairn
+
+    a = json.loads(cairn("remember", "Tabs, not spaces.", "--kind", "preference", "--json")[1])
+    with Cairn.open(embedder=None) as memory:
+        b = {"memory": {"id": legacy(memory, "tabs not spaces", "preference").id}}
     code, out, _ = cairn("maintain", "--json")
     report = json.loads(out)
     assert code == 0 and report["dry_run"] and report["exact_duplicates"][0]["duplicates"] == [b["memory"]["id"]]
@@ -271,12 +271,13 @@ def test_maintain_is_a_dry_run_until_apply(cairn, tmp_path):
 
 
 def test_maintain_all_covers_every_store(cairn, cairn_home, tmp_path):
-    older = tmp_path / "older.jsonl"  # an older store's export: remember itself refuses the variant now
-    older.write_text(_record(text="run the linter before pushing"))
-    for name in ("one", "two"):
+    from cairn import Cairn
+
+    for name in ("one", "two"):  # each with a punctuation variant a store from before schema 10 may hold
         assert cairn("remember", "Run the linter before pushing.", "--store", name, "--create", "--no-detect",
                      "--kind", "fact")[0] == 0
-        assert cairn("import", str(older), "--store", name)[0] == 0
+        with Cairn.open(name, embedder=None) as memory:
+            legacy(memory, "run the linter before pushing", "fact")
     code, out, _ = cairn("maintain", "--all", "--apply", "--json")
     reports = json.loads(out)["stores"]
     assert code == 0 and sorted(r["store"] for r in reports) == ["one", "two"]
@@ -608,3 +609,79 @@ def test_counts_are_in_the_right_number():
 
     assert [_count(1, "time"), _count(2, "time"), _count(1, "memory", "memories"), _count(0, "memory", "memories")] \
         == ["1 time", "2 times", "1 memory", "0 memories"]
+
+
+def test_six_restatements_from_the_cli_make_one_proposal_under_one_heading(cairn):
+    """Issue 31: written one by one from the terminal, then maintenance: 1 proposal, 1 heading."""
+    texts = ["Run ruff check before pushing.", "Always run ruff check before you push.",
+             "Before pushing, run ruff check.", "Please run ruff check prior to pushing!",
+             "ruff check must pass before every push", "We run ruff check before pushing code."]
+    ids = [json.loads(cairn("remember", t, "--kind", "convention", "--json")[1])["memory"]["id"] for t in texts]
+    assert cairn("maintain", "--apply")[0] == 0
+    code, out, _ = cairn("review", "list", "--json")
+    proposals = json.loads(out)["proposals"]
+    assert code == 0 and len(proposals) == 1 and len({p["subject"] for p in proposals}) == 1
+    assert sorted(s["id"] for s in proposals[0]["sources"]) == sorted(ids)
+
+
+@pytest.mark.parametrize("home", ["file", "empty", "relative", "unwritable"])
+def test_an_unusable_data_root_is_one_clear_error_everywhere_and_a_failing_doctor_check(
+        home, tmp_path, project, capsys, monkeypatch):
+    """Issue 31: CAIRN_HOME naming a file, empty, relative or unwritable: exit 2 with one line, and
+    `cairn doctor` fails its data root check; nothing is created."""
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("CAIRN_NO_WARM", "1")
+    if home == "file":
+        value = str(tmp_path / "a-file")
+        (tmp_path / "a-file").write_text("not a folder")
+    elif home == "empty":
+        value = ""
+    elif home == "relative":
+        value = "cairn-data"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root may write any folder")
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        value = str(locked / "cairn")
+    monkeypatch.setenv("CAIRN_HOME", value)
+    before = sorted(p.name for p in project.iterdir())
+    for args in (["remember", "Deploys go through Fly", "--keyword-only"], ["recall", "deploys", "--keyword-only"],
+                 ["status"], ["list"]):
+        code, out, err = run_cli(capsys, args)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, (args, err)
+        assert "CAIRN_HOME" in err and "Traceback" not in err
+    code, out, _ = run_cli(capsys, ["doctor", "--json"])
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert code == 1 and checks["data root"]["status"] == "fail"
+    assert sorted(p.name for p in project.iterdir()) == before  # no data root made in the project
+
+
+def test_a_write_says_it_queued_for_review_only_when_it_did(cairn):
+    code, out, _ = cairn("remember", "The staging database is backed up nightly", "--no-ask")
+    assert code == 0 and "queued" not in out and "review" not in out
+    code, out, _ = cairn("remember", "The staging database might be backed up nightly", "--no-ask")
+    assert code == 0 and "related 1." in out and "queued 1 proposal for review" in out
+    assert json.loads(cairn("review", "list", "--json")[1])["count"] == 1
+
+
+def test_list_recall_and_remember_spell_the_tag_option_alike_and_keep_the_old_spelling(cairn):
+    assert cairn("remember", "Blue-green deploys on Fly", "--tag", "deploy", "--keyword-only")[0] == 0
+    assert cairn("remember", "Releases are cut on Tuesdays", "--tags", "release", "--keyword-only")[0] == 0
+    for flag in ("--tag", "--tags"):
+        listed = json.loads(cairn("list", flag, "deploy", "--json")[1])
+        assert [m["text"] for m in listed] == ["Blue-green deploys on Fly"]
+    recalled = json.loads(cairn("recall", "releases", "--tags", "release", "--keyword-only", "--json")[1])
+    assert [h["memory"]["text"] for h in recalled] == ["Releases are cut on Tuesdays"]
+
+
+def test_status_on_a_fresh_data_root_creates_nothing_and_starts_nothing(tmp_path, project, capsys, monkeypatch):
+    """Issue 31: a read-only command leaves no data root, log folder or warm process behind."""
+    monkeypatch.chdir(project)
+    monkeypatch.delenv("CAIRN_NO_WARM", raising=False)
+    root = tmp_path / "fresh-root"
+    monkeypatch.setenv("CAIRN_HOME", str(root))
+    for args in (["status"], ["list"], ["recall", "deploys", "--keyword-only"], ["review", "list"]):
+        code, _, err = run_cli(capsys, args)
+        assert code == 0, (args, err)
+        assert not root.exists(), args

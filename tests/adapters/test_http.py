@@ -364,3 +364,16 @@ def test_an_empty_recall_and_the_status_name_the_store(server):
     status = ok(server.request("GET", "/v1/status"))
     empty = ok(server.request("POST", "/v1/recall", {"query": "how do we deploy?"}))
     assert status["store"] and empty == {"hits": [], "store": status["store"]}
+
+
+def test_six_restatements_over_rest_make_one_proposal_under_one_heading(server):
+    """Issue 31: the REST writer folds write-time pairs into the cluster of restatements."""
+    texts = ["Run ruff check before pushing.", "Always run ruff check before you push.",
+             "Before pushing, run ruff check.", "Please run ruff check prior to pushing!",
+             "ruff check must pass before every push", "We run ruff check before pushing code."]
+    ids = [ok(server.request("POST", "/v1/memories", {"text": t, "kind": "convention"}), 201)["memory"]["id"]
+           for t in texts]
+    ok(server.request("POST", "/v1/maintain", {"apply": True}))
+    proposals = ok(server.request("GET", "/v1/review/proposals"))["proposals"]
+    assert len(proposals) == 1 and len({p["subject"] for p in proposals}) == 1
+    assert sorted(x["id"] for x in proposals[0]["sources"]) == sorted(ids)

@@ -709,3 +709,23 @@ def test_session_tools_search_list_and_read_captured_turns(shared, home, monkeyp
     page = shared.ok("memory_sessions", session_id="s1", offset=1, limit=2)
     assert [t["position"] for t in page["turns"]] == [1, 2] and page["next_offset"] == 3
     assert "no captured session" in shared.error("memory_sessions", session_id="nope")
+
+
+# Issue 31: six restatements of one rule, written through MCP, then the session ends and maintenance runs.
+RUFF = ["Run ruff check before pushing.", "Always run ruff check before you push.", "Before pushing, run ruff check.",
+        "Please run ruff check prior to pushing!", "ruff check must pass before every push",
+        "We run ruff check before pushing code."]
+
+
+def test_six_restatements_from_mcp_make_one_proposal_under_one_heading(tmp_path, home):
+    client = Client(server_env(home, git_init(tmp_path / "ruff-project")), tmp_path / "stderr.txt")
+    try:
+        ids = [client.ok("memory_remember", text=t, kind="convention")["id"] for t in RUFF]
+        session_ends(client, *ids)
+        client.ok("memory_review", action="maintain", apply=True)
+        subjects = [s for s in client.ok("memory_review", action="queue", limit=200)["subjects"] if s["proposals"]]
+        assert len(subjects) == 1 and len(subjects[0]["proposals"]) == 1
+        (proposal,) = subjects[0]["proposals"]
+        assert sorted(m["id"] for m in proposal["before"]) == sorted(ids)
+    finally:
+        client.close()

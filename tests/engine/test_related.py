@@ -208,3 +208,51 @@ def test_two_memories_sharing_only_a_redaction_marker_are_not_restatements(fixtu
     assert "[REDACTED:" in second.memory.text  # both stored redacted: the marker is all they share
     assert second.status == "created"
     assert m.review.queue() == []
+
+
+# -- issue 31: a new value of the same slot relates to the current one ---------------------------------------
+def test_a_new_deploy_target_relates_to_the_current_one_with_little_shared_wording(engine):
+    heroku = engine.remember("We deploy with Heroku.", kind="decision").memory
+    fly = engine.remember("We moved deployment from Heroku to Fly.io.", kind="decision")
+    assert fly.superseded == [heroku.id]  # names the old value it replaces: retired
+    cloud_run = engine.remember("Our deploy target is now Google Cloud Run.", kind="decision")
+    (first, *_) = cloud_run.related
+    assert first["id"] == fly.memory.id and "deploy target" in first["why"]
+    assert engine.get(fly.memory.id).status == "current"  # related, never retired on a slot alone
+
+
+def test_slot_changes_relate_through_remember_keyword_only(kw_memory):
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(__file__).parents[1] / "data" / "slot_changes.yaml"
+    pairs = yaml.safe_load(path.read_text(encoding="utf-8"))["pairs"]
+    found = 0
+    for pair in pairs:
+        written = [kw_memory.remember(t, kind=pair["kind"]).memory.id for t in [*pair.get("chain", []), pair["old"]]]
+        result = kw_memory.remember(pair["new"], kind=pair["kind"])
+        found += written[-1] in result.superseded or written[-1] in {r["id"] for r in result.related}
+        for memory_id in {*written, result.memory.id}:
+            kw_memory.forget(memory_id)
+    assert found / len(pairs) >= 0.95
+
+
+@pytest.mark.parametrize("old, new", [
+    ("Errors are reported to Sentry.", "Our logs go to Papertrail."),  # two slots, no change
+    ("Run `make test` before pushing.", "Use pnpm to install packages."),
+    ("The team uses Python 3.12 for scripts.", "Node 22 runs the web app."),
+])
+def test_values_of_different_slots_are_not_a_slot_change(old, new):
+    from cairn.slots import changed_slot
+
+    assert changed_slot(old, new) is None
+
+
+def test_one_clock_per_write_a_replaced_memory_ends_when_its_successor_begins(engine):
+    """Issue 31: the terminal's "does it replace one of these?" replaces by the text just written."""
+    old = engine.remember("Release notes are drafted in Google Docs", kind="convention").memory
+    new = engine.remember("Release notes are drafted in Notion", kind="convention").memory
+    engine.replace(old.id, new.text)
+    retired, successor = engine.get(old.id), engine.get(new.id)
+    assert retired.superseded_by == new.id and retired.valid_to == successor.valid_from

@@ -702,3 +702,49 @@ def _judged(old: str, new: str, cosine: float | None, expected: str | None) -> N
         assert verdict.label != "supersede", verdict
     else:
         assert verdict.label == expected, verdict
+
+
+# Issue 31: real project guidance, every statement current, retired rules that still held.
+@pytest.mark.parametrize("cosine", [0.95, None])
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("Fix CI failures in this order: formatting, then type errors, then lint warnings.",
+         "When handling errors, call log.exception() rather than log.error(), and keep the exception out of "
+         "the message."),
+        ("Every feature needs corresponding tests.",
+         "CLI tests go in tests/test_cli.py, grouped into classes when relevant, covering the 1-2 main use "
+         "cases rather than every parameter combination."),
+        ("Provider-neutral workflow tests use ScriptedModel from agents.testing instead of a new fake Model; "
+         "Realtime tests use ScriptedRealtimeModel.",
+         "Use `TestModel` for deterministic tests instead of calling a real model."),
+        ("Before changing code, read docs/contribute/dev-contribute.mdx (contribution expectations, AI-use "
+         "policy, testing standards, review criteria).",
+         "Changing client-side dependencies in pyproject.toml requires the same change in client/pyproject.toml."),
+        ("We use npm.", "Use pnpm instead of npm."),
+    ],
+)
+def test_a_rule_worded_as_a_preference_or_about_another_subject_retires_nothing(old, new, cosine):
+    assert classify(old, new, cosine).label != "supersede"
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("Load tests are written in JMeter.", "Load tests are written in k6 instead of JMeter."),
+        ("Database migrations are run by Flyway.", "Liquibase runs our database migrations instead of Flyway."),
+        ("We use npm.", "We now use pnpm instead of npm."),
+        ("I live in Porto.", "I moved to Braga."),
+    ],
+)
+def test_a_preference_restating_the_old_memory_with_its_value_swapped_is_a_change(old, new):
+    assert classify(old, new, None).label == "supersede"
+
+
+def test_loading_rules_worded_as_preferences_through_remember_retires_nothing(kw_memory):
+    first = kw_memory.remember("Fix CI failures in this order: formatting, then type errors, then lint warnings.",
+                               kind="convention")
+    second = kw_memory.remember("When handling errors, call log.exception() rather than log.error(), and keep "
+                                "the exception out of the message.", kind="convention")
+    assert second.superseded == []
+    assert kw_memory.get(first.memory.id).status == "current"

@@ -20,6 +20,7 @@ from ulid import ULID
 from cairn import Cairn, Draft, NotCurrent, ProposalClosed, create_store, list_stores, migrate_store
 from cairn.embedder import HashingEmbedder
 from cairn.storage.migrations import MIGRATIONS
+from cairn.timeutil import END_OF_TIME
 from cairn.storage.postgres import PgStore
 from tests.conftest import WAIT_S, run_cli, wait_for
 
@@ -906,3 +907,29 @@ def test_keyword_recall_goes_on_from_the_tsv_while_a_forget_rewrites_the_posting
             other.close()
         assert hits == expected and memory.get(hits[0]).text == "Service 7 listens on port 8007"
         assert VECTOR_LOCK_WAIT_MS / 1000 <= recall_s < 2 * VECTOR_LOCK_WAIT_MS / 1000 + 1.0, recall_s
+
+
+def test_a_store_from_before_schema_12_gets_the_one_duplicate_key(pg_server, monkeypatch, team, hashing):
+    """Issue 31, on Postgres: text_key was normalise(text); migration 12 rewrites it to
+    text.duplicate_key, and a punctuation variant left current beside its original gets a key no text
+    has, for maintenance to retire."""
+    from cairn.text import duplicate_key
+
+    monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
+    create_store(team, postgres=pg_server)
+    with Cairn.open(team, embedder=hashing) as memory:
+        cpp = memory.remember("Use C++ for the core engine.", kind="decision", detect=False).memory
+        lint = memory.remember("Run the linter before pushing.", kind="convention", detect=False).memory
+        variant = memory.remember("Run the linter before pushing!", kind="convention", detect=False,
+                                  replaces=lint.id).memory  # retires lint; made current again below
+        conn = memory.store.conn
+        conn.execute("UPDATE memories SET text_key = lower(text)")
+        conn.execute(f"UPDATE memories SET retired_at = {END_OF_TIME}, superseded_by = NULL, valid_to = "
+                     f"{END_OF_TIME} WHERE id = %s", (lint.id,))
+        conn.execute("DELETE FROM migrations WHERE number = 12")
+    with Cairn.open(team, embedder=hashing) as memory:
+        keys = dict(memory.store.conn.execute("SELECT id, text_key FROM memories").fetchall())
+        assert keys[cpp.id] == duplicate_key(cpp.text) and keys[lint.id] == duplicate_key(lint.text)
+        assert keys[variant.id].startswith(duplicate_key(variant.text) + "\n")
+        assert memory.review.maintain(apply=True, safe_only=True)["retired"] == 1
+        assert memory.get(variant.id).superseded_by == lint.id

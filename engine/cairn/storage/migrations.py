@@ -584,6 +584,56 @@ def m011_turns_in_context_postgres(conn: Any, language: str) -> None:
     conn.execute("INSERT INTO turn_vector_backlog(seq) SELECT seq FROM turns ON CONFLICT DO NOTHING")
 
 
+def _duplicate_keys(rows: list[tuple[int, str, bool]]) -> list[tuple[str, int]]:
+    """(new text_key, seq) for each (seq, text, current) row, in seq order: the key is
+    text.duplicate_key(text), the one definition of "the same memory". A current row whose new key an
+    earlier current row already holds gets a key of its own: the two are exact
+    duplicates by that definition, which `cairn maintain --apply` retires into the oldest. Such a row
+    keeps a key no text has (the key, a newline, its seq: duplicate_key collapses every whitespace),
+    so no later write or row can collide with it."""
+    from ..text import duplicate_key
+
+    taken: set[str] = set()
+    out = []
+    for seq, text, current in sorted(rows):
+        key = duplicate_key(text)
+        if current and key in taken:
+            key = f"{key}\n{seq}"
+        if current:
+            taken.add(key)
+        out.append((key, seq))
+    return out
+
+
+_CURRENT_TEXT_INDEX = ("CREATE UNIQUE INDEX memories_current_text ON memories(text_key) "
+                       f"WHERE retired_at = {END_OF_TIME} AND text_key IS NOT NULL")
+
+
+@sqlite_step
+def m012_duplicate_key_sqlite(conn: Connection) -> None:
+    # text_key was normalise(text) (NFC, casefold, whitespace); it becomes text.duplicate_key(text),
+    # which also drops punctuation that says nothing ("Run the linter." = "run the linter") but keeps
+    # C++ apart from C, .env from env, 3.11 from 311: one stored, indexed key that write-time
+    # detection, maintenance and import all use. The unique index is rebuilt around the rewrite.
+    conn.execute("DROP INDEX IF EXISTS memories_current_text")
+    rows = conn.execute(f"SELECT seq, text, retired_at = {END_OF_TIME} FROM memories "
+                        "WHERE text_key IS NOT NULL AND text IS NOT NULL").fetchall()
+    conn.executemany("UPDATE memories SET text_key = ? WHERE seq = ?", _duplicate_keys([tuple(r) for r in rows]))
+    conn.execute(_CURRENT_TEXT_INDEX)
+
+
+@postgres_step
+def m012_duplicate_key_postgres(conn: Any, language: str) -> None:
+    # As the SQLite step: text_key becomes text.duplicate_key(text) (the Python function, so both
+    # backends and every writer compute it alike), the unique index rebuilt around the rewrite.
+    conn.execute("DROP INDEX IF EXISTS memories_current_text")
+    rows = conn.execute(f"SELECT seq, text, retired_at = {END_OF_TIME} FROM memories "
+                        "WHERE text_key IS NOT NULL AND text IS NOT NULL").fetchall()
+    with conn.cursor() as cur:
+        cur.executemany("UPDATE memories SET text_key = %s WHERE seq = %s", _duplicate_keys([tuple(r) for r in rows]))
+    conn.execute(_CURRENT_TEXT_INDEX)
+
+
 def _user_tables(conn: Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     return {r[0] for r in rows}

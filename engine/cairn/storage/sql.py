@@ -184,7 +184,8 @@ def raw_memory_params(memory: Memory, text_key: str | None, asserted_valid_to: i
 
 
 def import_key(memory: Memory) -> str | None:
-    """The text_key an imported memory is stored with: its normalised text while it is current."""
-    from ..text import normalise
+    """The text_key an imported memory is stored with while it is current: text.duplicate_key, the one
+    definition of "the same memory" that remember and maintenance use."""
+    from ..text import duplicate_key
 
-    return normalise(memory.text) if memory.text is not None and memory.retired_at is None else None
+    return duplicate_key(memory.text) if memory.text is not None and memory.retired_at is None else None

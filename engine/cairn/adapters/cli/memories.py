@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 @click.argument("text")
 @option(ops.REMEMBER.arg("kind"), default=None, show_default=False,
         help="Default: fact (with --replaces: the replaced memory's).")
-@option(ops.REMEMBER.arg("tags"), commas=True,
+@option(ops.REMEMBER.arg("tags"), "--tag", "--tags", commas=True,
         help="Comma-separated; may repeat (with --replaces, default: the replaced memory's).")
 @option(ops.REMEMBER.arg("importance"), default=None, show_default=False,
         help=f"1 (trivia) to 5 (critical). Default: {DEFAULT_IMPORTANCE} (with --replaces: the replaced memory's).")
@@ -83,8 +83,10 @@ def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[
         for n, r in enumerate(result.related, 1):
             click.echo(f"related {n}. {r['id']}  [{r['kind']}] {r['date']}\n    {r['text']}\n    ({r['why']})")
         if result.related and (no_ask or not sys.stdin.isatty()):
-            click.echo("if it changes one of these: `cairn remember --replaces ID TEXT`; "
-                       "unresolved pairs are queued for review (`cairn review list`)")
+            click.echo("if it changes one of these: `cairn remember --replaces ID TEXT`")
+        if result.queued:
+            n = len(result.queued)
+            click.echo(f"queued {n} proposal{'s' if n > 1 else ''} for review: `cairn review list`")
 
     _emit(as_json, result.to_json(), human)
     if result.related and not as_json and not no_ask and sys.stdin.isatty():
@@ -108,7 +110,7 @@ def _ask_replaced(memory: Cairn, result: cairn.RememberResult, text: str) -> Non
 @argument(ops.RECALL.arg("query"))
 @option(ops.RECALL.arg("k"), "-k")
 @option(ops.RECALL.arg("kinds"), "--kind")
-@option(ops.RECALL.arg("tags"), "--tag", commas=True)
+@option(ops.RECALL.arg("tags"), "--tag", "--tags", commas=True)
 @option(ops.RECALL.arg("since"))
 @option(ops.RECALL.arg("until"))
 @option(ops.RECALL.arg("as_of"))
@@ -235,7 +237,7 @@ def scope(memory: Cairn, as_json: bool, memory_id: str | None, patterns: tuple[s
 
 @cli.command(name="list")
 @option(ops.LIST.arg("kinds"), "--kind")
-@option(ops.LIST.arg("tags"), "--tag", commas=True)
+@option(ops.LIST.arg("tags"), "--tag", "--tags", commas=True)
 @option(ops.LIST.arg("as_of"))
 @option(ops.LIST.arg("include_superseded"))
 @option(ops.LIST.arg("include_cold"))

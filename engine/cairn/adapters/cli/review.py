@@ -99,7 +99,7 @@ def review_show(memory: Cairn, as_json: bool, proposal_id: str) -> None:
 @argument(ops.REVIEW_DECIDE.arg("verdict"), metavar="approve|reject|edit")
 @option(ops.REVIEW_DECIDE.arg("text"))
 @option(ops.REVIEW_DECIDE.arg("keep_id"), metavar="ID")
-@option(ops.REVIEW_DECIDE.arg("tags"), commas=True,
+@option(ops.REVIEW_DECIDE.arg("tags"), "--tag", "--tags", commas=True,
         help="approve or edit: the tags the memory that stays keeps (comma-separated; may repeat; "
              "--tags '' keeps none).")
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model (embedded later).")

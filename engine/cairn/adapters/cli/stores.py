@@ -22,13 +22,13 @@ if TYPE_CHECKING:
 
 @cli.command()
 @click.option("--timings", is_flag=True, help="Also print where this call spent its time.")
-@store_options(read_only=True, use_warm=True, check_model=False)
+@store_options(read_only=True, check_model=False)
 def status(memory: Cairn, as_json: bool, timings: bool) -> None:
     """Which store and why, counts, size, vector backend and model.
 
     Whether recall is keyword-only is checked, not assumed: the embedding model is asked for one
-    vector (through the warm process, started if need be), so the first status after a while may
-    take a few seconds."""
+    vector (by the warm process when it is up, else loaded in this process: a read-only command
+    starts nothing and creates nothing), so a status may take a second."""
     started = time.perf_counter()
     memory.embed(["cairn status"])  # a model that cannot load sets the keyword-only reason
     _TIMINGS["model (warm process or load)"] = time.perf_counter() - started
@@ -393,8 +393,12 @@ def doctor(fix: bool, as_json: bool) -> None:
         engine_checks = cairn.doctor(fix=fix, config=config)
     except cairn.ConfigError:  # the user-level file is broken: the config check names it
         engine_checks = []
-    checks = [config_check, *engine_checks, _warm_check(), hooks_check(settings_project(Path.cwd())),
-              _auto_memory_check(config), hook_events_check(cairn.data_root() / "logs" / "hooks.log")]
+    if any(c.name == "data root" and c.status == "fail" for c in engine_checks):
+        # Nothing under an unusable data root can be checked; its failing check says why.
+        checks = [config_check, *engine_checks, hooks_check(settings_project(Path.cwd()))]
+    else:
+        checks = [config_check, *engine_checks, _warm_check(), hooks_check(settings_project(Path.cwd())),
+                  _auto_memory_check(config), hook_events_check(cairn.data_root() / "logs" / "hooks.log")]
     failed = [c for c in checks if c.status == "fail" and not c.fixed]
 
     def human() -> None:
