@@ -341,7 +341,7 @@ class FakeAnthropicAPI:
         marker = hook_marker(event)
         found: list[str] = []
         for _, _, text in self.find_text(" hook additional context: "):
-            for chunk in marker.split(text)[1:]:
+            for chunk in marker.split(text)[2::2]:  # [before, matcher, context, matcher, context, ...]
                 if chunk not in found:
                     found.append(chunk)
         return found

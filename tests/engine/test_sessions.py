@@ -573,7 +573,7 @@ def test_turn_codes_rank_as_float_vectors_and_follow_appends_and_deletes(tmp_pat
     conn.close()
 
 
-def test_migration_10_requeues_every_turn_for_its_vector_in_context(project, hashing, use_backend, tmp_path):
+def test_migration_11_requeues_every_turn_for_its_vector_in_context(project, hashing, use_backend, tmp_path):
     """On both backends: a store whose turn vectors were made before migration 11 (each turn alone)
     gets every turn queued again, and the vectors made then are read in context."""
     from cairn.storage.migrations import MIGRATIONS
@@ -587,7 +587,7 @@ def test_migration_10_requeues_every_turn_for_its_vector_in_context(project, has
             store.conn.execute("DELETE FROM migrations WHERE number = 11")
         else:
             store.conn.execute("PRAGMA user_version = 10")
-            store.conn.execute("DELETE FROM migrations WHERE name = 'm011_turns_in_context'")
+            store.conn.execute("DELETE FROM migrations WHERE name IN ('m011_turns_in_context', 'm012_duplicate_key')")
             store.conn.execute("DROP TABLE turn_codes")
             store.conn.execute("DROP TRIGGER IF EXISTS turn_codes_added")
             store.conn.execute("DROP TRIGGER IF EXISTS turn_codes_removed")

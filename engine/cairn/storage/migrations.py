@@ -501,7 +501,7 @@ _SCOPES_SQL = (
     # memory_usage: a scope is not part of a memory version's text. `prefix` is the pattern's
     # literal folder part ("src/payments/" of "src/payments/**"; "" for "**/*.tsx"; "cmd:pytest"
     # for a command), so a tool call's path finds its candidates by its ancestors in one lookup.
-    """CREATE TABLE memory_scopes (
+    """CREATE TABLE IF NOT EXISTS memory_scopes (
         memory_id {text} NOT NULL,
         pattern {text} NOT NULL,
         prefix {text} NOT NULL,
@@ -509,10 +509,11 @@ _SCOPES_SQL = (
         weight {real} NOT NULL,
         updated_at {int} NOT NULL,               -- epoch ms
         PRIMARY KEY (memory_id, pattern))""",
-    "CREATE INDEX memory_scopes_by_prefix ON memory_scopes(prefix)",
+    "CREATE INDEX IF NOT EXISTS memory_scopes_by_prefix ON memory_scopes(prefix)",
     # What each Claude Code session touched (tool hooks): files read, edited or searched, commands
     # run. Paths relative to the project root; commands as "cmd:NAME". Bounded per session.
-    """CREATE TABLE session_touches (
+    # IF NOT EXISTS: a Postgres store renumbered from the old history may hold them already.
+    """CREATE TABLE IF NOT EXISTS session_touches (
         session_id {text} NOT NULL,
         path {text} NOT NULL,
         action {text} NOT NULL,                  -- read | edit | search | run
@@ -520,7 +521,7 @@ _SCOPES_SQL = (
         first_at {int} NOT NULL,
         last_at {int} NOT NULL,
         PRIMARY KEY (session_id, path, action))""",
-    "CREATE INDEX session_touches_by_last ON session_touches(session_id, last_at)",
+    "CREATE INDEX IF NOT EXISTS session_touches_by_last ON session_touches(session_id, last_at)",
 )
 
 
