@@ -200,8 +200,11 @@ def _gist_line(m: Memory, limit: int, with_kind: bool = False) -> str:
 
 
 def _listed_line(m: Memory, gist: int) -> str:
-    """A listed memory's line under its kind's section; under "Other:", it names its kind."""
-    return _gist_line(m, gist, with_kind=m.kind not in SECTION_TITLES)
+    """A listed memory's line under its kind's section; under "Other:", it names its kind. A
+    decision, convention or preference of at most BRIEF_MEMORY_CHARS is listed whole: a rule cut
+    short can say the opposite of what it says ("never restart the…")."""
+    whole = m.kind in BRIEF_KINDS and len(m.text or "") <= BRIEF_MEMORY_CHARS
+    return _gist_line(m, max(gist, len(m.text or "")) if whole else gist, with_kind=m.kind not in SECTION_TITLES)
 
 
 def _section(kind: str) -> str:
