@@ -99,6 +99,21 @@ def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
 
+def _calendar_unit(unit: str, back: int, today: datetime, week: datetime) -> tuple[datetime, datetime]:
+    """The whole calendar day, week (from `week`, the reference week's Monday), month or year
+    `back` units before the reference's (`today`: its day's start)."""
+    if unit == "day":
+        start = today - back * _DAY
+        return start, start + _DAY
+    if unit == "week":
+        start = week - 7 * back * _DAY
+        return start, start + 7 * _DAY
+    if unit == "month":
+        return _month_start(today.year, today.month - back), _month_start(today.year, today.month - back + 1)
+    return (datetime(today.year - back, 1, 1, tzinfo=timezone.utc),
+            datetime(today.year - back + 1, 1, 1, tzinfo=timezone.utc))
+
+
 def _month_start(year: int, month: int) -> datetime:
     while month < 1:
         year, month = year - 1, month + 12
@@ -151,26 +166,10 @@ def _window(kind: str, m: re.Match[str], ref: datetime) -> tuple[datetime, datet
             if unit == "month":
                 return _month_start(today.year, today.month - n).replace(day=min(today.day, 28)), today + _DAY
             return today.replace(year=today.year - n, day=min(today.day, 28)), today + _DAY
-        if unit == "day":
-            start = today - n * _DAY
-            return start, start + _DAY
-        if unit == "week":
-            start = week - 7 * n * _DAY
-            return start, start + 7 * _DAY
-        if unit == "month":
-            return _month_start(today.year, today.month - n), _month_start(today.year, today.month - n + 1)
-        return (datetime(today.year - n, 1, 1, tzinfo=timezone.utc),
-                datetime(today.year - n + 1, 1, 1, tzinfo=timezone.utc))
+        return _calendar_unit(unit, n, today, week)
     if kind == "last":
         back = 1 if (groups.get("which") or "this").lower() in ("last", "previous") else 0
-        unit = groups["unit"].lower()
-        if unit == "week":
-            start = week - 7 * back * _DAY
-            return start, start + 7 * _DAY
-        if unit == "month":
-            return _month_start(today.year, today.month - back), _month_start(today.year, today.month - back + 1)
-        return (datetime(today.year - back, 1, 1, tzinfo=timezone.utc),
-                datetime(today.year - back + 1, 1, 1, tzinfo=timezone.utc))
+        return _calendar_unit(groups["unit"].lower(), back, today, week)
     if kind == "weekend":
         saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
         if today.weekday() == 6 and saturday == today - _DAY:
