@@ -60,7 +60,7 @@ _EXPORTS = {
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "render", "session_brief": "context",
     "tool_context": "context", "subagent_context": "context",
     "Scopes": "scope_index", "COMMAND": "scopes", "CITED_WEIGHT": "scopes", "commands_of": "scopes",
-    "path_arguments": "scopes", "relative": "scopes",
+    "path_arguments": "scopes", "relative": "scopes", "normalise_pattern": "scopes", "prefix_of": "scopes",
     "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
     "TimeWindow": "timewindow", "find_time_window": "timewindow",
     **{name: "errors" for name in (
@@ -96,7 +96,7 @@ if TYPE_CHECKING:
     from .locations import data_root_dir, user_data_dir
     from .context import is_trivial, prompt_context, session_brief, subagent_context, tool_context
     from .scope_index import Scopes
-    from .scopes import CITED_WEIGHT, COMMAND, commands_of, path_arguments, relative
+    from .scopes import CITED_WEIGHT, COMMAND, commands_of, normalise_pattern, path_arguments, prefix_of, relative
     from .embedder import Embedder, parse_fingerprint, required_extra
     from .api import Cairn
     from .engine import VECTOR_FLOOR

@@ -20,7 +20,7 @@ from cairn import (
 )
 
 from .session import SessionState, digest, disabled, project_dir
-from .work import (POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, hold_touches, session_focus, state_key,
+from .work import (NESTED, POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, hold_touches, session_focus, state_key,
                    subagent_start, tool_event)
 from .work import project_root as work_root
 
@@ -239,6 +239,7 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         else:  # startup, clear, compact: the context holds nothing of ours but this brief
             state.injected = cited_ids(text)
             state.tool_chars = 0
+            state.loaded.pop(NESTED, None)  # the subfolder CLAUDE.md files left the context with it
         state.brief = digest(text) if text else None
         state.uncounted += cited_ids(text)
         state.save()

@@ -17,7 +17,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn import COMMAND, commands_of, path_arguments, relative, tool_context
+from cairn import (COMMAND, InvalidMemory, commands_of, normalise_pattern, path_arguments, prefix_of, relative,
+                   tool_context)
 
 from .session import SessionState
 
@@ -46,6 +47,7 @@ PARENT_FILES = 6  # the parent's most recent files offered to a subagent's task
 # How long a subagent's first tool call waits for its transcript: well within the 0.5 s a tool hook
 # gives the warm process (cairn.adapters.hook.TOOL_TIMEOUT_S), and only when its start was ambiguous.
 TRANSCRIPT_WAIT_S = 0.15
+NESTED = "nested"  # the session state's `loaded` key for the subfolder CLAUDE.md files read into the context
 
 
 def state_key(payload: dict[str, Any]) -> str:
@@ -60,8 +62,7 @@ def targets(payload: dict[str, Any], root: Path) -> list[tuple[str, str]]:
     """What a tool call touches, as (target, action): relative file paths, folders ending in "/",
     and "cmd:..." commands; [] for a tool Cairn does not follow or a path outside the project."""
     tool = str(payload.get("tool_name") or "")
-    args = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
-    assert isinstance(args, dict)
+    args = _tool_input(payload)
     out: list[tuple[str, str]] = []
     if tool in FILE_TOOLS:
         rel = relative(str(args.get("file_path") or args.get("notebook_path") or ""), root)
@@ -87,14 +88,12 @@ def targets(payload: dict[str, Any], root: Path) -> list[tuple[str, str]]:
 
 
 def _literal_folder(glob: str) -> str:
-    """The literal folders at the start of a glob ("src/payments/**/*.py" -> "src/payments/")."""
-    parts = glob.replace("\\", "/").lstrip("./").split("/")
-    literal = []
-    for part in parts[:-1]:
-        if set(part) & set("*?[{"):
-            break
-        literal.append(part)
-    return "".join(p + "/" for p in literal) if literal and ".." not in literal else ""
+    """The literal folders at the start of a glob ("src/payments/**/*.py" -> "src/payments/"): the
+    prefix a scope of the same glob is looked up by; "" for one without, or one leaving the project."""
+    try:
+        return prefix_of(normalise_pattern(glob)) if glob.strip() and not glob.startswith(COMMAND) else ""
+    except InvalidMemory:
+        return ""
 
 
 def tool_event(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[str, Any],
@@ -125,8 +124,8 @@ def tool_event(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[s
     if budget <= 0:
         return task_text
     if tool in NESTED_LOADING_TOOLS:
-        loaded = _nested_loaded(memory, root, [t for t, _ in touched])
-        if loaded - set(state.injected):
+        loaded = _nested_loaded(memory, root, [t for t, _ in touched], state.loaded.setdefault(NESTED, {}))
+        if loaded is not None:  # a CLAUDE.md not read before in this context, or changed since
             state.injected += sorted(loaded - set(state.injected))  # in context now, by Claude Code
             state.save()
     text = tool_context(memory, [t for t, _ in touched], exclude=frozenset(state.injected), k=hooks["tool_k"],
@@ -138,18 +137,25 @@ def tool_event(memory: Cairn, payload: dict[str, Any], root: Path, hooks: dict[s
     return "\n".join(filter(None, (task_text, text))) or None
 
 
-def _nested_loaded(memory: Cairn, root: Path, paths: list[str]) -> set[str]:
+def _nested_loaded(memory: Cairn, root: Path, paths: list[str], seen: dict[str, Any]) -> set[str] | None:
     """The memories Claude Code itself puts in the context with a Read of `paths`: those whose text is
     in a CLAUDE.md of a folder between the project root and the file (it loads a subfolder's CLAUDE.md
-    beside the first Read there; the root's came at the start: claude_loaded.already_loaded)."""
-    from ..claude_loaded import loaded_texts
+    beside the first Read there; the root's came at the start: claude_loaded.already_loaded). seen:
+    {file: [size, mtime]} of the CLAUDE.md files already read into this context (the session state's,
+    reset with the context), updated here; None when every one of them was read before as it is now,
+    so a tool call in a folder already read costs a stat per folder, not a parse and a lookup (a
+    memory written from such a file later in the same context is then not recognised as loaded)."""
+    from ..claude_loaded import loaded_signature, loaded_texts
 
     files = []
     for rel in paths:
         parts = rel.rstrip("/").split("/")[:-1]
         files += [root.joinpath(*parts[:i], "CLAUDE.md") for i in range(1, len(parts) + 1)]
-    files = [f for f in dict.fromkeys(files) if f.is_file()]
-    return {m.id for m in memory.current_by_texts(loaded_texts(files))} if files else set()
+    fresh = [Path(path) for path, *stamp in loaded_signature(list(dict.fromkeys(files))) if seen.get(path) != stamp]
+    if not fresh:
+        return None
+    seen.update({path: stamp for path, *stamp in loaded_signature(fresh)})
+    return {m.id for m in memory.current_by_texts(loaded_texts(fresh))}
 
 
 def hold_touches(payload: dict[str, Any], root: Path, state: SessionState) -> None:
@@ -182,9 +188,14 @@ def _json(value: Any) -> str:
         return str(value)
 
 
+def _tool_input(payload: dict[str, Any]) -> dict[str, Any]:
+    """The call's tool_input, {} when it is missing or not an object."""
+    args = payload.get("tool_input")
+    return args if isinstance(args, dict) else {}
+
+
 def _remember_agent_task(state: SessionState, payload: dict[str, Any]) -> None:
-    args = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
-    assert isinstance(args, dict)
+    args = _tool_input(payload)
     task = {"type": str(args.get("subagent_type") or "general-purpose"),
             "text": " ".join(str(args.get(k) or "") for k in ("description", "prompt")).strip()[:4000],
             "prompt": str(args.get("prompt") or "").strip()[:4000]}
