@@ -27,7 +27,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -60,8 +60,10 @@ def go_regex(pattern: str) -> str:
         pattern = pattern[:at] + "|".join(f"(?i:{p})" for p in pieces) + pattern[end:]
 
 
-def _group_end(pattern: str, i: int) -> int:
-    """The index of the `)` closing the group that encloses position i (len(pattern) at top level)."""
+def _structure(pattern: str, i: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, group depth) of each character of `pattern` from i that is neither escaped
+    nor inside a character class; depth counts the groups open there relative to i (a `)` closing a
+    group opened before i has depth -1)."""
     depth, in_class = 0, False
     while i < len(pattern):
         c = pattern[i]
@@ -74,39 +76,22 @@ def _group_end(pattern: str, i: int) -> int:
             in_class = True
             if pattern[i + 1:i + 2] == "]":  # a literal ] first in a class
                 i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            if depth == 0:
-                return i
-            depth -= 1
+        else:
+            depth -= c == ")"
+            yield i, c, depth
+            depth += c == "("
         i += 1
-    return i
+
+
+def _group_end(pattern: str, i: int) -> int:
+    """The index of the `)` closing the group that encloses position i (len(pattern) at top level)."""
+    return next((j for j, c, depth in _structure(pattern, i) if c == ")" and depth < 0), len(pattern))
 
 
 def _alternatives(body: str) -> list[str]:
     """`body` split at its top-level `|`."""
-    out, start, i, depth, in_class = [], 0, 0, 0, False
-    while i < len(body):
-        c = body[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if body[i + 1:i + 2] == "]":
-                i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            out.append(body[start:i])
-            start = i + 1
-        i += 1
-    return out + [body[start:]]
+    cuts = [j for j, c, depth in _structure(body) if c == "|" and depth == 0]
+    return [body[start + 1:end] for start, end in zip([-1, *cuts], [*cuts, len(body)])]
 
 
 def entropy(text: str) -> float:
