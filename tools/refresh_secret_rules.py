@@ -112,6 +112,19 @@ class GoExamples:
             j += 1
         raise Unsupported("unclosed call")
 
+    def strings(self, args: list) -> list[str]:
+        """The values of `args` flattened into one list of strings; one it cannot evaluate is counted
+        in `skipped` and left out."""
+        out: list[str] = []
+        for a in args:
+            try:
+                v = self.value(a)
+            except Unsupported:
+                self.skipped += 1
+                continue
+            out += v if isinstance(v, list) else [v]
+        return out
+
     def value(self, toks):
         """A string or a list of strings for an expression."""
         if toks and toks[-1][1] == "...":
@@ -127,15 +140,7 @@ class GoExamples:
                 parts.append(self.call(text, args))
             elif text == "[" and i + 2 < len(toks) and toks[i + 1][1] == "]" and toks[i + 2][1] == "string":
                 args, i = self.parse_args(toks, i + 3)
-                out: list[str] = []
-                for a in args:
-                    try:
-                        v = self.value(a)
-                    except Unsupported:
-                        self.skipped += 1
-                        continue
-                    out += v if isinstance(v, list) else [v]
-                parts.append(out)
+                parts.append(self.strings(args))
             elif text == "+":
                 i += 1
             else:
@@ -184,15 +189,7 @@ class GoExamples:
         if short == "Hex8_4_4_4_12":
             return "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
         if short == "append":
-            out: list[str] = []
-            for a in args[1:]:
-                try:
-                    v = self.value(a)
-                except Unsupported:
-                    self.skipped += 1
-                    continue
-                out += v if isinstance(v, list) else [v]
-            return out
+            return self.strings(args[1:])
         raise Unsupported(name)
 
     def draw(self, pattern: str) -> str:
