@@ -22,6 +22,7 @@ from .paths import GLOBAL_STORE
 from .render import context_line as memory_line
 from .ranking import bm25_idf, stem_frequencies
 from .render import shorten
+from .scope_index import ScopeMatch
 from .text import CJK_CHARS, content_words, stems
 from .text import stem_text as _stem_text
 from .timeutil import now_ms
@@ -627,6 +628,12 @@ TOOL_MIN_SCORE = 0.5
 TOOL_K = 5  # hooks.tool_k's default
 
 
+def _applies(match: ScopeMatch, min_score: float | None = None) -> bool:
+    """Whether a scope match is enough to bring its memory: a given scope always, a learned one from
+    `min_score` (default TOOL_MIN_SCORE)."""
+    return match.origin == "given" or match.score >= (TOOL_MIN_SCORE if min_score is None else min_score)
+
+
 def tool_context(memory: Cairn, targets: Collection[str], *, exclude: Collection[str] = (), k: int = TOOL_K,
                  budget: int = 1200, min_score: float | None = None) -> str | None:
     """The memories scoped to `targets` (relative paths, folders ending in "/", "cmd:..." commands)
@@ -635,9 +642,8 @@ def tool_context(memory: Cairn, targets: Collection[str], *, exclude: Collection
     score of a learned match (default TOOL_MIN_SCORE)."""
     if k <= 0 or budget <= 0 or not targets:
         return None
-    min_score = TOOL_MIN_SCORE if min_score is None else min_score
     found = [(m, s) for m, s in memory.scopes.matching(list(targets), exclude=exclude, limit=k * 4)
-             if s.origin == "given" or s.score >= min_score]
+             if _applies(s, min_score)]
     if not found:
         return None
     now = now_ms()
@@ -660,14 +666,14 @@ def subagent_context(memory: Cairn, prompt: str, *, named: Collection[str] = (),
         return None
     chosen: dict[str, Memory] = {}
     for m, s in memory.scopes.matching(list(named), limit=k * 2) if named else []:
-        if s.origin == "given" or s.score >= TOOL_MIN_SCORE:
+        if _applies(s):
             chosen.setdefault(m.id, m)
     for hit in relevant_hits(memory, prompt, k=k, query_vector=query_vector, exclude=chosen):
         chosen.setdefault(hit.memory.id, hit.memory)
     if recent and len(chosen) < k:
         words = stems(prompt[:MAX_PROMPT_CHARS])
         for m, s in memory.scopes.matching(list(recent), exclude=chosen, limit=k * 2):
-            if (s.origin == "given" or s.score >= TOOL_MIN_SCORE) and words & _stem_text(m.passage):
+            if _applies(s) and words & _stem_text(m.passage):
                 chosen.setdefault(m.id, m)
     if not chosen:
         return None
