@@ -91,19 +91,26 @@ def run(sets: list[dict], embedder, layout: str) -> list[dict]:
     return out
 
 
+def engine_and_model(args: argparse.Namespace):
+    """Import cairn from args.engine (first on the path) and load the default embedding model, or
+    None with args.keyword_only. Shared with bench/slot_changes.py."""
+    sys.path.insert(0, str(args.engine.resolve()))
+    if args.keyword_only:
+        return None
+    from cairn.embedder import make_embedder
+
+    embedder = make_embedder()
+    embedder.load()
+    return embedder
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keyword-only", action="store_true", help="no embedding model")
     parser.add_argument("--engine", type=Path, default=REPO / "engine", help="import cairn from this folder")
     parser.add_argument("--layout", choices=("per-repo", "one-store", "both"), default="both")
     args = parser.parse_args()
-    sys.path.insert(0, str(args.engine.resolve()))
-    embedder = None
-    if not args.keyword_only:
-        from cairn.embedder import make_embedder
-
-        embedder = make_embedder()
-        embedder.load()
+    embedder = engine_and_model(args)
     sets = guidance_sets()
     print(f"cairn from {args.engine}; {sum(len(s['memories']) for s in sets)} current statements from "
           f"{len(sets)} files; embedder {embedder.fingerprint if embedder else 'none (keyword-only)'}")

@@ -36,15 +36,11 @@ def main() -> None:
     parser.add_argument("--engine", type=Path, default=REPO / "engine", help="import cairn from this folder")
     parser.add_argument("--crowded", action="store_true", help="one store holding 547 real guidance statements")
     args = parser.parse_args()
-    sys.path.insert(0, str(args.engine.resolve()))
+    from guidance_retirement import engine_and_model
+
+    embedder = engine_and_model(args)
     from cairn import Cairn, Draft
 
-    embedder = None
-    if not args.keyword_only:
-        from cairn.embedder import make_embedder
-
-        embedder = make_embedder()
-        embedder.load()
     pairs = yaml.safe_load(PAIRS.read_text(encoding="utf-8"))["pairs"]
     found = retired = 0
     missed = []
