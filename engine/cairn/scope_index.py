@@ -189,6 +189,12 @@ class Scopes:
         """What `session_id` touched, most recent first (at most TOUCH_KEEP)."""
         return session_touches(self._store, session_id)
 
+    def recent(self, limit: int, *, exclude_session: str = "") -> list[Touch]:
+        """What the project's other sessions touched most recently, newest first, at most `limit`
+        (one per path and action)."""
+        return [Touch(path, action, at) for path, action, at in
+                self._store.recent_touches(limit, exclude_session=exclude_session)]
+
     def learn(self, memory_ids: Iterable[str], session_id: str, *, weight: float = 1.0) -> int:
         """Associate `memory_ids` with what `session_id` touched just before now (scopes.learn);
         weight CITED_WEIGHT for memories the session cited rather than wrote. Returns scopes written."""
