@@ -118,6 +118,7 @@ BRIEF_CHARS = 16000
 BRIEF_MEMORY_CHARS = 200  # the longest gist: memory_recall gives the whole text
 MIN_GIST_CHARS = 60  # shorter than this, a line stops saying what the memory is: list fewer, map the rest
 LISTED_GIST_CHARS = 90  # the gist when not every memory fits
+WHOLE_IMPORTANCE = 4  # a rule this important is listed whole even when not every memory fits
 ALL_LIMIT = 2000  # a store of at most this many current memories is ranked whole; a larger one by candidates
 MAP_TAGS = 8  # tags named in the brief's map of the store
 MAP_TOPICS = 10  # frequent words of the memories left out, named as topics
@@ -201,10 +202,12 @@ def _gist_line(m: Memory, limit: int, with_kind: bool = False) -> str:
 
 
 def _listed_line(m: Memory, gist: int, whole: bool = True) -> str:
-    """A listed memory's line under its kind's section; under "Other:", it names its kind. With
-    `whole`, a decision, convention or preference of at most BRIEF_MEMORY_CHARS is listed whole: a
-    rule cut short can say the opposite of what it says ("never restart the…")."""
-    whole = whole and m.kind in BRIEF_KINDS and len(m.text or "") <= BRIEF_MEMORY_CHARS
+    """A listed memory's line under its kind's section; under "Other:", it names its kind. A
+    decision, convention or preference of at most BRIEF_MEMORY_CHARS is listed whole with `whole`,
+    and an important one (importance >= WHOLE_IMPORTANCE) always: a rule cut short can say the
+    opposite of what it says ("never restart the…")."""
+    whole = ((whole or m.importance >= WHOLE_IMPORTANCE) and m.kind in BRIEF_KINDS
+             and len(m.text or "") <= BRIEF_MEMORY_CHARS)
     return _gist_line(m, max(gist, len(m.text or "")) if whole else gist, with_kind=m.kind not in SECTION_TITLES)
 
 
@@ -328,8 +331,8 @@ def _choose(pool: list[Memory], budget: int) -> tuple[list[Memory], int, bool]:
     all of them at the longest gist that fits (down to MIN_GIST_CHARS), rules whole when that
     still fits, else cut like any gist (an index of the whole store is worth more than whole
     rules: memory_recall gives the text); else the first ones that fit at LISTED_GIST_CHARS, rules
-    cut too (whole rules list fewer memories: measured on the per-prompt set with 200 others,
-    0.53 against 0.83 in context, docs/benchmarks.md)."""
+    cut too but for important ones (whole rules list fewer memories: measured on the per-prompt set
+    with 200 others, 0.53 against 0.83 in context, docs/benchmarks.md)."""
     if not pool or budget <= 0:
         return [], LISTED_GIST_CHARS, True
     for whole in (True, False):
