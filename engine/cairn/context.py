@@ -515,13 +515,6 @@ def rare_match(cosine: float | None, prompt_stems: set[str], memory_text: str, w
     return cosine is None or cosine >= gate.rare_floor
 
 
-def is_relevant(hit: Hit, prompt_stems: set[str], weights: TermWeights | None = None) -> bool:
-    """The gate on a recall hit, with the cosine recall reported for it (if any)."""
-    cosine = hit.reasons.get("vector", {}).get("cosine")
-    return (passes(cosine, prompt_stems, hit.memory.passage)
-            or rare_match(cosine, prompt_stems, hit.memory.passage, weights))
-
-
 def _cosines(memory: Cairn, hits: list[Hit], query_vector) -> dict[str, float]:
     """Cosines of the hits, including those only BM25 found: a memory outside the vector candidates
     has a low cosine, not an unknown one, and must not be judged by its words alone. Memories
