@@ -18,6 +18,7 @@ from .timeutil import now_ms
 
 if TYPE_CHECKING:
     from .models import Memory
+    from .paths import StoreChoice
     from .storage.protocol import StoreBackend
 
 
@@ -29,6 +30,8 @@ class _Engine(Protocol):
 
     @property
     def store(self) -> StoreBackend: ...
+    @property
+    def choice(self) -> StoreChoice: ...
     def get(self, memory_id: str) -> Memory: ...
 
 TOUCH_KEEP = 400  # touches kept per session (the most recent)
@@ -156,7 +159,7 @@ class Scopes:
         InvalidMemory."""
         from .errors import NotCurrent
 
-        normalised = normalise_patterns(list(patterns))
+        normalised = normalise_patterns(list(patterns), self._engine.choice.project_root)
         memory = self._engine.get(memory_id)
         if memory.status != "current":
             raise NotCurrent(f"memory {memory_id} is {memory.status}; scope its current version instead")
