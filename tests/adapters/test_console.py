@@ -209,13 +209,17 @@ def test_accessibility_smoke(seeded, browser, tmp_path):
 
 
 # A dozen memories, oldest first, and two proposals: the first screen shows the ten newest.
-DOZEN = [("decision", "We deploy with Kamal to two Hetzner hosts"), ("convention", "Branch names start with the issue number"),
+DOZEN = [("decision", "We deploy with Kamal to two Hetzner hosts"),
+         ("convention", "Branch names start with the issue number"),
          ("fact", "The staging database is refreshed from production every Monday"),
-         ("preference", "Prefer small pull requests over large ones"), ("task", "Move the cron jobs to the worker"),
-         ("insight", "Most flaky tests came from shared temp folders"), ("fact", "Feature flags are read from flags.yaml"),
+         ("preference", "Prefer small pull requests over large ones"),
+         ("task", "Move the cron jobs to the worker"),
+         ("insight", "Most flaky tests came from shared temp folders"),
+         ("fact", "Feature flags are read from flags.yaml"),
          ("decision", "Payments go through Stripe Checkout, not Elements"),
          ("convention", "Migrations are written with Alembic and never edited after merge"),
-         ("fact", "The CI cache key includes the lock file's hash"), ("preference", "Use British spelling in the docs"),
+         ("fact", "The CI cache key includes the lock file's hash"),
+         ("preference", "Use British spelling in the docs"),
          ("task", "Remove the legacy /v0 endpoints after the March release")]
 
 
