@@ -1,16 +1,15 @@
 """The review console in a real headless Chromium (the distribution's package), driven by Selenium.
 
 `cairn serve --transport http` on a store with a superseded memory, a queued review proposal and a
-captured session: the test loads the page, searches, opens a history, approves the proposal from the
-review queue (with its evidence), forgets a memory
-(accepting the confirmation), searches sessions, and checks labels and keyboard use. Screenshots go
-to the test's output folder (tmp_path/screenshots); with CAIRN_CONSOLE_SCREENSHOT=PATH the main one is
-also saved there (docs/console.png is made that way).
+captured session: the test loads the page, checks its first screen (the newest memories and how many
+proposals wait, before any click), searches, opens a history, approves the proposal from the review
+queue (with its evidence), forgets a memory (accepting the confirmation), searches sessions, and
+checks labels and keyboard use. Screenshots go to the test's output folder (tmp_path/screenshots);
+docs/console.png is made by tools/console_screenshot.py.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -78,7 +77,14 @@ def test_console_search_history_verdict_forget_sessions(seeded, browser, tmp_pat
         browser.get(f"http://127.0.0.1:{server.port}/")
         wait_for(lambda: "4 current memories" in browser.find_element(By.ID, "store-line").text,
                  what="the store line")
-        wait_for(lambda: len(texts(browser, "#memories li")) == 4, what="the newest memories listed")
+        # the first screen, with no click: the current memories newest first, and the waiting proposal
+        wait_for(lambda: len(texts(browser, "#latest li")) == 4, what="the newest memories on the first screen")
+        assert texts(browser, "#latest li .text") == [
+            "Release notes live in CHANGELOG.md", "We might run the linter before pushing.",
+            "Run the linter before pushing.", "The API is served by FastAPI"]
+        wait_for(lambda: browser.find_element(By.ID, "pending-line").text
+                 == "1 review proposal waits for your verdict.", what="the waiting proposal's count")
+        assert texts(browser, "#memories li") == []  # the search list fills on a search
 
         # search (recall), from the keyboard: type, then Enter submits the form
         box = browser.find_element(By.ID, "query")
@@ -113,12 +119,13 @@ def test_console_search_history_verdict_forget_sessions(seeded, browser, tmp_pat
         wait_for(lambda: "1 pending · 0 cold" in browser.find_element(By.ID, "review-status").text,
                  what="the queue's counts")
         browser.save_screenshot(str(shots / "review.png"))
-        if os.environ.get("CAIRN_CONSOLE_SCREENSHOT"):
-            browser.save_screenshot(os.environ["CAIRN_CONSOLE_SCREENSHOT"])
         browser.find_element(By.CSS_SELECTOR, '#review li.proposal-row button[data-verdict="approve"]').click()
         wait_for(lambda: "Verdict approve on conflict proposal: applied." in browser.find_element(By.ID, "notice").text,
                  what=lambda: f"the verdict notice; got {browser.find_element(By.ID, 'notice').text!r}")
         wait_for(lambda: not texts(browser, "#review li.proposal-row"), what="an empty queue")
+        wait_for(lambda: browser.find_element(By.ID, "pending-line").text == "No review proposals wait.",
+                 what="the first screen's count after the verdict")
+        assert not browser.find_element(By.ID, "review-open").is_displayed()
         code, _, queue = server.request("GET", "/v1/review/proposals")
         assert code == 200 and queue["proposals"] == []
         code, _, applied = server.request("GET", "/v1/review/proposals?state=applied")
@@ -141,6 +148,8 @@ def test_console_search_history_verdict_forget_sessions(seeded, browser, tmp_pat
         wait_for(lambda: f"Forgot {target}." in browser.find_element(By.ID, "notice").text, what="the forget notice")
         code, _, body = server.request("GET", f"/v1/memories/{target}")
         assert body["memory"]["status"] == "forgotten" and body["memory"]["text"] is None
+        wait_for(lambda: "Release notes live in CHANGELOG.md" not in texts(browser, "#latest li .text"),
+                 what="the forgotten memory gone from the first screen")
 
         # sessions search
         browser.find_element(By.ID, "sessions-query").send_keys("snake_case_module", Keys.ENTER)
@@ -166,7 +175,7 @@ def test_accessibility_smoke(seeded, browser, tmp_path):
     server = Server(["--transport", "http"], cwd=project, env=keyword_only_env(tmp_path), log=tmp_path / "server.log")
     try:
         browser.get(f"http://127.0.0.1:{server.port}/")
-        wait_for(lambda: len(texts(browser, "#memories li")) == 4, what="the memories listed")
+        wait_for(lambda: len(texts(browser, "#latest li")) == 4, what="the newest memories listed")
         assert browser.find_element(By.TAG_NAME, "html").get_attribute("lang") == "en"
         # every visible form control has a label; every button says what it does
         unlabeled = browser.execute_script("""
@@ -179,9 +188,10 @@ def test_accessibility_smoke(seeded, browser, tmp_path):
             return [...document.querySelectorAll('button')]
               .filter(b => !(b.textContent.trim() || b.getAttribute('aria-label'))).map(b => b.outerHTML);""")
         assert nameless == []
-        # keyboard: Tab walks through the search form in order, and focus is visible where it lands
+        # keyboard: Tab walks through the first screen (the review button, each History button) and
+        # then the search form, in order, and focus is visible where it lands
         order: list[str] = []
-        for _ in range(12):  # a date input takes one Tab per part (month, day, year)
+        for _ in range(20):  # a date input takes one Tab per part (month, day, year)
             ActionChains(browser).send_keys(Keys.TAB).perform()
             focused = browser.switch_to.active_element
             name = focused.get_attribute("id") or focused.text
@@ -189,11 +199,57 @@ def test_accessibility_smoke(seeded, browser, tmp_path):
                 order.append(name)
             if name == "Search":
                 break
-        assert order == ["query", "kind", "tag", "as-of", "superseded", "Search"], order
+        assert order == ["review-open", "History", "query", "kind", "tag", "as-of", "superseded", "Search"], order
         outline = browser.execute_script("return getComputedStyle(document.activeElement).outlineStyle")
         assert outline != "none"
         # the live region announces results and errors
         assert browser.find_element(By.ID, "notice").get_attribute("aria-live") == "polite"
+    finally:
+        server.stop()
+
+
+# A dozen memories, oldest first, and two proposals: the first screen shows the ten newest.
+DOZEN = [("decision", "We deploy with Kamal to two Hetzner hosts"),
+         ("convention", "Branch names start with the issue number"),
+         ("fact", "The staging database is refreshed from production every Monday"),
+         ("preference", "Prefer small pull requests over large ones"),
+         ("task", "Move the cron jobs to the worker"),
+         ("insight", "Most flaky tests came from shared temp folders"),
+         ("fact", "Feature flags are read from flags.yaml"),
+         ("decision", "Payments go through Stripe Checkout, not Elements"),
+         ("convention", "Migrations are written with Alembic and never edited after merge"),
+         ("fact", "The CI cache key includes the lock file's hash"),
+         ("preference", "Use British spelling in the docs"),
+         ("task", "Remove the legacy /v0 endpoints after the March release")]
+
+
+def test_the_first_screen_shows_the_newest_memories_and_what_waits_for_review(tmp_path, cairn_home, browser):
+    project = git_init(tmp_path / "project")
+    with Cairn.open(cwd=project, embedder=None) as engine:
+        for kind, text in DOZEN:
+            engine.remember(text, kind=kind, detect=False)
+        for text in ("Every endpoint validates its input with pydantic", "Logs are JSON lines on stdout"):
+            assert engine.propose(text, kind="convention", context="AGENTS.md")["status"] == "queued"
+    server = Server(["--transport", "http"], cwd=project, env=keyword_only_env(tmp_path), log=tmp_path / "server.log")
+    try:
+        browser.get(f"http://127.0.0.1:{server.port}/")
+        # no click: the ten newest, newest first, each with its kind, day and text; the count waiting
+        wait_for(lambda: len(texts(browser, "#latest li")) == 10, what="the ten newest memories")
+        rows = browser.execute_script("""return [...document.querySelectorAll('#latest li')].map(li =>
+            [li.querySelector('.kind').innerText, li.querySelector('time').getAttribute('datetime'),
+             li.querySelector('time').innerText, li.querySelector('.text').innerText])""")
+        assert [(kind.lower(), text) for kind, _, _, text in rows] == list(reversed(DOZEN))[:10]
+        assert all(iso.startswith(shown) and len(shown) == 10 for _, iso, shown, _ in rows), rows
+        wait_for(lambda: browser.find_element(By.ID, "pending-line").text
+                 == "2 review proposals wait for your verdict.", what="the waiting proposals' count")
+        assert browser.find_element(By.ID, "review-open").is_displayed()
+        assert not texts(browser, "#review li.proposal-row")  # the queue itself loads on demand
+        browser.save_screenshot(str(tmp_path / "first-screen.png"))
+
+        # its button opens the review queue, with the focus there
+        browser.find_element(By.ID, "review-open").click()
+        wait_for(lambda: len(texts(browser, "#review li.proposal-row")) == 2, what="the two proposals")
+        assert browser.switch_to.active_element.get_attribute("id") == "review-title"
     finally:
         server.stop()
 

@@ -8,6 +8,9 @@ const KINDS = ["decision", "convention", "preference", "fact", "task", "insight"
 const VERDICTS = [["approve", "Approve"], ["reject", "Reject"], ["edit", "Edit…"]];
 // Proposals where one of several memories stays (review.MULTI_TYPES): the user chooses which, and its tags.
 const MULTI = ["duplicate", "near_duplicate", "conflict", "summarise"];
+// The first screen's newest current memories: what the store learnt lately, at a glance; the search
+// below lists more (config list.limit).
+const LATEST = 10;
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
 const store = params.get("store");
@@ -59,6 +62,35 @@ function memoryRow(m, extra = {}) {
     el("div", {class: "meta", text: meta}), el("p", {class: "text", text: m.text ?? "[forgotten]"}), actions);
 }
 
+// The first screen: the newest current memories (kind, day recorded, text) and how many review
+// proposals wait, from GET /v1/memories and GET /v1/maintain/status.
+async function loadHome() {
+  try {
+    const [{memories}, status] = await Promise.all([
+      api("GET", "/v1/memories", undefined, {limit: LATEST}), api("GET", "/v1/maintain/status")]);
+    $("latest").replaceChildren(...(memories.length ? memories.map((m) => el("li", {class: "memory", "data-id": m.id},
+      el("span", {class: "kind", text: m.kind}),
+      el("time", {datetime: m.recorded_at_iso ?? "", text: day(m.recorded_at_iso)}),
+      el("span", {class: "text", text: m.text ?? "[forgotten]"}),
+      el("button", {type: "button", onclick: () => showHistory(m.id), "aria-label": `History of ${m.id}`}, "History")))
+      : [el("li", {class: "empty", text: "No memories yet: they arrive as you work with Claude Code, or with cairn remember."})]));
+    showPending(status.pending);
+  } catch (err) { notice(err.message); }
+}
+
+function showPending(n) {
+  $("pending-line").textContent = n === 0 ? "No review proposals wait."
+    : `${n} review proposal${n === 1 ? "" : "s"} wait${n === 1 ? "s" : ""} for your verdict.`;
+  $("review-open").hidden = n === 0;
+  $("waiting").classList.toggle("has-pending", n > 0);
+}
+
+async function openReview() {
+  await loadReview();
+  $("review-title").scrollIntoView();
+  $("review-title").focus();
+}
+
 async function search(event) {
   if (event) event.preventDefault();
   const query = $("query").value.trim();
@@ -103,7 +135,7 @@ async function replaceMemory(m) {
   if (!text || text === m.text) return;
   try {
     const result = await api("POST", `/v1/memories/${encodeURIComponent(m.id)}/replace`, {text});
-    await search();
+    await Promise.all([search(), loadHome()]);
     notice(`Replaced ${m.id} by ${result.memory.id}.`);
   } catch (err) { notice(err.message); }
 }
@@ -112,7 +144,7 @@ async function forgetMemory(m) {
   if (!confirm(`Forget memory ${m.id} for good? Its text cannot be recovered.`)) return;
   try {
     await api("DELETE", `/v1/memories/${encodeURIComponent(m.id)}`);
-    await search();
+    await Promise.all([search(), loadHome()]);
     notice(`Forgot ${m.id}.`);
   } catch (err) { notice(err.message); }
 }
@@ -188,6 +220,7 @@ async function loadReview() {
         el("p", {class: "after", text: stale ? `Stale: ${stale}` : after}),
         el("div", {class: "actions", role: "group", "aria-label": `Verdict on proposal ${p.id}`}, ...buttons));
     }));
+    showPending(status.pending);
     $("review-status").textContent = `${status.pending} pending · ${status.cold} cold`
       + (status.last_run ? ` · last maintenance ${new Date(status.last_run.at).toISOString().slice(0, 10)}`
         : " · no maintenance run yet");
@@ -219,7 +252,7 @@ async function decide(proposal, sources, verdict) {
   try {
     const result = await api("POST", `/v1/review/proposals/${encodeURIComponent(proposal.id)}/decide`, body);
     await loadReview();
-    await search();
+    await Promise.all([search(), loadHome()]);
     notice(`Verdict ${result.verdict} on ${proposal.type} proposal: ${result.state}.`);
   } catch (err) { notice(err.message); }
 }
@@ -244,7 +277,8 @@ async function start() {
   $("search-form").addEventListener("submit", search);
   $("sessions-form").addEventListener("submit", searchSessions);
   $("review-load").addEventListener("click", loadReview);
-  $("history-title").setAttribute("tabindex", "-1");
+  $("review-open").addEventListener("click", openReview);
+  for (const id of ["history-title", "review-title"]) $(id).setAttribute("tabindex", "-1");
   $("token-form").addEventListener("submit", (event) => {
     event.preventDefault();
     sessionStorage.setItem("cairn-token", $("token").value.trim());
@@ -260,7 +294,8 @@ async function start2() {
     $("store-line").textContent = `store ${status.store}: ${status.counts.current} current memories`
       + (status.counts.cold ? ` (and ${status.counts.cold} cold)` : "")
       + (status.keyword_only ? " (keyword-only recall)" : "");
-    await search();
+    // The memory list below the search form fills on a search; the first screen shows the newest.
+    await loadHome();
   } catch (err) { $("store-line").textContent = ""; notice(err.message); }
 }
 
