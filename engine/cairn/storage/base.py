@@ -281,9 +281,12 @@ class SqlStore:
         kinds = dict(self._q(
             f"SELECT kind, count(*) FROM memories m WHERE {sql.current_sql('m')} AND m.cold_at IS NULL GROUP BY kind",
             (now,)).fetchall())
+        # CROSS JOIN: from the tags to their memories. Without statistics SQLite's planner starts
+        # from memories_by_retired, which at 10,000 memories walks every current row (4 ms; 0.04 ms
+        # this way round). Postgres plans it as the inner join it is.
         tags = self._q(
-            f"SELECT t.tag, count(*) AS n FROM memory_tags t JOIN memories m ON m.seq = t.seq "
-            f"WHERE {sql.current_sql('m')} AND m.cold_at IS NULL GROUP BY t.tag ORDER BY n DESC, t.tag LIMIT ?",
+            f"SELECT t.tag, count(*) AS n FROM memory_tags t CROSS JOIN memories m WHERE m.seq = t.seq "
+            f"AND {sql.current_sql('m')} AND m.cold_at IS NULL GROUP BY t.tag ORDER BY n DESC, t.tag LIMIT ?",
             (now, int(tag_limit))).fetchall()
         return kinds, [(tag, n) for tag, n in tags]
 
@@ -656,15 +659,20 @@ class SqlStore:
         if not prefixes:
             return []
         clause, values = self._in("s.prefix", list(dict.fromkeys(prefixes)))
+        # CROSS JOIN: from memory_scopes_by_prefix to each row's memory. Left to itself SQLite's
+        # planner (no statistics) walks every current memory and looks up its scopes: 11 ms a tool
+        # call at 10,000 memories against 0.1 ms this way round. Postgres plans it as an inner join.
         return [(r[0], r[1], r[2], float(r[3]), int(r[4])) for r in self._q(
-            "SELECT s.memory_id, s.pattern, s.origin, s.weight, s.updated_at FROM memory_scopes s "
-            f"JOIN memories m ON m.id = s.memory_id WHERE {clause} AND m.cold_at IS NULL AND {sql.current_sql('m')}",
+            "SELECT s.memory_id, s.pattern, s.origin, s.weight, s.updated_at FROM memory_scopes s CROSS JOIN "
+            f"memories m WHERE m.id = s.memory_id AND {clause} AND m.cold_at IS NULL AND {sql.current_sql('m')}",
             [*values, now_ms()])]
 
     def scoped_count(self) -> int:
         """How many current memories have at least one scope."""
-        return int(self._one("SELECT count(DISTINCT s.memory_id) FROM memory_scopes s JOIN memories m "
-                             f"ON m.id = s.memory_id WHERE {sql.current_sql('m')}", (now_ms(),)))
+        # CROSS JOIN, as in scoped_candidates: the scopes' rows, each with its memory (5.8 -> 3.7 ms
+        # at 10,000 memories, a third of them scoped, on SQLite).
+        return int(self._one("SELECT count(DISTINCT s.memory_id) FROM memory_scopes s CROSS JOIN memories m "
+                             f"WHERE m.id = s.memory_id AND {sql.current_sql('m')}", (now_ms(),)))
 
     def scope_counts(self) -> dict[str, int]:
         """{origin: rows} over the store's scopes."""
