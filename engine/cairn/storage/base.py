@@ -218,7 +218,10 @@ class SqlStore:
 
     def memories(self, filters: Filters, *, limit: int | None = None, order: Order = Order.NEWEST) -> list[Memory]:
         """The memories `filters` keeps, in `order`, at most `limit` (None: all)."""
-        where, params = filters.where()
+        # In time order, SQLite reads memories_by_recorded backwards and stops at `limit` once
+        # its planner is kept off memories_by_retired (which walks every current row, then sorts):
+        # 22 -> 1.2 ms for the newest 534 of 10,000, what a session brief reads.
+        where, params = filters.where(unindexed=self._UNINDEXED if Order(order) != Order.IMPORTANCE else "")
         order_by = sql.ORDER_SQL[Order(order)]
         text = f"SELECT {self._memory_columns('m')} FROM memories m WHERE {where} ORDER BY {order_by}"
         if limit is not None:
@@ -229,6 +232,7 @@ class SqlStore:
     # `+retired_at` on SQLite: else its planner walks every current row through memories_by_retired
     # (24 ms at 100k) to count the expired ones.
     _NOT_RETIRED = "retired_at"
+    _UNINDEXED = ""  # "+" on SQLite: sql.current_sql's `unindexed`
 
     def not_current_count(self) -> int:
         """Live memories (with text) outside the current view: superseded, expired or cold (an upper

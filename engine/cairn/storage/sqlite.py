@@ -77,6 +77,7 @@ class SqliteStore(SqlStore):
     dialect = SQLITE
     backend = "sqlite"
     _NOT_RETIRED = "+retired_at"  # see SqlStore.not_current_count
+    _UNINDEXED = "+"  # see SqlStore.memories
 
     def __init__(self, conn: db.Connection, path: Path, name: str):
         self.conn = conn
