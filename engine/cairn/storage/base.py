@@ -221,9 +221,18 @@ class SqlStore:
         # In time order, SQLite reads memories_by_recorded backwards and stops at `limit` once
         # its planner is kept off memories_by_retired (which walks every current row, then sorts):
         # 22 -> 1.2 ms for the newest 534 of 10,000, what a session brief reads.
-        where, params = filters.where(unindexed=self._UNINDEXED if Order(order) != Order.IMPORTANCE else "")
+        by_importance = Order(order) == Order.IMPORTANCE
+        where, params = filters.where(unindexed="" if by_importance else self._UNINDEXED)
         order_by = sql.ORDER_SQL[Order(order)]
-        text = f"SELECT {self._memory_columns('m')} FROM memories m WHERE {where} ORDER BY {order_by}"
+        columns = self._memory_columns("m")
+        if limit is not None and by_importance:
+            # No index serves this order, so every row the filters keep is sorted: sorting their seqs
+            # and then reading the `limit` rows carries a few integers a row through the sorter
+            # rather than the whole memory (25 -> 10 ms for the top 534 of 10,000 on SQLite).
+            text = (f"SELECT {columns} FROM memories m WHERE m.seq IN (SELECT m.seq FROM memories m WHERE {where} "
+                    f"ORDER BY {order_by} LIMIT ?) ORDER BY {order_by}")
+            return self._memories(self._q(text, [*params, int(limit)]).fetchall())
+        text = f"SELECT {columns} FROM memories m WHERE {where} ORDER BY {order_by}"
         if limit is not None:
             text += " LIMIT ?"
             params.append(int(limit))
