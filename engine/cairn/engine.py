@@ -467,19 +467,19 @@ class Engine:
             vector = None if vectors is None else vectors[i]
             with store.transaction():  # the memory and its scopes commit together
                 result = self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect)
-                self._scope(store, draft, result, at=row.recorded_at)
+                self._scope(store, draft, result, at=row.recorded_at, root=self.choice.project_root)
             results.append(replace(result, redacted=redacted[i]))
             if results[-1].conflicts and not self.defer_review:
                 results[-1] = replace(results[-1], queued=self._queue_conflicts(store, results[-1]))
         return results
 
     @staticmethod
-    def _scope(store: Store, draft: Draft, result: RememberResult, *, at: int) -> None:
+    def _scope(store: Store, draft: Draft, result: RememberResult, *, at: int, root: Path | None = None) -> None:
         """A write's path scopes: the ones given (scopes.attach), else those of the memories it
         replaced (scopes.inherit); and, when the draft names its session, what that session touched
         just before (scopes.learn)."""
         memory_id = result.memory.id
-        patterns = normalise_patterns(draft.paths)
+        patterns = normalise_patterns(draft.paths, root)
         if patterns:
             attach(store, memory_id, patterns, at=at)
         elif result.superseded and result.status == "created":

@@ -105,14 +105,6 @@ def _applies_problems(phrases: Any) -> tuple[list[str], tuple[str, ...]]:
     return problems, tuple(out)
 
 
-def normalise_applies_when(phrases: Iterable[str] | None) -> tuple[str, ...]:
-    """Applies-when phrases as stored (see _applies_problems). Raises InvalidMemory."""
-    problems, out = _applies_problems(phrases)
-    if problems:
-        raise InvalidMemory("; ".join(problems))
-    return out
-
-
 def _tag_problems(tags: Any) -> tuple[list[str], tuple[str, ...]]:
     if isinstance(tags, str) or not isinstance(tags, Iterable):
         return ["tags must be a list of strings"], ()

@@ -217,7 +217,7 @@ def propose(engine: Engine, text: str, *, kind: str = "fact", tags: tuple[str, .
     from .text import duplicate_key
 
     now = now_ms()
-    scope = normalise_patterns(paths)  # InvalidMemory for a bad glob, before anything is queued
+    scope = normalise_patterns(paths, engine.choice.project_root)  # InvalidMemory for a bad glob, before queueing
     if applies_when is not None and (not isinstance(applies_when, list)
                                      or not all(isinstance(a, str) and a.strip() for a in applies_when)):
         raise InvalidMemory("applies_when must be a list of non-empty strings")

@@ -18,6 +18,7 @@ from .timeutil import now_ms
 
 if TYPE_CHECKING:
     from .models import Memory
+    from .paths import StoreChoice
     from .storage.protocol import StoreBackend
 
 
@@ -29,6 +30,8 @@ class _Engine(Protocol):
 
     @property
     def store(self) -> StoreBackend: ...
+    @property
+    def choice(self) -> StoreChoice: ...
     def get(self, memory_id: str) -> Memory: ...
 
 TOUCH_KEEP = 400  # touches kept per session (the most recent)
@@ -156,7 +159,7 @@ class Scopes:
         InvalidMemory."""
         from .errors import NotCurrent
 
-        normalised = normalise_patterns(list(patterns))
+        normalised = normalise_patterns(list(patterns), self._engine.choice.project_root)
         memory = self._engine.get(memory_id)
         if memory.status != "current":
             raise NotCurrent(f"memory {memory_id} is {memory.status}; scope its current version instead")
@@ -188,6 +191,12 @@ class Scopes:
     def touched(self, session_id: str) -> list[Touch]:
         """What `session_id` touched, most recent first (at most TOUCH_KEEP)."""
         return session_touches(self._store, session_id)
+
+    def recent(self, limit: int, *, exclude_session: str = "") -> list[Touch]:
+        """What the project's other sessions touched most recently, newest first, at most `limit`
+        (one per path and action)."""
+        return [Touch(path, action, at) for path, action, at in
+                self._store.recent_touches(limit, exclude_session=exclude_session)]
 
     def learn(self, memory_ids: Iterable[str], session_id: str, *, weight: float = 1.0) -> int:
         """Associate `memory_ids` with what `session_id` touched just before now (scopes.learn);

@@ -50,9 +50,11 @@ LEARNED_HALF_LIFE_DAYS = 90.0
 _FLAGS = None  # wcmatch flags, set on first use (the import is deferred: hooks that match nothing skip it)
 
 
-def normalise_pattern(pattern: str) -> str:
+def normalise_pattern(pattern: str, root: str | os.PathLike[str] | None = None) -> str:
     """`pattern` as stored: forward slashes, no "./" or leading "/", a trailing "/" made "/**",
-    whitespace trimmed; a command scope ("cmd:NAME ...") with its words single-spaced.
+    whitespace trimmed; a command scope ("cmd:NAME ...") with its words single-spaced. An absolute
+    path inside the project `root` is made relative to it (`/home/me/shop/src/x.py` -> `src/x.py`);
+    any other leading "/" anchors at the project root, as in .gitignore.
     Raises InvalidMemory for an empty pattern, one over MAX_PATTERN_CHARS, one with a ".."
     component, or one that is not a string."""
     if not isinstance(pattern, str):
@@ -64,6 +66,10 @@ def normalise_pattern(pattern: str) -> str:
             raise InvalidMemory(f"command scope {pattern!r} names no command")
         return COMMAND + " ".join(words)
     text = text.replace("\\", "/")
+    if root is not None:
+        base = os.fspath(root).replace("\\", "/").rstrip("/") + "/"
+        if text.startswith(base):
+            text = text[len(base):]
     while text.startswith("./"):
         text = text[2:]
     text = text.lstrip("/")
@@ -79,14 +85,15 @@ def normalise_pattern(pattern: str) -> str:
     return text
 
 
-def normalise_patterns(patterns: Iterable[str] | str | None) -> tuple[str, ...]:
-    """Each of `patterns` normalised (normalise_pattern), duplicates dropped, order kept.
-    Raises InvalidMemory (a bare string instead of a list; more than MAX_PATHS)."""
+def normalise_patterns(patterns: Iterable[str] | str | None,
+                       root: str | os.PathLike[str] | None = None) -> tuple[str, ...]:
+    """Each of `patterns` normalised (normalise_pattern, within the project `root`), duplicates
+    dropped, order kept. Raises InvalidMemory (a bare string instead of a list; more than MAX_PATHS)."""
     if patterns is None:
         return ()
     if isinstance(patterns, str):
         raise InvalidMemory("paths is a list of globs, not one string")
-    out = tuple(dict.fromkeys(normalise_pattern(p) for p in patterns))
+    out = tuple(dict.fromkeys(normalise_pattern(p, root) for p in patterns))
     if len(out) > MAX_PATHS:
         raise InvalidMemory(f"at most {MAX_PATHS} path scopes per memory, not {len(out)}")
     return out

@@ -385,10 +385,6 @@ def credential_value(value: str, before: str) -> bool:
 _STRONG_SYMBOLS = frozenset("!@#$%^&*+=~?")
 
 
-def _class(c: str) -> int:
-    return 0 if c.islower() else 1 if c.isupper() else 2 if c.isdigit() else 3
-
-
 def random_looking(value: str) -> bool:
     """Whether `value` is made like a password or a generated token rather than a name: letters and
     digits with a symbol a name never holds (`Meadow314$Glacier`); or upper and lower case and

@@ -119,6 +119,8 @@ BAD_INPUTS = [
     (("remember", "fine text", "--store", "../escape", "--create"), "invalid store name"),
     (("remember", "fine text", "--store", "a/b", "--create"), "invalid store name"),
     (("remember", "fine text", "--replaces", "01NOSUCHMEMORY"), "no memory"),
+    (("scope", "01NOSUCHMEMORY"), "no memory"),
+    (("scope", "01NOSUCHMEMORY", "--reset-learned"), "no memory"),
 ]
 
 

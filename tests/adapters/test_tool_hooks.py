@@ -321,3 +321,22 @@ def test_a_large_stores_brief_lists_the_memories_of_the_changed_files_and_the_br
     (repo / "src" / "payments" / "charge.py").write_text("x = 2\n")  # a change in the work tree
     listed = brief()
     assert f"[mem:{pay.id}]" in listed and f"[mem:{ledger.id}]" in listed
+
+
+def test_a_large_stores_brief_lists_the_memories_of_the_last_sessions_files_first(repo):
+    """Recent work points the brief: a memory learned on src/payments is listed at the start of the
+    session after one that edited a file there, and not before any session worked there."""
+    with _open(repo) as memory:
+        pay = memory.remember(PAYMENTS, kind="fact", importance=2, paths=["src/payments/**"]).memory
+    _many(repo)
+    env = {"CLAUDE_PROJECT_DIR": str(repo)}
+
+    def brief(sid: str) -> str:
+        start = {"session_id": sid, "source": "startup", "cwd": str(repo)}
+        return "".join(_context(handle(e, start, env)) for e in ("SessionStart", "SessionStart:rest"))
+
+    assert f"[mem:{pay.id}]" not in brief("S1")
+    _tool(repo, "S1", "Edit", file_path=str(repo / "docs" / "index.md"))
+    assert f"[mem:{pay.id}]" not in brief("S2")  # the last session worked on docs
+    _tool(repo, "S2", "Edit", file_path=str(repo / "src" / "payments" / "charge.py"))
+    assert f"[mem:{pay.id}]" in brief("S3")

@@ -565,3 +565,23 @@ def test_per_prompt_recall_puts_what_claude_cited_first_and_what_it_ignored_last
     for _ in range(context.IGNORED_AFTER):
         kw_memory.record_injected([before[0]])
     assert [h.memory.id for h in relevant_hits(kw_memory, prompt)] == [before[1], before[0]]
+
+
+def test_rules_are_listed_whole_while_the_store_fits_and_cut_when_that_lists_more_of_it(kw_memory):
+    rule = ("During deploys, drain the workers first, wait for the queue to empty, and never restart the "
+            "primary database while a migration holds its lock; page the on-call DBA instead")
+    vital = ("Never force-push to main or to a release branch, not even to fix a typo in a commit message "
+             "that has already been pushed and reviewed")
+    dec = remember_slowly(kw_memory, rule, kind="decision")
+    imp = remember_slowly(kw_memory, vital, kind="convention", importance=5)
+    for i in range(12):
+        remember_slowly(kw_memory, f"Fact {i}: service {i} listens on port {8000 + i} behind the gateway",
+                        kind="fact")
+    assert f"[mem:{dec.id}] {rule}" in session_brief(kw_memory)  # room for all: rules whole
+    whole = len(session_brief(kw_memory))
+    brief = session_brief(kw_memory, budget=whole - 60)  # all of them fit only with the rule cut
+    assert brief.split("\n")[0].endswith("14 current memories, listed here. Cite as [mem:ID]; the memory_recall "
+                                         "tool gives whole texts and finds more.")
+    line = next(x for x in brief.split("\n") if dec.id in x)
+    assert line.endswith("…") and len(line) < len(f"- [mem:{dec.id}] {rule}")
+    assert f"[mem:{imp.id}] {vital}" in brief  # an important rule stays whole

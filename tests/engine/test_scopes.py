@@ -114,6 +114,17 @@ def test_given_scopes_are_stored_and_found_by_a_path_under_them(kw_memory):
     assert kw_memory.scopes.matching(["src/other.py"]) == []
 
 
+def test_an_absolute_path_inside_the_project_is_stored_relative_to_it(kw_memory):
+    root = kw_memory.choice.project_root
+    m = kw_memory.remember("Amounts are integer cents", kind="convention",
+                           paths=[f"{root}/src/payments/charge.py", "/docs/**"]).memory
+    assert [s["pattern"] for s in kw_memory.scopes.of([m.id])[m.id]] == ["docs/**", "src/payments/charge.py"]
+    assert [mem.id for mem, _ in kw_memory.scopes.matching(["src/payments/charge.py"])] == [m.id]
+    assert kw_memory.scopes.set(m.id, [f"{root}/web/"]) == ["web/**"]
+    proposal = kw_memory.propose("Docs use sentence case", paths=[f"{root}/docs/"])["proposal"]
+    assert proposal["payload"]["paths"] == ["docs/**"]
+
+
 def test_a_bad_scope_writes_nothing(kw_memory):
     with pytest.raises(InvalidMemory, match="leaves the project"):
         kw_memory.remember("Amounts are integer cents", paths=["../x"])

@@ -713,6 +713,17 @@ class SqlStore:
             "SELECT path, action, n, first_at, last_at FROM session_touches WHERE session_id = ? "
             "ORDER BY last_at DESC, path LIMIT ?", (session_id, int(limit)))]
 
+    def recent_touches(self, limit: int, *, exclude_session: str = "") -> list[tuple[str, str, int]]:
+        """The paths the store's sessions touched most recently, other than `exclude_session`'s:
+        rows of (path, action, last_at), one per (path, action), newest first, at most `limit`."""
+        out: dict[tuple[str, str], int] = {}
+        # Newest rows first by the last_at index (m013); a path touched in several sessions has a row
+        # in each, so read a few times `limit` rows to find `limit` distinct ones.
+        for path, action, at in self._q("SELECT path, action, last_at FROM session_touches WHERE session_id <> ? "
+                                        "ORDER BY last_at DESC LIMIT ?", (exclude_session, int(limit) * 4)):
+            out.setdefault((path, action), int(at))
+        return [(path, action, at) for (path, action), at in list(out.items())[:limit]]
+
     def prune_touches(self, before: int) -> int:
         """Drop touches last seen before `before` (epoch ms); returns how many rows went."""
         with self.transaction():

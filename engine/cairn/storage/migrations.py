@@ -635,6 +635,21 @@ def m012_duplicate_key_postgres(conn: Any, language: str) -> None:
     conn.execute(_CURRENT_TEXT_INDEX)
 
 
+# The brief reads what the project's latest sessions touched (session_focus): newest first over all
+# sessions, which the per-session index cannot serve without a scan.
+_TOUCHES_BY_TIME = "CREATE INDEX IF NOT EXISTS session_touches_by_time ON session_touches(last_at)"
+
+
+@sqlite_step
+def m013_touches_by_time_sqlite(conn: Connection) -> None:
+    conn.execute(_TOUCHES_BY_TIME)
+
+
+@postgres_step
+def m013_touches_by_time_postgres(conn: Any, language: str) -> None:
+    conn.execute(_TOUCHES_BY_TIME)
+
+
 def _user_tables(conn: Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
     return {r[0] for r in rows}

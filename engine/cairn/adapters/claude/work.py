@@ -313,14 +313,20 @@ def project_root(resolved_root: Path | None, payload: dict[str, Any], env: dict[
 FOCUS_FILES = 30  # changed files (git) or the resumed session's files that point the brief
 BRANCH_HITS = 10  # memories the branch name's words find
 BRANCH_WEIGHT = 0.5  # how strongly (0..1) a branch-name match points the brief; a file match gives its score
+RECENT_FILES = 16  # files the project's latest other sessions touched that point the brief
+RECENT_WEIGHT = 0.8  # how strongly (0..1) recent work points the brief, times the file's match score;
+# below a changed file's 1 (uncommitted work says more). Both chosen on the dev work set with 200
+# other projects' memories (bench/work_eval.py --distractors 200; docs/benchmarks.md)
 IDLE_BRANCHES = frozenset({"main", "master", "trunk", "develop", "dev", "HEAD"})
 
 
 def session_focus(memory: Cairn, root: Path, session_id: str, source: str) -> dict[str, float]:
     """What a session is likely about, known at its start: {memory id: 0..1} for the memories scoped
     to the files changed or staged in the work tree (git), on resume to the files this session
-    touched, and those the branch name's words find (keyword recall). Empty when there is nothing to
-    go by (a clean tree on main, no git). Never raises: git gets one second."""
+    touched, to the RECENT_FILES files the project's latest other sessions touched (times
+    RECENT_WEIGHT), and those the branch name's words find (keyword recall). Empty when there is
+    nothing to go by (a clean tree on main, no git, no earlier session). Never raises: git gets one
+    second."""
     files: list[str] = []
     if source == "resume" and session_id:
         files += [t.path for t in memory.scopes.touched(session_id) if not t.path.startswith(COMMAND)]
@@ -337,6 +343,13 @@ def session_focus(memory: Cairn, root: Path, session_id: str, source: str) -> di
     if files:
         for m, match in memory.scopes.matching(list(dict.fromkeys(files))[:FOCUS_FILES], limit=200):
             focus[m.id] = max(focus.get(m.id, 0.0), min(1.0, match.score))
+    # The work of the project's latest sessions: what was worked on last is likely worked on next,
+    # and a brief that cannot list the whole store lists those areas' memories first.
+    recent = list(dict.fromkeys(t.path for t in memory.scopes.recent(RECENT_FILES * 2, exclude_session=session_id)
+                                if not t.path.startswith(COMMAND) and not t.path.endswith("/")))[:RECENT_FILES]
+    if recent:
+        for m, match in memory.scopes.matching(recent, limit=200):
+            focus[m.id] = max(focus.get(m.id, 0.0), RECENT_WEIGHT * min(1.0, match.score))
     if branch and branch not in IDLE_BRANCHES and branch != "(detached)":
         words = " ".join(w for w in re.split(r"[^A-Za-z0-9]+", branch.split("/", 1)[-1]) if len(w) > 2
                          and not w.isdigit())

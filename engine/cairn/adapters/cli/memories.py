@@ -222,6 +222,8 @@ def scope(memory: Cairn, as_json: bool, memory_id: str | None, patterns: tuple[s
         raise cairn.InvalidInput("--set and --clear need a MEMORY_ID")
     if patterns and clear:
         raise cairn.InvalidInput("use either --set or --clear")
+    if memory_id:
+        memory.get(memory_id)  # MemoryNotFound for an unknown id, before anything is shown or reset
     if reset_learned:
         n = memory.scopes.reset([memory_id] if memory_id else None)
         _emit(as_json, {"reset": n}, lambda: click.echo(f"{_count(n, 'learned scope')} forgotten"))

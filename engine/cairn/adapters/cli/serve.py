@@ -169,8 +169,10 @@ def config_(client: str, dry_run: bool, store_name: str | None, command: str | N
 @click.argument("event")
 @click.argument("args", nargs=-1)
 def hook(event: str, args: tuple[str, ...]) -> None:
-    """Run a Claude Code hook: EVENT is SessionStart, UserPromptSubmit, Stop or PreCompact (stdin: the hook's JSON),
-    or `pause SESSION_ID [off]`. Fails open: exit 0 whatever happens; errors go to hooks.log."""
+    """Run a Claude Code hook (stdin: the hook's JSON): EVENT is SessionStart (SessionStart:rest,
+    the brief's second part), UserPromptSubmit, PreToolUse, PostToolUse, SubagentStart, Stop,
+    PreCompact or SessionEnd (hooks/hooks.json); or `pause SESSION_ID [off]`. Fails open: exit 0
+    whatever happens; errors go to hooks.log."""
     from ..hook import _log_to_file, hook_main
 
     try:
