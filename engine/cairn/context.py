@@ -11,9 +11,10 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from .embedder import EQUIVALENT_WEIGHTS
 from .errors import CairnError
@@ -140,6 +141,12 @@ GLOBAL_TITLE = "Yours, in every project (global store)"
 
 def is_trivial(prompt: str) -> bool:
     """Slash commands, acknowledgements, and prompts without a single content word."""
+    return _is_trivial(prompt)
+
+
+@lru_cache(maxsize=8)
+def _is_trivial(prompt: str) -> bool:
+    # Cached: a hook asks before its other work, and relevant_hits asks again for the same prompt.
     text = prompt.strip()
     if not text or _SLASH_COMMAND.match(text):
         return True
@@ -216,7 +223,8 @@ def _section(kind: str) -> str:
 
 
 def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool = False,
-                  exclude: Collection[str] = (), focus: Mapping[str, float] | None = None) -> str | None:
+                  exclude: Collection[str] = (), focus: Mapping[str, float] | None = None,
+                  counts: Mapping[str, int] | None = None) -> str | None:
     """The session brief: an index of the project store within `budget` characters.
 
     Every current memory as one line (`- [mem:ID] gist`, grouped by kind) when they fit, the gists
@@ -231,9 +239,10 @@ def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool
     focus: {memory id: 0..1} from the session's own signals (the files changed in the work tree, the
     branch, on resume the files the session touched): added to the priority, times FOCUS_BONUS,
     so that a brief that cannot list everything lists what this session is likely about first.
+    counts: memory.counts(), when the caller has them already (one scan of the store fewer).
     None when no store has a current memory or nothing fits."""
     on_global = memory.name == GLOBAL_STORE  # also when CAIRN_STORE names it: no section of its own
-    counts = memory.counts()
+    counts = memory.counts() if counts is None else counts
     global_important = [] if on_global else _global_important(memory, budget // 40 + 1)
     if (counts["current"] == 0 and not global_important) or budget <= 0:
         return None
@@ -550,13 +559,15 @@ def _calibrated(embedder) -> bool:
 
 
 def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None,
-                  exclude: Collection[str] = ()) -> list[Hit]:
+                  embed: Callable[[str], Any] | None = None, exclude: Collection[str] = ()) -> list[Hit]:
     """Up to k current memories that pass the relevance gate, in recall order; [] for trivial prompts.
 
     query_vector: the prompt's vector (hybrid), or None for keyword-only recall; ignored for a model
     the gate has no thresholds for (cosine_gate), and for a CJK prompt (is_cjk) with a model that
-    does not cover CJK. exclude: ids never returned (memories already in the session's context), left
-    out before the k cut."""
+    does not cover CJK. embed: instead of query_vector, a function that gives the vector of the
+    prompt's first MAX_PROMPT_CHARS characters (or None), called only when the gate reads cosines
+    for this prompt (not for a trivial one, nor in the cases above). exclude: ids never returned
+    (memories already in the session's context), left out before the k cut."""
     if k <= 0 or is_trivial(prompt):
         return []
     text = prompt[:MAX_PROMPT_CHARS]
@@ -565,6 +576,8 @@ def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None,
     cjk = is_cjk(text)
     if gate is None or (not gate.multilingual and cjk):
         query_vector = None  # no thresholds for this model's cosines, or not on this language
+    elif query_vector is None and embed is not None:
+        query_vector = embed(text)
     weights: list[TermWeights] = []  # looked up once, and only for a hit that may take the second route
 
     def relevant(hit: Hit, cosine: float | None) -> bool:
@@ -611,10 +624,11 @@ def _by_use(memory: Cairn, hits: list[Hit]) -> list[Hit]:
 
 
 def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200, query_vector=None,
-                   exclude: Collection[str] = ()) -> str | None:
+                   embed: Callable[[str], Any] | None = None, exclude: Collection[str] = ()) -> str | None:
     """The memories relevant to `prompt`, formatted within `budget` characters; None when none is.
-    exclude: ids already in the session's context (see relevant_hits)."""
-    hits = relevant_hits(memory, prompt, k=k, query_vector=query_vector, exclude=exclude)
+    query_vector or embed (the prompt's vector, or how to get it when needed) and exclude (ids
+    already in the session's context): see relevant_hits."""
+    hits = relevant_hits(memory, prompt, k=k, query_vector=query_vector, embed=embed, exclude=exclude)
     if not hits or budget <= 0:
         return None
     return _fill("Cairn memories that may be relevant to this prompt (cite as [mem:ID]):",

@@ -195,7 +195,11 @@ def content_words(text: str) -> list[str]:
         if i % 2:
             words += _cjk_content(chunk)
         else:
-            words += [w for term in query_terms(chunk) for w in term if w not in STOPWORDS]
+            # query_terms' words of a chunk without CJK, in one findall: its separators (_TERM_SEP)
+            # are no word characters, so its terms' pieces are _WORD's matches in order. A memory
+            # seen for the first time in the warm process is stemmed through here (stem_text).
+            words += [w for w in map(str.casefold, _WORD.findall(unicodedata.normalize("NFC", chunk)))
+                      if w not in STOPWORDS]
     return words
 
 

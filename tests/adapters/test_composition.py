@@ -38,6 +38,37 @@ def test_a_keyword_only_prompt_runs_git_once(project, monkeypatch):
     assert len(calls) == 1, calls
 
 
+def test_a_hook_request_works_out_each_fact_once(project, monkeypatch):
+    # One session start read Claude Code's settings files twice and counted the store twice; a
+    # prompt found the git root and read those settings as well. Now each is derived once per
+    # request, by the request (claude.request.HookRequest) the event's paths share.
+    from cairn.adapters import claude_memory
+    from cairn.adapters.claude import session
+
+    with Cairn.open(cwd=project, embedder=None) as engine:
+        engine.remember("Production deploys go through the release workflow, triggered by a tag", kind="decision")
+    calls: dict[str, int] = {}
+
+    def counting(name, real):
+        def wrapper(*args, **kwargs):
+            calls[name] = calls.get(name, 0) + 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(claude_memory, "native_memory", counting("native_memory", claude_memory.native_memory))
+    monkeypatch.setattr(Cairn, "counts", counting("counts", Cairn.counts))
+    monkeypatch.setattr(session.SessionState, "__init__", counting("state", session.SessionState.__init__))
+    env = {"CLAUDE_PROJECT_DIR": str(project)}
+    out = claude_hooks.handle("SessionStart", {"source": "startup", "session_id": "s"}, env)
+    assert "release workflow" in out["hookSpecificOutput"]["additionalContext"]
+    assert calls == {"native_memory": 1, "counts": 1, "state": 1}
+    calls.clear()
+    out = claude_hooks.handle("UserPromptSubmit", {"prompt": "how do production deploys and the release workflow "
+                                                             "work on the staging cluster?", "session_id": "s2"}, env)
+    assert "release workflow" in out["hookSpecificOutput"]["additionalContext"]
+    assert calls == {"native_memory": 1, "state": 1}
+
+
 @pytest.mark.model
 def test_the_warm_process_honours_a_projects_own_model(project, tmp_path, cairn_home, monkeypatch):
     # A project whose .cairn.yaml names another model (a copy of MiniLM in a folder of its own: a

@@ -183,7 +183,7 @@ def test_the_hook_forwards_its_stdin_and_env_intact(stand_in, payload, pretty):
     (line,) = stand_in.lines
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     sent = json.loads(line)
-    assert sent == {"op": "hook", "event": "UserPromptSubmit", "payload": payload, "code": warm.code_version(),
+    assert sent == {"op": "hook", "event": "UserPromptSubmit", "payload": payload, "package": warm.PACKAGE_DIR,
                     "env": {"CLAUDE_PROJECT_DIR": "/p/é", "CAIRN_STORE": 'a"b'}}
 
 

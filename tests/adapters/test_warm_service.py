@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 
 import pytest
@@ -48,11 +49,61 @@ def test_one_instance_serves_hooks_with_vectors_and_never_a_forgotten_or_replace
     assert [len(v) for v in vectors] == [384 * 4, 384 * 4]
 
 
-def test_a_request_from_other_code_makes_it_step_down(service, monkeypatch):
-    monkeypatch.setattr(warm, "code_version", lambda: "another-version")
+def _engine_copy(dest):
+    """A copy of the engine's package with its files' modification times (as a plugin install
+    copies it: tests/e2e/harness.py, pristine_copy)."""
+    shutil.copytree(warm.PACKAGE_DIR, dest, ignore=shutil.ignore_patterns("__pycache__"))
+    return str(dest)
+
+
+def test_a_request_from_the_same_code_elsewhere_is_served_and_one_from_edited_code_makes_it_step_down(
+        service, monkeypatch, tmp_path):
+    copy = _engine_copy(tmp_path / "cairn")
+    monkeypatch.setattr(warm, "PACKAGE_DIR", copy)
+    assert warm.request({"op": "ping"}) is not None  # same files, same sizes and times: the same code
+    edited = os.path.join(copy, "context.py")
+    with open(edited, "a") as handle:  # rewritten in place: its folder's mtime does not change
+        handle.write("\n")
     assert warm.request({"op": "ping"}) is None
     wait_for(lambda: not warm.is_running() and not warm.socket_path().exists(), WAIT_S,
              "the warm process to step down and remove its socket")
+
+
+def test_code_versions_sees_every_change_of_the_package_and_walks_it_only_then(tmp_path, monkeypatch):
+    package = _engine_copy(tmp_path / "cairn")
+    versions = warm.CodeVersions()
+    first = versions.version(package)
+    assert first == warm.code_version(package) == warm.code_version()  # a copy with its times is the same code
+    walks = []
+    real_walk = os.walk
+    monkeypatch.setattr(warm.os, "walk", lambda *a, **k: walks.append(a) or real_walk(*a, **k))
+    assert versions.version(package) == first and walks == []  # unchanged: a stat per file, no walk
+
+    def changed() -> str:
+        version = versions.version(package)
+        assert version == warm.code_version(package)
+        return version
+
+    target = os.path.join(package, "adapters", "warm.py")
+    stat = os.stat(target)
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # touched: another mtime
+    seen = {first, changed()}
+    with open(target, "a") as handle:  # appended in place
+        handle.write("# x\n")
+    seen.add(changed())
+    with open(os.path.join(package, "adapters", "new_module.py"), "w") as handle:  # a file added
+        handle.write("")
+    seen.add(changed())
+    os.rename(os.path.join(package, "adapters", "new_module.py"), os.path.join(package, "adapters", "renamed.py"))
+    seen.add(changed())
+    os.remove(os.path.join(package, "adapters", "renamed.py"))  # and removed: the earlier fingerprint again
+    assert changed() in seen
+    os.makedirs(os.path.join(package, "newpkg"))
+    with open(os.path.join(package, "newpkg", "__init__.py"), "w") as handle:  # a new subpackage
+        handle.write("")
+    seen.add(changed())
+    assert len(seen) == 6
+    assert versions.version(str(tmp_path / "missing")) is None
 
 
 def test_it_exits_when_idle(monkeypatch, cairn_home):

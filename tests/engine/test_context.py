@@ -69,6 +69,23 @@ def test_slash_command_injects_nothing_on_the_hybrid_path_either(memory):
     assert prompt_context(memory, "deploy release workflow", query_vector=vector(memory, "deploy release workflow"))
 
 
+def test_the_prompt_is_embedded_only_when_the_gate_reads_its_cosines(memory):
+    memory.remember("Deploys go through the release workflow", kind="decision")
+    asked: list[str] = []
+
+    def embed(text: str):
+        asked.append(text)
+        return vector(memory, text)
+
+    for prompt in ("ok, go ahead", "/deploy release workflow", "发布流程怎么走？部署用什么工具"):
+        assert prompt_context(memory, prompt, embed=embed) is None
+    assert asked == []  # trivial, a slash command, a CJK prompt all-MiniLM-L6-v2 has no cosines for
+    prompt = "how does the release workflow deploy?" + " more" * 600
+    lazy = prompt_context(memory, prompt, embed=embed)
+    assert asked == [prompt[:context.MAX_PROMPT_CHARS]]
+    assert lazy == prompt_context(memory, prompt, query_vector=vector(memory, prompt)) and "release workflow" in lazy
+
+
 # -- the gate rule ---------------------------------------------------------------------------------
 
 def test_gate_rule():

@@ -154,3 +154,25 @@ def test_export_then_import_round_trips_every_field(use_backend, items):
         return [{k: v for k, v in json.loads(line).items() if k != "store"} for line in dump.splitlines()]
 
     assert strip_store(second.getvalue()) == strip_store(first.getvalue())
+
+
+TEXT_PIECES = st.lists(st.sampled_from([*"aZéß_0'’-/:.+@# \t\n()[]{}<>\"“”«»,;!?…é\u0301ﬁİ東京に行ったはのポート한국어",
+                                         "don't", "pre-commit", "The", "and"]), max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXT_PIECES)
+def test_content_words_are_query_terms_words_without_stopwords(text):
+    # content_words reads the words between CJK runs with one findall (text.content_words); they
+    # must be exactly what query_terms makes of that text, in order.
+    import unicodedata
+
+    from cairn import text as text_module
+
+    expected: list[str] = []
+    for i, chunk in enumerate(text_module._CJK_SPLIT.split(unicodedata.normalize("NFC", text))):
+        if i % 2:
+            expected += text_module._cjk_content(chunk)
+        else:
+            expected += [w for term in text_module.query_terms(chunk) for w in term if w not in text_module.STOPWORDS]
+    assert text_module.content_words(text) == expected

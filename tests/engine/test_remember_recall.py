@@ -239,3 +239,22 @@ def test_fusion_never_erases_a_keyword_hit():
     fused = convex(lists, RankingConfig())
     assert fused[2] >= FOUND_FLOOR > 0
     assert fused[1] == max(fused.values())
+
+
+@pytest.mark.parametrize("order", ["importance", "newest", "oldest"])
+def test_a_limited_list_is_the_head_of_the_whole_list_in_every_order(kw_memory, order):
+    # The store reads a limited list its own way per order (SqlStore.memories: the seqs sorted first
+    # by importance; the recorded_at index backwards in time order): the head must be the same rows.
+    from cairn import Draft
+
+    kinds = ["decision", "fact", "convention", "task"]
+    results = kw_memory.remember_many([Draft(f"Memory number {i} about service {i % 7}", kind=kinds[i % 4],
+                                             importance=1 + i % 5) for i in range(40)], detect=False)
+    kw_memory.forget(results[3].memory.id)
+    kw_memory.replace(results[5].memory.id, "Memory number 5, replaced")
+    whole = kw_memory.list(limit=100, order=order)
+    assert len(whole) == 39 and results[3].memory.id not in {m.id for m in whole}  # one forgotten, one replaced
+    for limit in (1, 7, 38):
+        assert [m.id for m in kw_memory.list(limit=limit, order=order)] == [m.id for m in whole[:limit]]
+    decisions = kw_memory.list(limit=100, order=order, kinds=["decision"])
+    assert [m.id for m in kw_memory.list(limit=4, order=order, kinds=["decision"])] == [m.id for m in decisions[:4]]

@@ -120,3 +120,43 @@ def test_each_ranking_stage_can_be_switched_off(memory):
         assert not cfg.has(stage)
         hits = memory.recall("What does Melanie's sister paint?", ranking=cfg)
         assert hits and hits[0].memory.id == target.id, stage
+
+
+def test_term_counts_are_asked_of_the_index_once_until_the_store_changes(kw_memory, project):
+    # A prompt's recall and its relevance gate want the same words' document frequencies: the
+    # second ask is answered without the index, and any write (this connection's or another's)
+    # makes the next one exact again.
+    from cairn import Cairn
+
+    store = kw_memory.store
+    if store.backend != "sqlite":
+        pytest.skip("the lookups counted are SQLite's FTS5 ones; Postgres asks its index each time")
+    kw_memory.remember("Deploys go through the release workflow", kind="decision")
+    lookups = []
+
+    class Counting:
+        def __init__(self, conn):
+            self._conn = conn
+
+        def execute(self, sql, *args):
+            if sql.startswith("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH"):
+                lookups.append(args[0][0])
+            return self._conn.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self._conn, name)
+
+    real = store.conn
+    store.conn = Counting(real)
+    try:
+        assert kw_memory.term_counts(['"deploy"', '"workflow"']) == (1, {'"deploy"': 1, '"workflow"': 1})
+        assert kw_memory.term_counts(['"workflow"', '"deploy"']) == (1, {'"workflow"': 1, '"deploy"': 1})
+        assert lookups == ['"deploy"', '"workflow"']
+        kw_memory.remember("The release workflow runs on tags", kind="fact")  # this connection writes
+        assert kw_memory.term_counts(['"workflow"']) == (2, {'"workflow"': 2})
+        with Cairn.open(cwd=project, embedder=None) as other:  # another connection writes
+            other.remember("Workflow files live in .github", kind="fact")
+        assert kw_memory.term_counts(['"workflow"', '"deploy"']) == (3, {'"workflow"': 3, '"deploy"': 1})
+        assert lookups == ['"deploy"', '"workflow"', '"workflow"', '"workflow"', '"deploy"']
+    finally:
+        store.conn = real

@@ -95,7 +95,7 @@ def loaded_signature(paths: list[Path]) -> list[list[Any]]:
 
 
 def already_loaded(memory: Cairn, project: Path, env: dict[str, str] | None = None,
-                   cache: dict[str, Any] | None = None) -> set[str]:
+                   cache: dict[str, Any] | None = None, native: NativeMemory | None = None) -> set[str]:
     """The ids of current memories a session of `project` already holds through Claude Code itself:
     those whose normalised text is a paragraph, line or sentence of a loaded CLAUDE.md, rules file
     or MEMORY.md (loaded_files), and those imported from an auto-memory file that the loaded part of
@@ -103,8 +103,8 @@ def already_loaded(memory: Cairn, project: Path, env: dict[str, str] | None = No
     The brief and per-prompt injection leave them out. cache: a dict kept across a session's hooks
     (SessionState.loaded): the text matches are looked up again only when a loaded file changed
     (an index lookup per piece of text: about 10 ms for a 60-line CLAUDE.md). Never raises for a
-    file it cannot read."""
-    native = native_memory(project, env)
+    file it cannot read. native: native_memory(project, env), when the caller has it already."""
+    native = native_memory(project, env) if native is None else native
     files = loaded_files(project, native, env)
     signature = loaded_signature(files)
     if cache is not None and cache.get("signature") == signature and isinstance(cache.get("ids"), list):

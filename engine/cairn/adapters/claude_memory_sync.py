@@ -177,14 +177,15 @@ def start_background_sync(memory_name: str | None, project: Path, env: dict[str,
 
 
 def sync_at_session_start(memory: Cairn | None, project: Path, env: dict[str, str], *,
-                          store_name: str | None = None) -> str:
+                          store_name: str | None = None, native: NativeMemory | None = None) -> str:
     """At SessionStart, with config claude_memory.sync on: when the auto-memory folder changed since
     the last sync (`pending`: stat only, no file read), start the sync in a detached process. The
     hook itself never writes to the store. memory: the project's open store, or None when it does not
     exist yet. store_name: passed on to the process when the store was named explicitly. Returns
-    what was done ("current", "started", "no folder", "not started"); never raises."""
+    what was done ("current", "started", "no folder", "not started"); never raises. native:
+    native_memory(project, env), when the caller has it already."""
     try:
-        native = native_memory(project, env)
+        native = native_memory(project, env) if native is None else native
         if memory is None or not memory.exists:
             if not memory_files(native.folder):
                 return "no folder"

@@ -203,8 +203,9 @@ def hook_main(argv: list[str], *, hook_process: bool = False) -> None:
     hook_process: this process exists only to run the hook (the launchers say so). Then Stop and
     PreCompact only hand the capture off, and even the handoff (reaching the warm process, or
     capturing) is done by a forked child while this process exits, as is SessionEnd's work: the
-    hook costs Claude Code one interpreter start and the read of its stdin. Never fork otherwise:
-    the parent of the fork exits, and in a caller's process (a test) that would end the caller."""
+    hook costs Claude Code one interpreter start and the read of its stdin; and the process ends
+    with os._exit once its output is flushed. Never pass it otherwise: the parent of the fork
+    exits, and in a caller's process (a test) that would end the caller."""
     started = time.monotonic()
     event = argv[0] if argv else ""
     child = False
@@ -230,6 +231,12 @@ def hook_main(argv: list[str], *, hook_process: bool = False) -> None:
         os._exit(0)  # the forked handoff: nothing of the parent's to clean up or flush
     _timing(event, started)
     sys.stdout.flush()
+    if hook_process:
+        # This process exists only for the hook: its output is flushed (and what it logged: a
+        # logging handler flushes each record), so it skips the interpreter's teardown (freeing
+        # every module), about a millisecond of each hook.
+        sys.stderr.flush()
+        os._exit(0)
     sys.exit(0)
 
 

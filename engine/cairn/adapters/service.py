@@ -24,7 +24,9 @@ Protocol: one JSON object per line each way.
     {"op": "capture", "event": str, "payload": {}, "env": {}} -> {"ok": true, "queued": true}
         (Stop / PreCompact: the transcript's new part is captured by a worker thread, after the reply)
     {"op": "shutdown"}                                  -> {"ok": true}
-Every request carries "code" (warm.code_version()); a mismatch answers {"ok": false, "error": "stale"}.
+Every request carries "package", the client's engine/cairn folder: when that code's fingerprint
+(warm.code_version, checked by a stat per source file) is not this process's, it answers
+{"ok": false, "error": "stale"} and exits.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.stores_lock = threading.Lock()  # held for a whole hook request
         self.resolver = ResolveCache()  # store and config per project, re-resolved when they change
         self.code = code
+        self.code_versions = warm.CodeVersions()  # the fingerprint of each client's package
         self.captures: queue.Queue = queue.Queue()  # capture jobs, run one at a time by capture_worker
         threading.Thread(target=self.capture_worker, daemon=True).start()
         self.idle_seconds = idle_seconds
@@ -108,7 +111,8 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
     def reply(self, request: dict[str, Any]) -> dict[str, Any]:
         self.last_request = time.monotonic()
-        if request.get("code") != self.code:
+        package = request.get("package")
+        if not isinstance(package, str) or self.code_versions.version(package) != self.code:
             self.stop("a request came from other code (plugin updated)")
             return {"ok": False, "error": "stale"}
         op = request.get("op")

@@ -36,11 +36,13 @@ ORDER_SQL = {Order.NEWEST: "recorded_at DESC, seq DESC", Order.OLDEST: "recorded
 EXPIRED_RESULT = {"reason": "not reviewed within 30 days"}
 
 
-def current_sql(alias: str = "") -> str:
+def current_sql(alias: str = "", *, unindexed: str = "") -> str:
     """The one SQL definition of "current" (models.STATUSES), with one `?` for now (epoch ms):
-    not forgotten, not retired, valid_to not yet passed. Memory.status is the same rule in Python."""
+    not forgotten, not retired, valid_to not yet passed. Memory.status is the same rule in Python.
+    unindexed: "+" on SQLite, to keep its planner from reading the current rows through
+    memories_by_retired (see SqlStore.memories); "" elsewhere."""
     m = f"{alias}." if alias else ""
-    return f"{m}forgotten_at IS NULL AND {m}retired_at = {END_OF_TIME} AND {m}valid_to > ?"
+    return f"{m}forgotten_at IS NULL AND {unindexed}{m}retired_at = {END_OF_TIME} AND {m}valid_to > ?"
 
 
 def time_bounds(since: int | None, until: int | None, *, start: str, end: str) -> tuple[list[str], list[object]]:
@@ -90,8 +92,9 @@ class Filters:
         """The default view: what is current now, with no other filter."""
         return self == Filters()
 
-    def where(self) -> tuple[str, list[object]]:
-        """SQL boolean over `memories m` (with `?` placeholders) and its parameters."""
+    def where(self, *, unindexed: str = "") -> tuple[str, list[object]]:
+        """SQL boolean over `memories m` (with `?` placeholders) and its parameters. unindexed: as
+        current_sql's."""
         known = self.known_at if self.known_at is not None else now_ms()
         clauses = ["m.forgotten_at IS NULL", "m.recorded_at <= ?"]
         params: list[object] = [known]
@@ -102,7 +105,7 @@ class Filters:
             clauses.append(f"m.valid_from <= ? AND {valid_to} > ?")
             params += [self.as_of, known, self.as_of]
         elif not self.include_superseded and self.known_at is None:
-            clauses.append(current_sql("m"))  # the current view
+            clauses.append(current_sql("m", unindexed=unindexed))  # the current view
             params.append(known)
         elif not self.include_superseded:
             # What was current at transaction time `known`: the same rule, as the store believed then.

@@ -67,6 +67,9 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
     return stat.st_dev, stat.st_ino
 
 
+TERM_COUNTS_KEPT = 4096  # terms term_counts keeps at most (a few hundred KB), then starts again
+
+
 class SqliteStore(SqlStore):
     """One open store file. Not thread-safe for concurrent writes from one object; use one per thread.
 
@@ -77,6 +80,7 @@ class SqliteStore(SqlStore):
     dialect = SQLITE
     backend = "sqlite"
     _NOT_RETIRED = "+retired_at"  # see SqlStore.not_current_count
+    _UNINDEXED = "+"  # see SqlStore.memories
 
     def __init__(self, conn: db.Connection, path: Path, name: str):
         self.conn = conn
@@ -87,6 +91,9 @@ class SqliteStore(SqlStore):
         self.vector_unavailable: str | None = None
         self.vector_cache: VectorCache | None = None  # see hold_vectors
         self._identity = _file_identity(path)
+        self._terms: dict[str, int] = {}  # term_counts' answers while the store is unchanged
+        self._terms_total = 0
+        self._terms_seen: tuple[int, int] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -258,15 +265,24 @@ class SqliteStore(SqlStore):
         """How many live memories are keyword-indexed, and for each term (an FTS5 MATCH expression
         as text.fts_query writes one phrase: '"feature"') how many of them match it: the document
         frequencies an IDF is computed from. Counts include superseded memories (they share the
-        project's words); each term is one index lookup."""
-        # FTS5's docsize table holds one row per indexed document: counting it is a b-tree count,
-        # where count(*) on the FTS table reads every row (0.03 against 0.8 ms at 3,000 memories).
-        total = self.conn.execute("SELECT count(*) FROM memory_fts_docsize").fetchone()[0]
+        project's words); each term is one index lookup, kept until the store changes: a prompt's
+        recall and its relevance gate ask for the same words (ranking.query_weights,
+        context.term_weights)."""
+        # Exact, never stale: kept while PRAGMA data_version (another connection's commit) and
+        # total_changes (this connection's writes) are what they were, as VectorCache.sync does.
+        seen = (self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes)
+        if self._terms_seen != seen or len(self._terms) > TERM_COUNTS_KEPT:
+            # FTS5's docsize table holds one row per indexed document: counting it is a b-tree count,
+            # where count(*) on the FTS table reads every row (0.03 against 0.8 ms at 3,000 memories).
+            self._terms_total = int(self.conn.execute("SELECT count(*) FROM memory_fts_docsize").fetchone()[0])
+            self._terms, self._terms_seen = {}, seen
         out: dict[str, int] = {}
         for term in dict.fromkeys(terms):
-            out[term] = self.conn.execute("SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?",
-                                          (term,)).fetchone()[0]
-        return int(total), out
+            if term not in self._terms:
+                self._terms[term] = int(self.conn.execute(
+                    "SELECT count(*) FROM memory_fts WHERE memory_fts MATCH ?", (term,)).fetchone()[0])
+            out[term] = self._terms[term]
+        return self._terms_total, out
 
     def vector_search(self, query: np.ndarray, filters: Filters, limit: int) -> list[tuple[int, float]]:
         """Nearest neighbours among the filtered memories: [(seq, cosine)], best first."""

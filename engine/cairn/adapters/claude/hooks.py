@@ -19,10 +19,10 @@ from cairn import (
     required_extra, resolve, session_brief,
 )
 
-from .session import SessionState, digest, disabled, project_dir
-from .work import (NESTED, POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, hold_touches, session_focus, state_key,
-                   subagent_start, tool_event)
-from .work import project_root as work_root
+from .request import HookRequest
+from .session import SessionState, digest, disabled
+from .work import (NESTED, POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, hold_touches, session_focus, subagent_start,
+                   tool_event)
 
 if TYPE_CHECKING:
     from cairn import Cairn, Embedder
@@ -67,16 +67,17 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
     process, which may hold several models). open_memory(resolved, embedder): an opener that may
     reuse open stores (the warm process keeps them open);
     by default each call opens and closes the store. The store and config are resolved once here,
-    by `resolver` (cairn.resolve's signature; the warm process passes a ResolveCache's). timings:
-    filled with the milliseconds each step took (resolve, open, embed, recall), when given.
+    by `resolver` (cairn.resolve's signature; the warm process passes a ResolveCache's), into the
+    request (request.HookRequest) every path of the event reads. timings: filled with the
+    milliseconds each step took (resolve, open, embed, recall), when given.
     Raises whatever the engine raises; the caller fails open.
     """
     from cairn import Cairn
 
     clock = _Clock(timings)
-    session_id = str(payload.get("session_id") or "")
+    request = HookRequest(event, payload, env)
     try:
-        resolved = resolver(None, cwd=project_dir(payload, env), env=env)
+        resolved = request.resolved = resolver(None, cwd=request.project, env=env)
     except ConfigError as exc:
         # A bad config turns memory off: say so once, at session start, to the user (a prompt fails
         # open silently; the caller logs it), as for a broken store.
@@ -85,7 +86,7 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         log.error("%s: %s", event, exc)
         return {"systemMessage": CONFIG_BROKEN.format(error=exc)}
     choice, config = resolved.choice, resolved.config
-    reason = disabled(choice.project_root, config, env, session_id)
+    reason = disabled(choice.project_root, config, env, request.session_id)
     clock.lap("resolve")
     if reason:
         log.info("%s: nothing injected (%s)", event, reason)
@@ -96,14 +97,14 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         if missing is not None:  # CAIRN_STORE names a store that does not exist: say so (in the log)
             raise missing
         if event == PRE_TOOL_USE:  # no store to record in yet: the session keeps what it touched
-            hold_touches(payload, work_root(choice.project_root, payload, env), SessionState(state_key(payload)))
+            hold_touches(payload, request.root, request.state)
             return None
         # No memories yet; do not create a store just by starting a session. The user's global
         # store (preferences for every project) is still briefed, when there is one.
         if event == SESSION_START and config["claude_memory"]["sync"]:
             from ..claude_memory_sync import sync_at_session_start  # the first sync creates the store
-            sync_at_session_start(None, project_dir(payload, env), env,
-                                  store_name=choice.name if choice.explicit else None)
+            sync_at_session_start(None, request.project, env, store_name=choice.name if choice.explicit else None,
+                                  native=request.native)
         glob = resolved.global_instead() if event == SESSION_START else None
         if glob is None:
             return {"systemMessage": notice} if notice else None
@@ -120,11 +121,11 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         if open_memory is not None:
             memory = open_memory(resolved, embedder)
             clock.lap("open")
-            text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only, env=env)
+            text = _respond(memory, request, config, embedder, clock, global_only=global_only)
         else:
             with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
                 clock.lap("open")
-                text = _respond(memory, event, payload, config, embedder, clock, global_only=global_only, env=env)
+                text = _respond(memory, request, config, embedder, clock, global_only=global_only)
     except StoreBusy:
         raise  # locked, not broken (`cairn doctor` would find nothing): fail open; the caller logs it
     except BROKEN_STORE_ERRORS as exc:
@@ -178,46 +179,44 @@ class _Clock:
             self.last = now
 
 
-def _already_loaded(memory: Cairn, payload: dict[str, Any], env: dict[str, str] | None,
-                    state: SessionState) -> frozenset[str]:
+def _already_loaded(memory: Cairn, request: HookRequest) -> frozenset[str]:
     """The ids of memories Claude Code itself loads into this session (claude_memory.already_loaded,
     its text matches cached in the session's state); empty when they cannot be found out (a hook
     fails open: injecting twice beats injecting nothing)."""
     from ..claude_loaded import already_loaded
 
-    env = dict(os.environ) if env is None else env
     try:
-        return frozenset(already_loaded(memory, project_dir(payload, env), env, cache=state.loaded))
+        return frozenset(already_loaded(memory, request.project, request.env, cache=request.state.loaded,
+                                        native=request.native))
     except (CairnError, OSError) as exc:
         log.warning("what Claude Code already loaded is unknown: %s", exc)
         return frozenset()
 
 
-def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[str, Any],
-             embedder: Embedder | None, clock: _Clock | None = None, *, global_only: bool = False,
-             env: dict[str, str] | None = None) -> str | None:
+def _respond(memory: Cairn, request: HookRequest, config: dict[str, Any], embedder: Embedder | None,
+             clock: _Clock | None = None, *, global_only: bool = False) -> str | None:
     clock = clock or _Clock(None)
-    hooks = config["hooks"]
-    state = SessionState(state_key(payload))
+    event, payload, hooks = request.event, request.payload, config["hooks"]
+    state = request.state
     clock.lap("session state")
     if event in TOOL_EVENTS or event == SUBAGENT_START:
-        root = work_root(memory.choice.project_root, payload, env if env is not None else dict(os.environ))
         if event == SUBAGENT_START:
-            return subagent_start(memory, payload, root, hooks, SessionState(str(payload.get("session_id") or "")),
+            return subagent_start(memory, payload, request.root, hooks, SessionState(request.session_id),
                                   embedder=embedder)
-        text = tool_event(memory, {**payload, "hook_event_name": event}, root, hooks, state, embedder=embedder)
+        text = tool_event(memory, {**payload, "hook_event_name": event}, request.root, hooks, state,
+                          embedder=embedder)
         clock.lap("tool")
         return text
     if event in (SESSION_START, SESSION_START_REST):
         source = payload.get("source", "startup")
         # The two hooks of one session start share one brief: the first to run computes it, the
         # other takes it (once). A later start of the session computes it anew.
-        key = f"{memory.name}:{payload.get('session_id') or ''}:{source}"
+        key = f"{memory.name}:{request.session_id}:{source}"
         shared = _BRIEFS.pop(key, None)
         if shared is not None and shared[3] != event and time.monotonic() - shared[0] < BRIEF_CACHE_S:
             text, inject = shared[1], shared[2]
         else:
-            text = _brief(memory, payload, config, state, env, clock, global_only=global_only)
+            text = _brief(memory, request, config, clock, global_only=global_only)
             inject = text is not None and not (source == "resume" and state.brief == digest(text))
             _BRIEFS[key] = (time.monotonic(), text, inject, event)
             for old in [k for k, v in _BRIEFS.items() if time.monotonic() - v[0] > BRIEF_CACHE_S]:
@@ -228,9 +227,8 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         if config["claude_memory"]["sync"] and not global_only:
             from ..claude_memory_sync import sync_at_session_start
 
-            hook_env = dict(os.environ) if env is None else env
-            sync_at_session_start(memory, project_dir(payload, hook_env), hook_env,
-                                  store_name=memory.name if memory.choice.explicit else None)
+            sync_at_session_start(memory, request.project, request.env,
+                                  store_name=memory.name if memory.choice.explicit else None, native=request.native)
             clock.lap("claude memory sync")
         if source == "resume":
             if not inject:
@@ -250,19 +248,16 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
         prompt = str(payload.get("prompt") or "")
         if is_trivial(prompt):
             return None
-        vector = None
-        if embedder is not None:
-            vectors = memory.embed([prompt[:2000]], query=True)
-            vector = None if vectors is None else vectors[0]
-        clock.lap("embed")
         # A memory already in the session's context (the brief, an earlier prompt) is not injected
         # again; a changed fact has a new id, so it is.
         # Nor is one Claude Code loaded itself (CLAUDE.md, rules, its auto memory's index).
         cached = dict(state.loaded)
-        loaded = _already_loaded(memory, payload, env, state)
+        loaded = _already_loaded(memory, request)
         clock.lap("already loaded")
+        # The prompt is embedded only if the relevance gate reads cosines for it (context.relevant_hits).
+        embed = _embed_prompt(memory, clock) if embedder is not None else None
         text = prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"],
-                              query_vector=vector, exclude=frozenset(state.injected) | loaded)
+                              embed=embed, exclude=frozenset(state.injected) | loaded)
         clock.lap("recall")
         if state.loaded != cached and not text:
             state.save()
@@ -275,23 +270,34 @@ def _respond(memory: Cairn, event: str, payload: dict[str, Any], config: dict[st
     return None
 
 
-def _brief(memory: Cairn, payload: dict[str, Any], config: dict[str, Any], state: SessionState,
-           env: dict[str, str] | None, clock: _Clock, *, global_only: bool) -> str | None:
+def _embed_prompt(memory: Cairn, clock: _Clock) -> Callable[[str], Any]:
+    """The prompt's embedding, as context.prompt_context's `embed` asks for it (timed as "embed")."""
+
+    def embed(text: str) -> Any:
+        clock.lap("recall")
+        vectors = memory.embed([text], query=True)
+        clock.lap("embed")
+        return None if vectors is None else vectors[0]
+
+    return embed
+
+
+def _brief(memory: Cairn, request: HookRequest, config: dict[str, Any], clock: _Clock, *,
+           global_only: bool) -> str | None:
     """The whole session brief for this session start (both hooks' parts): the budget (halved after
     compaction), what Claude Code loads by itself left out, pointed by the session's focus."""
-    source = str(payload.get("source", "startup"))
+    source = str(request.payload.get("source", "startup"))
     budget = config["hooks"]["brief_chars"] // (COMPACT_SHARE if source == "compact" else 1)
-    loaded = _already_loaded(memory, payload, env, state)
+    loaded = _already_loaded(memory, request)
     clock.lap("already loaded")
     focus = None
+    counts = request.counts(memory)
     # The session's signals only matter when the store is larger than the brief can list whole
     # (about BRIEF_LINE_CHARS a line): a small store spends no git call on them.
-    if not global_only and memory.counts()["current"] * BRIEF_LINE_CHARS > budget:
-        hook_env = dict(os.environ) if env is None else env
-        focus = session_focus(memory, work_root(memory.choice.project_root, payload, hook_env),
-                              str(payload.get("session_id") or ""), source)
+    if not global_only and counts["current"] * BRIEF_LINE_CHARS > budget:
+        focus = session_focus(memory, request.root, request.session_id, source)
         clock.lap("focus")
-    text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded, focus=focus)
+    text = session_brief(memory, budget=budget, global_only=global_only, exclude=loaded, focus=focus, counts=counts)
     clock.lap("brief")
     return text
 
