@@ -436,7 +436,8 @@ def decide(engine: Engine, proposal_id: str, verdict: str, *, text: str | None =
     if by not in DECIDERS:
         raise InvalidInput(f"unknown decider {by!r}; expected one of: {', '.join(DECIDERS)}")
     if verdict == "edit" and (text is None or not text.strip()):
-        raise InvalidInput("edit needs the text to store instead (--text)")
+        raise InvalidInput("edit needs the text to store instead (--text)" if text is None
+                           else "edit needs the text to store instead (--text is empty)")
     if verdict != "edit" and text is not None:
         raise InvalidInput(f"a text (--text) goes with edit, not with {verdict}")
     if verdict == "reject" and (tags is not None or keep_id is not None):

@@ -118,6 +118,8 @@ def test_bad_verdicts_are_refused_with_one_line_and_change_nothing(kw_memory):
         kw_memory.review.decide(pid, "merge")
     with pytest.raises(InvalidInput, match="edit needs the text"):
         kw_memory.review.decide(pid, "edit")
+    with pytest.raises(InvalidInput, match="--text is empty"):
+        kw_memory.review.decide(pid, "edit", text="  ")
     with pytest.raises(InvalidInput, match="a text \\(--text\\) goes with edit"):
         kw_memory.review.decide(pid, "approve", text="x")
     with pytest.raises(InvalidInput, match="--keep-id names the memory that stays"):
