@@ -283,7 +283,7 @@ def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool
     listed, gist, whole = _choose(pool, budget - len(header) - 1 - global_chars)
     footer = ""
     if len(listed) < total:
-        header = header.replace(", listed here", "; {n} listed here, the rest mapped at the end")
+        header = header.replace(", listed here", "; {n} listed here, the rest mapped on the line 'Not listed: ...'")
         room = budget - len(header) - 1 - global_chars
         store_topics = memory.topics(tags=MAP_TAGS) if counts["current"] > ALL_LIMIT else None  # one query
         scoped = memory.scopes.count_scoped()

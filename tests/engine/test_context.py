@@ -248,7 +248,7 @@ def test_a_brief_that_cannot_list_everything_lists_the_most_likely_to_matter_and
     # What Claude cited outranks its kind's others, and the rest is mapped with the query that finds it.
     assert sections["Facts"][0] == cited.id and len(sections["Facts"]) < 30
     listed = len(sections["Facts"]) + 2
-    assert f"; {listed} listed here, the rest mapped at the end." in brief.split("\n")[0]
+    assert f"; {listed} listed here, the rest mapped on the line 'Not listed: ...'." in brief.split("\n")[0]
     assert brief.split("\n")[-1].startswith(f"Not listed: {32 - listed} more ({32 - listed} facts); topics: "
                                              f'billing {32 - listed}')
     shown = re.findall(r"\[mem:(\w+)\]", brief)
