@@ -375,6 +375,9 @@ def guide(rel: str, text: str, fmt: str | None = None) -> Guide:
                 and str(fields.get("trigger", "")).strip() != "always_on":
             phrases = _phrase(fields.get("description"))  # agent requested / model decision
         scope, notes = _scope(globs, base, basename=fmt in BASENAME_GLOBS)
+        raw = fields.get(key)
+        if raw not in (None, "", []) and not split_patterns(raw):  # globs: 42, globs: [1, 2]
+            notes = [f"{key}: {str(raw)[:40]!r} is neither a glob nor a list of globs: read as none", *notes]
         if not scope and base:
             scope = (base + "/**",)  # a nested folder's rules hold there
         return Guide(rel, fmt, scope, phrases, tuple(notes), offset, body)

@@ -327,6 +327,8 @@ def test_front_matter_and_globs():
     assert guide("src/.claude/CLAUDE.md", "- R.\n").paths == ("src/**",)
     assert guide("docs/STYLE.md", "- R.\n").paths == ()  # named by hand, of no known kind: no scope
     assert guide(".github/instructions/x.instructions.md", "---\napplyTo: \"../up/**\"\n---\n- R.\n").notes
+    unreadable = guide(".cursor/rules/n.mdc", "---\nglobs: 42\n---\n- R.\n")  # found by a new-user trial
+    assert unreadable.paths == () and "'42' is neither a glob nor a list of globs" in unreadable.notes[0]
 
 
 def test_cli_imports_the_project_when_no_path_is_given(project, monkeypatch, capsys):
