@@ -121,6 +121,7 @@ BAD_INPUTS = [
     (("remember", "fine text", "--replaces", "01NOSUCHMEMORY"), "no memory"),
     (("scope", "01NOSUCHMEMORY"), "no memory"),
     (("scope", "01NOSUCHMEMORY", "--reset-learned"), "no memory"),
+    (("config",), "Missing option '--client'. Choose from: claude, opencode, cursor, codex, generic"),
 ]
 
 

@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> None:
         # One line, like every other error; usage errors point at the command's --help.
         ctx = getattr(exc, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        click.echo(f"cairn: error: {exc.format_message()}{hint}", err=True)
+        message = " ".join(exc.format_message().split())  # click lists a choice's values one per line
+        click.echo(f"cairn: error: {message}{hint}", err=True)
         sys.exit(2)
     except cairn.CairnError as exc:
         click.echo(f"cairn: error: {exc}", err=True)

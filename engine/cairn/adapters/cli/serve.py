@@ -145,7 +145,7 @@ def token_revoke(name_or_id: str, as_json: bool) -> None:
 @click.option("--command", "command", metavar="PATH",
               help="How the client starts cairn (default: this cairn's absolute path).")
 def config_(client: str, dry_run: bool, store_name: str | None, command: str | None) -> None:
-    """Register Cairn's MCP server (stdio) with CLIENT: cursor and opencode get it merged into the
+    """Register Cairn's MCP server (stdio) with a client (--client): cursor and opencode get it merged into the
     project's config file, codex into ~/.codex/config.toml; claude and generic print the command or
     snippet to use. CAIRN_HOME (when not the default folder) and CAIRN_STORE go into its env, since
     a client started from a GUI does not see your shell's. With --dry-run, only print."""
