@@ -340,22 +340,26 @@ def session_focus(memory: Cairn, root: Path, session_id: str, source: str) -> di
             path = line.split(" ", 8 if line[0] == "1" else 9 if line[0] == "2" else 10)[-1]
             files.append(path.split("\t")[0].strip().strip('"'))
     focus: dict[str, float] = {}
-    if files:
-        for m, match in memory.scopes.matching(list(dict.fromkeys(files))[:FOCUS_FILES], limit=200):
-            focus[m.id] = max(focus.get(m.id, 0.0), min(1.0, match.score))
+
+    def point(memory_id: str, weight: float) -> None:
+        focus[memory_id] = max(focus.get(memory_id, 0.0), weight)
+
+    def point_files(paths: list[str], weight: float) -> None:
+        for m, match in memory.scopes.matching(paths, limit=200) if paths else []:
+            point(m.id, weight * min(1.0, match.score))
+
+    point_files(list(dict.fromkeys(files))[:FOCUS_FILES], 1.0)
     # The work of the project's latest sessions: what was worked on last is likely worked on next,
     # and a brief that cannot list the whole store lists those areas' memories first.
-    recent = list(dict.fromkeys(t.path for t in memory.scopes.recent(RECENT_FILES * 2, exclude_session=session_id)
-                                if not t.path.startswith(COMMAND) and not t.path.endswith("/")))[:RECENT_FILES]
-    if recent:
-        for m, match in memory.scopes.matching(recent, limit=200):
-            focus[m.id] = max(focus.get(m.id, 0.0), RECENT_WEIGHT * min(1.0, match.score))
+    recent = memory.scopes.recent(RECENT_FILES * 2, exclude_session=session_id)
+    point_files(list(dict.fromkeys(t.path for t in recent if not t.path.startswith(COMMAND)
+                                   and not t.path.endswith("/")))[:RECENT_FILES], RECENT_WEIGHT)
     if branch and branch not in IDLE_BRANCHES and branch != "(detached)":
         words = " ".join(w for w in re.split(r"[^A-Za-z0-9]+", branch.split("/", 1)[-1]) if len(w) > 2
                          and not w.isdigit())
         if words:
             for hit in memory.recall(words, k=BRANCH_HITS, use_vectors=False, scope="project"):
-                focus[hit.memory.id] = max(focus.get(hit.memory.id, 0.0), BRANCH_WEIGHT)
+                point(hit.memory.id, BRANCH_WEIGHT)
     return focus
 
 
