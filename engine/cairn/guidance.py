@@ -365,7 +365,9 @@ def guide(rel: str, text: str, fmt: str | None = None) -> Guide:
             continue
         fields, body, offset = front_matter(text)
         base = "/".join(folders[:at])
-        globs = split_patterns(fields.get(key))
+        raw = fields.get(key)
+        globs = split_patterns(raw)
+        unreadable = raw not in (None, "", []) and not globs  # globs: 42, globs: [1, 2]
         phrases: tuple[str, ...] = ()
         if fmt == "cursor rule" and _true(fields.get("alwaysApply")):
             globs = []  # alwaysApply wins over globs in Cursor
@@ -375,8 +377,7 @@ def guide(rel: str, text: str, fmt: str | None = None) -> Guide:
                 and str(fields.get("trigger", "")).strip() != "always_on":
             phrases = _phrase(fields.get("description"))  # agent requested / model decision
         scope, notes = _scope(globs, base, basename=fmt in BASENAME_GLOBS)
-        raw = fields.get(key)
-        if raw not in (None, "", []) and not split_patterns(raw):  # globs: 42, globs: [1, 2]
+        if unreadable:
             notes = [f"{key}: {str(raw)[:40]!r} is neither a glob nor a list of globs: read as none", *notes]
         if not scope and base:
             scope = (base + "/**",)  # a nested folder's rules hold there
