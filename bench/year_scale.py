@@ -50,7 +50,8 @@ import numpy as np  # noqa: E402
 
 from cairn import Cairn, Draft  # noqa: E402
 from cairn.embedder import Embedder, make_embedder  # noqa: E402
-from cairn.sessions import TurnDraft, in_context, session_keys, turn_passage  # noqa: E402
+from cairn.models import TurnDraft, session_keys  # noqa: E402
+from cairn.sessions import in_context, turn_passage  # noqa: E402
 from cairn.timeutil import now_ms  # noqa: E402
 
 DAY = 86_400_000

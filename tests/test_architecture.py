@@ -26,7 +26,7 @@ import cairn
 
 PACKAGE = Path(cairn.__file__).resolve().parent
 # What storage may import besides itself: the records it stores and the helpers they need.
-BELOW_STORAGE = {"cairn.errors", "cairn.models", "cairn.records", "cairn.text", "cairn.timeutil", "cairn.paths"}
+BELOW_STORAGE = {"cairn.errors", "cairn.models", "cairn.text", "cairn.timeutil", "cairn.home"}
 ADAPTER_FRAMEWORKS = {"click", "mcp", "pydantic", "socketserver", "starlette", "tqdm", "uvicorn"}
 SQL_CALLS = {"execute", "executemany", "executescript"}
 # What an adapter may not touch on an engine: its store and connection, and the store's row ids.

@@ -53,9 +53,9 @@ _EXPORTS = {
     "Proposal": "models", "PROPOSAL_TYPES": "models", "PROPOSAL_STATES": "models", "REVIEW_VERBS": "models",
     "DECIDERS": "models",
     "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "storage.db",
-    "GLOBAL_STORE": "paths", "data_root": "paths", "data_root_dir": "locations", "user_data_dir": "locations",
-    "ensure_data_root": "paths",
-    "private_dir": "paths", "private_file": "paths", "write_private": "paths",
+    "GLOBAL_STORE": "paths", "data_root": "home", "data_root_dir": "locations", "user_data_dir": "locations",
+    "ensure_data_root": "home",
+    "private_dir": "home", "private_file": "home", "write_private": "home",
     "merge_session_hits": "sessions", "SessionResult": "sessions",
     "is_trivial": "context", "prompt_context": "context", "cited_ids": "render", "session_brief": "context",
     "tool_context": "context", "subagent_context": "context",
@@ -106,7 +106,8 @@ if TYPE_CHECKING:
         PROPOSAL_STATES, PROPOSAL_TYPES, REVIEW_VERBS, SCOPES, SESSION_MODES, SOURCES, STATUSES, Hit, Memory,
         Order, Proposal, RememberResult, SessionHit, SessionHits, SessionInfo, Status, Turn,
     )
-    from .paths import GLOBAL_STORE, data_root, ensure_data_root, private_dir, private_file, write_private
+    from .home import data_root, ensure_data_root, private_dir, private_file, write_private
+    from .paths import GLOBAL_STORE
     from .ranking import RankingConfig
     from .records import Draft
     from .review import Review

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, StoreError
-from .paths import GLOBAL_STORE, private_dir, stores_dir, validate_store_name, write_private
+from .home import private_dir, write_private
+from .paths import GLOBAL_STORE, stores_dir, validate_store_name
 from .timeutil import now_ms
 
 if TYPE_CHECKING:

@@ -188,7 +188,7 @@ def _read(path: Path) -> dict[str, Any]:
 def _keep(cache: Path, data: dict[str, Any]) -> None:
     """Write the validated settings to `cache` (0600 in a 0700 folder, atomically); best effort."""
     if not cache.parent.parent.is_dir():
-        return  # no data root yet: its creation (paths.ensure_data_root) decides its modes
+        return  # no data root yet: its creation (home.ensure_data_root) decides its modes
     try:
         encoded = json.dumps(data).encode()
         cache.parent.mkdir(mode=0o700, exist_ok=True)

@@ -25,7 +25,8 @@ from .errors import StoreBusy, StoreError, StoreNotFound
 from .models import DEFAULT_IMPORTANCE, KINDS, MAX_RELATED, SCOPES, Hit, Memory, Order, RememberResult, Status
 from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
-from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
+from .models import NewMemory
+from .records import Draft, normalise_tags, parse_export_lines, validate
 from .privacy import PRIVATE_KIND, private_spans, random_token, scrub_many
 from .scope_index import attach, inherit, learn
 from .scopes import normalise_patterns

@@ -14,7 +14,7 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from . import backends, paths
+from . import backends, home, paths
 from .storage import db
 from .compose import embedder_from_config
 from .config import load_config
@@ -224,29 +224,29 @@ def _opened_checks(prefix: str, store: Any, version: int, latest: int, fix: bool
 
 
 def _data_root() -> Check:
-    """Whether the data root can hold memories (paths.unusable_data_root)."""
-    problem = paths.unusable_data_root()
+    """Whether the data root can hold memories (home.unusable_data_root)."""
+    problem = home.unusable_data_root()
     if problem is not None:
         return Check("data root", "fail", problem.split(";")[0], problem.split("; ", 1)[-1])
-    return Check("data root", "ok", f"{paths.data_root()}")
+    return Check("data root", "ok", f"{home.data_root()}")
 
 
 def _modes(fix: bool) -> Check:
-    root = paths.data_root()
+    root = home.data_root()
     if not root.exists():
         return Check("file modes", "ok", f"{root} does not exist yet; it is created 0700")
     owner = os.stat(root).st_uid
-    if owner != paths._uid():
+    if owner != home._uid():
         return Check("file modes", "fail", f"the data root {root} belongs to another user (uid {owner})",
                      "set CAIRN_HOME to a folder of your own")
-    loose = paths.loose_modes(root)
+    loose = home.loose_modes(root)
     if not loose:
         return Check("file modes", "ok", f"{root}: folders 0700, files 0600")
     fixed = False
     if fix:
-        paths.tighten(root)
-        root.chmod(paths.DIR_MODE)
-        fixed = not paths.loose_modes(root)
+        home.tighten(root)
+        root.chmod(home.DIR_MODE)
+        fixed = not home.loose_modes(root)
     shown = ", ".join(str(p) for p in loose[:3]) + (f" and {len(loose) - 3} more" if len(loose) > 3 else "")
     return Check("file modes", "fail", f"readable by others: {shown}",
                  "`cairn doctor --fix` sets folders to 0700 and files to 0600", fixed=fixed)

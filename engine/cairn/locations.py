@@ -4,7 +4,7 @@ The hook process computes the warm process's socket path from the data root befo
 anything else, within a budget of milliseconds: importing platformdirs (and the pathlib, tempfile,
 re it pulls in) costs more than the whole request. So the one answer platformdirs gives Cairn,
 the user data folder, is replicated here for Linux and macOS; any other platform (and the odd
-environment this does not cover) asks platformdirs. `paths.data_root()` is built on this function,
+environment this does not cover) asks platformdirs. `home.data_root()` is built on this function,
 so the hook and the engine cannot disagree, and tests/adapters/test_lean_hook.py checks it against
 platformdirs' own answer.
 """
@@ -50,6 +50,6 @@ def _user_dir(xdg_variable: str, linux_base: str, platformdirs_function: str) ->
 
 def data_root_dir() -> str:
     """$CAIRN_HOME (with ~ expanded), else the user data folder (user_data_dir). Not normalised:
-    `paths.data_root()` wraps it in a Path."""
+    `home.data_root()` wraps it in a Path."""
     explicit = os.environ.get("CAIRN_HOME")
     return os.path.expanduser(explicit) if explicit else user_data_dir()

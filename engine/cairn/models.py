@@ -7,7 +7,7 @@ from enum import Enum
 from typing import Any
 
 from .text import normalise, passage
-from .timeutil import END_OF_TIME, format_time
+from .timeutil import END_OF_TIME, format_date, format_time
 
 # Closed sets, documented in docs/cli.md. A new kind is a schema decision, not a free-form string.
 KINDS = ("decision", "convention", "preference", "fact", "task", "insight")
@@ -351,3 +351,57 @@ def open_key(kind: str, ids: list[str], text: str | None = None) -> str:
     """What makes two proposals the same: their type and source ids (an `add`: its normalised text).
     The store keeps one pending proposal per key."""
     return f"add:{normalise(text or '')}" if kind == "add" else f"{kind}:{','.join(sorted(ids))}"
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    """A validated memory about to be inserted: times in epoch ms, UTC; valid_to END_OF_TIME while open."""
+
+    id: str
+    text: str
+    text_key: str
+    kind: str
+    tags: tuple[str, ...]
+    importance: int
+    source: str
+    session_id: str | None
+    valid_from: int
+    valid_to: int
+    recorded_at: int
+    applies_when: tuple[str, ...] = ()
+
+
+@dataclass
+class TurnDraft:
+    """A turn read from a source, before scrubbing and storage. at: epoch ms, UTC, or None."""
+
+    uuid: str
+    role: str
+    text: str
+    at: int | None = None
+    speaker: str | None = None
+    git_branch: str | None = None
+    cwd: str | None = None
+    meta: dict[str, list[str]] = field(default_factory=dict)
+
+
+# -- a captured turn's index key ---------------------------------------------------------------------
+# Tuned on LoCoMo conversations 26, 30 and 41 (bench/sessions_locomo.py; docs/benchmarks.md).
+NEIGHBOURS = 2  # turns before and after a turn that go into its index key
+NEIGHBOUR_CHARS = 300  # of each neighbouring turn, in a turn's index key
+
+
+def turn_key(turn: TurnDraft, before: list[str], after: list[str]) -> str:
+    """What a turn is also found by, besides its text (key expansion): its speaker, its date, and
+    the start of the NEIGHBOURS turns just before and after it in its session (nearest last/first)."""
+    parts = [turn.speaker or "", format_date(turn.at) if turn.at is not None else ""]
+    parts += [text[:NEIGHBOUR_CHARS] for text in before[-NEIGHBOURS:] + after[:NEIGHBOURS]]
+    return "\n".join(p for p in parts if p)
+
+
+def session_keys(turns: list[TurnDraft], first: int) -> list[str]:
+    """Index keys of turns[first:], each turn's neighbours taken from `turns` (a session's turns in
+    order; those before `first` are context only)."""
+    texts = [t.text for t in turns]
+    return [turn_key(turns[j], texts[max(0, j - NEIGHBOURS):j], texts[j + 1:j + 1 + NEIGHBOURS])
+            for j in range(first, len(turns))]

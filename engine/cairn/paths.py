@@ -13,51 +13,16 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import InvalidStoreName, UnsafeDataRoot
-from .locations import data_root_dir
+from .errors import InvalidStoreName
+from .home import data_root
 
 GLOBAL_STORE = "global"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9]+")
-
-
-def data_root() -> Path:
-    """$CAIRN_HOME, else the platform's user data folder (e.g. ~/.local/share/cairn; locations.py).
-    Raises UnsafeDataRoot when it cannot hold memories (`unusable_data_root`)."""
-    problem = unusable_data_root()
-    if problem is not None:
-        raise UnsafeDataRoot(problem)
-    return Path(data_root_dir())
-
-
-def unusable_data_root() -> str | None:
-    """Why the data root cannot hold memories, as one sentence naming the fix, or None. CAIRN_HOME
-    set but empty (it would silently mean the default), relative (it would mean a folder in
-    whichever directory a command runs from), naming a file, or a folder this user cannot write; a
-    missing root is fine (it is created) when its nearest existing parent is a writable folder."""
-    explicit = os.environ.get("CAIRN_HOME")
-    fix = "set CAIRN_HOME to an absolute path of a folder of your own, or unset it for the default"
-    if explicit is not None and not explicit.strip():
-        return f"CAIRN_HOME is set but empty; {fix}"
-    root = data_root_dir()
-    if explicit is not None and not os.path.isabs(root):
-        return f"CAIRN_HOME is a relative path ({explicit!r}); {fix}"
-    path = Path(root)
-    existing = next((p for p in (path, *path.parents) if os.path.lexists(p)), None)
-    if existing is None:
-        return None
-    if not existing.is_dir():
-        named = "the data root" if existing == path else f"{existing}, on the way to the data root {path},"
-        return f"{named} {path if existing == path else ''} is a file, not a folder; {fix}".replace("  ", " ")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        named = f"the data root {path}" if existing == path else f"{existing} (where the data root {path} would go)"
-        return f"{named} is not writable by this user; {fix}"
-    return None
 
 
 def stores_dir() -> Path:
@@ -66,107 +31,6 @@ def stores_dir() -> Path:
 
 def backups_dir() -> Path:
     return data_root() / "backups"
-
-
-# Memories are private: every folder Cairn makes is 0700 and every file 0600, whatever the umask.
-DIR_MODE = 0o700
-FILE_MODE = 0o600
-
-
-def _uid() -> int:
-    return os.geteuid()
-
-
-def ensure_data_root() -> Path:
-    """The data root, created 0700 if missing (a symlink to a folder is followed). Refuses a root
-    owned by another user. An install made before modes were enforced (root not 0700) has every
-    folder under it tightened to 0700 and every file to 0600, once. Raises UnsafeDataRoot."""
-    root = data_root()
-    try:
-        root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UnsafeDataRoot(f"the data root {root} cannot be created ({exc.strerror or exc}); set CAIRN_HOME "
-                             "to an absolute path of a folder of your own, or unset it for the default") from None
-    info = os.stat(root)
-    if info.st_uid != _uid():
-        raise UnsafeDataRoot(
-            f"the data root {root} belongs to another user (uid {info.st_uid}); refusing to keep memories "
-            "there: set CAIRN_HOME to a folder of your own"
-        )
-    if stat.S_IMODE(info.st_mode) != DIR_MODE:
-        os.chmod(root, DIR_MODE)
-        tighten(root)
-    return root
-
-
-def tighten(root: Path) -> list[Path]:
-    """Set every folder under `root` to 0700 and every file to 0600 (symlinks are left alone).
-    Returns the paths changed."""
-    changed = []
-    for folder, dirs, files in os.walk(root):
-        for name, mode in [(d, DIR_MODE) for d in dirs] + [(f, FILE_MODE) for f in files]:
-            path = Path(folder) / name
-            try:
-                info = os.lstat(path)
-                if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) != mode:
-                    os.chmod(path, mode)
-                    changed.append(path)
-            except OSError:  # removed meanwhile
-                continue
-    return changed
-
-
-def loose_modes(root: Path) -> list[Path]:
-    """Folders under `root` (itself included) not 0700 and files not 0600."""
-    out = [root] if root.is_dir() and stat.S_IMODE(os.stat(root).st_mode) != DIR_MODE else []
-    for folder, dirs, files in os.walk(root):
-        for name, mode in [(d, DIR_MODE) for d in dirs] + [(f, FILE_MODE) for f in files]:
-            path = Path(folder) / name
-            try:
-                info = os.lstat(path)
-            except OSError:
-                continue
-            if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) != mode:
-                out.append(path)
-    return out
-
-
-def private_dir(path: Path) -> Path:
-    """Create `path` (a folder of the data root, or the root itself) 0700, tightening it if it
-    exists; checks the data root first. Raises UnsafeDataRoot."""
-    root = ensure_data_root()
-    path = Path(path)
-    if path != root:
-        path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-        if stat.S_IMODE(os.stat(path).st_mode) != DIR_MODE:
-            os.chmod(path, DIR_MODE)
-    return path
-
-
-def private_file(path: Path) -> Path:
-    """Create `path` empty with mode 0600 if missing, else make it 0600. Returns it."""
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
-    except FileExistsError:
-        pass
-    if stat.S_IMODE(os.stat(path).st_mode) != FILE_MODE:  # an older file, or a umask like 0277
-        os.chmod(path, FILE_MODE)
-    return Path(path)
-
-
-def write_private(path: Path, data: bytes) -> None:
-    """Write `data` to `path` atomically (a 0600 temporary file renamed over it); its folder is
-    created private."""
-    path = Path(path)
-    private_dir(path.parent)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    try:
-        os.fchmod(fd, FILE_MODE)
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
 
 
 def validate_store_name(name: str) -> str:

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from .errors import InvalidImport, InvalidMemory, InvalidTime
 from .models import (DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN,
-                     MAX_TEXT_BYTES, SOURCES, Memory)
+                     MAX_TEXT_BYTES, SOURCES, Memory, NewMemory)
 from .scopes import normalise_patterns
 from .text import duplicate_key, is_blank, lone_surrogate, normalise
 from .timeutil import END_OF_TIME, parse_time
@@ -47,24 +47,6 @@ class Draft:
         if not self.replaces:
             return ()
         return (self.replaces,) if isinstance(self.replaces, str) else tuple(self.replaces)
-
-
-@dataclass(frozen=True)
-class NewMemory:
-    """A validated memory about to be inserted: times in epoch ms, UTC; valid_to END_OF_TIME while open."""
-
-    id: str
-    text: str
-    text_key: str
-    kind: str
-    tags: tuple[str, ...]
-    importance: int
-    source: str
-    session_id: str | None
-    valid_from: int
-    valid_to: int
-    recorded_at: int
-    applies_when: tuple[str, ...] = ()
 
 
 def _string_problem(value: Any) -> str | None:

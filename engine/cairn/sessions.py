@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidImport
-from .timeutil import format_date
+from .models import TurnDraft
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # a longer transcript line is skipped unread ("oversized")
 TITLE_CHARS = 120
@@ -31,20 +31,6 @@ OTHER_TYPES = frozenset({"summary", "system", "file-history-snapshot", "attachme
                          "custom-title", "tag", "result"})
 # Tool inputs that name a file the tool touched.
 FILE_KEYS = ("file_path", "path", "notebook_path")
-
-
-@dataclass
-class TurnDraft:
-    """A turn read from a source, before scrubbing and storage. at: epoch ms, UTC, or None."""
-
-    uuid: str
-    role: str
-    text: str
-    at: int | None = None
-    speaker: str | None = None
-    git_branch: str | None = None
-    cwd: str | None = None
-    meta: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -216,26 +202,12 @@ def read_locomo(path: Path) -> list[tuple[str, list[TurnDraft]]]:
     return out
 
 
-# -- indexing and search ----------------------------------------------------------------------------
-# NEIGHBOURS, NEIGHBOUR_CHARS and KEY_WEIGHT were tuned on LoCoMo conversations 26, 30 and 41;
-# CONTEXT_WEIGHT and KEYWORD_SHARE on the six development conversations (bench/sessions_locomo.py;
-# docs/benchmarks.md has the figures and what else was tried).
-NEIGHBOURS = 2  # turns before and after a turn that go into its index key
-NEIGHBOUR_CHARS = 300  # of each neighbouring turn, in a turn's index key
 KEY_WEIGHT = 0.5  # BM25 weight of the key column (the turn's own text weighs 1.0)
 # hybrid: KEYWORD_SHARE x BM25 (over the best BM25 score of the query) + the rest x cosine. On the
 # dev conversations this beats Reciprocal Rank Fusion at rank 1 (0.415 against 0.389 at RRF's best
 # k) at 0.01 less at rank 10, and stays above BM25 alone at every rank.
 KEYWORD_SHARE = 0.6
 RRF_K = 10  # fuse()'s default: a small k lets the first few ranks of each list count most
-
-
-def turn_key(turn: TurnDraft, before: list[str], after: list[str]) -> str:
-    """What a turn is also found by, besides its text (key expansion): its speaker, its date, and
-    the start of the NEIGHBOURS turns just before and after it in its session (nearest last/first)."""
-    parts = [turn.speaker or "", format_date(turn.at) if turn.at is not None else ""]
-    parts += [text[:NEIGHBOUR_CHARS] for text in before[-NEIGHBOURS:] + after[:NEIGHBOURS]]
-    return "\n".join(p for p in parts if p)
 
 
 # A turn's vector is its own passage's plus CONTEXT_WEIGHT x the passage's of the turn before it,
@@ -258,14 +230,6 @@ def in_context(own: Any, before: Any) -> Any:
 def turn_passage(speaker: str | None, text: str) -> str:
     """What a turn's vector is computed from: its speaker's name (when known) and its text."""
     return f"{speaker}: {text}" if speaker else text
-
-
-def session_keys(turns: list[TurnDraft], first: int) -> list[str]:
-    """Index keys of turns[first:], each turn's neighbours taken from `turns` (a session's turns in
-    order; those before `first` are context only)."""
-    texts = [t.text for t in turns]
-    return [turn_key(turns[j], texts[max(0, j - NEIGHBOURS):j], texts[j + 1:j + 1 + NEIGHBOURS])
-            for j in range(first, len(turns))]
 
 
 _QUOTED = re.compile(r'^\s*["\u201c\'`](.+?)["\u201d\'`]\s*$', re.DOTALL)

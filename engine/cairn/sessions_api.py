@@ -2,7 +2,7 @@
 project store, search their turns, and read them back.
 
 Turns are scrubbed (privacy.scrub) before they are stored, indexed with the neighbouring turns
-(sessions.session_keys) and embedded with the engine's model. The parsing, index keys and fusion
+(models.session_keys) and embedded with the engine's model. The parsing, index keys and fusion
 are in sessions.py; this module holds the operations over an engine.
 """
 
@@ -16,11 +16,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .engine import VECTOR_FLOOR, Engine
 from .errors import InvalidInput, SessionNotFound
-from .models import SESSION_MODES, SessionHit, SessionHits, SessionInfo, Turn
+from .models import NEIGHBOURS, SESSION_MODES, SessionHit, SessionHits, SessionInfo, Turn, TurnDraft, session_keys
 from .privacy import scrub_many
 from .render import cited_ids
-from .sessions import (KEY_WEIGHT, NEIGHBOURS, TurnDraft, blend, choose_mode, clean_text, fuse, in_context,
-                       looks_verbatim, parse_lines, read_locomo, session_keys, title_of, turn_passage)
+from .sessions import (KEY_WEIGHT, blend, choose_mode, clean_text, fuse, in_context, looks_verbatim, parse_lines,
+                       read_locomo, title_of, turn_passage)
 from .stores import Progress, no_progress
 from .text import fts_query
 from .timeutil import now_ms, parse_time

@@ -21,9 +21,10 @@ from .backends import marker_path, marker_schema, open_store, postgres_names, wr
 from .config import load_config
 from .errors import CairnError, InvalidInput, MemoryNotFound, StoreBusy, StoreCorrupted, StoreError, StoreNotFound
 from .models import Memory, Proposal
-from .paths import backups_dir, private_dir, store_path, stores_dir, validate_store_name
+from .home import private_dir
+from .paths import backups_dir, store_path, stores_dir, validate_store_name
 from .privacy import scrub_many
-from .sessions import TurnDraft, session_keys
+from .models import TurnDraft, session_keys
 from .storage.db import BUSY_TIMEOUT_MS, DatabaseError
 from .storage.migrations import MIGRATIONS
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from cairn import Cairn
-from cairn.sessions import TurnDraft
+from cairn.models import TurnDraft
 
 from tests.conftest import WAIT_S, git_init, wait_for
 from tests.serving import Server, keyword_only_env

@@ -18,7 +18,7 @@ import pytest
 from cairn import Cairn
 from cairn.adapters import http as rest
 from cairn.adapters import tokens as tokens_mod
-from cairn.sessions import TurnDraft
+from cairn.models import TurnDraft
 
 from tests.conftest import WAIT_S, git_init
 from tests.serving import Server, keyword_only_env

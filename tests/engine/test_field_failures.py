@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cairn import InvalidImport, InvalidInput, InvalidMemory
-from cairn.sessions import TurnDraft
+from cairn.models import TurnDraft
 
 from tests.conftest import BACKENDS
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import cairn.paths
+import cairn.home
 from cairn import Cairn, UnsafeDataRoot
 from cairn.adapters.cli import main
 
@@ -110,7 +110,7 @@ def test_a_symlinked_data_root_works(tmp_path, project, hashing, monkeypatch, um
 
 def test_a_data_root_owned_by_another_user_is_refused(project, hashing, cairn_home, monkeypatch, capsys):
     cairn_home.mkdir(mode=0o700)
-    monkeypatch.setattr(cairn.paths, "_uid", lambda: os.geteuid() + 1)  # as if another user owned it
+    monkeypatch.setattr(cairn.home, "_uid", lambda: os.geteuid() + 1)  # as if another user owned it
     with pytest.raises(UnsafeDataRoot, match="belongs to another user"):
         Cairn.open(cwd=project, embedder=hashing)
     monkeypatch.chdir(project)

@@ -15,8 +15,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..models import Memory, Order, Proposal, SessionInfo, Turn
-from ..records import NewMemory
+from ..models import Memory, NewMemory, Order, Proposal, SessionInfo, Turn
 from .sql import Filters
 
 if TYPE_CHECKING:

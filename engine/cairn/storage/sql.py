@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..models import Memory, Order, Proposal, SessionInfo, Turn
-from ..records import NewMemory
+from ..models import Memory, NewMemory, Order, Proposal, SessionInfo, Turn
 from ..timeutil import END_OF_TIME, now_ms
 
 # A memory row as the mappers read it: these 15 columns in this order (backends may append theirs).

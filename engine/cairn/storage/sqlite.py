@@ -16,10 +16,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import paths
+from .. import home
 from ..errors import InvalidImport, SchemaTooNew, StoreCorrupted, StoreError, StoreNotFound
-from ..models import Memory
-from ..records import NewMemory
+from ..models import Memory, NewMemory
 from ..text import index_text
 from . import db, sql
 from .base import SQLITE, SqlStore
@@ -41,19 +40,19 @@ def _applies(value: str | None) -> tuple[str, ...]:
 
 
 def _in_data_root(path: Path) -> bool:
-    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(paths.data_root()))
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(home.data_root()))
 
 
 def secure_files(path: Path) -> None:
     """Make the store file at `path` (created empty if missing: SQLite takes an empty file for a new
     database) and its -wal and -shm files 0600. SQLite creates -wal and -shm with the database
     file's mode, so a store created here stays private whatever the umask."""
-    paths.private_file(path)
+    home.private_file(path)
     for suffix in ("-wal", "-shm"):
         side = Path(f"{path}{suffix}")
         with contextlib.suppress(FileNotFoundError):
-            if side.stat().st_mode & 0o777 != paths.FILE_MODE:
-                os.chmod(side, paths.FILE_MODE)
+            if side.stat().st_mode & 0o777 != home.FILE_MODE:
+                os.chmod(side, home.FILE_MODE)
 
 
 def _file_identity(path: Path) -> tuple[int, int] | None:
@@ -116,12 +115,12 @@ class SqliteStore(SqlStore):
         """
         in_memory = str(path) == ":memory:"
         if not in_memory and _in_data_root(path):
-            paths.ensure_data_root()  # refuses a root owned by another user; tightens an old install
+            home.ensure_data_root()  # refuses a root owned by another user; tightens an old install
         if not path.exists() and not in_memory:
             if not create:
                 raise StoreNotFound(f"store {name!r} does not exist ({path})")
             if _in_data_root(path):
-                paths.private_dir(path.parent)
+                home.private_dir(path.parent)
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
         elif path.is_dir():
@@ -471,7 +470,7 @@ class SqliteStore(SqlStore):
         `PRAGMA integrity_check`; it is written under a temporary name and renamed, so a backup
         killed midway leaves no file that looks complete. Raises StoreError if the copy fails its check."""
         tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
-        paths.private_file(tmp)
+        home.private_file(tmp)
         try:
             copy = db.sqlite.connect(str(tmp), isolation_level=None)
             try:
@@ -501,7 +500,7 @@ class SqliteStore(SqlStore):
     def open_file_copy(cls, source: Path, target: Path) -> SqliteStore:
         """Copy the database at `source` into the new file `target` (0600, WAL) and open it as a
         store (migrated). Raises StoreCorrupted."""
-        copy = db.sqlite.connect(str(paths.private_file(target)), isolation_level=None)
+        copy = db.sqlite.connect(str(home.private_file(target)), isolation_level=None)
         try:
             src = db.connect_read_only(str(source))
             try:

@@ -34,8 +34,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidImport, StoreError, StoreNotFound
-from ...models import Memory
-from ...records import NewMemory
+from ...models import Memory, NewMemory
 from ...timeutil import END_OF_TIME
 from .. import sql
 from ..base import POSTGRES, SqlStore
