@@ -15,7 +15,7 @@ Beside them, `python -P -c pass` with the same interpreter: the floor any hook p
 After each path the script waits until every turn is stored (and counts them), so a hook that
 returned early without handing off would show up as missing turns, not as a fast figure.
 
-Throughput: `Cairn.ingest_transcript` of a fresh --turns-turn transcript in this process, with the
+Throughput: `Cairn.sessions.ingest` of a fresh --turns-turn transcript in this process, with the
 configured embedding model (scrub, index, embed, store) and keyword-only (embedder=None).
 A script printing figures, not a test; docs/benchmarks.md has the results.
 """

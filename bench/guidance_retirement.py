@@ -68,7 +68,7 @@ def load(engine, memories: list[dict]) -> tuple[list[tuple[str, str, str]], int,
             old_text = texts.get(old) or engine.get(old).text or ""
             retired.append((old_text, m["text"], classify(old_text, m["text"], None).reason))
         related += bool(result.related)
-    queued = len(engine.review_queue())
+    queued = len(engine.review.queue())
     return retired, related, queued
 
 

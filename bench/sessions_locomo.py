@@ -4,7 +4,7 @@
 
 FOLDER holds LoCoMo conversations in the `locomo10_v2` layout (default: ../shared/data/locomo/locomo10_v2
 beside the repository; CC BY-NC data, read from there, never copied into the repository). Each
-conversation goes into a fresh store through `Cairn.import_locomo`, the same code `cairn
+conversation goes into a fresh store through `Cairn.sessions.import_locomo`, the same code `cairn
 import-sessions --locomo` runs: scrubbing, index keys (key expansion: speaker, date, neighbouring
 turns), vectors. Every question with evidence is then asked with `search_sessions(question, mode=M,
 k=50, window=0, reference=R)` for M in keyword, semantic, hybrid, where R is the conversation's last

@@ -9,14 +9,14 @@ store. Each scenario runs twice:
   says "change" exactly when the labels say that memory is stale (a pair labelled supersede: the old
   text; a chain: a step not in its `current`), then calls Cairn.replace(that id, the same text), as
   the MCP instructions teach Claude to; a listed memory that still holds beside the new one (a pair
-  labelled unrelated, a chain's step in its `current`) it keeps with Cairn.keep_both; a restatement
+  labelled unrelated, a chain's step in its `current`) it keeps with Cairn.review.keep_both; a restatement
   (labelled conflict) it leaves for the user's review, as the skill says. It stands in for Claude:
   the end state it reaches is what the loop can reach when the writer judges right, and no better
   than what `related` shows it.
 
 A step is current at the end when the memory its write created (or, for a duplicate, matched) is.
 "left for review": pending proposals at the end (auto: queued at each write; loop: as the plugin's
-MCP server runs, deferred to the session's end, which queues what the judge left: Cairn.settle).
+MCP server runs, deferred to the session's end, which queues what the judge left: Cairn.review.settle).
 Printed per split and overall, for each mode: scenarios whose end state is exactly the labelled one,
 retirement precision and recall over steps, false retirements (each listed), and, for the loop,
 `related` coverage: the share of required retirements whose old memory was retired automatically or
@@ -105,8 +105,8 @@ def replay(engine, scenario: dict, loop: bool) -> dict:
     """Remember the steps in order; with `loop`, the label judge resolves `related` after each."""
     expected = set(scenario["current"])
     # The loop runs as the plugin's MCP server does: possible conflicts wait for the session's end,
-    # which queues those the judge left (Cairn.settle, what the SessionEnd hook calls).
-    deferred = loop and hasattr(engine, "settle")
+    # which queues those the judge left (Cairn.review.settle, what the SessionEnd hook calls).
+    deferred = loop and hasattr(getattr(engine, "review", None), "settle")
     if deferred:
         engine.defer_review = True
     created: list[str] = []
@@ -131,14 +131,15 @@ def replay(engine, scenario: dict, loop: bool) -> dict:
             if loop and i not in expected:
                 judged += 1
                 engine.replace(old, text)  # the text is current already: old is superseded by it
-            elif loop and scenario["label"] in ("unrelated", "chain") and hasattr(engine, "keep_both"):
+            elif (loop and scenario["label"] in ("unrelated", "chain")
+                  and hasattr(getattr(engine, "review", None), "keep_both")):
                 # Both hold (another value, another subject): the writer says so. A restatement
                 # ("conflict") is left alone, as the skill says: the user merges those.
                 judged += 1
-                engine.keep_both(result.memory.id, [old])
+                engine.review.keep_both(result.memory.id, [old])
     if deferred:
-        engine.settle(created)
-    queued = len(engine.review_queue()) if hasattr(engine, "review_queue") else 0
+        engine.review.settle(created)
+    queued = len(engine.review.queue()) if hasattr(engine, "review") else 0
     current_ids = {m.id for m in engine.list(limit=1000)}
     current = {j for j, mid in enumerate(step_ids) if mid in current_ids}
     return {"current": current, "expected": expected, "n": len(step_ids), "shown": shown, "judged": judged,

@@ -84,7 +84,7 @@ def seed(project: Path) -> None:
         if not engine.remember(text, kind=kind).conflicts:
             raise SystemExit(f"expected {text!r} to be queued as a conflict")
         kind, text, context = PROPOSED
-        if engine.propose(text, kind=kind, context=context)["status"] != "queued":
+        if engine.review.propose(text, kind=kind, context=context)["status"] != "queued":
             raise SystemExit(f"expected {text!r} to be queued")
 
 

@@ -83,17 +83,21 @@ class Arg:
 class Operation:
     """One engine call as the adapters offer it: `name` (the CLI command and, as memory_<name>, the
     MCP tool), a one-line `summary`, whether it `writes` (refused to a read-only token) and whether
-    it `embeds` (may wait for the embedding model), and its `args` in the order shown."""
+    it `embeds` (may wait for the embedding model), and its `args` in the order shown. `call`: the
+    method it runs, as a path from a `Cairn` ("recall"; "review.queue" for `memory.review.queue`);
+    default `name`."""
 
     name: str
     summary: str
     args: tuple[Arg, ...] = ()
     writes: bool = False
     embeds: bool = False
+    call: str = ""
     by_name: Mapping[str, Arg] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by_name", {a.name: a for a in self.args})
+        object.__setattr__(self, "call", self.call or self.name)
         if len(self.by_name) != len(self.args):
             raise ValueError(f"operation {self.name}: two arguments share a name")
 
@@ -203,17 +207,18 @@ FORGET = Operation("forget", "Erase a memory for good; a tombstone stays in hist
 
 KEEP_BOTH = Operation(
     "keep_both", "Record that a memory just written changes none of the memories its answer listed in "
-    "`related`: both hold, so they are not queued for review.", writes=True, args=(
+    "`related`: both hold, so they are not queued for review.", writes=True, call="review.keep_both", args=(
         _memory_id("The memory just written (its id from memory_remember or memory_replace)."),
         Arg("others", "str", "Ids from its `related` that still hold beside it.", required=True, many=True,
             low=1, high=MAX_ID_CHARS, items=MAX_RELATED, brief="")))
 
 PROMOTE = Operation("promote", "Bring a memory back from the cold tier into hooks and default recall.", writes=True,
-                    args=(_memory_id(),))
+                    call="review.promote", args=(_memory_id(),))
 
 STATUS = Operation("status", "Which store and why, counts, model, whether recall is keyword-only.")
 
-SEARCH_SESSIONS = Operation("search_sessions", "Search the captured turns of past sessions.", embeds=True, args=(
+SEARCH_SESSIONS = Operation("search_sessions", "Search the captured turns of past sessions.", embeds=True,
+                            call="sessions.search", args=(
     Arg("query", "str", "Words, or an exact error message / path / identifier (quote it to force an exact match).",
         required=True, low=1, high=MAX_QUERY_CHARS,
         brief="Quote an exact error, path or identifier to match it exactly."),
@@ -228,20 +233,22 @@ SEARCH_SESSIONS = Operation("search_sessions", "Search the captured turns of pas
           "from (default: now); the turns in the window it names rank first."),
 ))
 
-LIST_SESSIONS = Operation("list_sessions", "Captured sessions, most recently active first.", args=(
+LIST_SESSIONS = Operation("list_sessions", "Captured sessions, most recently active first.",
+                          call="sessions.catalog", args=(
     Arg("limit", "int", "How many at most.", default=50, low=1, high=MAX_PAGE, brief=""),
     _time("since", "Only sessions active from this time on."),
     _time("until", "Only sessions started before this time."),
 ))
 
-READ_SESSION = Operation("read_session", "A captured session's turns in order, paged by position.", args=(
+READ_SESSION = Operation("read_session", "A captured session's turns in order, paged by position.",
+                         call="sessions.read", args=(
     Arg("session_id", "str", "As listed or found.", required=True, low=1, high=200, brief=""),
     Arg("offset", "int", "First turn position.", default=0, low=0, brief=""),
     Arg("limit", "int", "How many turns.", default=50, low=1, high=MAX_PAGE, brief=""),
 ))
 
 REVIEW_QUEUE = Operation("review_queue", "The review queue: proposals from maintenance, possible conflicts and "
-                         "imported guidance.", args=(
+                         "imported guidance.", call="review.queue", args=(
     Arg("states", "str", "Only proposals in these states (default: pending).", default=(), many=True,
         choices=PROPOSAL_STATES, items=len(PROPOSAL_STATES), brief=""),
     Arg("types", "str", "Only these types (default: all).", default=(), many=True, choices=PROPOSAL_TYPES,
@@ -249,12 +256,12 @@ REVIEW_QUEUE = Operation("review_queue", "The review queue: proposals from maint
     Arg("limit", "int", "How many at most.", default=100, low=1, high=MAX_QUEUE_LIMIT, brief=""),
 ))
 
-REVIEW_SHOW = Operation("review_show", "One proposal with its evidence.", args=(
+REVIEW_SHOW = Operation("review_show", "One proposal with its evidence.", call="review.show", args=(
     Arg("proposal_id", "str", "A proposal id from the review queue.", required=True, low=1, high=MAX_ID_CHARS),
 ))
 
 REVIEW_DECIDE = Operation("review_decide", "The user's verdict on one proposal; compare-and-set.", writes=True,
-                          embeds=True, args=(
+                          embeds=True, call="review.decide", args=(
     Arg("proposal_id", "str", "A proposal id from the review queue.", required=True, low=1, high=MAX_ID_CHARS,
         brief=""),
     Arg("verdict", "str", "The verdict the user gave: approve, reject (keep is an older name for it) or edit "
@@ -267,7 +274,8 @@ REVIEW_DECIDE = Operation("review_decide", "The user's verdict on one proposal; 
         high=MAX_TAG_CHARS, items=MAX_TAGS, brief="approve, edit: the tags the user chose for it."),
 ))
 
-PROPOSE = Operation("propose", "Queue one memory for the user's approval (an `add` proposal).", writes=True, args=(
+PROPOSE = Operation("propose", "Queue one memory for the user's approval (an `add` proposal).", writes=True,
+                    call="review.propose", args=(
     TEXT, KIND, TAGS,
     Arg("applies_when", "str", "When it applies (e.g. 'editing SQL migrations').", many=True, low=1, high=200,
         items=10, brief=""),
@@ -276,13 +284,15 @@ PROPOSE = Operation("propose", "Queue one memory for the user's approval (an `ad
     PATHS,
 ))
 
-MAINTAIN = Operation("maintain", "A maintenance run: a dry run unless `apply`.", writes=True, args=(
+MAINTAIN = Operation("maintain", "A maintenance run: a dry run unless `apply`.", writes=True,
+                     call="review.maintain", args=(
     Arg("apply", "bool", "false: a dry run that writes nothing; true: retire exact duplicates and queue the rest "
         "for review.", default=False, brief=""),
     Arg("safe_only", "bool", "With apply: only retire exact duplicates; queue nothing.", default=False),
 ))
 
-MAINTENANCE_STATUS = Operation("maintenance_status", "The last maintenance run, the lease, the queue's counts.")
+MAINTENANCE_STATUS = Operation("maintenance_status", "The last maintenance run, the lease, the queue's counts.",
+                               call="review.status")
 
 CATALOGUE: tuple[Operation, ...] = (
     REMEMBER, RECALL, LIST, GET, HISTORY, REPLACE, KEEP_BOTH, FORGET, PROMOTE, STATUS, SEARCH_SESSIONS, LIST_SESSIONS,

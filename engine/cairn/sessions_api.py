@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -28,6 +29,8 @@ from .timewindow import find_time_window
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from .storage.protocol import SessionStore
 
 TRANSCRIPT_CHUNK_BYTES = 8 * 1024 * 1024  # read per step; a longer line is skipped as "oversized"
 
@@ -48,8 +51,14 @@ def _skip_line(handle: IO[bytes], position: int) -> int | None:
 class Sessions:
     """The captured sessions of an engine's project store (`memory.sessions`)."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, store: SessionStore, *, claim_space: Callable[..., None]):
+        """engine: whose model embeds the turns and whose config (`sessions`) applies; store: the
+        project store, the one role of it this uses; claim_space(record=True): before turn vectors
+        meet the store's, check (and, record, note) the model's space (Engine._claim_space on that
+        store). Raises EmbeddingMismatch from claim_space."""
         self._engine = engine
+        self._store = store
+        self._claim_space = claim_space
 
     def add_turns(self, session_id: str, drafts: list[TurnDraft], *, source: str,
                   transcript_path: str | None = None, read_bytes: int | None = None,
@@ -59,7 +68,7 @@ class Sessions:
         session, after those it holds; a turn whose uuid it already holds is skipped (idempotent).
         Returns {"turns_added", "redactions": {type: n}, "private_spans", "cited": the memory ids the
         added assistant turns cite as [mem:ID], in order}."""
-        store = self._engine.store
+        store = self._store
         known = store.known_uuids(session_id, [d.uuid for d in drafts])
         fresh, seen = [], set(known)
         for d in drafts:
@@ -87,7 +96,7 @@ class Sessions:
         for i, row in enumerate(keyed):
             row["vector"] = None if vectors is None else vectors[i]
         if vectors is not None:
-            self._engine._claim_space(store)
+            self._claim_space()
         title = title_of(kept)
         added = store.add_turns(
             session_id, source=source, transcript_path=transcript_path, title=title, turns=keyed,
@@ -125,7 +134,7 @@ class Sessions:
         Raises InvalidInput when the file cannot be read."""
         path = Path(path)
         session_id = session_id or path.stem
-        store = self._engine.store
+        store = self._store
         known_path, offset, _ = store.session_progress(session_id)
         if known_path is not None and known_path != str(path):
             offset = 0  # another file for this session: read it whole (uuids keep it idempotent)
@@ -231,7 +240,7 @@ class Sessions:
             raise InvalidInput("k must be at least 1 and window at least 0")
         bounds = {"since": parse_time(since, field="since"), "until": parse_time(until, field="until")}
         ref = parse_time(reference, field="reference")
-        store = self._engine.store
+        store = self._store
         # Turns are stored through clean_text (no NUL or other C0 controls): an exact needle must be too.
         needle = clean_text(query)
         if mode == "auto":
@@ -274,7 +283,7 @@ class Sessions:
     def _rank(self, mode: str, needle: str, words: str, k: int, bounds: dict[str, int | None],
               query_vector: np.ndarray | None) -> list[tuple[int, float, dict[str, Any]]]:
         """The k best turns within `bounds` for one mode: [(seq, score, {retriever: rank and score})]."""
-        store = self._engine.store
+        store = self._store
         if mode == "exact":
             return [(s, v, {"exact": {"rank": i}}) for i, (s, v) in enumerate(
                 store.turn_exact_search(needle, k, **bounds), 1)]
@@ -285,7 +294,7 @@ class Sessions:
             lists["bm25"] = (store.turn_keyword_search(match, depth, key_weight=KEY_WEIGHT, **bounds)
                              if match else [])
         if mode in ("semantic", "hybrid") and query_vector is not None:
-            self._engine._claim_space(store, record=False)
+            self._claim_space(record=False)
             # As for memories (VECTOR_FLOOR): a nearest turn with no real similarity is filler.
             lists["vector"] = [(seq, cosine) for seq, cosine in
                                store.turn_vector_search(query_vector, depth, **bounds) if cosine > VECTOR_FLOOR]
@@ -297,14 +306,14 @@ class Sessions:
                 ) -> list[SessionInfo]:
         """The session catalog, most recently active first. since/until: ISO 8601 or epoch ms.
         Raises InvalidTime."""
-        return self._engine.store.sessions(int(limit), since=parse_time(since, field="since"),
-                                   until=parse_time(until, field="until"))
+        return self._store.sessions(int(limit), since=parse_time(since, field="since"),
+                                    until=parse_time(until, field="until"))
 
     def read(self, session_id: str, *, offset: int = 0, limit: int = 50
              ) -> tuple[SessionInfo, list[Turn]]:
         """A session's catalog row and its turns at positions offset .. offset + limit - 1 (paged).
         Raises SessionNotFound."""
-        info = self._engine.store.session(session_id)
+        info = self._store.session(session_id)
         if info is None:
-            raise SessionNotFound(f"no captured session {session_id!r} in store {self._engine.store.name!r}")
-        return info, self._engine.store.session_turns(session_id, max(0, int(offset)), max(0, int(limit)))
+            raise SessionNotFound(f"no captured session {session_id!r} in store {self._store.name!r}")
+        return info, self._store.session_turns(session_id, max(0, int(offset)), max(0, int(limit)))

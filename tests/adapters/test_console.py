@@ -229,7 +229,7 @@ def test_the_first_screen_shows_the_newest_memories_and_what_waits_for_review(tm
         for kind, text in DOZEN:
             engine.remember(text, kind=kind, detect=False)
         for text in ("Every endpoint validates its input with pydantic", "Logs are JSON lines on stdout"):
-            assert engine.propose(text, kind="convention", context="AGENTS.md")["status"] == "queued"
+            assert engine.review.propose(text, kind="convention", context="AGENTS.md")["status"] == "queued"
     server = Server(["--transport", "http"], cwd=project, env=keyword_only_env(tmp_path), log=tmp_path / "server.log")
     try:
         browser.get(f"http://127.0.0.1:{server.port}/")

@@ -356,10 +356,10 @@ def test_conflicts_are_related_and_queued_for_review(shared):
 # -- /cairn:review-memory verdicts: memory_review decide -------------------------------------------------
 def session_ends(client: Client, *ids: str) -> dict:
     """What the plugin's SessionEnd hook does with the session's writes `ids` (claude.capture.settle_session,
-    which reads them from the transcript): Cairn.settle, in another process as the hook's is."""
+    which reads them from the transcript): Cairn.review.settle, in another process as the hook's is."""
     code = ("import json, os, sys\nfrom pathlib import Path\nfrom cairn import Cairn\n"
             "with Cairn.open(cwd=Path(os.environ['CLAUDE_PROJECT_DIR']), embedder=None) as memory:\n"
-            "    print(json.dumps(memory.settle(sys.argv[1:])))\n")
+            "    print(json.dumps(memory.review.settle(sys.argv[1:])))\n")
     done = subprocess.run([sys.executable, "-c", code, *ids], env={**client.env, "PYTHONPATH": str(REPO / "engine")},
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

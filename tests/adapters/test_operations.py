@@ -152,9 +152,10 @@ def test_http_remember_takes_the_catalogues_default_importance(adapters):
 
 
 def test_every_catalogue_argument_reaches_its_engine_call(kw_memory):
-    """Each operation, called on the engine with every argument of the catalogue (at its default),
-    is understood: a renamed keyword would break every adapter at once. Domain errors (no such
-    session, a memory that is not cold) are fine here; a TypeError is not."""
+    """Each operation, called on the engine (its `call`: memory.recall, memory.review.queue ...) with
+    every argument of the catalogue (at its default), is understood: a renamed keyword would break
+    every adapter at once. Domain errors (no such session, a memory that is not cold) are fine
+    here; a TypeError is not."""
     import cairn
     from cairn import operations
 
@@ -166,8 +167,11 @@ def test_every_catalogue_argument_reaches_its_engine_call(kw_memory):
         args = [kw_memory.remember(f"A memory for {op.name}").memory.id] if "id" in op.by_name else []
         if op.name == "replace":
             kwargs["text"] = "The catalogue test replaced this"
+        method = kw_memory
+        for part in op.call.split("."):  # "review.queue": memory.review.queue
+            method = getattr(method, part)
         try:
-            getattr(kw_memory, op.name)(*args, **kwargs)
+            method(*args, **kwargs)
         except cairn.CairnError:
             pass
 

@@ -112,7 +112,7 @@ def import_guidance(env: dict[str, str], project: Path) -> int:
     code = (
         "from cairn import Cairn\n"
         "with Cairn.open(create=True) as m:\n"
-        "    m.import_guidance()\n"
+        "    m.review.import_guidance()\n"
         "    done = [m.review.decide(p.id, 'approve') for p in m.review.queue(types=['add'])]\n"
         "print(len(done))\n"
     )

@@ -458,7 +458,7 @@ def _queue(cairn: CairnSession) -> list[list[str]]:
     from cairn import Cairn
 
     with Cairn.open(cwd=cairn.project, embedder=None, read_only=True) as memory:
-        return [p.source_ids for p in memory.review_queue()]
+        return [p.source_ids for p in memory.review.queue()]
 
 
 def test_a_change_the_model_leaves_unresolved_is_queued_when_the_session_ends(cairn: CairnSession, minilm) -> None:

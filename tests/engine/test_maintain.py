@@ -17,7 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import cairn.review as review
+import cairn.review as review_api
+import cairn.review_maintain as review  # the maintenance run: RUN_CAPS, STALE_DAYS, LEASE, its clock
+import cairn.review_queue as review_queue
+import cairn.review_staging as review_staging
 from cairn import Cairn, InvalidInput, MaintenanceBusy, prompt_context, session_brief
 from cairn.embedder import HashingEmbedder
 
@@ -27,9 +30,10 @@ DAY = 86_400_000
 
 
 def _later(monkeypatch, days: int) -> int:
-    """Make the review module's clock `days` ahead; returns that time (epoch ms)."""
+    """Make the review modules' clock `days` ahead; returns that time (epoch ms)."""
     at = review.now_ms() + days * DAY
-    monkeypatch.setattr(review, "now_ms", lambda: at)
+    for module in (review_api, review, review_queue, review_staging):
+        monkeypatch.setattr(module, "now_ms", lambda: at)
     return at
 
 
@@ -107,7 +111,7 @@ def test_a_pair_already_queued_as_a_conflict_is_not_queued_again_as_a_near_dupli
     a = hashed.remember("We deploy the web app with Kamal to the Hetzner boxes", kind="decision", detect=False).memory
     b = hashed.remember("The web app is deployed to the Hetzner boxes with Kamal", kind="decision",
                         detect=False).memory
-    review.stage_conflicts(hashed, hashed.store, b, [{"id": a.id, "reason": "similar texts"}])
+    review_staging.stage_conflicts(hashed, hashed.store, b, [{"id": a.id, "reason": "similar texts"}])
     report = hashed.review.maintain(apply=True)
     assert report["counts"]["near_duplicate"] == 0 and report["already_reviewed"] >= 1
     assert [p.type for p in hashed.review.queue()] == ["conflict"]
@@ -353,8 +357,8 @@ def test_approving_a_merge_or_summary_never_loses_text(texts, kind, days):
         stored = [memory.remember(t, kind="fact", valid_from=base + i, detect=False).memory
                   for i, t in enumerate(texts)]
         sources = stored if kind == "summarise" else stored[:2]
-        p = review.new_proposal(kind, sources, {"texts": [m.text for m in sources]}, now=review.now_ms())
-        memory.store.add_proposals([(p, review.open_key(kind, p.source_ids))])
+        p = review_queue.new_proposal(kind, sources, {"texts": [m.text for m in sources]}, now=review.now_ms())
+        memory.store.add_proposals([(p, p.open_key)])
         done = memory.review.decide(p.id, "edit", text="One statement that replaces them all.")
         assert sorted(done["superseded"]) == sorted(m.id for m in sources)
         for m in sources:

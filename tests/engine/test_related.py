@@ -107,9 +107,9 @@ def test_maintenance_queues_a_contradiction_across_kinds(engine, kinds):
     """A pair no write queued (written without detection, as an import does) is found by maintenance."""
     older = engine.remember("We switched the CI from CircleCI to GitHub Actions.", kind=kinds[0], detect=False)
     newer = engine.remember("Our CI runs on CircleCI.", kind=kinds[1], detect=False)
-    assert engine.review_queue() == []
-    report = engine.maintain(apply=True)
-    (proposal,) = engine.review_queue(types=["conflict"])
+    assert engine.review.queue() == []
+    report = engine.review.maintain(apply=True)
+    (proposal,) = engine.review.queue(types=["conflict"])
     assert proposal.source_ids == [older.memory.id, newer.memory.id]
     assert f"a {kinds[1]} that may contradict this {kinds[0]}" in proposal.payload["reason"]
     assert report["counts"]["conflict"] == 1

@@ -121,7 +121,7 @@ def test_an_absolute_path_inside_the_project_is_stored_relative_to_it(kw_memory)
     assert [s["pattern"] for s in kw_memory.scopes.of([m.id])[m.id]] == ["docs/**", "src/payments/charge.py"]
     assert [mem.id for mem, _ in kw_memory.scopes.matching(["src/payments/charge.py"])] == [m.id]
     assert kw_memory.scopes.set(m.id, [f"{root}/web/"]) == ["web/**"]
-    proposal = kw_memory.propose("Docs use sentence case", paths=[f"{root}/docs/"])["proposal"]
+    proposal = kw_memory.review.propose("Docs use sentence case", paths=[f"{root}/docs/"])["proposal"]
     assert proposal["payload"]["paths"] == ["docs/**"]
 
 

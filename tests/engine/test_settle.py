@@ -32,53 +32,53 @@ def test_a_change_the_writer_resolved_is_not_queued(engine):
     pypi = engine.remember(PYPI)
     assert [r["id"] for r in pypi.related] == [npm.memory.id]
     engine.replace(npm.memory.id, PYPI)  # the writer judged it a change
-    done = engine.settle([pypi.memory.id])
+    done = engine.review.settle([pypi.memory.id])
     assert done == {"checked": 1, "queued": []}
-    assert engine.review_queue() == []
+    assert engine.review.queue() == []
 
 
 def test_a_change_left_unresolved_is_queued_once_at_session_end(engine):
     npm = engine.remember(NPM)
     pypi = engine.remember(PYPI)
-    assert engine.review_queue() == []  # not at write time: the writer may still resolve it
-    done = engine.settle([npm.memory.id, pypi.memory.id])
-    (proposal,) = engine.review_queue()
+    assert engine.review.queue() == []  # not at write time: the writer may still resolve it
+    done = engine.review.settle([npm.memory.id, pypi.memory.id])
+    (proposal,) = engine.review.queue()
     assert done["queued"] == [proposal.id]
     assert proposal.type == "conflict" and proposal.source_ids == [npm.memory.id, pypi.memory.id]
     assert proposal.payload["origin"] == "session"
-    assert engine.settle([npm.memory.id, pypi.memory.id])["queued"] == []  # a second SessionEnd
-    assert [p.id for p in engine.review_queue()] == [proposal.id]
+    assert engine.review.settle([npm.memory.id, pypi.memory.id])["queued"] == []  # a second SessionEnd
+    assert [p.id for p in engine.review.queue()] == [proposal.id]
 
 
 def test_a_pair_the_writer_kept_both_of_is_not_queued(engine):
     npm = engine.remember(NPM)
     pypi = engine.remember(PYPI)
-    assert engine.keep_both(pypi.memory.id, [npm.memory.id]) == {"id": pypi.memory.id, "kept": [npm.memory.id]}
-    assert engine.settle([npm.memory.id, pypi.memory.id])["queued"] == []  # the writer judged: an addition
-    assert engine.review_queue() == []
+    assert engine.review.keep_both(pypi.memory.id, [npm.memory.id]) == {"id": pypi.memory.id, "kept": [npm.memory.id]}
+    assert engine.review.settle([npm.memory.id, pypi.memory.id])["queued"] == []  # the writer judged: an addition
+    assert engine.review.queue() == []
     assert {m.id for m in engine.list()} >= {npm.memory.id, pypi.memory.id}  # nothing retired
     with pytest.raises(cairn.InvalidInput):
-        engine.keep_both(pypi.memory.id, [pypi.memory.id])
+        engine.review.keep_both(pypi.memory.id, [pypi.memory.id])
     with pytest.raises(cairn.MemoryNotFound):
-        engine.keep_both(pypi.memory.id, ["01NOSUCHMEMORY0000000000000"])
+        engine.review.keep_both(pypi.memory.id, ["01NOSUCHMEMORY0000000000000"])
 
 
 def test_a_pair_queued_at_write_time_is_not_queued_again(engine):
     engine.defer_review = False  # the CLI and REST queue at once
     engine.remember(NPM)
     pypi = engine.remember(PYPI)
-    (queued,) = engine.review_queue()
-    assert engine.settle([pypi.memory.id])["queued"] == []
-    assert [p.id for p in engine.review_queue()] == [queued.id]
+    (queued,) = engine.review.queue()
+    assert engine.review.settle([pypi.memory.id])["queued"] == []
+    assert [p.id for p in engine.review.queue()] == [queued.id]
 
 
 def test_a_pair_the_user_kept_is_not_queued_again(engine):
     npm = engine.remember(NPM)
     pypi = engine.remember(PYPI)
-    (proposal,) = [engine.review_show(i)["proposal"]["id"] for i in engine.settle([pypi.memory.id])["queued"]]
-    engine.review_decide(proposal, "reject")
-    assert engine.settle([pypi.memory.id])["queued"] == []
-    assert engine.review_queue() == []
+    (proposal,) = [engine.review.show(i)["proposal"]["id"] for i in engine.review.settle([pypi.memory.id])["queued"]]
+    engine.review.decide(proposal, "reject")
+    assert engine.review.settle([pypi.memory.id])["queued"] == []
+    assert engine.review.queue() == []
     assert {m.id for m in engine.list()} == {npm.memory.id, pypi.memory.id}
 
 
@@ -86,18 +86,18 @@ def test_restatements_of_a_session_make_one_proposal(engine):
     texts = ["Run the linter before pushing.", "Always run the linter before pushing.",
              "Run the linter before every push.", "We run the linter before pushing."]
     ids = [engine.remember(t, kind="convention").memory.id for t in texts]
-    assert engine.review_queue() == []
-    engine.settle(ids)
-    (proposal,) = engine.review_queue()
+    assert engine.review.queue() == []
+    engine.review.settle(ids)
+    (proposal,) = engine.review.queue()
     assert proposal.type == "near_duplicate" and proposal.source_ids == ids
-    assert engine.settle(ids)["queued"] == []
+    assert engine.review.settle(ids)["queued"] == []
 
 
 def test_writes_no_longer_current_or_elsewhere_are_skipped(engine):
     engine.remember(NPM)
     pypi = engine.remember(PYPI)
     engine.forget(pypi.memory.id)
-    assert engine.settle([pypi.memory.id, "01J0000000000000000000NONE"]) == {"checked": 0, "queued": []}
+    assert engine.review.settle([pypi.memory.id, "01J0000000000000000000NONE"]) == {"checked": 0, "queued": []}
 
 
 def _transcript(path: Path, calls: list[tuple[str, dict, dict]]) -> Path:
@@ -130,7 +130,7 @@ def test_the_session_end_hook_queues_what_the_session_left(project, tmp_path, mo
         engine.defer_review = True
         npm = engine.remember(NPM).memory.id
         pypi = engine.remember(PYPI).memory.id
-        assert engine.review_queue() == []
+        assert engine.review.queue() == []
     path = _transcript(tmp_path / "s1.jsonl", [
         (TOOL("memory_remember"), {"text": PYPI}, {"id": pypi, "status": "created"})])
     payload = {"session_id": "s1", "transcript_path": str(path), "cwd": str(project), "hook_event_name": "SessionEnd",
@@ -138,7 +138,7 @@ def test_the_session_end_hook_queues_what_the_session_left(project, tmp_path, mo
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
     assert hook.run("SessionEnd", payload) is None
     with Cairn.open(cwd=project, embedder=None) as engine:
-        assert [p.source_ids for p in engine.review_queue()] == [[npm, pypi]]
+        assert [p.source_ids for p in engine.review.queue()] == [[npm, pypi]]
 
 
 def test_the_plugins_mcp_server_defers_review_unless_its_hooks_are_off(project):

@@ -254,7 +254,7 @@ def _forget(engine: cairn.Cairn, call: Call) -> Any:
 
 def _promote(engine: cairn.Cairn, call: Call) -> Any:
     call.own(engine, call.path["id"])
-    return engine.promote(call.path["id"])
+    return engine.review.promote(call.path["id"])
 
 
 def _status(engine: cairn.Cairn, call: Call) -> Any:
@@ -262,39 +262,39 @@ def _status(engine: cairn.Cairn, call: Call) -> Any:
 
 
 def _search_sessions(engine: cairn.Cairn, call: Call) -> Any:
-    hits = engine.search_sessions(**schema.engine_kwargs(call.args))
+    hits = engine.sessions.search(**schema.engine_kwargs(call.args))
     return {"results": [r.to_json() for r in cairn.merge_session_hits(hits)], "time_window": hits.window_json()}
 
 
 def _list_sessions(engine: cairn.Cairn, call: Call) -> Any:
-    return {"sessions": [s.to_json() for s in engine.list_sessions(**schema.engine_kwargs(call.args))]}
+    return {"sessions": [s.to_json() for s in engine.sessions.catalog(**schema.engine_kwargs(call.args))]}
 
 
 def _read_session(engine: cairn.Cairn, call: Call) -> Any:
-    info, turns = engine.read_session(call.path["id"], **schema.engine_kwargs(call.args))
+    info, turns = engine.sessions.read(call.path["id"], **schema.engine_kwargs(call.args))
     return {"session": info.to_json(), "turns": [t.to_json() for t in turns]}
 
 
 def _queue(engine: cairn.Cairn, call: Call) -> Any:
     a = schema.engine_kwargs(call.args)
-    proposals = engine.review_queue(**{**a, "states": a["states"] or ("pending",)})
+    proposals = engine.review.queue(**{**a, "states": a["states"] or ("pending",)})
     return {"proposals": [p.to_json() for p in proposals], "count": len(proposals)}
 
 
 def _proposal(engine: cairn.Cairn, call: Call) -> Any:
-    return engine.review_show(call.path["id"])
+    return engine.review.show(call.path["id"])
 
 
 def _decide_proposal(engine: cairn.Cairn, call: Call) -> Any:
-    return engine.review_decide(call.path["id"], **schema.engine_kwargs(call.args), by="http")
+    return engine.review.decide(call.path["id"], **schema.engine_kwargs(call.args), by="http")
 
 
 def _maintain(engine: cairn.Cairn, call: Call) -> Any:
-    return engine.maintain(**schema.engine_kwargs(call.args))
+    return engine.review.maintain(**schema.engine_kwargs(call.args))
 
 
 def _maintenance_status(engine: cairn.Cairn, call: Call) -> Any:
-    return engine.maintenance_status()
+    return engine.review.status()
 
 
 _MEMORY = ("memory_not_found",)

@@ -62,7 +62,7 @@ def _capture_lock(session_id: str) -> Iterator[None]:
 def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder | None = None,
             embedder_for: Callable[[dict[str, Any]], Embedder | None] | None = None) -> dict[str, Any] | None:
     """Capture the part of the session's transcript (payload `transcript_path`) not read yet into the
-    project's store (Cairn.ingest_transcript), then embed turns still waiting for a vector. Nothing
+    project's store (Cairn.sessions.ingest), then embed turns still waiting for a vector. Nothing
     when capture is off: the per-session pause, CAIRN_PAUSE, the project's .cairn-disable,
     hooks.enabled or sessions.capture false. The injections this session's hooks made since the
     last capture are counted (Cairn.record_injected), and so are the memories injected into this
@@ -86,7 +86,7 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
     if embedder_for is not None:
         embedder = embedder_for(config)
     with _capture_lock(session_id), Cairn.open(resolved=resolved, embedder=embedder) as memory:
-        done = memory.ingest_transcript(path, session_id=session_id)
+        done = memory.sessions.ingest(path, session_id=session_id)
         cited = _count_usage(memory, session_id, done["cited"])
         if done["cited"]:  # a memory Claude cited while working on files governs them a little
             memory.scopes.learn(done["cited"], session_id, weight=CITED_WEIGHT)
@@ -99,10 +99,10 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
 
 
 def settle_session(payload: dict[str, Any], env: dict[str, str]) -> dict[str, Any] | None:
-    """SessionEnd: queue for review what the session's writes left unresolved (Cairn.settle on the
+    """SessionEnd: queue for review what the session's writes left unresolved (Cairn.review.settle on the
     memories its transcript shows Cairn's MCP tools created: a possible change the model did not
     resolve with memory_replace is the user's to judge). Nothing when the transcript is missing or
-    the project has no store. Returns Cairn.settle's answer, or None. The log gets counts, never
+    the project has no store. Returns Cairn.review.settle's answer, or None. The log gets counts, never
     text. Raises whatever the engine raises; the caller fails open."""
     from cairn import Cairn
 
@@ -117,7 +117,7 @@ def settle_session(payload: dict[str, Any], env: dict[str, str]) -> dict[str, An
     if not resolved.store_exists:
         return None
     with Cairn.open(resolved=resolved, embedder=None) as memory:
-        done = memory.settle(written)
+        done = memory.review.settle(written)
     log.info("session end %s: %d writes (%d still current), %d proposals queued for review", session_id,
              len(written), done["checked"], len(done["queued"]))
     return done

@@ -339,7 +339,7 @@ def start_background_maintenance(memory: Cairn) -> bool:
     import sys
 
     try:
-        if not memory.maintenance_status()["stale"]:
+        if not memory.review.status()["stale"]:
             return False
         engine_dir = str(Path(__file__).resolve().parents[3])  # engine/cairn/adapters/claude/hooks.py -> engine
         env = {**os.environ, "PYTHONPATH": engine_dir, "CAIRN_NO_WARM": "1"}

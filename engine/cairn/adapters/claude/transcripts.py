@@ -53,7 +53,7 @@ def import_claude_transcripts(memory: Cairn, *, root: str | Path | None = None, 
     """`cairn import-sessions`: this project's Claude Code transcripts into `memory` (its store), or
     with all_projects every project folder's into the store of the project its transcripts record
     (a folder whose project no longer exists is counted under skipped["project folder gone"]).
-    Returns Cairn.import_transcripts' totals summed, with "projects"."""
+    Returns Cairn.sessions.import_folder' totals summed, with "projects"."""
     from collections import Counter
 
     from cairn import Cairn as Engine
@@ -74,7 +74,7 @@ def import_claude_transcripts(memory: Cairn, *, root: str | Path | None = None, 
         project = memory.choice.project_root or Path.cwd()
         folder = base / encoded_project(Path(project).resolve())
         if folder.is_dir():
-            add(memory.import_transcripts(folder, **kwargs))
+            add(memory.sessions.import_folder(folder, **kwargs))
     else:
         for folder in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []:
             cwd = _recorded_cwd(folder)
@@ -83,10 +83,10 @@ def import_claude_transcripts(memory: Cairn, *, root: str | Path | None = None, 
                 continue
             resolved = resolve(None, cwd=Path(cwd))
             if str(resolved.choice.path) == memory.status().path:
-                add(memory.import_transcripts(folder, **kwargs))
+                add(memory.sessions.import_folder(folder, **kwargs))
                 continue
             with Engine.open(resolved=resolved, embedder=memory.embedder) as other:
-                add(other.import_transcripts(folder, **kwargs))
+                add(other.sessions.import_folder(folder, **kwargs))
     totals.update(skipped=dict(totals["skipped"]), redactions=dict(totals["redactions"]))
     return totals
 

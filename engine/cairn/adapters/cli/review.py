@@ -43,8 +43,8 @@ def _proposal_line(p: dict[str, Any]) -> str:
 @store_options(read_only=True)
 def review_list(memory: Cairn, as_json: bool, states, types, limit: int) -> None:
     """The queue, grouped by subject (oldest first within each). Expired proposals are closed first."""
-    items = [p.to_json() for p in memory.review_queue(states=states or ("pending",), types=types, limit=limit)]
-    queue = memory.maintenance_status()["queue"]  # {state: {type: count}}
+    items = [p.to_json() for p in memory.review.queue(states=states or ("pending",), types=types, limit=limit)]
+    queue = memory.review.status()["queue"]  # {state: {type: count}}
     total = sum(n for state, by_type in queue.items() if state in (states or ("pending",))
                 for kind, n in by_type.items() if not types or kind in types)
     total = max(total, len(items))
@@ -72,7 +72,7 @@ def review_list(memory: Cairn, as_json: bool, states, types, limit: int) -> None
 @store_options(read_only=True)
 def review_show(memory: Cairn, as_json: bool, proposal_id: str) -> None:
     """One proposal with its evidence: each source memory as it is now, and what each verdict would do."""
-    shown = memory.review_show(proposal_id)
+    shown = memory.review.show(proposal_id)
 
     def human() -> None:
         p = shown["proposal"]
@@ -111,7 +111,7 @@ def review_decide_(memory: Cairn, as_json: bool, proposal_id: str, verdict: str,
     proposal was decided already, expired, or its memories changed since ("stale", with what replaced
     them)."""
     chosen = tags if tags or _tags_given() else None
-    done = memory.review_decide(proposal_id, verdict, text=text, keep_id=keep_id, tags=chosen, by="cli")
+    done = memory.review.decide(proposal_id, verdict, text=text, keep_id=keep_id, tags=chosen, by="cli")
 
     def human() -> None:
         if done["state"] == "rejected":
@@ -138,7 +138,7 @@ def _tags_given() -> bool:
 @store_options
 def review_promote(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """Bring MEMORY_ID back from the cold tier into hooks and default recall."""
-    done = memory.promote(memory_id)
+    done = memory.review.promote(memory_id)
     _emit(as_json, done, lambda: click.echo(f"promoted {memory_id}"))
 
 
@@ -191,9 +191,9 @@ def maintain(apply_: bool, safe_only: bool, show_status: bool, store_name: str |
         resolved = cairn.resolve(name)
         with cairn.Cairn.open(resolved=resolved, embedder=None, read_only=not apply_) as memory:
             if show_status:
-                reports.append(memory.maintenance_status())
+                reports.append(memory.review.status())
             else:
-                reports.append(memory.maintain(apply=apply_, safe_only=safe_only))
+                reports.append(memory.review.maintain(apply=apply_, safe_only=safe_only))
 
     def human() -> None:
         for report in reports:
@@ -234,7 +234,7 @@ def import_guidance(memory: Cairn, as_json: bool, path: str | None, dry_run: boo
     left out; node_modules, vendor, build output never). Each statement keeps its file's scope: a
     nested CLAUDE.md its folder, a rule its globs (paths, applyTo). CLAUDE.local.md is private: it
     is read only when named. /cairn:import-guidance lets Claude do the split."""
-    done = memory.import_guidance(path, dry_run=dry_run)
+    done = memory.review.import_guidance(path, dry_run=dry_run)
 
     def human() -> None:
         if "file" in done:  # one file named

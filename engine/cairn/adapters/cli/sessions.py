@@ -45,7 +45,7 @@ def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None
     the turns around them, turns far less relevant than the best dropped. A time expression in
     QUERY ("last week", "in March", "3 days ago") ranks the turns of its window first; the JSON
     says which window in each result's "time_window"."""
-    hits = memory.search_sessions(query, **options)
+    hits = memory.sessions.search(query, **options)
     results = cairn.merge_session_hits(hits)
     window = hits.window_json()
 
@@ -76,7 +76,7 @@ def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None
 @store_options(read_only=True)
 def sessions_list(memory: Cairn, as_json: bool, **options) -> None:
     """Captured sessions, most recently active first."""
-    rows = memory.list_sessions(**options)
+    rows = memory.sessions.catalog(**options)
 
     def human() -> None:
         if not rows:
@@ -96,7 +96,7 @@ def sessions_list(memory: Cairn, as_json: bool, **options) -> None:
 @store_options(read_only=True)
 def sessions_show(memory: Cairn, as_json: bool, session_id: str, offset: int, limit: int) -> None:
     """SESSION_ID's turns in order, paged (--offset, --limit)."""
-    info, turns = memory.read_session(session_id, offset=offset, limit=limit)
+    info, turns = memory.sessions.read(session_id, offset=offset, limit=limit)
 
     def human() -> None:
         click.echo(f"session {info.session_id}: {info.turn_count} turns, branch {info.git_branch or '-'}")
@@ -122,7 +122,7 @@ def import_sessions(memory: Cairn, as_json: bool, all_projects: bool, root: str 
     if locomo:
         totals: dict[str, Any] = {"sessions": 0, "turns_added": 0}
         for path in locomo:
-            done = memory.import_locomo(path)
+            done = memory.sessions.import_locomo(path)
             totals = {k: totals[k] + done[k] for k in totals}
     else:
         totals = import_claude_transcripts(memory, root=root, all_projects=all_projects, progress=_progress)

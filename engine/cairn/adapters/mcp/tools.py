@@ -114,7 +114,7 @@ def _replace(engine: Cairn, a: dict[str, Any]) -> Any:
 
 
 def _keep_both(engine: Cairn, a: dict[str, Any]) -> Any:
-    return engine.keep_both(memory_id(a["id"]), [memory_id(o) for o in a["others"]])
+    return engine.review.keep_both(memory_id(a["id"]), [memory_id(o) for o in a["others"]])
 
 
 def _forget(engine: Cairn, a: dict[str, Any]) -> Any:
@@ -132,9 +132,9 @@ def _list(engine: Cairn, a: dict[str, Any]) -> Any:
 
 def _review_queue(engine: Cairn, a: dict[str, Any]) -> Any:
     groups: dict[str, list[dict[str, Any]]] = {}
-    proposals = engine.review_queue(states=[a["state"]], types=a["types"], limit=a["limit"])
+    proposals = engine.review.queue(states=[a["state"]], types=a["types"], limit=a["limit"])
     for p in proposals:
-        shown = engine.review_show(p.id)
+        shown = engine.review.show(p.id)
         entry: dict[str, Any] = {"id": p.id, "type": p.type, **{k: v for k, v in p.payload.items() if v}}
         entry["before"] = [render.memory(cairn.Memory(**{k: (tuple(v) if k == "tags" else v)  # type: ignore[arg-type]
                                                          for k, v in m.items()
@@ -156,30 +156,30 @@ def _review_decide(engine: Cairn, a: dict[str, Any]) -> Any:
     if verdict == "promote":
         if not a["memory_id"]:
             raise cairn.InvalidInput("promote needs memory_id: the cold memory to bring back")
-        return engine.promote(memory_id(a["memory_id"]))
+        return engine.review.promote(memory_id(a["memory_id"]))
     if not a["proposal_id"]:
         raise cairn.InvalidInput(f"{verdict} needs proposal_id")
-    return engine.review_decide(a["proposal_id"].strip(), verdict, text=a["text"],
+    return engine.review.decide(a["proposal_id"].strip(), verdict, text=a["text"],
                                 keep_id=memory_id(a["keep_id"]) if a["keep_id"] else None, tags=a["tags"], by="mcp")
 
 
 def _maintain(engine: Cairn, a: dict[str, Any]) -> Any:
-    report = engine.maintain(**a)
+    report = engine.review.maintain(**a)
     report["proposals"] = report["proposals"][:20]  # counts has them all
     return report
 
 
 def _search_sessions(engine: Cairn, a: dict[str, Any]) -> Any:
-    hits = engine.search_sessions(**a)
+    hits = engine.sessions.search(**a)
     return {"results": [_session_result(r) for r in cairn.merge_session_hits(hits)], "time_window": hits.window_json()}
 
 
 def _list_sessions(engine: Cairn, a: dict[str, Any]) -> Any:
-    return {"sessions": [_session_row(s) for s in engine.list_sessions(**a)]}
+    return {"sessions": [_session_row(s) for s in engine.sessions.catalog(**a)]}
 
 
 def _read_session(engine: Cairn, a: dict[str, Any]) -> Any:
-    info, turns = engine.read_session(**a)
+    info, turns = engine.sessions.read(**a)
     return {"session": _session_row(info), "turns": [_turn(t) for t in turns],
             "next_offset": turns[-1].position + 1 if len(turns) == a["limit"] else None}
 
@@ -219,9 +219,9 @@ REVIEW_ACTIONS: dict[str, Action] = {
     "decide": Action(ops.REVIEW_DECIDE, ("proposal_id", "verdict", "text", "keep_id", "tags", "memory_id"),
                      _review_decide, needs=("verdict",)),
     "propose": Action(ops.PROPOSE, ("text", "kind", "tags", "applies_when", "context", "origin", "paths"),
-                      lambda engine, a: engine.propose(**a), needs=("text",)),
+                      lambda engine, a: engine.review.propose(**a), needs=("text",)),
     "maintain": Action(ops.MAINTAIN, ("apply",), _maintain),
-    "maintenance_status": Action(ops.MAINTENANCE_STATUS, (), lambda engine, a: engine.maintenance_status()),
+    "maintenance_status": Action(ops.MAINTENANCE_STATUS, (), lambda engine, a: engine.review.status()),
 }
 
 
