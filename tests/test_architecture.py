@@ -7,6 +7,8 @@ is added:
   `.executescript` calls), and storage imports nothing above it (the engine, ranking, review ...);
 - adapters use only the names `cairn` exports (`cairn.__all__`), never a core module directly, and
   never reach into the engine's store, connection or internals;
+- the review modules and the sessions API use a store only by their role (ReviewStore, SessionStore
+  in storage/protocol.py): no StoreBackend, no other role's method, not the engine's store;
 - neither the core nor the adapters import in a circle: every import counts, at module level, inside a function (a lazy
   import runs when the function does) and under `if TYPE_CHECKING:` (a type is a dependency too:
   the module cannot be read or checked without the other), so each core module stands wholly above
@@ -243,3 +245,97 @@ def test_the_hook_process_imports_nothing_heavy_before_it_needs_to():
     imported = set(out.stdout.split())
     assert {"cairn.adapters.hook", "cairn.adapters.warm"} <= imported
     assert imported <= HOOK_WARM_PATH_MODULES, sorted(imported - HOOK_WARM_PATH_MODULES)
+
+
+# The review area and the sessions area use a store by their role alone (storage/protocol.py): the
+# module -> the one role protocol it may use. Memories they reach through the engine's methods.
+ROLE_OF = {"cairn.review": "ReviewStore", "cairn.review_queue": "ReviewStore", "cairn.review_staging": "ReviewStore",
+           "cairn.review_maintain": "ReviewStore", "cairn.sessions_api": "SessionStore"}
+# What they may not touch on an engine: its store (pass the role's handle instead) and its internals.
+ENGINE_INTERNALS = INTERNALS | {"_claim_space"}
+
+
+def _contract(role: str) -> set[str]:
+    """The methods and attributes of a role protocol, its bases' included (StoreCore: name, transaction, meta)."""
+    from cairn.storage import protocol
+
+    names: set[str] = set()
+    for klass in getattr(protocol, role).__mro__:
+        if klass.__module__ == protocol.__name__:
+            names |= {n for n in vars(klass) if not n.startswith("_")} | set(vars(klass).get("__annotations__", {}))
+    return names
+
+
+def _role_violations(tree: ast.Module, role: str) -> list[str]:
+    """Where a module uses a store other than by `role`: a protocol other than its role named (StoreBackend,
+    another role), the engine's store or internals reached, or a store handle (an argument annotated with the
+    role, `self._store`, a name bound to either) asked for a method outside the role's contract."""
+    from cairn.storage import protocol
+
+    others = {n for n, o in vars(protocol).items() if isinstance(o, type) and o.__module__ == protocol.__name__
+              and n not in (role, "VectorTable")}
+    allowed = _contract(role)
+    handles: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None and role in ast.unparse(node.annotation):
+            handles.add(node.arg)
+    out: list[str] = []
+
+    def is_handle(node: ast.expr) -> bool:
+        return (isinstance(node, ast.Name) and node.id in handles) or \
+            (isinstance(node, ast.Attribute) and node.attr == "_store" and isinstance(node.value, ast.Name)
+             and node.value.id == "self")
+
+    for node in ast.walk(tree):  # names bound to a handle: `store = self._store`
+        if isinstance(node, ast.Assign) and is_handle(node.value):
+            handles |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in others:
+            out.append(f"line {node.lineno} names {node.id}, not its role {role}")
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("protocol"):
+            out += [f"line {node.lineno} imports {a.name}" for a in node.names if a.name in others]
+        elif isinstance(node, ast.Attribute) and node.attr in ENGINE_INTERNALS:
+            out.append(f"line {node.lineno} reaches past the engine API (.{node.attr})")
+        elif isinstance(node, ast.Attribute) and is_handle(node.value) and node.attr not in allowed:
+            out.append(f"line {node.lineno} asks its {role} for .{node.attr}, which is not in its contract")
+    return out
+
+
+def test_every_review_module_is_held_to_its_role():
+    assert {name for name in CORE if name.split(".")[-1].startswith("review")} <= set(ROLE_OF)
+    assert set(ROLE_OF) <= CORE
+
+
+@pytest.mark.parametrize("name", sorted(ROLE_OF))
+def test_the_review_and_sessions_areas_use_a_store_only_by_their_role(name):
+    problems = _role_violations(MODULES[name], ROLE_OF[name])
+    assert not problems, f"{name}: " + "; ".join(problems)
+
+
+def test_the_role_rule_sees_a_store_used_outside_its_role():
+    # The rule above cannot pass by seeing nothing: each way out of a role is found.
+    source = '''
+from .storage.protocol import ReviewStore, StoreBackend
+
+def expire(engine, store: ReviewStore) -> int:
+    held = store.proposals(states=("pending",))        # in the contract
+    named = store.name                                  # StoreCore's, in every role
+    m = store.get("01J")                                # MemoryStore's: not the review's
+    same = store
+    same.record_usage(["01J"], column="cited", at=0)    # UsageStore's, through another name
+    return engine.store.counts()["current"]            # the engine's store: not a handle it was given
+
+def whole(engine) -> StoreBackend:                      # every role at once
+    return engine._store_holding("01J")
+
+class Area:
+    def count(self) -> int:
+        return self._store.session_totals() + self._engine._claim_space(None)
+'''
+    problems = " ".join(_role_violations(ast.parse(source), "ReviewStore"))
+    for found in ("imports StoreBackend", "names StoreBackend", ".get,", ".record_usage,", "(.store)",
+                  "(._store_holding)", ".session_totals,", "(._claim_space)"):
+        assert found in problems, (found, problems)
+    assert ".proposals" not in problems and ".name," not in problems
+    assert {"proposals", "take_lease", "transaction", "get_meta", "name", "set_cold"} <= _contract("ReviewStore")
+    assert not {"get", "record_usage", "add_turns", "close"} & _contract("ReviewStore")

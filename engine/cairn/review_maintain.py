@@ -223,7 +223,7 @@ class _Plan:
     RUN_CAPS ("deferred")."""
 
     def __init__(self, store: ReviewStore, now: int):
-        self.store = store
+        self._store = store
         self.now = now
         # Pending, kept by the user, or already applied (a demoted memory the user promoted again is
         # not proposed for the cold tier again: the promote was their verdict).
@@ -249,7 +249,7 @@ class _Plan:
         key = open_key(kind, [m.id for m in sources])
         ids = [m.id for m in sources]
         pair = kind in PAIR_TYPES and len(ids) == 2
-        if key in self.known or (pair and (pair_key(ids) in self.known or self.store.is_dismissed(ids[0], ids[1]))):
+        if key in self.known or (pair and (pair_key(ids) in self.known or self._store.is_dismissed(ids[0], ids[1]))):
             self.reviewed += 1
             return
         self.known.add(key)

@@ -52,13 +52,13 @@ class Sessions:
     """The captured sessions of an engine's project store (`memory.sessions`)."""
 
     def __init__(self, engine: Engine, store: SessionStore, *, claim_space: Callable[..., None]):
-        """engine: whose model embeds the turns and whose config (`sessions`) applies; store: the
-        project store, the one role of it this uses; claim_space(record=True): before turn vectors
-        meet the store's, check (and, record, note) the model's space (Engine._claim_space on that
-        store). Raises EmbeddingMismatch from claim_space."""
+        """engine: whose model embeds the turns and whose config (`sessions`) applies; store: its
+        project store, by the one role of it this uses; claim_space(record=True): called before
+        turn vectors meet the store's, refuses a store embedded in another space (EmbeddingMismatch)
+        and, with record, notes the model in a store that has none (Engine._claim_space on it)."""
         self._engine = engine
         self._store = store
-        self._claim_space = claim_space
+        self._check_space = claim_space
 
     def add_turns(self, session_id: str, drafts: list[TurnDraft], *, source: str,
                   transcript_path: str | None = None, read_bytes: int | None = None,
@@ -96,7 +96,7 @@ class Sessions:
         for i, row in enumerate(keyed):
             row["vector"] = None if vectors is None else vectors[i]
         if vectors is not None:
-            self._claim_space()
+            self._check_space()
         title = title_of(kept)
         added = store.add_turns(
             session_id, source=source, transcript_path=transcript_path, title=title, turns=keyed,
@@ -294,7 +294,7 @@ class Sessions:
             lists["bm25"] = (store.turn_keyword_search(match, depth, key_weight=KEY_WEIGHT, **bounds)
                              if match else [])
         if mode in ("semantic", "hybrid") and query_vector is not None:
-            self._claim_space(record=False)
+            self._check_space(record=False)
             # As for memories (VECTOR_FLOOR): a nearest turn with no real similarity is filler.
             lists["vector"] = [(seq, cosine) for seq, cosine in
                                store.turn_vector_search(query_vector, depth, **bounds) if cosine > VECTOR_FLOOR]
