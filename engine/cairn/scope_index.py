@@ -19,7 +19,7 @@ from .timeutil import now_ms
 if TYPE_CHECKING:
     from .models import Memory
     from .paths import StoreChoice
-    from .storage.protocol import StoreBackend
+    from .storage.protocol import ScopeStore, StoreBackend
 
 
 ScopeView = dict[str, object]  # {"pattern", "origin", "weight"}: one scope as Scopes.of shows it
@@ -38,12 +38,12 @@ TOUCH_KEEP = 400  # touches kept per session (the most recent)
 TOUCH_ACTIONS = ("read", "edit", "search", "run")
 
 
-def attach(store: StoreBackend, memory_id: str, patterns: Sequence[str], *, at: int) -> int:
+def attach(store: ScopeStore, memory_id: str, patterns: Sequence[str], *, at: int) -> int:
     """Give `memory_id` the normalised `patterns` as given scopes (weight 1). Returns how many."""
     return store.put_scopes(memory_id, [(p, prefix_of(p), GIVEN, 1.0) for p in patterns], at) if patterns else 0
 
 
-def inherit(store: StoreBackend, new_id: str, old_ids: Sequence[str], *, at: int) -> int:
+def inherit(store: ScopeStore, new_id: str, old_ids: Sequence[str], *, at: int) -> int:
     """A replacing memory takes over the scopes of the memories it replaces (a changed rule still
     governs the same files), given ones as given, learned ones with their weight."""
     rows: dict[str, tuple[str, str, str, float]] = {}
@@ -55,13 +55,13 @@ def inherit(store: StoreBackend, new_id: str, old_ids: Sequence[str], *, at: int
     return store.put_scopes(new_id, list(rows.values()), at) if rows else 0
 
 
-def session_touches(store: StoreBackend, session_id: str) -> list[Touch]:
+def session_touches(store: ScopeStore, session_id: str) -> list[Touch]:
     """What `session_id` touched (its most recent TOUCH_KEEP), most recent first."""
     rows = store.session_touches(session_id, TOUCH_KEEP)
     return [Touch(path, action, last) for path, action, _n, _first, last in rows]
 
 
-def learn(store: StoreBackend, memory_ids: Sequence[str], session_id: str, *, at: int, weight: float = 1.0) -> int:
+def learn(store: ScopeStore, memory_ids: Sequence[str], session_id: str, *, at: int, weight: float = 1.0) -> int:
     """Associate each of `memory_ids` with what `session_id` touched just before `at`
     (learned_patterns): a learned scope's weight grows toward 1 each time it is learned again
     (w' = w + (1 - w) * new), and a memory keeps its MAX_LEARNED strongest. Given scopes are never
@@ -103,7 +103,7 @@ class ScopeMatch:
     score: float
 
 
-def lookup(store: StoreBackend, targets: Sequence[str], *, now: int) -> list[ScopeMatch]:
+def lookup(store: ScopeStore, targets: Sequence[str], *, now: int) -> list[ScopeMatch]:
     """The memories whose scopes cover any of `targets` (relative paths, folders ending in "/", or
     "cmd:..." commands), each with its best match, best first. One store lookup by the targets'
     ancestors; then each candidate's pattern is matched (compiled once per pattern)."""
