@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .storage.protocol import SessionStore
+    from .timewindow import TimeWindow
 
 TRANSCRIPT_CHUNK_BYTES = 8 * 1024 * 1024  # read per step; a longer line is skipped as "oversized"
 
@@ -240,15 +241,7 @@ class Sessions:
             raise InvalidInput("k must be at least 1 and window at least 0")
         bounds = {"since": parse_time(since, field="since"), "until": parse_time(until, field="until")}
         ref = parse_time(reference, field="reference")
-        store = self._store
-        # Turns are stored through clean_text (no NUL or other C0 controls): an exact needle must be too.
-        needle = clean_text(query)
-        if mode == "auto":
-            mode, needle = choose_mode(needle)
-            if mode == "exact" and not store.turn_exact_search(needle, 1, **bounds):
-                mode, needle = "hybrid", query
-            elif mode == "hybrid" and looks_verbatim(needle) and store.turn_exact_search(needle, 1, **bounds):
-                mode = "exact"  # an error message or a command pasted whole, found as it was written
+        mode, needle = self._mode(mode, query, bounds)
         if mode == "exact" and not needle.strip():
             raise InvalidInput("query is empty once control characters are removed")
         found = None if mode == "exact" else find_time_window(query, now_ms() if ref is None else ref)
@@ -268,6 +261,27 @@ class Sessions:
             for _, _, reasons in first:
                 reasons["time_window"] = True
             ranked = (first + [r for r in ranked if r[0] not in seen])[:k]
+        return self._hits(ranked, mode, window, found)
+
+    def _mode(self, mode: str, query: str, bounds: dict[str, int | None]) -> tuple[str, str]:
+        """The mode a search runs in and its exact needle: `mode` as given, or for "auto" exact for a
+        quoted string or an identifier-like token that some turn holds (else hybrid), and exact
+        for a pasted error message or command found as it was written."""
+        store = self._store
+        # Turns are stored through clean_text (no NUL or other C0 controls): an exact needle must be too.
+        needle = clean_text(query)
+        if mode == "auto":
+            mode, needle = choose_mode(needle)
+            if mode == "exact" and not store.turn_exact_search(needle, 1, **bounds):
+                mode, needle = "hybrid", query
+            elif mode == "hybrid" and looks_verbatim(needle) and store.turn_exact_search(needle, 1, **bounds):
+                mode = "exact"  # an error message or a command pasted whole, found as it was written
+        return mode, needle
+
+    def _hits(self, ranked: list[tuple[int, float, dict[str, Any]]], mode: str, window: int,
+              found: TimeWindow | None) -> SessionHits:
+        """The ranked turns as hits, each with the `window` turns before and after it."""
+        store = self._store
         turns = store.turns_by_seqs([s for s, _, _ in ranked])
         hits = SessionHits()
         hits.time_window = found
