@@ -48,8 +48,8 @@ class Review:
 
     def queue(self, *, states: Iterable[str] = ("pending",), types: Iterable[str] = (),
               limit: int | None = None) -> list[Proposal]:
-        """The review queue of the project store, oldest first (review.queue): proposals in `states`
-        (PROPOSAL_STATES; default pending) of `types` (PROPOSAL_TYPES; default all). Pending
+        """The review queue of the project store, oldest first (review_queue.queue): proposals in
+        `states` (PROPOSAL_STATES; default pending) of `types` (PROPOSAL_TYPES; default all). Pending
         proposals older than 30 days, or whose sources changed, become expired first, on either
         backend (SQLite or Postgres). Raises InvalidInput."""
         return queue(self._engine, self._store, states=tuple(states), types=tuple(types), limit=limit)
@@ -64,7 +64,7 @@ class Review:
                tags: Iterable[str] | None = None, by: str = "cli") -> dict[str, Any]:
         """Apply the user's verdict on one proposal (approve | reject | edit; "keep" means reject),
         compare-and-set in one transaction: keep_id chooses the memory that stays, text (edit) the
-        one written instead, tags the tags it keeps; see review.decide. Raises InvalidInput,
+        one written instead, tags the tags it keeps; see review_queue.decide. Raises InvalidInput,
         ProposalNotFound, ProposalClosed, StaleProposal."""
         return decide(self._engine, self._store, proposal_id, verdict, text=text, keep_id=keep_id,
                       tags=None if tags is None else list(tags), by=by)
@@ -73,7 +73,7 @@ class Review:
                 applies_when: list[str] | None = None, origin: str | None = None,
                 paths: Iterable[str] = ()) -> dict[str, Any]:
         """Queue a new memory for the user's approval (an `add` proposal; nothing is stored before),
-        with the path scope (`paths`) it gets when approved: see review.propose. Returns {"status":
+        with the path scope (`paths`) it gets when approved: see review_staging.propose. Returns {"status":
         "queued" | "pending" | "exists" | "reviewed", "proposal", ...}. Raises InvalidMemory."""
         return propose(self._engine, self._store, text, kind=kind, tags=tuple(tags), context=context,
                        applies_when=applies_when, origin=origin, paths=paths)
@@ -126,17 +126,17 @@ class Review:
 
     def settle(self, memory_ids: Iterable[str]) -> dict[str, Any]:
         """At the end of the session that wrote `memory_ids` (an engine with defer_review): queue
-        for review what their writer left unresolved (review.settle). Returns {"checked": writes
+        for review what their writer left unresolved (review_staging.settle). Returns {"checked": writes
         still current, "queued": [proposal ids]}."""
         return settle(self._engine, self._store, list(memory_ids))
 
     def maintain(self, *, apply: bool = False, safe_only: bool = False) -> dict[str, Any]:
-        """One maintenance run over the project store (review.maintain): a dry run unless apply;
+        """One maintenance run over the project store (review_maintain.maintain): a dry run unless apply;
         apply retires exact duplicates and, unless safe_only, queues proposals. Never deletes.
         Raises MaintenanceBusy (another run, on any machine, holds the store's lease)."""
         return maintain(self._engine, self._store, apply=apply, safe_only=safe_only)
 
     def status(self) -> dict[str, Any]:
         """The last maintenance run, whether the store is due one, the lease, queue counts by state
-        and type, and how many memories are cold (review.maintenance_status). Reads only."""
+        and type, and how many memories are cold (review_maintain.maintenance_status). Reads only."""
         return maintenance_status(self._engine, self._store)

@@ -120,7 +120,7 @@ def pair_key(ids: list[str]) -> str:
 
 
 def pending_pairs(store: ReviewStore) -> set[str]:
-    """_pair_key of every pair with a pending proposal, of any pair type."""
+    """pair_key of every pair with a pending proposal, of any pair type."""
     return {pair_key(p.source_ids) for p in store.proposals(states=("pending",), types=PAIR_TYPES)
             if len(p.source_ids) == 2}
 
