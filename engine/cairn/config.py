@@ -239,14 +239,14 @@ def _parse(path: Path, raw: bytes) -> dict[str, Any]:
     data = {} if data is None else data
     # best_match picks the error jsonschema.validate would raise, without re-checking SCHEMA against
     # the metaschema on every call (that check was ~60 ms of each load).
-    exc = jsonschema.exceptions.best_match(_validator().iter_errors(data))
-    if exc is not None:
-        key = ".".join(str(p) for p in exc.absolute_path) or "(top level)"
-        if exc.validator == "additionalProperties":
-            extra = sorted(set(exc.instance) - set(exc.schema.get("properties", {})))
-            key = ".".join([*map(str, exc.absolute_path), extra[0]]) if extra else key
+    error = jsonschema.exceptions.best_match(_validator().iter_errors(data))
+    if error is not None:
+        key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
+        if error.validator == "additionalProperties":
+            extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+            key = ".".join([*map(str, error.absolute_path), extra[0]]) if extra else key
             raise ConfigError(f"{path}: unknown key {key!r}") from None
-        raise ConfigError(f"{path}: key {key!r}: {exc.message}") from None
+        raise ConfigError(f"{path}: key {key!r}: {error.message}") from None
     return data
 
 

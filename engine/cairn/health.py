@@ -12,6 +12,7 @@ import importlib.metadata
 import os
 import sys
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from . import backends, home, paths
@@ -51,7 +52,9 @@ def _versions() -> list[Check]:
     py = sys.version_info
     checks = [Check("python", "ok" if py >= (3, 11) else "fail", f"Python {py.major}.{py.minor}.{py.micro}",
                     None if py >= (3, 11) else "install Python 3.11 or newer")]
-    found, missing, extras = [], [], []
+    found: list[str] = []
+    missing: list[tuple[str, str]] = []  # (package, role)
+    extras: list[tuple[str, str]] = []
     for package, role in DEPENDENCIES.items():
         try:
             found.append(f"{package} {importlib.metadata.version(package)}")
@@ -103,7 +106,7 @@ def _latest_backup(name: str) -> str:
             "the file aside to start afresh")
 
 
-def _store_checks(path, fingerprint: str | None, fix: bool, configured: str | None = None) -> list[Check]:
+def _store_checks(path: Path, fingerprint: str | None, fix: bool, configured: str | None = None) -> list[Check]:
     name = path.stem
     prefix = f"store {name}"
     try:
@@ -112,6 +115,7 @@ def _store_checks(path, fingerprint: str | None, fix: bool, configured: str | No
         return [Check(f"{prefix}: readable", "fail", str(exc), _latest_backup(name))]
     checks = []
     version, latest = info["schema_version"], len(MIGRATIONS)
+    assert isinstance(version, int)  # PRAGMA user_version
     if info["integrity"] != "ok":
         return [Check(f"{prefix}: integrity", "fail", str(info["integrity"]).splitlines()[0], _latest_backup(name))]
     checks.append(Check(f"{prefix}: integrity", "ok", "PRAGMA integrity_check: ok"))

@@ -270,7 +270,7 @@ class SessionHit:
                 "after": [t.to_json() for t in self.after]}
 
 
-class SessionHits(list):  # type: ignore[type-arg]  # list[SessionHit], with the window searched
+class SessionHits(list[SessionHit]):  # with the window searched
     """search_sessions' hits, best first (a list of SessionHit), and `time_window`: the date
     window the query named ("last week", "in March 2023", ...; a timewindow.TimeWindow), whose turns
     were ranked first, or None when the query named no time."""

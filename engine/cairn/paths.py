@@ -14,6 +14,7 @@ import hashlib
 import os
 import re
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +85,8 @@ def project_store_name(root: Path) -> str:
     return f"{slug}-{hashlib.sha256(real.encode('utf-8', 'surrogateescape')).hexdigest()[:10]}"
 
 
-def choose_store(explicit: str | None = None, *, cwd: Path | None = None, env: dict | None = None) -> StoreChoice:
+def choose_store(explicit: str | None = None, *, cwd: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> StoreChoice:
     """Pick the store by the documented order. Raises InvalidStoreName."""
     env = os.environ if env is None else env
     if explicit is not None:

@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
 from .models import Hit, Memory
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
@@ -203,7 +203,17 @@ def prior(memory: Memory, cfg: RankingConfig, now: int) -> float:
 # (docs/benchmarks.md, "Multilingual"): its ends are set from that and from context.py's E5 gate
 # (weak 0.86, strong 0.91), not tuned on a ranking set.
 E5_MODEL = "intfloat/multilingual-e5-small"
-E5_COSINES = {"cos_zero": 0.75, "cos_one": 0.90, "lexical_cos_zero": 0.72, "lexical_cos_full": 0.80,
+class _Cosines(TypedDict):
+    cos_zero: float
+    cos_one: float
+    lexical_cos_zero: float
+    lexical_cos_full: float
+    single_word_cos: float
+    floor_cos: float
+    near_cos: float
+
+
+E5_COSINES: _Cosines = {"cos_zero": 0.75, "cos_one": 0.90, "lexical_cos_zero": 0.72, "lexical_cos_full": 0.80,
               "single_word_cos": 0.78, "floor_cos": 0.78, "near_cos": 0.78}
 
 

@@ -219,12 +219,13 @@ def parse_record(record: Any, line: int) -> tuple[Memory, int]:
     if (times["valid_to"] is not None and times["valid_from"] is not None
             and times["valid_to"] <= times["valid_from"]):
         problems.append("valid_to must be later than valid_from")
-    if problems:
+    valid_from, recorded_at = times["valid_from"], times["recorded_at"]
+    if problems or valid_from is None or recorded_at is None:  # both required: a problem above when missing
         raise InvalidImport(f"line {line}: " + "; ".join(problems))
     memory = Memory(
         id=str(record["id"]), text=text.strip() if text is not None else None, kind=record["kind"],
         tags=tags, importance=record["importance"], source=record["source"], session_id=record.get("session_id"),
-        valid_from=times["valid_from"], valid_to=times["valid_to"], recorded_at=times["recorded_at"],
+        valid_from=valid_from, valid_to=times["valid_to"], recorded_at=recorded_at,
         retired_at=times["retired_at"], superseded_by=record.get("superseded_by"), forgotten_at=times["forgotten_at"],
         cold_at=times["cold_at"],
         applies_when=applies_when if text is not None else (),

@@ -216,7 +216,9 @@ def read_file(folder: Path, name: str) -> tuple[NativeFile, os.stat_result]:
     except UnicodeDecodeError as exc:
         raise NativeMemoryError(f"it is not UTF-8 (byte {exc.start} is {data[exc.start]:#04x})") from None
     front, body = frontmatter(raw)
-    metadata = front.get("metadata") if isinstance(front.get("metadata"), dict) else {}
+    metadata = front.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = {}
     description = front.get("description")
     if description is not None and not isinstance(description, str):
         raise NativeMemoryError("its description is not a string")
@@ -233,7 +235,9 @@ def read_file(folder: Path, name: str) -> tuple[NativeFile, os.stat_result]:
     low, high = IMPORTANCE_RANGE
     if isinstance(importance, bool) or not isinstance(importance, int) or not low <= importance <= high:
         importance = 3
-    slug = front.get("name") if isinstance(front.get("name"), str) else name.removesuffix(".md")
+    slug = front.get("name")
+    if not isinstance(slug, str):
+        slug = name.removesuffix(".md")
     return NativeFile(name=name, slug=slug, text=text, kind=kind, tags=tuple(sorted({TAG, *tags})),
                       importance=importance, mtime_ms=info.st_mtime_ns // 1_000_000), info
 

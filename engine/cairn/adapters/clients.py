@@ -71,7 +71,8 @@ def registration(client: str, *, command: str = "cairn", store: str | None = Non
         line = shlex.join(["claude", "mcp", "add", "--transport", "stdio", *flags, SERVER_NAME, "--", command, *args])
         return Registration(client, line + "\n", None, "command")
     if client in ("cursor", "generic"):
-        data = {"mcpServers": {SERVER_NAME: {"command": command, "args": args, **({"env": env} if env else {})}}}
+        data: dict[str, object] = {
+            "mcpServers": {SERVER_NAME: {"command": command, "args": args, **({"env": env} if env else {})}}}
         target = project / ".cursor" / "mcp.json" if client == "cursor" else None
         return Registration(client, json.dumps(data, indent=2) + "\n", target, "json")
     if client == "opencode":

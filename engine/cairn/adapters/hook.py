@@ -68,6 +68,7 @@ def spawn_capture(payload: dict) -> None:
     with open(logs / "capture.log", "ab") as log:
         child = subprocess.Popen([sys.executable, "-P", "-m", "cairn", "hook", "capture-now"], stdin=subprocess.PIPE,
                                  stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, close_fds=True)
+    assert child.stdin is not None  # stdin=PIPE
     child.stdin.write(json.dumps(payload).encode())
     child.stdin.close()
 
@@ -108,9 +109,11 @@ def run(event: str, payload: dict, *, warm_asked: bool = False, detached: bool =
     from . import warm
 
     if event in CAPTURE_EVENTS:
-        return capture(event, payload, detached=detached)
+        capture(event, payload, detached=detached)
+        return None
     if event == "capture-now":
-        return capture_now(payload)
+        capture_now(payload)
+        return None
     if event not in KNOWN_EVENTS:
         import logging
 

@@ -500,7 +500,7 @@ class Policy:
     mcp_store: str | None = None
     # reads_only(tool, arguments as sent): whether a read-only token may make this MCP tool call
     # (cairn.adapters.mcp.tools.reads_only for /mcp); none may by default.
-    reads_only: Callable[[str, Any], bool] = field(default=lambda tool, arguments: False)
+    reads_only: Callable[[object, Any], bool] = field(default=lambda tool, arguments: False)
 
     @property
     def loopback(self) -> bool:
@@ -574,7 +574,9 @@ class Guard:
             if not isinstance(m, dict):
                 return True
             if m.get("method") == "tools/call":
-                params = m.get("params") if isinstance(m.get("params"), dict) else {}
+                params = m.get("params")
+                if not isinstance(params, dict):
+                    params = {}
                 if not self.policy.reads_only(params.get("name"), params.get("arguments")):
                     return True
         return False

@@ -15,6 +15,11 @@ import sys
 
 from cairn import data_root_dir
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the hook's path
+if TYPE_CHECKING:
+    from _hashlib import HASH
+    from _socket import socket as Socket
+
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # engine/cairn
 PROTOCOL = 5  # 5: a request names its package folder ("package"), not its code_version
 POLL_SECONDS = 0.2  # how often a client waiting for the warm process looks again
@@ -33,7 +38,7 @@ HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONF
 CLI_OPS = ("recall",)
 
 
-def _sha256(data: bytes):
+def _sha256(data: bytes) -> "HASH":
     try:
         from _sha256 import sha256  # CPython 3.11 (hashlib would load OpenSSL: ~5 ms)
     except ImportError:
@@ -212,15 +217,17 @@ class CodeVersions:
         return version
 
 
-def _unix_socket_api():
+def _unix_socket_api() -> "tuple[type[Socket], int, int] | None":
     """(socket class, AF_UNIX, SOCK_STREAM), or None where there are no Unix sockets."""
     try:
         from _socket import AF_UNIX, SOCK_STREAM, socket
     except ImportError:
         try:
-            from socket import AF_UNIX, SOCK_STREAM, socket
+            from socket import AF_UNIX, SOCK_STREAM
+            from socket import socket as public_socket
         except ImportError:
             return None
+        return public_socket, AF_UNIX, SOCK_STREAM
     return socket, AF_UNIX, SOCK_STREAM
 
 
@@ -289,7 +296,9 @@ def loads(text: str):
         return json.loads(text)
     text = text.strip(" \t\r\n")
     try:
-        value, end = make_scanner(_Decoding())(text, 0)
+        # typeshed types the context as a make_scanner; the C scanner reads the attributes of any
+        # object (json.decoder passes a JSONDecoder), as its own TODO says.
+        value, end = make_scanner(_Decoding())(text, 0)  # type: ignore[arg-type]
     except StopIteration:
         raise ValueError("not JSON") from None
     if end != len(text):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -172,7 +173,7 @@ def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
     _emit(as_json, rows, human)
 
 
-def _scope_list(scopes: list[dict]) -> str:
+def _scope_list(scopes: Sequence[Mapping[str, object]]) -> str:
     """`src/payments/** (given), src/billing/** (learned 0.80)`."""
     return ", ".join(f"{s['pattern']} ({s['origin']}" + (f" {s['weight']:.2f})" if s["origin"] == "learned" else ")")
                      for s in scopes)
@@ -195,7 +196,7 @@ def forget(memory: Cairn, as_json: bool, memory_id: str) -> None:
 def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """One memory, whatever its status."""
     m = memory.get(memory_id)
-    scopes = memory.scopes.of([m.id]).get(m.id, [])
+    scopes = memory.scopes.of([m.id]).get(m.id, ())
 
     def human() -> None:
         click.echo(cairn.render.line(m))
@@ -232,7 +233,7 @@ def scope(memory: Cairn, as_json: bool, memory_id: str | None, patterns: tuple[s
         raise cairn.InvalidInput("name a MEMORY_ID, or use --reset-learned")
     if patterns or clear:
         memory.scopes.set(memory_id, patterns)
-    scopes = memory.scopes.of([memory_id]).get(memory_id, [])
+    scopes = memory.scopes.of([memory_id]).get(memory_id, ())
     _emit(as_json, {"id": memory_id, "scopes": scopes},
           lambda: click.echo(f"{memory_id}: {_scope_list(scopes) if scopes else 'no scopes'}"))
 

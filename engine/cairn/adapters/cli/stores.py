@@ -180,8 +180,10 @@ def import_(memory: Cairn, as_json: bool, source) -> None:
 def reembed(memory: Cairn, as_json: bool) -> None:
     """Re-embed every memory with the configured model (after changing models)."""
     count = memory.reembed(progress=_progress)
-    _emit(as_json, {"reembedded": count, "model": memory.embedder.model_name},
-          lambda: click.echo(f"re-embedded {_count(count, 'memory', 'memories')} with {memory.embedder.model_name}"))
+    embedder = memory.embedder
+    assert embedder is not None  # reembed raised EmbedderUnavailable without one
+    _emit(as_json, {"reembedded": count, "model": embedder.model_name},
+          lambda: click.echo(f"re-embedded {_count(count, 'memory', 'memories')} with {embedder.model_name}"))
 
 
 @cli.group(invoke_without_command=True)

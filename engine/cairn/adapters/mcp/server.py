@@ -32,9 +32,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import ValidationError
 
 import cairn
@@ -116,7 +117,8 @@ class CairnServer(MCPServer):
         # The SDK's transport with a checked stdin: every malformed line is answered (stdio.py).
         await stdio.serve(self._lowlevel_server, self.on_stdin_eof)
 
-    async def call_tool(self, name, arguments, context=None):  # type: ignore[override]
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+                        ) -> CallToolResult | InputRequiredResult:
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
@@ -181,7 +183,7 @@ def _tool(spec: ToolSpec, session: Session) -> Tool:
     return made
 
 
-def build_server(session: Session) -> MCPServer:
+def build_server(session: Session) -> CairnServer:
     """The MCP server over `session`: one tool per row of TOOLS, the model warmed after the handshake."""
 
     async def warm_after_handshake(ctx, call_next):
@@ -264,7 +266,11 @@ def main(store: str | None = None, *, defer_review: bool = False) -> None:
     server = build_server(session)
     # At stdin EOF the SDK waits for running tool calls (one may wait on the model): give them a
     # moment, then go, so the client never waits for us.
-    server.on_stdin_eof = lambda: _start(lambda: (time.sleep(EOF_GRACE_S), stop(0)), "cairn-eof")
+    def leave_after_grace() -> None:
+        time.sleep(EOF_GRACE_S)
+        stop(0)
+
+    server.on_stdin_eof = lambda: _start(leave_after_grace, "cairn-eof")
     _start(lambda: _watch_parent(stop), "cairn-parent")
     code = 0
     try:

@@ -104,7 +104,7 @@ def check_line(raw: bytes) -> tuple[str | None, types.JSONRPCError | None]:
         try:
             types.jsonrpc_message_adapter.validate_python(message, by_name=False)
         except Exception as exc:  # pydantic's ValidationError: the SDK would drop it without a word
-            first = getattr(exc, "errors", lambda: [{}])()[0]
+            first: dict[str, Any] = getattr(exc, "errors", lambda: [{}])()[0]
             where = ".".join(str(p) for p in first.get("loc", ())[1:]) or "message"
             problem = f"{where}: {first.get('msg', 'not a JSON-RPC 2.0 message')}"
     if problem is not None:

@@ -257,7 +257,7 @@ def _review_writes(a: dict[str, Any]) -> bool:
     return a["action"] in ("decide", "propose") or (a["action"] == "maintain" and bool(a.get("apply")))
 
 
-def reads_only(name: str, arguments: Any) -> bool:
+def reads_only(name: object, arguments: Any) -> bool:
     """Whether a tools/call, its arguments as the client sent them (not yet checked), only reads:
     what a read-only token may call over mcp-http. Anything unclear counts as a write."""
     if name in READ_ONLY_TOOLS:
