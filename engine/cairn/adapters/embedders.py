@@ -63,8 +63,7 @@ class WarmEmbedder(Embedder):
         return self._local_loaded() or self.weights is not None
 
     def _local_loaded(self) -> bool:
-        # The models embedder_from_config makes say whether they are loaded; one that does not, is.
-        return bool(getattr(self.local, "loaded", True))
+        return self.local.loaded
 
     def load(self) -> None:
         self.embed(["warm up"])
@@ -178,7 +177,7 @@ class GatedEmbedder(Embedder):
 
     @property
     def loaded(self) -> bool:
-        return self._is_loaded() if self._is_loaded is not None else bool(getattr(self.inner, "loaded", True))
+        return self._is_loaded() if self._is_loaded is not None else self.inner.loaded
 
     def load(self) -> None:
         self.embed(["warm up"])

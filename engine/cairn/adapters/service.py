@@ -39,7 +39,7 @@ import socketserver
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Before numpy is imported: a product of the held vectors (Cairn.hold_vectors) with a query is
 # memory-bound, and BLAS threads only contend for the cores: 9 ms with two threads against 1.6 ms
@@ -49,6 +49,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from cairn import Embedder, EmbedderUnavailable, ResolveCache, Resolved, embedder_from_config, required_extra
 
 from . import warm
+
+if TYPE_CHECKING:
+    import numpy as np
 
 log = logging.getLogger("cairn.service")
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -87,6 +90,14 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         background (wait=False: None meanwhile, so a hook answers keyword-only within its budget)."""
         if not config["embedding"]["enabled"]:
             return None
+        embedder = self._embedder(config, load_in_background=not wait)
+        if wait:
+            embedder.load()
+        return embedder if embedder.loaded else None
+
+    def _embedder(self, config: dict[str, Any], *, load_in_background: bool) -> Embedder:
+        """The embedder for this config's model, whose embedding is enabled: made on first use (and
+        then, load_in_background: loaded in a thread), loaded or not."""
         key = _model_key(config["embedding"])
         with self.embedders_lock:
             embedder = self.embedders.get(key)
@@ -94,12 +105,12 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                                                                           config["embedding"]["backend"]) is None:
                 embedder = None  # it failed for want of an optional backend, installed since: try again
             if embedder is None:
-                embedder = self.embedders[key] = embedder_from_config(config, threads=1)
-                if not wait:
+                made = embedder_from_config(config, threads=1)
+                assert made is not None  # embedding is enabled (the callers check)
+                embedder = self.embedders[key] = made
+                if load_in_background:
                     threading.Thread(target=self._load, args=(embedder,), daemon=True).start()
-        if wait:
-            embedder.load()
-        return embedder if getattr(embedder, "loaded", True) else None
+        return embedder
 
     @staticmethod
     def _load(embedder: Embedder) -> None:
@@ -122,12 +133,15 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             texts = [str(t) for t in request.get("texts", [])]
             spec = request.get("embedding") or {}
             try:
-                embedder = (self.embedder if not spec else
-                            self.embedder_for({"embedding": {"enabled": True, "backend": "auto", **spec}}, wait=True))
+                embedder = self.embedder
+                if spec:
+                    embedder = self._embedder({"embedding": {"enabled": True, "backend": "auto", **spec}},
+                                              load_in_background=False)
+                    embedder.load()  # loaded once it returns
             except EmbedderUnavailable as exc:  # the client takes this as its own failure to load it
                 return {"ok": False, "error": str(exc), "unavailable": True}
             embed = embedder.embed_queries if request.get("query") else embedder.embed
-            vectors = embed(texts) if texts else []
+            vectors: np.ndarray | list[np.ndarray] = embed(texts) if texts else []
             return {"ok": True, "model": embedder.model_name, "dim": embedder.dim,
                     "fingerprint": embedder.fingerprint, "vectors": [warm.encode_vector(v.tobytes()) for v in vectors]}
         if op == "hook":
@@ -244,6 +258,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
 class Handler(socketserver.StreamRequestHandler):
     timeout = 60  # seconds; a client that connects and never sends cannot hold the process open
+    server: WarmServer
 
     def handle(self) -> None:
         line = self.rfile.readline(MAX_REQUEST_BYTES)
@@ -282,6 +297,7 @@ def serve() -> int:
     # threads its p95 grew to ~700 ms while other processes used the cores (measured; docs/benchmarks.md).
     config["embedding"]["enabled"] = True  # a project may still enable it
     embedder = embedder_from_config(config, threads=1)
+    assert embedder is not None  # embedding enabled just above
     model = warm.model_key(config["embedding"])
     warm.write_status("loading", model=model)
     started = time.monotonic()
