@@ -67,8 +67,11 @@ class Embedder(ABC):
     """Turns texts into unit vectors. `fingerprint` names the vector space (see `compatible`).
 
     What callers use besides embedding: `load()`, `loaded` and `error`. An embedder whose model
-    loads lazily overrides all three; the defaults here are an embedder with nothing to load
-    (always loaded, never failed)."""
+    loads lazily overrides all three; the defaults here are an embedder with nothing to load, which
+    never fails and counts as loaded once `load()` was called (the engine claims a store's vector
+    space at open only for a loaded embedder, else at the first write)."""
+
+    _load_called = False  # set by the default load()
 
     model_name: str
     dim: int
@@ -97,12 +100,13 @@ class Embedder(ABC):
 
     @property
     def loaded(self) -> bool:
-        """Whether the model is in memory and its vector space (dim, weights) known."""
-        return True
+        """Whether the model is in memory and its vector space (dim, weights) known (by default:
+        whether `load()` was called)."""
+        return self._load_called
 
     def load(self) -> None:
         """Load the model now, if not yet (else nothing). Raises EmbedderUnavailable."""
-        return None
+        self._load_called = True
 
     @property
     def error(self) -> str | None:
