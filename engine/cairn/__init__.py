@@ -73,12 +73,12 @@ _MODULES = ("operations", "render")  # public modules, used whole: `from cairn i
 __all__ = sorted([*_EXPORTS, *_MODULES])
 
 
-def _module(name: str):
+def _module(name: str) -> "ModuleType":
     __import__(f"{__name__}.{name}")  # not importlib: the hook's warm path does not import it
     return sys.modules[f"{__name__}.{name}"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> "Any":
     if name in _MODULES:
         return _module(name)
     module = _EXPORTS.get(name)
@@ -88,6 +88,9 @@ def __getattr__(name: str):
 
 
 if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
+
     from . import operations, render
     from .compose import ResolveCache, Resolved, embedder_from_config, resolve
     from .config import load_config

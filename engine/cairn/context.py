@@ -29,7 +29,10 @@ from .text import stem_text as _stem_text
 from .timeutil import now_ms
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from .api import Cairn
+    from .embedder import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -524,7 +527,7 @@ def rare_match(cosine: float | None, prompt_stems: set[str], memory_text: str, w
     return cosine is None or cosine >= gate.rare_floor
 
 
-def _cosines(memory: Cairn, hits: list[Hit], query_vector) -> dict[str, float]:
+def _cosines(memory: Cairn, hits: list[Hit], query_vector: np.ndarray) -> dict[str, float]:
     """Cosines of the hits, including those only BM25 found: a memory outside the vector candidates
     has a low cosine, not an unknown one, and must not be judged by its words alone. Memories
     without a vector (awaiting embedding) are left out."""
@@ -537,7 +540,7 @@ def _cosines(memory: Cairn, hits: list[Hit], query_vector) -> dict[str, float]:
     return out
 
 
-def _gate_for(embedder) -> CosineGate | None:
+def _gate_for(embedder: Embedder | None) -> CosineGate | None:
     """The cosine gate for an embedder: all-MiniLM-L6-v2's for its weights under any name or backend
     (`_calibrated`), another model's by its name; None for a model without one, or for weights other
     than the fitted ones under the default model's name."""
@@ -548,7 +551,7 @@ def _gate_for(embedder) -> CosineGate | None:
     return None if embedder.model_name == GATE_MODEL else cosine_gate(embedder.model_name)
 
 
-def _calibrated(embedder) -> bool:
+def _calibrated(embedder: Embedder | None) -> bool:
     """Whether the gate's cosine thresholds fit this embedder's vectors: all-MiniLM-L6-v2's weights
     (either backend, or a copy under another name), or, while the weights are not known, its name."""
     if embedder is None:
@@ -558,7 +561,7 @@ def _calibrated(embedder) -> bool:
     return embedder.model_name == GATE_MODEL
 
 
-def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector=None,
+def relevant_hits(memory: Cairn, prompt: str, *, k: int = 5, query_vector: np.ndarray | None = None,
                   embed: Callable[[str], Any] | None = None, exclude: Collection[str] = ()) -> list[Hit]:
     """Up to k current memories that pass the relevance gate, in recall order; [] for trivial prompts.
 
@@ -623,7 +626,8 @@ def _by_use(memory: Cairn, hits: list[Hit]) -> list[Hit]:
     return sorted(hits, key=lambda h: -h.score * weight(h))
 
 
-def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200, query_vector=None,
+def prompt_context(memory: Cairn, prompt: str, *, k: int = 5, budget: int = 1200,
+                   query_vector: np.ndarray | None = None,
                    embed: Callable[[str], Any] | None = None, exclude: Collection[str] = ()) -> str | None:
     """The memories relevant to `prompt`, formatted within `budget` characters; None when none is.
     query_vector or embed (the prompt's vector, or how to get it when needed) and exclude (ids
@@ -673,7 +677,7 @@ def tool_context(memory: Cairn, targets: Collection[str], *, exclude: Collection
 
 
 def subagent_context(memory: Cairn, prompt: str, *, named: Collection[str] = (), recent: Collection[str] = (),
-                     query_vector=None, k: int = 5, budget: int = 1500) -> str | None:
+                     query_vector: np.ndarray | None = None, k: int = 5, budget: int = 1500) -> str | None:
     """What a subagent gets at its start for its task `prompt`: the memories scoped to the files the
     prompt names (`named`), the memories the per-prompt gate passes for the prompt, and those scoped
     to the parent's recent files (`recent`) that share a content word with the prompt (the parent's

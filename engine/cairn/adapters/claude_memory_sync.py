@@ -17,7 +17,7 @@ from cairn import CairnError, InvalidMemory, MemoryNotFound, NotCurrent, data_ro
 from .claude_memory import SOURCE, NativeFile, NativeMemory, NativeMemoryError, memory_files, native_memory, read_file
 
 if TYPE_CHECKING:
-    from cairn import Cairn
+    from cairn import Cairn, Check
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,8 @@ def sync_at_session_start(memory: Cairn | None, project: Path, env: dict[str, st
 
 
 # -- doctor -----------------------------------------------------------------------------------------
-def doctor_check(memory: Cairn | None, cwd: Path, config: dict[str, Any] | None, env: dict[str, str] | None = None):
+def doctor_check(memory: Cairn | None, cwd: Path, config: dict[str, Any] | None,
+                 env: dict[str, str] | None = None) -> Check:
     """`cairn doctor`'s "Claude Code auto memory": on or off for the project and why, its folder,
     and whether Cairn's sync of it is current (a Check; "warn" when files are waiting)."""
     from cairn import Check

@@ -16,6 +16,10 @@ import os
 import sys
 import time
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the warm path
+if TYPE_CHECKING:
+    from .embedders import WarmEmbedder
+
 WARM_TIMEOUT_S = {"SessionStart": 2.0, "SessionStart:rest": 2.0, "UserPromptSubmit": 1.0, "SubagentStart": 1.0}
 # Tool time runs on every tool call: only the warm process answers it. When it is not up, the hook
 # starts it and answers nothing at once (it never holds the tool call for an in-process engine).
@@ -80,7 +84,7 @@ def capture_now(payload: dict) -> None:
 
     env = dict(os.environ)
 
-    def embedder_for(config: dict):
+    def embedder_for(config: dict) -> "WarmEmbedder | None":
         if os.environ.get("CAIRN_NO_WARM") == "1":
             return None
         from .embedders import session_embedder

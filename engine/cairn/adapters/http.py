@@ -30,7 +30,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
@@ -54,6 +54,9 @@ from cairn import operations as ops
 from . import schema
 from .mcp.session import Session, Unavailable
 from .tokens import Token, TokenFile, verify
+
+if TYPE_CHECKING:
+    import socket
 
 log = logging.getLogger("cairn.http")
 
@@ -655,7 +658,7 @@ def check_bind(host: str, tokens: TokenFile) -> None:
                              "change memory. Create one with `cairn token create NAME`, or bind 127.0.0.1")
 
 
-def bind(host: str, port: int):
+def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on host:port, bound before anything says it is serving. Raises
     RefusedToStart naming the port when it is in use (or the address cannot be bound)."""
     import errno
@@ -677,7 +680,7 @@ def bind(host: str, port: int):
     return sock
 
 
-def run(app: ASGIApp, sock) -> None:
+def run(app: ASGIApp, sock: socket.socket) -> None:
     """Serve `app` on the socket `bind` returned, with uvicorn, until SIGINT or SIGTERM."""
     import uvicorn
 

@@ -53,6 +53,8 @@ from . import warm
 if TYPE_CHECKING:
     import numpy as np
 
+    from cairn import Cairn
+
 log = logging.getLogger("cairn.service")
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
@@ -70,7 +72,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.default_key = _model_key(config["embedding"])
         self.embedders: dict[tuple[str, str, str, int], Embedder] = {self.default_key: embedder}
         self.embedders_lock = threading.Lock()
-        self.stores: dict[tuple[str, ...], Any] = {}  # open Cairn per (store file, config, model); reads stay fresh
+        self.stores: dict[tuple[str, ...], Cairn] = {}  # open Cairn per (store file, config, model); reads stay fresh
         self.stores_lock = threading.Lock()  # held for a whole hook request
         self.resolver = ResolveCache()  # store and config per project, re-resolved when they change
         self.code = code
@@ -217,7 +219,8 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             finally:
                 self.last_request = time.monotonic()
 
-    def memory_for(self, resolved: Resolved, embedder: Embedder | None, *, busy_timeout_ms: int | None = None):
+    def memory_for(self, resolved: Resolved, embedder: Embedder | None, *, busy_timeout_ms: int | None = None
+                   ) -> Cairn:
         """An open engine for that project, kept open across requests. SQLite reads see every commit,
         so a memory replaced or forgotten by another process is never served from here; a store file
         deleted or replaced (a restore) is noticed on the next request (one stat) and reopened.
@@ -238,7 +241,7 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                 memory.hold_vectors()  # every prompt's k-NN from memory; kept exact by VectorCache.sync
         return memory
 
-    def hook_memory_for(self, resolved: Resolved, embedder: Embedder | None):
+    def hook_memory_for(self, resolved: Resolved, embedder: Embedder | None) -> Cairn:
         """memory_for with the hook's short busy timeout: a hook's budget includes lock waits."""
         from .claude.hooks import HOOK_BUSY_TIMEOUT_MS
 

@@ -17,6 +17,10 @@ from cairn import data_root_dir
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing on the hook's path
 if TYPE_CHECKING:
+    import subprocess
+    from pathlib import Path
+    from typing import Any
+
     from _hashlib import HASH
     from _socket import socket as Socket
 
@@ -71,14 +75,14 @@ def runtime_dir_name() -> str:
     return os.path.join(base, f"cairn-{uid}")
 
 
-def runtime_dir():
+def runtime_dir() -> "Path":
     """runtime_dir_name() as a Path."""
     from pathlib import Path
 
     return Path(runtime_dir_name())
 
 
-def private_runtime_dir():
+def private_runtime_dir() -> "Path":
     """The runtime folder, created 0700 (tightened if it exists): only this user reaches the socket."""
     path = runtime_dir()
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -95,20 +99,20 @@ def socket_file() -> str:
     return os.path.join(runtime_dir_name(), f"{_key()}.sock")
 
 
-def socket_path():
+def socket_path() -> "Path":
     """socket_file() as a Path."""
     from pathlib import Path
 
     return Path(socket_file())
 
 
-def lock_path():
+def lock_path() -> "Path":
     from pathlib import Path
 
     return Path(runtime_dir_name()) / f"{_key()}.lock"
 
 
-def status_path():
+def status_path() -> "Path":
     """The warm process's status file: {"pid", "state": "loading" | "ready" | "failed", "model": the
     model it loads (model, backend, device, batch size), "error" when failed, "at": epoch seconds}.
     A waiting client reads it when the process is gone, to learn why without reading its log."""
@@ -285,7 +289,7 @@ class _Decoding:
     parse_constant = float  # NaN, Infinity, -Infinity
 
 
-def loads(text: str):
+def loads(text: str) -> "Any":
     """json.loads for one JSON value, through `_json`'s scanner (json itself imports re). Raises
     ValueError."""
     try:
@@ -358,7 +362,7 @@ def is_running() -> bool:
         return False
 
 
-def spawn(python: str | None = None):
+def spawn(python: str | None = None) -> "subprocess.Popen[bytes] | None":
     """Start the warm process in the background unless one is running or starting. Returns the
     started process (a subprocess.Popen), or None when it started none. Never waits for the model
     to load."""
@@ -438,7 +442,8 @@ def still_loading(model: list) -> bool:
     return True
 
 
-def wait_until_ready(seconds: float, *, process=None, watch_lock: bool = False) -> bool:
+def wait_until_ready(seconds: float, *, process: "subprocess.Popen[bytes] | None" = None,
+                     watch_lock: bool = False) -> bool:
     """Poll (every POLL_SECONDS) until the warm process answers (True), or `seconds` pass (False).
     Gives up at once (False) when the process is known to be gone or failing: its status file says
     it failed (status_path; written before it exits, so the wait does not include its exit), or

@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
@@ -116,7 +116,8 @@ def _emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
         human()
 
 
-def _progress(items, total):
+def _progress(items: Iterable[Any], total: int) -> Iterable[Any]:
+    """`items` with a progress bar on stderr when it is a terminal (a stores.Progress)."""
     from tqdm import tqdm
 
     # Only on a terminal: a progress bar's carriage returns do not belong in a log file.

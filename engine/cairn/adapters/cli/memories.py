@@ -46,8 +46,9 @@ if TYPE_CHECKING:
 @click.option("--no-ask", is_flag=True, help="Do not ask which related memory the new one replaces.")
 @click.option("--keyword-only", is_flag=True, help="Do not load the embedding model (embedded later).")
 @store_options(use_warm=True)
-def remember(memory: Cairn, as_json: bool, text: str, tags, applies_when: tuple[str, ...], paths: tuple[str, ...],
-             no_detect: bool, no_ask: bool, scope: str, replaces: str | None, **fields) -> None:
+def remember(memory: Cairn, as_json: bool, text: str, tags: tuple[str, ...], applies_when: tuple[str, ...],
+             paths: tuple[str, ...], no_detect: bool, no_ask: bool, scope: str, replaces: str | None,
+             **fields: Any) -> None:
     """Store TEXT as a memory ("-" reads it from stdin).
 
     The answer lists up to 3 related memories (any kind, about the same subject). On a terminal it
@@ -121,7 +122,7 @@ def _ask_replaced(memory: Cairn, result: cairn.RememberResult, text: str) -> Non
 @option(ops.RECALL.arg("scope"))
 @click.option("--keyword-only", is_flag=True, help="BM25 only; do not load the embedding model.")
 @store_options(read_only=True, use_warm=True)
-def recall(memory: Cairn, as_json: bool, query: str, tags, **options) -> None:
+def recall(memory: Cairn, as_json: bool, query: str, tags: tuple[str, ...], **options: Any) -> None:
     """Ranked memories for QUERY, each with why it ranked."""
     hits = memory.recall(query, tags=tags, **options)
     _show_hits(as_json, [h.to_json() for h in hits])
@@ -247,7 +248,7 @@ def scope(memory: Cairn, as_json: bool, memory_id: str | None, patterns: tuple[s
 @option(ops.LIST.arg("scope"))
 @option(ops.LIST.arg("limit"))
 @store_options(read_only=True)
-def list_(memory: Cairn, as_json: bool, tags, **options) -> None:
+def list_(memory: Cairn, as_json: bool, tags: tuple[str, ...], **options: Any) -> None:
     """Memories, newest first."""
     items = memory.list(tags=tags, **options)
     use = memory.usage_of([m.id for m in items]) if items else {}

@@ -41,7 +41,7 @@ def _proposal_line(p: dict[str, Any]) -> str:
 @option(ops.REVIEW_QUEUE.arg("types"), "--type")
 @option(ops.REVIEW_QUEUE.arg("limit"))
 @store_options(read_only=True)
-def review_list(memory: Cairn, as_json: bool, states, types, limit: int) -> None:
+def review_list(memory: Cairn, as_json: bool, states: tuple[str, ...], types: tuple[str, ...], limit: int) -> None:
     """The queue, grouped by subject (oldest first within each). Expired proposals are closed first."""
     items = [p.to_json() for p in memory.review.queue(states=states or ("pending",), types=types, limit=limit)]
     queue = memory.review.status()["queue"]  # {state: {type: count}}

@@ -40,7 +40,7 @@ def _turn_line(turn: cairn.Turn, mark: str = "") -> str:
 @option(ops.SEARCH_SESSIONS.arg("until"))
 @option(ops.SEARCH_SESSIONS.arg("reference"))
 @store_options(read_only=True, use_warm=True)
-def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None:
+def sessions_search(memory: Cairn, as_json: bool, query: str, **options: Any) -> None:
     """Captured turns for QUERY, one result per session, best first: its best turns (marked >) with
     the turns around them, turns far less relevant than the best dropped. A time expression in
     QUERY ("last week", "in March", "3 days ago") ranks the turns of its window first; the JSON
@@ -74,7 +74,7 @@ def sessions_search(memory: Cairn, as_json: bool, query: str, **options) -> None
 @option(ops.LIST_SESSIONS.arg("since"))
 @option(ops.LIST_SESSIONS.arg("until"))
 @store_options(read_only=True)
-def sessions_list(memory: Cairn, as_json: bool, **options) -> None:
+def sessions_list(memory: Cairn, as_json: bool, **options: Any) -> None:
     """Captured sessions, most recently active first."""
     rows = memory.sessions.catalog(**options)
 
@@ -114,7 +114,8 @@ def sessions_show(memory: Cairn, as_json: bool, session_id: str, offset: int, li
 @click.option("--locomo", "locomo", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="Instead: import LoCoMo conversation JSON files (for the benchmark).")
 @store_options
-def import_sessions(memory: Cairn, as_json: bool, all_projects: bool, root: str | None, locomo) -> None:
+def import_sessions(memory: Cairn, as_json: bool, all_projects: bool, root: str | None,
+                    locomo: tuple[str, ...]) -> None:
     """Capture existing Claude Code transcripts of this project (or --all). Resumable: each transcript
     continues where an earlier capture or import stopped; running it twice adds nothing."""
     from ..claude.transcripts import import_claude_transcripts

@@ -6,7 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -169,7 +169,7 @@ def import_claude_memory(memory: Cairn, as_json: bool) -> None:
 @cli.command(name="import")
 @click.argument("source", type=click.File("rb"))
 @store_options
-def import_(memory: Cairn, as_json: bool, source) -> None:
+def import_(memory: Cairn, as_json: bool, source: IO[bytes]) -> None:
     """Read JSON Lines written by `cairn export`; all or nothing."""
     counts = memory.import_(source, progress=_progress)
     _emit(as_json, counts, lambda: click.echo(f"imported {counts['imported']}, skipped {counts['skipped']} existing"))

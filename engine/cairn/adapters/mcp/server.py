@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -45,6 +45,9 @@ from .. import schema
 from . import stdio
 from .session import Session, Unavailable
 from .tools import READ_ONLY_TOOLS, TOOLS, WRITE_TOOLS, ToolSpec  # noqa: F401 - READ_ONLY_TOOLS: for `cairn serve`
+
+if TYPE_CHECKING:
+    from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 log = logging.getLogger("cairn.mcp")
 
@@ -186,7 +189,7 @@ def _tool(spec: ToolSpec, session: Session) -> Tool:
 def build_server(session: Session) -> CairnServer:
     """The MCP server over `session`: one tool per row of TOOLS, the model warmed after the handshake."""
 
-    async def warm_after_handshake(ctx, call_next):
+    async def warm_after_handshake(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         result = await call_next(ctx)
         if ctx.method != "initialize":  # the client has its answer: now the model may take the CPU
             session.start_warmup()
