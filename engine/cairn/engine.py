@@ -36,7 +36,8 @@ from .storage.protocol import StoreBackend as Store  # either backend, typed by 
 from .storage.sql import Filters
 from .stores import Progress, no_progress, scrubbed_rows
 from . import slots
-from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value, restates, states_change, subject_overlap
+from .supersede import SIMILARITY_THRESHOLD, classify, restates
+from .supersede_words import names_old_value, states_change, subject_overlap
 from .text import duplicate_key, fts_query, is_blank, lone_surrogate, passage
 from .timeutil import END_OF_TIME, format_date, now_ms, parse_time
 
@@ -567,7 +568,7 @@ class Engine:
         the best keyword matches, so a model only ever adds candidates to what the words alone
         find; a keyword match is classified with its own stored cosine (None without a vector).
         Retired (only with `retire`): a memory of the same kind that supersede.classify calls
-        superseded, when the new text says in words that something changed (supersede.states_change).
+        superseded, when the new text says in words that something changed (supersede_words.states_change).
         A change the text does not state, or across kinds, is a conflict: related and queued."""
         everything = Filters()
         near: dict[int, float | None] = {}

@@ -30,7 +30,8 @@ from .errors import (
     StaleProposal,
 )
 from .models import DECIDERS, PROPOSAL_STATES, PROPOSAL_TYPES, Memory, Proposal, open_key
-from .supersede import SIMILARITY_THRESHOLD, Verdict as Judgement, classify, names_old_value
+from .supersede import SIMILARITY_THRESHOLD, Verdict as Judgement, classify
+from .supersede_words import names_old_value
 from .timeutil import now_ms
 
 if TYPE_CHECKING:
@@ -689,7 +690,7 @@ def _edges(memories: list[Memory], vectors: dict[str, Any], words: dict[str, set
             out.append((a, b, value, jaccard(a, b)))
     without = [m.id for m in memories if m.id not in vectors]
     if without:
-        from .supersede import subject_overlap
+        from .supersede_words import subject_overlap
 
         kinds = {m.id: m.kind for m in memories}
         texts = {m.id: m.text or "" for m in memories}
