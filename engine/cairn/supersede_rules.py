@@ -7,6 +7,7 @@ old value revived; and what is another predicate or another scope rather than a 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from .text import normalise
@@ -128,132 +129,201 @@ def _multi_valued_before(tokens: list[str], start: int, end: int, text: str) -> 
     return word if word in _MULTI_VALUED else None
 
 
+@dataclass(frozen=True)
+class _Marked:
+    """An (old, new) pair as the marker rule reads it (`_read_marked`)."""
+
+    old: str
+    new: str
+    stated: str  # what the old text says holds (`_state` of a change statement)
+    stripped: str  # the new text without its markers of change and of retirement
+    clauses: list[str]  # the new text's clauses, without its markers of change
+    old_tokens: list[str]  # of `stated`
+    new_tokens: list[str]  # of `stripped`
+    shared: set[str]  # subject words both say
+    replace: re.Match[str] | None
+    retire: re.Match[str] | None  # a retiring word the old text lacks
+    changed: re.Match[str] | None  # "switched/moved/... X to": what the verb changes
+
+
+def _read_marked(old: str, new: str) -> _Marked | None:
+    """The pair as the marker rule reads it, or None when `new` has no marker of change (a retiring
+    word the old text has too, "deleted after merge" / "not deleted after merge", is part of what
+    both say, not news) or the two share no subject word."""
+    replace = _REPLACE.search(new) or _PREFER_OVER.search(new)
+    retire = next((m for m in _RETIRE.finditer(new) if m.group() not in old), None)
+    if not (replace or retire):
+        return None
+    stated = _state(old) if _is_change_statement(old) else old
+    stripped = _RETIRE.sub(" ", _REPLACE.sub(" ", new))
+    old_tokens, new_tokens = _tokens(stated), _tokens(stripped)
+    shared = _subject_words(old_tokens) & _subject_words(new_tokens)
+    if not shared:
+        return None
+    return _Marked(old, new, stated, stripped, _clauses(_REPLACE.sub(" ", new)), old_tokens, new_tokens, shared,
+                   replace, retire, _CHANGED_OBJECT.search(new))
+
+
 def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
     """Reason if `new` states, with an explicit marker, a change of what `old` says; else None.
 
     An old text that is itself a change statement is compared by what it says holds now (`_state`).
     `history`: texts the old memory retired; a value the new text names as replaced ("from X to Y")
     may be named there instead of in the old text (a chain whose new step names an older value)."""
-    replace = _REPLACE.search(new) or _PREFER_OVER.search(new)
-    # A retiring word the old text has too ("deleted after merge" / "not deleted after merge") is
-    # part of what both say, not news of a change.
-    retire = next((m for m in _RETIRE.finditer(new) if m.group() not in old), None)
-    if not (replace or retire):
+    m = _read_marked(old, new)
+    if m is None:
         return None
-    stated = _state(old) if _is_change_statement(old) else old
-    stripped = _RETIRE.sub(" ", _REPLACE.sub(" ", new))
-    stripped_clauses = _REPLACE.sub(" ", new)
-    old_tokens, new_tokens = _tokens(stated), _tokens(stripped)
-    shared = _subject_words(old_tokens) & _subject_words(new_tokens)
-    if not shared:
-        return None
-    changed = _CHANGED_OBJECT.search(new)
-    if changed and not {_root(t) for t in _tokens(changed.group("obj"))} & {_root(t) for t in old_tokens}:
+    if m.changed and not {_root(t) for t in _tokens(m.changed.group("obj"))} & {_root(t) for t in m.old_tokens}:
         return None  # the verb changes something else ("moved standup"), not what the old text states
-    named = _named(new)
+    named = _named_value(m)
+    if named:
+        return _named_change(m, named, history)
+    at = [k for k, t in enumerate(m.old_tokens) if t not in _GENERIC]  # token position of each subject word
+    old_subject = [m.old_tokens[k] for k in at]
+    loose = {_loose(t) for t in m.new_tokens}  # "lives" / "has lived": one verb in another form
+    missing = [i for i, t in enumerate(old_subject) if t not in m.new_tokens and _loose(t) not in loose]
+    if not missing and not m.retire:
+        return None  # old fully restated with "now"/"instead": a duplicate, not a change
+    if m.changed and missing:
+        missing = _past_changed_object(m, m.changed, old_subject, missing)
+    if missing and missing[-1] - missing[0] + 1 != len(missing):
+        return None  # old words missing in two places: subject and value both differ
+    # A change verb naming its object ("upgraded React to 18.3") says which attribute changes and
+    # stands in for the old relation ("the React version is 17"); without one, the words decide.
+    if missing and not m.changed and _another_fact(m, at[missing[0]], at[missing[-1]]):
+        return None
+    if m.retire and _retires_other(m, missing):
+        return None
+    if missing and _not_a_new_value(m, old_subject, missing, at):
+        return None
+    gone = " ".join(old_subject[i] for i in missing) or "the old statement"
+    marker = m.retire or m.replace
+    assert marker is not None  # _read_marked returns a pair with one
+    return f"'{marker.group().strip()}': {gone} no longer holds (same subject '{' '.join(sorted(m.shared))}')"
+
+
+def _named_value(m: _Marked) -> re.Match[str] | None:
+    """The old value `m.new` names ("instead of X", "from X to Y", ...: `_named`), unless it is a bare
+    one ("..., not X", "replaced X") with other words of the old text missing: "Vite bundles the
+    storefront now, not Webpack" after "Webpack bundles the admin app" is decided by the words, as
+    if unnamed."""
+    named = _named(m.new)
     bare = named and (named.group("e") or (named.group("c") if not re.search(r" (?:with|by|as)$", named.group())
                                            else None))
-    if bare and not _subject_words(old_tokens) - set(_tokens(bare)) <= set(new_tokens):
-        named = None  # "Vite bundles the storefront now, not Webpack" after "Webpack bundles the admin
-        # app": a bare named value with the old's other words missing; the words decide, as unnamed
-    if named:
-        value = _tokens(next(g for g in named.groups() if g))
-        known = set(_tokens(old)).union(*(_tokens(_canonical(normalise(h))) for h in history))
-        if not set(value) & known or _rejects(old, value):
-            return None
-        if named.group("b") is not None and "passed from" in new and not shared - set(value):
-            return None  # a transfer's old value is a holder, who may hold other things: "Ines handed the
-            # planning doc to Tomasz" says nothing of the release call Ines runs
-        old_words = set(old_tokens)
-        for scope in re.finditer(r"\bfor (?:the )?([^\s,;.]+(?: [^\s,;.]+)?)", new):  # two words name it
-            if not _subject_words(_tokens(scope.group(1))) & old_words:
-                return None  # "MkDocs replaced Sphinx for the API reference": a narrower scope than the old
-        return f"new text replaces '{' '.join(value)}' (same subject '{' '.join(sorted(shared))}')"
-    new_set = set(new_tokens)
-    at = [k for k, t in enumerate(old_tokens) if t not in _GENERIC]  # token position of each subject word
-    old_subject = [old_tokens[k] for k in at]
-    loose = {_loose(t) for t in new_set}  # "lives" / "has lived": one verb in another form
-    missing = [i for i, t in enumerate(old_subject) if t not in new_set and _loose(t) not in loose]
-    if not missing and not retire:
-        return None  # old fully restated with "now"/"instead": a duplicate, not a change
-    if changed and missing:
-        # "We bumped Node to 20" after "The app runs on Node 18": the verb names what it changes, so
-        # the old text's own subject ("the app") may go unnamed, when all that is new is a version.
-        obj = [t for t in _tokens(changed.group("obj")) if t not in _GENERIC]
-        extra = _subject_words(new_tokens) - set(old_tokens)
-        if obj and all(t in old_subject for t in obj) and all(t[0].isdigit() for t in extra):
-            missing = [i for i in missing if i > min(old_subject.index(t) for t in obj)]
-    if changed and missing and missing[-1] - missing[0] + 1 != len(missing):
+    if bare and not _subject_words(m.old_tokens) - set(_tokens(bare)) <= set(m.new_tokens):
+        return None
+    return named
+
+
+def _named_change(m: _Marked, named: re.Match[str], history: tuple[str, ...]) -> str | None:
+    """Reason if the old value `named` names is a word of the old text or of a memory it retired
+    (`history`), which the old text does not itself reject, for the old text's scope; else None."""
+    value = _tokens(next(g for g in named.groups() if g))
+    known = set(_tokens(m.old)).union(*(_tokens(_canonical(normalise(h))) for h in history))
+    if not set(value) & known or _rejects(m.old, value):
+        return None
+    if named.group("b") is not None and "passed from" in m.new and not m.shared - set(value):
+        return None  # a transfer's old value is a holder, who may hold other things: "Ines handed the
+        # planning doc to Tomasz" says nothing of the release call Ines runs
+    old_words = set(m.old_tokens)
+    for scope in re.finditer(r"\bfor (?:the )?([^\s,;.]+(?: [^\s,;.]+)?)", m.new):  # two words name it
+        if not _subject_words(_tokens(scope.group(1))) & old_words:
+            return None  # "MkDocs replaced Sphinx for the API reference": a narrower scope than the old
+    return f"new text replaces '{' '.join(value)}' (same subject '{' '.join(sorted(m.shared))}')"
+
+
+def _past_changed_object(m: _Marked, changed: re.Match[str], old_subject: list[str], missing: list[int]) -> list[int]:
+    """The old subject words that go (`missing`, positions in `old_subject`) less those a change verb
+    naming its object stands in for."""
+    # "We bumped Node to 20" after "The app runs on Node 18": the verb names what it changes, so
+    # the old text's own subject ("the app") may go unnamed, when all that is new is a version.
+    obj = [t for t in _tokens(changed.group("obj")) if t not in _GENERIC]
+    extra = _subject_words(m.new_tokens) - set(m.old_tokens)
+    if obj and all(t in old_subject for t in obj) and all(t[0].isdigit() for t in extra):
+        missing = [i for i in missing if i > min(old_subject.index(t) for t in obj)]
+    if missing and missing[-1] - missing[0] + 1 != len(missing):
         # "We upgraded the cluster to Kubernetes 1.30" after "The cluster runs Kubernetes 1.29": the
         # change verb stands in for the old relation ("runs"), the word right after what it changes.
         moved = {i for i, t in enumerate(old_subject) if t in set(_tokens(changed.group("obj")))}
         if moved and missing[0] == max(moved) + 1:
             missing = missing[1:]
-    if missing and missing[-1] - missing[0] + 1 != len(missing):
-        return None  # old words missing in two places: subject and value both differ
-    # A change verb naming its object ("upgraded React to 18.3") says which attribute changes and
-    # stands in for the old relation ("the React version is 17"); without one, the words decide.
-    if missing and not changed:
-        ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
-               if op[0] != "equal"]
-        if len(ops) == 1 and ops[0][0] == "replace" and _other_predicate(stated, stripped, *ops[0][1:]):
-            return None  # "the user works at Doctolib" / "the user now lives in Ghent": another fact
-        if _own_relation(stated, at[missing[0]], at[missing[-1]] + 1):
-            return None  # the old words that go hold their own "is": another attribute and its value
-        move = _BARE_MOVE.search(new)
-        if move and not changed:
-            if not _located(stated, at[missing[0]]):
-                return None  # "the office moved to Manchester" changes where it is, not "the office manager"
-            words, positions = list(_WORD_OR_COLON.finditer(stated)), _analyse(stated)[1]
-            gone = stated[words[positions[at[missing[0]]]].start():words[positions[at[missing[-1]]]].end()]
-            if bool(_WHEN.search(gone)) != bool(_WHEN.search(new[move.end():])):
-                return None  # a place for a time or a time for a place: "standup moved to Zoom"
-    own = next((c for c in _clauses(stripped_clauses) if _RETIRE.search(c)), None) if retire else None
-    if own and len(_clauses(stripped_clauses)) > 1 and not _subject_words(_tokens(_RETIRE.sub(" ", own))) \
-            & set(old_tokens):
-        return None  # "...; USB flashing was removed" retires nothing the old text says
-    if missing and replace and replace.group() in _PRESENT_ONLY and not retire \
-            and not _subject_words(new_tokens) - set(old_tokens) - {"now"}:
-        return None  # "has had a Pixel phone since 2021" after "the phone is a Pixel 8": less said, not changed
-    if retire and not replace and _RETIRE.search(old):
-        return None  # "nightly builds were stopped" / "we no longer run nightly builds": both retire it
-    if retire and not replace:
-        # Judged by the clause that says what stopped ("stopped caching FX rates; it reads them live
-        # from the API"): a clause after it says what holds instead, not which value stopped.
-        own = next((c for c in _clauses(stripped_clauses) if _RETIRE.search(c)), None)
-        retired = _tokens(_RETIRE.sub(" ", own)) if own else new_tokens
-        after = next((k for k, t in enumerate(retired) if t in _PREPOSITIONS), len(retired))
-        if missing and own and _subject_words(retired[after:]) - set(old_tokens):
-            return None  # "Mina stepped down from the hiring committee": an object of its own
-        ops = [op for op in SequenceMatcher(None, old_tokens, retired, autojunk=False).get_opcodes()
-               if op[0] != "equal"]
-        subject = _tokens(_subject_of(stated))
-        whole = bool(subject) and old_tokens[:len(subject)] == subject
-        span = retired[ops[0][3]:ops[0][4]] if ops else []
-        if len(ops) == 1 and ops[0][0] == "replace" and not (whole and ops[0][1] == len(subject)
-                                                             and not set(span) & _PREPOSITIONS):
-            return None  # "no longer" about another value ("Priya no longer owns billing" vs "... invoicing");
-            # what goes right after the subject is all it did ("the deploy preview job was retired")
-    if missing and missing[0] == 0 and (not retire or replace or _subject_words(new_tokens) - set(old_tokens)):
-        return None  # the differing words open the old sentence: they name its subject, not a value;
+    return missing
+
+
+def _another_fact(m: _Marked, first: int, last: int) -> bool:
+    """Whether the old words that go (tokens first..last of `m.stated`), with no change verb naming
+    its object, are another fact of the subject rather than its value: another predicate, an
+    attribute with its own "is", or not the place or time a bare move changes."""
+    ops = [op for op in SequenceMatcher(None, m.old_tokens, m.new_tokens, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if len(ops) == 1 and ops[0][0] == "replace" and _other_predicate(m.stated, m.stripped, *ops[0][1:]):
+        return True  # "the user works at Doctolib" / "the user now lives in Ghent": another fact
+    if _own_relation(m.stated, first, last + 1):
+        return True  # the old words that go hold their own "is": another attribute and its value
+    move = _BARE_MOVE.search(m.new)
+    if move:
+        if not _located(m.stated, first):
+            return True  # "the office moved to Manchester" changes where it is, not "the office manager"
+        words, positions = list(_WORD_OR_COLON.finditer(m.stated)), _analyse(m.stated)[1]
+        gone = m.stated[words[positions[first]].start():words[positions[last]].end()]
+        if bool(_WHEN.search(gone)) != bool(_WHEN.search(m.new[move.end():])):
+            return True  # a place for a time or a time for a place: "standup moved to Zoom"
+    return False
+
+
+def _retires_other(m: _Marked, missing: list[int]) -> bool:
+    """Whether the retiring word of `m.new` retires something other than what the old text says, or
+    what the old text already says is retired."""
+    own = next((c for c in m.clauses if _RETIRE.search(c)), None)
+    if own and len(m.clauses) > 1 and not _subject_words(_tokens(_RETIRE.sub(" ", own))) & set(m.old_tokens):
+        return True  # "...; USB flashing was removed" retires nothing the old text says
+    if m.replace:
+        return False
+    if _RETIRE.search(m.old):
+        return True  # "nightly builds were stopped" / "we no longer run nightly builds": both retire it
+    # Judged by the clause that says what stopped ("stopped caching FX rates; it reads them live
+    # from the API"): a clause after it says what holds instead, not which value stopped.
+    retired = _tokens(_RETIRE.sub(" ", own)) if own else m.new_tokens
+    after = next((k for k, t in enumerate(retired) if t in _PREPOSITIONS), len(retired))
+    if missing and own and _subject_words(retired[after:]) - set(m.old_tokens):
+        return True  # "Mina stepped down from the hiring committee": an object of its own
+    ops = [op for op in SequenceMatcher(None, m.old_tokens, retired, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    subject = _tokens(_subject_of(m.stated))
+    whole = bool(subject) and m.old_tokens[:len(subject)] == subject
+    span = retired[ops[0][3]:ops[0][4]] if ops else []
+    # "no longer" about another value ("Priya no longer owns billing" vs "... invoicing"); what goes
+    # right after the subject is all it did ("the deploy preview job was retired")
+    return len(ops) == 1 and ops[0][0] == "replace" and not (whole and ops[0][1] == len(subject)
+                                                             and not set(span) & _PREPOSITIONS)
+
+
+def _not_a_new_value(m: _Marked, old_subject: list[str], missing: list[int], at: list[int]) -> bool:
+    """Whether the old subject words that go (`missing`, positions in `old_subject`; `at`: their
+    token positions) are no value the marker replaces: the old sentence's subject, one value of a
+    relation that holds several, another environment, a state beside what the subject does, or a
+    state whose scope changed too."""
+    present_only = m.replace is not None and m.replace.group() in _PRESENT_ONLY and not m.retire
+    if present_only and not _subject_words(m.new_tokens) - set(m.old_tokens) - {"now"}:
+        return True  # "has had a Pixel phone since 2021" after "the phone is a Pixel 8": less said, not changed
+    if missing[0] == 0 and (not m.retire or m.replace or _subject_words(m.new_tokens) - set(m.old_tokens)):
+        return True  # the differing words open the old sentence: they name its subject, not a value;
         # retired, it may go unnamed ("we no longer use Git LFS"), but not for a scope of its own
         # ("support for Safari 15 was dropped from the iOS app" says nothing of the web client)
-    if missing and replace and replace.group() in _PRESENT_ONLY and not retire:
-        first, last = old_tokens.index(old_subject[missing[0]]), old_tokens.index(old_subject[missing[-1]]) + 1
-        relation = _multi_valued_before(old_tokens, first, last, stated) \
-            or _possession(stated, first, old_tokens[last - 1], new_tokens)
-        if relation and not _ROLE.search(old):
-            return None  # "the data team now uses Airflow": maybe beside dbt, not instead of it
+    if present_only:
+        first = m.old_tokens.index(old_subject[missing[0]])
+        last = m.old_tokens.index(old_subject[missing[-1]]) + 1
+        relation = _multi_valued_before(m.old_tokens, first, last, m.stated) \
+            or _possession(m.stated, first, m.old_tokens[last - 1], m.new_tokens)
+        if relation and not _ROLE.search(m.old):
+            return True  # "the data team now uses Airflow": maybe beside dbt, not instead of it
     gone_words = {old_subject[i] for i in missing}
-    if gone_words & _ENVIRONMENTS and (new_set - set(old_tokens)) & _ENVIRONMENTS:
-        return None  # "on in staging" / "off in production": another environment, not a new value
-    if missing and not changed and _state_beside(stated, old_tokens, new_tokens, at[missing[0]]):
-        return None  # "Grace leads the mobile team" / "Grace is now on parental leave": a state of her own
-    if missing and _scope_changed(old_tokens, new_tokens, at[missing[0]], at[missing[-1]] + 1):
-        return None  # "enabled in the editor" -> "disabled in the terminal": the scope changed too
-    gone = " ".join(old_subject[i] for i in missing) or "the old statement"
-    marker = (retire or replace).group().strip()
-    return f"'{marker}': {gone} no longer holds (same subject '{' '.join(sorted(shared))}')"
+    if gone_words & _ENVIRONMENTS and (set(m.new_tokens) - set(m.old_tokens)) & _ENVIRONMENTS:
+        return True  # "on in staging" / "off in production": another environment, not a new value
+    if not m.changed and _state_beside(m.stated, m.old_tokens, m.new_tokens, at[missing[0]]):
+        return True  # "Grace leads the mobile team" / "Grace is now on parental leave": a state of her own
+    # "enabled in the editor" -> "disabled in the terminal": the scope changed too
+    return _scope_changed(m.old_tokens, m.new_tokens, at[missing[0]], at[missing[-1]] + 1)
 
 
 # Polarity: a state and its opposite ("disabled" is "not enabled"), so that "is disabled" -> "is
