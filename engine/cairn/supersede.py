@@ -238,63 +238,97 @@ def _classify(old_text: str, new_text: str, cosine: float | None, *, history: Se
 
     if _polarity(old) == _polarity(new):
         return Verdict("conflict", _SAME)  # "is disabled" / "is turned off"
-    change = addition = None
+    change: str | None = None
+    addition: str | None = None
     # A person named on one side only may be someone else entirely; a thing of someone's ("the user's
     # laptop") on one side only is another subject than its owner.
     if old_people == new_people and _possessed_match(old, new):
-        # A marked text is judged by the marker rule alone: its "no" (e.g. "moved standup") is final.
-        if _has_marker(new):
-            change = _marker_change(old, new, tuple(history))
-        else:
-            # An old change statement ("Code freeze lasts three weeks now") says what holds without its marker.
-            stated = _state(old) if _is_change_statement(old) else old
-            cased_old = None if stated != old else unicodedata.normalize("NFC", old_text)
-            change, addition = _value_change(_tokens(stated), new_tokens, MIN_PREFIX, stated, new,
-                                             (cased_old, unicodedata.normalize("NFC", new_text)))
-            if change is None and addition is None and len(_clauses(old)) == 1:
-                # "Olu left; the team lead is Ben": the new value may be stated in a clause of its own.
-                for clause in _clauses(new) if len(_clauses(new)) > 1 else ():
-                    change, addition = _value_change(_tokens(stated), _tokens(clause), MIN_PREFIX, stated, clause)
-                    if change or addition:
-                        break
-        if change is None and not addition:
-            # "Tom is the release captain now": "now" says the new holder or value holds at present.
-            stated = _state(old) if _is_change_statement(old) else old
-            markers = [m.group() for m in _REPLACE.finditer(new)]
-            if not _has_marker(new) or (all(m in _PRESENT_ONLY for m in markers) and not _RETIRE.search(new)
-                                        and not _PREFER_OVER.search(new)):
-                plain = re.sub(r"\s+", " ", _REPLACE.sub(" ", new)).strip(" .")
-                change = (_role_holder_change(stated, plain) or _restructured_change(stated, plain)
-                          or _doer_change(stated, new))
-        if change is None and not addition:
-            change = _polarity_change(old, new)
+        change, addition = _find_change(old, new, (old_text, new_text), tuple(history))
     if addition:
         return Verdict("unrelated", addition)
     if change is None and old_people == new_people:
-        part = _clause_change(old, new, tuple(history))
-        if part and not (_HEDGE.search(new) or _news(_ADDITIVE, old, new)) \
-                and _every_part_changed(old, new, tuple(history)):
-            return Verdict("supersede", f"every part changed: {part[1]}")
-        if part and later and not _HEDGE.search(new) and _covered(old, new, later):
-            return Verdict("supersede", f"{part[1]}; later memories changed the rest of it")
-        if part:  # the change is in one clause of the old memory: the rest may still hold
-            return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})", _untouched_clause(old, new)))
+        verdict = _part_verdict(old, new, tuple(history), later)
+        if verdict:
+            return verdict
+    if change:
+        return _change_verdict(old, new, change, tuple(history), later)
+    return _no_change_verdict(old, new, cosine, same_people=old_people == new_people)
+
+
+def _find_change(old: str, new: str, texts: tuple[str, str],
+                 history: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """(reason, None) if `new` changes what `old` says (both canonical, about the same people);
+    (None, why) if it adds a value beside the old one; else (None, None). texts: the two as written,
+    whose case tells names from verbs."""
+    change: str | None = None
+    addition: str | None = None
+    # A marked text is judged by the marker rule alone: its "no" (e.g. "moved standup") is final.
+    if _has_marker(new):
+        change = _marker_change(old, new, history)
+    else:
+        # An old change statement ("Code freeze lasts three weeks now") says what holds without its marker.
+        stated = _state(old) if _is_change_statement(old) else old
+        cased_old = None if stated != old else unicodedata.normalize("NFC", texts[0])
+        change, addition = _value_change(_tokens(stated), _tokens(new), MIN_PREFIX, stated, new,
+                                         (cased_old, unicodedata.normalize("NFC", texts[1])))
+        if change is None and addition is None and len(_clauses(old)) == 1:
+            # "Olu left; the team lead is Ben": the new value may be stated in a clause of its own.
+            for clause in _clauses(new) if len(_clauses(new)) > 1 else ():
+                change, addition = _value_change(_tokens(stated), _tokens(clause), MIN_PREFIX, stated, clause)
+                if change or addition:
+                    break
+    if change is None and not addition:
+        # "Tom is the release captain now": "now" says the new holder or value holds at present.
+        stated = _state(old) if _is_change_statement(old) else old
+        markers = [m.group() for m in _REPLACE.finditer(new)]
+        if not _has_marker(new) or (all(m in _PRESENT_ONLY for m in markers) and not _RETIRE.search(new)
+                                    and not _PREFER_OVER.search(new)):
+            plain = re.sub(r"\s+", " ", _REPLACE.sub(" ", new)).strip(" .")
+            change = (_role_holder_change(stated, plain) or _restructured_change(stated, plain)
+                      or _doer_change(stated, new))
+    if change is None and not addition:
+        change = _polarity_change(old, new)
+    return change, addition
+
+
+def _part_verdict(old: str, new: str, history: tuple[str, ...], later: Sequence[str]) -> Verdict | None:
+    """The verdict when no rule found a change of the whole `old` but one of its parts changed: every
+    part changed, or the rest changed by `later` memories, is a "supersede"; else a "conflict" (the
+    rest may still hold). None when no part changed."""
+    part = _clause_change(old, new, history)
+    if part and not (_HEDGE.search(new) or _news(_ADDITIVE, old, new)) and _every_part_changed(old, new, history):
+        return Verdict("supersede", f"every part changed: {part[1]}")
+    if part and later and not _HEDGE.search(new) and _covered(old, new, later):
+        return Verdict("supersede", f"{part[1]}; later memories changed the rest of it")
+    if part:  # the change is in one clause of the old memory: the rest may still hold
+        return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})", _untouched_clause(old, new)))
+    return None
+
+
+def _change_verdict(old: str, new: str, change: str, history: tuple[str, ...], later: Sequence[str]) -> Verdict:
+    """The verdict on a change the rules found: a "supersede" unless it is hedged, approximate, one-off
+    or an addition, or leaves a clause of the old memory untouched (a "conflict")."""
     tentative = (_HEDGE.search(new) or _HEDGE.search(old) or _APPROX.search(old) or _APPROX.search(new)
                  or _ONE_OFF.search(new))
     additive = _news(_ADDITIVE, old, new)
-    if change and not (tentative or additive):
-        untouched = _untouched_clause(old, new)
-        if later and _covered(old, new, later):
-            return Verdict("supersede", f"{change}; later memories changed the rest of it")
-        if untouched:
-            part = _clause_change(old, new, tuple(history))
-            return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})" if part else f"part of it ({change})",
-                                                untouched))
-        return Verdict("supersede", change)
-    if change:
+    if tentative or additive:
         kind = f"an addition ('{additive}')" if additive else "a hedged or approximate change"
         return Verdict("conflict", f"{kind}, not a replacement: {change}")
+    untouched = _untouched_clause(old, new)
+    if later and _covered(old, new, later):
+        return Verdict("supersede", f"{change}; later memories changed the rest of it")
+    if untouched:
+        part = _clause_change(old, new, history)
+        return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})" if part else f"part of it ({change})",
+                                            untouched))
+    return Verdict("supersede", change)
 
+
+def _no_change_verdict(old: str, new: str, cosine: float | None, *, same_people: bool) -> Verdict:
+    """The verdict when no rule found a change: a "conflict" for a revived old value, near-paraphrases,
+    one short span swapped in a shared frame or an announced change near the old subject; else
+    "unrelated"."""
+    old_tokens, new_tokens = _tokens(old), _tokens(new)
     revived = _revived(old, new, new_tokens)
     if revived:
         return Verdict("conflict", revived)
@@ -303,7 +337,7 @@ def _classify(old_text: str, new_text: str, cosine: float | None, *, history: Se
         why = f"{_SIMILAR} (word overlap {overlap:.2f})"
         return Verdict("conflict", why)
     slot = _one_slot(old_tokens, new_tokens)
-    if slot and old_people == new_people:
+    if slot and same_people:
         # "We use Jira for bugs" / "We use Linear for bugs": one word swapped in a shared frame, too
         # short a subject to call it a change, but a stale memory must not go unreported.
         return Verdict("conflict", f"the texts differ only in {slot}: check whether both still hold")
