@@ -75,9 +75,11 @@ def _other_predicate(old: str, new: str, i1: int, i2: int, j1: int, j2: int,
     before, after = set(old_span) & _PREPOSITIONS, set(new_span) & _PREPOSITIONS
     if before and after and not before & after and old_span[0] not in _GENERIC and new_span[0] not in _GENERIC:
         return True
-    verbs = (_verb_at(old, cased[0], i1, i2 - i1 == 1) or _had(old, i1),
-             _verb_at(new, cased[1], j1, j2 - j1 == 1) or _had(new, j1))
-    return all(verbs) and _loose(verbs[0]) != _loose(verbs[1])
+    old_verb = _verb_at(old, cased[0], i1, i2 - i1 == 1) or _had(old, i1)
+    new_verb = _verb_at(new, cased[1], j1, j2 - j1 == 1) or _had(new, j1)
+    if not old_verb or not new_verb:
+        return False
+    return _loose(old_verb) != _loose(new_verb)
 
 
 def _possession(text: str, index: int, head: str, new_tokens: list[str]) -> str | None:
@@ -456,7 +458,7 @@ def _merged_ops(old_tokens: list[str], new_tokens: list[str]) -> list[tuple[str,
     them: "tabs in Go" -> "spaces in Python", "Adyen for card" -> "Braintree for PayPal" change a scope."""
     ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
            if op[0] != "equal"]
-    merged = ops[:1]
+    merged: list[tuple[str, int, int, int, int]] = list(ops[:1])
     for op in ops[1:]:
         last = merged[-1]
         gap = old_tokens[last[2]:op[1]]
@@ -554,10 +556,10 @@ def _role_holder_change(old: str, new: str) -> str | None:
     the outage drill" / "Y is ...", also as "the incident commander ... is Y" or "Incident commander
     ...: Y"), each holder a name of at most three words; else None. Two plain "the ROLE is HOLDER"
     texts are left to the value rules (_value_change), which read that form already."""
-    a, b = _role_of(old), _role_of(new)
-    if not a or not b or (a[1] and b[1]):
+    found = _role_of(old), _role_of(new)
+    if not found[0] or not found[1] or (found[0][1] and found[1][1]):
         return None
-    (a, _), (b, _) = a, b
+    a, b = found[0][0], found[1][0]
     if _tokens(a["role"]) != _tokens(b["role"]) or not _subject_words(_tokens(a["role"])):
         return None
     holders = _tokens(a["holder"]), _tokens(b["holder"])
