@@ -13,8 +13,7 @@ import builtins
 import json
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from dataclasses import field as _field
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self, cast
 
@@ -22,7 +21,7 @@ from .compose import Resolved, embedder_from_config, resolve
 from .embedder import Embedder, compatible, parse_fingerprint
 from .errors import EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
 from .errors import StoreBusy, StoreError, StoreNotFound
-from .models import DEFAULT_IMPORTANCE, KINDS, MAX_RELATED, SCOPES, Hit, Memory, Order, RememberResult, Status
+from .models import DEFAULT_IMPORTANCE, KINDS, SCOPES, Hit, Memory, Order, RememberResult, Status
 from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
@@ -35,47 +34,14 @@ from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
 from .storage.sql import Filters
 from .stores import Progress, no_progress, scrubbed_rows
-from . import slots
-from .supersede import SIMILARITY_THRESHOLD, classify, restates
-from .supersede_words import names_old_value, states_change, subject_overlap
-from .text import duplicate_key, fts_query, is_blank, lone_surrogate, passage
-from .timeutil import END_OF_TIME, format_date, now_ms, parse_time
+from . import detection
+from .text import duplicate_key, is_blank, lone_surrogate, passage
+from .timeutil import END_OF_TIME, now_ms, parse_time
 
 if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger(__name__)
-
-DETECTION_CANDIDATES = 5  # nearest current memories (any kind) checked for supersession and `related`
-# Best keyword matches checked as well, with or without a model: a change the words alone show ("We
-# now deploy with Kamal" after "Deploys go through blue-green on Fly; ...") can sit below the cosine gate.
-KEYWORD_CANDIDATES = 8
-# Memories naming another value of a slot the new text names (slots.search_phrases) read to find the
-# newest of them: more than the plain keyword candidates, since guidance names tools in passing.
-SLOT_CANDIDATES = 64
-# A candidate the classifier calls unrelated is still shown as related when it is this close: a
-# cosine of the embeddings (all-MiniLM-L6-v2) or, without one, a Dice overlap of subject words.
-# Set by hand (the candidate gate, and a third of the words), not swept; their effect is measured by
-# bench/supersession_loop.py (docs/benchmarks.md, "Truth maintenance with the writer in the loop").
-RELATED_COSINE = 0.40
-RELATED_OVERLAP = 0.3
-
-
-@dataclass
-class _Found:
-    """What detection found for one write (Engine._detect)."""
-
-    targets: list[tuple[int, Memory, str]] = _field(default_factory=list)  # (seq, memory, reason) to retire
-    conflicts: list[dict[str, Any]] = _field(default_factory=list)  # {"id", "reason", "restatement"?}: queued
-    related: list[dict[str, str]] = _field(default_factory=list)  # {"id", "text", "kind", "date", "why"}
-
-
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:
-    import numpy as np
-
-    norms = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(np.dot(a, b)) / norms if norms else 0.0
-
 
 VECTOR_FLOOR = 0.15
 """Recall's relevance floor for a hit whose only evidence is the vector retriever.
@@ -534,18 +500,18 @@ class Engine:
                         self._supersede(store, o.id, existing.id, at=row.recorded_at,
                                         valid_until=max(existing.valid_from, o.valid_from))
                 # After a replace, what else the text may change; a plain duplicate changes nothing.
-                related = self._detect(store, row, vector, retire=False,
+                related = detection.detect(store, row, vector, retire=False,
                                        skip={existing.id, *retired}).related if retired else []
                 return RememberResult(store.get(existing.id), "duplicate", retired, related=related)
             superseded: list[str] = list(restated)
             targets: list[tuple[int, Memory, str]] = []
-            found = _Found()
+            found = detection.Found()
             if olds:
                 targets = [(store.seq_of(old.id), old, "replaced explicitly") for old in olds]
                 # What else the replacement may change: listed, never retired.
-                found = self._detect(store, row, vector, retire=False, skip={o.id for o in olds})
+                found = detection.detect(store, row, vector, retire=False, skip={o.id for o in olds})
             elif detect:
-                found = self._detect(store, row, vector, retire=True)
+                found = detection.detect(store, row, vector, retire=True)
                 targets = found.targets
             if store.insert(row, vector) is None:
                 # Another machine stored the same text meanwhile (Postgres; SQLite writers are serial).
@@ -558,96 +524,6 @@ class Engine:
                     superseded.append(old.id)
         return RememberResult(store.get(row.id), "created", superseded, found.conflicts, found.related)
 
-    def _detect(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, retire: bool,
-                skip: frozenset[str] | set[str] = frozenset()) -> _Found:
-        """What a new memory `row` does to the current ones: those it retires, those it may
-        contradict (`conflicts`, queued for review) and the MAX_RELATED most likely about the same
-        subject (`related`, any kind, shown to the writer).
-
-        Candidates, of every kind: the nearest by vector (cosine at least SIMILARITY_THRESHOLD) and
-        the best keyword matches, so a model only ever adds candidates to what the words alone
-        find; a keyword match is classified with its own stored cosine (None without a vector).
-        Retired (only with `retire`): a memory of the same kind that supersede.classify calls
-        superseded, when the new text says in words that something changed (supersede_words.states_change).
-        A change the text does not state, or across kinds, is a conflict: related and queued."""
-        everything = Filters()
-        near: dict[int, float | None] = {}
-        if vector is not None and store.vector_index is not None:
-            near = {s: c for s, c in store.vector_search(vector, everything, DETECTION_CANDIDATES)
-                    if c >= SIMILARITY_THRESHOLD}
-        match = fts_query(row.text)
-        keyword = [s for s, _ in store.keyword_search(match, everything, KEYWORD_CANDIDATES)
-                   if s not in near] if match else []
-        # Per slot this text names (CI provider, database, deploy target, ...), the newest current
-        # memory naming another value of it: the value that held until now, however little wording
-        # the two share. Guidance names tools in passing ("run npm test"), so many are read.
-        slot_of: dict[int, str] = {}
-        phrases = slots.search_phrases(row.text)
-        if phrases:
-            query = " OR ".join('"' + " ".join(t.replace('"', '""') for t in p) + '"' for p in phrases)
-            hits = [s for s, _ in store.keyword_search(query, everything, SLOT_CANDIDATES)]
-            texts = store.by_seqs(hits)
-            self._newest_per_slot(slot_of, texts, row.text, skip)
-            keyword += [s for s in slot_of if s not in near and s not in keyword]
-        stored = store.vectors_of(keyword) if keyword and vector is not None else {}
-        for seq in keyword:
-            near[seq] = _cosine(stored[seq], vector) if seq in stored and vector is not None else None
-        memories = store.by_seqs(list(near))
-        self._newest_per_slot(slot_of, memories, row.text, skip)  # another version, another holder
-        chained = names_old_value(row.text)  # "from X to Y": X may be named only earlier in the chain
-        stated = states_change(row.text)
-        found = _Found()
-        ranked: list[tuple[tuple[int, float], Memory, str]] = []
-        oldest_first = sorted(near)
-        for seq, cosine in near.items():
-            old = memories[seq]
-            if old.id in skip:
-                continue
-            history = [store.get(i).text or "" for i in store.chain_ids(old.id)[:-1]] if chained else []
-            # Newer candidates may each have changed another part of a multi-part old memory.
-            later = [memories[s].text or "" for s in oldest_first if s > seq]
-            verdict = classify(old.text or "", row.text, cosine, history=history, later=later)
-            same_kind = old.kind == row.kind
-            closeness = cosine if cosine is not None else subject_overlap(old.text or "", row.text)
-            if verdict.label == "supersede" and retire and same_kind and stated:
-                found.targets.append((seq, old, verdict.reason))
-                continue
-            if verdict.label == "supersede":
-                why = (f"a change of this {old.kind}? {verdict.reason}" if not same_kind
-                       else f"may be an older value: {verdict.reason}")
-                found.conflicts.append({"id": old.id, "reason": why})
-                ranked.append(((0, -closeness), old, why))
-            elif verdict.label == "conflict":
-                found.conflicts.append({"id": old.id, "reason": verdict.reason,
-                                        **({"restatement": True} if restates(verdict, old.text or "", row.text)
-                                           else {})})
-                # A slot's newest other value first among these: the likeliest change.
-                ranked.append(((1, -2.0 if seq in slot_of else -closeness), old, verdict.reason))
-            elif seq in slot_of:
-                ranked.append(((1, -2.0), old, f"may be an older value: {slot_of[seq]}"))
-            elif cosine is not None and cosine >= RELATED_COSINE:
-                ranked.append(((2, -closeness), old, f"a similar subject (cosine {cosine:.2f})"))
-            elif cosine is None and closeness >= RELATED_OVERLAP:
-                ranked.append(((2, -closeness), old, f"a similar subject (word overlap {closeness:.2f})"))
-        ranked.sort(key=lambda item: item[0])
-        found.related = [{"id": m.id, "text": m.text or "", "kind": m.kind, "date": format_date(m.valid_from),
-                          "why": why} for _, m, why in ranked[:MAX_RELATED]]
-        return found
-
-    @staticmethod
-    def _newest_per_slot(slot_of: dict[int, str], memories: dict[int, Memory], text: str,
-                         skip: frozenset[str] | set[str]) -> None:
-        """Add to `slot_of` ({seq: reason}), newest first, each memory of `memories` that names another
-        value of a slot `text` names (slots.changed_slot), one per slot not already in it."""
-        taken = {slots.slot_key(r) for r in slot_of.values()}
-        for seq in sorted(memories, reverse=True):
-            if seq in slot_of or memories[seq].id in skip:
-                continue
-            change = slots.changed_slot(memories[seq].text or "", text)
-            if change is not None and slots.slot_key(change) not in taken:
-                slot_of[seq] = change
-                taken.add(slots.slot_key(change))
-
     def possible_changes(self, memory_id: str) -> list[dict[str, Any]]:
         """The current memories recorded before `memory_id` (project store) that it may change or
         restate, as its write would report them now (RememberResult.conflicts: each {"id", "reason",
@@ -659,8 +535,8 @@ class Engine:
             return []
         seq = store.seq_of(memory_id)
         vector = store.vectors_of([seq]).get(seq)
-        # _detect reads a row's text and kind only, which a stored memory has as a new one does.
-        found = self._detect(store, cast("NewMemory", memory), vector, retire=False, skip={memory_id})
+        # detect reads a row's text and kind only, which a stored memory has as a new one does.
+        found = detection.detect(store, cast("NewMemory", memory), vector, retire=False, skip={memory_id})
         older = {c["id"] for c in found.conflicts if store.seq_of(c["id"]) < seq}
         return [c for c in found.conflicts if c["id"] in older]
 
