@@ -19,15 +19,12 @@ from typing import IO, TYPE_CHECKING, Any, Self, cast
 
 from .compose import Resolved, embedder_from_config, resolve
 from .embedder import Embedder, compatible, parse_fingerprint
-from .errors import EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
+from .errors import EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound
 from .errors import StoreBusy, StoreError, StoreNotFound
 from .models import DEFAULT_IMPORTANCE, KINDS, SCOPES, Hit, Memory, Order, RememberResult, Status
 from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
 from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
-from .privacy import PRIVATE_KIND, private_spans, random_token, scrub_many
-from .scope_index import attach, inherit, learn
-from .scopes import normalise_patterns
 from .sessions import in_context, turn_passage
 from .backends import backend_of, open_store
 from .storage.db import DatabaseError
@@ -35,6 +32,7 @@ from .storage.protocol import StoreBackend as Store  # either backend, typed by 
 from .storage.sql import Filters
 from .stores import Progress, no_progress, scrubbed_rows
 from . import detection
+from .writes import attach_scopes, require_current, scrub_drafts, supersede_row, write
 from .text import duplicate_key, is_blank, lone_surrogate, passage
 from .timeutil import END_OF_TIME, now_ms, parse_time
 
@@ -64,58 +62,6 @@ def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
         if kind not in KINDS:
             raise InvalidMemory(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
     return kinds
-
-
-def _scrubbed(drafts: list[Draft]) -> tuple[list[Draft], list[list[dict[str, Any]]]]:
-    """The drafts as they may be stored, and per draft what was redacted (RememberResult.redacted):
-    `<private>` spans removed and secrets replaced by `[REDACTED:<type>]` (privacy.scrub, as for
-    captured turns) in the text and in each applies-when phrase, and a tag holding either refused
-    (InvalidMemory), before validation, embedding, duplicate detection or any write, on every
-    backend: what a person marks private or a key pasted into a memory never reaches a store, a
-    shared one least of all. Raises InvalidMemory for a text that was nothing but private spans (it
-    is not stored, and not silently dropped either)."""
-    def scrubbable(value: object) -> bool:
-        return isinstance(value, str) and not is_blank(value) and lone_surrogate(value) is None
-
-    # (draft index, field, phrase index (-1 for the text), string): the text, each applies-when phrase
-    # and each tag, scrubbed in one batch.
-    found: list[tuple[int, str, int, str]] = []
-    for i, d in enumerate(drafts):
-        if scrubbable(d.text):
-            found.append((i, "text", -1, d.text))
-        for field in ("applies_when", "tags"):
-            values = getattr(d, field)
-            if isinstance(values, (list, tuple)):
-                found += [(i, field, j, v) for j, v in enumerate(values) if scrubbable(v)]
-    redacted: list[list[dict[str, Any]]] = [[] for _ in drafts]
-    if not found:
-        return drafts, redacted
-    out = list(drafts)
-    for (i, field, j, value), clean in zip(found, scrub_many([v for *_, v in found])):
-        if clean.text == value:
-            if field == "tags" and random_token(value.strip()):  # no rule saw it; as a tag it has no other reading
-                raise InvalidMemory(f"tag {j + 1} looks like a secret (a random string of {len(value.strip())} "
-                                    "characters); tags are not redacted, so leave it out")
-            continue
-        where = field if j < 0 else f"{field}[{j}]"
-        redacted[i] += [{"field": where, "kind": kind, "start": a, "end": b} for kind, a, b in clean.places]
-        if clean.private_spans:  # removed, not replaced: say so, or the writer thinks the text was kept whole
-            redacted[i] += [{"field": where, "kind": PRIVATE_KIND, "start": a, "end": b}
-                            for a, b in private_spans(value)]
-        if field == "tags":  # a tag is shown in every listing and cannot hold a redaction marker
-            kinds = ", ".join(sorted(clean.redactions)) or "<private>"
-            raise InvalidMemory(f"tag {j + 1} holds a secret ({kinds}) or private text; tags are not "
-                                "redacted, so leave it out")
-        if is_blank(clean.text):
-            what = "the text" if field == "text" else f"applies_when phrase {j + 1}"
-            raise InvalidMemory(f"{what} is all <private> content: nothing of it may be stored")
-        if field == "text":
-            out[i] = replace(out[i], text=clean.text.strip())
-        else:
-            phrases = list(out[i].applies_when)
-            phrases[j] = clean.text.strip()
-            out[i] = replace(out[i], applies_when=tuple(phrases))
-    return out, redacted
 
 
 def _relevant(hit: Hit) -> bool:
@@ -420,11 +366,11 @@ class Engine:
             raise InvalidMemory(f"memories are written to scope 'project' or 'global', not {scope!r}")
         store = self._stores(scope, write=True)[0]
         recorded_at = now_ms()
-        drafts, redacted = _scrubbed(drafts)
+        drafts, redacted = scrub_drafts(drafts)
         rows = [validate(d, recorded_at=recorded_at) for d in drafts]
         for draft in drafts:
             for old_id in draft.replaced_ids:
-                self._require_current(store, old_id)
+                require_current(store, old_id)
         vectors = self.embed([passage(r.text, r.applies_when) for r in rows])
         if vectors is not None:
             self._claim_space(store)
@@ -433,96 +379,18 @@ class Engine:
         for i, (draft, row) in enumerate(zip(drafts, rows)):
             vector = None if vectors is None else vectors[i]
             with store.transaction():  # the memory and its scopes commit together
-                result = self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect)
-                self._scope(store, draft, result, at=row.recorded_at, root=self.choice.project_root)
+                result = write(store, row, vector, replaces=draft.replaced_ids, detect=detect)
+                attach_scopes(store, draft, result, at=row.recorded_at, root=self.choice.project_root)
             results.append(replace(result, redacted=redacted[i]))
             if results[-1].conflicts and not self.defer_review:
                 results[-1] = replace(results[-1], queued=self._queue_conflicts(store, results[-1]))
         return results
-
-    @staticmethod
-    def _scope(store: Store, draft: Draft, result: RememberResult, *, at: int, root: Path | None = None) -> None:
-        """A write's path scopes: the ones given (scopes.attach), else those of the memories it
-        replaced (scopes.inherit); and, when the draft names its session, what that session touched
-        just before (scopes.learn)."""
-        memory_id = result.memory.id
-        patterns = normalise_patterns(draft.paths, root)
-        if patterns:
-            attach(store, memory_id, patterns, at=at)
-        elif result.superseded and result.status == "created":
-            inherit(store, memory_id, result.superseded, at=at)
-        if draft.session_id:
-            learn(store, [memory_id], draft.session_id, at=at)
 
     def _queue_conflicts(self, store: Store, result: RememberResult) -> list[str]:
         """What becomes of the possible conflicts a write reported, once the write is done: here
         nothing; `Cairn` (api.py), which has the review queue, queues them as conflict proposals.
         Returns the ids of the proposals queued."""
         return []
-
-    def _require_current(self, store: Store, memory_id: str, *, lock: bool = False) -> Memory:
-        memory = store.get_for_update(memory_id) if lock else store.get(memory_id)
-        if memory.forgotten_at is not None:
-            raise NotCurrent(f"memory {memory_id} was forgotten; there is nothing to replace")
-        if memory.superseded_by is not None:
-            raise NotCurrent(
-                f"memory {memory_id} was already superseded by {memory.superseded_by}; replace that one instead"
-            )
-        return memory
-
-    def _write(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, replaces: tuple[str, ...],
-               detect: bool) -> RememberResult:
-        with store.transaction():
-            # Re-checked under the write lock (SQLite) or with the rows locked (Postgres).
-            olds = [self._require_current(store, i, lock=True) for i in replaces]
-            # One index lookup: text_key is text.duplicate_key, the one definition of the same memory.
-            existing = store.current_by_text_key(row.text_key)
-            restated: list[str] = []
-            if existing is not None and existing.id in replaces and (
-                    sorted(existing.tags) != sorted(row.tags) or existing.kind != row.kind
-                    or existing.text != row.text):
-                # Its own text with other tags or kind, or other punctuation (a review keeping one
-                # memory's text and the tags the user chose; an edit of its punctuation): a new
-                # version of it, which retires it like the others. It is retired first (one current
-                # memory per key), by a row inserted just below.
-                store.defer_references()
-                self._supersede(store, existing.id, row.id, at=row.recorded_at, valid_until=row.valid_from)
-                restated = [existing.id]
-                olds = [o for o in olds if o.id != existing.id]
-                existing = None
-            if existing is not None:
-                # The text is already remembered. Replacing other memories by it still retires them
-                # (the review verdict "keep the newer one"): nothing new is written. One clock: each
-                # holds until its successor does (no gap between them, nor overlap).
-                retired = [o.id for o in olds if o.id != existing.id]
-                for o in olds:
-                    if o.id != existing.id:
-                        self._supersede(store, o.id, existing.id, at=row.recorded_at,
-                                        valid_until=max(existing.valid_from, o.valid_from))
-                # After a replace, what else the text may change; a plain duplicate changes nothing.
-                related = detection.detect(store, row, vector, retire=False,
-                                       skip={existing.id, *retired}).related if retired else []
-                return RememberResult(store.get(existing.id), "duplicate", retired, related=related)
-            superseded: list[str] = list(restated)
-            targets: list[tuple[int, Memory, str]] = []
-            found = detection.Found()
-            if olds:
-                targets = [(store.seq_of(old.id), old, "replaced explicitly") for old in olds]
-                # What else the replacement may change: listed, never retired.
-                found = detection.detect(store, row, vector, retire=False, skip={o.id for o in olds})
-            elif detect:
-                found = detection.detect(store, row, vector, retire=True)
-                targets = found.targets
-            if store.insert(row, vector) is None:
-                # Another machine stored the same text meanwhile (Postgres; SQLite writers are serial).
-                duplicate = store.current_by_text_key(row.text_key)
-                if duplicate is not None:
-                    return RememberResult(duplicate, "duplicate", [])
-                raise StoreError(f"memory {row.id} could not be stored; try again")
-            for old_seq, old, _ in targets:
-                if self._supersede(store, old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from):
-                    superseded.append(old.id)
-        return RememberResult(store.get(row.id), "created", superseded, found.conflicts, found.related)
 
     def possible_changes(self, memory_id: str) -> list[dict[str, Any]]:
         """The current memories recorded before `memory_id` (project store) that it may change or
@@ -565,7 +433,7 @@ class Engine:
         if not ids:
             raise InvalidMemory("replace needs at least one memory id")
         store = self._store_holding(ids[0])
-        old = self._require_current(store, ids[0])
+        old = require_current(store, ids[0])
         scope = "global" if store.name == GLOBAL_STORE and self.store.name != GLOBAL_STORE else "project"
         return self.remember(
             text, kind=old.kind if kind is None else kind, tags=old.tags if tags is None else tags,
@@ -610,10 +478,10 @@ class Engine:
         NotCurrent (superseded or forgotten)."""
         store = self._store_holding(memory_id)
         with store.transaction():
-            old = self._require_current(store, memory_id, lock=True)
+            old = require_current(store, memory_id, lock=True)
             if old.retired_at is None:
                 at = now_ms()
-                self._supersede(store, memory_id, None, at=at, valid_until=at)
+                supersede_row(store, memory_id, None, at=at, valid_until=at)
         return store.get(memory_id)
 
     def retire_into(self, memory_ids: Iterable[str], keep_id: str, *, at: int | None = None) -> builtins.list[str]:
@@ -630,21 +498,12 @@ class Engine:
         at = now_ms() if at is None else int(at)
         retired = []
         with store.transaction():
-            self._require_current(store, keep_id)
+            require_current(store, keep_id)
             for memory_id in memory_ids:
-                self._require_current(store, memory_id, lock=True)
-                if self._supersede(store, memory_id, keep_id, at=at, valid_until=at):
+                require_current(store, memory_id, lock=True)
+                if supersede_row(store, memory_id, keep_id, at=at, valid_until=at):
                     retired.append(memory_id)
         return retired
-
-    @staticmethod
-    def _supersede(store: Store, old: str | int, by: str | None, *, at: int, valid_until: int) -> bool:
-        """The one writer of supersession: retire `old` (an id, or its row number) at transaction time
-        `at`, its validity ending at `valid_until`, superseded by the memory `by` (None: retired with
-        no successor). Every retirement goes through here (_write, retire, retire_into). Returns
-        False when another writer retired or forgot it first."""
-        seq = store.seq_of(old) if isinstance(old, str) else old
-        return store.supersede(seq, by, at=at, valid_until=valid_until)
 
     def source_state(self, name: str) -> dict[str, Any]:
         """What the importer of an outside source (`name`, e.g. "claude-memory") recorded in the
