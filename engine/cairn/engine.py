@@ -21,55 +21,25 @@ from .compose import Resolved, embedder_from_config, resolve
 from .embedder import Embedder, compatible, parse_fingerprint
 from .errors import EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound
 from .errors import StoreBusy, StoreError, StoreNotFound
-from .models import DEFAULT_IMPORTANCE, KINDS, SCOPES, Hit, Memory, Order, RememberResult, Status
+from .models import DEFAULT_IMPORTANCE, SCOPES, Hit, Memory, Order, RememberResult, Status
 from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
-from .records import Draft, NewMemory, normalise_tags, parse_export_lines, validate
+from .records import Draft, NewMemory, parse_export_lines, validate
 from .sessions import in_context, turn_passage
 from .backends import backend_of, open_store
 from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
-from .storage.sql import Filters
 from .stores import Progress, no_progress, scrubbed_rows
 from . import detection
+from .reads import check_query, read_filters, relevant
 from .writes import attach_scopes, require_current, scrub_drafts, supersede_row, write
-from .text import duplicate_key, is_blank, lone_surrogate, passage
-from .timeutil import END_OF_TIME, now_ms, parse_time
+from .text import duplicate_key, passage
+from .timeutil import END_OF_TIME, now_ms
 
 if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger(__name__)
-
-VECTOR_FLOOR = 0.15
-"""Recall's relevance floor for a hit whose only evidence is the vector retriever.
-
-The vector retriever always returns its `candidates` nearest memories, however unrelated: on a small
-store every memory comes back for any query. A hit with no keyword match and a cosine at or below
-this floor is filler (for all-MiniLM-L6-v2, unrelated sentences fall around 0.0-0.15; negative
-cosines never mean anything), so recall drops it. Kept low on purpose: a memory that shares no word with
-the question but is about it scores well above 0.15, and LoCoMo recall@10 (docs/benchmarks.md)
-does not move with this floor. Hits with a keyword match are never dropped by it."""
-MAX_QUERY_CHARS = 2000
-"""The longest query recall takes (the MCP tool's limit; a hook cuts a prompt to this length). Forming
-the keyword query of a pasted 10 MB log took 20 s; a question is never that long."""
-
-
-def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
-    """The kinds of a read's filter, each one of KINDS. Raises InvalidMemory."""
-    kinds = tuple(kinds)
-    for kind in kinds:
-        if kind not in KINDS:
-            raise InvalidMemory(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
-    return kinds
-
-
-def _relevant(hit: Hit) -> bool:
-    """Whether a hit has evidence beyond a vector retriever's filler (see VECTOR_FLOOR)."""
-    if "bm25" in hit.reasons:
-        return True
-    cosine = hit.reasons.get("vector", {}).get("cosine")
-    return cosine is None or cosine > VECTOR_FLOOR
 
 
 class Engine:
@@ -580,23 +550,11 @@ class Engine:
         Hits whose only evidence is a vector cosine at or below VECTOR_FLOOR are left out: no filler.
         Raises InvalidMemory (empty query, one over MAX_QUERY_CHARS, unknown kind or scope), InvalidTime.
         """
-        if not isinstance(query, str):
-            raise InvalidMemory("query must be a string")
-        if is_blank(query):
-            raise InvalidMemory("query is empty" + (" (only invisible characters)" if query else ""))
-        if lone_surrogate(query) is not None:
-            raise InvalidMemory("query is not valid Unicode (a lone surrogate; undecodable bytes?)")
-        if len(query) > MAX_QUERY_CHARS:
-            raise InvalidMemory(f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
+        check_query(query)
         k = self.config["recall"]["k"] if k is None else int(k)
         scope = self.config["recall"]["scope"] if scope is None else scope
-        kinds = _known_kinds(kinds)
-        filters = Filters(
-            as_of=parse_time(as_of, field="as_of"), known_at=parse_time(known_at, field="known_at"),
-            kinds=kinds, tags=normalise_tags(tags), since=parse_time(since, field="since"),
-            until=parse_time(until, field="until"), include_superseded=include_superseded,
-            include_cold=bool(include_cold),
-        )
+        filters = read_filters(kinds=kinds, tags=tags, as_of=as_of, known_at=known_at, since=since, until=until,
+                               include_superseded=include_superseded, include_cold=include_cold)
         stores = self._stores(scope)
         if query_vector is None and use_vectors and any(s.vector_index for s in stores):
             vectors = self.embed([query], query=True)
@@ -608,7 +566,7 @@ class Engine:
         hits: list[Hit] = []
         for store in stores:
             ranked = rank(store, query, query_vector, filters, k, ranking or self.ranking)
-            hits += [h for h in ranked if _relevant(h)]
+            hits += [h for h in ranked if relevant(h)]
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         return hits[:k]
 
@@ -627,10 +585,8 @@ class Engine:
         except ValueError:
             expected = ", ".join(o.value for o in Order)
             raise InvalidMemory(f"unknown order {order!r}; expected one of: {expected}") from None
-        kinds = _known_kinds(kinds)
-        filters = Filters(as_of=parse_time(as_of, field="as_of"), known_at=parse_time(known_at, field="known_at"),
-                          kinds=kinds, tags=normalise_tags(tags), include_superseded=include_superseded,
-                          include_cold=bool(include_cold))
+        filters = read_filters(kinds=kinds, tags=tags, as_of=as_of, known_at=known_at,
+                               include_superseded=include_superseded, include_cold=include_cold)
         out: list[Memory] = []
         for store in self._stores(scope):
             out += store.memories(filters, limit=limit, order=order)
@@ -803,4 +759,4 @@ class Engine:
         return len(rows)
 
 
-__all__ = ["Draft", "Engine", "SCOPES", "VECTOR_FLOOR"]
+__all__ = ["Draft", "Engine", "SCOPES"]
