@@ -4,7 +4,10 @@
 memories and of their supersession. What stands above it uses it: the review queue (review.py), the
 captured sessions (sessions_api.py), the hooks' context (context.py), and `Cairn` (api.py), the
 public class adapters open, which adds `memory.review` and `memory.sessions`. The SQL lives in
-storage/ (one contract, protocol.StoreBackend, for SQLite and Postgres).
+storage/ (one contract, protocol.StoreBackend, for SQLite and Postgres). Its steps live beside it:
+writes.py (the write path, which only `Engine` calls), detection.py (what a write finds among the
+current memories: the changes it retires, possible conflicts, related memories) and reads.py (what
+a read admits).
 """
 
 from __future__ import annotations
@@ -40,6 +43,39 @@ if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger(__name__)
+
+
+def _open_project_store(resolved: Resolved, *, create: bool, read_only: bool, busy_ms: int) -> tuple[Store, bool]:
+    """The project store `resolved` chose, opened as Engine.open's arguments say, and whether it is
+    missing (read_only on a store that does not exist: an empty stand-in in memory). Raises
+    StoreNotFound (also for a missing Postgres store unless read_only), InvalidStoreName,
+    StoreCorrupted, StoreBusy, SchemaTooNew, ConfigError."""
+    choice, config = resolved.choice, resolved.config
+    allowed = create or not choice.explicit or choice.name == GLOBAL_STORE
+    meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
+    on_postgres = backend_of(choice.name, config, project=True) == "postgres"
+    absent = None if create else resolved.missing()
+    if absent is not None:
+        raise absent
+    missing = False
+    if on_postgres:
+        try:
+            opened = open_store(choice.name, choice.path, config, create=allowed and not read_only,
+                                project=True, meta=meta)
+        except StoreNotFound:
+            if not read_only:
+                raise StoreNotFound(
+                    f"store {choice.name!r} does not exist on the Postgres server (chosen by {choice.reason}); "
+                    f"create it with `cairn stores create {choice.name} --postgres URL` or pass --create"
+                ) from None
+            missing = True
+    else:
+        missing = read_only and not choice.path.exists()
+    if not on_postgres or missing:
+        opened = open_store(choice.name, Path(":memory:") if missing else choice.path, config,
+                            create=allowed or missing, project=True, meta=meta, backend="sqlite",
+                            busy_timeout_ms=busy_ms)
+    return opened, missing
 
 
 class Engine:
@@ -103,31 +139,8 @@ class Engine:
         choice, config = resolved.choice, resolved.config
         if isinstance(embedder, str):  # "auto"
             embedder = embedder_from_config(config)
-        allowed = create or not choice.explicit or choice.name == GLOBAL_STORE
-        meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
-        on_postgres = backend_of(choice.name, config, project=True) == "postgres"
-        absent = None if create else resolved.missing()
-        if absent is not None:
-            raise absent
-        missing = False
-        if on_postgres:
-            try:
-                opened = open_store(choice.name, choice.path, config, create=allowed and not read_only,
-                                    project=True, meta=meta)
-            except StoreNotFound:
-                if not read_only:
-                    raise StoreNotFound(
-                        f"store {choice.name!r} does not exist on the Postgres server (chosen by {choice.reason}); "
-                        f"create it with `cairn stores create {choice.name} --postgres URL` or pass --create"
-                    ) from None
-                missing = True
-        else:
-            missing = read_only and not choice.path.exists()
         busy_ms = config["store"]["busy_timeout_ms"] if busy_timeout_ms is None else busy_timeout_ms
-        if not on_postgres or missing:
-            opened = open_store(choice.name, Path(":memory:") if missing else choice.path, config,
-                                create=allowed or missing, project=True, meta=meta, backend="sqlite",
-                                busy_timeout_ms=busy_ms)
+        opened, missing = _open_project_store(resolved, create=create, read_only=read_only, busy_ms=busy_ms)
         try:
             engine = cls(opened, choice=choice, embedder=embedder, config=config, check_model=check_model)
             engine._busy_timeout_ms = busy_ms
