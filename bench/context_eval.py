@@ -128,12 +128,12 @@ class Session:
         def opener(resolved, embedder):
             return self.engine
 
-        parts = [claude_hooks.handle(event, {"session_id": sid, "source": "startup"}, env, embedder=self.embedder,
-                                     open_memory=opener) for event in ("SessionStart", "SessionStart:rest")]
+        host = claude_hooks.HookHost(embedder=self.embedder, open_memory=opener)
+        parts = [claude_hooks.handle(event, {"session_id": sid, "source": "startup"}, env, host)
+                 for event in ("SessionStart", "SessionStart:rest")]
         brief = "\n".join(((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
                           for out in parts).strip()
-        out = claude_hooks.handle("UserPromptSubmit", {"session_id": sid, "prompt": prompt}, env,
-                            embedder=self.embedder, open_memory=opener)
+        out = claude_hooks.handle("UserPromptSubmit", {"session_id": sid, "prompt": prompt}, env, host)
         injected = ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
         return brief, injected
 

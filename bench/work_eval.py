@@ -87,8 +87,8 @@ class Project:
     def hook(self, event: str, payload: dict) -> str:
         from cairn.adapters.claude import hooks as claude_hooks
 
-        out = claude_hooks.handle(event, {"cwd": str(self.root), **payload}, self.env, embedder=self.embedder,
-                                  open_memory=lambda resolved, embedder: self.engine)
+        host = claude_hooks.HookHost(embedder=self.embedder, open_memory=lambda resolved, embedder: self.engine)
+        out = claude_hooks.handle(event, {"cwd": str(self.root), **payload}, self.env, host)
         return ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
 
     def touch(self, sid: str, tool: str, path: str) -> str:

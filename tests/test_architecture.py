@@ -72,6 +72,9 @@ def _imports(name: str, tree: ast.Module) -> list[tuple[str, list[str], int]]:
 
 def test_the_tree_is_what_this_test_expects():
     assert {"cairn.engine", "cairn.storage.sqlite", "cairn.storage.postgres.store", "cairn.storage.db"} <= CORE
+    # The engine's steps and the supersession classifier's modules (issue #32's split).
+    assert {"cairn.writes", "cairn.detection", "cairn.reads", "cairn.supersede", "cairn.supersede_words",
+            "cairn.supersede_rules", "cairn.supersede_parts", "cairn.supersede_guards"} <= CORE
     assert {"cairn.storage.protocol", "cairn.storage.sql", "cairn.storage.base", "cairn.storage.migrations"} <= STORAGE
     assert {"cairn.adapters.cli", "cairn.adapters.claude.hooks", "cairn.adapters.claude.capture",
             "cairn.adapters.claude.transcripts", "cairn.adapters.hook", "cairn.adapters.warm",

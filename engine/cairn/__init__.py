@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 # The public API: every name an adapter (CLI, hooks, warm process, MCP server) may use, and the
 # module that defines it. tests/test_architecture.py holds adapters to this list.
 _EXPORTS = {
-    "Cairn": "api", "Review": "review", "Sessions": "sessions_api", "SCOPES": "models", "VECTOR_FLOOR": "engine",
+    "Cairn": "api", "Review": "review", "Sessions": "sessions_api", "SCOPES": "models", "VECTOR_FLOOR": "reads",
     "create_store": "stores", "list_stores": "stores", "delete_store": "stores", "rename_store": "stores",
     "backup_store": "stores", "backups_of": "stores", "restore_store": "stores", "migrate_store": "stores",
     "Draft": "records", "PRIVATE_KIND": "privacy",
@@ -102,7 +102,7 @@ if TYPE_CHECKING:
     from .scopes import CITED_WEIGHT, COMMAND, commands_of, normalise_pattern, path_arguments, prefix_of, relative
     from .embedder import Embedder, parse_fingerprint, required_extra
     from .api import Cairn
-    from .engine import VECTOR_FLOOR
+    from .reads import VECTOR_FLOOR
     from .errors import *  # noqa: F403
     from .models import (
         DECIDERS, DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES,

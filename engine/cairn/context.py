@@ -250,59 +250,89 @@ def session_brief(memory: Cairn, *, budget: int = BRIEF_CHARS, global_only: bool
     if (counts["current"] == 0 and not global_important) or budget <= 0:
         return None
     excluded = frozenset(exclude)
-    if global_only:
-        pool = [m for m in memory.list(kinds=list(BRIEF_KINDS), limit=budget // 40 + 1, scope="project",
-                                       order=Order.IMPORTANCE) if m.id not in excluded]
-    else:
-        pool = [m for m in _brief_candidates(memory, counts["current"], budget) if m.id not in excluded]
-        if focus and counts["current"] > ALL_LIMIT:  # a large store's candidates: the focus's too
-            have = {m.id for m in pool}
-            for memory_id in focus:
-                if memory_id in have or memory_id in excluded:
-                    continue
-                try:
-                    m = memory.get(memory_id)
-                except CairnError:
-                    continue
-                if m.status == "current" and m.cold_at is None:
-                    pool.append(m)
+    pool = _brief_pool(memory, counts["current"], budget, excluded, focus, global_only=global_only)
     now = now_ms()
     use = memory.usage_of([m.id for m in pool]) if pool else {}
     bonus = focus or {}
     pool.sort(key=lambda m: (-(brief_priority(m, use.get(m.id), now) + FOCUS_BONUS * bonus.get(m.id, 0.0)), m.id))
     total = len(pool) if counts["current"] <= ALL_LIMIT or global_only else counts["current"] - len(excluded)
-    if global_only:
-        header = (f"Cairn memory: this project has no store yet; your global store holds "
-                  f"{counts['current']} current memories that hold in every project. "
-                  "Cite as [mem:ID]; the memory_recall tool gives whole texts and finds more.")
-    else:
-        header = (f"Cairn project memory, store {memory.name}: {_count(total, 'current memory', 'current memories')}"
-                  f"{', listed here' if total else ''}. Cite as [mem:ID]; the memory_recall tool gives "
-                  "whole texts and finds more.")
+    header = _brief_header(memory, counts["current"], total, global_only=global_only)
     global_budget = 0 if global_only or not global_important else budget // GLOBAL_SHARE
     global_lines = _fit_lines([_gist_line(m, LISTED_GIST_CHARS, with_kind=True) for m in global_important],
                               global_budget - 2 - len(GLOBAL_TITLE))
     global_chars = len(GLOBAL_TITLE) + 2 + sum(len(x) + 1 for x in global_lines) if global_lines else 0
-    listed, gist, whole = _choose(pool, budget - len(header) - 1 - global_chars)
+    chosen = _choose(pool, budget - len(header) - 1 - global_chars)
     footer = ""
-    if len(listed) < total:
+    if len(chosen[0]) < total:
         header = header.replace(", listed here", "; {n} listed here, the rest mapped on the line 'Not listed: ...'")
         room = budget - len(header) - 1 - global_chars
-        store_topics = memory.topics(tags=MAP_TAGS) if counts["current"] > ALL_LIMIT else None  # one query
-        scoped = memory.scopes.count_scoped()
-        while True:  # the map of the rest is worth more than the least of the listed lines
-            if store_topics is not None:  # the rest is not loaded: the store's counts less the listed
-                named, kinds = list(store_topics["tags"]), dict(store_topics["kinds"])
-                for m in listed:
-                    kinds[m.kind] = max(0, kinds.get(m.kind, 0) - 1)
-            else:
-                shown = {m.id for m in listed}
-                named, kinds = _rest_topics([m for m in pool if m.id not in shown])
-            footer = _rest_line(total - len(listed), kinds, named, scoped)
-            if not listed or _listing_chars(listed, gist, whole) + 1 + len(footer) <= room:
-                break
-            listed.pop()
-        header = header.replace("{n}", str(len(listed)))
+        footer = _fit_map(memory, pool, chosen, total, counts["current"], room)
+        header = header.replace("{n}", str(len(chosen[0])))
+    return _brief_text(header, chosen, global_lines, footer)
+
+
+def _brief_pool(memory: Cairn, current: int, budget: int, excluded: frozenset[str],
+                focus: Mapping[str, float] | None, *, global_only: bool) -> list[Memory]:
+    """The memories a brief may list, `excluded` left out: the global store's decisions, conventions
+    and preferences (global_only), else the brief's candidates (_brief_candidates) and, in a store
+    too large to list whole (`current` over ALL_LIMIT), the current warm memories of `focus`."""
+    if global_only:
+        return [m for m in memory.list(kinds=list(BRIEF_KINDS), limit=budget // 40 + 1, scope="project",
+                                       order=Order.IMPORTANCE) if m.id not in excluded]
+    pool = [m for m in _brief_candidates(memory, current, budget) if m.id not in excluded]
+    if focus and current > ALL_LIMIT:  # a large store's candidates: the focus's too
+        have = {m.id for m in pool}
+        for memory_id in focus:
+            if memory_id in have or memory_id in excluded:
+                continue
+            try:
+                m = memory.get(memory_id)
+            except CairnError:
+                continue
+            if m.status == "current" and m.cold_at is None:
+                pool.append(m)
+    return pool
+
+
+def _brief_header(memory: Cairn, current: int, total: int, *, global_only: bool) -> str:
+    """The brief's first line: which store, how many current memories (`current` in the global store
+    for global_only, else `total`), and how to cite and find more."""
+    if global_only:
+        return (f"Cairn memory: this project has no store yet; your global store holds "
+                f"{current} current memories that hold in every project. "
+                "Cite as [mem:ID]; the memory_recall tool gives whole texts and finds more.")
+    return (f"Cairn project memory, store {memory.name}: {_count(total, 'current memory', 'current memories')}"
+            f"{', listed here' if total else ''}. Cite as [mem:ID]; the memory_recall tool gives "
+            "whole texts and finds more.")
+
+
+def _fit_map(memory: Cairn, pool: list[Memory], chosen: tuple[list[Memory], int, bool], total: int,
+             current: int, room: int) -> str:
+    """The line 'Not listed: ...' that maps the `total` less the listed memories (chosen: _choose's
+    listing of `pool`), dropping the least of the listed lines until the listing and the map fit
+    `room` characters: the map of the rest is worth more than the least of the listed lines."""
+    listed, gist, whole = chosen
+    store_topics = memory.topics(tags=MAP_TAGS) if current > ALL_LIMIT else None  # one query
+    scoped = memory.scopes.count_scoped()
+    while True:
+        if store_topics is not None:  # the rest is not loaded: the store's counts less the listed
+            named, kinds = list(store_topics["tags"]), dict(store_topics["kinds"])
+            for m in listed:
+                kinds[m.kind] = max(0, kinds.get(m.kind, 0) - 1)
+        else:
+            shown = {m.id for m in listed}
+            named, kinds = _rest_topics([m for m in pool if m.id not in shown])
+        footer = _rest_line(total - len(listed), kinds, named, scoped)
+        if not listed or _listing_chars(listed, gist, whole) + 1 + len(footer) <= room:
+            return footer
+        listed.pop()
+
+
+def _brief_text(header: str, chosen: tuple[list[Memory], int, bool], global_lines: list[str],
+                footer: str) -> str | None:
+    """The brief's lines: the header, the listed memories by section, the global store's, the map;
+    None when nothing is listed."""
+    listed, gist, whole = chosen
     lines = [header]
     for title in dict.fromkeys([*SECTION_TITLES.values(), OTHER_TITLE]):
         items = [_listed_line(m, gist, whole) for m in listed if _section(m.kind) == title]

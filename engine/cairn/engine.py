@@ -4,7 +4,10 @@
 memories and of their supersession. What stands above it uses it: the review queue (review.py), the
 captured sessions (sessions_api.py), the hooks' context (context.py), and `Cairn` (api.py), the
 public class adapters open, which adds `memory.review` and `memory.sessions`. The SQL lives in
-storage/ (one contract, protocol.StoreBackend, for SQLite and Postgres).
+storage/ (one contract, protocol.StoreBackend, for SQLite and Postgres). Its steps live beside it:
+writes.py (the write path, which only `Engine` calls), detection.py (what a write finds among the
+current memories: the changes it retires, possible conflicts, related memories) and reads.py (what
+a read admits).
 """
 
 from __future__ import annotations
@@ -13,151 +16,67 @@ import builtins
 import json
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from dataclasses import field as _field
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self, cast
 
 from .compose import Resolved, embedder_from_config, resolve
 from .embedder import Embedder, compatible, parse_fingerprint
-from .errors import EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound, NotCurrent
+from .errors import EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, MemoryNotFound
 from .errors import StoreBusy, StoreError, StoreNotFound
-from .models import DEFAULT_IMPORTANCE, KINDS, MAX_RELATED, SCOPES, Hit, Memory, Order, RememberResult, Status
+from .models import DEFAULT_IMPORTANCE, SCOPES, Hit, Memory, Order, RememberResult, Status
 from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
 from .models import NewMemory
-from .records import Draft, normalise_tags, parse_export_lines, validate
-from .privacy import PRIVATE_KIND, private_spans, random_token, scrub_many
-from .scope_index import attach, inherit, learn
-from .scopes import normalise_patterns
+from .records import Draft, parse_export_lines, validate
 from .sessions import in_context, turn_passage
 from .backends import backend_of, open_store
 from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
-from .storage.sql import Filters
 from .stores import Progress, no_progress, scrubbed_rows
-from . import slots
-from .supersede import SIMILARITY_THRESHOLD, classify, names_old_value, restates, states_change, subject_overlap
-from .text import duplicate_key, fts_query, is_blank, lone_surrogate, passage
-from .timeutil import END_OF_TIME, format_date, now_ms, parse_time
+from . import detection
+from .reads import check_query, read_filters, relevant
+from .writes import attach_scopes, require_current, scrub_drafts, supersede_row, write
+from .text import duplicate_key, passage
+from .timeutil import END_OF_TIME, now_ms
 
 if TYPE_CHECKING:
     import numpy as np
 
 log = logging.getLogger(__name__)
 
-DETECTION_CANDIDATES = 5  # nearest current memories (any kind) checked for supersession and `related`
-# Best keyword matches checked as well, with or without a model: a change the words alone show ("We
-# now deploy with Kamal" after "Deploys go through blue-green on Fly; ...") can sit below the cosine gate.
-KEYWORD_CANDIDATES = 8
-# Memories naming another value of a slot the new text names (slots.search_phrases) read to find the
-# newest of them: more than the plain keyword candidates, since guidance names tools in passing.
-SLOT_CANDIDATES = 64
-# A candidate the classifier calls unrelated is still shown as related when it is this close: a
-# cosine of the embeddings (all-MiniLM-L6-v2) or, without one, a Dice overlap of subject words.
-# Set by hand (the candidate gate, and a third of the words), not swept; their effect is measured by
-# bench/supersession_loop.py (docs/benchmarks.md, "Truth maintenance with the writer in the loop").
-RELATED_COSINE = 0.40
-RELATED_OVERLAP = 0.3
 
-
-@dataclass
-class _Found:
-    """What detection found for one write (Engine._detect)."""
-
-    targets: list[tuple[int, Memory, str]] = _field(default_factory=list)  # (seq, memory, reason) to retire
-    conflicts: list[dict[str, Any]] = _field(default_factory=list)  # {"id", "reason", "restatement"?}: queued
-    related: list[dict[str, str]] = _field(default_factory=list)  # {"id", "text", "kind", "date", "why"}
-
-
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:
-    import numpy as np
-
-    norms = float(np.linalg.norm(a) * np.linalg.norm(b))
-    return float(np.dot(a, b)) / norms if norms else 0.0
-
-
-VECTOR_FLOOR = 0.15
-"""Recall's relevance floor for a hit whose only evidence is the vector retriever.
-
-The vector retriever always returns its `candidates` nearest memories, however unrelated: on a small
-store every memory comes back for any query. A hit with no keyword match and a cosine at or below
-this floor is filler (for all-MiniLM-L6-v2, unrelated sentences fall around 0.0-0.15; negative
-cosines never mean anything), so recall drops it. Kept low on purpose: a memory that shares no word with
-the question but is about it scores well above 0.15, and LoCoMo recall@10 (docs/benchmarks.md)
-does not move with this floor. Hits with a keyword match are never dropped by it."""
-MAX_QUERY_CHARS = 2000
-"""The longest query recall takes (the MCP tool's limit; a hook cuts a prompt to this length). Forming
-the keyword query of a pasted 10 MB log took 20 s; a question is never that long."""
-
-
-def _known_kinds(kinds: Iterable[str]) -> tuple[str, ...]:
-    """The kinds of a read's filter, each one of KINDS. Raises InvalidMemory."""
-    kinds = tuple(kinds)
-    for kind in kinds:
-        if kind not in KINDS:
-            raise InvalidMemory(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}")
-    return kinds
-
-
-def _scrubbed(drafts: list[Draft]) -> tuple[list[Draft], list[list[dict[str, Any]]]]:
-    """The drafts as they may be stored, and per draft what was redacted (RememberResult.redacted):
-    `<private>` spans removed and secrets replaced by `[REDACTED:<type>]` (privacy.scrub, as for
-    captured turns) in the text and in each applies-when phrase, and a tag holding either refused
-    (InvalidMemory), before validation, embedding, duplicate detection or any write, on every
-    backend: what a person marks private or a key pasted into a memory never reaches a store, a
-    shared one least of all. Raises InvalidMemory for a text that was nothing but private spans (it
-    is not stored, and not silently dropped either)."""
-    def scrubbable(value: object) -> bool:
-        return isinstance(value, str) and not is_blank(value) and lone_surrogate(value) is None
-
-    # (draft index, field, phrase index (-1 for the text), string): the text, each applies-when phrase
-    # and each tag, scrubbed in one batch.
-    found: list[tuple[int, str, int, str]] = []
-    for i, d in enumerate(drafts):
-        if scrubbable(d.text):
-            found.append((i, "text", -1, d.text))
-        for field in ("applies_when", "tags"):
-            values = getattr(d, field)
-            if isinstance(values, (list, tuple)):
-                found += [(i, field, j, v) for j, v in enumerate(values) if scrubbable(v)]
-    redacted: list[list[dict[str, Any]]] = [[] for _ in drafts]
-    if not found:
-        return drafts, redacted
-    out = list(drafts)
-    for (i, field, j, value), clean in zip(found, scrub_many([v for *_, v in found])):
-        if clean.text == value:
-            if field == "tags" and random_token(value.strip()):  # no rule saw it; as a tag it has no other reading
-                raise InvalidMemory(f"tag {j + 1} looks like a secret (a random string of {len(value.strip())} "
-                                    "characters); tags are not redacted, so leave it out")
-            continue
-        where = field if j < 0 else f"{field}[{j}]"
-        redacted[i] += [{"field": where, "kind": kind, "start": a, "end": b} for kind, a, b in clean.places]
-        if clean.private_spans:  # removed, not replaced: say so, or the writer thinks the text was kept whole
-            redacted[i] += [{"field": where, "kind": PRIVATE_KIND, "start": a, "end": b}
-                            for a, b in private_spans(value)]
-        if field == "tags":  # a tag is shown in every listing and cannot hold a redaction marker
-            kinds = ", ".join(sorted(clean.redactions)) or "<private>"
-            raise InvalidMemory(f"tag {j + 1} holds a secret ({kinds}) or private text; tags are not "
-                                "redacted, so leave it out")
-        if is_blank(clean.text):
-            what = "the text" if field == "text" else f"applies_when phrase {j + 1}"
-            raise InvalidMemory(f"{what} is all <private> content: nothing of it may be stored")
-        if field == "text":
-            out[i] = replace(out[i], text=clean.text.strip())
-        else:
-            phrases = list(out[i].applies_when)
-            phrases[j] = clean.text.strip()
-            out[i] = replace(out[i], applies_when=tuple(phrases))
-    return out, redacted
-
-
-def _relevant(hit: Hit) -> bool:
-    """Whether a hit has evidence beyond a vector retriever's filler (see VECTOR_FLOOR)."""
-    if "bm25" in hit.reasons:
-        return True
-    cosine = hit.reasons.get("vector", {}).get("cosine")
-    return cosine is None or cosine > VECTOR_FLOOR
+def _open_project_store(resolved: Resolved, *, create: bool, read_only: bool, busy_ms: int) -> tuple[Store, bool]:
+    """The project store `resolved` chose, opened as Engine.open's arguments say, and whether it is
+    missing (read_only on a store that does not exist: an empty stand-in in memory). Raises
+    StoreNotFound (also for a missing Postgres store unless read_only), InvalidStoreName,
+    StoreCorrupted, StoreBusy, SchemaTooNew, ConfigError."""
+    choice, config = resolved.choice, resolved.config
+    allowed = create or not choice.explicit or choice.name == GLOBAL_STORE
+    meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
+    on_postgres = backend_of(choice.name, config, project=True) == "postgres"
+    absent = None if create else resolved.missing()
+    if absent is not None:
+        raise absent
+    missing = False
+    if on_postgres:
+        try:
+            opened = open_store(choice.name, choice.path, config, create=allowed and not read_only,
+                                project=True, meta=meta)
+        except StoreNotFound:
+            if not read_only:
+                raise StoreNotFound(
+                    f"store {choice.name!r} does not exist on the Postgres server (chosen by {choice.reason}); "
+                    f"create it with `cairn stores create {choice.name} --postgres URL` or pass --create"
+                ) from None
+            missing = True
+    else:
+        missing = read_only and not choice.path.exists()
+    if not on_postgres or missing:
+        opened = open_store(choice.name, Path(":memory:") if missing else choice.path, config,
+                            create=allowed or missing, project=True, meta=meta, backend="sqlite",
+                            busy_timeout_ms=busy_ms)
+    return opened, missing
 
 
 class Engine:
@@ -221,31 +140,8 @@ class Engine:
         choice, config = resolved.choice, resolved.config
         if isinstance(embedder, str):  # "auto"
             embedder = embedder_from_config(config)
-        allowed = create or not choice.explicit or choice.name == GLOBAL_STORE
-        meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
-        on_postgres = backend_of(choice.name, config, project=True) == "postgres"
-        absent = None if create else resolved.missing()
-        if absent is not None:
-            raise absent
-        missing = False
-        if on_postgres:
-            try:
-                opened = open_store(choice.name, choice.path, config, create=allowed and not read_only,
-                                    project=True, meta=meta)
-            except StoreNotFound:
-                if not read_only:
-                    raise StoreNotFound(
-                        f"store {choice.name!r} does not exist on the Postgres server (chosen by {choice.reason}); "
-                        f"create it with `cairn stores create {choice.name} --postgres URL` or pass --create"
-                    ) from None
-                missing = True
-        else:
-            missing = read_only and not choice.path.exists()
         busy_ms = config["store"]["busy_timeout_ms"] if busy_timeout_ms is None else busy_timeout_ms
-        if not on_postgres or missing:
-            opened = open_store(choice.name, Path(":memory:") if missing else choice.path, config,
-                                create=allowed or missing, project=True, meta=meta, backend="sqlite",
-                                busy_timeout_ms=busy_ms)
+        opened, missing = _open_project_store(resolved, create=create, read_only=read_only, busy_ms=busy_ms)
         try:
             engine = cls(opened, choice=choice, embedder=embedder, config=config, check_model=check_model)
             engine._busy_timeout_ms = busy_ms
@@ -454,11 +350,11 @@ class Engine:
             raise InvalidMemory(f"memories are written to scope 'project' or 'global', not {scope!r}")
         store = self._stores(scope, write=True)[0]
         recorded_at = now_ms()
-        drafts, redacted = _scrubbed(drafts)
+        drafts, redacted = scrub_drafts(drafts)
         rows = [validate(d, recorded_at=recorded_at) for d in drafts]
         for draft in drafts:
             for old_id in draft.replaced_ids:
-                self._require_current(store, old_id)
+                require_current(store, old_id)
         vectors = self.embed([passage(r.text, r.applies_when) for r in rows])
         if vectors is not None:
             self._claim_space(store)
@@ -467,186 +363,18 @@ class Engine:
         for i, (draft, row) in enumerate(zip(drafts, rows)):
             vector = None if vectors is None else vectors[i]
             with store.transaction():  # the memory and its scopes commit together
-                result = self._write(store, row, vector, replaces=draft.replaced_ids, detect=detect)
-                self._scope(store, draft, result, at=row.recorded_at, root=self.choice.project_root)
+                result = write(store, row, vector, replaces=draft.replaced_ids, detect=detect)
+                attach_scopes(store, draft, result, at=row.recorded_at, root=self.choice.project_root)
             results.append(replace(result, redacted=redacted[i]))
             if results[-1].conflicts and not self.defer_review:
                 results[-1] = replace(results[-1], queued=self._queue_conflicts(store, results[-1]))
         return results
-
-    @staticmethod
-    def _scope(store: Store, draft: Draft, result: RememberResult, *, at: int, root: Path | None = None) -> None:
-        """A write's path scopes: the ones given (scopes.attach), else those of the memories it
-        replaced (scopes.inherit); and, when the draft names its session, what that session touched
-        just before (scopes.learn)."""
-        memory_id = result.memory.id
-        patterns = normalise_patterns(draft.paths, root)
-        if patterns:
-            attach(store, memory_id, patterns, at=at)
-        elif result.superseded and result.status == "created":
-            inherit(store, memory_id, result.superseded, at=at)
-        if draft.session_id:
-            learn(store, [memory_id], draft.session_id, at=at)
 
     def _queue_conflicts(self, store: Store, result: RememberResult) -> list[str]:
         """What becomes of the possible conflicts a write reported, once the write is done: here
         nothing; `Cairn` (api.py), which has the review queue, queues them as conflict proposals.
         Returns the ids of the proposals queued."""
         return []
-
-    def _require_current(self, store: Store, memory_id: str, *, lock: bool = False) -> Memory:
-        memory = store.get_for_update(memory_id) if lock else store.get(memory_id)
-        if memory.forgotten_at is not None:
-            raise NotCurrent(f"memory {memory_id} was forgotten; there is nothing to replace")
-        if memory.superseded_by is not None:
-            raise NotCurrent(
-                f"memory {memory_id} was already superseded by {memory.superseded_by}; replace that one instead"
-            )
-        return memory
-
-    def _write(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, replaces: tuple[str, ...],
-               detect: bool) -> RememberResult:
-        with store.transaction():
-            # Re-checked under the write lock (SQLite) or with the rows locked (Postgres).
-            olds = [self._require_current(store, i, lock=True) for i in replaces]
-            # One index lookup: text_key is text.duplicate_key, the one definition of the same memory.
-            existing = store.current_by_text_key(row.text_key)
-            restated: list[str] = []
-            if existing is not None and existing.id in replaces and (
-                    sorted(existing.tags) != sorted(row.tags) or existing.kind != row.kind
-                    or existing.text != row.text):
-                # Its own text with other tags or kind, or other punctuation (a review keeping one
-                # memory's text and the tags the user chose; an edit of its punctuation): a new
-                # version of it, which retires it like the others. It is retired first (one current
-                # memory per key), by a row inserted just below.
-                store.defer_references()
-                self._supersede(store, existing.id, row.id, at=row.recorded_at, valid_until=row.valid_from)
-                restated = [existing.id]
-                olds = [o for o in olds if o.id != existing.id]
-                existing = None
-            if existing is not None:
-                # The text is already remembered. Replacing other memories by it still retires them
-                # (the review verdict "keep the newer one"): nothing new is written. One clock: each
-                # holds until its successor does (no gap between them, nor overlap).
-                retired = [o.id for o in olds if o.id != existing.id]
-                for o in olds:
-                    if o.id != existing.id:
-                        self._supersede(store, o.id, existing.id, at=row.recorded_at,
-                                        valid_until=max(existing.valid_from, o.valid_from))
-                # After a replace, what else the text may change; a plain duplicate changes nothing.
-                related = self._detect(store, row, vector, retire=False,
-                                       skip={existing.id, *retired}).related if retired else []
-                return RememberResult(store.get(existing.id), "duplicate", retired, related=related)
-            superseded: list[str] = list(restated)
-            targets: list[tuple[int, Memory, str]] = []
-            found = _Found()
-            if olds:
-                targets = [(store.seq_of(old.id), old, "replaced explicitly") for old in olds]
-                # What else the replacement may change: listed, never retired.
-                found = self._detect(store, row, vector, retire=False, skip={o.id for o in olds})
-            elif detect:
-                found = self._detect(store, row, vector, retire=True)
-                targets = found.targets
-            if store.insert(row, vector) is None:
-                # Another machine stored the same text meanwhile (Postgres; SQLite writers are serial).
-                duplicate = store.current_by_text_key(row.text_key)
-                if duplicate is not None:
-                    return RememberResult(duplicate, "duplicate", [])
-                raise StoreError(f"memory {row.id} could not be stored; try again")
-            for old_seq, old, _ in targets:
-                if self._supersede(store, old_seq, row.id, at=row.recorded_at, valid_until=row.valid_from):
-                    superseded.append(old.id)
-        return RememberResult(store.get(row.id), "created", superseded, found.conflicts, found.related)
-
-    def _detect(self, store: Store, row: NewMemory, vector: np.ndarray | None, *, retire: bool,
-                skip: frozenset[str] | set[str] = frozenset()) -> _Found:
-        """What a new memory `row` does to the current ones: those it retires, those it may
-        contradict (`conflicts`, queued for review) and the MAX_RELATED most likely about the same
-        subject (`related`, any kind, shown to the writer).
-
-        Candidates, of every kind: the nearest by vector (cosine at least SIMILARITY_THRESHOLD) and
-        the best keyword matches, so a model only ever adds candidates to what the words alone
-        find; a keyword match is classified with its own stored cosine (None without a vector).
-        Retired (only with `retire`): a memory of the same kind that supersede.classify calls
-        superseded, when the new text says in words that something changed (supersede.states_change).
-        A change the text does not state, or across kinds, is a conflict: related and queued."""
-        everything = Filters()
-        near: dict[int, float | None] = {}
-        if vector is not None and store.vector_index is not None:
-            near = {s: c for s, c in store.vector_search(vector, everything, DETECTION_CANDIDATES)
-                    if c >= SIMILARITY_THRESHOLD}
-        match = fts_query(row.text)
-        keyword = [s for s, _ in store.keyword_search(match, everything, KEYWORD_CANDIDATES)
-                   if s not in near] if match else []
-        # Per slot this text names (CI provider, database, deploy target, ...), the newest current
-        # memory naming another value of it: the value that held until now, however little wording
-        # the two share. Guidance names tools in passing ("run npm test"), so many are read.
-        slot_of: dict[int, str] = {}
-        phrases = slots.search_phrases(row.text)
-        if phrases:
-            query = " OR ".join('"' + " ".join(t.replace('"', '""') for t in p) + '"' for p in phrases)
-            hits = [s for s, _ in store.keyword_search(query, everything, SLOT_CANDIDATES)]
-            texts = store.by_seqs(hits)
-            self._newest_per_slot(slot_of, texts, row.text, skip)
-            keyword += [s for s in slot_of if s not in near and s not in keyword]
-        stored = store.vectors_of(keyword) if keyword and vector is not None else {}
-        for seq in keyword:
-            near[seq] = _cosine(stored[seq], vector) if seq in stored and vector is not None else None
-        memories = store.by_seqs(list(near))
-        self._newest_per_slot(slot_of, memories, row.text, skip)  # another version, another holder
-        chained = names_old_value(row.text)  # "from X to Y": X may be named only earlier in the chain
-        stated = states_change(row.text)
-        found = _Found()
-        ranked: list[tuple[tuple[int, float], Memory, str]] = []
-        oldest_first = sorted(near)
-        for seq, cosine in near.items():
-            old = memories[seq]
-            if old.id in skip:
-                continue
-            history = [store.get(i).text or "" for i in store.chain_ids(old.id)[:-1]] if chained else []
-            # Newer candidates may each have changed another part of a multi-part old memory.
-            later = [memories[s].text or "" for s in oldest_first if s > seq]
-            verdict = classify(old.text or "", row.text, cosine, history=history, later=later)
-            same_kind = old.kind == row.kind
-            closeness = cosine if cosine is not None else subject_overlap(old.text or "", row.text)
-            if verdict.label == "supersede" and retire and same_kind and stated:
-                found.targets.append((seq, old, verdict.reason))
-                continue
-            if verdict.label == "supersede":
-                why = (f"a change of this {old.kind}? {verdict.reason}" if not same_kind
-                       else f"may be an older value: {verdict.reason}")
-                found.conflicts.append({"id": old.id, "reason": why})
-                ranked.append(((0, -closeness), old, why))
-            elif verdict.label == "conflict":
-                found.conflicts.append({"id": old.id, "reason": verdict.reason,
-                                        **({"restatement": True} if restates(verdict, old.text or "", row.text)
-                                           else {})})
-                # A slot's newest other value first among these: the likeliest change.
-                ranked.append(((1, -2.0 if seq in slot_of else -closeness), old, verdict.reason))
-            elif seq in slot_of:
-                ranked.append(((1, -2.0), old, f"may be an older value: {slot_of[seq]}"))
-            elif cosine is not None and cosine >= RELATED_COSINE:
-                ranked.append(((2, -closeness), old, f"a similar subject (cosine {cosine:.2f})"))
-            elif cosine is None and closeness >= RELATED_OVERLAP:
-                ranked.append(((2, -closeness), old, f"a similar subject (word overlap {closeness:.2f})"))
-        ranked.sort(key=lambda item: item[0])
-        found.related = [{"id": m.id, "text": m.text or "", "kind": m.kind, "date": format_date(m.valid_from),
-                          "why": why} for _, m, why in ranked[:MAX_RELATED]]
-        return found
-
-    @staticmethod
-    def _newest_per_slot(slot_of: dict[int, str], memories: dict[int, Memory], text: str,
-                         skip: frozenset[str] | set[str]) -> None:
-        """Add to `slot_of` ({seq: reason}), newest first, each memory of `memories` that names another
-        value of a slot `text` names (slots.changed_slot), one per slot not already in it."""
-        taken = {slots.slot_key(r) for r in slot_of.values()}
-        for seq in sorted(memories, reverse=True):
-            if seq in slot_of or memories[seq].id in skip:
-                continue
-            change = slots.changed_slot(memories[seq].text or "", text)
-            if change is not None and slots.slot_key(change) not in taken:
-                slot_of[seq] = change
-                taken.add(slots.slot_key(change))
 
     def possible_changes(self, memory_id: str) -> list[dict[str, Any]]:
         """The current memories recorded before `memory_id` (project store) that it may change or
@@ -659,8 +387,8 @@ class Engine:
             return []
         seq = store.seq_of(memory_id)
         vector = store.vectors_of([seq]).get(seq)
-        # _detect reads a row's text and kind only, which a stored memory has as a new one does.
-        found = self._detect(store, cast("NewMemory", memory), vector, retire=False, skip={memory_id})
+        # detect reads a row's text and kind only, which a stored memory has as a new one does.
+        found = detection.detect(store, cast("NewMemory", memory), vector, retire=False, skip={memory_id})
         older = {c["id"] for c in found.conflicts if store.seq_of(c["id"]) < seq}
         return [c for c in found.conflicts if c["id"] in older]
 
@@ -689,7 +417,7 @@ class Engine:
         if not ids:
             raise InvalidMemory("replace needs at least one memory id")
         store = self._store_holding(ids[0])
-        old = self._require_current(store, ids[0])
+        old = require_current(store, ids[0])
         scope = "global" if store.name == GLOBAL_STORE and self.store.name != GLOBAL_STORE else "project"
         return self.remember(
             text, kind=old.kind if kind is None else kind, tags=old.tags if tags is None else tags,
@@ -734,10 +462,10 @@ class Engine:
         NotCurrent (superseded or forgotten)."""
         store = self._store_holding(memory_id)
         with store.transaction():
-            old = self._require_current(store, memory_id, lock=True)
+            old = require_current(store, memory_id, lock=True)
             if old.retired_at is None:
                 at = now_ms()
-                self._supersede(store, memory_id, None, at=at, valid_until=at)
+                supersede_row(store, memory_id, None, at=at, valid_until=at)
         return store.get(memory_id)
 
     def retire_into(self, memory_ids: Iterable[str], keep_id: str, *, at: int | None = None) -> builtins.list[str]:
@@ -754,21 +482,12 @@ class Engine:
         at = now_ms() if at is None else int(at)
         retired = []
         with store.transaction():
-            self._require_current(store, keep_id)
+            require_current(store, keep_id)
             for memory_id in memory_ids:
-                self._require_current(store, memory_id, lock=True)
-                if self._supersede(store, memory_id, keep_id, at=at, valid_until=at):
+                require_current(store, memory_id, lock=True)
+                if supersede_row(store, memory_id, keep_id, at=at, valid_until=at):
                     retired.append(memory_id)
         return retired
-
-    @staticmethod
-    def _supersede(store: Store, old: str | int, by: str | None, *, at: int, valid_until: int) -> bool:
-        """The one writer of supersession: retire `old` (an id, or its row number) at transaction time
-        `at`, its validity ending at `valid_until`, superseded by the memory `by` (None: retired with
-        no successor). Every retirement goes through here (_write, retire, retire_into). Returns
-        False when another writer retired or forgot it first."""
-        seq = store.seq_of(old) if isinstance(old, str) else old
-        return store.supersede(seq, by, at=at, valid_until=valid_until)
 
     def source_state(self, name: str) -> dict[str, Any]:
         """What the importer of an outside source (`name`, e.g. "claude-memory") recorded in the
@@ -845,23 +564,11 @@ class Engine:
         Hits whose only evidence is a vector cosine at or below VECTOR_FLOOR are left out: no filler.
         Raises InvalidMemory (empty query, one over MAX_QUERY_CHARS, unknown kind or scope), InvalidTime.
         """
-        if not isinstance(query, str):
-            raise InvalidMemory("query must be a string")
-        if is_blank(query):
-            raise InvalidMemory("query is empty" + (" (only invisible characters)" if query else ""))
-        if lone_surrogate(query) is not None:
-            raise InvalidMemory("query is not valid Unicode (a lone surrogate; undecodable bytes?)")
-        if len(query) > MAX_QUERY_CHARS:
-            raise InvalidMemory(f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS}")
+        check_query(query)
         k = self.config["recall"]["k"] if k is None else int(k)
         scope = self.config["recall"]["scope"] if scope is None else scope
-        kinds = _known_kinds(kinds)
-        filters = Filters(
-            as_of=parse_time(as_of, field="as_of"), known_at=parse_time(known_at, field="known_at"),
-            kinds=kinds, tags=normalise_tags(tags), since=parse_time(since, field="since"),
-            until=parse_time(until, field="until"), include_superseded=include_superseded,
-            include_cold=bool(include_cold),
-        )
+        filters = read_filters(kinds=kinds, tags=tags, as_of=as_of, known_at=known_at, since=since, until=until,
+                               include_superseded=include_superseded, include_cold=include_cold)
         stores = self._stores(scope)
         if query_vector is None and use_vectors and any(s.vector_index for s in stores):
             vectors = self.embed([query], query=True)
@@ -873,7 +580,7 @@ class Engine:
         hits: list[Hit] = []
         for store in stores:
             ranked = rank(store, query, query_vector, filters, k, ranking or self.ranking)
-            hits += [h for h in ranked if _relevant(h)]
+            hits += [h for h in ranked if relevant(h)]
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         return hits[:k]
 
@@ -892,10 +599,8 @@ class Engine:
         except ValueError:
             expected = ", ".join(o.value for o in Order)
             raise InvalidMemory(f"unknown order {order!r}; expected one of: {expected}") from None
-        kinds = _known_kinds(kinds)
-        filters = Filters(as_of=parse_time(as_of, field="as_of"), known_at=parse_time(known_at, field="known_at"),
-                          kinds=kinds, tags=normalise_tags(tags), include_superseded=include_superseded,
-                          include_cold=bool(include_cold))
+        filters = read_filters(kinds=kinds, tags=tags, as_of=as_of, known_at=known_at,
+                               include_superseded=include_superseded, include_cold=include_cold)
         out: list[Memory] = []
         for store in self._stores(scope):
             out += store.memories(filters, limit=limit, order=order)
@@ -1068,4 +773,4 @@ class Engine:
         return len(rows)
 
 
-__all__ = ["Draft", "Engine", "SCOPES", "VECTOR_FLOOR"]
+__all__ = ["Draft", "Engine", "SCOPES"]

@@ -485,24 +485,8 @@ def import_tree(propose: Callable[..., dict[str, Any]], target: str | Path | Non
     files not read], "listed_by": "git" | "walk" | "file", "cut_short"}; for one file also its
     "file" (the path as given). Raises InvalidInput (a missing target; for one file: unreadable,
     not UTF-8, over 1 MiB)."""
-    from .text import normalise
-
     cwd = Path(os.path.realpath(cwd or Path.cwd()))
-    single = False
-    given = cwd
-    if target is None:
-        folder = git_root(cwd) or cwd
-    else:
-        named = Path(target).expanduser()
-        named = named if named.is_absolute() else cwd / named
-        if named.is_dir():
-            folder = Path(os.path.realpath(named))
-        elif named.exists():
-            single = True
-            folder = Path(os.path.realpath(named.parent))
-            given = folder / named.name  # not resolved: a CLAUDE.md linked to AGENTS.md is read as CLAUDE.md
-        else:
-            raise InvalidInput(f"cannot read {target}: No such file or directory")
+    folder, given, single = _import_target(target, cwd)
     top = git_root(folder)
     if top is not None:
         root = top
@@ -519,6 +503,37 @@ def import_tree(propose: Callable[..., dict[str, Any]], target: str | Path | Non
     else:
         rels, meta = find(folder, root, git=top is not None)
         report.update(meta)
+    guides, files = _read_guides(rels, root, texts)
+    for m in _statements(guides, files):
+        _propose_statement(propose, m, files[m["rel"]])
+    report["files"] = [files[rel] for rel in rels if rel in files]
+    _add_totals(report)
+    if single:
+        report["file"] = str(target)
+    return report
+
+
+def _import_target(target: str | Path | None, cwd: Path) -> tuple[Path, Path, bool]:
+    """(the folder import_tree reads, the file it reads when one is named (else `cwd`), whether it
+    reads that one file). Raises InvalidInput (a missing target)."""
+    if target is None:
+        return git_root(cwd) or cwd, cwd, False
+    named = Path(target).expanduser()
+    named = named if named.is_absolute() else cwd / named
+    if named.is_dir():
+        return Path(os.path.realpath(named)), cwd, False
+    if named.exists():
+        folder = Path(os.path.realpath(named.parent))
+        # not resolved: a CLAUDE.md linked to AGENTS.md is read as CLAUDE.md
+        return folder, folder / named.name, True
+    raise InvalidInput(f"cannot read {target}: No such file or directory")
+
+
+def _read_guides(rels: list[str], root: Path, texts: dict[str, str]) -> tuple[dict[str, Guide],
+                                                                                 dict[str, dict[str, Any]]]:
+    """({rel: its Guide}, {rel: its file report}) of the guidance files `rels` under `root`, each
+    read from `texts` when there, else from disk; a file that cannot be read has a report with its
+    "error" and no Guide."""
     guides: dict[str, Guide] = {}
     files: dict[str, dict[str, Any]] = {}
     for rel in rels:
@@ -531,10 +546,17 @@ def import_tree(propose: Callable[..., dict[str, Any]], target: str | Path | Non
         guides[rel] = g
         files[rel] = _file_report(rel, g)
         files[rel]["left_out"] = left_out(g.body)
-    # One proposal per statement: the same text in several files takes the union of their scopes
-    # (none when one of them has none) and of their applies-when phrases.
+    return guides, files
+
+
+def _statements(guides: dict[str, Guide], files: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The statements of `guides` to propose, in file order, each {"item", "rel", "line", "paths",
+    "whole", "applies_when"}, counted in `files` (items, merged, skipped). One proposal per
+    statement: the same text in several files takes the union of their scopes (none when one of them
+    has none) and of their applies-when phrases."""
+    from .text import normalise
+
     merged: dict[str, dict[str, Any]] = {}
-    order: list[str] = []
     for rel, g in guides.items():
         for item in split(g.body):
             files[rel]["items"] += 1
@@ -552,23 +574,28 @@ def import_tree(propose: Callable[..., dict[str, Any]], target: str | Path | Non
                 continue
             merged[key] = {"item": item, "rel": rel, "line": line, "paths": list(g.paths), "whole": not g.paths,
                            "applies_when": list(g.applies_when)}
-            order.append(key)
-    for key in order:
-        m = merged[key]
-        item, rel = m["item"], m["rel"]
-        scope, notes = ((), []) if m["whole"] else _scope(m["paths"], "", basename=False)
-        files[rel]["notes"] += [n for n in notes if n not in files[rel]["notes"]]
-        try:
-            done = propose(item.text, kind=item.kind, context=item.context, origin=f"{rel}:{m['line']}",
-                           applies_when=m["applies_when"][:MAX_APPLIES_WHEN] or None, paths=list(scope))
-        except InvalidMemory as exc:
-            files[rel]["skipped"].append({"line": m["line"], "reason": str(exc)})
-            continue
-        files[rel][done["status"]] += 1
-        files[rel]["scoped"] += done["status"] == "queued" and bool(scope)
-        if done["proposal"]:
-            files[rel]["proposals"].append(done["proposal"]["id"])
-    report["files"] = [files[rel] for rel in rels if rel in files]
+    return list(merged.values())
+
+
+def _propose_statement(propose: Callable[..., dict[str, Any]], m: dict[str, Any], file: dict[str, Any]) -> None:
+    """Propose the statement `m` (see _statements) with its scope, counted in its `file`'s report."""
+    item, rel = m["item"], m["rel"]
+    scope, notes = ((), []) if m["whole"] else _scope(m["paths"], "", basename=False)
+    file["notes"] += [n for n in notes if n not in file["notes"]]
+    try:
+        done = propose(item.text, kind=item.kind, context=item.context, origin=f"{rel}:{m['line']}",
+                       applies_when=m["applies_when"][:MAX_APPLIES_WHEN] or None, paths=list(scope))
+    except InvalidMemory as exc:
+        file["skipped"].append({"line": m["line"], "reason": str(exc)})
+        return
+    file[done["status"]] += 1
+    file["scoped"] += done["status"] == "queued" and bool(scope)
+    if done["proposal"]:
+        file["proposals"].append(done["proposal"]["id"])
+
+
+def _add_totals(report: dict[str, Any]) -> None:
+    """Add to an import's `report` the totals of its files' reports (import_tree's return)."""
     for key in ("items", *_COUNTS, "merged", "scoped"):
         report[key] = sum(f[key] for f in report["files"])
     report["skipped"] = [{"file": f["file"], **s} for f in report["files"] for s in f["skipped"]]
@@ -578,6 +605,3 @@ def import_tree(propose: Callable[..., dict[str, Any]], target: str | Path | Non
             left[kind] = left.get(kind, 0) + n
     report["left_out"] = left
     report["proposals"] = [i for f in report["files"] for i in f["proposals"]]
-    if single:
-        report["file"] = str(target)
-    return report

@@ -17,7 +17,8 @@ from .errors import MaintenanceBusy, MemoryNotFound
 from .models import Memory, Proposal, open_key
 from .review_queue import PAIR_TYPES, expire, new_proposal, older_first
 from .review_staging import Sets, fold, pair_key, pending_pairs
-from .supersede import SIMILARITY_THRESHOLD, Verdict as Judgement, classify, names_old_value
+from .supersede import SIMILARITY_THRESHOLD, Verdict as Judgement, classify
+from .supersede_words import names_old_value
 from .timeutil import now_ms
 
 if TYPE_CHECKING:
@@ -144,7 +145,7 @@ def _keyword_edges(memories: list[Memory], without: list[str], words: dict[str, 
     """Pairs of a memory without a vector and another sharing its words: weighted Jaccard at least
     KEYWORD_EDGE_JACCARD, or of two kinds with subject words overlapping by KIND_EDGE_OVERLAP.
     Words in more than MAX_POSTING memories make no pairs."""
-    from .supersede import subject_overlap
+    from .supersede_words import subject_overlap
 
     out: list[tuple[str, str, float | None, float]] = []
     kinds = {m.id: m.kind for m in memories}

@@ -86,7 +86,8 @@ def _blocks(content: Any) -> tuple[list[str], dict[str, list[str]], int]:
         elif kind == "tool_use":
             name = block.get("name")
             extra: dict[str, list[str]] = {"tools": [str(name)]} if name else {}
-            params = block.get("input") if isinstance(block.get("input"), dict) else {}
+            given = block.get("input")
+            params: dict[str, Any] = given if isinstance(given, dict) else {}
             files = [str(params[k]) for k in FILE_KEYS if isinstance(params.get(k), str)]
             if files:
                 extra["files"] = files
@@ -126,7 +127,8 @@ def parse_lines(data: bytes) -> Parsed:
             out.skipped["malformed"] += 1
             continue
         texts, meta, _ = _blocks(message.get("content"))
-        uuid = obj.get("uuid") if isinstance(obj.get("uuid"), str) else hashlib.sha256(raw).hexdigest()[:32]
+        given_uuid = obj.get("uuid")
+        uuid = given_uuid if isinstance(given_uuid, str) else hashlib.sha256(raw).hexdigest()[:32]
         out.last_uuid = uuid
         text = clean_text("\n\n".join(t for t in texts if t.strip())).strip()
         if not text:

@@ -15,7 +15,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from .engine import VECTOR_FLOOR, Engine
+from .engine import Engine
+from .reads import VECTOR_FLOOR
 from .errors import InvalidInput, SessionNotFound
 from .models import NEIGHBOURS, SESSION_MODES, SessionHit, SessionHits, SessionInfo, Turn, TurnDraft, session_keys
 from .privacy import scrub_many

@@ -384,6 +384,28 @@ def restore_store(source: str | Path, *, name: str | None = None, busy_timeout_m
     unreadable: StoreBusy, and nothing is moved or changed.
     Raises InvalidInput (no such file), InvalidStoreName, SchemaTooNew, StoreCorrupted, StoreBusy."""
     source = Path(source)
+    name = _backup_name(source, name)
+    target = store_path(name)
+    aside: Path | None = None
+    forgotten: dict[str, Memory] = {}  # forgotten in the store being replaced (unknown when unreadable)
+    if target.exists():
+        aside = private_dir(backups_dir()) / f"{name}-replaced-{_stamp()}.db"
+        forgotten = _restore_over(target, aside, source, name, busy_timeout_ms)
+    if not target.exists():
+        private_dir(target.parent)
+        copy = SqliteStore.open_file_copy(source, target)
+        copy.close()
+    back, counts = _settle_restored(target, name, forgotten, bring_back_forgotten)
+    return {"store": name, "path": str(target), "source": str(source),
+            "replaced_kept_at": str(aside) if aside else None, "schema_version": len(MIGRATIONS), "counts": counts,
+            "forgotten": [{"id": m.id, "kind": m.kind, "forgotten_at": m.forgotten_at} for m in back],
+            "forgotten_brought_back": bring_back_forgotten}
+
+
+def _backup_name(source: Path, name: str | None) -> str:
+    """The store name a restore of the backup file `source` writes: `name`, else the one the backup
+    records. Raises InvalidInput (no such file), StoreCorrupted (its integrity check fails),
+    InvalidStoreName, StoreError (a store on Postgres)."""
     if not source.is_file():
         raise InvalidInput(f"no backup file {source}")
     info = SqliteStore.inspect_file(source)
@@ -395,48 +417,56 @@ def restore_store(source: str | Path, *, name: str | None = None, busy_timeout_m
             f"store {name!r} is on Postgres, shared with the team: a backup is not restored over it. Restore "
             f"it as a local store (`cairn restore {source} --store {name}-restored`), check it, then copy it "
             f"to the server with `cairn migrate-store sqlite:{name}-restored postgres:NEW-NAME`")
-    target = store_path(name)
-    aside: Path | None = None
-    forgotten: dict[str, Memory] = {}  # forgotten in the store being replaced (unknown when unreadable)
-    if target.exists():
-        aside = private_dir(backups_dir()) / f"{name}-replaced-{_stamp()}.db"
-        live: SqliteStore | None = None
-        try:
-            live = SqliteStore.open(target, name=name, create=False, busy_timeout_ms=busy_timeout_ms)
-            live.backup_to(aside)
-            forgotten = {m.id: m for m, _ in live.iter_rows() if m.forgotten_at is not None}
-        except StoreBusy:
-            # Locked, not broken: moving a file aside under a writer would lose its writes.
-            if live is not None:
-                live.close()
-            Path(aside).unlink(missing_ok=True)
-            raise StoreBusy(f"store {name} is busy: another process has held its lock for over "
-                            f"{busy_timeout_ms / 1000:g} s; nothing was restored. Try again once it is "
-                            "done (`cairn doctor` shows the warm process).") from None
-        except (StoreError, DatabaseError) as exc:
-            # Unreadable (the usual reason to restore): nothing can be copied out of it, so its files
-            # are kept aside as they are, and the backup is copied into a new file.
-            log.warning("restore %s: the store cannot be read (%s); moving its files aside", name, exc)
-            if live is not None:
-                live.close()
-                live = None
-            for suffix in ("", "-wal"):
-                if Path(f"{target}{suffix}").exists():
-                    os.replace(f"{target}{suffix}", f"{aside}{suffix}")
-            Path(f"{target}-shm").unlink(missing_ok=True)
+    return name
+
+
+def _restore_over(target: Path, aside: Path, source: Path, name: str, busy_timeout_ms: int) -> dict[str, Memory]:
+    """Restore `source` over the existing store file `target`, kept aside first as `aside`: a readable
+    store is backed up there and overwritten in place, an unreadable one's files are moved there
+    (and `target` is then gone). Returns the memories forgotten in it ({id: tombstone}; none known
+    when unreadable). Raises StoreBusy, with nothing moved or changed."""
+    live: SqliteStore | None = None
+    forgotten: dict[str, Memory] = {}
+    try:
+        live = SqliteStore.open(target, name=name, create=False, busy_timeout_ms=busy_timeout_ms)
+        live.backup_to(aside)
+        forgotten = {m.id: m for m, _ in live.iter_rows() if m.forgotten_at is not None}
+    except StoreBusy:
+        # Locked, not broken: moving a file aside under a writer would lose its writes.
         if live is not None:
-            try:
-                live.restore_from(source)
-            except StoreBusy:
-                Path(aside).unlink(missing_ok=True)
-                raise StoreBusy(f"store {name} is busy: another process holds its write lock; nothing "
-                                "was restored. Try again once it is done.") from None
-            finally:
-                live.close()
-    if not target.exists():
-        private_dir(target.parent)
-        copy = SqliteStore.open_file_copy(source, target)
-        copy.close()
+            live.close()
+        Path(aside).unlink(missing_ok=True)
+        raise StoreBusy(f"store {name} is busy: another process has held its lock for over "
+                        f"{busy_timeout_ms / 1000:g} s; nothing was restored. Try again once it is "
+                        "done (`cairn doctor` shows the warm process).") from None
+    except (StoreError, DatabaseError) as exc:
+        # Unreadable (the usual reason to restore): nothing can be copied out of it, so its files
+        # are kept aside as they are, and the backup is copied into a new file.
+        log.warning("restore %s: the store cannot be read (%s); moving its files aside", name, exc)
+        if live is not None:
+            live.close()
+            live = None
+        for suffix in ("", "-wal"):
+            if Path(f"{target}{suffix}").exists():
+                os.replace(f"{target}{suffix}", f"{aside}{suffix}")
+        Path(f"{target}-shm").unlink(missing_ok=True)
+    if live is not None:
+        try:
+            live.restore_from(source)
+        except StoreBusy:
+            Path(aside).unlink(missing_ok=True)
+            raise StoreBusy(f"store {name} is busy: another process holds its write lock; nothing "
+                            "was restored. Try again once it is done.") from None
+        finally:
+            live.close()
+    return forgotten
+
+
+def _settle_restored(target: Path, name: str, forgotten: dict[str, Memory],
+                     bring_back_forgotten: bool) -> tuple[list[Memory], dict[str, int]]:
+    """Open the restored store `target` (which migrates an older schema), record its name, and erase
+    again each memory of `forgotten` it holds unforgotten, unless bring_back_forgotten. Returns
+    (those memories' tombstones, the store's counts)."""
     restored = SqliteStore.open(target, name=name, create=False)  # migrates an older schema
     back: list[Memory] = []
     try:
@@ -457,11 +487,7 @@ def restore_store(source: str | Path, *, name: str | None = None, busy_timeout_m
         counts = restored.counts()
     finally:
         restored.close()
-    return {"store": name, "path": str(target), "source": str(source),
-            "replaced_kept_at": str(aside) if aside else None, "schema_version": len(MIGRATIONS), "counts": counts,
-            "forgotten": [{"id": m.id, "kind": m.kind, "forgotten_at": m.forgotten_at} for m in back],
-            "forgotten_brought_back": bring_back_forgotten}
-
+    return back, counts
 
 __all__ = ["backup_store", "backups_of", "create_store", "delete_store", "list_stores", "migrate_store", "rename_store",
            "restore_store"]

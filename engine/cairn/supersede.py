@@ -10,6 +10,11 @@ keyword matches (cosine=None without a model). The verdict is one of
              reported for review;
   unrelated  different subjects, or one more value of a relation that holds several.
 
+This module is the classifier (`classify`, the constants, the verdict); what it reads is in
+supersede_words.py (tokens, lexicon, markers of change, canonical forms, `states_change`,
+`names_old_value`, `subject_overlap`), the rules of 4 to 6c in supersede_rules.py, multi-part
+memories (6, 6d) in supersede_parts.py and rule 8's guards in supersede_guards.py.
+
 Precision comes first: a wrong "supersede" silently hides a true memory, a missed one only leaves a
 stale memory next to the new one. The embedding alone cannot tell these apart (MiniLM scores
 "We deploy with Capistrano" / "We now deploy with Kamal" at 0.48 but "The test suite passes on
@@ -109,20 +114,22 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from functools import lru_cache
 from dataclasses import dataclass
-from difflib import SequenceMatcher
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
-from .text import STOPWORDS, normalise
-
-# What privacy.scrub puts where a secret stood: an unknown value, not words two texts can share.
-_REDACTED = re.compile(r"\[REDACTED:[^\]\n]{1,80}\]", re.IGNORECASE)
-
-
-def _plain(text: str) -> str:
-    return normalise(_REDACTED.sub(" ", text))
+from .text import normalise
+from .supersede_words import (
+    _ADDITIVE, _ANAPHORA, _APPROX, _DROPPED, _HEDGE, _ONE_OFF, _PREFER_OVER, _PRESENT_ONLY, _REPLACE, _RETIRE,
+    _TOKEN, _and_split, _canonical, _clauses, _dice, _has_marker, _in_voice_of, _is_change_statement, _news,
+    _persons, _plain, _possessed_match, _state, _subject_words, _tokens
+)
+from .supersede_rules import (
+    MIN_PREFIX, _doer_change, _marker_change, _one_slot, _polarity, _polarity_change, _restructured_change,
+    _revived, _role_holder_change, _value_change
+)
+from .supersede_parts import _PARTIAL, _clause_change, _every_part_changed, _partial, _untouched_clause
+from .supersede_guards import _frame_swap, _other_subject, _preference_only
 
 
 # Calibrated on tests/data/supersession_pairs.yaml with bench/supersession_eval.py; the sweep figures
@@ -139,10 +146,6 @@ CONFLICT_OVERLAP = 0.6
 # a lower bar, since a stale memory left unreported is what a chain of moves must never leave. Set by
 # hand like CONFLICT_OVERLAP: it moves pairs between conflict and unrelated only.
 CHANGE_CONFLICT_OVERLAP = 0.4
-# Tokens a value change must share before the differing span (its subject): one is not enough. The
-# same with and without a model (a longer prefix without one made the two modes disagree on "Office
-# moved to Berlin" / "... Munich"); the multi-valued rule now keeps out what 3 used to.
-MIN_PREFIX = 2
 
 Label = Literal["supersede", "conflict", "unrelated"]
 
@@ -157,7 +160,6 @@ class Verdict:
     reason: str  # one short human-readable sentence
 
 
-
 def restates(verdict: Verdict, old_text: str, new_text: str) -> bool:
     """Whether a "conflict" verdict on (old_text, new_text) is a restatement: the two say the same
     thing in other words, neither hedged, approximate, one-off nor an addition ("We might run the
@@ -166,777 +168,6 @@ def restates(verdict: Verdict, old_text: str, new_text: str) -> bool:
         return False
     texts = [_canonical(normalise(t)) for t in (old_text, new_text)]
     return not any(p.search(t) for t in texts for p in (_HEDGE, _APPROX, _ONE_OFF, _ADDITIVE))
-
-
-# Versions first so `3.11` and `1.75.0` stay one token; words keep an inner apostrophe (don't, user's).
-_TOKEN = re.compile(r"\d+(?:\.\d+)+|[^\W_]+(?:'[^\W_]+)?|\w+")
-_DROPPED = frozenset(
-    "a an the is are was were be been being am do does did has have had to of and or as its it "
-    "that which we our us we're please always just also".split()
-)
-# Shared only by grammar, never a subject on its own: prepositions and all-purpose verbs.
-_GENERIC = frozenset(
-    "for in on at with from by after before through via into inside outside over under per "
-    "use run go get make need not no never don't".split()
-)
-_NEGATIONS = frozenset("not no never don't doesn't isn't aren't".split())
-_SELF = frozenset("i me my mine myself user user's".split())
-_POSSESSIVES = frozenset("my our their his her user's".split())
-_RELATIONS = frozenset(
-    "sister brother wife husband partner parents parent mother mom father dad son daughter "
-    "colleague coworker friend boss manager mentor cousin family".split()
-)
-# Deployment environments name a scope ("4 workers in production" vs "in staging"), never a value.
-# "stag" is what _stem leaves of "staging".
-_ENVIRONMENTS = frozenset(
-    "production prod staging stag dev development test local ci qa preview sandbox".split()
-)
-# A value right after one of these names which thing ("service number 3", "ticket 41"), not a new value.
-_IDENTIFIER_NOUNS = frozenset("number nr num id item issue ticket step".split())
-# "this week" / "next week": another period, never a value. A unit of time is a value once counted
-# ("two weeks" -> "one week", "every two weeks"): only an uncounted unit is a period.
-_TIME_WORDS = frozenset("this next last today tomorrow yesterday".split())
-_TIME_UNITS = frozenset("week month year quarter".split())
-_COUNTS = frozenset("one two three four five six seven eight nine ten eleven twelve every each half couple".split())
-# A relation of its own inside a replaced span ("laptop is a ThinkPad", "node pool: e2"): the span
-# names another attribute and its value, not a new value of the same one.
-_COPULAS = frozenset("is are was were be been being am".split())
-# Raw words with a colon that ends a word ("Tech lead: Amara"); a colon inside "9:30" is no relation.
-# Verbs that the -s/-ed test misses: base forms after a plural subject ("deploys go through Argo",
-# "backend devs own the API") and irregular participles ("is built with Gatsby", "is written in Rust").
-_VERBS = frozenset(
-    "go need own meet run use get make require take send store write read build deploy ship host serve "
-    "handle maintain support live work lead review cover call accept expire start stop finish open close "
-    "wait retry fail pass sync block allow sit keep hold give show pay sell tell set put come bring "
-    "hire report alert notify publish release merge push pull post cache email record draft upload log "
-    "track generate archive rotate sign scan "
-    "written built made kept held sent shown known given taken done seen drawn grown hidden driven "
-    "chosen spoken begun bound found paid sold told led fed met sat stood brought bought taught spent "
-    "gone ran".split()
-)
-_WORD_OR_COLON = re.compile(r":(?=\s|$)|" + _TOKEN.pattern)
-# "The office moved to Manchester": a move with no object of its own changes where the subject is, so
-# the old value must be a place or a time ("is in Leeds", "lives in Lyon", "runs on Fly", "is on
-# Tuesday"), not another attribute ("the office manager is Dana", "the user speaks Italian").
-_BARE_MOVE = re.compile(r"\b(?:moved|relocated|migrated|transferred)(?: back)? to\b")
-# A time of day or week: "standup moved to Zoom" does not change "standup is at 9:30".
-_WHEN = re.compile(r"\b\d{1,2}:\d{2}\b|\b\d{1,2} ?[ap]\.?m\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b"
-                   r"|\b(?:noon|midnight|mornings?|afternoons?|evenings?)\b")
-_LOCATIVE = frozenset("in at on to near via through inside".split())
-_LOCATION_VERBS = re.compile(
-    r"^(?:live[sd]?|living|based|located|resides?|resided|stay(?:s|ed)?|sits?|runs?|hosted|hosts?)$"
-)
-
-_HEDGE = re.compile(
-    r"\?|\b(might|maybe|perhaps|probably|could|would|will|should we|plan(s|ned|ning)? to"
-    # "may", but not the month: "since May", "in May 2025", "on 3 May", "May 12".
-    r"|(?<!in )(?<!since )(?<!from )(?<!until )(?<!till )(?<!by )(?<!of )(?<!early )(?<!late )(?<!mid-)"
-    r"(?<!mid )(?<!last )(?<!this )(?<!next )(?<![0-9] )(?<![0-9]th )may(?!\s*[0-9])"
-    r"|consider(ing)?|thinking|i think|propos\w*|soon|going to|upcoming"
-    # A change announced for later ("is moving to Valencia next month") has not happened yet.
-    r"|next (?:week|month|quarter|year|sprint|release)"
-    # Wishes and intentions ("wants to step down", "we intend to stop ...") are not changes either.
-    r"|(?:want|intend|hope|aim|expect|wish|plan)(?:s|ed)? to|(?:scheduled|about|due|set) to|evaluat\w*"
-    r"|(?:is|are|am) (?:moving|switching|migrating|changing|relocating|replacing|retiring|dropping|handing"
-    r"|stepping|removing|stopping|upgrading))\b"
-)
-# "The office closed early today", "the cache was wiped this morning": an event, not a standing change.
-_ONE_OFF = re.compile(r"\b(?:today|tonight|yesterday|this (?:morning|afternoon|evening)|last night|for now"
-                      r"|temporarily|for the day|until further notice)\b")
-# "The CLI is also distributed via Scoop": an addition next to the old value, never a replacement.
-_ADDITIVE = re.compile(r"\b(also|too|as well|in addition|additionally)\b")
-# "about 10 minutes" is approximate; "the ticket about the leaked token" is not.
-_APPROX = re.compile(r"~|\b(about|around|roughly|approximately|approx)\b(?= ?~?\d| (?:a|an|one|two|three|four|five|"
-                     r"six|seven|eight|nine|ten|twelve|twenty|thirty|fifty|a hundred|half|a dozen)\b)")
-# Markers whose words are removed from the new text before comparing (they carry no subject).
-_REPLACE = re.compile(
-    r"\b(now|from now on|going forward|switch(ed|ing)?|mov(e|ed|ing)|relocat(ed|e|ing)|migrat(ed|e|ing)"
-    r"|replac(ed|e|ing)|instead|rather than|chang(ed|e)( their mind)?|renamed|upgraded|downgraded|bumped"
-    r"|rewritten|rewrote|took over|in favou?r of|passed(?= from)|tak(?:en|es) off|took off|transferred(?= to))\b"
-)
-# "We moved standup to 9:00": what the verb moves ("standup") must be something the old text is about.
-# "now" alone says what holds at present, not that something else stopped holding: on a relation that
-# holds several values ("the data team now uses Airflow") it is no replacement.
-_PRESENT_ONLY = frozenset({"now", "from now on", "going forward"})
-# Relations a subject can hold several values of at once (stems): "the platform team maintains the
-# Helm charts" and "... the Terraform modules" are both true. A new value of one is an addition
-# unless a change marker says otherwise, or the text names a role the value fills ("uses Vite as its
-# bundler", "uses dbt for transformations"): a role is filled by one value.
-_MULTI_VALUED = frozenset(
-    "use used own owned maintain support speak know like love enjoy work contribute depend include includ "
-    "contain manage manag accept integrate read follow play visit attend learn study collect pin host "
-    "review mentor teach lead subscribe sponsor talk pull fetch import consume volunteer approve".split()
-)
-_ROLE = re.compile(r"\b(for|as)\b")
-# Clauses of one memory: "Deploys go through blue-green on Fly; never restart the DB in business hours".
-_CLAUSE_SPLIT = re.compile(r";|\.\s+|\s[-\u2013\u2014]+\s")
-# A clause opening with one of these continues the previous one ("...; they go to Loki").
-_ANAPHORA = frozenset("it they this that these those which he she its their there".split())
-_CHANGED_OBJECT = re.compile(
-    r"\b(?:switched|moved|migrated|changed|bumped|upgraded|downgraded|renamed)"
-    r" (?P<obj>.+?) (?:to|from)\b"
-)
-_PREFER_OVER = re.compile(r"\bprefer\w* .+ over ")  # "prefer pytest-mock over unittest.mock"
-# Retiring verbs: what they name has stopped holding ("Luigi was retired", "the account was cancelled",
-# "stepped down as chair", "the Jenkins server was shut down").
-_RETIRE = re.compile(
-    r"\b(no longer|anymore|any more|stopped|dropped|removed|deprecated|(?:is|are|was|were) gone"
-    # "are deleted after merge", "is closed on Sundays": a standing rule or state, not an event
-    r"|(?<!\bis )(?<!\bare )(?<!\bbe )(?<!\bnot )(?<!\bnever )"
-    r"(?:retired|cancell?ed|closed(?: down)?|resolved|deleted|shut down|decommissioned|discontinued|sunset(?:ted)?"
-    r"|archived|abandoned|scrapped|disbanded|step(?:s|ped)? down|ditched|phased out|got rid of|killed"
-    r"|uninstalled|terminated|revoked|unsubscribed|withdrawn)|(?:switched|turned) off)\b"
-)
-# "instead of X", "rather than X", "from X to Y", "replaced X with Y", "prefer Y over X": X is the
-# old value the new text names explicitly.
-_NAMED_OLD = re.compile(
-    r"\b(?:instead of|rather than|over) (?P<a>[^,;()]+?)(?=\.?$|[,;()]|\. | for | in | now)"
-    r"|\bfrom (?P<b>[^,;]+?) to\b|\breplaced (?:the )?(?P<c>[^,;]+?)(?: (?:with|by|as)\b|(?= for | in | on |[,;]|\.?$))"
-    # "Vite bundles the frontend now, not Webpack": what the present holds, then what it no longer does
-    r"|\bnow,? not (?P<e>[^,;()]+?)(?=\.?$|[,;()]|\. )"
-    # "moved off GCS to BuildBuddy", "was taken off the droplet and now lives on Vercel"
-    r"|\b(?:mov|migrat|tak|took|switch)\w* off (?:of )?(?P<d>[^,;]+?)(?= to | onto | and |[,;]|\.?$)"
-)
-
-
-# "Ines handed the release call over to Tomasz": a transfer names the old holder (the giver) and the
-# new one, so it reads as "the release call passed from Ines to Tomasz", which the named-old-value
-# rule already knows. The giver is one word (a name, "user"); "we"/"I" name no holder.
-_TRANSFER = re.compile(
-    r"(?:\bthe )?(?P<giver>[^\s,;]+) (?:has |have )?(?:handed|hands|passed|passes|transferred|transfers|gave|gives)"
-    r" (?!(?:from|in|out|up|away|back)\b)(?:over |on )?(?P<obj>[^,;]+?) (?:over |on |back )?to"
-    r" (?P<taker>[^,;]+?)(?=[,;]|\.?$|\. )"
-)
-# "Chiara took over the hiring loop from Tobias": a transfer with the new holder first.
-_TAKE_OVER = re.compile(
-    r"(?:\bthe )?(?P<taker>[^\s,;]+) (?:has |have )?(?:took|takes|taken) over (?P<obj>[^,;]+?) from"
-    r" (?P<giver>[^,;]+?)(?=[,;]|\.?$|\. )"
-)
-# A date that opens a statement says from when it holds: "As of 3 March, requests are triaged in
-# Intercom", "Since October the critique happens on Fridays" hold now. A date later in the text
-# ("moved to X in September") is left where it is.
-_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
-          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)")
-_DATE = (rf"(?:(?:early |mid-?|late )?(?:[0-9]{{1,2}}(?:st|nd|rd|th)? )?{_MONTH}(?: [0-9]{{1,2}}(?:st|nd|rd|th)?)?"
-         r"(?:,? [0-9]{4})?|q[1-4](?: [0-9]{4})?|[0-9]{4}-[0-9]{2}-[0-9]{2}|[0-9]{4}"
-         r"|(?:this|last) (?:week|month|quarter|sprint|year)|(?:mon|tues|wednes|thurs|fri|satur|sun)day)")
-_DATED = re.compile(rf"^(?:as of|since|starting(?: from)?|effective|beginning) {_DATE},? (?P<rest>.+?)(?P<end>\.?)$")
-# "The model registry moved again, to Neptune": the comma does not part the verb from its value.
-_COMMA_TO = re.compile(r"\b(?P<verb>(?:moved|switched|migrated|changed|went|relocated)(?: again| back)?), to\b")
-# "We swapped HAProxy for Caddy": HAProxy went, Caddy came; "Flux replaced Spinnaker for deploys":
-# the new value first. Both read as "replaced X with Y", which names the old value.
-_SWAPPED = re.compile(r"\bswap(?:ped|s)? (?P<a>[^,;]+?) (?:for|with) (?P<b>[^,;]+?)(?= as | for | in | on |[,;]|\.?$)")
-_REPLACED_BY_FIRST = re.compile(r"^(?P<b>[^\s,;]+(?: [^\s,;]+)?) (?:has )?"
-                                r"(?<!was )(?<!were )(?<!been )(?<!is )(?<!are )replaced (?!by )"
-                                r"(?P<a>[^\s,;]+(?: [^\s,;]+)?)"
-                                r" (?P<rest>(?:for|as|in|on) .+)$")
-# One spelling per unit, so "120 s" and "120 seconds" state the same value.
-_UNIT = re.compile(r"\b(?P<n>[0-9]+(?:\.[0-9]+)?) ?(?P<unit>ms|msecs?|milliseconds?|s|secs?|seconds?|mins?|minutes?"
-                   r"|h|hrs?|hours?|d|days?)\b(?!-)")
-_UNIT_NAMES = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
-
-
-def _unit_key(unit: str) -> str:
-    return "ms" if unit.startswith(("ms", "milli")) else unit[0]
-# "The user has lived in Faro since June", "the files have been in Figma since spring": a perfect
-# tense with "since" states what holds now; the start date is no part of the value.
-_SINCE = re.compile(r"\b(?:has|have)(?P<been> been)? (?P<rest>[^,;]*?) since [^,;]*?(?=[,;]|\.?$|\. )")
-
-
-# "Payroll is handled by Leo now": a passive names the doer last; "Kim handles payroll" is the same
-# relation with the doer first. The old text is put in the new one's voice (`_in_voice_of`).
-_PASSIVE = re.compile(r"^(?:the )?(?P<obj>[^,;]+?) (?:is|are|was|were|has been|have been) "
-                      r"(?P<verb>[a-z]+ed|run|led|kept|held|"
-                      r"done|taken|written|built|made|paid|sent) by (?P<agent>[^,;.]+?)(?P<rest>(?: now)?[.!]?)$")
-_ACTIVE = re.compile(r"^(?P<agent>[^\s,;]+(?: [^\s,;]+)?) (?P<verb>[a-z]+) (?:the )?(?P<obj>[^,;]+?)[.!]?$")
-
-
-def _in_voice_of(old: str, new: str) -> str:
-    """`old` ("kim handles payroll") in the passive of `new` ("payroll is handled by leo now") when
-    both name the same relation and object: "payroll is handled by kim". A relation that holds several
-    values ("owns", "reviews") is left as it is: another doer may be one more, not instead."""
-    passive, active = _PASSIVE.match(new), _ACTIVE.match(old)
-    if not passive or not active or _loose(_stem(active["verb"])) != _loose(_stem(passive["verb"])):
-        return old
-    if _stem(active["verb"]) in _MULTI_VALUED or _loose(_stem(active["verb"])) in _MULTI_VALUED:
-        return old
-    if _tokens(active["obj"]) != _tokens(passive["obj"]) or _tokens(active["agent"]) == _tokens(passive["agent"]):
-        return old
-    return f"{passive['obj']} is {passive['verb']} by {active['agent']}"
-
-
-def _canonical(text: str) -> str:
-    """A normalised text with transfers, dated and perfect-tense "since" statements and units rewritten
-    into the forms the change rules read: "a handed x over to b" and "b took over x from a" -> "x
-    passed from a to b"; "has lived in y since june" and "since june, they live in y" -> "now ...";
-    "as of 3 march, x is y" -> "x is y now"; "moved again, to y" -> "moved again to y"; "120 s" ->
-    "120 seconds"."""
-    text = _TRANSFER.sub(lambda m: f"{m['obj']} passed from {m['giver']} to {m['taker']}", text)
-    text = _TAKE_OVER.sub(lambda m: f"{m['obj']} passed from {m['giver']} to {m['taker']}", text)
-    text = _DATED.sub(lambda m: f"{m['rest']} now{m['end']}", text)
-    text = _SWAPPED.sub(lambda m: f"replaced {m['a']} with {m['b']}", text)
-    text = _REPLACED_BY_FIRST.sub(lambda m: f"we replaced {m['a']} with {m['b']} {m['rest']}", text)
-    text = _COMMA_TO.sub(r"\g<verb> to", text)
-    text = _UNIT.sub(lambda m: f"{m['n']} {_UNIT_NAMES[_unit_key(m['unit'])]}", text)
-    return _SINCE.sub(lambda m: f"now{m['been'] or ''} {m['rest']}", text)
-
-
-def _loose(token: str) -> str:
-    """A token without the inflection the stemmer keeps: "live"/"lived", "own"/"owned" compare equal."""
-    return re.sub(r"(?:es|ed|e|d|s)$", "", token) if len(token) > 3 and token.isalpha() else token
-
-
-def _root(token: str) -> str:
-    """A token without a noun suffix -ment(s) and loose inflection: "moved deployment" changes what
-    "we deploy with Heroku" states."""
-    return _loose(re.sub(r"ments?$", "", token)) if len(token) > 7 and token.isalpha() else _loose(token)
-
-
-def _named(text: str) -> re.Match[str] | None:
-    """The first "instead of X" / "from X to Y" / ... of `text` (see _NAMED_OLD). "over X" counts only
-    after "prefer": "flashed over USB" and "over the air" name a channel, not a replaced value."""
-    return next((m for m in _NAMED_OLD.finditer(text) if not _plain_over(text, m)), None)
-
-
-def _plain_over(text: str, match: re.Match[str]) -> bool:
-    return match.group().startswith("over ") and not re.search(r"\bprefer", text[:match.start()])
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    """Crude suffix stripping so 'deploys'/'deployed'/'deploy' and 'lives'/'live' compare equal."""
-    if not word.isalpha() or len(word) < 4:
-        return word
-    if word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) >= 6 and word.endswith(("ing", "ed")):
-        word = word[:-3] if word.endswith("ing") else word[:-2]
-        return word[:-1] if len(word) > 2 and word[-1] == word[-2] else word
-    if word.endswith(("oes", "shes", "ches", "xes", "sses")):
-        return word[:-2]
-    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def _tokens(text: str) -> list[str]:
-    # "the user's editor" and "their editor" name the same editor: a possessive 's is no word of its own.
-    return [_stem(t[:-2] if t.endswith("'s") else t) for t in _TOKEN.findall(text) if t not in _DROPPED]
-
-
-def _analyse(text: str) -> tuple[list[str], list[int]]:
-    """Raw words of `text` (with ":" where a colon ends a word) and, for each of `_tokens(text)`, the
-    index of the raw word it came from."""
-    raw = _WORD_OR_COLON.findall(text)
-    return raw, [i for i, w in enumerate(raw) if w != ":" and w not in _DROPPED]
-
-
-def _own_relation(text: str, start: int, end: int) -> bool:
-    """Whether tokens[start:end] of `text` hold a relation of their own: a copula or a colon between
-    their first and last word ("laptop is a ThinkPad", "node pool: e2-standard-4")."""
-    raw, at = _analyse(text)
-    if end - start < 2 or end > len(at):
-        return False
-    return any(w == ":" or w in _COPULAS for w in raw[at[start] + 1:at[end - 1]])
-
-
-_DETERMINERS = frozenset("the a an this that these those its their our my your his her every each".split())
-
-
-def _verb_at(text: str, cased: str | None, index: int, alone: bool = False) -> str | None:
-    """The token at `index` of `text` if it reads as a finite verb ("owns", "meets", "exported"):
-    a lower-case word ending in -s or -ed (not -ss, -us, -is). `cased`: the text before casefolding,
-    so that a name ("Jenkins", "Postgres") is not taken for a verb; without it every word counts.
-    alone: the word is the whole span; then -s is no evidence ("Nantes", "Paris" are values)."""
-    raw, at = _analyse(text)
-    if index >= len(at):
-        return None
-    word = raw[at[index]]
-    if at[index] > 0 and raw[at[index] - 1] in _DETERMINERS:
-        return None  # "the docs team", "a release": a noun after its determiner
-    if cased is not None:
-        cased_raw = _WORD_OR_COLON.findall(cased)
-        if len(cased_raw) == len(raw) and not cased_raw[at[index]].islower():
-            return None
-    if word in _VERBS:
-        return word
-    if len(word) < 4 or not word.isalpha() or word.endswith(("ss", "us", "is")):
-        return None
-    return _stem(word) if word.endswith("ed") or (word.endswith("s") and not alone) else None
-
-
-def _other_predicate(old: str, new: str, i1: int, i2: int, j1: int, j2: int,
-                     cased: tuple[str | None, str | None] = (None, None)) -> bool:
-    """Whether the replaced spans old[i1:i2] -> new[j1:j2] (token positions) change the predicate
-    rather than its value: either span holds a relation of its own ("laptop is a ThinkPad"), or both
-    open with different verbs and run to the end ("owns the onboarding flow" / "meets on Mondays"; in
-    "needs one approval" / "requires two approvals" the shared "approvals" keeps the attribute)."""
-    if _own_relation(old, i1, i2) or _own_relation(new, j1, j2):
-        return True
-    if min(i2 - i1, j2 - j1) < 1 or (i2 - i1) + (j2 - j1) < 3:
-        return False  # a verb needs an object on one side at least: "Redis" / "Memcached" are values
-    if i2 < len(_analyse(old)[1]) or j2 < len(_analyse(new)[1]):
-        return False
-    # A predicate word with a preposition of its own on each side ("is responsible for onboarding" /
-    # "is based in Austin"); a span opening with a preposition or "go" only routes ("go through Fly").
-    old_span, new_span = _tokens(old)[i1:i2], _tokens(new)[j1:j2]
-    before, after = set(old_span) & _PREPOSITIONS, set(new_span) & _PREPOSITIONS
-    if before and after and not before & after and old_span[0] not in _GENERIC and new_span[0] not in _GENERIC:
-        return True
-    verbs = (_verb_at(old, cased[0], i1, i2 - i1 == 1) or _had(old, i1),
-             _verb_at(new, cased[1], j1, j2 - j1 == 1) or _had(new, j1))
-    return all(verbs) and _loose(verbs[0]) != _loose(verbs[1])
-
-
-def _possession(text: str, index: int, head: str, new_tokens: list[str]) -> str | None:
-    """"have" if the value at token `index` of `text` is something the subject has ("has two cats")
-    and the new text names another thing ("has a dog"): one can have several. A count of the same
-    thing ("two QA engineers" -> "three QA engineers") is a value."""
-    counted = all(t[0].isdigit() or t in _COUNTS for t in _tokens(text)[index:index + 1])
-    return ("have" if _had(text, index) and head not in new_tokens
-            and not (counted and (head in _COUNTS or head[:1].isdigit())) else None)
-
-
-def _had(text: str, index: int) -> str | None:
-    """"have" if the token at `index` of `text` is the object of has/have/had ("the user has a Pixel
-    phone"): possession is a predicate of its own beside "lives in Faro"."""
-    raw, at = _analyse(text)
-    if not 0 < index < len(at):
-        return None
-    before = at[index] - 1
-    while before > 0 and raw[before] in _DETERMINERS:
-        before -= 1
-    return "have" if raw[before] in ("has", "have", "had") else None
-
-
-_PREPOSITIONS = frozenset("in at on for from with by via through into".split())
-
-
-def _possessed_match(old: str, new: str) -> bool:
-    """Whether every thing one text names as someone's ("the user's laptop", "the cluster's ingress")
-    is named in the other too: "The user moved to Berlin" / "The user's company moved to Munich" are
-    about two subjects, "the user's editor" / "their editor" about one."""
-    old_words, new_words = set(_tokens(old)), set(_tokens(new))
-    for text, other in ((old, new_words), (new, old_words)):
-        words = _TOKEN.findall(text)
-        for i, word in enumerate(words[:-1]):
-            if word.endswith("'s") and words[i + 1] not in _DROPPED and _stem(words[i + 1]) not in other:
-                return False
-    return True
-
-
-def _persons(text: str) -> frozenset[str]:
-    """Who the text is about: 'self' for I/the user, 'rel:<noun>' for 'my sister', 'their colleague'."""
-    words = _TOKEN.findall(text)
-    found = set()
-    for i, word in enumerate(words):
-        following = words[i + 1] if i + 1 < len(words) else ""
-        if word in _POSSESSIVES and following in _RELATIONS:
-            found.add("rel:" + following)
-        elif word in _SELF:
-            found.add("self")
-    return frozenset(found)
-
-
-def _subject_words(tokens: list[str]) -> set[str]:
-    return {t for t in tokens if t not in _GENERIC}
-
-
-def _dice(a: set[str], b: set[str]) -> float:
-    return 2 * len(a & b) / (len(a) + len(b)) if a or b else 1.0
-
-
-def subject_overlap(a: str, b: str) -> float:
-    """Dice overlap (0..1) of the subject words of two texts: their tokens (normalised, stemmed)
-    without grammar words. How close two texts are when no embedding says it."""
-    return _dice(_subject_words(_tokens(_plain(a))), _subject_words(_tokens(_plain(b))))
-
-
-def names_old_value(text: str) -> bool:
-    """Whether `text` names the value it replaces ("from X to Y", "instead of X", "replaced X with")."""
-    return bool(_named(_canonical(normalise(text))))
-
-
-def _has_marker(new: str) -> bool:
-    return any(marker.search(new) for marker in (_REPLACE, _PREFER_OVER, _RETIRE))
-
-
-# Verbs that say a setting was changed ("raised to 300", "pushed to Oct 17", "scaled to 12", "was set
-# to 75"): kin of "changed to", explicit enough to retire the old value on their own.
-_CHANGED_TO = re.compile(
-    r"\b(?:raised|lowered|increased|decreased|reduced|extended|shortened|pushed(?: back)?|brought forward"
-    r"|scaled(?: up| down)?|cut|doubled|halved|tightened|relaxed|expanded|grew|shrank|went (?:up|down)"
-    r"|(?:was|were|has been|got) set)(?: it)? to\b"
-    # A state flipped back or restored ("enabled again", "resumed", "re-enabled", "unblocked"), and a
-    # holder who left ("Olu left; the team lead is Ben").
-    r"|\b(?:again|resumed|re-?enabled|re-?opened|restored|unblocked|(?:was|were|got|has been) fixed)\b"
-    r"|\bleft(?=[;,.]|$)"
-)
-
-
-def states_change(text: str) -> bool:
-    """Whether `text` says in words that something changed: "now", "moved from A to B", "switched
-    to", "instead of", "no longer", "replaced by", "retired", "took over", "as of March", "raised to"
-    and their kin. Automatic retirement needs it: a text that only looks like another value of an old
-    memory's template ("The SDK is published to PyPI" after "... to npm") may be an addition, so it
-    is left for the writer (or the user) to judge, never retired without this."""
-    canonical = _canonical(normalise(text))
-    named = _named(canonical)
-    # "prefers written docs over meetings" compares two things; it changes nothing.
-    named = named if named is not None and not named.group().startswith("over ") else None
-    return bool(_REPLACE.search(canonical) or _RETIRE.search(canonical) or named or _CHANGED_TO.search(canonical))
-
-
-def _is_change_statement(text: str) -> bool:
-    return bool(_REPLACE.search(text) or _RETIRE.search(text) or _named(text))
-
-
-def _state(text: str) -> str:
-    """What a change statement says holds now: its markers and the old value it names are left out.
-
-    'we moved ci from travis to circleci' -> 'we ci to circleci'. A chain's next step is compared with
-    this, so a memory that records a move can itself be retired by the next move."""
-    def drop_named(match: re.Match[str]) -> str:
-        if _plain_over(text, match):
-            return match.group()
-        return " to" if match.group("b") is not None else " "
-
-    # Markers first: "passed" is one only before "from", which the named value's removal takes away.
-    text = _REPLACE.sub(lambda m: " " if m.group() != "over" else m.group(), text)
-    return _NAMED_OLD.sub(drop_named, text)
-
-
-def _multi_valued_before(tokens: list[str], start: int, end: int, text: str) -> str | None:
-    """The multi-valued relation whose object is tokens[start:end] of `text` ("maintain" in "maintains
-    the Helm charts", "work" in "works on the app"), if any. A value that is only numbers ("pinned to
-    1.75.0", "reads at 3.5 GB/s") is a setting's value, not one object among several; a passive verb
-    before a preposition ("is hosted on Ghost") says where, which is one place."""
-    if start == 0 or all(t[0].isdigit() for t in tokens[start:end]):
-        return None
-    at = start - 1
-    raw, positions = _analyse(text)
-    if tokens[at] in ("on", "with", "from", "at") and start >= 2:  # "works on the app", "reads from S3"
-        at = start - 2
-        if at < len(positions) and positions[at] > 0 and raw[positions[at] - 1] in _COPULAS:
-            return None
-        if tokens[at] == "work" and tokens[start - 1] in ("at", "from"):
-            return None  # "works at Doctolib", "works from the Amsterdam office": one place at a time
-        if tokens[start - 1] == "from" and tokens[at] not in _MULTI_VALUED and at >= 1:
-            at -= 1  # "pulls data from Salesforce": the verb's object sits between it and the source
-    elif at >= 1 and at < len(positions) and raw[positions[at]].endswith("ing"):
-        at -= 1  # "enjoys writing Clojure": the relation is the verb before the activity
-    word = tokens[at]
-    following = raw[positions[at] + 1] if at < len(positions) and positions[at] + 1 < len(raw) else ""
-    if following in _COPULAS:
-        return None  # "the team lead is Ben": a noun before its copula, not the verb "leads"
-    if word.endswith("er") and word[:-2] in _MULTI_VALUED and following == "of":
-        return word  # "the owner of the billing repo", "a maintainer of": a holder of one of several
-    return word if word in _MULTI_VALUED else None
-
-
-def _marker_change(old: str, new: str, history: tuple[str, ...]) -> str | None:
-    """Reason if `new` states, with an explicit marker, a change of what `old` says; else None.
-
-    An old text that is itself a change statement is compared by what it says holds now (`_state`).
-    `history`: texts the old memory retired; a value the new text names as replaced ("from X to Y")
-    may be named there instead of in the old text (a chain whose new step names an older value)."""
-    replace = _REPLACE.search(new) or _PREFER_OVER.search(new)
-    # A retiring word the old text has too ("deleted after merge" / "not deleted after merge") is
-    # part of what both say, not news of a change.
-    retire = next((m for m in _RETIRE.finditer(new) if m.group() not in old), None)
-    if not (replace or retire):
-        return None
-    stated = _state(old) if _is_change_statement(old) else old
-    stripped = _RETIRE.sub(" ", _REPLACE.sub(" ", new))
-    stripped_clauses = _REPLACE.sub(" ", new)
-    old_tokens, new_tokens = _tokens(stated), _tokens(stripped)
-    shared = _subject_words(old_tokens) & _subject_words(new_tokens)
-    if not shared:
-        return None
-    changed = _CHANGED_OBJECT.search(new)
-    if changed and not {_root(t) for t in _tokens(changed.group("obj"))} & {_root(t) for t in old_tokens}:
-        return None  # the verb changes something else ("moved standup"), not what the old text states
-    named = _named(new)
-    bare = named and (named.group("e") or (named.group("c") if not re.search(r" (?:with|by|as)$", named.group())
-                                           else None))
-    if bare and not _subject_words(old_tokens) - set(_tokens(bare)) <= set(new_tokens):
-        named = None  # "Vite bundles the storefront now, not Webpack" after "Webpack bundles the admin
-        # app": a bare named value with the old's other words missing; the words decide, as unnamed
-    if named:
-        value = _tokens(next(g for g in named.groups() if g))
-        known = set(_tokens(old)).union(*(_tokens(_canonical(normalise(h))) for h in history))
-        if not set(value) & known or _rejects(old, value):
-            return None
-        if named.group("b") is not None and "passed from" in new and not shared - set(value):
-            return None  # a transfer's old value is a holder, who may hold other things: "Ines handed the
-            # planning doc to Tomasz" says nothing of the release call Ines runs
-        old_words = set(old_tokens)
-        for scope in re.finditer(r"\bfor (?:the )?([^\s,;.]+(?: [^\s,;.]+)?)", new):  # two words name it
-            if not _subject_words(_tokens(scope.group(1))) & old_words:
-                return None  # "MkDocs replaced Sphinx for the API reference": a narrower scope than the old
-        return f"new text replaces '{' '.join(value)}' (same subject '{' '.join(sorted(shared))}')"
-    new_set = set(new_tokens)
-    at = [k for k, t in enumerate(old_tokens) if t not in _GENERIC]  # token position of each subject word
-    old_subject = [old_tokens[k] for k in at]
-    loose = {_loose(t) for t in new_set}  # "lives" / "has lived": one verb in another form
-    missing = [i for i, t in enumerate(old_subject) if t not in new_set and _loose(t) not in loose]
-    if not missing and not retire:
-        return None  # old fully restated with "now"/"instead": a duplicate, not a change
-    if changed and missing:
-        # "We bumped Node to 20" after "The app runs on Node 18": the verb names what it changes, so
-        # the old text's own subject ("the app") may go unnamed, when all that is new is a version.
-        obj = [t for t in _tokens(changed.group("obj")) if t not in _GENERIC]
-        extra = _subject_words(new_tokens) - set(old_tokens)
-        if obj and all(t in old_subject for t in obj) and all(t[0].isdigit() for t in extra):
-            missing = [i for i in missing if i > min(old_subject.index(t) for t in obj)]
-    if changed and missing and missing[-1] - missing[0] + 1 != len(missing):
-        # "We upgraded the cluster to Kubernetes 1.30" after "The cluster runs Kubernetes 1.29": the
-        # change verb stands in for the old relation ("runs"), the word right after what it changes.
-        moved = {i for i, t in enumerate(old_subject) if t in set(_tokens(changed.group("obj")))}
-        if moved and missing[0] == max(moved) + 1:
-            missing = missing[1:]
-    if missing and missing[-1] - missing[0] + 1 != len(missing):
-        return None  # old words missing in two places: subject and value both differ
-    # A change verb naming its object ("upgraded React to 18.3") says which attribute changes and
-    # stands in for the old relation ("the React version is 17"); without one, the words decide.
-    if missing and not changed:
-        ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
-               if op[0] != "equal"]
-        if len(ops) == 1 and ops[0][0] == "replace" and _other_predicate(stated, stripped, *ops[0][1:]):
-            return None  # "the user works at Doctolib" / "the user now lives in Ghent": another fact
-        if _own_relation(stated, at[missing[0]], at[missing[-1]] + 1):
-            return None  # the old words that go hold their own "is": another attribute and its value
-        move = _BARE_MOVE.search(new)
-        if move and not changed:
-            if not _located(stated, at[missing[0]]):
-                return None  # "the office moved to Manchester" changes where it is, not "the office manager"
-            words, positions = list(_WORD_OR_COLON.finditer(stated)), _analyse(stated)[1]
-            gone = stated[words[positions[at[missing[0]]]].start():words[positions[at[missing[-1]]]].end()]
-            if bool(_WHEN.search(gone)) != bool(_WHEN.search(new[move.end():])):
-                return None  # a place for a time or a time for a place: "standup moved to Zoom"
-    own = next((c for c in _clauses(stripped_clauses) if _RETIRE.search(c)), None) if retire else None
-    if own and len(_clauses(stripped_clauses)) > 1 and not _subject_words(_tokens(_RETIRE.sub(" ", own))) \
-            & set(old_tokens):
-        return None  # "...; USB flashing was removed" retires nothing the old text says
-    if missing and replace and replace.group() in _PRESENT_ONLY and not retire \
-            and not _subject_words(new_tokens) - set(old_tokens) - {"now"}:
-        return None  # "has had a Pixel phone since 2021" after "the phone is a Pixel 8": less said, not changed
-    if retire and not replace and _RETIRE.search(old):
-        return None  # "nightly builds were stopped" / "we no longer run nightly builds": both retire it
-    if retire and not replace:
-        # Judged by the clause that says what stopped ("stopped caching FX rates; it reads them live
-        # from the API"): a clause after it says what holds instead, not which value stopped.
-        own = next((c for c in _clauses(stripped_clauses) if _RETIRE.search(c)), None)
-        retired = _tokens(_RETIRE.sub(" ", own)) if own else new_tokens
-        after = next((k for k, t in enumerate(retired) if t in _PREPOSITIONS), len(retired))
-        if missing and own and _subject_words(retired[after:]) - set(old_tokens):
-            return None  # "Mina stepped down from the hiring committee": an object of its own
-        ops = [op for op in SequenceMatcher(None, old_tokens, retired, autojunk=False).get_opcodes()
-               if op[0] != "equal"]
-        subject = _tokens(_subject_of(stated))
-        whole = bool(subject) and old_tokens[:len(subject)] == subject
-        span = retired[ops[0][3]:ops[0][4]] if ops else []
-        if len(ops) == 1 and ops[0][0] == "replace" and not (whole and ops[0][1] == len(subject)
-                                                             and not set(span) & _PREPOSITIONS):
-            return None  # "no longer" about another value ("Priya no longer owns billing" vs "... invoicing");
-            # what goes right after the subject is all it did ("the deploy preview job was retired")
-    if missing and missing[0] == 0 and (not retire or replace or _subject_words(new_tokens) - set(old_tokens)):
-        return None  # the differing words open the old sentence: they name its subject, not a value;
-        # retired, it may go unnamed ("we no longer use Git LFS"), but not for a scope of its own
-        # ("support for Safari 15 was dropped from the iOS app" says nothing of the web client)
-    if missing and replace and replace.group() in _PRESENT_ONLY and not retire:
-        first, last = old_tokens.index(old_subject[missing[0]]), old_tokens.index(old_subject[missing[-1]]) + 1
-        relation = _multi_valued_before(old_tokens, first, last, stated) \
-            or _possession(stated, first, old_tokens[last - 1], new_tokens)
-        if relation and not _ROLE.search(old):
-            return None  # "the data team now uses Airflow": maybe beside dbt, not instead of it
-    gone_words = {old_subject[i] for i in missing}
-    if gone_words & _ENVIRONMENTS and (new_set - set(old_tokens)) & _ENVIRONMENTS:
-        return None  # "on in staging" / "off in production": another environment, not a new value
-    if missing and not changed and _state_beside(stated, old_tokens, new_tokens, at[missing[0]]):
-        return None  # "Grace leads the mobile team" / "Grace is now on parental leave": a state of her own
-    if missing and _scope_changed(old_tokens, new_tokens, at[missing[0]], at[missing[-1]] + 1):
-        return None  # "enabled in the editor" -> "disabled in the terminal": the scope changed too
-    gone = " ".join(old_subject[i] for i in missing) or "the old statement"
-    marker = (retire or replace).group().strip()
-    return f"'{marker}': {gone} no longer holds (same subject '{' '.join(sorted(shared))}')"
-
-
-# Polarity: a state and its opposite ("disabled" is "not enabled"), so that "is disabled" -> "is
-# enabled again" and "has no offline mode" -> "now has an offline mode" read as one fact flipped.
-_OPPOSITES = {
-    "disabled": "enabled", "disable": "enable", "disables": "enables", "off": "on", "closed": "open",
-    "resolved": "open", "shut": "open", "inactive": "active", "unavailable": "available",
-    "forbidden": "allowed", "disallowed": "allowed", "blocked": "allowed", "private": "public",
-    "hidden": "visible", "optional": "required", "unsupported": "supported", "unlocked": "locked",
-    "paused": "running", "stopped": "running", "broken": "working", "blocks": "allows", "block": "allow",
-}
-# The positive state in other words: "was resumed" is "running", "was fixed" is "working".
-_SAME_STATE = {"resumed": "running", "fixed": "working", "reopened": "open", "unblocked": "allowed"}
-_STATES = frozenset(_stem(word) for table in (_OPPOSITES, _SAME_STATE) for pair in table.items()
-                    for word in pair)  # stemmed, either side
-_NEGATING = _NEGATIONS | {"doesn't", "isn't", "aren't", "won't", "can't", "cannot", "without"}
-# Words that say a state holds now without being part of it.
-_STATE_MARKERS = frozenset("now again anymore more longer since re".split())
-# News of a flip: "now", "again", or a verb that only says the state came back ("was fixed").
-_STATE_CHANGE = re.compile(r"\b(now|again|any ?more|from now on|re-?enabled|reopened|resumed|restored|fixed"
-                           r"|unblocked)\b")
-# "switched off", "turned on": a switch is a state, on or off, whatever the verb.
-_SWITCH = re.compile(r"\b(?:switch|turn|flipp?|set)(?:ed|s)? (?:on|off)\b")
-
-
-def _polarity(text: str) -> tuple[list[str], int]:
-    """(tokens with negations and state markers left out and each state in its positive form,
-    1 if the text negates its state an odd number of times else 0)."""
-    words, flips = [], 0
-    raw = _TOKEN.findall(_SWITCH.sub(lambda m: " " + m.group().rsplit(" ", 1)[1], text))
-    for i, word in enumerate(raw):
-        if word in ("on", "off") and i > 0 and raw[i - 1] in _COPULAS:
-            word = "enabled" if word == "on" else "disabled"  # "is on" is "is enabled"
-        if word in _NEGATING:
-            flips += 1
-        elif word in _OPPOSITES:
-            flips += 1
-            words.append(_stem(_OPPOSITES[word]))
-        elif word in _SAME_STATE:
-            words.append(_stem(_SAME_STATE[word]))
-        elif word not in _DROPPED and word not in _STATE_MARKERS and word not in _IDENTIFIER_NOUNS:
-            words.append(_stem(word[:-2] if word.endswith("'s") else word))
-    return words, flips % 2
-
-
-def _polarity_change(old: str, new: str) -> str | None:
-    """Reason if `new` says the same as `old` with its state flipped and marked as a change ("now",
-    "again", "no longer", "was closed"): "the fuzz job is disabled" -> "... is enabled again". A bare
-    flip with no marker ("is enabled" / "is not enabled") is a contradiction for review, not a change."""
-    (old_words, old_flip), (new_words, new_flip) = _polarity(old), _polarity(new)
-    if old_flip == new_flip or old_words != new_words or not old_words:
-        return None
-    fresh = [m.group() for marker in (_STATE_CHANGE, _RETIRE, _SWITCH) for m in marker.finditer(new)]
-    if not any(word not in old for word in fresh):
-        return None  # "deleted" in both texts is the state itself, not news of a change
-    return f"the state of '{' '.join(new_words)}' flipped"
-
-
-def _state_beside(old: str, old_tokens: list[str], new_tokens: list[str], start: int) -> bool:
-    """Whether the old words that go open with a verb and its object ("leads the mobile team") while
-    the new words that come open with a preposition ("on parental leave"): a state of the subject
-    beside what it does, not a new value of it. Verbs of place ("lives in Kassel" / "is in Leipzig")
-    are the exception: there the preposition restates the place."""
-    raw, positions = _analyse(old)
-    if start >= len(positions):
-        return False
-    word = raw[positions[start]]
-    if word in _COPULAS or _LOCATION_VERBS.match(word) or not (word in _VERBS or _verb_form(word)):
-        return False
-    old_set = set(old_tokens)
-    first = next((j for j, t in enumerate(new_tokens) if t not in old_set and t not in _GENERIC), None)
-    return first is not None and first > 0 and new_tokens[first - 1] in ("on", "in", "at") \
-        and new_tokens[first - 1] not in old_set
-
-
-def _scope_changed(old_tokens: list[str], new_tokens: list[str], start: int, end: int) -> bool:
-    """Whether the old value old_tokens[start:end] is a state with a scope of its own that the new
-    text changes as well ("closed on Sundays" / "open on Saturdays", "enabled in the editor" /
-    "disabled in the terminal"), or the new text names a word of its own right before the first
-    shared subject word ("the API is public" / "the admin API is private"): another scope."""
-    old_set = set(old_tokens)
-    states = _STATES
-    for k in range(start + 1, end - 1):
-        prep = old_tokens[k]
-        if prep not in _PREPOSITIONS or prep not in new_tokens:
-            continue
-        at = new_tokens.index(prep)
-        following, preceding = new_tokens[at + 1:at + 2], new_tokens[at - 1:at] if at else []
-        if not following or following[0] in old_set or following[0] in _GENERIC:
-            continue
-        if old_tokens[k - 1] in states:
-            return True
-        if prep in ("for", "in") and preceding and preceding[0] not in old_set and preceding[0] not in _GENERIC:
-            return True  # "ubuntu-22.04 for CI" -> "ubuntu-24.04 for docs builds": value and scope both new
-    shared_at = [j for j, t in enumerate(new_tokens) if t in old_set and t not in _GENERIC]
-    if not shared_at or shared_at[0] == 0:
-        return False
-    modifier = new_tokens[shared_at[0] - 1]
-    return modifier not in old_set and modifier not in _GENERIC and not modifier[0].isdigit() \
-        and not _HEDGE.search(modifier)
-
-
-def _located(text: str, index: int) -> bool:
-    """Whether the token at `index` of `text` opens a place or a time: it follows a locative
-    preposition ("is in Leeds", "is on Tuesday", "to Nantes") or is a verb of place ("lives", "based")."""
-    raw, at = _analyse(text)
-    word = at[index]
-    before = word - 1
-    while before >= 0 and raw[before] in _DROPPED - _LOCATIVE:  # "is in the Berlin office", "in us-east-1"
-        before -= 1
-    return bool(_LOCATION_VERBS.match(raw[word])) or (before >= 0 and raw[before] in _LOCATIVE)
-
-
-def _clauses(text: str) -> list[str]:
-    return [c.strip(" .!") for c in _CLAUSE_SPLIT.split(text) if c.strip(" .!")]
-
-
-def _clause_change(old: str, new: str, history: tuple[str, ...]) -> tuple[str, str] | None:
-    """(clause, reason) if `new` changes one clause of a multi-clause `old`; else None."""
-    return next(_part_changes(old, new, history), None)
-
-
-def _every_part_changed(old: str, new: str, history: tuple[str, ...]) -> bool:
-    """Whether `new` changes each clause and joined predicate of a multi-part `old` ("Mobile builds run
-    on Bitrise and take 20 minutes" / "... now run on Codemagic and take 12 minutes")."""
-    parts = [p for c in _clauses(old) for p in _and_split(c)]
-    if len(parts) < 2 or next(_untouched_clauses(old, new), None) is not None:
-        return False  # a part the new text does not even touch still holds
-    return len({part for part, _ in _part_changes(old, new, history)}) == len(set(parts))
-
-
-def _part_changes(old: str, new: str, history: tuple[str, ...]) -> Iterator[tuple[str, str]]:
-    """(part, reason) for each clause or joined predicate of a multi-part `old` that `new` changes."""
-    clauses = _clauses(old)
-    parts = [(c, p) for c in clauses for p in _and_split(c)]
-    if len(parts) < 2:
-        return
-    subject = _subject_of(clauses[0])
-    new_words = set(_tokens(new))
-    for _clause, part in parts:
-        # A later clause or joined predicate may leave the memory's subject unsaid ("The geocoder uses
-        # Nominatim; cache lookups for 24 hours", "... and reviewed by the PM"): it is read with it.
-        said = part
-        if subject and part != clauses[0] and set(_tokens(subject)) & new_words \
-                and not set(_tokens(subject)) & set(_tokens(part)):
-            said = f"{subject} {part}"
-        if _has_marker(new):
-            change = _marker_change(said, new, history)
-        else:
-            change, _ = _value_change(_tokens(said), _tokens(new), MIN_PREFIX, said, new)
-        if change:
-            yield part, change
-
-
-def _subject_of(clause: str) -> str:
-    """The words of a clause before its verb: its first copula, else its first verb form ("the
-    geocoder" of "the geocoder uses nominatim", "release notes" of "release notes are drafted ...")."""
-    raw = _TOKEN.findall(clause)
-    free = [i for i in range(1, len(raw)) if raw[i - 1] not in _DETERMINERS]  # "the build" is a noun
-    verb = next((i for i in free if raw[i] in _COPULAS or raw[i] in _VERBS), None)
-    if verb is None:
-        verb = next((i for i in free if _verb_form(raw[i])), None)
-    return " ".join(raw[:verb]) if verb else ""
-
-
-_PARTIAL = "the new text changes "
-
-
-def _partial(changed: str, untouched: str | None) -> str:
-    rest = f" but not '{untouched}', which the old memory also says" if untouched else ", one part of the old memory"
-    return f"{_PARTIAL}{changed}{rest}: split or edit it rather than retire it"
-
-
-def _untouched_clause(old: str, new: str) -> str | None:
-    """A clause of a multi-clause old text that the new text does not touch (no shared subject word),
-    or None. Such a clause ("never restart the DB in business hours") still holds after the change."""
-    return next(_untouched_clauses(old, new), None)
 
 
 def _covered(old: str, new: str, later: Sequence[str]) -> bool:
@@ -951,276 +182,6 @@ def _covered(old: str, new: str, later: Sequence[str]) -> bool:
         if part and not _HEDGE.search(text) and (text == new or classify(old, text, None).reason.startswith(_PARTIAL)):
             changed.add(part[0])
     return len(parts) > 1 and all(p in changed for p in parts)
-
-
-def _untouched_clauses(old: str, new: str) -> Iterator[str]:
-    """Every clause of `old` that `new` does not touch, in order (see _untouched_clause)."""
-    clauses = _clauses(old)
-    if len(clauses) < 2 and len(_and_split(old)) < 2:
-        return
-    new_words = _subject_words(_tokens(_RETIRE.sub(" ", _REPLACE.sub(" ", new))))
-    for clause in clauses:
-        words = _TOKEN.findall(clause)
-        if not words or words[0] in _ANAPHORA or _is_change_statement(clause):
-            continue  # a continuation or the old change itself, not a fact of its own
-        first, *joined = _and_split(clause)
-        if len(clauses) > 1 and not _subject_words(_tokens(clause)) & new_words:
-            yield clause
-            continue
-        if joined:
-            # "The bot triages issues and labels PRs" / "the bot no longer labels PRs": the first
-            # predicate ("triages issues"), after the subject, is untouched as well.
-            subject = _subject_of(first)
-            raw = _TOKEN.findall(first)
-            # its verb counts even when generic ("run on Bitrise" / "now run on Codemagic": touched)
-            predicate = set(_tokens(" ".join(raw[len(subject.split()):]))) - _PREPOSITIONS if subject else set()
-            if predicate and not predicate & (new_words | set(_tokens(new))):
-                yield first
-        for part in joined:
-            # "... recorded in Loom and posted to #demos": the joined predicate shares the subject of
-            # the first, so only its own words say whether the new text touches it.
-            own = _subject_words(_tokens(part)) - _subject_words(_tokens(first))
-            if own and not own & new_words:
-                yield part
-
-
-def _and_split(clause: str) -> list[str]:
-    """A clause split at each coordinating "and" whose right side opens with a verb of its own
-    ("recorded in Loom and posted to #demos", "caches menus and syncs orders"); "Tuesday and
-    Thursday", "the pipeline and the ETL jobs" stay whole. The first part holds the shared subject."""
-    parts = re.split(r",? and (?:then |also )?", clause)
-    out = [parts[0]]
-    for part in parts[1:]:
-        words = _TOKEN.findall(part)
-        if len(words) >= 2 and _verb_form(words[0]):
-            out.append(part)
-        else:
-            out[-1] += " and " + part
-    return out
-
-
-def _verb_form(word: str) -> bool:
-    """Whether a lower-case word reads as a finite verb or participle: a known verb, an -ed form, or
-    the -s form of a known verb ("syncs", "takes"); "jenkins", "redis", "docs" are not."""
-    if word in _VERBS or (len(word) >= 5 and word.endswith("ed")):
-        return True
-    # Any -s word: a noun read as a verb only splits off a part the new text must then touch, which
-    # can turn a change into a conflict for review, never the reverse.
-    return len(word) >= 4 and word.isalpha() and word.endswith("s") and not word.endswith(("ss", "us", "is"))
-
-
-def _news(marker: re.Pattern[str], old: str, new: str) -> str | None:
-    """The first marker of the new text that the old one lacks ("we now use X" makes "now" old news)."""
-    already = {m.group() for m in marker.finditer(old)}
-    return next((m.group() for m in marker.finditer(new) if m.group() not in already), None)
-
-
-def _rejects(old: str, value: list[str]) -> bool:
-    """True if the old text itself negates the named old value ('use pnpm, not npm')."""
-    words = _TOKEN.findall(old)
-    return any(w in value and i > 0 and words[i - 1] in _NEGATIONS for i, w in enumerate(words))
-
-
-# Words that change how often ("every other Friday", "twice monthly"), dropped or added on their own.
-_SHORT_UNITS = frozenset("day hour minute second".split())  # "every three weeks" -> "every week"
-_MULTIPLIERS = frozenset("twice thrice bi fortnightly".split())  # need no "every" ("twice monthly")
-_FREQUENCY_MODIFIERS = frozenset("other twice thrice second third alternate bi fortnightly".split())
-
-
-def _merged_ops(old_tokens: list[str], new_tokens: list[str]) -> list[tuple[str, int, int, int, int]]:
-    """The non-equal opcodes of old -> new, with replaced spans that only a preposition or two keep
-    apart merged into one ("tuesdays at 15:00" -> "fridays at 10:30", "redis 6 on t3.small" -> "redis
-    7 on r6g.large"): two values of one setting changed at once are one new value. Only "at"/"on" join
-    them: "tabs in Go" -> "spaces in Python", "Adyen for card" -> "Braintree for PayPal" change a scope."""
-    ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
-           if op[0] != "equal"]
-    merged = ops[:1]
-    for op in ops[1:]:
-        last = merged[-1]
-        gap = old_tokens[last[2]:op[1]]
-        if (last[0] == op[0] == "replace" and 0 < len(gap) <= 2 and all(t in ("at", "on") for t in gap)
-                and op[3] - last[4] == len(gap)):
-            merged[-1] = ("replace", last[1], op[2], last[3], op[4])
-        else:
-            merged.append(op)
-    return merged
-
-
-def _value_change(old_tokens: list[str], new_tokens: list[str], min_prefix: int, old: str, new: str,
-                  cased: tuple[str | None, str | None] = (None, None)) -> tuple[str | None, str | None]:
-    """(reason, None) if the texts differ in exactly one replaced span after a shared subject;
-    (None, why) if they do but the relation holds several values (an addition); else (None, None).
-    old, new: the normalised texts the tokens came from; cased: the same before casefolding, if known."""
-    ops = _merged_ops(old_tokens, new_tokens)
-    if len(ops) == 1 and ops[0][0] in ("insert", "delete") and ops[0][1] >= min_prefix:
-        # "every other Friday" -> "every Friday", "monthly" -> "twice monthly": a frequency modifier
-        # added or dropped changes the value of the same setting.
-        _, i1, i2, j1, j2 = ops[0]
-        span = old_tokens[i1:i2] + new_tokens[j1:j2]
-        unit = old_tokens[i2:i2 + 1] if i2 > i1 else new_tokens[j2:j2 + 1]
-        counts = all(t in _COUNTS or t.isdigit() for t in span) and set(unit) & (_TIME_UNITS | _SHORT_UNITS)
-        frequency = set(span) <= _FREQUENCY_MODIFIERS and (old_tokens[i1 - 1] == "every" or set(span) & _MULTIPLIERS)
-        if span and (frequency or counts) and _subject_words(old_tokens[:i1]):
-            return f"same subject, frequency {' '.join(old_tokens[i1 - 1:i2 + 1])} -> " \
-                   f"{' '.join(new_tokens[j1 - 1:j2 + 1])}", None
-    if len(ops) != 1 or ops[0][0] != "replace":
-        return None, None
-    _, i1, i2, j1, j2 = ops[0]
-    prefix = old_tokens[:i1]
-    before, after = old_tokens[i1:i2], new_tokens[j1:j2]
-    # "Standup is Mondays at 10:00" -> "Thursdays at 09:30": a day and time is a value even after a
-    # one-word subject.
-    when = i1 == len(old_tokens) - (i2 - i1) and all(_WHEN.search(" ".join(span)) for span in (before, after))
-    if len(prefix) < (1 if when else min_prefix) or not _subject_words(prefix):
-        return None, None  # the differing words open the sentence: they are its subject, not a value
-    counted = prefix[-1][0].isdigit() or prefix[-1] in _COUNTS  # "to one day" -> "to one year"
-    if any(t[0].isdigit() for t in old_tokens[i2:]) and not any(t[0].isdigit() for t in before + after):
-        return None, None  # "retained for 400 days" / "retention is 400 days": the number, the value, stays
-    for span, other in ((after, before), (before, after)):
-        scoped = [k for k, t in enumerate(span) if t in ("for", "in") and k > 0 and t not in other]
-        if scoped and _subject_words(span[scoped[0] + 1:]):
-            return None, None  # "$20" -> "$25 for students": a value for another scope, beside the old
-    if len(old_tokens) - i2 >= max(3, 2 * len(prefix)):
-        return None, None  # a short prefix and a shared predicate twice as long: the span names *which*
-        # subject ("service 0 writes its logs to ..." vs "service 1 ..."), not a new value of one subject
-    if prefix[-1] in _IDENTIFIER_NOUNS:
-        return None, None  # "memory number 0 says ..." / "number 1 says ...": which one, not a new value
-    if prefix[-1] == "for" and not any(t[0].isdigit() or t in _COUNTS for t in before + after + prefix[-2:-1]):
-        return None, None  # "used for caching" / "for rate limiting": another purpose or scope, not a value
-    scopes = [set(span) & (_PREPOSITIONS | {_stem("during"), "after", "before", "until"}) for span in (before, after)]
-    if all(scopes) and scopes[0] != scopes[1]:
-        return None, None  # "paused during the freeze" / "resumed after the freeze": another time or place
-    if (_TIME_WORDS | _ENVIRONMENTS | _NEGATIONS) & set(before + after):
-        return None, None  # another time period or environment, or a flipped polarity: not a new value
-    if _TIME_UNITS & set(before + after) and not counted and not any(t[0].isdigit() or t in _COUNTS
-                                                                     for t in before + after):
-        return None, None  # "weekly" / "next month": an uncounted unit names a period, not a duration
-    if _other_predicate(old, new, i1, i2, j1, j2, cased):
-        return None, None  # "owns the onboarding flow" / "meets on Mondays": another fact of the subject
-    relation = _multi_valued_before(old_tokens, i1, i2, old) or _possession(old, i1, old_tokens[i2 - 1], new_tokens)
-    if relation and re.search(rf"\b{relation}\w*\s*:", old):
-        relation = None  # "Tech lead: Amara" names a role holder; "leads the platform team" is a relation
-    if relation and not _ROLE.search(old):
-        return None, f"'{relation}' can hold several values: {' '.join(after)} is an addition beside {' '.join(before)}"
-    subject = " ".join(t for t in old_tokens if t not in before)
-    return f"same subject '{subject}', value {' '.join(before)} -> {' '.join(after)}", None
-
-
-# "Kwame is the scrum master for the identity squad": the holder opens the sentence; "the" says the
-# role has one holder ("a reviewer for the style guide" has several).
-_ROLE_HOLDER = re.compile(r"^(?P<holder>[^,;:]+?) (?:is|are) the (?P<role>[^,;:]+?)[.!]?$")
-_PRONOUNS = frozenset("it this that these those they he she there here what who which".split())
-
-
-# The same statement with the role first: "the accessibility champion is Farah", and as a label:
-# "Accessibility champion: Isidora".
-_ROLE_FIRST = re.compile(r"^the (?P<role>[^,;:]+?) (?:is|are) (?P<holder>[^,;:]+?)[.!]?$")
-_ROLE_LABEL = re.compile(r"^(?:the )?(?P<role>[^,;:]+?): (?P<holder>[^,;:]+?)[.!]?$")
-
-
-def _role_of(text: str) -> tuple[re.Match[str], bool] | None:
-    """The role statement of `text` and whether it is in the plain "the ROLE is HOLDER" form."""
-    for pattern in (_ROLE_HOLDER, _ROLE_LABEL, _ROLE_FIRST):
-        match = pattern.match(text)
-        if match:
-            return match, pattern is _ROLE_FIRST
-    return None
-
-
-def _role_holder_change(old: str, new: str) -> str | None:
-    """Reason if both texts name a holder of one and the same role ("X is the incident commander for
-    the outage drill" / "Y is ...", also as "the incident commander ... is Y" or "Incident commander
-    ...: Y"), each holder a name of at most three words; else None. Two plain "the ROLE is HOLDER"
-    texts are left to the value rules (_value_change), which read that form already."""
-    a, b = _role_of(old), _role_of(new)
-    if not a or not b or (a[1] and b[1]):
-        return None
-    (a, _), (b, _) = a, b
-    if _tokens(a["role"]) != _tokens(b["role"]) or not _subject_words(_tokens(a["role"])):
-        return None
-    holders = _tokens(a["holder"]), _tokens(b["holder"])
-    if holders[0] == holders[1] or any(not h or len(h) > 3 or set(h) & _PRONOUNS for h in holders):
-        return None
-    role, taker, giver = (" ".join(m.split()) for m in (a["role"], b["holder"], a["holder"]))
-    return f"the {role} is now {taker}, not {giver}"
-
-
-# Words that say the new text holds at present, in place of what held before.
-_PRESENT_MARK = re.compile(r"\b(?:from now on|going forward|these days|nowadays|now|again)\b")
-
-
-def _doer_change(old: str, new: str) -> str | None:
-    """Reason if the new text gives one relation another doer and says it holds at present
-    ("Typesense powers the storefront search" / "Algolia powers the storefront search now", "Maven
-    builds the JVM services again"); else None. The doer is the opening span (at most three words,
-    no pronoun); the rest, from a verb that is no copula on, is the same. A relation that holds
-    several doers at once (_MULTI_VALUED: "maintains", "uses") is left alone."""
-    if not _PRESENT_MARK.search(new) or _PRESENT_MARK.search(old):
-        return None
-    old_tokens, new_tokens = _tokens(old), _tokens(_PRESENT_MARK.sub(" ", new))
-    ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
-           if op[0] != "equal"]
-    if len(ops) != 1 or ops[0][0] != "replace" or ops[0][1] != 0 or ops[0][3] != 0:
-        return None
-    _, _, i2, _, j2 = ops[0]
-    doers, rest = (old_tokens[:i2], new_tokens[:j2]), old_tokens[i2:]
-    if any(len(d) > 3 or set(d) & (_PRONOUNS | {"we", "i", "you"}) for d in doers) or len(rest) < 3:
-        return None
-    verb = rest[0]
-    if verb in ("is", "are", "was", "were", "be") or _stem(verb) in _MULTI_VALUED \
-            or _loose(_stem(verb)) in _MULTI_VALUED or not _subject_words(rest[1:]):
-        return None
-    return f"{' '.join(doers[1])} {' '.join(rest)} now, not {' '.join(doers[0])}"
-
-
-def _restructured_change(old: str, new: str) -> str | None:
-    """Reason if the texts name one subject in other words ("the retention for audit logs" / "audit log
-    retention": the same words before the first "is") and change its value; else None."""
-    halves = [re.split(r"\b(?:is|are)\b", text, maxsplit=1) for text in (old, new)]
-    if any(len(h) != 2 for h in halves):
-        return None
-    subjects = [_tokens(h[0]) for h in halves]
-    words = [{t for t in s if t not in _GENERIC} for s in subjects]
-    if subjects[0] == subjects[1] or words[0] != words[1] or len(words[0]) < 2:
-        return None
-    rebuilt = f"{halves[0][0]} is {halves[1][1]}"  # the new value under the old subject's wording
-    change, _ = _value_change(_tokens(old), _tokens(rebuilt), MIN_PREFIX, old, rebuilt)
-    return change
-
-
-def _one_slot(old_tokens: list[str], new_tokens: list[str]) -> str | None:
-    """'X -> Y' if the token lists differ in exactly one short replaced span (at most 2 tokens a side)
-    inside a shared frame that goes on after it with a subject word ("use _ for bugs"); else None.
-    A span at the end ("Hannah is the DBA" / "... learning Rust") may be another fact altogether."""
-    ops = [op for op in SequenceMatcher(None, old_tokens, new_tokens, autojunk=False).get_opcodes()
-           if op[0] != "equal"]
-    if len(ops) != 1 or ops[0][0] != "replace":
-        return None
-    _, i1, i2, j1, j2 = ops[0]
-    if i2 - i1 > 2 or j2 - j1 > 2 or not _subject_words(old_tokens[i2:]):
-        return None
-    if (_TIME_WORDS | _ENVIRONMENTS) & set(old_tokens[i1:i2] + new_tokens[j1:j2]):
-        return None  # "on call this week" / "on vacation next week": another period or environment
-    return f"'{' '.join(old_tokens[i1:i2])}' -> '{' '.join(new_tokens[j1:j2])}'"
-
-
-def _revived(old: str, new: str, new_tokens: list[str]) -> str | None:
-    """Why `new` contradicts the change statement `old`, if it does: it states, without a change
-    marker of its own, the value `old` says was replaced ("We switched the CI from CircleCI to
-    GitHub Actions" / "Our CI runs on CircleCI"), about a subject they share. Never a retirement:
-    which of the two is right is for the writer or the user to say."""
-    if _has_marker(new):
-        return None
-    named = _named(old)
-    if named is None:
-        return None
-    value = _subject_words(_tokens(next(g for g in named.groups() if g is not None)))
-    if not value or not value <= set(new_tokens):
-        return None
-    rest = _subject_words(_tokens(_state(old))) - value
-    if not rest & (set(new_tokens) - value):
-        return None
-    return f"states {' '.join(sorted(value))}, which this memory says was replaced"
 
 
 # A word with the symbols that make it another name: ".env" is not "env", "C++" and "C#" are not "C".
@@ -1251,61 +212,6 @@ def classify(old_text: str, new_text: str, cosine: float | None, *, history: Seq
     return verdict
 
 
-# Rule 8. The most old subject words a change may leave out: what goes is the old value, and a value
-# is short. Across every supersede verdict of the truth sets (tests/data/supersession_*.yaml) at most
-# 5 go ("Courier app builds run on Bitrise, signing keys live in Infisical" -> "... moved to
-# Codemagic"); the false retirements found by bench/guidance_retirement.py leave out 11 to 15 (a
-# rule about something else that happens to share a word or two).
-MAX_VALUE_WORDS = 6
-# A preference states a convention, not a change: "use X instead of Y", "X rather than Y", "prefer X
-# over Y", "in favour of Y". Its words, removed to see whether any other wording of change is left.
-_PREFERENCE = re.compile(r"\b(?:instead of|rather than|in favou?r of|instead)\b")
-_PREFERENCE_WORDS = re.compile(r"\b(?:instead of|rather than|in favou?r of|instead|prefer\w*|over)\b")
-# Words every text shares without sharing a subject; "I" and "my" name the user, who is one.
-_COMMON = (STOPWORDS - _SELF) | {"every", "each"}
-
-
-def _preference_only(new: str) -> bool:
-    """Whether the only wording of change in `new` (canonical) is a preference: "Use stretchr/testify
-    assertions rather than hand-rolled if checks", "Liquibase runs our database migrations instead
-    of Flyway"; not "we now use X instead of Y", "we dropped X in favour of Y"."""
-    if not (_PREFERENCE.search(new) or _PREFER_OVER.search(new)):
-        return False
-    rest = _PREFERENCE_WORDS.sub(" ", new)
-    return not (_REPLACE.search(rest) or _RETIRE.search(rest) or _CHANGED_TO.search(rest) or _named(rest))
-
-
-def _frame_swap(old: str, new: str) -> bool:
-    """Whether `new` restates all of `old` but the value it names as what it prefers against, which
-    `old` holds: "Load tests are written in JMeter" / "Load tests are written in k6 instead of
-    JMeter", "Database migrations are run by Flyway" / "Liquibase runs our database migrations
-    instead of Flyway". The whole old memory restated is the same subject; naming its value as the
-    one not to use is the wording of change."""
-    named = _named(new)
-    if named is None:
-        return False
-    value = _subject_words(_tokens(next(g for g in named.groups() if g is not None)))
-    stated = _subject_words(_tokens(_state(old) if _is_change_statement(old) else old))
-    kept = stated - value
-    said = {_loose(t) for t in _subject_words(_tokens(new[:named.start()] + " " + new[named.end():]))}
-    return bool(value) and value <= stated and bool(kept - _COMMON) \
-        and all(_loose(t) in said for t in kept) and not all(_loose(t) in said for t in value)
-
-
-def _other_subject(old: str, new: str) -> str | None:
-    """Why `new` (canonical) is about another subject than `old` although the rules found a change:
-    they share only common words (stopwords), or `old` loses more than MAX_VALUE_WORDS subject words
-    (more than a value goes); else None."""
-    stated = _state(old) if _is_change_statement(old) else old
-    old_words = _subject_words(_tokens(stated))
-    new_words = _subject_words(_tokens(_RETIRE.sub(" ", _REPLACE.sub(" ", new))))
-    if not (old_words & new_words) - _COMMON:
-        return "the texts share no subject word beyond common ones"
-    if len(old_words - new_words) > MAX_VALUE_WORDS:
-        return f"more of the old memory goes than a value ({len(old_words - new_words)} words): another subject"
-    return None
-
-
 def _classify(old_text: str, new_text: str, cosine: float | None, *, history: Sequence[str] = (),
               later: Sequence[str] = ()) -> Verdict:
     """classify without rule 8's guards.
@@ -1332,63 +238,97 @@ def _classify(old_text: str, new_text: str, cosine: float | None, *, history: Se
 
     if _polarity(old) == _polarity(new):
         return Verdict("conflict", _SAME)  # "is disabled" / "is turned off"
-    change = addition = None
+    change: str | None = None
+    addition: str | None = None
     # A person named on one side only may be someone else entirely; a thing of someone's ("the user's
     # laptop") on one side only is another subject than its owner.
     if old_people == new_people and _possessed_match(old, new):
-        # A marked text is judged by the marker rule alone: its "no" (e.g. "moved standup") is final.
-        if _has_marker(new):
-            change = _marker_change(old, new, tuple(history))
-        else:
-            # An old change statement ("Code freeze lasts three weeks now") says what holds without its marker.
-            stated = _state(old) if _is_change_statement(old) else old
-            cased_old = None if stated != old else unicodedata.normalize("NFC", old_text)
-            change, addition = _value_change(_tokens(stated), new_tokens, MIN_PREFIX, stated, new,
-                                             (cased_old, unicodedata.normalize("NFC", new_text)))
-            if change is None and addition is None and len(_clauses(old)) == 1:
-                # "Olu left; the team lead is Ben": the new value may be stated in a clause of its own.
-                for clause in _clauses(new) if len(_clauses(new)) > 1 else ():
-                    change, addition = _value_change(_tokens(stated), _tokens(clause), MIN_PREFIX, stated, clause)
-                    if change or addition:
-                        break
-        if change is None and not addition:
-            # "Tom is the release captain now": "now" says the new holder or value holds at present.
-            stated = _state(old) if _is_change_statement(old) else old
-            markers = [m.group() for m in _REPLACE.finditer(new)]
-            if not _has_marker(new) or (all(m in _PRESENT_ONLY for m in markers) and not _RETIRE.search(new)
-                                        and not _PREFER_OVER.search(new)):
-                plain = re.sub(r"\s+", " ", _REPLACE.sub(" ", new)).strip(" .")
-                change = (_role_holder_change(stated, plain) or _restructured_change(stated, plain)
-                          or _doer_change(stated, new))
-        if change is None and not addition:
-            change = _polarity_change(old, new)
+        change, addition = _find_change(old, new, (old_text, new_text), tuple(history))
     if addition:
         return Verdict("unrelated", addition)
     if change is None and old_people == new_people:
-        part = _clause_change(old, new, tuple(history))
-        if part and not (_HEDGE.search(new) or _news(_ADDITIVE, old, new)) \
-                and _every_part_changed(old, new, tuple(history)):
-            return Verdict("supersede", f"every part changed: {part[1]}")
-        if part and later and not _HEDGE.search(new) and _covered(old, new, later):
-            return Verdict("supersede", f"{part[1]}; later memories changed the rest of it")
-        if part:  # the change is in one clause of the old memory: the rest may still hold
-            return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})", _untouched_clause(old, new)))
+        verdict = _part_verdict(old, new, tuple(history), later)
+        if verdict:
+            return verdict
+    if change:
+        return _change_verdict(old, new, change, tuple(history), later)
+    return _no_change_verdict(old, new, cosine, same_people=old_people == new_people)
+
+
+def _find_change(old: str, new: str, texts: tuple[str, str],
+                 history: tuple[str, ...]) -> tuple[str | None, str | None]:
+    """(reason, None) if `new` changes what `old` says (both canonical, about the same people);
+    (None, why) if it adds a value beside the old one; else (None, None). texts: the two as written,
+    whose case tells names from verbs."""
+    change: str | None = None
+    addition: str | None = None
+    # A marked text is judged by the marker rule alone: its "no" (e.g. "moved standup") is final.
+    if _has_marker(new):
+        change = _marker_change(old, new, history)
+    else:
+        # An old change statement ("Code freeze lasts three weeks now") says what holds without its marker.
+        stated = _state(old) if _is_change_statement(old) else old
+        cased_old = None if stated != old else unicodedata.normalize("NFC", texts[0])
+        change, addition = _value_change(_tokens(stated), _tokens(new), MIN_PREFIX, stated, new,
+                                         (cased_old, unicodedata.normalize("NFC", texts[1])))
+        if change is None and addition is None and len(_clauses(old)) == 1:
+            # "Olu left; the team lead is Ben": the new value may be stated in a clause of its own.
+            for clause in _clauses(new) if len(_clauses(new)) > 1 else ():
+                change, addition = _value_change(_tokens(stated), _tokens(clause), MIN_PREFIX, stated, clause)
+                if change or addition:
+                    break
+    if change is None and not addition:
+        # "Tom is the release captain now": "now" says the new holder or value holds at present.
+        stated = _state(old) if _is_change_statement(old) else old
+        markers = [m.group() for m in _REPLACE.finditer(new)]
+        if not _has_marker(new) or (all(m in _PRESENT_ONLY for m in markers) and not _RETIRE.search(new)
+                                    and not _PREFER_OVER.search(new)):
+            plain = re.sub(r"\s+", " ", _REPLACE.sub(" ", new)).strip(" .")
+            change = (_role_holder_change(stated, plain) or _restructured_change(stated, plain)
+                      or _doer_change(stated, new))
+    if change is None and not addition:
+        change = _polarity_change(old, new)
+    return change, addition
+
+
+def _part_verdict(old: str, new: str, history: tuple[str, ...], later: Sequence[str]) -> Verdict | None:
+    """The verdict when no rule found a change of the whole `old` but one of its parts changed: every
+    part changed, or the rest changed by `later` memories, is a "supersede"; else a "conflict" (the
+    rest may still hold). None when no part changed."""
+    part = _clause_change(old, new, history)
+    if part and not (_HEDGE.search(new) or _news(_ADDITIVE, old, new)) and _every_part_changed(old, new, history):
+        return Verdict("supersede", f"every part changed: {part[1]}")
+    if part and later and not _HEDGE.search(new) and _covered(old, new, later):
+        return Verdict("supersede", f"{part[1]}; later memories changed the rest of it")
+    if part:  # the change is in one clause of the old memory: the rest may still hold
+        return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})", _untouched_clause(old, new)))
+    return None
+
+
+def _change_verdict(old: str, new: str, change: str, history: tuple[str, ...], later: Sequence[str]) -> Verdict:
+    """The verdict on a change the rules found: a "supersede" unless it is hedged, approximate, one-off
+    or an addition, or leaves a clause of the old memory untouched (a "conflict")."""
     tentative = (_HEDGE.search(new) or _HEDGE.search(old) or _APPROX.search(old) or _APPROX.search(new)
                  or _ONE_OFF.search(new))
     additive = _news(_ADDITIVE, old, new)
-    if change and not (tentative or additive):
-        untouched = _untouched_clause(old, new)
-        if later and _covered(old, new, later):
-            return Verdict("supersede", f"{change}; later memories changed the rest of it")
-        if untouched:
-            part = _clause_change(old, new, tuple(history))
-            return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})" if part else f"part of it ({change})",
-                                                untouched))
-        return Verdict("supersede", change)
-    if change:
+    if tentative or additive:
         kind = f"an addition ('{additive}')" if additive else "a hedged or approximate change"
         return Verdict("conflict", f"{kind}, not a replacement: {change}")
+    untouched = _untouched_clause(old, new)
+    if later and _covered(old, new, later):
+        return Verdict("supersede", f"{change}; later memories changed the rest of it")
+    if untouched:
+        part = _clause_change(old, new, history)
+        return Verdict("conflict", _partial(f"'{part[0]}' ({part[1]})" if part else f"part of it ({change})",
+                                            untouched))
+    return Verdict("supersede", change)
 
+
+def _no_change_verdict(old: str, new: str, cosine: float | None, *, same_people: bool) -> Verdict:
+    """The verdict when no rule found a change: a "conflict" for a revived old value, near-paraphrases,
+    one short span swapped in a shared frame or an announced change near the old subject; else
+    "unrelated"."""
+    old_tokens, new_tokens = _tokens(old), _tokens(new)
     revived = _revived(old, new, new_tokens)
     if revived:
         return Verdict("conflict", revived)
@@ -1397,7 +337,7 @@ def _classify(old_text: str, new_text: str, cosine: float | None, *, history: Se
         why = f"{_SIMILAR} (word overlap {overlap:.2f})"
         return Verdict("conflict", why)
     slot = _one_slot(old_tokens, new_tokens)
-    if slot and old_people == new_people:
+    if slot and same_people:
         # "We use Jira for bugs" / "We use Linear for bugs": one word swapped in a shared frame, too
         # short a subject to call it a change, but a stale memory must not go unreported.
         return Verdict("conflict", f"the texts differ only in {slot}: check whether both still hold")

@@ -247,7 +247,7 @@ def test_the_keyword_only_hook_answers_without_numpy(project, tmp_path):
     printed, heavy = (out.stdout.splitlines() + [""])[:2]
     assert made.id in printed
     expected = handle("UserPromptSubmit", {**payload, "session_id": "cold-in-process"},
-                      {"CLAUDE_PROJECT_DIR": str(project)}, embedder=None)
+                      {"CLAUDE_PROJECT_DIR": str(project)})
     assert json.loads(printed)["hookSpecificOutput"]["additionalContext"] == (
         expected["hookSpecificOutput"]["additionalContext"])
     assert heavy == ""

@@ -10,7 +10,7 @@ import pytest
 
 from cairn import render
 from cairn.models import RELATED_INSTRUCTION
-from cairn.supersede import states_change
+from cairn.supersede_words import states_change
 
 from tests.conftest import run_cli
 

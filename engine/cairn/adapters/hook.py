@@ -143,7 +143,7 @@ def run(event: str, payload: dict, *, warm_asked: bool = False, detached: bool =
     _log_to_file()  # what the engine logs here goes to hooks.log, never to the hook's stderr
     from .claude.hooks import handle
 
-    return handle(event, payload, env, embedder=None)
+    return handle(event, payload, env)  # keyword-only: the hook process loads no model
 
 
 def run_raw(event: str, raw: str, *, detached: bool = False) -> str | None:

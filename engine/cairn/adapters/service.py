@@ -147,15 +147,15 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             return {"ok": True, "model": embedder.model_name, "dim": embedder.dim,
                     "fingerprint": embedder.fingerprint, "vectors": [warm.encode_vector(v.tobytes()) for v in vectors]}
         if op == "hook":
-            from .claude.hooks import handle
+            from .claude.hooks import HookHost, handle
 
             env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
             started, timings = time.perf_counter(), {}
             with self.stores_lock:  # the open stores' connections serve one request at a time
                 timings["wait"] = 1000 * (time.perf_counter() - started)
-                output = handle(str(request.get("event")), request.get("payload") or {}, env,
-                                embedder_for=self.embedder_for, open_memory=self.hook_memory_for,
+                host = HookHost(embedder_for=self.embedder_for, open_memory=self.hook_memory_for,
                                 resolver=self.resolver.resolve, timings=timings)
+                output = handle(str(request.get("event")), request.get("payload") or {}, env, host)
             timings["total"] = 1000 * (time.perf_counter() - started)
             # The hook prints "stdout" as it is: it need not import json to encode the output.
             return {"ok": True, "output": output, "stdout": json.dumps(output) if output else "",

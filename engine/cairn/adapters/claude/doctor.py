@@ -55,6 +55,36 @@ def hooks_check(project: Path | None, env: dict[str, str] | None = None) -> Chec
     files = [home / "settings.json"]
     if project is not None:
         files += [project / ".claude" / "settings.json", project / ".claude" / "settings.local.json"]
+    enabled, manual, unreadable = _settings_hooks(files)
+    problems = "; ".join(f"cannot read {u}" for u in unreadable)
+    on = sorted(key for key, (value, _) in enabled.items() if value)
+    install = "in Claude Code: `/plugin marketplace add <this repository>` then `/plugin install cairn@cairn`"
+    if not on and not manual:
+        off = [f"{key} is disabled in {path}" for key, (value, path) in enabled.items() if not value]
+        detail = "; ".join(off) or "Claude Code has no Cairn plugin enabled for this project"
+        return Check("hooks registered", "warn", detail + (f"; {problems}" if problems else ""),
+                     "enable it with `/plugin` in Claude Code" if off else install)
+    if manual and not on:
+        missing = [e for e in (SESSION_START, USER_PROMPT_SUBMIT) if e not in manual]
+        return Check("hooks registered", "warn" if missing else "ok",
+                     f"hooks set in a settings file: {', '.join(sorted(manual))}",
+                     f"add {', '.join(missing)} (see hooks/hooks.json)" if missing else None)
+    found = _cached_hooks(home, on)
+    if not found:
+        return Check("hooks registered", "ok", f"{', '.join(on)} enabled (its files are not in Claude Code's "
+                     "plugin cache: loaded with --plugin-dir?)")
+    version, missing = found[-1]
+    if missing:
+        return Check("hooks registered", "warn", f"{', '.join(on)} {version} does not register {', '.join(missing)}",
+                     "update the plugin: `/plugin update cairn`")
+    return Check("hooks registered", "ok", f"{', '.join(on)} {version}: {', '.join(HOOK_EVENTS)}"
+                 + (f"; {problems}" if problems else ""))
+
+
+def _settings_hooks(files: list[Path]) -> tuple[dict[str, tuple[bool, Path]], set[str], list[str]]:
+    """What Claude Code's settings `files` (a later one overrides an earlier one) say of Cairn:
+    ({plugin key "cairn@<marketplace>": (enabled, the file saying so)}, the events a file sets a hook
+    running cairn-hook or `cairn hook` for by hand, the files that cannot be read, with why)."""
     enabled: dict[str, tuple[bool, Path]] = {}
     manual: set[str] = set()
     unreadable = []
@@ -76,19 +106,12 @@ def hooks_check(project: Path | None, env: dict[str, str] | None = None) -> Chec
         for event, entries in (hooks.items() if isinstance(hooks, dict) else ()):
             if "cairn-hook" in json.dumps(entries) or "cairn hook" in json.dumps(entries):
                 manual.add(event)
-    problems = "; ".join(f"cannot read {u}" for u in unreadable)
-    on = sorted(key for key, (value, _) in enabled.items() if value)
-    install = "in Claude Code: `/plugin marketplace add <this repository>` then `/plugin install cairn@cairn`"
-    if not on and not manual:
-        off = [f"{key} is disabled in {path}" for key, (value, path) in enabled.items() if not value]
-        detail = "; ".join(off) or "Claude Code has no Cairn plugin enabled for this project"
-        return Check("hooks registered", "warn", detail + (f"; {problems}" if problems else ""),
-                     "enable it with `/plugin` in Claude Code" if off else install)
-    if manual and not on:
-        missing = [e for e in (SESSION_START, USER_PROMPT_SUBMIT) if e not in manual]
-        return Check("hooks registered", "warn" if missing else "ok",
-                     f"hooks set in a settings file: {', '.join(sorted(manual))}",
-                     f"add {', '.join(missing)} (see hooks/hooks.json)" if missing else None)
+    return enabled, manual, unreadable
+
+
+def _cached_hooks(home: Path, on: list[str]) -> list[tuple[str, list[str]]]:
+    """For each copy of the enabled plugins `on` in Claude Code's plugin cache under `home`, in
+    version order: (its version, the HOOK_EVENTS its hooks/hooks.json does not register)."""
     found = []
     for key in on:
         marketplace = key.partition("@")[2]
@@ -98,13 +121,5 @@ def hooks_check(project: Path | None, env: dict[str, str] | None = None) -> Chec
             except (OSError, ValueError, AttributeError):
                 continue
             found.append((hooks_json.parent.parent.name, [e for e in HOOK_EVENTS if e not in events]))
-    if not found:
-        return Check("hooks registered", "ok", f"{', '.join(on)} enabled (its files are not in Claude Code's "
-                     "plugin cache: loaded with --plugin-dir?)")
-    version, missing = found[-1]
-    if missing:
-        return Check("hooks registered", "warn", f"{', '.join(on)} {version} does not register {', '.join(missing)}",
-                     "update the plugin: `/plugin update cairn`")
-    return Check("hooks registered", "ok", f"{', '.join(on)} {version}: {', '.join(HOOK_EVENTS)}"
-                 + (f"; {problems}" if problems else ""))
+    return found
 

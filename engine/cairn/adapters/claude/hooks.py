@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,30 +56,40 @@ HOOK_EVENTS = (SESSION_START, USER_PROMPT_SUBMIT, *TOOL_EVENTS, SUBAGENT_START, 
                SESSION_END)  # what hooks/hooks.json registers
 
 
-def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder | None = None,
-           embedder_for: Callable[[dict[str, Any]], Embedder | None] | None = None,
-           open_memory: Callable[[Resolved, Embedder | None], Cairn] | None = None,
-           resolver: Callable[..., Resolved] = resolve,
-           timings: dict[str, float] | None = None) -> dict[str, Any] | None:
+@dataclass
+class HookHost:
+    """How the process that runs a hook serves it; the defaults are the hook process itself
+    (keyword-only, each call opening and closing the store).
+
+    embedder: a loaded Embedder for hybrid recall, or None for keyword-only. embedder_for(config):
+    instead, the loaded embedder for this project's config, or None (the warm process, which may
+    hold several models). open_memory(resolved, embedder): an opener that may reuse open stores
+    (the warm process keeps them open). resolver: cairn.resolve's signature (the warm process passes
+    a ResolveCache's). timings: filled with the milliseconds each step took (resolve, open, embed,
+    recall), when given."""
+
+    embedder: Embedder | None = None
+    embedder_for: Callable[[dict[str, Any]], Embedder | None] | None = None
+    open_memory: Callable[[Resolved, Embedder | None], Cairn] | None = None
+    resolver: Callable[..., Resolved] = resolve
+    timings: dict[str, float] | None = None
+
+
+def handle(event: str, payload: dict[str, Any], env: dict[str, str],
+           host: HookHost | None = None) -> dict[str, Any] | None:
     """The hook's JSON output for `event`, or None to inject nothing.
 
     payload: the hook's stdin JSON. env: the hook's environment (CLAUDE_PROJECT_DIR, CAIRN_STORE,
-    CAIRN_PAUSE ...). embedder: a loaded Embedder for hybrid recall, or None for keyword-only;
-    embedder_for(config): instead, the loaded embedder for this project's config, or None (the warm
-    process, which may hold several models). open_memory(resolved, embedder): an opener that may
-    reuse open stores (the warm process keeps them open);
-    by default each call opens and closes the store. The store and config are resolved once here,
-    by `resolver` (cairn.resolve's signature; the warm process passes a ResolveCache's), into the
-    request (request.HookRequest) every path of the event reads. timings: filled with the
-    milliseconds each step took (resolve, open, embed, recall), when given.
+    CAIRN_PAUSE ...). host: how the calling process serves the hook (HookHost; default: the hook
+    process itself). The store and config are resolved once here, by the host's resolver, into the
+    request (request.HookRequest) every path of the event reads.
     Raises whatever the engine raises; the caller fails open.
     """
-    from cairn import Cairn
-
-    clock = _Clock(timings)
+    host = host or HookHost()
+    clock = _Clock(host.timings)
     request = HookRequest(event, payload, env)
     try:
-        resolved = request.resolved = resolver(None, cwd=request.project, env=env)
+        resolved = request.resolved = host.resolver(None, cwd=request.project, env=env)
     except ConfigError as exc:
         # A bad config turns memory off: say so once, at session start, to the user (a prompt fails
         # open silently; the caller logs it), as for a broken store.
@@ -92,25 +104,12 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
         log.info("%s: nothing injected (%s)", event, reason)
         return None
     notice = _runtime_notice(config, env) if event == SESSION_START else None
+    embedder, embedder_for, global_only = host.embedder, host.embedder_for, False
     if not resolved.store_exists:
-        missing = resolved.missing()
-        if missing is not None:  # CAIRN_STORE names a store that does not exist: say so (in the log)
-            raise missing
-        if event == PRE_TOOL_USE:  # no store to record in yet: the session keeps what it touched
-            hold_touches(payload, request.root, request.state)
-            return None
-        # No memories yet; do not create a store just by starting a session. The user's global
-        # store (preferences for every project) is still briefed, when there is one.
-        if event == SESSION_START and config["claude_memory"]["sync"]:
-            from ..claude_memory_sync import sync_at_session_start  # the first sync creates the store
-            sync_at_session_start(None, request.project, env, store_name=choice.name if choice.explicit else None,
-                                  native=request.native)
-        glob = resolved.global_instead() if event == SESSION_START else None
+        glob = _without_store(request, resolved)
         if glob is None:
             return {"systemMessage": notice} if notice else None
         resolved, embedder, embedder_for, global_only = glob, None, None, True  # a brief needs no model
-    else:
-        global_only = False
     if event in TOOL_EVENTS and not config["hooks"]["tools"]:
         return None
     if embedder_for is not None and event not in NO_MODEL_EVENTS:
@@ -118,14 +117,9 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
     elif event in NO_MODEL_EVENTS:
         embedder = None
     try:
-        if open_memory is not None:
-            memory = open_memory(resolved, embedder)
+        with _memory_for(resolved, embedder, host.open_memory) as memory:
             clock.lap("open")
             text = _respond(memory, request, config, embedder, clock, global_only=global_only)
-        else:
-            with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
-                clock.lap("open")
-                text = _respond(memory, request, config, embedder, clock, global_only=global_only)
     except StoreBusy:
         raise  # locked, not broken (`cairn doctor` would find nothing): fail open; the caller logs it
     except BROKEN_STORE_ERRORS as exc:
@@ -138,6 +132,44 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], *, embedder
             return {"systemMessage": notice} if notice else None
         log.error("%s: the store %s cannot be used: %s", event, choice.name, exc)
         text = STORE_BROKEN
+    return _output(event, text, notice)
+
+
+def _without_store(request: HookRequest, resolved: Resolved) -> Resolved | None:
+    """For a project with no store yet: the global store to brief instead at session start, or None
+    when there is nothing to answer from. Raises StoreNotFound when CAIRN_STORE names a store that
+    does not exist (said in the log)."""
+    missing = resolved.missing()
+    if missing is not None:
+        raise missing
+    if request.event == PRE_TOOL_USE:  # no store to record in yet: the session keeps what it touched
+        hold_touches(request.payload, request.root, request.state)
+        return None
+    # No memories yet; do not create a store just by starting a session. The user's global
+    # store (preferences for every project) is still briefed, when there is one.
+    choice = resolved.choice
+    if request.event == SESSION_START and resolved.config["claude_memory"]["sync"]:
+        from ..claude_memory_sync import sync_at_session_start  # the first sync creates the store
+        sync_at_session_start(None, request.project, request.env,
+                              store_name=choice.name if choice.explicit else None, native=request.native)
+    return resolved.global_instead() if request.event == SESSION_START else None
+
+
+@contextmanager
+def _memory_for(resolved: Resolved, embedder: Embedder | None,
+                open_memory: Callable[[Resolved, Embedder | None], Cairn] | None) -> Iterator[Cairn]:
+    """The memory a hook answers from: the host's opener's, or one opened here and closed after."""
+    if open_memory is not None:
+        yield open_memory(resolved, embedder)
+        return
+    from cairn import Cairn
+
+    with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
+        yield memory
+
+
+def _output(event: str, text: str | None, notice: str | None) -> dict[str, Any] | None:
+    """The hook's JSON output: the notice for the user, the text for the model's context."""
     if not text and not notice:
         return None
     out: dict[str, Any] = {"systemMessage": notice} if notice else {}
@@ -196,78 +228,99 @@ def _already_loaded(memory: Cairn, request: HookRequest) -> frozenset[str]:
 def _respond(memory: Cairn, request: HookRequest, config: dict[str, Any], embedder: Embedder | None,
              clock: _Clock | None = None, *, global_only: bool = False) -> str | None:
     clock = clock or _Clock(None)
-    event, payload, hooks = request.event, request.payload, config["hooks"]
-    state = request.state
+    event = request.event
+    _ = request.state  # the session's state, read from its file here so that this lap times it
     clock.lap("session state")
     if event in TOOL_EVENTS or event == SUBAGENT_START:
-        if event == SUBAGENT_START:
-            return subagent_start(memory, payload, request.root, hooks, SessionState(request.session_id),
-                                  embedder=embedder)
-        text = tool_event(memory, {**payload, "hook_event_name": event}, request.root, hooks, state,
-                          embedder=embedder)
-        clock.lap("tool")
-        return text
+        return _tool_event(memory, request, config["hooks"], embedder, clock)
     if event in (SESSION_START, SESSION_START_REST):
-        source = payload.get("source", "startup")
-        # The two hooks of one session start share one brief: the first to run computes it, the
-        # other takes it (once). A later start of the session computes it anew.
-        key = f"{memory.name}:{request.session_id}:{source}"
-        shared = _BRIEFS.pop(key, None)
-        if shared is not None and shared[3] != event and time.monotonic() - shared[0] < BRIEF_CACHE_S:
-            text, inject = shared[1], shared[2]
-        else:
-            text = _brief(memory, request, config, clock, global_only=global_only)
-            inject = text is not None and not (source == "resume" and state.brief == digest(text))
-            _BRIEFS[key] = (time.monotonic(), text, inject, event)
-            for old in [k for k, v in _BRIEFS.items() if time.monotonic() - v[0] > BRIEF_CACHE_S]:
-                del _BRIEFS[old]
-        if event == SESSION_START_REST:  # the second hook of two: only what the first could not carry
-            parts = split_brief(text) if inject and text else []
-            return parts[1] if len(parts) > 1 else None
-        if config["claude_memory"]["sync"] and not global_only:
-            from ..claude_memory_sync import sync_at_session_start
+        return _session_start(memory, request, config, clock, global_only=global_only)
+    if event == USER_PROMPT_SUBMIT:
+        return _prompt(memory, request, config["hooks"], embedder, clock)
+    return None
 
-            sync_at_session_start(memory, request.project, request.env,
-                                  store_name=memory.name if memory.choice.explicit else None, native=request.native)
-            clock.lap("claude memory sync")
-        if source == "resume":
-            if not inject:
-                return None  # the transcript already holds this brief
-            state.injected += [i for i in cited_ids(text) if i not in state.injected]
-        else:  # startup, clear, compact: the context holds nothing of ours but this brief
-            state.injected = cited_ids(text)
-            state.tool_chars = 0
-            state.loaded.pop(NESTED, None)  # the subfolder CLAUDE.md files left the context with it
-        state.brief = digest(text) if text else None
+
+def _tool_event(memory: Cairn, request: HookRequest, hooks: dict[str, Any], embedder: Embedder | None,
+                clock: _Clock) -> str | None:
+    """What a tool event (work.py) or a subagent's start injects."""
+    event, payload = request.event, request.payload
+    if event == SUBAGENT_START:
+        return subagent_start(memory, payload, request.root, hooks, SessionState(request.session_id),
+                              embedder=embedder)
+    text = tool_event(memory, {**payload, "hook_event_name": event}, request.root, hooks, request.state,
+                      embedder=embedder)
+    clock.lap("tool")
+    return text
+
+
+def _session_start(memory: Cairn, request: HookRequest, config: dict[str, Any], clock: _Clock, *,
+                   global_only: bool) -> str | None:
+    """What one of a session start's two hooks injects: the first part of the brief, or the rest."""
+    event, state = request.event, request.state
+    source = request.payload.get("source", "startup")
+    # The two hooks of one session start share one brief: the first to run computes it, the
+    # other takes it (once). A later start of the session computes it anew.
+    key = f"{memory.name}:{request.session_id}:{source}"
+    shared = _BRIEFS.pop(key, None)
+    if shared is not None and shared[3] != event and time.monotonic() - shared[0] < BRIEF_CACHE_S:
+        text, inject = shared[1], shared[2]
+    else:
+        text = _brief(memory, request, config, clock, global_only=global_only)
+        inject = text is not None and not (source == "resume" and state.brief == digest(text))
+        _BRIEFS[key] = (time.monotonic(), text, inject, event)
+        for old in [k for k, v in _BRIEFS.items() if time.monotonic() - v[0] > BRIEF_CACHE_S]:
+            del _BRIEFS[old]
+    if event == SESSION_START_REST:  # the second hook of two: only what the first could not carry
+        parts = split_brief(text) if inject and text else []
+        return parts[1] if len(parts) > 1 else None
+    if config["claude_memory"]["sync"] and not global_only:
+        from ..claude_memory_sync import sync_at_session_start
+
+        sync_at_session_start(memory, request.project, request.env,
+                              store_name=memory.name if memory.choice.explicit else None, native=request.native)
+        clock.lap("claude memory sync")
+    if source == "resume":
+        if not inject:
+            return None  # the transcript already holds this brief
+        state.injected += [i for i in cited_ids(text) if i not in state.injected]
+    else:  # startup, clear, compact: the context holds nothing of ours but this brief
+        state.injected = cited_ids(text)
+        state.tool_chars = 0
+        state.loaded.pop(NESTED, None)  # the subfolder CLAUDE.md files left the context with it
+    state.brief = digest(text) if text else None
+    state.uncounted += cited_ids(text)
+    state.save()
+    if config["maintenance"]["background"]:
+        start_background_maintenance(memory)
+    return split_brief(text)[0] if text else None
+
+
+def _prompt(memory: Cairn, request: HookRequest, hooks: dict[str, Any], embedder: Embedder | None,
+            clock: _Clock) -> str | None:
+    """What a prompt brings: the memories relevant to it that the session's context does not hold."""
+    state = request.state
+    prompt = str(request.payload.get("prompt") or "")
+    if is_trivial(prompt):
+        return None
+    # A memory already in the session's context (the brief, an earlier prompt) is not injected
+    # again; a changed fact has a new id, so it is.
+    # Nor is one Claude Code loaded itself (CLAUDE.md, rules, its auto memory's index).
+    cached = dict(state.loaded)
+    loaded = _already_loaded(memory, request)
+    clock.lap("already loaded")
+    # The prompt is embedded only if the relevance gate reads cosines for it (context.relevant_hits).
+    embed = _embed_prompt(memory, clock) if embedder is not None else None
+    text = prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"],
+                          embed=embed, exclude=frozenset(state.injected) | loaded)
+    clock.lap("recall")
+    if state.loaded != cached and not text:
+        state.save()
+    if text:
+        state.injected += cited_ids(text)
         state.uncounted += cited_ids(text)
         state.save()
-        if config["maintenance"]["background"]:
-            start_background_maintenance(memory)
-        return split_brief(text)[0] if text else None
-    if event == USER_PROMPT_SUBMIT:
-        prompt = str(payload.get("prompt") or "")
-        if is_trivial(prompt):
-            return None
-        # A memory already in the session's context (the brief, an earlier prompt) is not injected
-        # again; a changed fact has a new id, so it is.
-        # Nor is one Claude Code loaded itself (CLAUDE.md, rules, its auto memory's index).
-        cached = dict(state.loaded)
-        loaded = _already_loaded(memory, request)
-        clock.lap("already loaded")
-        # The prompt is embedded only if the relevance gate reads cosines for it (context.relevant_hits).
-        embed = _embed_prompt(memory, clock) if embedder is not None else None
-        text = prompt_context(memory, prompt, k=hooks["prompt_k"], budget=hooks["prompt_chars"],
-                              embed=embed, exclude=frozenset(state.injected) | loaded)
-        clock.lap("recall")
-        if state.loaded != cached and not text:
-            state.save()
-        if text:
-            state.injected += cited_ids(text)
-            state.uncounted += cited_ids(text)
-            state.save()
-            clock.lap("session state")
-        return text
-    return None
+        clock.lap("session state")
+    return text
 
 
 def _embed_prompt(memory: Cairn, clock: _Clock) -> Callable[[str], Any]:

@@ -29,6 +29,13 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
     Whether recall is keyword-only is checked, not assumed: the embedding model is asked for one
     vector (by the warm process when it is up, else loaded in this process: a read-only command
     starts nothing and creates nothing), so a status may take a second."""
+    info = _status_info(memory, timings)
+    _emit(as_json, info, lambda: _print_status(info))
+
+
+def _status_info(memory: Cairn, timings: bool) -> dict[str, Any]:
+    """status's JSON: Status.to_json and "exists", "most_cited" (when Claude cited memories),
+    "already_loaded", "timings_ms" (with timings)."""
     started = time.perf_counter()
     memory.embed(["cairn status"])  # a model that cannot load sets the keyword-only reason
     _TIMINGS["model (warm process or load)"] = time.perf_counter() - started
@@ -49,49 +56,50 @@ def status(memory: Cairn, as_json: bool, timings: bool) -> None:
         info["already_loaded"] = len(already_loaded(memory, Path(memory.choice.project_root or Path.cwd())))
     if timings:
         info["timings_ms"] = {name: round(1000 * s, 1) for name, s in _TIMINGS.items()}
+    return info
 
-    def human() -> None:
-        c = info["counts"]
-        if not info["exists"]:
-            click.echo(f"store     {info['store']} does not exist yet ({info['path']}); "
-                       "it is created by the first write")
-        else:
-            click.echo(f"store     {info['store']}  ({info['path']})")
-        click.echo(f"chosen by {info['chosen_by']}")
-        click.echo(f"memories  {c['current']} current, {c['cold']} cold, {c['superseded']} superseded, "
-                   f"{c['forgotten']} forgotten"
-                   + (f", {c['awaiting_embedding']} awaiting embedding" if c["awaiting_embedding"] else ""))
-        click.echo(f"size      {info['bytes']:,} bytes")
-        click.echo(f"vectors   {info['vector_backend'] or 'unavailable'}; model {info['embedding_model'] or 'none'}")
-        stored = info["store_embedding_model"]
-        if stored and info["embedding_model"] and stored != info["embedding_model"]:
-            # status opens such a store anyway (check_model off) to say so, not to fail on it
-            click.echo(f"MISMATCH  the store's vectors come from {stored}: writes and vector recall are "
-                       f"refused until `cairn reembed` re-embeds it with {info['embedding_model']}")
-        ses = info.get("sessions") or {}
-        if ses.get("sessions"):
-            click.echo(f"sessions  {ses['sessions']} captured, {_count(ses['turns'], 'turn')}"
-                       + (f"; secrets redacted {sum(ses['redactions'].values())} "
-                          f"({', '.join(f'{k} {v}' for k, v in sorted(ses['redactions'].items()))})"
-                          if ses["redactions"] else "")
-                       + (f"; {_count(ses['private_spans'], 'private span')} removed" if ses["private_spans"] else "")
-                       + (f"; lines skipped {sum(ses['skipped'].values())}" if ses["skipped"] else ""))
-        use = info.get("usage") or {}
-        if use.get("injections"):
-            click.echo(f"usage     {_count(use['injected_memories'], 'memory', 'memories')} injected "
-                       f"{_count(use['injections'], 'time')}; {use['cited_memories']} cited by Claude, "
-                       f"{_count(use['citations'], 'citation')} (reset with `cairn reset-usage`)")
-            for row in info.get("most_cited") or []:
-                click.echo(f"          {row['id']} {cairn.render.usage(row)}: {row['text']}")
-        if info.get("already_loaded"):
-            click.echo(f"skipped   {info['already_loaded']} memories are not injected: Claude Code already loads "
-                       "them (CLAUDE.md, .claude/rules, its MEMORY.md)")
-        if info["keyword_only"]:
-            click.echo(f"recall is KEYWORD-ONLY: {info['keyword_only_reason'] or 'no embedding model'}")
-        for name, ms in info.get("timings_ms", {}).items():
-            click.echo(f"time      {name:<30} {ms:8.1f} ms")
 
-    _emit(as_json, info, human)
+def _print_status(info: dict[str, Any]) -> None:
+    """status for a person: one line per topic."""
+    c = info["counts"]
+    if not info["exists"]:
+        click.echo(f"store     {info['store']} does not exist yet ({info['path']}); "
+                   "it is created by the first write")
+    else:
+        click.echo(f"store     {info['store']}  ({info['path']})")
+    click.echo(f"chosen by {info['chosen_by']}")
+    click.echo(f"memories  {c['current']} current, {c['cold']} cold, {c['superseded']} superseded, "
+               f"{c['forgotten']} forgotten"
+               + (f", {c['awaiting_embedding']} awaiting embedding" if c["awaiting_embedding"] else ""))
+    click.echo(f"size      {info['bytes']:,} bytes")
+    click.echo(f"vectors   {info['vector_backend'] or 'unavailable'}; model {info['embedding_model'] or 'none'}")
+    stored = info["store_embedding_model"]
+    if stored and info["embedding_model"] and stored != info["embedding_model"]:
+        # status opens such a store anyway (check_model off) to say so, not to fail on it
+        click.echo(f"MISMATCH  the store's vectors come from {stored}: writes and vector recall are "
+                   f"refused until `cairn reembed` re-embeds it with {info['embedding_model']}")
+    ses = info.get("sessions") or {}
+    if ses.get("sessions"):
+        click.echo(f"sessions  {ses['sessions']} captured, {_count(ses['turns'], 'turn')}"
+                   + (f"; secrets redacted {sum(ses['redactions'].values())} "
+                      f"({', '.join(f'{k} {v}' for k, v in sorted(ses['redactions'].items()))})"
+                      if ses["redactions"] else "")
+                   + (f"; {_count(ses['private_spans'], 'private span')} removed" if ses["private_spans"] else "")
+                   + (f"; lines skipped {sum(ses['skipped'].values())}" if ses["skipped"] else ""))
+    use = info.get("usage") or {}
+    if use.get("injections"):
+        click.echo(f"usage     {_count(use['injected_memories'], 'memory', 'memories')} injected "
+                   f"{_count(use['injections'], 'time')}; {use['cited_memories']} cited by Claude, "
+                   f"{_count(use['citations'], 'citation')} (reset with `cairn reset-usage`)")
+        for row in info.get("most_cited") or []:
+            click.echo(f"          {row['id']} {cairn.render.usage(row)}: {row['text']}")
+    if info.get("already_loaded"):
+        click.echo(f"skipped   {info['already_loaded']} memories are not injected: Claude Code already loads "
+                   "them (CLAUDE.md, .claude/rules, its MEMORY.md)")
+    if info["keyword_only"]:
+        click.echo(f"recall is KEYWORD-ONLY: {info['keyword_only_reason'] or 'no embedding model'}")
+    for name, ms in info.get("timings_ms", {}).items():
+        click.echo(f"time      {name:<30} {ms:8.1f} ms")
 
 
 @cli.command(name="export")
