@@ -94,7 +94,7 @@ class Engine:
         self.embedder = embedder
         self.config = config
         self.ranking = ranking or for_model(RankingConfig(candidates=config["recall"]["candidates"]),
-                                            getattr(embedder, "model_name", None))
+                                            embedder.model_name if embedder is not None else None)
         self.embedder_error: str | None = None if embedder else "embedding disabled by configuration"
         self._global: Store | None = None
         self._check_model = check_model
@@ -193,7 +193,7 @@ class Engine:
                 f"store {store.name!r} holds vectors from {recorded!r}, but the configured model is "
                 f"{self.embedder.model_name!r}; run `cairn reembed` to re-embed it with the configured model"
             )
-        if self._check_model and self.embedder is not None and getattr(self.embedder, "loaded", False):
+        if self._check_model and self.embedder is not None and self.embedder.loaded:
             self._claim_space(store)
 
     def global_store(self, *, create: bool = True) -> Store | None:
@@ -638,7 +638,7 @@ class Engine:
         """Which store and why, counts, vector backend, model and whether recall is keyword-only."""
         store = self.store
         model = self.embedder.model_name if self.embedder else None
-        loaded = bool(getattr(self.embedder, "loaded", self.embedder is not None))
+        loaded = self.embedder is not None and self.embedder.loaded
         reasons = [r for r in (store.vector_unavailable, self.embedder_error) if r]
         return Status(
             store=store.name, path=str(store.path if self.exists else self.choice.path),
