@@ -29,7 +29,6 @@ from .paths import GLOBAL_STORE, StoreChoice, store_path
 from .ranking import RankingConfig, for_model, rank
 from .models import NewMemory
 from .records import Draft, parse_export_lines, validate
-from .sessions import in_context, turn_passage
 from .backends import backend_of, open_store
 from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
@@ -692,30 +691,6 @@ class Engine:
         Returns how many memories had counts."""
         return self.store.reset_usage(None if memory_ids is None else builtins.list(memory_ids))
 
-    # -- captured sessions' vectors (the rest of the sessions API: Cairn.sessions, sessions_api.py) ----
-    def flush_turn_backlog(self, limit: int = 256) -> int:
-        """Embed up to `limit` turns captured while no model was loaded; returns how many."""
-        pending = self.store.turn_backlog(limit)
-        if not pending or not self.store.turn_index:
-            return 0
-        # Each turn is read with the turn before it (sessions.in_context): both passages embedded once.
-        passages = list(dict.fromkeys(
-            [turn_passage(speaker, text) for _, speaker, text, _, _ in pending]
-            + [turn_passage(speaker, text) for _, _, _, speaker, text in pending if text is not None]))
-        embedded = self.embed(passages)
-        if embedded is None:
-            return 0
-        import numpy as np
-
-        row = {p: i for i, p in enumerate(passages)}
-        own = embedded[[row[turn_passage(speaker, text)] for _, speaker, text, _, _ in pending]]
-        before = np.stack([embedded[row[turn_passage(speaker, text)]] if text is not None
-                           else np.zeros_like(embedded[0]) for _, _, _, speaker, text in pending])
-        vectors = in_context(own, before)
-        self._claim_space(self.store)
-        self.store.fill_turn_backlog({seq: v for (seq, _, _, _, _), v in zip(pending, vectors)})
-        return len(pending)
-
     # -- export / import / reembed --------------------------------------------------------------------
     def export(self, out: IO[str], *, include_forgotten: bool = True) -> int:
         """Write every memory of the project store as JSON Lines (Memory.to_json keys plus
@@ -751,8 +726,9 @@ class Engine:
 
     def reembed(self, *, progress: Progress = no_progress) -> int:
         """Re-embed every live memory with the configured model, replacing the vector index and the
-        store's recorded fingerprint, then every captured turn. Returns how many memories were
-        embedded. Raises EmbedderUnavailable."""
+        store's recorded fingerprint; every captured turn's vector is dropped and queued (search
+        finds the turns by keyword until `memory.sessions.embed_backlog` embeds them, as the next
+        capture does). Returns how many memories were embedded. Raises EmbedderUnavailable."""
         if self.embedder is None:
             raise EmbedderUnavailable("embedding is disabled by configuration; nothing to re-embed with")
         store = self.store
@@ -765,11 +741,8 @@ class Engine:
         for chunk in progress(chunks, len(chunks)):
             vectors.update(zip((seq for seq, _ in chunk), self.embedder.embed([text for _, text in chunk])))
         store.replace_vectors(vectors, model_name=self.embedder.model_name, fingerprint=self.embedder.fingerprint)
-        # Captured turns too: their old vectors are in the old model's space. Queued, then embedded
-        # here; an interrupted run leaves the rest queued for the next capture (flush_turn_backlog).
-        if store.requeue_turn_vectors():
-            while self.flush_turn_backlog(batch):
-                pass
+        # Captured turns' old vectors are in the old model's space: none may meet the new ones.
+        store.requeue_turn_vectors()
         return len(rows)
 
 

@@ -110,6 +110,30 @@ class Sessions:
         cited = list(dict.fromkeys(i for d in kept if d.role == "assistant" for i in cited_ids(d.text)))
         return {"turns_added": len(added), "redactions": dict(redactions), "private_spans": private, "cited": cited}
 
+    def embed_backlog(self, limit: int = 256) -> int:
+        """Embed up to `limit` turns stored without a vector (captured while no model was loaded, or
+        queued by a re-embed), each read with the turn before it (sessions.in_context); returns how
+        many. 0 without a model or a vector index. Raises EmbeddingMismatch (claim_space)."""
+        store = self._store
+        pending = store.turn_backlog(limit)
+        if not pending or not store.turn_index:
+            return 0
+        passages = list(dict.fromkeys(
+            [turn_passage(speaker, text) for _, speaker, text, _, _ in pending]
+            + [turn_passage(speaker, text) for _, _, _, speaker, text in pending if text is not None]))
+        embedded = self._engine.embed(passages)
+        if embedded is None:
+            return 0
+        import numpy as np
+
+        row = {p: i for i, p in enumerate(passages)}
+        own = embedded[[row[turn_passage(speaker, text)] for _, speaker, text, _, _ in pending]]
+        before = np.stack([embedded[row[turn_passage(speaker, text)]] if text is not None
+                           else np.zeros_like(embedded[0]) for _, _, _, speaker, text in pending])
+        self._check_space()
+        store.fill_turn_backlog({seq: v for (seq, _, _, _, _), v in zip(pending, in_context(own, before))})
+        return len(pending)
+
     def _vectors(self, turns: list[TurnDraft], before: TurnDraft | None) -> Any:
         """The vectors of consecutive turns of one session, each read with the turn before it
         (sessions.in_context; `before`: the turn stored just before the first), or None without a model."""

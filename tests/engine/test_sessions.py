@@ -398,9 +398,9 @@ def test_locomo_conversations_import_as_sessions(engine, tmp_path):
 def test_turns_embedded_later_or_re_embedded_get_the_vectors_capture_gives_them(project, hashing, use_backend,
                                                                                tmp_path):
     """A turn's vector is computed from "SPEAKER: text" (read with the turn before it, when there is
-    one) however it is made: at capture, from the backlog (captured keyword-only), or by `reembed`
-    with another model (which re-embeds turns too, so two models' vectors are never searched
-    together). Stored as int8 codes: a cosine of 1 comes back within 0.01."""
+    one) however it is made: at capture, from the backlog (captured keyword-only), or after `reembed`
+    with another model (which drops the turns' old vectors and queues them, so two models' vectors
+    are never searched together). Stored as int8 codes: a cosine of 1 comes back within 0.01."""
     from cairn.embedder import HashingEmbedder
 
     data = {"speaker_a": "Ann", "speaker_b": "Bob", "session_1_date_time": "1:56 pm on 8 May, 2023",
@@ -416,11 +416,14 @@ def test_turns_embedded_later_or_re_embedded_get_the_vectors_capture_gives_them(
         return memory.store.turn_vector_search(embedder.embed_queries([spoken])[0], 1)[0][1]
 
     with Cairn.open(cwd=project, embedder=hashing) as memory:
-        assert memory.flush_turn_backlog() == 2
+        assert memory.sessions.embed_backlog() == 2
         assert best(memory, hashing) == pytest.approx(1.0, abs=1e-2)
     other = HashingEmbedder(dim=32, model_name="test/other")
     with Cairn.open(cwd=project, embedder=other, check_model=False) as memory:
         memory.reembed()
+        assert len(memory.store.turn_backlog(10)) == 2 and memory.store.turn_vector_search(
+            other.embed_queries([spoken])[0], 1) == []
+        assert memory.sessions.embed_backlog() == 2
         assert memory.store.turn_backlog(10) == []
         assert best(memory, other) == pytest.approx(1.0, abs=1e-2)
 
@@ -522,7 +525,7 @@ def test_a_store_from_before_migration_10_keeps_its_turns_findable_and_requeues_
         assert [h.turn.uuid for h in memory.sessions.search("zebra", mode="keyword")] == ["m0"]
         assert store.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'turn_vectors'").fetchone()[0] == 0
         assert len(store.turn_backlog(10)) == 3
-        assert memory.flush_turn_backlog() == 3
+        assert memory.sessions.embed_backlog() == 3
         assert memory.sessions.search("zebra crossing", mode="semantic", k=1)[0].turn.uuid == "m0"
         # Contentless: the index holds no copy of the text.
         assert store.conn.execute("SELECT body FROM turn_fts WHERE rowid = 1").fetchone()[0] is None
@@ -600,7 +603,7 @@ def test_migration_11_requeues_every_turn_for_its_vector_in_context(project, has
     with Cairn.open(cwd=project, embedder=hashing) as memory:
         assert memory.store.schema_version() == len(MIGRATIONS)
         assert len(memory.store.turn_backlog(10)) == 2
-        assert memory.flush_turn_backlog() == 2
+        assert memory.sessions.embed_backlog() == 2
         found = [h.turn.uuid for h in memory.sessions.search("nightly backup object storage", mode="semantic")]
         assert "D1:2" in found
         assert [h.turn.uuid for h in memory.sessions.search("bucket", mode="keyword")][0] == "D1:1"

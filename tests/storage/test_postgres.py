@@ -308,7 +308,7 @@ def test_migrate_store_copies_captured_sessions_both_ways(pg_server, monkeypatch
         hits = memory.sessions.search("zebra", mode="keyword", k=10)
         assert [h.turn.uuid for h in hits] == [h.turn.uuid for h in expected]
         assert memory.sessions.ingest(transcript)["turns_added"] == 0  # how far it was read came along
-        assert memory.flush_turn_backlog() == 3
+        assert memory.sessions.embed_backlog() == 3
         assert memory.sessions.search("zebra crossing", mode="semantic", k=1)[0].turn.uuid == "m0"
     migrate_store(f"postgres:{team}", "sqlite:back")
     with Cairn.open("back", embedder=hashing) as memory:

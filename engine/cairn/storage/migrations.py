@@ -546,7 +546,7 @@ def m011_turns_in_context_sqlite(conn: Connection) -> None:
     # - a turn's vector is read with the turn before it (sessions.CONTEXT_WEIGHT) and stored as an
     #   int8 code in turn_codes (vectors.TurnCodeIndex), a quarter of float32 vec0's size; its row
     #   count is kept in meta by triggers, so a process holding the codes reads only what was appended;
-    # - every turn is queued for its new vector (the next capture's flush_turn_backlog embeds it);
+    # - every turn is queued for its new vector (the next capture's Sessions.embed_backlog embeds it);
     #   the float vectors go (vec0's table needs sqlite-vec loaded to be dropped: when it cannot
     #   load, the table stays, unused).
     if fts_contentless_delete_supported(conn):  # else (the stdlib fallback's older SQLite) it keeps its copy

@@ -91,7 +91,7 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
         if done["cited"]:  # a memory Claude cited while working on files governs them a little
             memory.scopes.learn(done["cited"], session_id, weight=CITED_WEIGHT)
         if embedder is not None:
-            while memory.flush_turn_backlog(256):
+            while memory.sessions.embed_backlog(256):
                 pass
     log.info("capture %s: %d turns added, skipped %s, redacted %s, %d private spans, %d injected memories cited",
              session_id, done["turns_added"], done["skipped"], done["redactions"], done["private_spans"], cited)

@@ -186,8 +186,10 @@ def import_(memory: Cairn, as_json: bool, source: IO[bytes]) -> None:
 @cli.command()
 @store_options(check_model=False)
 def reembed(memory: Cairn, as_json: bool) -> None:
-    """Re-embed every memory with the configured model (after changing models)."""
+    """Re-embed every memory and captured turn with the configured model (after changing models)."""
     count = memory.reembed(progress=_progress)
+    while memory.sessions.embed_backlog(2048):  # the turns reembed queued; an interrupted run leaves the rest queued
+        pass
     embedder = memory.embedder
     assert embedder is not None  # reembed raised EmbedderUnavailable without one
     _emit(as_json, {"reembedded": count, "model": embedder.model_name},
