@@ -13,7 +13,7 @@ import pytest
 import cairn.adapters.claude_memory as claude_memory
 import cairn.compose
 from cairn import Cairn, ResolveCache
-from cairn.adapters.claude.hooks import handle
+from cairn.adapters.claude.hooks import HookHost, handle
 
 
 @pytest.fixture
@@ -82,10 +82,11 @@ def test_each_fact_is_worked_out_once_per_request(project, tmp_path, reads, even
                "prompt": "how do we deploy the payments service?", "tool_name": "Read",
                "tool_input": {"file_path": str(project / "src" / "payments" / "charge.py")}}
     try:
-        handle(event, {**payload, "session_id": "s0"}, env, resolver=resolver, open_memory=open_memory)  # warms
+        host = HookHost(resolver=resolver, open_memory=open_memory)
+        handle(event, {**payload, "session_id": "s0"}, env, host)  # warms the cache
         reads.clear()
         resolutions.clear()
-        handle(event, payload, env, resolver=resolver, open_memory=open_memory)
+        handle(event, payload, env, host)
     finally:
         for memory in opened.values():
             memory.close()
