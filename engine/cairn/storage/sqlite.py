@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from ..records import NewMemory
 from ..text import index_text
 from . import db, sql
 from .base import SQLITE, SqlStore
+from .fts_prune import phrases_of, rare_first
 from .migrations import MIGRATIONS, fts_secure_delete_supported, migrate_sqlite
 from .sql import Filters
 from .vectors import BACKENDS, NumpyIndex, SqliteVecIndex, TurnCodeIndex, VectorCache, VectorIndex
@@ -68,6 +69,7 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
 
 
 TERM_COUNTS_KEPT = 4096  # terms term_counts keeps at most (a few hundred KB), then starts again
+TURN_COUNTS_DRIFT = 0.05  # turn document frequencies are recounted once the turns grew or shrank by this share
 
 
 class SqliteStore(SqlStore):
@@ -94,6 +96,9 @@ class SqliteStore(SqlStore):
         self._terms: dict[str, int] = {}  # term_counts' answers while the store is unchanged
         self._terms_total = 0
         self._terms_seen: tuple[int, int] | None = None
+        self._turn_terms: dict[str, int] = {}  # _turn_term_counts' answers, recounted on drift
+        self._turn_terms_total = 0
+        self._turn_terms_at = -1  # max(turns.seq) when they were counted
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -248,18 +253,34 @@ class SqliteStore(SqlStore):
         (higher is better)."""
         extra = self._fast_path_extra(filters)
         if extra is not None:
-            rows = self.conn.execute(
+            rows = self._bm25_top(match, int(limit) + extra, self.term_counts, lambda expr, n: self.conn.execute(
                 "SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?",
-                (match, int(limit) + extra),
-            ).fetchall()
+                (expr, n)).fetchall())
             return self._keep_current([(int(seq), -float(rank)) for seq, rank in rows], limit)
         where, params = filters.where()
-        rows = self.conn.execute(
+        rows = self._bm25_top(match, int(limit), self.term_counts, lambda expr, n: self.conn.execute(
             f"SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts f JOIN memories m ON m.seq = f.rowid "
-            f"WHERE memory_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-            (match, *params, int(limit)),
-        ).fetchall()
+            f"WHERE memory_fts MATCH ? AND {where} ORDER BY rank LIMIT ?", (expr, *params, n)).fetchall())
         return [(int(seq), -float(rank)) for seq, rank in rows]
+
+    @staticmethod
+    def _bm25_top(match: str, limit: int, counts: Callable[[list[str]], tuple[int, dict[str, int]]],
+                  run: Callable[[str, int], list[Any]]) -> list[tuple[int, float]]:
+        """The `limit` best (rowid, FTS5 rank) for `match`, best (lowest) first: run(expression, n)
+        returns one expression's n best; above fts_prune.PRUNE_POSTINGS matches only the rows holding
+        the query's rarest words are scored (fts_prune.rare_first). counts: the document frequencies
+        of phrases, (rows indexed, {phrase: rows holding it})."""
+        phrases = phrases_of(match)
+        if phrases is None or len(phrases) < 2:
+            return list(run(match, limit))
+        total, df = counts(phrases)
+        expressions = rare_first(match, total, df, limit)
+        if expressions == [match]:
+            return list(run(match, limit))
+        rows = [(int(seq), float(rank)) for expression in expressions for seq, rank in run(expression, limit)]
+        if len(rows) < limit:  # the rare words' rows are too few: rank every match
+            return list(run(match, limit))
+        return sorted(rows, key=lambda row: (row[1], row[0]))[:limit]
 
     def term_counts(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """How many live memories are keyword-indexed, and for each term (an FTS5 MATCH expression
@@ -550,10 +571,27 @@ class SqliteStore(SqlStore):
         """BM25 over turns (text, and its index key weighted by key_weight): [(seq, -bm25)], best first."""
         clauses, params = self._turn_time(since, until)
         join = f" JOIN turns t ON t.seq = f.rowid AND {' AND '.join(clauses)}" if clauses else ""
-        rows = self.conn.execute(
+        rows = self._bm25_top(match, int(limit), self._turn_term_counts, lambda expr, n: self.conn.execute(
             f"SELECT f.rowid, bm25(turn_fts, 1.0, ?) AS rank FROM turn_fts f{join} WHERE turn_fts MATCH ? "
-            "ORDER BY rank LIMIT ?", (float(key_weight), *params, match, int(limit))).fetchall()
+            "ORDER BY rank LIMIT ?", (float(key_weight), *params, expr, n)).fetchall())
         return [(int(seq), -float(rank)) for seq, rank in rows]
+
+    def _turn_term_counts(self, phrases: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(turns keyword-indexed, {phrase: turns holding it}). Kept until the turns' highest seq
+        has moved by TURN_COUNTS_DRIFT: these counts only choose which turns BM25 scores
+        (_bm25_top), the scores are FTS5's own, and a count takes up to ~10 ms at 200,000 turns."""
+        at = int(self.conn.execute("SELECT coalesce(max(seq), 0) FROM turns").fetchone()[0])
+        if abs(at - self._turn_terms_at) > TURN_COUNTS_DRIFT * self._turn_terms_at \
+                or len(self._turn_terms) > TERM_COUNTS_KEPT:
+            self._turn_terms_total = int(self.conn.execute("SELECT count(*) FROM turn_fts_docsize").fetchone()[0])
+            self._turn_terms, self._turn_terms_at = {}, at
+        out: dict[str, int] = {}
+        for phrase in dict.fromkeys(phrases):
+            if phrase not in self._turn_terms:
+                self._turn_terms[phrase] = int(self.conn.execute(
+                    "SELECT count(*) FROM turn_fts WHERE turn_fts MATCH ?", (phrase,)).fetchone()[0])
+            out[phrase] = self._turn_terms[phrase]
+        return self._turn_terms_total, out
 
     def turn_vector_search(self, query: np.ndarray, limit: int, *, since: int | None = None,
                            until: int | None = None) -> list[tuple[int, float]]:
