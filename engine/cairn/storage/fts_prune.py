@@ -4,16 +4,21 @@ FTS5 answers `MATCH '"a" OR "b" ...' ORDER BY bm25(...) LIMIT k` by scoring ever
 of the words: about 1 us a row, so a query whose common words are in 100,000 captured turns takes
 over 100 ms whatever k is. BM25 is a sum over the query's phrases, each phrase's IDF computed from the
 whole table (FTS5's fts5Bm25Function), so a row's score does not depend on which other phrases the
-expression holds, and `(E) AND (R)` / `(E) NOT (R)` score their rows exactly as `E OR R` would: the
-phrases of R that a row lacks add nothing, those it holds add what they add in the OR.
+expression holds, and `(E) AND (R)` scores its rows exactly as `E OR R` would: the phrases of R that a
+row lacks add nothing, those it holds add what they add in the OR.
 
 `rare_first` splits the query's phrases into E, the rarest, taken while their document frequencies
-add up to at most `budget`, and R, the rest; the rows holding some word of E are then ranked exactly
-(their top k is the top k of the two disjoint expressions above), and a row holding only common words
-is not scored. Such a row's score is at most (k1 + 1) x the sum of R's IDFs (k1 = 1.2, FTS5's), so a
-row holding R's words and none of E's can only rank among the k best when the query has few rare words
-and k is large: on the year-scale bench (bench/year_scale.py, 200,000 turns) the top 10 of 200 queries
-agree with FTS5's full ranking at 0.999 and the top 50 at 0.997 (docs/benchmarks.md). Phrases held by
+add up to at most `budget`, and R, the rest; the rows holding some word of E are then ranked exactly,
+and a row holding only common words is not scored. The top k of the rows holding E is the top k of
+the union of `E`'s top k (a row lacking R's words scores there what it scores in the OR) and
+`(E) AND (R)`'s top k, each row at its higher score: a row above another by its E words alone is
+above it in the OR too, so a row of the true top k lacking R's words is within `E`'s top k. `E` alone
+also spares FTS5 the IDF of R's common phrases (it counts every row holding each phrase of a query).
+
+A row holding R's words and none of E's scores at most (k1 + 1) x the sum of R's IDFs (k1 = 1.2,
+FTS5's), so it can only rank among the k best when the query has few rare words and k is large: on
+the year-scale bench's store (bench/year_scale.py, 200,000 turns) the top 10 of 200 queries agree with
+FTS5's full ranking at 0.999 and the top 50 at 0.997 (docs/benchmarks.md, issue 33). Phrases held by
 more than half the rows are left out of R: FTS5 clamps their IDF to 1e-6, so they only break ties.
 
 Used above `budget` matches only: a query whose words are in at most `budget` rows in all is sent
@@ -44,7 +49,8 @@ def rare_first(match: str, total: int, counts: Mapping[str, int], limit: int,
     """The MATCH expressions whose rows, each scored by FTS5's bm25 and merged, give the top k for
     `match` (see the module docstring): [match] itself when it is not an OR of phrases, when its
     phrases' document frequencies add up to at most `budget`, or when it has a single phrase; else
-    ['(E) NOT (R)', '(E) AND (R)'], or ['E'] when no phrase is left for R. total: the rows indexed;
+    ['E', '(E) AND (R)'] (merge their top k, each row at its best score), or ['E'] when no phrase
+    is left for R. total: the rows indexed;
     counts: {phrase: rows holding it} for every phrase of `match` (a missing one counts as 0);
     limit: the k asked for (E takes phrases past the budget until it holds at least that many
     postings; the caller runs `match` itself when the rows found are still fewer). budget: default
@@ -70,4 +76,4 @@ def rare_first(match: str, total: int, counts: Mapping[str, int], limit: int,
     if not common:
         return [e]
     r = " OR ".join(common)
-    return [f"({e}) NOT ({r})", f"({e}) AND ({r})"]
+    return [e, f"({e}) AND ({r})"]

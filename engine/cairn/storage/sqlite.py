@@ -277,10 +277,13 @@ class SqliteStore(SqlStore):
         expressions = rare_first(match, total, df, limit)
         if expressions == [match]:
             return list(run(match, limit))
-        rows = [(int(seq), float(rank)) for expression in expressions for seq, rank in run(expression, limit)]
-        if len(rows) < limit:  # the rare words' rows are too few: rank every match
+        best: dict[int, float] = {}  # a row in both lists keeps its lower rank: the OR's score
+        for expression in expressions:
+            for seq, rank in run(expression, limit):
+                best[int(seq)] = min(float(rank), best.get(int(seq), float("inf")))
+        if len(best) < limit:  # the rare words' rows are too few: rank every match
             return list(run(match, limit))
-        return sorted(rows, key=lambda row: (row[1], row[0]))[:limit]
+        return sorted(best.items(), key=lambda row: (row[1], row[0]))[:limit]
 
     def term_counts(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """How many live memories are keyword-indexed, and for each term (an FTS5 MATCH expression
