@@ -150,6 +150,35 @@ def print_latencies(timings: dict[str, list[float]], floor: float) -> None:
         print(f"| {label} ({len(samples)} queries) | {p50:.1f} | {p95:.1f} | {p95 / 1000 / floor:.2f} |")
 
 
+def keyword_agreement(memory: Cairn, queries: list[str]) -> None:
+    """Print how far the rare-first BM25 (storage/fts_prune.py) agrees with FTS5 scoring every match:
+    top-10 and top-50 overlap over `queries`, for turns (as session search asks) and memories."""
+    from cairn.sessions import KEY_WEIGHT
+    from cairn.storage.sql import Filters
+    from cairn.text import fts_query
+
+    store, shipped = memory.store, fts_prune.PRUNE_POSTINGS
+    searches = {"turns": lambda m: store.turn_keyword_search(m, 50, key_weight=KEY_WEIGHT),
+                "memories": lambda m: store.keyword_search(m, Filters(), 50)}
+    for name, search in searches.items():
+        top10 = top50 = 0.0
+        asked = 0
+        for q in queries:
+            match = fts_query(q)
+            if match is None:
+                continue
+            fts_prune.PRUNE_POSTINGS = shipped
+            pruned = [s for s, _ in search(match)]
+            fts_prune.PRUNE_POSTINGS = 10 ** 12
+            full = [s for s, _ in search(match)]
+            fts_prune.PRUNE_POSTINGS = shipped
+            asked += 1
+            top10 += len(set(pruned[:10]) & set(full[:10])) / max(1, len(full[:10]))
+            top50 += len(set(pruned) & set(full)) / max(1, len(full))
+        print(f"rare-first BM25 against every match scored, {name} ({asked} queries): top-10 overlap "
+              f"{top10 / asked:.3f}, top-50 {top50 / asked:.3f}")
+
+
 def build_turns(memory: Cairn, n: int, embedder: PoolEmbedder, seed: int) -> float:
     """n turns in sessions of SESSION_TURNS over the last 365 days, written through the storage call
     capture ends in (index keys and vectors in context as capture makes them). Returns seconds."""
@@ -304,6 +333,8 @@ def main() -> None:
                     call(text, k=10, **options)
                     timings.setdefault(label + suffix, []).append(time.perf_counter() - t)
         fts_prune.PRUNE_POSTINGS = variants[0][1]
+        if args.ab:
+            keyword_agreement(memory, queries)
         if args.latency_only:
             floor = (floor + python_pass()) / 2
             print(f"\n`python -c pass`: {1000 * floor:.0f} ms (median of 15, start and end averaged)\n")
