@@ -1,7 +1,7 @@
 """A year of work in one project store: captured turns and memories at scale, warm.
 
     python bench/year_scale.py [--scale 1.0] [--turns 200000] [--memories 100000] [--queries 200]
-                               [--pool 3000] [--retention-days 90]
+                               [--pool 3000] [--retention-days 90] [--cache DIR] [--latency-only]
 
 Builds one SQLite project store holding --turns captured turns (sessions of 40 turns spread over the
 365 days before now) and --memories memories (both multiplied by --scale: 0.1 for a first check),
@@ -23,6 +23,12 @@ on this machine at this moment):
 6. retention: the store's turn bytes after `sessions.vector_days` (--retention-days) drops the
    vectors of older turns, and keyword search still finding an old turn.
 
+--cache DIR keeps a copy of the built store (turns and memories, before the throughput step writes
+to it) in DIR, keyed by the sizes and seeds, and later runs with the same sizes start from that copy
+instead of building again (the full scale takes about 20 minutes to build on 2 cores).
+--latency-only prints steps 2 and 3 alone. --ab times each search and recall twice in turn: as shipped,
+and with every keyword match scored by FTS5 (storage/fts_prune.py out of the way: the path before).
+
 Texts are generated from bench/speed.py's seeded vocabularies (services, tools, people, numbers):
 developer prompts and assistant replies of about 30-60 words, and short replies ("Yes, exactly!").
 Embedding 300,000 texts would take most of an hour on 2 cores, so the bulk's vectors come from the
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -51,7 +58,9 @@ import numpy as np  # noqa: E402
 from cairn import Cairn, Draft  # noqa: E402
 from cairn.embedder import Embedder, make_embedder  # noqa: E402
 from cairn.models import TurnDraft, session_keys  # noqa: E402
+from cairn.paths import store_path  # noqa: E402
 from cairn.sessions import in_context, turn_passage  # noqa: E402
+from cairn.storage import fts_prune  # noqa: E402
 from cairn.timeutil import now_ms  # noqa: E402
 
 DAY = 86_400_000
@@ -132,6 +141,43 @@ def python_pass(runs: int = 15) -> float:
 def pct(samples: list[float]) -> tuple[float, float]:
     p50, p95 = np.percentile(np.asarray(samples) * 1000.0, [50, 95])
     return float(p50), float(p95)
+
+
+def print_latencies(timings: dict[str, list[float]], floor: float) -> None:
+    print("| figure | p50 ms | p95 ms | p95 / `python -c pass` |")
+    print("|---|---|---|---|")
+    for label, samples in timings.items():
+        p50, p95 = pct(samples)
+        print(f"| {label} ({len(samples)} queries) | {p50:.1f} | {p95:.1f} | {p95 / 1000 / floor:.2f} |")
+
+
+def keyword_agreement(memory: Cairn, queries: list[str]) -> None:
+    """Print how far the rare-first BM25 (storage/fts_prune.py) agrees with FTS5 scoring every match:
+    top-10 and top-50 overlap over `queries`, for turns (as session search asks) and memories."""
+    from cairn.sessions import KEY_WEIGHT
+    from cairn.storage.sql import Filters
+    from cairn.text import fts_query
+
+    store, shipped = memory.store, fts_prune.PRUNE_POSTINGS
+    searches = {"turns": lambda m: store.turn_keyword_search(m, 50, key_weight=KEY_WEIGHT),
+                "memories": lambda m: store.keyword_search(m, Filters(), 50)}
+    for name, search in searches.items():
+        top10 = top50 = 0.0
+        asked = 0
+        for q in queries:
+            match = fts_query(q)
+            if match is None:
+                continue
+            fts_prune.PRUNE_POSTINGS = shipped
+            pruned = [s for s, _ in search(match)]
+            fts_prune.PRUNE_POSTINGS = 10 ** 12
+            full = [s for s, _ in search(match)]
+            fts_prune.PRUNE_POSTINGS = shipped
+            asked += 1
+            top10 += len(set(pruned[:10]) & set(full[:10])) / max(1, len(full[:10]))
+            top50 += len(set(pruned) & set(full)) / max(1, len(full))
+        print(f"rare-first BM25 against every match scored, {name} ({asked} queries): top-10 overlap "
+              f"{top10 / asked:.3f}, top-50 {top50 / asked:.3f}")
 
 
 def build_turns(memory: Cairn, n: int, embedder: PoolEmbedder, seed: int) -> float:
@@ -227,6 +273,11 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=3000)
     parser.add_argument("--capture", type=int, default=2000, help="turns captured for the throughput figure")
     parser.add_argument("--retention-days", type=int, default=90)
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="keep the built store here and start from it when it exists (same sizes)")
+    parser.add_argument("--latency-only", action="store_true", help="print the search and recall latencies only")
+    parser.add_argument("--ab", action="store_true",
+                        help="also time each query with every keyword match scored (the ranking before issue 33)")
     args = parser.parse_args()
     n_turns, n_memories = int(args.turns * args.scale), int(args.memories * args.scale)
     floor = python_pass()
@@ -237,24 +288,38 @@ def main() -> None:
     pool = real.embed(pool_texts)
     print(f"pool: {len(pool_texts)} texts embedded in {time.perf_counter() - started:.1f} s", flush=True)
     embedder = PoolEmbedder(real, pool)
+    cached = args.cache / f"year-scale-{n_turns}-{n_memories}-{args.pool}.db" if args.cache else None
+    if cached is not None and cached.exists():
+        target = store_path("year-scale")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(cached, target)
+        print(f"store copied from {cached}", flush=True)
     with Cairn.open("year-scale", create=True, embedder=embedder) as memory:
         memory.embed(["warm-up"])
-        seconds = build_turns(memory, n_turns, embedder, seed=1)
-        print(f"built {n_turns:,} turns in {seconds:.0f} s ({n_turns / seconds:.0f} turns/s, storage only)", flush=True)
-        started = time.perf_counter()
-        mems = make_memories(n_memories, seed=2)
-        for first in range(0, n_memories, 256):
-            memory.remember_many([Draft(text=t, kind=k, tags=tags) for t, k, tags in mems[first:first + 256]],
-                                 detect=False)
-        print(f"built {n_memories:,} memories in {time.perf_counter() - started:.0f} s", flush=True)
+        if cached is None or not cached.exists():
+            seconds = build_turns(memory, n_turns, embedder, seed=1)
+            print(f"built {n_turns:,} turns in {seconds:.0f} s ({n_turns / seconds:.0f} turns/s, storage only)",
+                  flush=True)
+            started = time.perf_counter()
+            mems = make_memories(n_memories, seed=2)
+            for first in range(0, n_memories, 256):
+                memory.remember_many([Draft(text=t, kind=k, tags=tags) for t, k, tags in mems[first:first + 256]],
+                                     detect=False)
+            print(f"built {n_memories:,} memories in {time.perf_counter() - started:.0f} s", flush=True)
+            if cached is not None:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                memory.store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                shutil.copyfile(store_path("year-scale"), cached)  # after the checkpoint: the whole store
+        memory.hold_vectors()  # as the warm process does (adapters/service.py): the k-NN served from memory
         queries = make_queries(args.queries, seed=3)
         qvecs = real.embed_queries(queries)
         for q, v in zip(queries[:20], qvecs[:20]):  # warm: codes and vectors held, pages cached
             memory.sessions.search(q, k=10, window=0, query_vector=v)
             memory.recall(q, k=10, query_vector=v)
-        timings: dict[str, list[float]] = {k: [] for k in (
-            "session search, vector given", "session search, embedded", "session search, 'last month', embedded",
-            "recall, vector given", "recall, embedded")}
+        # --ab: each query also with every match scored (FTS5's plain ranking, as before issue 33's
+        # rare-first BM25), in turn with the shipped path, so both meet the same machine load.
+        variants = [("", fts_prune.PRUNE_POSTINGS)] + ([(" [every match scored]", 10 ** 12)] if args.ab else [])
+        timings: dict[str, list[float]] = {}
         for q, v in zip(queries, qvecs):
             for label, call, text, options in (
                     ("session search, vector given", memory.sessions.search, q, {"window": 2, "query_vector": v}),
@@ -263,9 +328,19 @@ def main() -> None:
                      q.rstrip("?") + " last month", {"window": 2}),
                     ("recall, vector given", memory.recall, q, {"query_vector": v}),
                     ("recall, embedded", memory.recall, q, {})):
-                t = time.perf_counter()
-                call(text, k=10, **options)
-                timings[label].append(time.perf_counter() - t)
+                for suffix, budget in variants:
+                    fts_prune.PRUNE_POSTINGS = budget
+                    t = time.perf_counter()
+                    call(text, k=10, **options)
+                    timings.setdefault(label + suffix, []).append(time.perf_counter() - t)
+        fts_prune.PRUNE_POSTINGS = variants[0][1]
+        if args.ab:
+            keyword_agreement(memory, queries)
+        if args.latency_only:
+            floor = (floor + python_pass()) / 2
+            print(f"\n`python -c pass`: {1000 * floor:.0f} ms (median of 15, start and end averaged)\n")
+            print_latencies(timings, floor)
+            return
         agreement = code_agreement(memory, qvecs[:100])
     with Cairn.open("year-scale", embedder=real) as memory:  # capture embeds every turn for real
         throughput = capture_throughput(memory, args.capture)
@@ -284,11 +359,7 @@ def main() -> None:
     print(f"\n## A year in one store: {n_turns:,} captured turns (+{args.capture:,} captured for the throughput "
           f"figure), {n_memories:,} memories\n")
     print(f"`python -c pass`: {1000 * floor:.0f} ms (median of 15, start and end averaged): ratios below are to it\n")
-    print("| figure | p50 ms | p95 ms | p95 / `python -c pass` |")
-    print("|---|---|---|---|")
-    for label, samples in timings.items():
-        p50, p95 = pct(samples)
-        print(f"| {label} ({len(samples)} queries) | {p50:.1f} | {p95:.1f} | {p95 / 1000 / floor:.2f} |")
+    print_latencies(timings, floor)
     print(f"\ncapture, real model: **{throughput['turns/s']:.0f} turns/s** ({args.capture:,} turns in "
           f"{throughput['seconds']:.1f} s; alone: scrubbing {throughput['scrub s']:.1f} s, embedding "
           f"{throughput['embed s']:.1f} s); one turn's capture is {1 / throughput['turns/s'] / floor:.3f} x "

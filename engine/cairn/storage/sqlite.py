@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +20,9 @@ from .. import home
 from ..errors import InvalidImport, SchemaTooNew, StoreCorrupted, StoreError, StoreNotFound
 from ..models import Memory, NewMemory
 from ..text import index_text
-from . import db, sql
+from . import db, fts_prune, sql
 from .base import SQLITE, SqlStore
+from .fts_prune import phrases_of, rare_first
 from .migrations import MIGRATIONS, fts_secure_delete_supported, migrate_sqlite
 from .sql import Filters
 from .vectors import BACKENDS, NumpyIndex, SqliteVecIndex, TurnCodeIndex, VectorCache, VectorIndex
@@ -67,6 +68,7 @@ def _file_identity(path: Path) -> tuple[int, int] | None:
 
 
 TERM_COUNTS_KEPT = 4096  # terms term_counts keeps at most (a few hundred KB), then starts again
+PHRASE_COUNTS_DRIFT = 0.05  # _phrase_counts recounts once a table's highest seq moved by this share
 
 
 class SqliteStore(SqlStore):
@@ -93,6 +95,8 @@ class SqliteStore(SqlStore):
         self._terms: dict[str, int] = {}  # term_counts' answers while the store is unchanged
         self._terms_total = 0
         self._terms_seen: tuple[int, int] | None = None
+        # _phrase_counts' answers per FTS table: (max(seq) when counted, rows indexed, {phrase: rows})
+        self._phrase_cache: dict[str, tuple[int, int, dict[str, int]]] = {}
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -247,18 +251,37 @@ class SqliteStore(SqlStore):
         (higher is better)."""
         extra = self._fast_path_extra(filters)
         if extra is not None:
-            rows = self.conn.execute(
-                "SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts WHERE memory_fts MATCH ? ORDER BY rank LIMIT ?",
-                (match, int(limit) + extra),
-            ).fetchall()
+            plain = ("SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts WHERE memory_fts MATCH ? "
+                     "ORDER BY rank LIMIT ?")
+            rows = self._bm25_top("memory_fts", "memories", match, int(limit) + extra,
+                                  lambda expr, n: self.conn.execute(plain, (expr, n)).fetchall())
             return self._keep_current([(int(seq), -float(rank)) for seq, rank in rows], limit)
         where, params = filters.where()
-        rows = self.conn.execute(
+        rows = self._bm25_top("memory_fts", "memories", match, int(limit), lambda expr, n: self.conn.execute(
             f"SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts f JOIN memories m ON m.seq = f.rowid "
-            f"WHERE memory_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-            (match, *params, int(limit)),
-        ).fetchall()
+            f"WHERE memory_fts MATCH ? AND {where} ORDER BY rank LIMIT ?", (expr, *params, n)).fetchall())
         return [(int(seq), -float(rank)) for seq, rank in rows]
+
+    def _bm25_top(self, fts: str, owner: str, match: str, limit: int,
+                  run: Callable[[str, int], list[Any]]) -> list[tuple[int, float]]:
+        """The `limit` best (rowid, FTS5 rank) for `match` over the FTS table `fts` of base table
+        `owner`, best (lowest) first: run(expression, n) returns one expression's n best; above
+        fts_prune.PRUNE_POSTINGS matches only the rows holding the query's rarest words are scored
+        (fts_prune.rare_first)."""
+        phrases = phrases_of(match)
+        if phrases is None or len(phrases) < 2:
+            return list(run(match, limit))
+        total, df = self._phrase_counts(fts, owner, phrases)
+        expressions = rare_first(match, total, df, limit)
+        if expressions == [match]:
+            return list(run(match, limit))
+        best: dict[int, float] = {}  # a row in both lists keeps its lower rank: the OR's score
+        for expression in expressions:
+            for seq, rank in run(expression, limit):
+                best[int(seq)] = min(float(rank), best.get(int(seq), float("inf")))
+        if len(best) < limit:  # the rare words' rows are too few: rank every match
+            return list(run(match, limit))
+        return sorted(best.items(), key=lambda row: (row[1], row[0]))[:limit]
 
     def term_counts(self, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
         """How many live memories are keyword-indexed, and for each term (an FTS5 MATCH expression
@@ -549,10 +572,33 @@ class SqliteStore(SqlStore):
         """BM25 over turns (text, and its index key weighted by key_weight): [(seq, -bm25)], best first."""
         clauses, params = self._turn_time(since, until)
         join = f" JOIN turns t ON t.seq = f.rowid AND {' AND '.join(clauses)}" if clauses else ""
-        rows = self.conn.execute(
+        rows = self._bm25_top("turn_fts", "turns", match, int(limit), lambda expr, n: self.conn.execute(
             f"SELECT f.rowid, bm25(turn_fts, 1.0, ?) AS rank FROM turn_fts f{join} WHERE turn_fts MATCH ? "
-            "ORDER BY rank LIMIT ?", (float(key_weight), *params, match, int(limit))).fetchall()
+            "ORDER BY rank LIMIT ?", (float(key_weight), *params, expr, n)).fetchall())
         return [(int(seq), -float(rank)) for seq, rank in rows]
+
+    def _phrase_counts(self, fts: str, owner: str, phrases: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(rows keyword-indexed in `fts`, {phrase: rows holding it}), for _bm25_top's choice of rows to
+        score. Nothing is counted when the rows (bounded by max(seq) of `owner`, its base table) times
+        the phrases are within fts_prune.PRUNE_POSTINGS: the query is then run as it is. Counts are
+        kept until that max(seq) moves by PHRASE_COUNTS_DRIFT: they only choose which rows BM25
+        scores, the scores are FTS5's own, and a count takes up to ~10 ms at 200,000 turns (a
+        remember's duplicate check must not pay one each time). term_counts stays exact for IDFs."""
+        at = int(self.conn.execute(f"SELECT coalesce(max(seq), 0) FROM {owner}").fetchone()[0])
+        if at * len(phrases) <= fts_prune.PRUNE_POSTINGS:
+            return at, {}
+        held_at, total, counts = self._phrase_cache.get(fts, (-1, 0, {}))
+        if abs(at - held_at) > PHRASE_COUNTS_DRIFT * held_at or len(counts) > TERM_COUNTS_KEPT:
+            total = int(self.conn.execute(f"SELECT count(*) FROM {fts}_docsize").fetchone()[0])
+            counts = {}
+            self._phrase_cache[fts] = (at, total, counts)
+        out: dict[str, int] = {}
+        for phrase in dict.fromkeys(phrases):
+            if phrase not in counts:
+                counts[phrase] = int(self.conn.execute(
+                    f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (phrase,)).fetchone()[0])
+            out[phrase] = counts[phrase]
+        return total, out
 
     def turn_vector_search(self, query: np.ndarray, limit: int, *, since: int | None = None,
                            until: int | None = None) -> list[tuple[int, float]]:
