@@ -33,6 +33,15 @@ from . import secret_rules
 PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|\Z")
+# The first line of a private key block that detect-secrets' list misses: PKCS#8 "BEGIN ENCRYPTED
+# PRIVATE KEY", PuTTY's version 3 files (its block ends at the MAC line).
+_KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:")
+_PUTTY_END = re.compile(r"Private-MAC:\s*\S+|\Z")
+# Encrypted values, safe to store and random-looking: a SOPS value (ENC[AES256_GCM,data:...,type:str]),
+# an Ansible Vault block ($ANSIBLE_VAULT;1.1;AES256 and its hex lines), a SealedSecret's encryptedData.
+_SOPS = re.compile(r"ENC\[[A-Z0-9_]+,data:[^\]]*\]")
+_VAULT_HEADER = re.compile(r"\$ANSIBLE_VAULT;\d")
+_SEALED_HEADER = re.compile(r"^(\s*)encryptedData:\s*$")
 # Detectors for what detect-secrets' own miss (Anthropic and OpenAI project keys, unquoted
 # `PGPASSWORD=...` assignments, a password given in prose), loaded through its plugin-path setting.
 _DETECTORS = Path(__file__).with_name("secret_detectors.py")
@@ -112,8 +121,9 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
         if spans and secret.type != "Private Key":
             spans = [_whole_token(line, start, end) for start, end in spans]
         if secret.type != "Private Key":  # "ghp_XXXX...", "USER:PASSWORD", os.environ[...]: not secrets
-            spans = [span for span in spans if not secret_rules.placeholder(line[slice(*span)])
-                     and not secret_rules.public_key(line[slice(*span)])]
+            spans = [span for span in spans if not _not_a_secret(line, span)]
+        if secret.type == "Basic Auth Credentials" and _default_credentials(line, value):
+            spans = []
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
@@ -128,16 +138,57 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
     find, one detection per span (a vendor's rule before the generic ones)."""
     found = []
     for kind, span, _ in sorted(secret_rules.find(line), key=lambda f: f.kind in _GENERIC_RULES):
-        value = line[slice(*span)]
-        if secret_rules.placeholder(value) or secret_rules.public_key(value):
-            continue
         # The whole token: a prose value stops at its clause's length limit, and what a rule leaves
         # of a longer key is as secret as what it matched.
         span = _whole_token(line, *span)
+        if _not_a_secret(line, span) or (kind == "Url Password" and _default_credentials(line, line[slice(*span)])):
+            continue
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
             taken.append(span)
     return found
+
+
+def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
+    """Whether the token at `span` is a placeholder, a public key or a published example, or was cut
+    short on purpose ("sk-lf-...", "xapp-…": what follows the span says so)."""
+    value = line[slice(*span)]
+    truncated = line.startswith(("...", "…"), span[1])
+    return truncated or secret_rules.placeholder(value) or secret_rules.public_key(value)
+
+
+# Passwords that are a service's documented default, written in local setups and examples.
+_DEFAULT_PASSWORDS = frozenset("password postgres root admin secret guest mysql test pass changeme".split())
+_USER_INFO = re.compile(r"://([^\s:/@]*):([^\s@/]*)@")
+
+
+def _default_credentials(line: str, password: str) -> bool:
+    """Whether a URL's password in `line` is its user name or a service's default (postgres:postgres)."""
+    return any(m.group(2) == password and (password == m.group(1) or password.lower() in _DEFAULT_PASSWORDS)
+               for m in _USER_INFO.finditer(line))
+
+
+def _encrypted_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each encrypted value in `text` (_SOPS, an Ansible Vault block, the lines of a
+    SealedSecret's encryptedData): what is found inside is ciphertext, not a secret."""
+    spans = [m.span() for m in _SOPS.finditer(text)]
+    offset = 0
+    lines = text.split("\n")
+    indent: int | None = None  # the indentation of an open encryptedData: or vault block
+    for line in lines:
+        width = len(line) - len(line.lstrip())
+        if indent is not None and line.strip() and width > indent:
+            spans.append((offset, offset + len(line)))
+        else:
+            indent = None
+            header = _SEALED_HEADER.match(line)
+            if header:
+                indent = len(header.group(1))
+            elif _VAULT_HEADER.search(line):
+                indent = line.find("$ANSIBLE_VAULT") - 1
+                spans.append((offset, offset + len(line)))
+        offset += len(line) + 1
+    return spans
 
 
 def _whole_token(line: str, start: int, end: int) -> tuple[int, int]:
@@ -162,17 +213,25 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
         return text, counts, places
     out_lines: list[str] = []
     lines = text.split("\n")
+    encrypted = _encrypted_spans(text)
     i, offset = 0, 0  # offset: where lines[i] starts in text
     while i < len(lines):
         line = lines[i]
         detections = _detections(line) if len(line) < 20_000 else []
-        if any(kind == "Private Key" for kind, _ in detections):
-            # The whole PEM block, to its END line (or the end of the text).
+        if encrypted:
+            detections = [(kind, kept) for kind, spans in detections
+                          if (kept := [(a, b) for a, b in spans if not any(
+                              s <= offset + a and offset + b <= e for s, e in encrypted)])]
+        begin = _KEY_BEGIN.search(line)
+        if any(kind == "Private Key" for kind, _ in detections) or begin:
+            # The whole PEM block, to its END line (or the end of the text); a PuTTY file to its MAC.
             rest = "\n".join(lines[i:])
-            end = _PEM_END.search(rest)
+            putty = begin is not None and begin.group().startswith("PuTTY")
+            end = (_PUTTY_END if putty else _PEM_END).search(rest)
+            assert end is not None  # both patterns match at the end of the text
             block_lines = rest[: end.end()].count("\n") + 1
             counts["Private Key"] += 1
-            start = line.find("-----BEGIN")
+            start = begin.start() if putty and begin else line.find("-----BEGIN")
             places.append(("Private Key", offset + max(start, 0), offset + end.end()))
             # What follows the END marker on its line is not part of the key: kept (and scanned).
             tail, tail_counts, tail_places = (_redact(rest[end.end():].split("\n", 1)[0]) if end.group()
