@@ -141,12 +141,26 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
         # The whole token: a prose value stops at its clause's length limit, and what a rule leaves
         # of a longer key is as secret as what it matched.
         span = _whole_token(line, *span)
-        if _not_a_secret(line, span) or (kind == "Url Password" and _default_credentials(line, line[slice(*span)])):
+        value = line[slice(*span)]
+        if _not_a_secret(line, span) or (kind == "Url Password" and _default_credentials(line, value)):
+            continue
+        # A generic rule's value (a credential word, then a value) faces prose's look-alike tests.
+        if kind == "Generic Api Key" and secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]],
+                                                                _generic_word(line, span[0])):
             continue
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
             taken.append(span)
     return found
+
+
+_NAME_BEFORE = re.compile(r"([A-Za-z][\w.-]*)\W{0,5}$")
+
+
+def _generic_word(line: str, start: int) -> str:
+    """The last word of the name a generic rule's value is assigned to (`API_TOKEN = ...`: "TOKEN")."""
+    match = _NAME_BEFORE.search(line, max(0, start - 60), start)
+    return re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))[-1] if match else ""
 
 
 def _not_a_secret(line: str, span: tuple[int, int]) -> bool:

@@ -54,8 +54,8 @@ DEFAULT_FILES = (BETTERLEAKS_FILE, MICROSOFT_FILE, OWN_RULES_FILE)
 # Betterleaks' skipReport parts that name a resource rather than hold a secret.
 _IDENTIFIER_PART = re.compile(r"-(?:id|url|host|name|address)(?:\.\d+)?$")
 
-__all__ = ["Finding", "Rule", "RuleSet", "entropy", "fails_token_efficiency", "find", "go_regex", "load", "public_key",
-           "rules"]
+__all__ = ["Finding", "Rule", "RuleSet", "entropy", "fails_token_efficiency", "find", "go_regex", "load", "look_alike",
+           "public_key", "rules"]
 
 
 class Finding(NamedTuple):
@@ -371,8 +371,8 @@ _NEGATING_BEFORE = re.compile(
     r"(?:[\w.'-]+[\s_-]+){0,2})$")
 # Words between a credential word and its value that make the value something else than the
 # credential: "GPG key id 0x...", "the token name is ...", "the password hash is ...".
-_NOT_THE_VALUE = re.compile(r"(?i)^[\s_-]*(?:id|ids|identifier|name|names|file|path|url|hash|hashes|hashed|digest"
-                            r"|fingerprint|length|policy|field|prefix|format|header|type|scope|scopes|rotation)\b")
+_NOT_THE_VALUE = re.compile(r"(?i)[\s_-]*(?:id|ids|identifier|name|names|file|path|url|hash|hashes|hashed|digest"
+                            r"|fingerprint|length|policy|field|prefix|format|type|scope|scopes|rotation)\b")
 # The value before the word: "Quartz772+Falcon is the password for ...", "use X as the password".
 _BEFORE = re.compile(r"(?i)(?:^|\s)['\"]?([^\s'\"`,;()<>\[\]{}|]{8,300})['\"]?\s+(?:is|as)\s+(?:the|our|my|your)\s+"
                      r"(?:[\w-]+\s+){0,2}?(?:password|passphrase|passwd|token|secret|api key)\b")
@@ -422,17 +422,31 @@ def credential_value(value: str, before: str, word: str = "") -> bool:
     digits or symbols, or a long token of high entropy, or, after a word for a password, a password
     people choose (password_like)."""
     value = value.rstrip(".,:!?")
-    if len(value) < 8 or _PLACEHOLDER.search(value):
+    if len(value) < 8 or look_alike(value, before, word):
         return False
     if _UUID.fullmatch(value):
-        return bool(_UUID_WORDS.match(word.strip())) and not _NOT_A_SECRET_CONTEXT.search(before)
-    if _UUID.search(value) or (_NOT_A_VALUE.match(value) and not _base64_like(value)):
-        return False
-    if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
-        return False
-    if _NOT_A_SECRET_CONTEXT.search(before) or _ASSIGNMENT.match(value):
-        return False  # a hash, an id or a public key; another name's assignment (max_tokens=1024 temperature=0.2)
+        return True  # after a token or password word (look_alike)
+    if _UUID.search(value):
+        return False  # in prose, a name with a UUID in it is an id (order-6739d79c-...)
     return random_looking(value) or (bool(_PASSWORD_WORD.search(word)) and password_like(value))
+
+
+def look_alike(value: str, before: str, word: str = "") -> bool:
+    """Whether `value`, after `before` (its clause up to it), is something a credential is mistaken
+    for (credential_value's negative tests): a placeholder, a reference, a version, a date, a
+    number, a path, a URL, a file or host name, a hex key id, a bare UUID (not after a token or
+    password `word`), another name's assignment, or a value after words about hashes, ids or public
+    keys."""
+    if _PLACEHOLDER.search(value):
+        return True
+    if _UUID.fullmatch(value):
+        return not _UUID_WORDS.match(word.strip()) or bool(_NOT_A_SECRET_CONTEXT.search(before))
+    if _NOT_A_VALUE.match(value) and not _base64_like(value):
+        return True
+    if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
+        return True
+    # A hash, an id or a public key; another name's assignment (max_tokens=1024 temperature=0.2).
+    return bool(_NOT_A_SECRET_CONTEXT.search(before) or _ASSIGNMENT.match(value))
 
 
 def _base64_like(value: str) -> bool:
