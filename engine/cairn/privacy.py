@@ -164,11 +164,13 @@ def _generic_word(line: str, start: int) -> str:
 
 
 def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
-    """Whether the token at `span` is a placeholder, a public key or a published example, or was cut
-    short on purpose ("sk-lf-...", "xapp-…": what follows the span says so)."""
+    """Whether the token at `span` is a placeholder, a public key or a published example, a key its
+    clause names as public (secret_rules.public_context), or was cut short on purpose ("sk-lf-...",
+    "xapp-…": what follows the span says so)."""
     value = line[slice(*span)]
     truncated = line.startswith(("...", "…"), span[1])
-    return truncated or secret_rules.placeholder(value) or secret_rules.public_key(value)
+    return (truncated or secret_rules.placeholder(value) or secret_rules.public_key(value)
+            or secret_rules.public_context(line, span[0]))
 
 
 # Passwords that are a service's documented default, written in local setups and examples.

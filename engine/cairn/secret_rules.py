@@ -369,9 +369,28 @@ _NEGATING_BEFORE = re.compile(
     r"(?i)(?:(?:\b(?:public|publishable|pub|site|anon|client-side)|(?-i:(?<=[a-z])(?:Public|Pub|Site|Anon)))[\s_-]*"
     r"|(?<!for )\b(?:example|sample|dummy|documentation|docs'?|placeholder|test[ -]vectors?)\b[\s_-]*"
     r"(?:[\w.'-]+[\s_-]+){0,2})$")
+# The words just before a value that name it as something else: "... has id prod/db-Xy12", "key name: X".
+_NAMES_BEFORE_VALUE = re.compile(r"(?i)\b(?:id|ids|identifier|name|hash|digest|fingerprint|accessor|sha|commit"
+                                 r"|version|prefix)\s*(?:is|=|:|of)?\s*['\"`]?$")
+_HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
+# A value given as the credential: right after the word (three words at most between), or after an
+# introducer ("is", ":", "=", "lautet", "est", "är" ...).
+_GIVEN = re.compile(r"^(?:\W*\w+){0,3}\W*$|(?:[:=]|\b(?:is|are|was|ist|lautet|est|es|är|er|era|è|é|to|wynosi|je"
+                    r"|value|equals|reads))\s*['\"`]?$")
+# Keys their vendors document as safe in a web page or an app, named by the vendor or the kind of key
+# rather than by format: Firebase's web config (firebase.google.com/docs/projects/api-keys), Mixpanel
+# project tokens, Amplitude browser keys, Algolia search-only keys, reCAPTCHA / hCaptcha /
+# Turnstile site keys, Datadog client tokens, client-side ids.
+_PUBLIC_CONTEXT = re.compile(
+    r"(?i)\b(?:firebase(?:Config)?|initializeApp|mixpanel|amplitude|analytics\.load|algolia\s+search"
+    r"|search[ _-]?only|searchOnly|recaptcha|hcaptcha|data-sitekey|sitekey|client[ _-]?side|clientToken"
+    r"|client[ _-]token|measurement[ _-]?id)\b")
+# ... unless a word after it says the key is the private one ("reCAPTCHA secret key").
+_PRIVATE_AFTER = re.compile(r"(?i)\b(?:secret|private|server|admin|service[ _-]?account)")
 # Words between a credential word and its value that make the value something else than the
 # credential: "GPG key id 0x...", "the token name is ...", "the password hash is ...".
-_NOT_THE_VALUE = re.compile(r"(?i)[\s_-]*(?:id|ids|identifier|name|names|file|path|url|hash|hashes|hashed|digest"
+_NOT_THE_VALUE = re.compile(r"(?i)[\s_-]*(?:(?:has|have|with|its|is|the|an?)\s+){0,2}"
+                            r"(?:id|ids|identifier|name|names|file|path|url|hash|hashes|hashed|digest|accessor"
                             r"|fingerprint|length|policy|field|prefix|format|type|scope|scopes|rotation)\b")
 # The value before the word: "Quartz772+Falcon is the password for ...", "use X as the password".
 _BEFORE = re.compile(r"(?i)(?:^|\s)['\"]?([^\s'\"`,;()<>\[\]{}|]{8,300})['\"]?\s+(?:is|as)\s+(?:the|our|my|your)\s+"
@@ -391,7 +410,9 @@ _CODES = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa)[ _-]?codes?\b[^\n]{0,60}
 _NOT_A_SECRET_CONTEXT = re.compile(
     r"(?i)\b(?:md5|sha-?(?:1|224|256|384|512)|hash(?:es|ed)?|digest|checksum|commit|fingerprint|etag|integrity"
     r"|trace[ _-]?id|request[ _-]?id|uuid|public[ _-]?key|BEGIN PUBLIC|BEGIN CERTIFICATE|ssh-(?:rsa|ed25519|dss)"
-    r"|ecdsa-sha2)\b")
+    r"|ecdsa-sha2|signature|accessor)\b")
+# Base64 of a file by its magic bytes (PNG, JPEG, GIF, PDF, gzip, zip, WebP/RIFF): encoded data.
+_ENCODED_FILE = re.compile(r"iVBORw0KGgo|/9j/|R0lGODlh|R0lGODdh|JVBERi0|H4sI|UEsDB|UklGR")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 # Words after which a bare UUID is a credential (Heroku API keys, Postmark server tokens are UUIDs);
 # after "key" it is a cache, idempotency or primary key.
@@ -428,7 +449,8 @@ def credential_value(value: str, before: str, word: str = "") -> bool:
         return True  # after a token or password word (look_alike)
     if _UUID.search(value):
         return False  # in prose, a name with a UUID in it is an id (order-6739d79c-...)
-    return random_looking(value) or (bool(_PASSWORD_WORD.search(word)) and password_like(value))
+    return random_looking(value) or (bool(_PASSWORD_WORD.search(word))
+                                     and (password_like(value) or _random_letters(value)))
 
 
 def look_alike(value: str, before: str, word: str = "") -> bool:
@@ -437,7 +459,7 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
     number, a path, a URL, a file or host name, a hex key id, a bare UUID (not after a token or
     password `word`), another name's assignment, or a value after words about hashes, ids or public
     keys."""
-    if _PLACEHOLDER.search(value):
+    if _PLACEHOLDER.search(value) or _ENCODED_FILE.match(value) or _NOT_A_SECRET_CONTEXT.search(value):
         return True
     if _UUID.fullmatch(value):
         return not _UUID_WORDS.match(word.strip()) or bool(_NOT_A_SECRET_CONTEXT.search(before))
@@ -509,6 +531,13 @@ def password_like(value: str) -> bool:
     return symbol or mixed
 
 
+def _random_letters(value: str) -> bool:
+    """Lower-case letters from 12, no English word of 5 letters in them and not text to cl100k's BPE
+    (a generated password such as an app password, `jvqpwmzlkxrtybnd`)."""
+    return (len(value) >= 12 and value.isalpha() and value.islower() and entropy(value) >= 3.0
+            and not fails_token_efficiency(value))
+
+
 def _clause_start(line: str, position: int) -> int:
     """Where the clause holding `position` starts (at most 80 characters back)."""
     start = max(0, position - 80)
@@ -518,6 +547,22 @@ def _clause_start(line: str, position: int) -> int:
 
 
 # The word names a call or what a call is assigned to: set_api_key(, AzureKeyCredential(, jwtKey := []byte(.
+_SENTENCE_END = re.compile(r"[.;!?]\s|[。；]|\n")
+
+
+def public_context(line: str, position: int) -> bool:
+    """Whether the sentence of `line` up to `position` (120 characters at most) names a key its
+    vendor documents as public (_PUBLIC_CONTEXT) and no word after that name says the key is the
+    private one."""
+    start = max(0, position - 120)
+    for end in _SENTENCE_END.finditer(line, start, position):
+        start = end.end()
+    for match in _PUBLIC_CONTEXT.finditer(line, start, position):
+        if not _PRIVATE_AFTER.search(line, match.end(), position):
+            return True
+    return False
+
+
 _CALL = re.compile(r"\w*(?:\s*:?=\s*[\w.\[\]]*)?\(")
 
 
@@ -546,7 +591,15 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         clause = clause[:_CLAUSE_END.search(clause).start()]
         for match in _CANDIDATE.finditer(line, word.end(), word.end() + len(clause)):
             value = match.group(1).rstrip(".,:!?")
-            if _NOT_THE_VALUE.match(line, word.end(), match.start(1)):
+            if (_NOT_THE_VALUE.match(line, word.end(), match.start(1))
+                    or _NAMES_BEFORE_VALUE.search(line, word.end(), match.start(1))):
+                continue
+            # Hex is mostly a hash or an id: a hex value is a credential only when it is given as one
+            # ("token: 8c1e...", "the secret is 8c1e...", "api-key header value 8c1e..."), not
+            # anywhere later in the clause ("the token refresh fix landed in 3f9a2c1e...").
+            if _HEX.fullmatch(value) and not _GIVEN.search(line[word.end():match.start(1)]):
+                continue
+            if public_context(line, match.start(1)):
                 continue
             # After "(" only as the argument of a call the word names: set_api_key('...'), not "(4c24...)".
             if line[match.start() - 1] == "(" and not _CALL.fullmatch(line, word.end(), match.start()):
