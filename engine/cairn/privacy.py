@@ -91,10 +91,11 @@ def _plugins() -> list[dict[str, str]]:
     if _plugins_config is None:
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class, get_plugins_from_file
 
-        names = sorted({c.__name__ for c in get_mapping_from_secret_type_to_class().values()} - _LEFT_OUT)
+        mapping: dict[str, type] = get_mapping_from_secret_type_to_class()
+        ours_classes: list[type] = list(get_plugins_from_file(str(_DETECTORS)))
+        names = sorted({c.__name__ for c in mapping.values()} - _LEFT_OUT)
         ours = f"file://{_DETECTORS}"
-        _plugins_config = [{"name": n} for n in names] + [
-            {"name": c.__name__, "path": ours} for c in get_plugins_from_file(str(_DETECTORS))]
+        _plugins_config = [{"name": n} for n in names] + [{"name": c.__name__, "path": ours} for c in ours_classes]
         # detect-secrets caches its name-to-class map on first use: built again under settings
         # that name our file, it holds our detectors too.
         get_mapping_from_secret_type_to_class.cache_clear()
@@ -106,7 +107,7 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.core.scan import scan_line
 
-    classes = get_mapping_from_secret_type_to_class()
+    classes: dict[str, type] = get_mapping_from_secret_type_to_class()
     found: list[tuple[str, list[tuple[int, int]]]] = []
     for secret in scan_line(line):
         value = secret.secret_value or ""
@@ -243,17 +244,17 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
             # The whole PEM block, to its END line (or the end of the text); a PuTTY file to its MAC.
             rest = "\n".join(lines[i:])
             putty = begin is not None and begin.group().startswith("PuTTY")
-            end = (_PUTTY_END if putty else _PEM_END).search(rest)
-            assert end is not None  # both patterns match at the end of the text
-            block_lines = rest[: end.end()].count("\n") + 1
+            block_end = (_PUTTY_END if putty else _PEM_END).search(rest)
+            assert block_end is not None  # both patterns match at the end of the text
+            block_lines = rest[: block_end.end()].count("\n") + 1
             counts["Private Key"] += 1
             start = begin.start() if putty and begin else line.find("-----BEGIN")
-            places.append(("Private Key", offset + max(start, 0), offset + end.end()))
+            places.append(("Private Key", offset + max(start, 0), offset + block_end.end()))
             # What follows the END marker on its line is not part of the key: kept (and scanned).
-            tail, tail_counts, tail_places = (_redact(rest[end.end():].split("\n", 1)[0]) if end.group()
+            tail, tail_counts, tail_places = (_redact(rest[block_end.end():].split("\n", 1)[0]) if block_end.group()
                                               else ("", Counter(), []))
             counts.update(tail_counts)
-            places += [(k, offset + end.end() + a, offset + end.end() + b) for k, a, b in tail_places]
+            places += [(k, offset + block_end.end() + a, offset + block_end.end() + b) for k, a, b in tail_places]
             out_lines.append((line[:start] if start >= 0 else "") + "[REDACTED:Private Key]" + tail)
             offset += len("\n".join(lines[i:i + block_lines])) + 1
             i += block_lines

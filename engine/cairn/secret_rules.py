@@ -399,11 +399,12 @@ _BEFORE = re.compile(r"(?i)(?:^|\s)['\"]?([^\s'\"`,;()<>\[\]{}|]{8,300})['\"]?\s
 # `... is saffron.canyon.ember.granite`; a wallet's seed phrase (12 to 24 words, BIP-39); a Google
 # app password ("abcd efgh ijkl mnop"); a list of 2FA recovery codes.
 _PASSPHRASE = re.compile(r"(?i)\b(?:password|passphrase|passwort|pass phrase)\b[^\n]{0,60}?\b(?:is|ist|lautet|:)\s*"
-                         r"(['\"]((?:[a-z]+|\d+)(?:[ .-](?:[a-z]+|\d+)){2,})['\"]|([a-z]+(?:([-.])[a-z]+)(?:\4[a-z]+){2,}))"
-                         r"(?![\w-])")
+                         r"(['\"]((?:[a-z]+|\d+)(?:[ .-](?:[a-z]+|\d+)){2,})['\"]"
+                         r"|([a-z]+(?:([-.])[a-z]+)(?:\4[a-z]+){2,}))(?![\w-])")
 _SEED_PHRASE = re.compile(r"(?i)\b(?:recovery|seed|mnemonic|backup|secret)[ _-]?(?:phrase|words|seed)?\b[^\n]{0,50}?"
                           r"[:=]\s*['\"]?((?-i:[a-z]{3,8})(?:\s+(?-i:[a-z]{3,8})){11,23})\b")
-_APP_PASSWORD = re.compile(r"(?i)\bapp[ -]?passwor[dt]\b[^\n]{0,60}?[:=]?\s((?-i:[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}))\b")
+_APP_PASSWORD = re.compile(r"(?i)\bapp[ -]?passwor[dt]\b[^\n]{0,60}?[:=]?\s"
+                           r"((?-i:[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}))\b")
 _CODES = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa)[ _-]?codes?\b[^\n]{0,60}?:\s*"
                     r"((?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10})(?:[ ,]+(?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10}))+)")
 # Words that make a hex or base64 string a hash, an id or a public key rather than a credential.
@@ -588,7 +589,8 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         if _NEGATING_BEFORE.search(line, clause_start, word.start()):
             continue
         clause = line[word.end():word.end() + 100]
-        clause = clause[:_CLAUSE_END.search(clause).start()]
+        clause_end = _CLAUSE_END.search(clause)
+        clause = clause[:clause_end.start() if clause_end else len(clause)]
         for match in _CANDIDATE.finditer(line, word.end(), word.end() + len(clause)):
             value = match.group(1).rstrip(".,:!?")
             if (_NOT_THE_VALUE.match(line, word.end(), match.start(1))
@@ -651,7 +653,7 @@ def public_key(value: str) -> bool:
     if PUBLIC_KEY_FORMATS.fullmatch(value) or any(example in value for example in _PUBLISHED_EXAMPLES):
         return True
     jwt = _JWT.fullmatch(value)
-    return bool(jwt) and _jwt_claims(jwt.group(1)).get("role") == "anon"
+    return jwt is not None and _jwt_claims(jwt.group(1)).get("role") == "anon"
 
 
 def _jwt_claims(payload: str) -> dict[str, Any]:

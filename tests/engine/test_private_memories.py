@@ -16,7 +16,7 @@ from cairn import Cairn, InvalidMemory, create_store
 
 from tests.conftest import BACKENDS
 
-AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+AWS_KEY = "AKIA4HQ7ZN2XKW3RM5TB"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 
