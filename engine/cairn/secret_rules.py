@@ -329,7 +329,7 @@ _WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphr
           r"|ключът|гасло|токена|رمز عبور|رمز|کلید|پاس ورڈ|পাসওয়ার্ড|গোপন শব্দ|susi|susian|nenosiri|ufunguo"
           r"|parool|võti|parole|atslēga|slaptažodis|raktas|geslo|lykilorð|κλειδί|συνθηματικό"
           # Short and plural forms people type: "pw", "auth key", "identifiants", "Zugangsdaten".
-          r"|pw|pws|auth[ _-]?keys?|identifiants|credenciales|credenziali|zugangsdaten|anmeldedaten"
+          r"|pw|pws|passcodes?|auth[ _-]?keys?|identifiants|credenciales|credenziali|zugangsdaten|anmeldedaten"
           r"|inloggegevens|dane logowania|учетные данные|учётные данные")
 # Scripts written without spaces between words (Japanese, Chinese, Korean particles, Thai, Lao, Khmer).
 _CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|암호|토큰|키"
@@ -533,9 +533,9 @@ def password_like(value: str) -> bool:
 
 
 def _random_letters(value: str) -> bool:
-    """Lower-case letters from 12, no English word of 5 letters in them and not text to cl100k's BPE
+    """Lower-case letters from 10, no English word of 5 letters in them and not text to cl100k's BPE
     (a generated password such as an app password, `jvqpwmzlkxrtybnd`)."""
-    return (len(value) >= 12 and value.isalpha() and value.islower() and entropy(value) >= 3.0
+    return (len(value) >= 10 and value.isalpha() and value.islower() and entropy(value) >= 3.0
             and not fails_token_efficiency(value))
 
 
