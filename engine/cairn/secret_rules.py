@@ -222,13 +222,14 @@ class RuleSet:
         words = sorted(self.by_keyword, key=len, reverse=True)
         # Overlapping keywords ("key" inside "apikey"): a lookahead finds each at every position.
         self.keyword_re = re.compile("(?=(" + "|".join(map(re.escape, words)) + "))")
-        self._prefixes = {w: [v for v in words if v != w and v.startswith(w)] for w in words}
+        # The shorter keywords each keyword starts with ("key" for "keyvault"), found with it.
+        self._shorter = {w: [v for v in words if v != w and w.startswith(v)] for w in words}
 
     def candidates(self, text: str) -> list[Rule]:
         low = text.lower()
         found = {m.group(1) for m in self.keyword_re.finditer(low)}
         # The alternation takes the longest keyword at a position; shorter ones there count too.
-        found |= {w for w in self._prefixes for longer in found if w != longer and longer.startswith(w)}
+        found |= {w for longer in found for w in self._shorter[longer]}
         chosen = {id(r): r for r in self.always + [r for w in found for r in self.by_keyword.get(w, ())]}
         # In the order of the files (the vendored sets before Cairn's): where two rules find the same
         # span, the first names it.
