@@ -125,6 +125,8 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
             spans = [span for span in spans if not _not_a_secret(line, span)]
         if secret.type == "Basic Auth Credentials" and _default_credentials(line, value):
             spans = []
+        if secret.type == "Secret Keyword":  # `api_key_header = "X-API-Key"`: a name about a secret
+            spans = [span for span in spans if not _about_name_before(line, span[0])]
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
@@ -162,6 +164,17 @@ def _generic_word(line: str, start: int) -> str:
     """The last word of the name a generic rule's value is assigned to (`API_TOKEN = ...`: "TOKEN")."""
     match = _NAME_BEFORE.search(line, max(0, start - 60), start)
     return re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))[-1] if match else ""
+
+
+_ASSIGNED_NAME = re.compile(r"""([A-Za-z_][\w.-]*)['"]?\s*(?::=|=>|[:=])\s*['"`]?$""")
+
+
+def _about_name_before(line: str, start: int) -> bool:
+    """Whether the value at `start` is assigned to a name about a secret (secret_detectors.about_name)."""
+    from . import secret_detectors
+
+    match = _ASSIGNED_NAME.search(line, max(0, start - 80), start)
+    return match is not None and secret_detectors.about_name(match.group(1))
 
 
 def _not_a_secret(line: str, span: tuple[int, int]) -> bool:

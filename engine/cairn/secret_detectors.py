@@ -47,7 +47,7 @@ _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length le
 # URL; a call or an expression (`getpass.getpass(`, `timedelta(days=14)`, `sha256(token).hexdigest()`);
 # a Windows `%VAR%` or Python `%(VAR)s` reference.
 _SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|yes|no|on|off|none|null|nil"
-                            r"|[/~.].*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.]*\(.*|%\(?\w+\)?[%s]?)$")
+                            r"|[/~.].*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.]*[(\[].*|%\(?\w+\)?[%s]?)$")
 
 
 def _secret_name(name: str) -> bool:
@@ -59,6 +59,13 @@ def _secret_name(name: str) -> bool:
         ("password", "passwd", "secret", "token", "apikey", "accesskey", "privatekey", "secretkey"))
 
 
+def about_name(name: str) -> bool:
+    """Whether a variable's name says it holds something about a secret, not the secret: its last
+    word is a size, a place, a name, a header, a rotation ... (`api_key_header`, `sessionSecretRotation`)."""
+    words = [w for w in re.split(r"[_.-]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
+    return bool(words) and words[-1].lower() in _ABOUT_WORDS
+
+
 def _not_secret_value(value: str) -> bool:
     """A setting, code, a reference, or a value cut short on purpose (`sk-lf-...`, `xapp-…`)."""
     return bool(_SETTING_VALUE.match(value.rstrip(".,"))) or value.endswith(("...", "…"))
@@ -67,9 +74,10 @@ def _not_secret_value(value: str) -> bool:
 class PasswordProseDetector(RegexBasedDetector):
     """A password given in prose: "the password is hunter22", "password: Tr0ub4dor&3", "the DB
     password for staging is Xy7!qPz9". The value must hold a letter and a digit or symbol, so "the
-    password is required" is left alone, and not be a path ("pwd" is also the shell's folder)."""
+    password is required" is left alone, and not be a path ("pwd" is also the shell's folder) or a
+    YAML tag (`password: !vault |`)."""
 
     secret_type = "Password In Prose"
     denylist = [re.compile(
         r"(?i)\b(?:password|passwd|passphrase)(?: for (?:the )?[\w-]+(?: [\w-]+)?)?\s*(?:is|was|:|=)\s*"
-        r"(?![/~])(?=[^\s'\"]*[A-Za-z])(?=[^\s'\"]*[0-9!@#%^&*+=?~])([^\s'\"]{6,})")]
+        r"(?![/~])(?!![A-Za-z][\w:]*(?:\s|$))(?=[^\s'\"]*[A-Za-z])(?=[^\s'\"]*[0-9!@#%^&*+=?~])([^\s'\"]{6,})")]

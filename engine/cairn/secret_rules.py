@@ -594,6 +594,8 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         clause = clause[:clause_end.start() if clause_end else len(clause)]
         for match in _CANDIDATE.finditer(line, word.end(), word.end() + len(clause)):
             value = match.group(1).rstrip(".,:!?")
+            if line.startswith(("(", "["), match.end(1)):
+                continue  # a call or a subscript: code (Encoding.UTF8.GetBytes(...), config[...])
             if (_NOT_THE_VALUE.match(line, word.end(), match.start(1))
                     or _NAMES_BEFORE_VALUE.search(line, word.end(), match.start(1))):
                 continue
