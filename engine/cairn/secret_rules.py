@@ -371,13 +371,20 @@ _NEGATING_BEFORE = re.compile(
     r"|(?<!for )\b(?:example|sample|dummy|documentation|docs'?|placeholder|test[ -]vectors?)\b[\s_-]*"
     r"(?:[\w.'-]+[\s_-]+){0,2})$")
 # The words just before a value that name it as something else: "... has id prod/db-Xy12", "key name: X".
-_NAMES_BEFORE_VALUE = re.compile(r"(?i)\b(?:id|ids|identifier|name|hash|digest|fingerprint|accessor|sha|commit"
-                                 r"|version|prefix)\s*(?:is|=|:|of)?\s*['\"`]?$")
+_NAMES_BEFORE_VALUE = re.compile(r"(?i)(?:\b(?:id|ids|identifier|name|hash|digest|fingerprint|accessor|sha|commit"
+                                 r"|version|prefix)\s*(?:is|=|:|of)?"
+                                 # An object named by the value right after it: "for request 3f2b...".
+                                 r"|\b(?:request|order|trace|user|account|customer|job|build|run|event))\s*['\"`]?$")
 _HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
 # A value given as the credential: right after the word (three words at most between), or after an
 # introducer ("is", ":", "=", "lautet", "est", "är" ...).
 _GIVEN = re.compile(r"^(?:\W*\w+){0,3}\W*$|(?:[:=]|\b(?:is|are|was|ist|lautet|est|es|är|er|era|è|é|to|wynosi|je"
                     r"|value|equals|reads))\s*['\"`]?$")
+# A value introduced as the credential: the word's own introducer at the end of what stands between
+# them ("is", ":", "=", and their equivalents in the languages of _WORDS), or nothing but punctuation.
+_INTRODUCED = re.compile(r"^\W*$|(?:[:=：]|\b(?:is|are|was|ist|lautet|est|es|är|er|era|è|é|to|jest|je|on|wynosi"
+                         r"|adalah|ni|là|olan|dır|dir|é|será|sera|wordt|zijn|je|jsou|е|это|—)|[は是为為는은이가]|\s[-–—])"
+                         r"(?:\s+(?:still|now|currently|just|also|actually|always))?\s*['\"`]?$")
 # Keys their vendors document as safe in a web page or an app, named by the vendor or the kind of key
 # rather than by format: Firebase's web config (firebase.google.com/docs/projects/api-keys), Mixpanel
 # project tokens, Amplitude browser keys, Algolia search-only keys, reCAPTCHA / hCaptcha /
@@ -436,14 +443,15 @@ _NOT_A_VALUE = re.compile(
     r")$")
 
 
-def credential_value(value: str, before: str, word: str = "") -> bool:
+def credential_value(value: str, before: str, word: str = "", *, introduced: bool = True) -> bool:
     """Whether `value`, introduced by the credential `word` (as written; "" when unknown), looks like
     a credential: not a placeholder, a code reference, a version, a date, a number, a path, a URL, a
     file or host name, a hex key id; no UUID in it (a bare one after a token or password word is
     one: Heroku and Postmark keys are UUIDs); not after words about hashes, ids or public keys (in
     `before`, the text of the word's clause up to the value); and made like a secret: letters with
     digits or symbols, or a long token of high entropy, or, after a word for a password, a password
-    people choose (password_like)."""
+    people choose (password_like) when the value is `introduced` as the password ("... is X",
+    "...: X"), not merely later in the clause ("reset the password for user Alice2024")."""
     value = value.rstrip(".,:!?")
     if len(value) < 8 or look_alike(value, before, word):
         return False
@@ -451,7 +459,7 @@ def credential_value(value: str, before: str, word: str = "") -> bool:
         return True  # after a token or password word (look_alike)
     if _UUID.search(value):
         return False  # in prose, a name with a UUID in it is an id (order-6739d79c-...)
-    return random_looking(value) or (bool(_PASSWORD_WORD.search(word))
+    return random_looking(value) or (introduced and bool(_PASSWORD_WORD.search(word))
                                      and (password_like(value) or _random_letters(value)))
 
 
@@ -602,14 +610,17 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             # Hex is mostly a hash or an id: a hex value is a credential only when it is given as one
             # ("token: 8c1e...", "the secret is 8c1e...", "api-key header value 8c1e..."), not
             # anywhere later in the clause ("the token refresh fix landed in 3f9a2c1e...").
-            if _HEX.fullmatch(value) and not _GIVEN.search(line[word.end():match.start(1)]):
+            between = line[word.end():match.start(1)]
+            if (_HEX.fullmatch(value) and not _GIVEN.search(between)) or (
+                    _UUID.fullmatch(value) and not _INTRODUCED.search(between)):
                 continue
             if public_context(line, match.start(1)):
                 continue
             # After "(" only as the argument of a call the word names: set_api_key('...'), not "(4c24...)".
             if line[match.start() - 1] == "(" and not _CALL.fullmatch(line, word.end(), match.start()):
                 continue
-            if credential_value(value, line[clause_start:match.start(1)], word.group(0)):
+            if credential_value(value, line[clause_start:match.start(1)], word.group(0),
+                                introduced=bool(_INTRODUCED.search(between))):
                 spans.add((match.start(1), match.start(1) + len(value)))
     for match in _BEFORE.finditer(line):
         if credential_value(match.group(1), line[max(0, match.start(1) - 60):match.end()]):
