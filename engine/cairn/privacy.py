@@ -15,7 +15,11 @@ index keys and its vector all come from the scrubbed text):
    generic rule) and Cairn's rules in the same format (a credential introduced in a sentence, "the
    key for the sandbox is ...", and hyphenated vendor prefixes such as `sk-live-`), on what
    detect-secrets left. Measured on a labelled set of credential sentences and innocent look-alikes
-   (bench/secrets_eval.py; figures in docs/benchmarks.md).
+   (bench/secrets_compare.py; figures in docs/benchmarks.md).
+4. Whatever found it, a value is kept when it is a placeholder, cut short ("sk-..."), a key its
+   vendor documents as public or a published example (secret_rules.public_key), named public by its
+   sentence (secret_rules.public_context), ciphertext (SOPS, Ansible Vault, a SealedSecret), or a
+   URL's default login (postgres:postgres); a generic rule's value faces the prose look-alike tests.
 
 Only counts leave this module (by detector type), never a value.
 """
