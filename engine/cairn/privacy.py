@@ -15,7 +15,11 @@ index keys and its vector all come from the scrubbed text):
    generic rule) and Cairn's rules in the same format (a credential introduced in a sentence, "the
    key for the sandbox is ...", and hyphenated vendor prefixes such as `sk-live-`), on what
    detect-secrets left. Measured on a labelled set of credential sentences and innocent look-alikes
-   (bench/secrets_eval.py; figures in docs/benchmarks.md).
+   (bench/secrets_compare.py; figures in docs/benchmarks.md).
+4. Whatever found it, a value is kept when it is a placeholder, cut short ("sk-..."), a key its
+   vendor documents as public or a published example (secret_rules.public_key), named public by its
+   sentence (secret_rules.public_context), ciphertext (SOPS, Ansible Vault, a SealedSecret), or a
+   URL's default login (postgres:postgres); a generic rule's value faces the prose look-alike tests.
 
 Only counts leave this module (by detector type), never a value.
 """
@@ -33,6 +37,15 @@ from . import secret_rules
 PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
 _PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|\Z")
+# The first line of a private key block that detect-secrets' list misses: PKCS#8 "BEGIN ENCRYPTED
+# PRIVATE KEY", PuTTY's version 3 files (its block ends at the MAC line).
+_KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:")
+_PUTTY_END = re.compile(r"Private-MAC:\s*\S+|\Z")
+# Encrypted values, safe to store and random-looking: a SOPS value (ENC[AES256_GCM,data:...,type:str]),
+# an Ansible Vault block ($ANSIBLE_VAULT;1.1;AES256 and its hex lines), a SealedSecret's encryptedData.
+_SOPS = re.compile(r"ENC\[[A-Z0-9_]+,data:[^\]]*\]")
+_VAULT_HEADER = re.compile(r"\$ANSIBLE_VAULT;\d")
+_SEALED_HEADER = re.compile(r"^(\s*)encryptedData:\s*$")
 # Detectors for what detect-secrets' own miss (Anthropic and OpenAI project keys, unquoted
 # `PGPASSWORD=...` assignments, a password given in prose), loaded through its plugin-path setting.
 _DETECTORS = Path(__file__).with_name("secret_detectors.py")
@@ -82,10 +95,11 @@ def _plugins() -> list[dict[str, str]]:
     if _plugins_config is None:
         from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class, get_plugins_from_file
 
-        names = sorted({c.__name__ for c in get_mapping_from_secret_type_to_class().values()} - _LEFT_OUT)
+        mapping: dict[str, type] = get_mapping_from_secret_type_to_class()
+        ours_classes: list[type] = list(get_plugins_from_file(str(_DETECTORS)))
+        names = sorted({c.__name__ for c in mapping.values()} - _LEFT_OUT)
         ours = f"file://{_DETECTORS}"
-        _plugins_config = [{"name": n} for n in names] + [
-            {"name": c.__name__, "path": ours} for c in get_plugins_from_file(str(_DETECTORS))]
+        _plugins_config = [{"name": n} for n in names] + [{"name": c.__name__, "path": ours} for c in ours_classes]
         # detect-secrets caches its name-to-class map on first use: built again under settings
         # that name our file, it holds our detectors too.
         get_mapping_from_secret_type_to_class.cache_clear()
@@ -97,7 +111,7 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.core.scan import scan_line
 
-    classes = get_mapping_from_secret_type_to_class()
+    classes: dict[str, type] = get_mapping_from_secret_type_to_class()
     found: list[tuple[str, list[tuple[int, int]]]] = []
     for secret in scan_line(line):
         value = secret.secret_value or ""
@@ -112,8 +126,11 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
         if spans and secret.type != "Private Key":
             spans = [_whole_token(line, start, end) for start, end in spans]
         if secret.type != "Private Key":  # "ghp_XXXX...", "USER:PASSWORD", os.environ[...]: not secrets
-            spans = [span for span in spans if not secret_rules.placeholder(line[slice(*span)])
-                     and not secret_rules.public_key(line[slice(*span)])]
+            spans = [span for span in spans if not _not_a_secret(line, span)]
+        if secret.type == "Basic Auth Credentials" and _default_credentials(line, value):
+            spans = []
+        if secret.type == "Secret Keyword":  # `api_key_header = "X-API-Key"`: a name about a secret
+            spans = [span for span in spans if not _about_name_before(line, span[0])]
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
@@ -128,16 +145,84 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
     find, one detection per span (a vendor's rule before the generic ones)."""
     found = []
     for kind, span, _ in sorted(secret_rules.find(line), key=lambda f: f.kind in _GENERIC_RULES):
-        value = line[slice(*span)]
-        if secret_rules.placeholder(value) or secret_rules.public_key(value):
-            continue
         # The whole token: a prose value stops at its clause's length limit, and what a rule leaves
         # of a longer key is as secret as what it matched.
         span = _whole_token(line, *span)
+        value = line[slice(*span)]
+        if _not_a_secret(line, span) or (kind == "Url Password" and _default_credentials(line, value)):
+            continue
+        # A generic rule's value (a credential word, then a value) faces prose's look-alike tests.
+        if kind == "Generic Api Key" and secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]],
+                                                                _generic_word(line, span[0])):
+            continue
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
             taken.append(span)
     return found
+
+
+_NAME_BEFORE = re.compile(r"([A-Za-z][\w.-]*)\W{0,5}$")
+
+
+def _generic_word(line: str, start: int) -> str:
+    """The last word of the name a generic rule's value is assigned to (`API_TOKEN = ...`: "TOKEN")."""
+    match = _NAME_BEFORE.search(line, max(0, start - 60), start)
+    return re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))[-1] if match else ""
+
+
+_ASSIGNED_NAME = re.compile(r"""([A-Za-z_][\w.-]*)['"]?\s*(?::=|=>|[:=])\s*['"`]?$""")
+
+
+def _about_name_before(line: str, start: int) -> bool:
+    """Whether the value at `start` is assigned to a name about a secret (secret_detectors.about_name)."""
+    from . import secret_detectors
+
+    match = _ASSIGNED_NAME.search(line, max(0, start - 80), start)
+    return match is not None and secret_detectors.about_name(match.group(1))
+
+
+def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
+    """Whether the token at `span` is a placeholder, a public key or a published example, a key its
+    clause names as public (secret_rules.public_context), or was cut short on purpose ("sk-lf-...",
+    "xapp-…": what follows the span says so)."""
+    value = line[slice(*span)]
+    truncated = line.startswith(("...", "…"), span[1])
+    return (truncated or secret_rules.placeholder(value) or secret_rules.public_key(value)
+            or secret_rules.public_context(line, span[0]))
+
+
+# Passwords that are a service's documented default, written in local setups and examples.
+_DEFAULT_PASSWORDS = frozenset("password postgres root admin secret guest mysql test pass changeme".split())
+_USER_INFO = re.compile(r"://([^\s:/@]*):([^\s@/]*)@")
+
+
+def _default_credentials(line: str, password: str) -> bool:
+    """Whether a URL's password in `line` is its user name or a service's default (postgres:postgres)."""
+    return any(m.group(2) == password and (password == m.group(1) or password.lower() in _DEFAULT_PASSWORDS)
+               for m in _USER_INFO.finditer(line))
+
+
+def _encrypted_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each encrypted value in `text` (_SOPS, an Ansible Vault block, the lines of a
+    SealedSecret's encryptedData): what is found inside is ciphertext, not a secret."""
+    spans = [m.span() for m in _SOPS.finditer(text)]
+    offset = 0
+    lines = text.split("\n")
+    indent: int | None = None  # the indentation of an open encryptedData: or vault block
+    for line in lines:
+        width = len(line) - len(line.lstrip())
+        if indent is not None and line.strip() and width > indent:
+            spans.append((offset, offset + len(line)))
+        else:
+            indent = None
+            header = _SEALED_HEADER.match(line)
+            if header:
+                indent = len(header.group(1))
+            elif _VAULT_HEADER.search(line):
+                indent = line.find("$ANSIBLE_VAULT") - 1
+                spans.append((offset, offset + len(line)))
+        offset += len(line) + 1
+    return spans
 
 
 def _whole_token(line: str, start: int, end: int) -> tuple[int, int]:
@@ -162,23 +247,31 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
         return text, counts, places
     out_lines: list[str] = []
     lines = text.split("\n")
+    encrypted = _encrypted_spans(text)
     i, offset = 0, 0  # offset: where lines[i] starts in text
     while i < len(lines):
         line = lines[i]
         detections = _detections(line) if len(line) < 20_000 else []
-        if any(kind == "Private Key" for kind, _ in detections):
-            # The whole PEM block, to its END line (or the end of the text).
+        if encrypted:
+            detections = [(kind, kept) for kind, spans in detections
+                          if (kept := [(a, b) for a, b in spans if not any(
+                              s <= offset + a and offset + b <= e for s, e in encrypted)])]
+        begin = _KEY_BEGIN.search(line)
+        if any(kind == "Private Key" for kind, _ in detections) or begin:
+            # The whole PEM block, to its END line (or the end of the text); a PuTTY file to its MAC.
             rest = "\n".join(lines[i:])
-            end = _PEM_END.search(rest)
-            block_lines = rest[: end.end()].count("\n") + 1
+            putty = begin is not None and begin.group().startswith("PuTTY")
+            block_end = (_PUTTY_END if putty else _PEM_END).search(rest)
+            assert block_end is not None  # both patterns match at the end of the text
+            block_lines = rest[: block_end.end()].count("\n") + 1
             counts["Private Key"] += 1
-            start = line.find("-----BEGIN")
-            places.append(("Private Key", offset + max(start, 0), offset + end.end()))
+            start = begin.start() if putty and begin else line.find("-----BEGIN")
+            places.append(("Private Key", offset + max(start, 0), offset + block_end.end()))
             # What follows the END marker on its line is not part of the key: kept (and scanned).
-            tail, tail_counts, tail_places = (_redact(rest[end.end():].split("\n", 1)[0]) if end.group()
+            tail, tail_counts, tail_places = (_redact(rest[block_end.end():].split("\n", 1)[0]) if block_end.group()
                                               else ("", Counter(), []))
             counts.update(tail_counts)
-            places += [(k, offset + end.end() + a, offset + end.end() + b) for k, a, b in tail_places]
+            places += [(k, offset + block_end.end() + a, offset + block_end.end() + b) for k, a, b in tail_places]
             out_lines.append((line[:start] if start >= 0 else "") + "[REDACTED:Private Key]" + tail)
             offset += len("\n".join(lines[i:i + block_lines])) + 1
             i += block_lines

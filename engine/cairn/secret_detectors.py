@@ -40,9 +40,14 @@ _SECRET_WORDS = ("secret", "password", "passwd", "passphrase", "pass", "pwd", "t
                  "credentials", "privatekey", "accesskey")
 _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length len expiry expires expiration timeout
     url uri path file dir name type id ids endpoint host port enabled enable disabled max min num tokens
-    rotation policy hint prompt field param length version format mode store backend provider""".split())
+    rotation policy hint prompt field param length version format mode store backend provider lifetime
+    duration age context ctx hash hashed digest validator manager class cls schemes scheme algorithm
+    algo""".split())
+# A value that is a setting or code rather than a secret: a number (with a unit), a boolean, a path, a
+# URL; a call or an expression (`getpass.getpass(`, `timedelta(days=14)`, `sha256(token).hexdigest()`);
+# a Windows `%VAR%` or Python `%(VAR)s` reference.
 _SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|yes|no|on|off|none|null|nil"
-                            r"|[/~.].*|[a-z][a-z0-9+.-]*://.*)$")
+                            r"|[/~.].*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.]*[(\[].*|%\(?\w+\)?[%s]?)$")
 
 
 def _secret_name(name: str) -> bool:
@@ -54,16 +59,25 @@ def _secret_name(name: str) -> bool:
         ("password", "passwd", "secret", "token", "apikey", "accesskey", "privatekey", "secretkey"))
 
 
+def about_name(name: str) -> bool:
+    """Whether a variable's name says it holds something about a secret, not the secret: its last
+    word is a size, a place, a name, a header, a rotation ... (`api_key_header`, `sessionSecretRotation`)."""
+    words = [w for w in re.split(r"[_.-]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
+    return bool(words) and words[-1].lower() in _ABOUT_WORDS
+
+
 def _not_secret_value(value: str) -> bool:
-    return bool(_SETTING_VALUE.match(value.rstrip(".,")))
+    """A setting, code, a reference, or a value cut short on purpose (`sk-lf-...`, `xapp-…`)."""
+    return bool(_SETTING_VALUE.match(value.rstrip(".,"))) or value.endswith(("...", "…"))
 
 
 class PasswordProseDetector(RegexBasedDetector):
     """A password given in prose: "the password is hunter22", "password: Tr0ub4dor&3", "the DB
     password for staging is Xy7!qPz9". The value must hold a letter and a digit or symbol, so "the
-    password is required" is left alone, and not be a path ("pwd" is also the shell's folder)."""
+    password is required" is left alone, and not be a path ("pwd" is also the shell's folder) or a
+    YAML tag (`password: !vault |`)."""
 
     secret_type = "Password In Prose"
     denylist = [re.compile(
         r"(?i)\b(?:password|passwd|passphrase)(?: for (?:the )?[\w-]+(?: [\w-]+)?)?\s*(?:is|was|:|=)\s*"
-        r"(?![/~])(?=[^\s'\"]*[A-Za-z])(?=[^\s'\"]*[0-9!@#%^&*+=?~])([^\s'\"]{6,})")]
+        r"(?![/~])(?!![A-Za-z][\w:]*(?:\s|$))(?=[^\s'\"]*[A-Za-z])(?=[^\s'\"]*[0-9!@#%^&*+=?~])([^\s'\"]{6,})")]

@@ -54,8 +54,8 @@ DEFAULT_FILES = (BETTERLEAKS_FILE, MICROSOFT_FILE, OWN_RULES_FILE)
 # Betterleaks' skipReport parts that name a resource rather than hold a secret.
 _IDENTIFIER_PART = re.compile(r"-(?:id|url|host|name|address)(?:\.\d+)?$")
 
-__all__ = ["Finding", "Rule", "RuleSet", "entropy", "fails_token_efficiency", "find", "go_regex", "load", "public_key",
-           "rules"]
+__all__ = ["Finding", "Rule", "RuleSet", "entropy", "fails_token_efficiency", "find", "go_regex", "load", "look_alike",
+           "public_key", "rules"]
 
 
 class Finding(NamedTuple):
@@ -222,13 +222,14 @@ class RuleSet:
         words = sorted(self.by_keyword, key=len, reverse=True)
         # Overlapping keywords ("key" inside "apikey"): a lookahead finds each at every position.
         self.keyword_re = re.compile("(?=(" + "|".join(map(re.escape, words)) + "))")
-        self._prefixes = {w: [v for v in words if v != w and v.startswith(w)] for w in words}
+        # The shorter keywords each keyword starts with ("key" for "keyvault"), found with it.
+        self._shorter = {w: [v for v in words if v != w and w.startswith(v)] for w in words}
 
     def candidates(self, text: str) -> list[Rule]:
         low = text.lower()
         found = {m.group(1) for m in self.keyword_re.finditer(low)}
         # The alternation takes the longest keyword at a position; shorter ones there count too.
-        found |= {w for w in self._prefixes for longer in found if w != longer and longer.startswith(w)}
+        found |= {w for longer in found for w in self._shorter[longer]}
         chosen = {id(r): r for r in self.always + [r for w in found for r in self.by_keyword.get(w, ())]}
         # In the order of the files (the vendored sets before Cairn's): where two rules find the same
         # span, the first names it.
@@ -327,33 +328,108 @@ _WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphr
           r"|heslo|hesla|klíč|klic|kata sandi|sandi|kunci|parolă|parola de acces|cheie|cheia|jelszó|jelszo|kulcs"
           r"|kulcsa|contrasenya|clau|passord|nøkkel|nøgle|avain|salasanan|lozinka|lozinku|ključ|kljuc|парола"
           r"|ключът|гасло|токена|رمز عبور|رمز|کلید|پاس ورڈ|পাসওয়ার্ড|গোপন শব্দ|susi|susian|nenosiri|ufunguo"
-          r"|parool|võti|parole|atslēga|slaptažodis|raktas|geslo|lykilorð|κλειδί|συνθηματικό")
+          r"|parool|võti|parole|atslēga|slaptažodis|raktas|geslo|lykilorð|κλειδί|συνθηματικό"
+          # Short and plural forms people type: "pw", "auth key", "identifiants", "Zugangsdaten".
+          r"|pw|pws|passcodes?|auth[ _-]?keys?|identifiants|credenciales|credenziali|zugangsdaten|anmeldedaten"
+          r"|inloggegevens|dane logowania|учетные данные|учётные данные")
 # Scripts written without spaces between words (Japanese, Chinese, Korean particles, Thai, Lao, Khmer).
 _CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|암호|토큰|키"
               r"|รหัสผ่าน|รหัส|คีย์|โทเค็น|ລະຫັດຜ່ານ|ពាក្យសម្ងាត់")
-# A word on its own, or the last part of a name: DB_PASSWORD, apiKey, client-secret.
-_WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + _WORDS + r")(?![a-z0-9])|(?:"
-                   + _CJK_WORDS + ")")
+# Words of the Germanic and Nordic languages that form compounds and take a suffixed article
+# ("Datenbankpasswort", "lösenordet", "tilgangstokenet", "adgangskoden") and Turkish possessives
+# ("şifresi", "parolası"): the word may stand inside a longer one.
+_COMPOUND_WORDS = (r"passwort|kennwort|schlüssel|token|lösenord|nyckel|passord|nøkkel|nøgle|adgangskode|wachtwoord"
+                   r"|sleutel|salasana|avain|şifre|sifre|parola|anahtar|heslo|jelszó|jelszo")
+_COMPOUND = (r"[a-zäöüåæøß]*(?:" + _COMPOUND_WORDS + r")(?:et|en|er|erne|ene|a|n|s|si|sı|nız|niz|in|ın|u|ü|ot"
+             r"|na|nak|a)?")
+# A word on its own, or the last part of a name: DB_PASSWORD, apiKey, client-secret; "PAT" (a
+# personal access token) in capitals only.
+_WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + _WORDS + "|" + _COMPOUND
+                   + r")(?![a-z0-9])|(?:" + _CJK_WORDS + r")|(?<![A-Za-z0-9])PATs?(?![A-Za-z0-9])")
+# The words that name a password (not a key or token, which also name ids): after one, a value
+# made like a password people choose ("Cobalt-tundra6469") is one.
+_PASSWORD_WORD = re.compile(
+    r"(?i)pass|pw|pwd|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
+    r"|salasana|mật khẩu|пароль|парола|гасло|κωδικός|συνθηματικό|סיסמה|كلمة|पासवर्ड|heslo|sandi|jelsz|clau|lozink"
+    r"|parool|parole|slaptažodis|geslo|lykilorð|identifiants|credencial|credenzial|zugangsdaten|パスワード|暗証番号"
+    r"|密码|密碼|口令|비밀번호|암호|รหัสผ่าน")
 # A candidate value in the clause after the word: preceded by a space or an introducer (":", "=", a
 # CJK particle), up to the end of the clause (", " "; " ". " or 100 characters).
-_CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为為>「『“])|(?<=\s=))['"`]?"""
-                        r"""([^\s'"`,;()<>\[\]{}|「」『』“”，。、]{8,300})""")
-_CLAUSE_END = re.compile(r"[,;.?!]\s|[，。；]|\n|$")
+_CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为為>「『“(])|(?<=\s=))['"`]?"""
+                        r"""([^\s'"`,;()<>\[\]{}|\x80-\U0010ffff]{8,300})""")  # ASCII: "1Passwordの保管庫" is a name
+# A clause ends at a comma, a stop or a line's end; not at the comma of a quoted pair in code
+# (`define('DB_PASSWORD', '...')`).
+_CLAUSE_END = re.compile(r"(?<!['\"])[,;.?!]\s|[，。；]|\n|$")
+# Where the clause of a credential word starts: what was said before it is about something else
+# ("commit 4f1e9c2: drop the AWS secret ...").
+_BOUNDARY = re.compile(r"[,;.?!:]\s|[，。；：]|\n")
+# Words just before a credential word that make it name something public ("PublicKey", "the site
+# key", "publishable key", "the anon key") or made up for documentation ("the example key", "the
+# jwt.io sample token", "the docs' example credentials"; not "for example").
+_NEGATING_BEFORE = re.compile(
+    r"(?i)(?:(?:\b(?:public|publishable|pub|site|anon|client-side)|(?-i:(?<=[a-z])(?:Public|Pub|Site|Anon)))[\s_-]*"
+    r"|(?<!for )\b(?:example|sample|dummy|documentation|docs'?|placeholder|test[ -]vectors?)\b[\s_-]*"
+    r"(?:[\w.'-]+[\s_-]+){0,2})$")
+# The words just before a value that name it as something else: "... has id prod/db-Xy12", "key name: X".
+_NAMES_BEFORE_VALUE = re.compile(r"(?i)(?:\b(?:id|ids|identifier|name|hash|digest|fingerprint|accessor|sha|commit"
+                                 r"|version|prefix)\s*(?:is|=|:|of)?"
+                                 # An object named by the value right after it: "for request 3f2b...".
+                                 r"|\b(?:request|order|trace|user|account|customer|job|build|run|event))\s*['\"`]?$")
+_HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
+# A value given as the credential: right after the word (three words at most between), or after an
+# introducer ("is", ":", "=", "lautet", "est", "är" ...).
+_GIVEN = re.compile(r"^(?:\W*\w+){0,3}\W*$|(?:[:=]|\b(?:is|are|was|ist|lautet|est|es|är|er|era|è|é|to|wynosi|je"
+                    r"|value|equals|reads))\s*['\"`]?$")
+# A value introduced as the credential: the word's own introducer at the end of what stands between
+# them ("is", ":", "=", and their equivalents in the languages of _WORDS), or nothing but punctuation.
+_INTRODUCED = re.compile(r"^\W*$|(?:[:=：]|\b(?:is|are|was|ist|lautet|est|es|är|er|era|è|é|to|jest|je|on|wynosi"
+                         r"|adalah|ni|là|olan|dır|dir|é|será|sera|wordt|zijn|je|jsou|е|это|—)|[は是为為는은이가]|\s[-–—])"
+                         r"(?:\s+(?:still|now|currently|just|also|actually|always))?\s*['\"`]?$")
+# Keys their vendors document as safe in a web page or an app, named by the vendor or the kind of key
+# rather than by format: Firebase's web config (firebase.google.com/docs/projects/api-keys), Mixpanel
+# project tokens, Amplitude browser keys, Algolia search-only keys, reCAPTCHA / hCaptcha /
+# Turnstile site keys, Datadog client tokens, client-side ids.
+_PUBLIC_CONTEXT = re.compile(
+    r"(?i)\b(?:firebase(?:Config)?|initializeApp|mixpanel|amplitude|analytics\.load|algolia\s+search"
+    r"|search[ _-]?only|searchOnly|recaptcha|hcaptcha|data-sitekey|sitekey|client[ _-]?side|clientToken"
+    r"|client[ _-]token|measurement[ _-]?id)\b")
+# ... unless a word after it says the key is the private one ("reCAPTCHA secret key").
+_PRIVATE_AFTER = re.compile(r"(?i)\b(?:secret|private|server|admin|service[ _-]?account)")
+# Words between a credential word and its value that make the value something else than the
+# credential: "GPG key id 0x...", "the token name is ...", "the password hash is ...".
+_NOT_THE_VALUE = re.compile(r"(?i)[\s_-]*(?:(?:has|have|with|its|is|the|an?)\s+){0,2}"
+                            r"(?:id|ids|identifier|name|names|file|path|url|hash|hashes|hashed|digest|accessor"
+                            r"|fingerprint|length|policy|field|prefix|format|type|scope|scopes|rotation)\b")
 # The value before the word: "Quartz772+Falcon is the password for ...", "use X as the password".
 _BEFORE = re.compile(r"(?i)(?:^|\s)['\"]?([^\s'\"`,;()<>\[\]{}|]{8,300})['\"]?\s+(?:is|as)\s+(?:the|our|my|your)\s+"
                      r"(?:[\w-]+\s+){0,2}?(?:password|passphrase|passwd|token|secret|api key)\b")
-# A quoted passphrase of words: `the passphrase for the signing key is "juniper glacier velvet"`.
-_PASSPHRASE = re.compile(r"(?i)\b(?:password|passphrase|passwort)\b[^\n]{0,60}?\b(?:is|ist|lautet|:)\s*"
-                         r"(['\"]([a-z]+(?:[ -][a-z]+){2,})['\"]|([a-z]+(?:-[a-z]+){3,}))(?![\w-])")
+# A passphrase of words: `the passphrase for the signing key is "juniper glacier velvet 15"`,
+# `... is saffron.canyon.ember.granite`; a wallet's seed phrase (12 to 24 words, BIP-39); a Google
+# app password ("abcd efgh ijkl mnop"); a list of 2FA recovery codes.
+_PASSPHRASE = re.compile(r"(?i)\b(?:password|passphrase|passwort|pass phrase)\b[^\n]{0,60}?\b(?:is|ist|lautet|:)\s*"
+                         r"(['\"]((?:[a-z]+|\d+)(?:[ .-](?:[a-z]+|\d+)){2,})['\"]"
+                         r"|([a-z]+(?:([-.])[a-z]+)(?:\4[a-z]+){2,}))(?![\w-])")
+_SEED_PHRASE = re.compile(r"(?i)\b(?:recovery|seed|mnemonic|backup|secret)[ _-]?(?:phrase|words|seed)?\b[^\n]{0,50}?"
+                          r"[:=]\s*['\"]?((?-i:[a-z]{3,8})(?:\s+(?-i:[a-z]{3,8})){11,23})\b")
+_APP_PASSWORD = re.compile(r"(?i)\bapp[ -]?passwor[dt]\b[^\n]{0,60}?[:=]?\s"
+                           r"((?-i:[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}))\b")
+_CODES = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa)[ _-]?codes?\b[^\n]{0,60}?:\s*"
+                    r"((?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10})(?:[ ,]+(?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10}))+)")
 # Words that make a hex or base64 string a hash, an id or a public key rather than a credential.
 _NOT_A_SECRET_CONTEXT = re.compile(
     r"(?i)\b(?:md5|sha-?(?:1|224|256|384|512)|hash(?:es|ed)?|digest|checksum|commit|fingerprint|etag|integrity"
-    r"|trace[ _-]?id|request[ _-]?id|uuid|public key|BEGIN PUBLIC|BEGIN CERTIFICATE|ssh-(?:rsa|ed25519|dss)"
-    r"|ecdsa-sha2)\b")
+    r"|trace[ _-]?id|request[ _-]?id|uuid|public[ _-]?key|BEGIN PUBLIC|BEGIN CERTIFICATE|ssh-(?:rsa|ed25519|dss)"
+    r"|ecdsa-sha2|signature|accessor)\b")
+# Base64 of a file by its magic bytes (PNG, JPEG, GIF, PDF, gzip, zip, WebP/RIFF): encoded data.
+_ENCODED_FILE = re.compile(r"iVBORw0KGgo|/9j/|R0lGODlh|R0lGODdh|JVBERi0|H4sI|UEsDB|UklGR")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+# Words after which a bare UUID is a credential (Heroku API keys, Postmark server tokens are UUIDs);
+# after "key" it is a cache, idempotency or primary key.
+_UUID_WORDS = re.compile(r"(?i)^(?:tokens?|secrets?|passwords?|passwd|pwd|api[ _-]?keys?|pass)$")
 _PLACEHOLDER = re.compile(
-    r"(?i:x{3,}|\*{3,}|\.{3}|your[-_ ]|-here\b|placeholder|changeme|redacted)|example|sample|dummy|"
-    r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)")
+    r"(?i:x{3,}|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)|example|sample|dummy|EXAMPLE|"
+    r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
+    r"|^%\(?\w+\)?[%s]?$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME%
 # Another name's assignment, in one case: max_tokens=1024, MAX_TOKENS=4096k (not sMOhx=1kk%6rf, a password).
 _ASSIGNMENT = re.compile(r"(?:[a-z_][a-z0-9_.]{2,}|[A-Z_][A-Z0-9_.]{2,}|[A-Za-z]+(?:[-_][A-Za-z]+)+)=")
 _NOT_A_VALUE = re.compile(
@@ -363,23 +439,51 @@ _NOT_A_VALUE = re.compile(
     r"|(?:arn|urn):.*|[/~.].*|[a-z][a-z0-9+.-]*://.*|[\w.+-]+@[\w-]+\.[\w.-]+"  # a path, a URL, an e-mail address
     r"|(?-i:[a-z0-9_.-]+(?:/[a-z0-9_.-]*)+)"  # a relative path
     r"|[\w-]+(?:\.[a-z]{1,5})+"  # a file name or a host name
+    r"|0x[0-9a-f]{8,40}"  # a key id, an address or a hash in hex (a private key in hex is 64 digits)
     r")$")
 
 
-def credential_value(value: str, before: str) -> bool:
-    """Whether `value`, introduced by a credential word in `line`, looks like a credential: not a
-    placeholder, a code reference, a version, a date, a number, a path, a URL, a file or host name;
-    no UUID in it; not after words about hashes, ids or public keys (in `before`, the text from
-    the credential word, or 60 characters, to the value); and made like a
-    secret: letters with digits or symbols, or a long token of high entropy."""
+def credential_value(value: str, before: str, word: str = "", *, introduced: bool = True) -> bool:
+    """Whether `value`, introduced by the credential `word` (as written; "" when unknown), looks like
+    a credential: not a placeholder, a code reference, a version, a date, a number, a path, a URL, a
+    file or host name, a hex key id; no UUID in it (a bare one after a token or password word is
+    one: Heroku and Postmark keys are UUIDs); not after words about hashes, ids or public keys (in
+    `before`, the text of the word's clause up to the value); and made like a secret: letters with
+    digits or symbols, or a long token of high entropy, or, after a word for a password, a password
+    people choose (password_like) when the value is `introduced` as the password ("... is X",
+    "...: X"), not merely later in the clause ("reset the password for user Alice2024")."""
     value = value.rstrip(".,:!?")
-    if len(value) < 8 or _PLACEHOLDER.search(value) or _NOT_A_VALUE.match(value) or _UUID.search(value):
+    if len(value) < 8 or look_alike(value, before, word):
         return False
+    if _UUID.fullmatch(value):
+        return True  # after a token or password word (look_alike)
+    if _UUID.search(value):
+        return False  # in prose, a name with a UUID in it is an id (order-6739d79c-...)
+    return random_looking(value) or (introduced and bool(_PASSWORD_WORD.search(word))
+                                     and (password_like(value) or _random_letters(value)))
+
+
+def look_alike(value: str, before: str, word: str = "") -> bool:
+    """Whether `value`, after `before` (its clause up to it), is something a credential is mistaken
+    for (credential_value's negative tests): a placeholder, a reference, a version, a date, a
+    number, a path, a URL, a file or host name, a hex key id, a bare UUID (not after a token or
+    password `word`), another name's assignment, or a value after words about hashes, ids or public
+    keys."""
+    if _PLACEHOLDER.search(value) or _ENCODED_FILE.match(value) or _NOT_A_SECRET_CONTEXT.search(value):
+        return True
+    if _UUID.fullmatch(value):
+        return not _UUID_WORDS.match(word.strip()) or bool(_NOT_A_SECRET_CONTEXT.search(before))
+    if _NOT_A_VALUE.match(value) and not _base64_like(value):
+        return True
     if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
-        return False
-    if _NOT_A_SECRET_CONTEXT.search(before) or _ASSIGNMENT.match(value):
-        return False  # a hash, an id or a public key; another name's assignment (max_tokens=1024 temperature=0.2)
-    return random_looking(value)
+        return True
+    # A hash, an id or a public key; another name's assignment (max_tokens=1024 temperature=0.2).
+    return bool(_NOT_A_SECRET_CONTEXT.search(before) or _ASSIGNMENT.match(value))
+
+
+def _base64_like(value: str) -> bool:
+    """A value that a path pattern matches but that is base64 (`/Djtbn7UEYM...+t+LCHGi3w4=`)."""
+    return len(value) >= 20 and ("+" in value or value.endswith("=")) and entropy(value) >= 4.0
 
 
 _STRONG_SYMBOLS = frozenset("!@#$%^&*+=~?")
@@ -387,43 +491,136 @@ _STRONG_SYMBOLS = frozenset("!@#$%^&*+=~?")
 
 def random_looking(value: str) -> bool:
     """Whether `value` is made like a password or a generated token rather than a name: letters and
-    digits with a symbol a name never holds (`Meadow314$Glacier`); or upper and lower case and
-    digits, mostly not in words (`M0ssy_62W1l`, not `PasswordPolicyV2` or `Store2Backend`); or,
-    from 20 characters, hex, base32 or base62 of high entropy that is not words joined
-    (`17ef1844...`, not `userId2024AccountBalance`) and that Betterleaks' token-efficiency test does
-    not read as text. The thresholds are Cairn's, set on the dev
-    split of tests/data/credentials."""
+    digits with a symbol a name never holds (`Meadow314$Glacier`); or upper and lower case with such a
+    symbol, mostly not in words (`Dul#PXun^Q=f`); or upper and lower case and digits, mostly not in
+    words (`M0ssy_62W1l`, not `PasswordPolicyV2` or `Store2Backend`); or, from 20 characters, hex,
+    base32 or base62 of high entropy that is not words joined (`17ef1844...`, not
+    `userId2024AccountBalance`) and that Betterleaks' token-efficiency test does not read as text
+    (which is how a token in one case, `fyhamufw3jimis...`, is told from joined words). The
+    thresholds are Cairn's, set on the spent splits of tests/data/credentials."""
     letters = any(c.isalpha() for c in value)
     digits = any(c.isdigit() for c in value)
     if not letters or len(value) < 8 or re.search(r":\d{2,5}$", value):  # a host:port
         return False
-    if digits and _STRONG_SYMBOLS.intersection(value):
+    strong = bool(_STRONG_SYMBOLS.intersection(value))
+    if digits and strong:
         return True
     mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
     # Characters in words: a lower-case run of 3 or more, with its capital (camelCase, snake_case).
     wordy = sum(len(w) for w in _WORDLIKE.findall(value)) / len(value)
-    if mixed and digits and len(value) >= 10 and wordy < 0.6:
+    if mixed and (digits or strong) and len(value) >= (8 if strong else 10) and wordy < 0.6:
         return True
+    if len(value) < 20 or not (digits or mixed) or entropy(value) < 3.3:
+        return False
+    if mixed and wordy >= 0.4:
+        return False
+    # In one case, runs of letters say nothing; the words of an identifier do (`user-2024-report`).
+    if not mixed and _IDENTIFIER.fullmatch(value):
+        return False
     # From 20 characters: random by entropy, and not text by Betterleaks' token-efficiency test
     # (camelCase names, joined words and phrases encode in few cl100k tokens).
-    return (len(value) >= 20 and (digits or mixed) and wordy < 0.4 and entropy(value) >= 3.3
-            and not fails_token_efficiency(value))
+    return not fails_token_efficiency(value)
 
 
 _WORDLIKE = re.compile(r"[A-Z]?[a-z]{3,}")
+# An identifier in one case: words and numbers joined by "-", "_" or ".".
+_IDENTIFIER = re.compile(r"(?i)[a-z]+\d*(?:[-_.](?:[a-z]+\d*|\d+))+")
+
+
+def password_like(value: str) -> bool:
+    """Whether `value`, given after a word for a password, is a password people choose: letters, two
+    digits or more, and a symbol or both cases (`Cobalt-tundra6469`, `Velvet.paprika59`,
+    `Orbit482-Quartz`); not an identifier in snake_case (`user_password22`) or a name in camelCase
+    with a version (`PasswordPolicyV2`)."""
+    if not 8 <= len(value) <= 64 or not any(c.isalpha() for c in value):
+        return False
+    if sum(c.isdigit() for c in value) < 2 or re.fullmatch(r"[a-z0-9]+(?:_[a-z0-9]+)+", value):
+        return False
+    symbol = any(not c.isalnum() for c in value)
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    return symbol or mixed
+
+
+def _random_letters(value: str) -> bool:
+    """Lower-case letters from 10, no English word of 5 letters in them and not text to cl100k's BPE
+    (a generated password such as an app password, `jvqpwmzlkxrtybnd`)."""
+    return (len(value) >= 10 and value.isalpha() and value.islower() and entropy(value) >= 3.0
+            and not fails_token_efficiency(value))
+
+
+def _clause_start(line: str, position: int) -> int:
+    """Where the clause holding `position` starts (at most 80 characters back)."""
+    start = max(0, position - 80)
+    for match in _BOUNDARY.finditer(line, start, position):
+        start = match.end()
+    return start
+
+
+# The word names a call or what a call is assigned to: set_api_key(, AzureKeyCredential(, jwtKey := []byte(.
+_SENTENCE_END = re.compile(r"[.;!?]\s|[。；]|\n")
+
+
+def public_context(line: str, position: int) -> bool:
+    """Whether the sentence of `line` up to `position` (120 characters at most) names a key its
+    vendor documents as public (_PUBLIC_CONTEXT) and no word after that name says the key is the
+    private one."""
+    start = max(0, position - 120)
+    for end in _SENTENCE_END.finditer(line, start, position):
+        start = end.end()
+    for match in _PUBLIC_CONTEXT.finditer(line, start, position):
+        if not _PRIVATE_AFTER.search(line, match.end(), position):
+            return True
+    return False
+
+
+_CALL = re.compile(r"\w*(?:\s*:?=\s*[\w.\[\]]*)?\(")
+
+
+def _in_locator(line: str, start: int, end: int) -> bool:
+    """Whether line[start:end] stands inside a URL, an ARN (`...:secret:prod/db`) or a path or branch
+    name (`acme/fix-token-refresh`), not in prose."""
+    left = max(line.rfind(" ", 0, start), line.rfind("\t", 0, start), line.rfind("(", 0, start)) + 1
+    token = line[left:end]
+    inside_name = "/" in token and re.match(r"[-_.][A-Za-z]", line[end:end + 2]) is not None
+    return inside_name or "://" in token or token.lower().startswith(("arn:", "urn:"))
 
 
 def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span) of each credential introduced in prose in `line`: every candidate in the clause
-    after a credential word that credential_value accepts, a value before "is the password", and a
-    quoted or hyphenated passphrase."""
+    after a credential word that credential_value accepts (not after a word that makes the
+    credential public or an example, nor after "id", "name", "hash" ...), a value before "is the
+    password", a passphrase of words, a seed phrase, an app password, recovery codes."""
     spans = set()
     for word in _WORD.finditer(line):
+        if _in_locator(line, word.start(), word.end()):
+            continue
+        clause_start = _clause_start(line, word.start())
+        if _NEGATING_BEFORE.search(line, clause_start, word.start()):
+            continue
         clause = line[word.end():word.end() + 100]
-        clause = clause[:_CLAUSE_END.search(clause).start()]
+        clause_end = _CLAUSE_END.search(clause)
+        clause = clause[:clause_end.start() if clause_end else len(clause)]
         for match in _CANDIDATE.finditer(line, word.end(), word.end() + len(clause)):
             value = match.group(1).rstrip(".,:!?")
-            if credential_value(value, line[max(0, word.start() - 60):match.start(1)]):
+            if line.startswith(("(", "["), match.end(1)):
+                continue  # a call or a subscript: code (Encoding.UTF8.GetBytes(...), config[...])
+            if (_NOT_THE_VALUE.match(line, word.end(), match.start(1))
+                    or _NAMES_BEFORE_VALUE.search(line, word.end(), match.start(1))):
+                continue
+            # Hex is mostly a hash or an id: a hex value is a credential only when it is given as one
+            # ("token: 8c1e...", "the secret is 8c1e...", "api-key header value 8c1e..."), not
+            # anywhere later in the clause ("the token refresh fix landed in 3f9a2c1e...").
+            between = line[word.end():match.start(1)]
+            if (_HEX.fullmatch(value) and not _GIVEN.search(between)) or (
+                    _UUID.fullmatch(value) and not _INTRODUCED.search(between)):
+                continue
+            if public_context(line, match.start(1)):
+                continue
+            # After "(" only as the argument of a call the word names: set_api_key('...'), not "(4c24...)".
+            if line[match.start() - 1] == "(" and not _CALL.fullmatch(line, word.end(), match.start()):
+                continue
+            if credential_value(value, line[clause_start:match.start(1)], word.group(0),
+                                introduced=bool(_INTRODUCED.search(between))):
                 spans.add((match.start(1), match.start(1) + len(value)))
     for match in _BEFORE.finditer(line):
         if credential_value(match.group(1), line[max(0, match.start(1) - 60):match.end()]):
@@ -431,6 +628,8 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     for match in _PASSPHRASE.finditer(line):
         if not _NOT_A_SECRET_CONTEXT.search(line, max(0, match.start() - 60), match.end()):
             spans.add(match.span(2 if match.group(2) else 3))
+    for pattern in (_SEED_PHRASE, _APP_PASSWORD, _CODES):
+        spans.update(m.span(1) for m in pattern.finditer(line))
     return [("Credential In Prose", span) for span in sorted(spans)]
 
 
@@ -444,13 +643,39 @@ def placeholder(value: str) -> bool:
 # Keys their vendors document as public (they ship in web pages and apps), never redacted: Stripe's
 # (and Paystack's, Clerk's) publishable keys pk_live_/pk_test_ (docs.stripe.com/keys), PostHog's project
 # API key phc_ (posthog.com/docs/api), Supabase's publishable key sb_publishable_
-# (supabase.com/docs/guides/api/api-keys), Cloudflare Turnstile site keys 0x4AAAAAAA...
-# (developers.cloudflare.com/turnstile), Mapbox public tokens pk.eyJ... (docs.mapbox.com).
+# (supabase.com/docs/guides/api/api-keys), Cloudflare Turnstile site keys 0x4AAAAAAA + 14 characters
+# (developers.cloudflare.com/turnstile; a secret key is longer, 35), Mapbox public tokens pk.eyJ...
+# (docs.mapbox.com), Datadog RUM client tokens pub + 32 hex (docs.datadoghq.com/account_management/
+# api-app-keys/#client-tokens), Twilio account SIDs AC + 32 hex (an account's id; its secrets are the
+# auth token and SK API keys).
 PUBLIC_KEY_FORMATS = re.compile(r"pk_(?:live|test)_[A-Za-z0-9_-]{10,120}|phc_[A-Za-z0-9_-]{30,60}"
-                                r"|sb_publishable_[A-Za-z0-9_-]{20,60}|0x4AAAAAAA[A-Za-z0-9_-]{10,40}"
-                                r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}")
+                                r"|sb_publishable_[A-Za-z0-9_-]{20,60}|0x4AAAAAAA[A-Za-z0-9_-]{12,16}"
+                                r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|pub[0-9a-f]{32}|AC[0-9a-f]{32}")
+# Values published as examples, in vendors' documentation and specifications: AWS's example key
+# pairs hold "EXAMPLE" (a placeholder); jwt.io's sample token (its signature); the AES-128 key of
+# NIST SP 800-38A and FIPS-197's examples.
+_PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e151628aed2a6abf7158809cf4f3c",
+                       "000102030405060708090a0b0c0d0e0f")
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(eyJ[A-Za-z0-9_-]{5,})\.[A-Za-z0-9_-]*")
 
 
 def public_key(value: str) -> bool:
-    """Whether `value` is a key of a format its vendor documents as public (PUBLIC_KEY_FORMATS)."""
-    return PUBLIC_KEY_FORMATS.fullmatch(value.strip("'\"`.,;")) is not None
+    """Whether `value` is a key of a format its vendor documents as public (PUBLIC_KEY_FORMATS), a
+    Supabase anon key (a JWT whose role is "anon", which Supabase documents as safe in a browser), or
+    a value published as an example (_PUBLISHED_EXAMPLES)."""
+    value = value.strip("'\"`.,;")
+    if PUBLIC_KEY_FORMATS.fullmatch(value) or any(example in value for example in _PUBLISHED_EXAMPLES):
+        return True
+    jwt = _JWT.fullmatch(value)
+    return jwt is not None and _jwt_claims(jwt.group(1)).get("role") == "anon"
+
+
+def _jwt_claims(payload: str) -> dict[str, Any]:
+    """A JWT's payload (base64url JSON) as a dict; {} when it is not one."""
+    import base64
+
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except ValueError:
+        return {}
+    return claims if isinstance(claims, dict) else {}

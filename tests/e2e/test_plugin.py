@@ -913,7 +913,7 @@ CAPTURED_ERROR = ("psycopg.OperationalError: connection to server at 127.0.0.1, 
                   "FATAL: password authentication failed for user cairn_app")
 CAPTURED_FIX = "The fix: the test database password comes from PGPASSWORD in .env.test; export it. MARK-FIX"
 PRIVATE_SPAN = "codename bluebird-7731"
-FAKE_KEY = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example access key id
+FAKE_KEY = "AKIA4HQ7ZN2XKW3RM5TB"  # made up in an access key id's shape (AWS's documented example is not a secret)
 
 
 def stored_turns(project: Path) -> list[Any]:

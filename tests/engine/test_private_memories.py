@@ -16,7 +16,7 @@ from cairn import Cairn, InvalidMemory, create_store
 
 from tests.conftest import BACKENDS
 
-AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+AWS_KEY = "AKIA4HQ7ZN2XKW3RM5TB"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 
@@ -164,7 +164,7 @@ def test_applies_when_phrases_are_scrubbed_and_a_tag_holding_a_secret_is_refused
 def test_a_tag_that_is_a_random_token_is_refused_and_topics_are_not(kw_memory):
     before = kw_memory.counts()["current"]
     with pytest.raises(InvalidMemory, match="tag 1 looks like a secret"):
-        kw_memory.remember("deploy key", tags=["tkn_8fJ2kQ9xLmN4pR7sT1vW3yZ5aB6cD0eF"])
+        kw_memory.remember("deploy key", tags=["8fJ2kQ9xLmN4pR7sT1vW3yZ5aB6cD0eF"])
     assert kw_memory.counts()["current"] == before  # nothing written
     tags = ["postgresql-16-upgrade-plan", "release-2026-q4-migration", "k8s-cluster-eu-west-1-prod"]
     assert kw_memory.remember("Plan the upgrade", tags=tags).memory.tags == tuple(sorted(tags))

@@ -172,6 +172,62 @@ def test_look_alikes_are_left_alone(text):
     assert scrub(text).text == text
 
 
+# One sentence per class of look-alike the prose and assignment detectors once took for a credential.
+@pytest.mark.parametrize("text", [
+    "REFRESH_TOKEN_LIFETIME = timedelta(days=14)",  # code, not a value
+    "password = getpass.getpass('Password: ')",
+    "OPENAI_API_KEY=sk-...",  # cut short on purpose
+    "set DB_PASS=%DB_PASS% in the batch script",  # a Windows reference
+    "sqlalchemy.url = postgresql://app:%(DB_PASSWORD)s@db/app",
+    "DATABASE_URL=postgresql://postgres:postgres@localhost:5432/dev",  # a default login
+    "[Peer]\nPublicKey = bCRoKay6Mw6dRwcqW12ENyjLIjThXuZVR+NZxK6N1GY=",  # named public
+    "the reCAPTCHA site key 6LrkqT_Ep2SVVRXIkpCTf9DMrdB0fidzMi8NtLdf goes into the form",
+    "GPG key id 0xEB1D09CC39178E9B signed the release",  # an id, named between word and value
+    "the token refresh fix landed in 3f9a2c1e7b8d4a6f0e5c9b2d1a7f3e8c4b6d0a2f",  # hex not given as the token
+    "the Vault token accessor is hmac-sha256:3a7f9c2e1b8d4f6a0c5e9b2d7a1f3c8e",
+    "the key for the 1x1 png fixture: iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8"
+    "AAAAASUVORK5CYII=",
+    "db_password: ENC[AES256_GCM,data:FTusBVdokIrtiwKy6DcjPVCT,iv:hJgx8UtOuEHzp6lsglqPNzbsJ2Qput9C4L0EWWocI5k="
+    ",type:str]",
+    "spec:\n  encryptedData:\n    password: AgBjkkmxBnuFm9sJPKCicfRxNnlkgEI41XTZi5dahFFcYM3afK6WuUnfpeJL+24wLbUdenmu",
+    "the moto tests use the AWS documentation example pair AKIAI44QH8DHBEXAMPLE / "
+    "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY",
+    "arn:aws:secretsmanager:eu-central-1:123456789012:secret:prod/db-Cbq6mW holds the credentials",
+    "client_secret = config['oauth']['client_secret']",  # a subscript
+    "api_key_header = \"X-API-Key\"",  # a name about a key
+    "var secretKey = Encoding.UTF8.GetBytes(config[\"Jwt:Key\"]);",  # a call
+    "password: !vault |",  # a YAML tag
+    "パスワードは1Passwordの共有保管庫にあります",
+    "the firebase config has apiKey: 'AIzaSyDOCAbC123dEf456GhI789jKl012-MnO' and projectId: 'acme-web'",
+    "the cache key is a uuid: 3f2b1c9e-8d7a-4e6f-9b0c-1a2b3c4d5e6f",
+])
+def test_classes_of_look_alike_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("lösenordet till routern är Cobalt&paprika63", "Cobalt&paprika63"),  # a suffixed article
+    ("le mot de passe de la base de recette est Cobalt-tundra6469", "Cobalt-tundra6469"),  # a chosen password
+    ("root pw on the old build box is sq7dFD*6gT_F", "sq7dFD*6gT_F"),
+    ("测试环境 root 密码：Dul#PXun^Q=f", "Dul#PXun^Q=f"),  # symbols without digits
+    ("Azure DevOps PAT: fyhamufw3jimisjnupbh473khaxfxw6s5b3hlocucppisiubvqze", "fyhamufw3jimisjnupbh473khax"),
+    ("Postmark server token is 1c1f0763-f47a-48c6-ba7d-d9d1c97ce867", "1c1f0763-f47a-48c6-ba7d-d9d1c97ce867"),
+    ("My ssh passphrase is \"gravel walrus paprika gravel 15\"", "gravel walrus paprika gravel 15"),
+    ("Gmail app password for the alerts mailbox: gbya fnhn bbge qbga", "gbya fnhn bbge qbga"),
+    ("redis-cli -h cache-1.internal -a 'WiOx_=8%fOfT!dnt_3AC' info", "WiOx_=8%fOfT!dnt_3AC"),
+    ("ALTER USER app_owner IDENTIFIED BY \"khtqVV1~FPoEzDDA\";", "khtqVV1~FPoEzDDA"),
+    ("https://st.blob.core.windows.net/raw/x.tar?sv=2022-11-02&sp=rl&sig=0Zz6WyHtFoVepBaXWYdjNfiV6VfA6rFG1pN%2Bw%3D",
+     "0Zz6WyHtFoVepBaXWYdjNfiV6VfA6rFG1pN"),
+    ("Cookie: _acme_session=ufasWMs-Cf5wPe6pAiQcJ-Qy43xtqYMbP3LtetA3jUb; Path=/", "ufasWMs-Cf5wPe6pAiQcJ"),
+    ("cohere: co_nzfaLBorBNNJMvh6NlzuRiz7IZLroYpjyQKIhqvE", "nzfaLBorBNNJMvh6NlzuRiz7IZLroYpjyQKIhqvE"),
+    ("-----BEGIN ENCRYPTED PRIVATE KEY-----\nqWb4aG65QlUSmc0UZXhgkQGhkXFtrQ92qQ1vix6F1lmGyl8eVLOSQJKJgmoE0NxE\n"
+     "-----END ENCRYPTED PRIVATE KEY-----", "qWb4aG65QlUSmc0UZXhgkQGhkXFtrQ92"),
+    ("NEXTAUTH_SECRET=/Djtbn7UEYMH6XokK7q6dFPlYH7npjD0+t+LCHGi3w4=", "Djtbn7UEYMH6XokK7q6dFPlYH7npjD0"),
+])
+def test_classes_of_credential_once_missed_are_redacted(text, value):
+    assert value not in scrub(text).text
+
+
 def test_the_dev_split_meets_the_bar():
     from secrets_eval import score
 

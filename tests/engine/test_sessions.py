@@ -17,7 +17,7 @@ from cairn.sessions import choose_mode, parse_lines
 
 from tests.conftest import BACKENDS
 
-AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+AWS_KEY = "AKIA4HQ7ZN2XKW3RM5TB"
 GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 
@@ -247,7 +247,7 @@ def test_secrets_beyond_detect_secrets_own_are_redacted(line, secret, kind, kept
     "stripe sk_live_51H8abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRS here",
     "export GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789AB here",
     "jwt eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0."
-    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c here",
+    "Kq8Vn3Lr7Tx2Wm9Pz4Hb6Yc1Jd5Fs0Gk8Qa3Nr7Uw2E here",
 ])
 def test_no_part_of_a_token_survives_its_redaction(line):
     out = scrub(line).text

@@ -608,7 +608,7 @@ def test_a_stop_hook_captures_into_the_team_store_and_the_other_machine_searches
         create_store(team, postgres=pg_server)
     transcript = tmp_path / "s1.jsonl"
     said = [("user", "the zebra crossing sensor on the staging board is flaky"),
-            ("assistant", "Reset it with key AKIAIOSFODNN7EXAMPLE <private>board serial zx-4471</private> then.")]
+            ("assistant", "Reset it with key AKIA4HQ7ZN2XKW3RM5TB <private>board serial zx-4471</private> then.")]
     transcript.write_text("".join(json.dumps({
         "type": role, "uuid": f"m{i}", "sessionId": "s1", "timestamp": f"2026-03-01T10:00:0{i}Z",
         "message": {"role": role, "content": text}}) + "\n" for i, (role, text) in enumerate(said)))
@@ -668,7 +668,7 @@ def test_migrate_store_carries_the_review_queue_both_ways_scrubbed_into_postgres
         memory.review.decide(kept, "keep")
         # an imported guidance line with a secret in it, queued before anything scrubbed it
         secret = memory.review.propose(
-            "The deploy key is AKIAIOSFODNN7EXAMPLE for the staging bucket")["proposal"]["id"]
+            "The deploy key is AKIA4HQ7ZN2XKW3RM5TB for the staging bucket")["proposal"]["id"]
         memory.review.maintain(apply=True)
         before = {p.id: p for p in memory.review.queue(states=["pending", "rejected"])}
     assert set(before) >= {conflict.id, kept, secret}
