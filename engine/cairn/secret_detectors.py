@@ -8,6 +8,7 @@ variable was set. detect-secrets' filters still apply (templated values, `$VAR` 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from detect_secrets.plugins.base import RegexBasedDetector
 
@@ -28,7 +29,7 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
     denylist = [re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z][A-Za-z0-9_]*)(?: ?= ?| = )"
                            r"(?P<value>[^\s'\"$;<{-][^\s'\";]{3,})")]
 
-    def analyze_string(self, string: str):
+    def analyze_string(self, string: str) -> Iterator[str]:
         for match in self.denylist[0].finditer(string):
             if _secret_name(match["name"]) and not _not_secret_value(match["value"]):
                 yield match["value"]
