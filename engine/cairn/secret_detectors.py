@@ -8,7 +8,7 @@ variable was set. detect-secrets' filters still apply (templated values, `$VAR` 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Generator
 
 from detect_secrets.plugins.base import RegexBasedDetector
 
@@ -29,7 +29,7 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
     denylist = [re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z][A-Za-z0-9_]*)(?: ?= ?| = )"
                            r"(?P<value>[^\s'\"$;<{-][^\s'\";]{3,})")]
 
-    def analyze_string(self, string: str) -> Iterator[str]:
+    def analyze_string(self, string: str) -> Generator[str, None, None]:
         for match in self.denylist[0].finditer(string):
             if _secret_name(match["name"]) and not _not_secret_value(match["value"]):
                 yield match["value"]
