@@ -39,7 +39,9 @@ conflicts; below SIMILARITY_THRESHOLD it is no evidence either way.
    ("moved standup to ...") must occur in the old text. If "instead of X" / "from X to Y" /
    "replaced X" names X, X must be a word of the old text, or of a memory it retired (`history`),
    that the old text does not itself reject ("use pnpm, not npm"). A retiring marker ("no longer")
-   must repeat the old value; "now" alone does not retire a value of a multi-valued relation. The
+   must repeat the old value, and a removal naming another value of a multi-valued relation ("dropped
+   Finnish support" after "supports Swedish") retires nothing; "now" alone does not retire a value of
+   a multi-valued relation. The
    old words that go must be a value, not another fact of the subject: not a span with its own "is"
    ("the user's laptop is a ThinkPad" / "the user now lives in Ghent"), not another verb with its
    object (see 5). A move with no object of its own ("the office moved to Manchester") changes where
@@ -63,7 +65,11 @@ conflicts; below SIMILARITY_THRESHOLD it is no evidence either way.
 6. A change of an old text with several clauses ("Deploys go through blue-green on Fly; never
    restart the DB in business hours") retires it only if every clause is addressed; a clause the new
    text shares no subject word with still holds, so the pair is a conflict for the user to split or
-   edit. A change found in one clause only (the whole old text shows none) is a conflict too.
+   edit. A comma between two independent clauses, each with its own subject and verb, separates
+   clauses too ("builds run on Bitrise, signing keys live in Infisical"), and a later clause is
+   touched only by words of its own, not by the subject it repeats ("The training tenant is reset
+   every Sunday. Never run workshops on the prod tenant."). A change found in one clause only (the
+   whole old text shows none) is a conflict too.
 6a. Before these rules both texts are put in the forms they read (`_canonical`): a transfer ("Ines
    handed the release call over to Tomasz") reads "the release call passed from Ines to Tomasz", a
    perfect tense with "since" ("has lived in Faro since June") reads "now lived in Faro". Retiring

@@ -16,9 +16,10 @@ from .supersede_words import (
 
 # Rule 8. The most old subject words a change may leave out: what goes is the old value, and a value
 # is short. Across every supersede verdict of the truth sets (tests/data/supersession_*.yaml) at most
-# 5 go ("Courier app builds run on Bitrise, signing keys live in Infisical" -> "... moved to
-# Codemagic"); the false retirements found by bench/guidance_retirement.py leave out 11 to 15 (a
-# rule about something else that happens to share a word or two).
+# 5 went when this was set (then "Courier app builds run on Bitrise, signing keys live in Infisical"
+# -> "... moved to Codemagic", since a conflict: a comma clause of its own); the false retirements
+# found by bench/guidance_retirement.py leave out 11 to 15 (a rule about something else that happens
+# to share a word or two).
 MAX_VALUE_WORDS = 6
 # A preference states a convention, not a change: "use X instead of Y", "X rather than Y", "prefer X
 # over Y", "in favour of Y". Its words, removed to see whether any other wording of change is left.

@@ -70,12 +70,19 @@ def _untouched_clauses(old: str, new: str) -> Iterator[str]:
     if len(clauses) < 2 and len(_and_split(old)) < 2:
         return
     new_words = _subject_words(_tokens(_RETIRE.sub(" ", _REPLACE.sub(" ", new))))
-    for clause in clauses:
+    # The memory's subject, named in its first clause, may be repeated in a later one ("The training
+    # tenant is reset every Sunday. Never run workshops on the prod tenant."): a later clause is
+    # touched only by words of its own, not by the subject every clause of the memory shares.
+    shared = set(_tokens(_subject_of(clauses[0])))
+    for k, clause in enumerate(clauses):
         words = _TOKEN.findall(clause)
         if not words or words[0] in _ANAPHORA or _is_change_statement(clause):
             continue  # a continuation or the old change itself, not a fact of its own
         first, *joined = _and_split(clause)
-        if len(clauses) > 1 and not _subject_words(_tokens(clause)) & new_words:
+        said = _subject_words(_tokens(clause))
+        if k > 0 and said - shared:
+            said -= shared
+        if len(clauses) > 1 and not said & new_words:
             yield clause
             continue
         if joined:

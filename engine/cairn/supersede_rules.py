@@ -289,6 +289,13 @@ def _retires_other(m: _Marked, missing: list[int]) -> bool:
     after = next((k for k, t in enumerate(retired) if t in _PREPOSITIONS), len(retired))
     if missing and own and _subject_words(retired[after:]) - set(m.old_tokens):
         return True  # "Mina stepped down from the hiring committee": an object of its own
+    if missing and {_loose(t) for t in _subject_words(retired)} - {_loose(t) for t in m.old_tokens}:
+        # "The kiosk app dropped Finnish support" after "The kiosk app supports Swedish": the removal
+        # names a value (Finnish) the old memory does not, and leaves the old one (Swedish) unsaid.
+        # Of a relation that holds several values, that one still holds (issue 31).
+        at = [k for k, t in enumerate(m.old_tokens) if t not in _GENERIC]
+        if _multi_valued_before(m.old_tokens, at[missing[0]], at[missing[-1]] + 1, m.stated):
+            return True
     ops = [op for op in SequenceMatcher(None, m.old_tokens, retired, autojunk=False).get_opcodes()
            if op[0] != "equal"]
     subject = _tokens(_subject_of(m.stated))

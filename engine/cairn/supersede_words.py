@@ -387,7 +387,48 @@ def _state(text: str) -> str:
 
 
 def _clauses(text: str) -> list[str]:
-    return [c.strip(" .!") for c in _CLAUSE_SPLIT.split(text) if c.strip(" .!")]
+    """The clauses of `text`: split at ";", a sentence end or a dash, and at a comma between two
+    independent clauses (`_comma_clauses`)."""
+    parts = [p for c in _CLAUSE_SPLIT.split(text) for p in _comma_clauses(c)]
+    return [c.strip(" .!") for c in parts if c.strip(" .!")]
+
+
+# Words opening a part of a sentence that is not a clause of its own: a subordinate clause ("when
+# the build fails, ..."), a relative one (", which ..."), a coordinated one (", and ...": `_and_split`).
+_OBJECTS = frozenset("it them him her me us you up down out".split())  # after an imperative verb
+_NOT_INDEPENDENT = frozenset(
+    "if when whenever because although though since after before unless until while whereas once as where "
+    "so but and or nor then which who whose whom what".split()
+)
+
+
+def _comma_clauses(clause: str) -> list[str]:
+    """`clause` split at each comma between two independent clauses, each with its own subject and
+    verb ("courier builds run on bitrise, signing keys live in infisical": two facts, issue 31). A
+    list ("postgres, redis and kafka"), a subordinate clause ("when the build fails, the bot pings
+    #ci"), a relative one and a comma inside parentheses ("requests (laptops, monitors) go to ...")
+    stay whole."""
+    pieces = clause.split(", ")
+    out = [pieces[0]]
+    for piece in pieces[1:]:
+        if out[-1].count("(") == out[-1].count(")") and _independent(out[-1]) and _independent(piece):
+            out.append(piece)
+        else:
+            out[-1] += ", " + piece
+    return out
+
+
+def _independent(part: str) -> bool:
+    """Whether `part` (lower case) reads as a clause of its own: at least three words, opening with a
+    subject (not a preposition, a subordinating word or a verb with its object, "deploy the app")
+    followed by a verb (`_subject_of`); "release notes live in notion" opens with a noun."""
+    words = _TOKEN.findall(part)
+    if len(words) < 3 or words[0] in _NOT_INDEPENDENT or words[0] in _PREPOSITIONS or words[0] in _ANAPHORA:
+        return False
+    if _verb_form(words[0]) and (words[1] in _DETERMINERS or words[1] in _PREPOSITIONS or words[1] in _OBJECTS):
+        return False
+    return bool(_subject_of(part))
+
 
 
 def _subject_of(clause: str) -> str:

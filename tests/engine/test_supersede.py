@@ -312,6 +312,57 @@ def test_a_change_of_one_clause_is_a_conflict_naming_the_rest(old, new, untouche
     assert untouched in verdict.reason
 
 
+@pytest.mark.parametrize("cosine", [0.95, 0.3, None])
+@pytest.mark.parametrize(
+    ("old", "new", "untouched"),
+    [
+        # an independent clause after a comma, with its own subject and verb
+        ("The wiki is hosted on Confluence, release notes live in Notion.", "The wiki moved to Outline.",
+         "release notes live in notion"),
+        ("The payroll export runs on Fridays, the auditors receive a copy by email.",
+         "The payroll export now runs on Mondays.", "the auditors receive a copy by email"),
+        # a second sentence repeating the memory's subject word ("portal") but about another fact
+        ("The partner portal is rebuilt every night. Never demo features on the staging portal.",
+         "The partner portal is rebuilt hourly now.", "never demo features on the staging portal"),
+    ],
+)
+def test_a_clause_the_change_does_not_restate_keeps_the_memory(old, new, untouched, cosine):
+    """Issue 31: a memory of two facts is never retired by a change of one of them, whether the other
+    follows a comma or repeats the subject's words; the pair is a conflict naming what still holds."""
+    verdict = classify(old, new, cosine)
+    assert verdict.label == "conflict", verdict.reason
+    assert untouched in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "clauses"),
+    [
+        ("the wiki is hosted on confluence, release notes live in notion",
+         ["the wiki is hosted on confluence", "release notes live in notion"]),
+        ("we use postgres, redis and kafka", ["we use postgres, redis and kafka"]),  # a list
+        ("when the build fails, the bot pings the channel", ["when the build fails, the bot pings the channel"]),
+        ("requests (laptops, monitors) go to ignatius", ["requests (laptops, monitors) go to ignatius"]),
+        ("run the migrations first, then deploy the app", ["run the migrations first, then deploy the app"]),
+    ],
+)
+def test_only_a_comma_between_independent_clauses_splits_a_memory(text, clauses):
+    from cairn.supersede_words import _clauses
+
+    assert _clauses(text) == clauses
+
+
+@pytest.mark.parametrize("cosine", [0.95, 0.6, None])
+def test_a_removal_retires_only_the_value_it_names(cosine):
+    """Issue 31: "dropped X" of a relation holding several values retires the memory naming X, never
+    one naming another value of it."""
+    other = classify("The reporting API supports XML.", "The reporting API dropped JSON support.", cosine)
+    assert other.label != "supersede", other.reason
+    other = classify("The design team uses Sketch.", "The design team stopped using Figma.", cosine)
+    assert other.label != "supersede", other.reason
+    named = classify("The reporting API supports JSON.", "The reporting API dropped JSON support.", cosine)
+    assert named.label == "supersede", named.reason
+
+
 @pytest.mark.parametrize("cosine", [0.95, None])
 def test_a_clause_that_continues_the_change_is_no_separate_fact(cosine):
     verdict = classify("Logs are no longer shipped to Papertrail; they go to Loki.", "Logs now go to Datadog.", cosine)
