@@ -21,7 +21,8 @@ from ..errors import InvalidImport, SchemaTooNew, StoreCorrupted, StoreError, St
 from ..models import Memory, NewMemory
 from ..text import index_text
 from . import db, fts_prune, sql
-from .base import SQLITE, SqlStore
+from .base import SqlStore
+from .dialect import SQLITE
 from .fts_prune import phrases_of, rare_first
 from .migrations import MIGRATIONS, fts_secure_delete_supported, migrate_sqlite
 from .sql import Filters

@@ -37,7 +37,8 @@ from ...errors import InvalidImport, StoreError, StoreNotFound
 from ...models import Memory, NewMemory
 from ...timeutil import END_OF_TIME
 from .. import sql
-from ..base import POSTGRES, SqlStore
+from ..base import SqlStore
+from ..dialect import POSTGRES
 from ..migrations import lock_key, migrate_postgres, postgres_version
 from ..sql import Filters
 from .connection import LANGUAGES, connect, scalar, schema_for
