@@ -49,7 +49,7 @@ test: setup
 check: setup
 	CI=1 $(VENV)/bin/pytest -q
 
-COGGED = docs/cli.md docs/python-api.md docs/http.md
+COGGED = docs/cli.md docs/python-api.md docs/http.md docs/architecture.md
 
 lint: setup
 	$(VENV)/bin/ruff check engine tests bench tools mcp hooks

@@ -56,8 +56,8 @@ def main() -> None:
 
     from cairn import Cairn, Draft
     from cairn.adapters.claude import hooks as claude_hooks
-    from cairn.adapters.claude_memory import native_memory
-    from cairn.adapters.claude_memory_sync import sync
+    from cairn.adapters.claude.auto_memory import native_memory
+    from cairn.adapters.claude.auto_memory_sync import sync
 
     (project / "CLAUDE.md").write_text("# Project\n\n" + "".join(f"- Rule {i}: keep module {i} small.\n"
                                                                   for i in range(60)))

@@ -138,7 +138,7 @@ class Session:
         return brief, injected
 
     def labels(self, text: str) -> set[str]:
-        from cairn.render import cited_ids
+        from cairn.memories.render import cited_ids
 
         return {self.ids[i] for i in cited_ids(text) + re.findall(r"\]\(([0-9A-Z]{26})\.md\)", text)
                 if i in self.ids}

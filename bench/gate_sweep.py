@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import relevance_eval as rel  # noqa: E402
 from cairn import context  # noqa: E402
-from cairn.render import context_line  # noqa: E402
+from cairn.memories.render import context_line  # noqa: E402
 from cairn.text import passage  # noqa: E402
 
 HEADER = len("Cairn memories that may be relevant to this prompt (cite as [mem:ID]):")

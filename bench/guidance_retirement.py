@@ -56,7 +56,7 @@ def guidance_sets() -> list[dict]:
 def load(engine, memories: list[dict]) -> tuple[list[tuple[str, str, str]], int, int]:
     """Remember `memories` in order; (retirements as (old text, new text, the detector's reason
     without a model), writes with a `related` entry, proposals queued)."""
-    from cairn.supersede import classify
+    from cairn.memories.supersede import classify
 
     texts: dict[str, str] = {}
     retired = []

@@ -5,7 +5,7 @@ root, starts `cairn serve --transport http` on it, and times --queries recalls b
 one in-process `Cairn.recall` and one `POST /v1/recall` (a kept-alive HTTP connection, the JSON parsed):
 p50 and p95 in ms, and the ratio of the p95s (the bar: REST within 1.5x).
 
-Both sides embed queries with the same embedder: the per-user warm process (cairn.adapters.warm), which
+Both sides embed queries with the same embedder: the per-user warm process (cairn.adapters.warm.client), which
 the server uses too; with --keyword-only the config disables the model on both sides (BM25 only).
 
     HF_HUB_OFFLINE=1 python bench/http_recall.py [--memories 10000] [--queries 300] [--keyword-only]
@@ -49,7 +49,7 @@ def main() -> None:
     from speed import make_memories, make_queries
 
     from cairn import Cairn, Draft, create_store, resolve
-    from cairn.adapters.embedders import session_embedder
+    from cairn.adapters.warm.embedders import session_embedder
 
     create_store("bench")
     resolved = resolve("bench")

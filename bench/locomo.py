@@ -35,7 +35,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_FOLDER = REPO.parent / "shared" / "data" / "locomo" / "locomo10_v2"
 KS = (1, 5, 10, 20)
-# The conversations RankingConfig's constants were calibrated on (engine/cairn/ranking.py); when a
+# The conversations RankingConfig's constants were calibrated on (engine/cairn/memories/ranking.py); when a
 # run includes them, micro-averages over them and over the others (held out) are printed too.
 CALIBRATION = ("26", "30", "41")
 CHUNK = 256  # turns embedded per remember_many batch
@@ -53,7 +53,7 @@ sys.path.insert(0, str(REPO / "engine"))  # run from a checkout without installi
 
 from cairn.embedder import Embedder, make_embedder  # noqa: E402
 from cairn import Cairn, Draft  # noqa: E402
-from cairn.ranking import RankingConfig  # noqa: E402
+from cairn.memories.ranking import RankingConfig  # noqa: E402
 
 _SESSION = re.compile(r"session_(\d+)")
 _DIA = re.compile(r"D:?(\d+):(\d+)")

@@ -42,7 +42,7 @@ WEAK_COSINE = 0.2
 def run(split: str, fusion: str, details: bool, settings: dict | None = None) -> None:
     from cairn import Cairn
     from cairn.embedder import make_embedder
-    from cairn.ranking import RankingConfig
+    from cairn.memories.ranking import RankingConfig
     from cairn.text import stems
 
     data = yaml.safe_load((DATA / f"{split}.yaml").read_text(encoding="utf-8"))

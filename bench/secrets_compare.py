@@ -5,9 +5,9 @@
     python bench/secrets_compare.py --latency          # Cairn's scrub on a 2 KB text, warm and cold
 
 Each detector sees the same texts (tests/data/credentials/*.yaml):
-- cairn: cairn.privacy.scrub, what every write to a store goes through;
+- cairn: cairn.privacy.scrub.scrub, what every write to a store goes through;
 - gitleaks: gitleaks' default rule set alone (engine/cairn/assets/gitleaks.toml), run by
-  cairn.secret_rules as gitleaks runs it;
+  cairn.privacy.secret_rules as gitleaks runs it;
 - betterleaks: Betterleaks' default rule set alone (assets/betterleaks.toml) with its filters,
   token-efficiency test, skipReport and required companions (RuleSet(composite=True)), on the whole text;
 - detect-secrets: Yelp's detect-secrets with its default plugins and filters (scan_line on each line).
@@ -31,7 +31,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "engine"))
 
 from cairn import secret_rules  # noqa: E402
-from cairn.privacy import scrub  # noqa: E402
+from cairn.privacy.scrub import scrub  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "credentials"
 
@@ -117,7 +117,7 @@ _PARAGRAPH = ("We moved the deploy target to Fly.io last week; the staging API k
               "migrations in order: 0012 adds the review table, 0013 the index. The password policy is "
               "PasswordPolicyV2. Commit 589bb18f655cd1861d536af07df51ad9 fixed the cache key; see docs/privacy.md "
               "for what is redacted. ")
-_COLD = ("import sys, time; t = time.perf_counter(); from cairn.privacy import scrub; "
+_COLD = ("import sys, time; t = time.perf_counter(); from cairn.privacy.scrub import scrub; "
          "scrub(\"the api_key = 'Zf3D0LXCM3EIMbgJpUNnkRtOfOueHznB' and the token is \"\n"
          "      \"17ef18449886860c353fcab472993eec\"); "
          "print((time.perf_counter() - t) * 1000)")

@@ -3,7 +3,7 @@
     python bench/secrets_eval.py                  # every split: figures only
     python bench/secrets_eval.py --split dev --show-failures
 
-Each text goes through what every write to a store goes through (cairn.privacy.scrub: private
+Each text goes through what every write to a store goes through (cairn.privacy.scrub.scrub: private
 spans, detect-secrets, the vendored rule sets and Cairn's rules; bench/secrets_compare.py runs the
 same sentences through gitleaks', Betterleaks' and detect-secrets' own). A `secret` item is caught when its `value` no
 longer appears in the scrubbed text; an `innocent` item is a false positive when the scrubbed text
@@ -22,7 +22,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "engine"))
 
-from cairn.privacy import scrub  # noqa: E402
+from cairn.privacy.scrub import scrub  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "credentials"
 # dev first, then every held-out split present (holdout.yaml, holdout2.yaml, holdout3.yaml, ...).

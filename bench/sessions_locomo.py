@@ -14,7 +14,7 @@ count (a context window is never a hit): recall_any@k (some evidence turn among 
 k = 1, 5, 10, 20 and recall_all@10 (every evidence turn among the first 10), micro-averaged over
 questions, as bench/locomo.py scores evidence (its loader is reused); and session level for the
 hybrid: the sessions of the ranked turns in order of first appearance, any@5 / any@10 an evidence
-session among the first 5 / 10. The constants (cairn.sessions: NEIGHBOURS, KEY_WEIGHT,
+session among the first 5 / 10. The constants (cairn.sessions.turns: NEIGHBOURS, KEY_WEIGHT,
 CONTEXT_WEIGHT, FUSION_WEIGHTS, RRF_K) were tuned on these conversations (the development set).
 A script printing figures, not a test; docs/benchmarks.md has the results.
 """

@@ -410,7 +410,7 @@ def recall_latency(cairn: Cairn, queries: list[str], qvecs: np.ndarray) -> dict[
         cairn.recall(q, query_vector=v)
         vec_only.append(time.perf_counter() - t)
     # Stages, as ranking.rank runs them (one store, default filters and candidates).
-    store, cfg = cairn.store, cairn.ranking
+    store, cfg = cairn.store, cairn.memories.ranking
     stages: dict[str, list[float]] = {"embed query": [], "bm25": [], "vector kNN": [], "fetch + prior": []}
     for q, v in zip(queries, qvecs):
         t0 = time.perf_counter()
@@ -451,19 +451,19 @@ def decompose_retrieval(cairn: Cairn, queries: list[str], qvecs: np.ndarray) -> 
     knn = f"SELECT rowid, distance FROM {SqliteVecIndex.table} WHERE embedding MATCH ? AND k = ? ORDER BY distance"
     cases = {
         "store.vector_search, default view (as recall runs it)":
-            lambda q, v: store.vector_search(v, Filters(), cairn.ranking.candidates),
-        "vec0 kNN alone, no filter": lambda q, v: conn.execute(knn, (_blob(v), cairn.ranking.candidates)).fetchall(),
+            lambda q, v: store.vector_search(v, Filters(), cairn.memories.ranking.candidates),
+        "vec0 kNN alone, no filter": lambda q, v: conn.execute(knn, (_blob(v), cairn.memories.ranking.candidates)).fetchall(),
         "vec0 kNN, filter inside (rowid IN (SELECT seq ... WHERE view))": lambda q, v: conn.execute(
             knn.replace(" ORDER BY", f" AND rowid IN (SELECT m.seq FROM memories m WHERE {where}) ORDER BY"),
-            (_blob(v), cairn.ranking.candidates, *params)).fetchall(),
+            (_blob(v), cairn.memories.ranking.candidates, *params)).fetchall(),
         "candidate filter alone (count(*) of SELECT m.seq ... WHERE view)":
             lambda q, v: conn.execute(f"SELECT count(*) FROM (SELECT m.seq FROM memories m WHERE {where})", params).fetchall(),
         "store.keyword_search, default view (as recall runs it)":
-            lambda q, v: store.keyword_search(fts_query(q), Filters(), cairn.ranking.candidates),
+            lambda q, v: store.keyword_search(fts_query(q), Filters(), cairn.memories.ranking.candidates),
         "FTS5 bm25 joined with memories, filter inside": lambda q, v: conn.execute(
             f"SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts f JOIN memories m ON m.seq = f.rowid "
             f"WHERE memory_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-            (fts_query(q), *params, cairn.ranking.candidates)).fetchall(),
+            (fts_query(q), *params, cairn.memories.ranking.candidates)).fetchall(),
     }
     if hasattr(store, "not_current_count"):
         cases["store.not_current_count (the default view's shortcut check)"] = lambda q, v: store.not_current_count()

@@ -1,4 +1,4 @@
-"""Evaluate cairn.supersede.classify on the labelled supersession pairs, and the engine on chains.
+"""Evaluate cairn.memories.supersede.classify on the labelled supersession pairs, and the engine on chains.
 
 Embeds both sides of every pair with the default embedder (all-MiniLM-L6-v2, int8 ONNX, offline,
 CPU: what the plugin runs), runs classify with the cosine and again with cosine=None (keyword-only
@@ -18,7 +18,7 @@ when no file is given and that file exists (a held-out split: `--split holdout12
 without `split:` take their file's (supersession_NAME.yaml: NAME; supersession_pairs.yaml: dev).
 
 --threshold-sweep also prints supersede precision/recall for a range of SIMILARITY_THRESHOLD
-values, which is how the constant in cairn/supersede.py was chosen. A script printing figures, not
+values, which is how the constant in cairn/memories/supersede.py was chosen. A script printing figures, not
 a test.
 """
 

@@ -109,7 +109,7 @@ class Project:
         self.labels[r.memory.id] = statement["id"]
 
     def ids(self, text: str) -> set[str]:
-        from cairn.render import cited_ids
+        from cairn.memories.render import cited_ids
 
         return {self.labels[i] for i in cited_ids(text) if i in self.labels}
 
@@ -136,7 +136,7 @@ def learned_files(statement: dict, everything: list[str], rng: random.Random) ->
 
 def evaluate(split: str, repos: list[dict], embedder, *, setting: str, distractors: int, order: str,
              hooks: dict[str, int], details: bool) -> dict:
-    from cairn.render import cited_ids
+    from cairn.memories.render import cited_ids
 
     rows = []
     lines: list[str] = []

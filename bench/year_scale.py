@@ -58,8 +58,8 @@ import numpy as np  # noqa: E402
 from cairn import Cairn, Draft  # noqa: E402
 from cairn.embedder import Embedder, make_embedder  # noqa: E402
 from cairn.models import TurnDraft, session_keys  # noqa: E402
-from cairn.paths import store_path  # noqa: E402
-from cairn.sessions import in_context, turn_passage  # noqa: E402
+from cairn.stores.paths import store_path  # noqa: E402
+from cairn.sessions.turns import in_context, turn_passage  # noqa: E402
 from cairn.storage import fts_prune  # noqa: E402
 from cairn.timeutil import now_ms  # noqa: E402
 
@@ -154,7 +154,7 @@ def print_latencies(timings: dict[str, list[float]], floor: float) -> None:
 def keyword_agreement(memory: Cairn, queries: list[str]) -> None:
     """Print how far the rare-first BM25 (storage/fts_prune.py) agrees with FTS5 scoring every match:
     top-10 and top-50 overlap over `queries`, for turns (as session search asks) and memories."""
-    from cairn.sessions import KEY_WEIGHT
+    from cairn.sessions.turns import KEY_WEIGHT
     from cairn.storage.sql import Filters
     from cairn.text import fts_query
 
@@ -203,7 +203,7 @@ def build_turns(memory: Cairn, n: int, embedder: PoolEmbedder, seed: int) -> flo
 
 def capture_throughput(memory: Cairn, n: int) -> dict[str, float]:
     """Turns/s through Sessions.add_turns with the real model, and the seconds of its stages."""
-    from cairn.privacy import scrub_many
+    from cairn.privacy.scrub import scrub_many
 
     turns = make_turns(n, seed=99)
     texts = [t for _, t in turns]

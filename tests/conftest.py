@@ -142,7 +142,7 @@ def legacy(memory: Cairn, text: str, kind: str = "fact"):
 
     from ulid import ULID
 
-    from cairn.records import parse_export_lines
+    from cairn.memories.records import parse_export_lines
     from cairn.text import duplicate_key
     from cairn.timeutil import END_OF_TIME
 

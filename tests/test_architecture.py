@@ -71,14 +71,15 @@ def _imports(name: str, tree: ast.Module) -> list[tuple[str, list[str], int]]:
 
 
 def test_the_tree_is_what_this_test_expects():
-    assert {"cairn.engine", "cairn.storage.sqlite", "cairn.storage.postgres.store", "cairn.storage.db"} <= CORE
+    assert {"cairn.memories.engine", "cairn.storage.sqlite", "cairn.storage.postgres.store", "cairn.storage.db"} <= CORE
     # The engine's steps and the supersession classifier's modules (issue #32's split).
-    assert {"cairn.writes", "cairn.detection", "cairn.reads", "cairn.supersede", "cairn.supersede_words",
-            "cairn.supersede_rules", "cairn.supersede_parts", "cairn.supersede_guards"} <= CORE
+    assert {"cairn.memories.writes", "cairn.memories.detection", "cairn.memories.reads", "cairn.memories.supersede",
+            "cairn.memories.supersede_words", "cairn.memories.supersede_rules", "cairn.memories.supersede_parts",
+            "cairn.memories.supersede_guards"} <= CORE
     assert {"cairn.storage.protocol", "cairn.storage.sql", "cairn.storage.base", "cairn.storage.migrations"} <= STORAGE
     assert {"cairn.adapters.cli", "cairn.adapters.claude.hooks", "cairn.adapters.claude.capture",
-            "cairn.adapters.claude.transcripts", "cairn.adapters.hook", "cairn.adapters.warm",
-            "cairn.adapters.service", "cairn.adapters.http", "cairn.adapters.tokens", "cairn.adapters.clients",
+            "cairn.adapters.claude.transcripts", "cairn.adapters.claude.hook_process", "cairn.adapters.warm.client",
+            "cairn.adapters.warm.service", "cairn.adapters.http", "cairn.adapters.tokens", "cairn.adapters.clients",
             "cairn.adapters.mcp.server", "cairn.adapters.mcp.session"} <= ADAPTERS
 
 
@@ -154,7 +155,63 @@ def test_the_cycle_rule_sees_a_circle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
     assert {"cairn.storage.db", "cairn.errors"} <= _graph(CORE)["cairn.storage.sqlite"]
-    assert "cairn.adapters.claude.hooks" in _graph(ADAPTERS)["cairn.adapters.hook"]  # a lazy import
+    assert "cairn.adapters.claude.hooks" in _graph(ADAPTERS)["cairn.adapters.claude.hook_process"]  # a lazy import
+
+
+# The core's areas, each a folder (docs/architecture.md): an area's modules import only areas below
+# it and the package's shared modules (models, text, errors, ...), never an area above.
+AREAS = {"storage": 0, "privacy": 0, "stores": 1, "memories": 2, "review": 3, "sessions": 3}
+
+
+def _area(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in AREAS else None
+
+
+def test_the_areas_are_folders_with_a_face():
+    for area in AREAS:
+        init = PACKAGE / area / "__init__.py"
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        assert ast.get_docstring(tree), f"cairn/{area}/__init__.py says what the area owns"
+        if area != "storage":  # the storage package's face names its contract
+            assert len(tree.body) == 1, f"cairn/{area}/__init__.py is its docstring alone (importing it costs nothing)"
+
+
+def test_each_area_imports_only_areas_below_it():
+    for name in CORE:
+        mine = _area(name)
+        for module, names, line in _imports(name, MODULES[name]):
+            for imported in _resolve(module, names):
+                theirs = _area(imported)
+                if mine is None or theirs is None or theirs == mine:
+                    continue
+                assert AREAS[theirs] < AREAS[mine], f"{name}:{line} imports {imported}: {mine} stands below {theirs}"
+
+
+def test_the_areas_and_the_shared_modules_have_no_circle():
+    # Drawn as the house is drawn, each area one room: an area that imports a shared module which
+    # imports the area back ties them into one.
+    def room(module: str) -> str:
+        area = _area(module)
+        return f"cairn.{area}" if area else module
+
+    graph: dict[str, set[str]] = {}
+    for name, targets in _graph(CORE).items():
+        graph.setdefault(room(name), set()).update(room(t) for t in targets if room(t) != room(name))
+    for targets in list(graph.values()):
+        for t in targets:
+            graph.setdefault(t, set())
+    tangles = _cycles(graph)
+    assert not tangles, "rooms of the core import in a circle: " + "; ".join(" <-> ".join(c) for c in tangles)
+
+
+def test_no_two_modules_share_a_name():
+    seen: dict[str, Path] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        assert path.name not in seen, f"{path.relative_to(PACKAGE)} and {seen[path.name].relative_to(PACKAGE)}"
+        seen[path.name] = path
 
 
 @pytest.mark.parametrize("name", sorted(CORE))
@@ -219,7 +276,7 @@ def test_every_exported_name_resolves():
 
 def test_the_plugin_launchers_go_through_the_adapters():
     root = PACKAGE.parent.parent
-    assert "from cairn.adapters.hook import hook_main; hook_main(sys.argv[1:], hook_process=True)" in (
+    assert "from cairn.adapters.claude.hook_process import hook_main; hook_main(sys.argv[1:], hook_process=True)" in (
         root / "hooks" / "cairn-hook").read_text()
     launcher = ast.parse((root / "mcp" / "server.py").read_text())
     imported = {n.module for n in ast.walk(launcher) if isinstance(n, ast.ImportFrom)}
@@ -229,8 +286,9 @@ def test_the_plugin_launchers_go_through_the_adapters():
 # All the hook process may import on its warm path beyond what the interpreter has at start (the
 # C halves of socket and json, and sha256's), until the warm process has answered. Held for a real
 # hook process asking a stand-in warm process in tests/adapters/test_lean_hook.py.
-HOOK_WARM_PATH_MODULES = frozenset({"cairn", "cairn.adapters", "cairn.adapters.hook", "cairn.adapters.warm",
-                                    "cairn.locations", "_json", "_socket", "_sha256", "_sha2"})
+HOOK_WARM_PATH_MODULES = frozenset({
+    "cairn", "cairn.adapters", "cairn.adapters.claude", "cairn.adapters.claude.hook_process",
+    "cairn.adapters.warm", "cairn.adapters.warm.client", "cairn.locations", "_json", "_socket", "_sha256", "_sha2"})
 
 
 def test_the_hook_process_imports_nothing_heavy_before_it_needs_to():
@@ -241,19 +299,20 @@ def test_the_hook_process_imports_nothing_heavy_before_it_needs_to():
 
     code = ("import sys\n"
             "before = set(sys.modules)\n"
-            "import cairn.adapters.hook, cairn.adapters.warm\n"
+            "import cairn.adapters.claude.hook_process, cairn.adapters.warm.client\n"
             "print(' '.join(sorted(set(sys.modules) - before)))")
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)})
     imported = set(out.stdout.split())
-    assert {"cairn.adapters.hook", "cairn.adapters.warm"} <= imported
+    assert {"cairn.adapters.claude.hook_process", "cairn.adapters.warm.client"} <= imported
     assert imported <= HOOK_WARM_PATH_MODULES, sorted(imported - HOOK_WARM_PATH_MODULES)
 
 
 # The review area and the sessions area use a store by their role alone (storage/protocol.py): the
 # module -> the one role protocol it may use. Memories they reach through the engine's methods.
-ROLE_OF = {"cairn.review": "ReviewStore", "cairn.review_queue": "ReviewStore", "cairn.review_staging": "ReviewStore",
-           "cairn.review_maintain": "ReviewStore", "cairn.sessions_api": "SessionStore"}
+ROLE_OF = {"cairn.review.review_api": "ReviewStore", "cairn.review.queue": "ReviewStore",
+           "cairn.review.staging": "ReviewStore", "cairn.review.maintenance": "ReviewStore",
+           "cairn.sessions.sessions_api": "SessionStore"}
 # What they may not touch on an engine: its store (pass the role's handle instead) and its internals.
 ENGINE_INTERNALS = INTERNALS | {"_claim_space"}
 
@@ -305,7 +364,9 @@ def _role_violations(tree: ast.Module, role: str) -> list[str]:
 
 
 def test_every_review_module_is_held_to_its_role():
-    assert {name for name in CORE - STORAGE if name.split(".")[-1].startswith("review")} <= set(ROLE_OF)
+    # every module of the review area but its face and the guidance reader (which reads files, not a store)
+    held = {name for name in CORE if _area(name) == "review"} - {"cairn.review", "cairn.review.guidance"}
+    assert held <= set(ROLE_OF)
     assert set(ROLE_OF) <= CORE
 
 

@@ -20,7 +20,7 @@ from cairn import models
 from cairn.adapters.cli import cli
 
 REPO = Path(__file__).resolve().parent.parent
-COGGED = ["docs/cli.md", "docs/python-api.md", "docs/http.md"]
+COGGED = ["docs/cli.md", "docs/python-api.md", "docs/http.md", "docs/architecture.md"]
 CLI_MD = REPO / "docs" / "cli.md"
 
 

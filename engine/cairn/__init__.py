@@ -6,7 +6,7 @@
         for hit in memory.recall("how do we deploy?"):
             print(hit.memory.id, hit.score, hit.memory.text)
 
-Names are resolved lazily (PEP 562), so `import cairn.adapters.warm` in a hook costs milliseconds rather
+Names are resolved lazily (PEP 562), so `import cairn.adapters.warm.client` in a hook costs milliseconds rather
 than the engine's imports. This module itself imports nothing (not even typing): the hook process's
 warm path goes through it.
 
@@ -36,40 +36,42 @@ __version__ = "0.1.0"
 
 # The public API: every name an adapter (CLI, hooks, warm process, MCP server) may use, and the
 # module that defines it. tests/test_architecture.py holds adapters to this list.
-_EXPORTS = {
-    "Cairn": "api", "Review": "review", "Sessions": "sessions_api", "SCOPES": "models", "VECTOR_FLOOR": "reads",
-    "create_store": "stores", "list_stores": "stores", "delete_store": "stores", "rename_store": "stores",
-    "backup_store": "stores", "backups_of": "stores", "restore_store": "stores", "migrate_store": "stores",
-    "Draft": "records", "PRIVATE_KIND": "privacy",
-    "load_config": "config", "Resolved": "compose", "ResolveCache": "compose", "resolve": "compose",
-    "embedder_from_config": "compose",
-    "Embedder": "embedder", "parse_fingerprint": "embedder", "required_extra": "embedder",
-    "Hit": "models", "Memory": "models", "SessionHit": "models", "SessionHits": "models", "SessionInfo": "models",
-    "Turn": "models",
-    "SESSION_MODES": "models", "RememberResult": "models", "Status": "models", "Order": "models",
-    "KINDS": "models", "SOURCES": "models", "STATUSES": "models", "DEFAULT_IMPORTANCE": "models",
-    "IMPORTANCE_RANGE": "models", "MAX_TEXT_BYTES": "models", "MAX_APPLIES_WHEN": "models",
-    "MAX_APPLIES_CHARS": "models",
-    "Proposal": "models", "PROPOSAL_TYPES": "models", "PROPOSAL_STATES": "models", "REVIEW_VERBS": "models",
-    "DECIDERS": "models",
-    "RankingConfig": "ranking", "Check": "health", "doctor": "health", "BROKEN_STORE_ERRORS": "storage.db",
-    "GLOBAL_STORE": "paths", "data_root": "home", "data_root_dir": "locations", "user_data_dir": "locations",
-    "ensure_data_root": "home",
-    "private_dir": "home", "private_file": "home", "write_private": "home",
-    "merge_session_hits": "sessions", "SessionResult": "sessions",
-    "is_trivial": "context", "prompt_context": "context", "cited_ids": "render", "session_brief": "context",
-    "tool_context": "context", "subagent_context": "context",
-    "Scopes": "scope_index", "COMMAND": "scopes", "CITED_WEIGHT": "scopes", "commands_of": "scopes",
-    "path_arguments": "scopes", "relative": "scopes", "normalise_pattern": "scopes", "prefix_of": "scopes",
-    "format_date": "timeutil", "format_time": "timeutil", "parse_time": "timeutil",
-    "TimeWindow": "timewindow", "find_time_window": "timewindow",
-    **{name: "errors" for name in (
-        "CairnError", "ConfigError", "EmbedderUnavailable", "EmbeddingMismatch", "InvalidImport", "InvalidInput",
-        "InvalidMemory", "InvalidStoreName", "InvalidTime", "MemoryNotFound", "NotCurrent", "SchemaTooNew",
-        "SessionNotFound", "StoreBusy", "MaintenanceBusy", "ProposalClosed", "ProposalNotFound", "StaleProposal",
-        "StoreCorrupted", "StoreError", "StoreNotFound", "StoreUnreadable", "UnsafeDataRoot")},
+_BY_MODULE = {
+    "api": "Cairn",
+    "compose": "Resolved ResolveCache resolve embedder_from_config",
+    "config": "load_config",
+    "context": "is_trivial prompt_context session_brief tool_context subagent_context",
+    "embedder": "Embedder parse_fingerprint required_extra",
+    "errors": "CairnError ConfigError EmbedderUnavailable EmbeddingMismatch InvalidImport InvalidInput "
+              "InvalidMemory InvalidStoreName InvalidTime MemoryNotFound NotCurrent SchemaTooNew SessionNotFound "
+              "StoreBusy MaintenanceBusy ProposalClosed ProposalNotFound StaleProposal StoreCorrupted StoreError "
+              "StoreNotFound StoreUnreadable UnsafeDataRoot",
+    "health": "Check doctor",
+    "home": "data_root ensure_data_root private_dir private_file write_private",
+    "locations": "data_root_dir user_data_dir",
+    "models": "SCOPES Hit Memory SessionHit SessionHits SessionInfo Turn SESSION_MODES RememberResult Status Order "
+              "KINDS SOURCES STATUSES DEFAULT_IMPORTANCE IMPORTANCE_RANGE MAX_TEXT_BYTES MAX_APPLIES_WHEN "
+              "MAX_APPLIES_CHARS Proposal PROPOSAL_TYPES PROPOSAL_STATES REVIEW_VERBS DECIDERS",
+    "timeutil": "format_date format_time parse_time",
+    "memories.ranking": "RankingConfig",
+    "memories.reads": "VECTOR_FLOOR",
+    "memories.records": "Draft",
+    "memories.render": "cited_ids",
+    "memories.scope_index": "Scopes",
+    "memories.scopes": "COMMAND CITED_WEIGHT commands_of path_arguments relative normalise_pattern prefix_of",
+    "privacy.scrub": "PRIVATE_KIND",
+    "review.review_api": "Review",
+    "sessions.sessions_api": "Sessions",
+    "sessions.timewindow": "TimeWindow find_time_window",
+    "sessions.turns": "merge_session_hits SessionResult",
+    "storage.db": "BROKEN_STORE_ERRORS",
+    "stores.admin": "create_store list_stores delete_store rename_store backup_store backups_of restore_store "
+                    "migrate_store",
+    "stores.paths": "GLOBAL_STORE",
 }
-_MODULES = ("operations", "render")  # public modules, used whole: `from cairn import render`
+_EXPORTS = {name: module for module, names in _BY_MODULE.items() for name in names.split()}
+# Public modules, used whole: `from cairn import render`.
+_MODULES = {"operations": "operations", "render": "memories.render"}
 __all__ = sorted([*_EXPORTS, *_MODULES])
 
 
@@ -80,7 +82,7 @@ def _module(name: str) -> "ModuleType":
 
 def __getattr__(name: str) -> "Any":
     if name in _MODULES:
-        return _module(name)
+        return _module(_MODULES[name])
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'cairn' has no attribute {name!r}")
@@ -91,18 +93,20 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-    from . import operations, render
+    from . import operations
+    from .memories import render
     from .compose import ResolveCache, Resolved, embedder_from_config, resolve
     from .config import load_config
     from .storage.db import BROKEN_STORE_ERRORS
     from .health import Check, doctor
     from .locations import data_root_dir, user_data_dir
     from .context import is_trivial, prompt_context, session_brief, subagent_context, tool_context
-    from .scope_index import Scopes
-    from .scopes import CITED_WEIGHT, COMMAND, commands_of, normalise_pattern, path_arguments, prefix_of, relative
+    from .memories.scope_index import Scopes
+    from .memories.scopes import (CITED_WEIGHT, COMMAND, commands_of, normalise_pattern, path_arguments, prefix_of,
+                                  relative)
     from .embedder import Embedder, parse_fingerprint, required_extra
     from .api import Cairn
-    from .reads import VECTOR_FLOOR
+    from .memories.reads import VECTOR_FLOOR
     from .errors import *  # noqa: F403
     from .models import (
         DECIDERS, DEFAULT_IMPORTANCE, IMPORTANCE_RANGE, KINDS, MAX_APPLIES_CHARS, MAX_APPLIES_WHEN, MAX_TEXT_BYTES,
@@ -110,15 +114,15 @@ if TYPE_CHECKING:
         Order, Proposal, RememberResult, SessionHit, SessionHits, SessionInfo, Status, Turn,
     )
     from .home import data_root, ensure_data_root, private_dir, private_file, write_private
-    from .paths import GLOBAL_STORE
-    from .ranking import RankingConfig
-    from .records import Draft
-    from .review import Review
-    from .render import cited_ids
-    from .sessions import SessionResult, merge_session_hits
-    from .sessions_api import Sessions
-    from .stores import (
+    from .stores.paths import GLOBAL_STORE
+    from .memories.ranking import RankingConfig
+    from .memories.records import Draft
+    from .review.review_api import Review
+    from .memories.render import cited_ids
+    from .sessions.turns import SessionResult, merge_session_hits
+    from .sessions.sessions_api import Sessions
+    from .stores.admin import (
         backup_store, backups_of, create_store, delete_store, list_stores, migrate_store, rename_store, restore_store,
     )
     from .timeutil import format_date, format_time, parse_time
-    from .timewindow import TimeWindow, find_time_window
+    from .sessions.timewindow import TimeWindow, find_time_window

@@ -8,7 +8,7 @@ import sys
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["hook"]:
-        from cairn.adapters.hook import hook_main
+        from cairn.adapters.claude.hook_process import hook_main
 
         hook_main(sys.argv[2:], hook_process=True)
     from cairn.adapters.cli import main

@@ -17,13 +17,13 @@ from __future__ import annotations
 import logging
 from functools import partial
 
-from .engine import Engine
 from .errors import CairnError
+from .memories.engine import Engine
+from .memories.scope_index import Scopes
 from .models import RememberResult
-from .review import Review
-from .review_staging import stage_conflicts
-from .scope_index import Scopes
-from .sessions_api import Sessions
+from .review.review_api import Review
+from .review.staging import stage_conflicts
+from .sessions.sessions_api import Sessions
 from .storage.db import DatabaseError
 from .storage.protocol import StoreBackend
 

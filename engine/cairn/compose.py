@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import PROJECT_FILE, load_config, user_config_path
 from .errors import StoreNotFound
-from .paths import GLOBAL_STORE, StoreChoice, choose_store, store_path
+from .stores.paths import GLOBAL_STORE, StoreChoice, choose_store, store_path
 
 if TYPE_CHECKING:
     from .embedder import Embedder
@@ -38,7 +38,7 @@ class Resolved:
         postgres`), which is presumed to: only opening it asks the server (StoreNotFound then, for
         a named store; a project store is made on the server at its first open, as every machine
         of the team opens the same one)."""
-        from .backends import backend_of
+        from .stores.backends import backend_of
 
         return self.choice.path.exists() or backend_of(self.choice.name, self.config, project=True) == "postgres"
 
@@ -56,7 +56,7 @@ class Resolved:
         """The user's global store, with this project's config: what a project whose own store does
         not exist yet still has (the session brief shows its preferences in every project). None
         when the global store does not exist either, or when it is the chosen store."""
-        from .backends import backend_of
+        from .stores.backends import backend_of
 
         if self.choice.name == GLOBAL_STORE:
             return None

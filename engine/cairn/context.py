@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from .embedder import EQUIVALENT_WEIGHTS
 from .errors import CairnError
+from .memories.ranking import bm25_idf, stem_frequencies
+from .memories.render import context_line as memory_line
+from .memories.render import shorten
+from .memories.scope_index import ScopeMatch
 from .models import Hit, Memory, Order
-from .paths import GLOBAL_STORE
-from .render import context_line as memory_line
-from .ranking import bm25_idf, stem_frequencies
-from .render import shorten
-from .scope_index import ScopeMatch
+from .stores.paths import GLOBAL_STORE
 from .text import CJK_CHARS, content_words, stems
 from .text import stem_text as _stem_text
 from .timeutil import now_ms

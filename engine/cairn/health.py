@@ -15,14 +15,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import backends, home, paths
-from .storage import db
+from . import home
 from .compose import embedder_from_config
 from .config import load_config
 from .embedder import compatible, is_default_model
 from .errors import CairnError
+from .storage import db
 from .storage.migrations import MIGRATIONS
 from .storage.sqlite import SqliteStore
+from .stores import backends, paths
 
 STATUSES = ("ok", "warn", "fail")
 # Package (as pip names it) -> "required"; "runtime": in the runtime, Cairn degrades without it
@@ -99,7 +100,7 @@ def _model(config: dict[str, Any]) -> tuple[Check, str | None, str | None]:
 
 
 def _latest_backup(name: str) -> str:
-    from .stores import backups_of
+    from .stores.admin import backups_of
 
     found = backups_of(name)
     return (f"`cairn restore {found[-1]}`" if found else "restore a backup with `cairn restore FILE`, or move "

@@ -26,7 +26,7 @@ DEFAULT_IMPORTANCE = 3
 #   forgotten   erased by `forget`: a tombstone without text
 STATUSES = ("current", "superseded", "expired", "retired", "forgotten")
 SCOPES = ("project", "global", "all")  # which stores a read covers: this project's, the user's global one, both
-# The durable review queue (review.py). A proposal's type: what it would do when approved.
+# The durable review queue (review/queue.py). A proposal's type: what it would do when approved.
 #   duplicate       the same text after normalising case, whitespace and punctuation, but another kind
 #   near_duplicate  a restatement (both texts and their similarity): one stays, the other is retired
 #   summarise       a cluster on one subject: one summary (drafted by Claude in review) supersedes them

@@ -16,7 +16,7 @@ import pytest
 from cairn import Cairn
 from cairn.adapters import hook, warm
 from cairn.adapters.claude.capture import capture
-from cairn.adapters.claude.session import DISABLE_MARKER, set_paused
+from cairn.adapters.claude.session_state import DISABLE_MARKER, set_paused
 
 from tests.conftest import WAIT_S, wait_for
 from tests.engine.test_sessions import conversation

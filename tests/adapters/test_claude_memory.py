@@ -12,9 +12,9 @@ import pytest
 from cairn import Cairn
 from cairn.adapters.claude.hooks import handle
 from cairn.adapters.claude.transcripts import encoded_project
-from cairn.adapters.claude_loaded import already_loaded
-from cairn.adapters.claude_memory import INDEX_MAX_BYTES, INDEX_MAX_LINES, export, native_memory
-from cairn.adapters.claude_memory_sync import doctor_check, pending, sync
+from cairn.adapters.claude.loaded import already_loaded
+from cairn.adapters.claude.auto_memory import INDEX_MAX_BYTES, INDEX_MAX_LINES, export, native_memory
+from cairn.adapters.claude.auto_memory_sync import doctor_check, pending, sync
 
 from tests.conftest import BACKENDS, run_cli
 
@@ -310,7 +310,8 @@ def test_with_sync_off_a_session_start_imports_nothing(project, folder, home, mo
     config.write_text("claude_memory:\n  sync: false\n")
     monkeypatch.setenv("CAIRN_CONFIG", str(config))
     started = []
-    monkeypatch.setattr("cairn.adapters.claude_memory_sync.start_background_sync", lambda *a, **k: started.append(a))
+    monkeypatch.setattr("cairn.adapters.claude.auto_memory_sync.start_background_sync",
+                        lambda *a, **k: started.append(a))
     env = {"CLAUDE_PROJECT_DIR": str(project), "HOME": str(home), "CAIRN_CONFIG": str(config)}
     handle("SessionStart", {"session_id": "s3", "cwd": str(project), "source": "startup"}, env)
     assert started == []

@@ -17,7 +17,7 @@ RUN = ("import sys, json\n"
        "from cairn.adapters.cli import main\n"
        "try:\n    main(sys.argv[1:])\nexcept SystemExit as exc:\n    code = exc.code or 0\nelse:\n    code = 0\n"
        "print(json.dumps({'code': code, 'model_imported': 'sentence_transformers' in sys.modules,\n"
-       "                  'engine_imported': 'cairn.engine' in sys.modules}), file=sys.stderr)\n")
+       "                  'engine_imported': 'cairn.memories.engine' in sys.modules}), file=sys.stderr)\n")
 
 
 def _cairn(project, *args: str) -> tuple[dict, str, str]:

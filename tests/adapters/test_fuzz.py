@@ -95,7 +95,7 @@ hook_stdin = st.one_of(payloads.map(lambda p: json.dumps(p).encode("utf-8", "sur
 
 def run_hook(event: str, stdin: bytes) -> tuple[int, str, str]:
     """`cairn hook EVENT` in-process: (exit code, stdout, stderr)."""
-    from cairn.adapters.hook import hook_main
+    from cairn.adapters.claude.hook_process import hook_main
 
     out, err = io.StringIO(), io.StringIO()
     real_stdin = sys.stdin

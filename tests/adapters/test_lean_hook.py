@@ -191,7 +191,7 @@ def test_the_hook_process_warm_path_imports_only_the_listed_modules(stand_in, tm
     # A real hook process: what it imports between the interpreter's start and its answer.
     code = ("import sys\n"
             "before = set(sys.modules)\n"
-            "from cairn.adapters.hook import run_raw\n"
+            "from cairn.adapters.claude.hook_process import run_raw\n"
             "line = run_raw('UserPromptSubmit', sys.stdin.read())\n"
             "print(line)\n"
             "print(' '.join(sorted(set(sys.modules) - before)))\n")
@@ -236,7 +236,7 @@ def test_the_keyword_only_hook_answers_without_numpy(project, tmp_path):
         made = memory.remember("The billing service deploys with Kamal to our own servers", kind="decision").memory
     payload = {"session_id": "cold", "prompt": "how does the billing service deploy with Kamal?", "cwd": str(project)}
     code = ("import sys\n"
-            "from cairn.adapters.hook import run_raw\n"
+            "from cairn.adapters.claude.hook_process import run_raw\n"
             "print(run_raw('UserPromptSubmit', sys.stdin.read()))\n"
             "print(' '.join(m for m in ('numpy', 'sqlite_vec', 'platformdirs') if m in sys.modules))\n")
     env = {**os.environ, "PYTHONPATH": str(ENGINE), "CLAUDE_PROJECT_DIR": str(project), "CAIRN_NO_WARM": "1",

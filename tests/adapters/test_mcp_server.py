@@ -590,7 +590,7 @@ def _children(pid: int) -> list[int]:
             command = Path(f"/proc/{child}/cmdline").read_bytes()
         except OSError:
             continue
-        if b"cairn.adapters.service" not in command:
+        if b"cairn.adapters.warm.service" not in command:
             children.append(child)
     return children
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import cairn.adapters.claude_memory as claude_memory
+import cairn.adapters.claude.auto_memory as claude_memory
 import cairn.compose
 from cairn import Cairn, ResolveCache
 from cairn.adapters.claude.hooks import HookHost, handle

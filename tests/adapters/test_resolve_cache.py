@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-import cairn.paths
+import cairn.stores.paths
 from cairn import ConfigError, ResolveCache, resolve
 
 from tests.conftest import git_init
@@ -18,13 +18,13 @@ from tests.conftest import git_init
 def git_calls(monkeypatch):
     """How many times the store choice asked git."""
     calls = []
-    original = cairn.paths.project_root
+    original = cairn.stores.paths.project_root
 
     def counting(cwd):
         calls.append(cwd)
         return original(cwd)
 
-    monkeypatch.setattr(cairn.paths, "project_root", counting)
+    monkeypatch.setattr(cairn.stores.paths, "project_root", counting)
     return calls
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from cairn import Cairn
 from cairn.adapters.claude.hooks import handle
-from cairn.adapters.claude.session import SessionState
+from cairn.adapters.claude.session_state import SessionState
 
 from tests.conftest import git_init
 
@@ -246,8 +246,8 @@ def test_a_cold_tool_hook_answers_at_once_and_starts_the_warm_process(repo, monk
     payload = {"session_id": "S", "cwd": str(repo), "tool_name": "Read",
                "tool_input": {"file_path": str(repo / "README.md")}}
     started = time.monotonic()
-    out = subprocess.run([sys.executable, "-P", "-c", "import sys; from cairn.adapters.hook import hook_main; "
-                          "hook_main(sys.argv[1:], hook_process=True)", "PreToolUse"],
+    out = subprocess.run([sys.executable, "-P", "-c", "import sys; from cairn.adapters.claude.hook_process import "
+                          "hook_main; hook_main(sys.argv[1:], hook_process=True)", "PreToolUse"],
                          input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=60)
     took = time.monotonic() - started
     assert out.returncode == 0 and out.stdout == ""

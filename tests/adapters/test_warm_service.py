@@ -12,7 +12,7 @@ import pytest
 
 from cairn import Cairn, create_store
 from cairn.adapters import warm
-from cairn.adapters.embedders import session_embedder
+from cairn.adapters.warm.embedders import session_embedder
 
 from tests.conftest import WAIT_S, wait_for
 
@@ -84,7 +84,7 @@ def test_code_versions_sees_every_change_of_the_package_and_walks_it_only_then(t
         assert version == warm.code_version(package)
         return version
 
-    target = os.path.join(package, "adapters", "warm.py")
+    target = os.path.join(package, "adapters", "warm/client.py")
     stat = os.stat(target)
     os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))  # touched: another mtime
     seen = {first, changed()}

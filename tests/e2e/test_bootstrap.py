@@ -274,7 +274,7 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
     assert (proc.returncode, proc.stdout) == (0, "")
     # ... and it started the warm process with the installed interpreter; once that is ready, hybrid recall.
     assert runner.warm("wait", 120.0), "the warm process of the installed runtime never became ready"
-    (warm_pid,) = runner.pids("-m cairn.adapters.service")
+    (warm_pid,) = runner.pids("-m cairn.adapters.warm.service")
     assert cmdline(warm_pid).startswith(str(data / "venv" / "bin" / "python")), cmdline(warm_pid)
     proc, _ = runner.hook("UserPromptSubmit", RELATED, session=str(uuid.uuid4()))
     assert f"[mem:{memory_id}]" in hook_context(proc, "UserPromptSubmit")
@@ -309,7 +309,7 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
 
     # 7. Nothing is left but the warm process, which stops when asked.
     def others() -> list[str]:
-        return [cmdline(p) for p in tagged_pids(runner.run_id) if "cairn.adapters.service" not in cmdline(p)]
+        return [cmdline(p) for p in tagged_pids(runner.run_id) if "cairn.adapters.warm.service" not in cmdline(p)]
 
     wait_for(lambda: not others(), WAIT_S, lambda: f"no process but the warm one: {others()}")
     runner.warm({"op": "shutdown"})  # its reply can be lost (see test_plugin.py); the exit is what counts

@@ -3,7 +3,7 @@
 Each test gets its own HOME, project and Cairn data root (CAIRN_HOME from tests/conftest.py), and
 installs the plugin as a user would: `claude plugin marketplace add <this repo>` then
 `claude plugin install cairn@cairn`. The model is the scripted fake Messages API; every hook, the
-MCP server and the warm process (python -m cairn.adapters.service) are the real ones, started by Claude Code.
+MCP server and the warm process (python -m cairn.adapters.warm.service) are the real ones, started by Claude Code.
 The runtime is this test venv (CAIRN_RUNTIME_PYTHON): tests/e2e/test_bootstrap.py covers the
 installer that real users get.
 
@@ -87,7 +87,7 @@ def cmdline(pid: int) -> str:
 
 
 def is_warm_service(pid: int) -> bool:
-    return "-m cairn.adapters.service" in cmdline(pid)
+    return "-m cairn.adapters.warm.service" in cmdline(pid)
 
 
 def alive(pid: int) -> bool:
@@ -135,7 +135,7 @@ def git_init(path: Path) -> Path:
 
 def store_file(cwd: Path, env: Mapping[str, str] | None = None) -> Path:
     """The store file the engine picks for `cwd` (CAIRN_HOME is the test's, from tests/conftest.py)."""
-    from cairn.paths import choose_store
+    from cairn.stores.paths import choose_store
 
     return choose_store(None, cwd=cwd, env=dict(env or {})).path
 

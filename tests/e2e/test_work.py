@@ -6,7 +6,7 @@ what reaches the model's requests: Claude Code 2.1.328 puts a tool hook's additi
 `role: "system"` message right after the tool's result, labelled "PreToolUse:Read hook additional
 context: ...", and a subagent's SubagentStart context in the subagent's own first system message.
 
-Tool time is answered only by the warm process (cairn.adapters.hook: a PreToolUse never waits for an
+Tool time is answered only by the warm process (cairn.adapters.claude.hook_process: a PreToolUse never waits for an
 engine to load), so each test starts it and waits for it before its first session. The SessionStart
 brief is off (`hooks.brief_chars: 0`): a memory the brief listed is never injected again, and with a
 store this small the brief would list everything.
@@ -421,7 +421,7 @@ def test_subagents_started_together_each_get_their_own_task(work: Watched) -> No
     the start cannot tell which task is whose (guessing by order gave the payments subagent the docs
     memory in one run of two). Neither start guesses; each subagent gets its own task's memories at
     its first tool call, from the prompt its transcript opens with."""
-    from cairn.adapters.claude.session import SessionState
+    from cairn.adapters.claude.session_state import SessionState
 
     session = work.session
     api, project = session.api, session.project

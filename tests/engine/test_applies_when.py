@@ -142,7 +142,7 @@ def test_the_keyword_gate_injects_a_memory_whose_phrases_match_the_prompt(projec
 # -- schema: a store written before applies_when ----------------------------------------------------------
 def test_a_store_from_before_the_migration_is_migrated_and_keeps_its_keyword_index(project, hashing):
     from cairn.storage import db
-    from cairn.paths import choose_store
+    from cairn.stores.paths import choose_store
 
     # A store as schema 6 left it (the older Cairn's migrations, one memory written by plain SQL).
     path = choose_store(None, cwd=project, env={}).path

@@ -18,10 +18,10 @@ import yaml
 from cairn import Cairn, StoreCorrupted, StoreNotFound
 from cairn import context, render
 from cairn.adapters.claude import hooks as claude_hooks
-from cairn.adapters.claude.session import DISABLE_MARKER, set_paused
+from cairn.adapters.claude.session_state import DISABLE_MARKER, set_paused
 from cairn.context import is_trivial, passes, prompt_context, relevant_hits, session_brief, stems
 from cairn.models import Hit
-from cairn.paths import choose_store, stores_dir
+from cairn.stores.paths import choose_store, stores_dir
 
 LABELLED = Path(__file__).parent.parent / "data" / "prompt_relevance.yaml"
 LINE = re.compile(r"^- \[mem:([0-9A-HJKMNP-TV-Z]{26})\] ")  # a brief's line; an injection's adds the date

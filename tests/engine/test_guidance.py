@@ -8,7 +8,7 @@ import json
 import pytest
 
 from cairn import InvalidInput, InvalidMemory
-from cairn.guidance import split
+from cairn.review.guidance import split
 
 from tests.conftest import run_cli
 
@@ -155,7 +155,7 @@ def test_a_wrapped_paragraph_is_one_item_and_a_sub_item_names_its_parent():
         ("Pin every dependency with pip-tools.", "Errors"),
         ("Exception: CI images already have pip pinned.", "Errors > Pin every dependency with pip-tools."),
     ]
-    from cairn.guidance import left_out
+    from cairn.review.guidance import left_out
     assert left_out(text) == {"tables": 1, "code blocks": 1}
 
 
@@ -296,7 +296,7 @@ def test_one_named_file_keeps_its_folders_scope_and_a_private_file_is_read_when_
 
 
 def test_front_matter_and_globs():
-    from cairn.guidance import front_matter, guide, split_patterns
+    from cairn.review.guidance import front_matter, guide, split_patterns
 
     assert split_patterns("src/**/*.{ts,tsx}, *.md ,'docs/**'") == ["src/**/*.{ts,tsx}", "*.md", "docs/**"]
     assert split_patterns(["a/**", "b/**,c/**", 3]) == ["a/**", "b/**", "c/**"]
@@ -306,7 +306,7 @@ def test_front_matter_and_globs():
     ruled = "---\n# Title\n\n- A rule between two rules.\n---\n"  # opens with a horizontal rule: no fields
     assert front_matter(ruled) == ({}, ruled, 0) and [i.text for i in split(ruled)] == ["A rule between two rules."]
     assert front_matter("---\n---\n- R.\n") == ({}, "- R.\n", 2)
-    from cairn.guidance import format_of
+    from cairn.review.guidance import format_of
     assert format_of(".clinerules/style.md") == "cline rule" and format_of(".clinerules/workflows/release.md") is None
     assert format_of("docs/CLAUDE.md") == "CLAUDE.md" and format_of("docs/README.md") is None
     many = ",".join(f"src/app/m{i}/**" for i in range(12))

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import cairn.review as review_api
-import cairn.review_maintain as review  # the maintenance run: RUN_CAPS, STALE_DAYS, LEASE, its clock
-import cairn.review_queue as review_queue
-import cairn.review_staging as review_staging
+import cairn.review.review_api as review_api
+import cairn.review.maintenance as review  # the maintenance run: RUN_CAPS, STALE_DAYS, LEASE, its clock
+import cairn.review.queue as review_queue
+import cairn.review.staging as review_staging
 from cairn import Cairn, InvalidInput, MaintenanceBusy, prompt_context, session_brief
 from cairn.embedder import HashingEmbedder
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.ranking import RankingConfig, evidence, score_floor
+from cairn.memories.ranking import RankingConfig, evidence, score_floor
 from cairn.text import stems
 
 STORE = [

@@ -10,7 +10,7 @@ import pytest
 
 from cairn import render
 from cairn.models import RELATED_INSTRUCTION
-from cairn.supersede_words import states_change
+from cairn.memories.supersede_words import states_change
 
 from tests.conftest import run_cli
 
@@ -244,7 +244,7 @@ def test_slot_changes_relate_through_remember_keyword_only(kw_memory):
     ("The team uses Python 3.12 for scripts.", "Node 22 runs the web app."),
 ])
 def test_values_of_different_slots_are_not_a_slot_change(old, new):
-    from cairn.slots import changed_slot
+    from cairn.memories.slots import changed_slot
 
     assert changed_slot(old, new) is None
 

@@ -233,7 +233,7 @@ def test_dismissed_review_pairs_are_remembered(memory):
 def test_fusion_never_erases_a_keyword_hit():
     # Min-max alone gives the weakest hit of a list 0: a memory that is BM25's #2 of 2 and the vector
     # retriever's last would fuse to 0.0000, below memories that share no word with the query.
-    from cairn.ranking import FOUND_FLOOR, RankingConfig, convex
+    from cairn.memories.ranking import FOUND_FLOOR, RankingConfig, convex
 
     lists = {"bm25": [(1, 8.0), (2, 1.5)], "vector": [(3, 0.41), (1, 0.40), (4, 0.30), (2, 0.12)]}
     fused = convex(lists, RankingConfig())

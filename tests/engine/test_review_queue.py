@@ -1,4 +1,4 @@
-"""The durable review queue (review.py, migration m007_review_queue): proposals persist, decisions
+"""The durable review queue (review/queue.py, migration m007_review_queue): proposals persist, decisions
 are compare-and-set, stale and expired proposals are refused, and two reviewers never apply one
 proposal twice. Every test runs on both store backends (SQLite, and Postgres: marked `postgres`)."""
 
@@ -44,7 +44,7 @@ def test_remember_conflicts_join_the_queue_once_and_survive_a_reopen(kw_memory, 
     assert p.expires_at - p.created_at == 30 * DAY
     assert [s["stamp"] for s in p.sources] and all(s["stamp"] for s in p.sources)
     # The same pair reported again is not queued twice.
-    from cairn.review_staging import stage_conflicts
+    from cairn.review.staging import stage_conflicts
 
     assert stage_conflicts(kw_memory, kw_memory.store, kw_memory.get(newer), [{"id": older, "reason": "again"}]) == []
     assert [q.id for q in kw_memory.review.queue()] == [pid]
@@ -99,7 +99,7 @@ def test_a_decision_on_changed_sources_is_refused_as_stale(kw_memory):
 
 
 def test_unreviewed_proposals_expire_after_30_days_when_the_queue_is_read(kw_memory, monkeypatch):
-    import cairn.review_queue as review_queue
+    import cairn.review.queue as review_queue
 
     older, newer, pid = _conflict(kw_memory)
     start = review_queue.now_ms()
@@ -153,7 +153,7 @@ def test_a_failing_application_rolls_the_whole_decision_back(kw_memory):
     b = kw_memory.remember("Deploys never run on Mondays.", kind="fact")
     c = kw_memory.remember("Deploys need two approvals.", kind="fact")
     from cairn.models import open_key
-    from cairn.review_queue import new_proposal
+    from cairn.review.queue import new_proposal
 
     p = new_proposal("summarise", [a.memory, b.memory, c.memory], {"texts": [], "draft": None},
                      now=a.memory.recorded_at)
@@ -207,7 +207,7 @@ def test_a_second_reviewer_waits_for_the_first_then_sees_it_decided(kw_memory, p
     # Reviewer A's decision holds the proposal (SQLite: the write lock; Postgres: its row, SELECT ...
     # FOR UPDATE) while it applies; reviewer B's "keep" waits, then reads it applied: refused, and
     # nothing of B's (no "keep both" dismissal) is written.
-    import cairn.review_queue as review_queue
+    import cairn.review.queue as review_queue
 
     older, newer, pid = _conflict(kw_memory)
     applying, release = threading.Event(), threading.Event()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cairn import InvalidMemory, NotCurrent, tool_context
-from cairn.scopes import (Touch, commands_of, learned_patterns, matches, normalise_pattern, path_arguments,
+from cairn.memories.scopes import (Touch, commands_of, learned_patterns, matches, normalise_pattern, path_arguments,
                           prefix_of, relative)
 
 from tests.conftest import BACKENDS

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cairn import rule_filters, secret_rules
-from cairn.privacy import scrub
+from cairn.privacy.scrub import scrub
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cairn import Cairn, InvalidInput, SessionNotFound
-from cairn.privacy import scrub
-from cairn.sessions import choose_mode, parse_lines
+from cairn.privacy.scrub import scrub
+from cairn.sessions.turns import choose_mode, parse_lines
 
 from tests.conftest import BACKENDS
 
@@ -165,9 +165,9 @@ def test_bad_lines_are_skipped_and_counted_and_no_good_line_is_lost(engine, tmp_
 
 
 def test_an_enormous_line_is_skipped_unread(engine, tmp_path, monkeypatch):
-    import cairn.sessions_api
+    import cairn.sessions.sessions_api
 
-    monkeypatch.setattr(cairn.sessions_api, "TRANSCRIPT_CHUNK_BYTES", 4096)
+    monkeypatch.setattr(cairn.sessions.sessions_api, "TRANSCRIPT_CHUNK_BYTES", 4096)
     lines = conversation()
     huge = line("user", "huge", "y" * 10_000)
     path = tmp_path / "s1.jsonl"
@@ -211,8 +211,8 @@ def test_secrets_are_redacted_and_only_counted():
     assert "[REDACTED:AWS Access Key]" in out.text
 
 
-# Secrets detect-secrets' own detectors miss, found by Cairn's (cairn/secret_detectors.py) or the
-# vendored rule sets (Betterleaks', Microsoft's: cairn/secret_rules.py); each made up here, in the
+# Secrets detect-secrets' own detectors miss, found by Cairn's (cairn/privacy/secret_detectors.py) or the
+# vendored rule sets (Betterleaks', Microsoft's: cairn/privacy/secret_rules.py); each made up here, in the
 # provider's published format.
 ANTHROPIC_KEY = "sk-ant-api03-" + ("Qx7Lm2Vb9Tn4Rc8Wd1Fy6Hj3Kp5Zs0Ge" * 3)[:93] + "AA"
 OPENAI_PROJECT_KEY = ("sk-proj-" + ("Nf3Ud8Rk1Wm6Yq9Bt4Hc7Jp2Lx5Va0Se" * 3)[:74] + "T3BlbkFJ"
@@ -497,7 +497,7 @@ def test_old_turns_lose_their_vectors_but_stay_found_by_keyword(project, hashing
 def test_a_store_from_before_migration_10_keeps_its_turns_findable_and_requeues_their_vectors(project, hashing):
     """Schema 10 kept the turn FTS's text and float vectors: migration 11 makes the FTS contentless
     (the same BM25 results) and queues every turn for its vector in context (int8 codes)."""
-    from cairn.paths import choose_store
+    from cairn.stores.paths import choose_store
     from cairn.storage import db
     from cairn.storage.migrations import MIGRATIONS
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cairn import Cairn, InvalidStoreName, StoreNotFound
-from cairn.paths import choose_store, project_store_name
+from cairn.stores.paths import choose_store, project_store_name
 
 from tests.conftest import git_init
 

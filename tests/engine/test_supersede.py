@@ -1,4 +1,4 @@
-"""cairn.supersede.classify: verdicts on chosen pairs and a precision floor on the labelled set.
+"""cairn.memories.supersede.classify: verdicts on chosen pairs and a precision floor on the labelled set.
 
 No model is loaded here. Cosines passed in are the real all-MiniLM-L6-v2 values of the same pairs
 (rounded, from bench/supersession_eval.py); 0.95 stands for "the embedding says very similar", so
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cairn.supersede import SIMILARITY_THRESHOLD, Verdict, classify
+from cairn.memories.supersede import SIMILARITY_THRESHOLD, Verdict, classify
 from cairn.text import duplicate_key
 
 PAIRS_FILE = Path(__file__).parent.parent / "data" / "supersession_pairs.yaml"
@@ -346,7 +346,7 @@ def test_a_clause_the_change_does_not_restate_keeps_the_memory(old, new, untouch
     ],
 )
 def test_only_a_comma_between_independent_clauses_splits_a_memory(text, clauses):
-    from cairn.supersede_words import _clauses
+    from cairn.memories.supersede_words import _clauses
 
     assert _clauses(text) == clauses
 

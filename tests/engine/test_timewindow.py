@@ -1,4 +1,4 @@
-"""Time expressions in a session search query, read as date windows (cairn.timewindow)."""
+"""Time expressions in a session search query, read as date windows (cairn.sessions.timewindow)."""
 
 from __future__ import annotations
 

@@ -99,7 +99,7 @@ def test_a_store_written_before_secure_delete_is_purged_when_opened(project, has
     # Written as that Cairn wrote it: its three migrations, its rows, and a forget that only deleted
     # (plain SQL: today's code reads columns that schema does not have).
     from cairn.storage import db
-    from cairn.paths import choose_store
+    from cairn.stores.paths import choose_store
     from cairn.text import index_text
 
     path = choose_store(None, cwd=project, env={}).path

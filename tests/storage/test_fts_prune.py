@@ -8,7 +8,7 @@ import random
 import pytest
 
 from cairn import Cairn, Draft
-from cairn.sessions import TurnDraft
+from cairn.sessions.turns import TurnDraft
 from cairn.storage import fts_prune
 from cairn.storage.fts_prune import phrases_of, rare_first
 from cairn.storage.sql import Filters

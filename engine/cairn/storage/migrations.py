@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SchemaTooNew, StoreBusy, StoreCorrupted
-from ..timeutil import END_OF_TIME, now_ms
 from .db import Connection, DatabaseError, busy, checkpoint_truncate, is_busy, write_transaction
+from ..timeutil import END_OF_TIME, now_ms
 
 log = logging.getLogger(__name__)
 SqliteStep = Callable[[Connection], None]
@@ -255,7 +255,7 @@ def m005_sessions_sqlite(conn: Connection) -> None:
             position INTEGER NOT NULL,            -- 0, 1, ... within the session
             role TEXT NOT NULL,                   -- user | assistant
             speaker TEXT,
-            text TEXT NOT NULL,                   -- scrubbed (privacy.py) before it is written
+            text TEXT NOT NULL,                   -- scrubbed (privacy/scrub.py) before it is written
             at INTEGER,                           -- epoch ms
             git_branch TEXT,
             cwd TEXT,
@@ -304,7 +304,7 @@ def m005_sessions_postgres(conn: Any, language: str) -> None:
             position integer NOT NULL,
             role text NOT NULL,
             speaker text,
-            text text NOT NULL,                   -- scrubbed (privacy.py) before it is written
+            text text NOT NULL,                   -- scrubbed (privacy/scrub.py) before it is written
             at bigint,
             git_branch text,
             cwd text,
@@ -343,7 +343,7 @@ def m006_memory_usage_postgres(conn: Any, language: str) -> None:
 
 @sqlite_step
 def m007_review_queue_sqlite(conn: Connection) -> None:
-    # The durable review queue (review.py): what maintenance, `remember`'s possible conflicts and
+    # The durable review queue (review/queue.py): what maintenance, `remember`'s possible conflicts and
     # import-guidance propose, and the user's verdict on each. Nothing a proposal names changes
     # before it is approved. sources: JSON [{"id", "stamp"}], each source memory's version stamp when
     # proposed (a decision compares them: compare-and-set). open_key: type + source ids (or the

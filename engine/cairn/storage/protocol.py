@@ -92,7 +92,7 @@ class MemoryStore(StoreCore, Protocol):
 
 
 class BulkStore(StoreCore, Protocol):
-    """The memories in bulk: export and import (stores.py, Engine.export / import_), and their
+    """The memories in bulk: export and import (stores/admin.py, Engine.export / import_), and their
     embeddings: the backlog of memories stored without a vector, a whole re-embedding, and the
     vector writes batched for an import."""
 
@@ -200,7 +200,7 @@ class SessionStore(StoreCore, Protocol):
 class StoreAdmin(StoreCore, Protocol):
     """The store as a file or schema: closing it, whether it was replaced under us, its schema
     version and size, the flush that makes an erase durable, and the health checks (integrity, the
-    indexes' report and rebuild: health.py, stores.py)."""
+    indexes' report and rebuild: health.py, stores/admin.py)."""
 
     def close(self) -> None: ...
     def replaced(self) -> bool:

@@ -6,5 +6,5 @@
 - session: a session's pause and state file, shared by hooks and capture;
 - doctor: `cairn doctor`'s checks that Claude Code runs Cairn's hooks.
 
-The hook process (cairn.adapters.hook) and the warm process (cairn.adapters.warm) call in here.
+The hook process (cairn.adapters.claude.hook_process) and the warm process (cairn.adapters.warm.client) call in here.
 """

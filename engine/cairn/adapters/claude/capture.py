@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from cairn import CITED_WEIGHT, data_root, private_dir, private_file, resolve
 
-from .session import SessionState, digest, disabled, project_dir
+from .session_state import SessionState, digest, disabled, project_dir
 from .transcripts import session_writes
 
 if TYPE_CHECKING:

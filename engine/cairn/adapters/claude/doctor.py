@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cairn import Check
 
-from ..hook import UNKNOWN_EVENT
+from .hook_process import UNKNOWN_EVENT
 from .hooks import HOOK_EVENTS, SESSION_START, USER_PROMPT_SUBMIT
 from .transcripts import claude_dir
 

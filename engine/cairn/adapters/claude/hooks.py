@@ -1,7 +1,7 @@
 """Claude Code hook events, handled with the engine: what to inject at SessionStart and on each prompt.
 
 The same `handle` runs in the warm process (with the embedding model, for hybrid recall) and, when
-that is not ready, in the hook process itself (keyword-only; see cairn.adapters.hook). It never
+that is not ready, in the hook process itself (keyword-only; see cairn.adapters.claude.hook_process). It never
 raises for a missing store: a project with no memories gets nothing injected.
 """
 
@@ -22,7 +22,7 @@ from cairn import (
 )
 
 from .request import HookRequest
-from .session import SessionState, digest, disabled
+from .session_state import SessionState, digest, disabled
 from .work import (NESTED, POST_TOOL_USE, PRE_TOOL_USE, SUBAGENT_START, hold_touches, session_focus, subagent_start,
                    tool_event)
 
@@ -149,7 +149,7 @@ def _without_store(request: HookRequest, resolved: Resolved) -> Resolved | None:
     # store (preferences for every project) is still briefed, when there is one.
     choice = resolved.choice
     if request.event == SESSION_START and resolved.config["claude_memory"]["sync"]:
-        from ..claude_memory_sync import sync_at_session_start  # the first sync creates the store
+        from .auto_memory_sync import sync_at_session_start  # the first sync creates the store
         sync_at_session_start(None, request.project, request.env,
                               store_name=choice.name if choice.explicit else None, native=request.native)
     return resolved.global_instead() if request.event == SESSION_START else None
@@ -215,7 +215,7 @@ def _already_loaded(memory: Cairn, request: HookRequest) -> frozenset[str]:
     """The ids of memories Claude Code itself loads into this session (claude_memory.already_loaded,
     its text matches cached in the session's state); empty when they cannot be found out (a hook
     fails open: injecting twice beats injecting nothing)."""
-    from ..claude_loaded import already_loaded
+    from .loaded import already_loaded
 
     try:
         return frozenset(already_loaded(memory, request.project, request.env, cache=request.state.loaded,
@@ -274,7 +274,7 @@ def _session_start(memory: Cairn, request: HookRequest, config: dict[str, Any], 
         parts = split_brief(text) if inject and text else []
         return parts[1] if len(parts) > 1 else None
     if config["claude_memory"]["sync"] and not global_only:
-        from ..claude_memory_sync import sync_at_session_start
+        from .auto_memory_sync import sync_at_session_start
 
         sync_at_session_start(memory, request.project, request.env,
                               store_name=memory.name if memory.choice.explicit else None, native=request.native)

@@ -13,14 +13,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .session import SessionState, project_dir
+from .session_state import SessionState, project_dir
 from .work import project_root as work_root
 from .work import state_key
 
 if TYPE_CHECKING:
     from cairn import Cairn, Resolved
 
-    from ..claude_memory import NativeMemory
+    from .auto_memory import NativeMemory
 
 
 class HookRequest:
@@ -62,7 +62,7 @@ class HookRequest:
     def native(self) -> NativeMemory:
         """Where Claude Code keeps this project's auto memory and whether it is on
         (claude_memory.native_memory: the git root and three settings files, read once)."""
-        from ..claude_memory import native_memory
+        from .auto_memory import native_memory
 
         return native_memory(self.project, self.env)
 

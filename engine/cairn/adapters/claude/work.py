@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cairn import (COMMAND, InvalidMemory, commands_of, normalise_pattern, path_arguments, prefix_of, relative,
                    tool_context)
 
-from .session import SessionState
+from .session_state import SessionState
 
 if TYPE_CHECKING:
     from cairn import Cairn, Embedder
@@ -45,7 +45,7 @@ SUBAGENT_CHARS = 1500  # what a subagent gets at its start
 SUBAGENT_K = 5
 PARENT_FILES = 6  # the parent's most recent files offered to a subagent's task
 # How long a subagent's first tool call waits for its transcript: well within the 0.5 s a tool hook
-# gives the warm process (cairn.adapters.hook.TOOL_TIMEOUT_S), and only when its start was ambiguous.
+# gives the warm process (cairn.adapters.claude.hook_process.TOOL_TIMEOUT_S), and only when its start was ambiguous.
 TRANSCRIPT_WAIT_S = 0.15
 NESTED = "nested"  # the session state's `loaded` key for the subfolder CLAUDE.md files read into the context
 
@@ -145,7 +145,7 @@ def _nested_loaded(memory: Cairn, root: Path, paths: list[str], seen: dict[str, 
     reset with the context), updated here; None when every one of them was read before as it is now,
     so a tool call in a folder already read costs a stat per folder, not a parse and a lookup (a
     memory written from such a file later in the same context is then not recognised as loaded)."""
-    from ..claude_loaded import loaded_signature, loaded_texts
+    from .loaded import loaded_signature, loaded_texts
 
     files = []
     for rel in paths:

@@ -19,8 +19,8 @@ import cairn
 from cairn import Embedder
 from cairn import operations as ops
 
-from .. import warm
-from ..embedders import GatedEmbedder, session_embedder
+from ..warm import client as warm
+from ..warm.embedders import GatedEmbedder, session_embedder
 
 LOADING_NOTICE = "cairn: loading the embedding model (first call after a while)…"
 # Where the call spent its time (`status --timings`): name -> seconds, in the order measured.

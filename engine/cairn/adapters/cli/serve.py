@@ -173,7 +173,7 @@ def hook(event: str, args: tuple[str, ...]) -> None:
     the brief's second part), UserPromptSubmit, PreToolUse, PostToolUse, SubagentStart, Stop,
     PreCompact or SessionEnd (hooks/hooks.json); or `pause SESSION_ID [off]`. Fails open: exit 0
     whatever happens; errors go to hooks.log."""
-    from ..hook import _log_to_file, hook_main
+    from ..claude.hook_process import _log_to_file, hook_main
 
     try:
         _log_to_file(force=True)

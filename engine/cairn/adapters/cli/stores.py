@@ -12,9 +12,9 @@ import click
 
 import cairn
 
-from .. import warm
 from . import _common
 from ._common import _TIMINGS, _count, _emit, _progress, cli, store_options
+from ..warm import client as warm
 
 if TYPE_CHECKING:
     from cairn import Cairn
@@ -50,7 +50,7 @@ def _status_info(memory: Cairn, timings: bool) -> dict[str, Any]:
         info["most_cited"] = [{"id": m.id, "text": cairn.render.shorten(m.text or "", 80), **use.get(m.id, {})}
                               for m in (memory.get(i) for i in top) if m.text is not None]
     if memory.exists:
-        from ..claude_loaded import already_loaded
+        from ..claude.loaded import already_loaded
 
         # What the hooks leave out because Claude Code loads it itself (CLAUDE.md, rules, MEMORY.md).
         info["already_loaded"] = len(already_loaded(memory, Path(memory.choice.project_root or Path.cwd())))
@@ -116,7 +116,7 @@ def export_(memory: Cairn, as_json: bool, output: str, fmt: str, into_live: bool
     --format claude-memory the current memories as Claude Code memory files into the folder OUTPUT
     (see docs/claude-memory.md)."""
     if fmt == "claude-memory":
-        from ..claude_memory import export, native_memory
+        from ..claude.auto_memory import export, native_memory
 
         native = native_memory(Path.cwd())
         if into_live:
@@ -157,8 +157,8 @@ def import_claude_memory(memory: Cairn, as_json: bool) -> None:
     memory per file; an edited file replaces its memory (history kept), a deleted file retires it.
     Incremental: only what changed since the last run is read. A session start runs it in the
     background when claude_memory.sync is on. Files that cannot be imported are listed with why."""
-    from ..claude_memory import native_memory
-    from ..claude_memory_sync import sync, sync_lock
+    from ..claude.auto_memory import native_memory
+    from ..claude.auto_memory_sync import sync, sync_lock
 
     native = native_memory(Path.cwd())
     with sync_lock(memory, wait=True):
@@ -377,7 +377,7 @@ def _config_check() -> tuple[Any, dict[str, Any] | None]:
 
 
 def _auto_memory_check(config: dict[str, Any] | None) -> cairn.Check:
-    from ..claude_memory_sync import doctor_check
+    from ..claude.auto_memory_sync import doctor_check
 
     try:
         with cairn.Cairn.open(read_only=True, embedder=None, check_model=False) as memory:

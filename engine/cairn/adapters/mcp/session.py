@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from cairn import Cairn, CairnError, Embedder, EmbedderUnavailable, Resolved, resolve
 
-from ..embedders import GatedEmbedder, session_embedder
+from ..warm.embedders import GatedEmbedder, session_embedder
 
 log = logging.getLogger("cairn.mcp")
 
@@ -46,7 +46,7 @@ NO_PROJECT = ("cannot tell which project this is: the MCP server was started in 
 
 def shared_embedder(config: dict[str, Any]) -> Any:
     """The embedder a session process should use for a project with this config: through the
-    per-user warm process (cairn.adapters.warm), which loads the model once per machine and falls
+    per-user warm process (cairn.adapters.warm.client), which loads the model once per machine and falls
     back to loading it in-process; in-process only when CAIRN_NO_WARM=1. None when the config
     disables embedding."""
     if os.environ.get("CAIRN_NO_WARM") == "1":

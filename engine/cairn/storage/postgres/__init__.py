@@ -5,7 +5,7 @@ tsvectors tokenised as SQLite's FTS5 tokenises (search.py) and by vector through
 
 from .connection import LANGUAGES, connect, redact, schema_for, secrets_of
 from .store import BULK_MIN, PgStore
-from .vectors import VECTOR_LOCK_WAIT_MS, PgVectorIndex
+from .vector_tables import VECTOR_LOCK_WAIT_MS, PgVectorIndex
 
 __all__ = ["BULK_MIN", "LANGUAGES", "VECTOR_LOCK_WAIT_MS", "PgStore", "PgVectorIndex", "connect", "redact",
            "schema_for", "secrets_of"]

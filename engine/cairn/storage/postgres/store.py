@@ -15,7 +15,7 @@ machines share a store by connecting to the same database.
   (SELECT ... FOR UPDATE), so two machines superseding the same memory cannot both do it, and an
   exact duplicate written at the same moment on two machines is stored once (ON CONFLICT).
 
-The review queue and the maintenance lease as on SQLite (review.py runs unchanged on both): a
+The review queue and the maintenance lease as on SQLite (the review area runs unchanged on both): a
 decision locks its proposal's row (SELECT ... FOR UPDATE) and moves its state compare-and-set, so
 two reviewers on two machines never apply one proposal twice; the lease is taken by one upsert.
 
@@ -35,15 +35,15 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import InvalidImport, StoreError, StoreNotFound
 from ...models import Memory, NewMemory
-from ...timeutil import END_OF_TIME
 from .. import sql
 from ..base import SqlStore
 from ..dialect import POSTGRES
 from ..migrations import lock_key, migrate_postgres, postgres_version
-from ..sql import Filters
 from .connection import LANGUAGES, connect, scalar, schema_for
 from .search import phrases, postings_sql, ranked_sql, tokens
-from .vectors import HNSW_EF_SEARCH, VECTOR_LOCK_WAIT_MS, PgVectorIndex, maintenance_mem_mb, vector_text
+from .vector_tables import HNSW_EF_SEARCH, VECTOR_LOCK_WAIT_MS, PgVectorIndex, maintenance_mem_mb, vector_text
+from ..sql import Filters
+from ...timeutil import END_OF_TIME
 
 if TYPE_CHECKING:
     import numpy as np

@@ -1,0 +1,84 @@
+"""detect-secrets plugins for what its own detectors and the vendored rule sets miss (loaded by path; see scrub.py).
+
+Each is a RegexBasedDetector (detect-secrets' documented extension point): when a pattern has a
+group, only the group (the value) is redacted, so "PGPASSWORD=[REDACTED:...]" still says which
+variable was set. detect-secrets' filters still apply (templated values, `$VAR` references, uuids).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Generator
+
+from detect_secrets.plugins.base import RegexBasedDetector
+
+# A value that is a secret rather than a setting: not only digits, not a boolean or a null.
+_NOT_A_SETTING = r"(?!(?:\d+|true|false|yes|no|on|off|none|null|nil)(?![^\s'\";,]))"
+
+
+class EnvSecretAssignmentDetector(RegexBasedDetector):
+    """An unquoted assignment to a variable named as a secret, in a shell, a .env file or a
+    credentials file: `AWS_SECRET_ACCESS_KEY=...`, `export PGPASSWORD=...`, `DB_PASS=...`,
+    `aws_secret_access_key = ...` (detect-secrets' keyword detector wants quotes outside code
+    files). Not a secret: a name that only sizes or points at one (`MAX_TOKENS`, `SESSION_TOKEN_TTL`,
+    `CSRF_TOKEN_HEADER`, `SECRET_FILE`), or a value that is a number (with a unit), a boolean, a
+    `$REFERENCE`, a `<placeholder>`, a path, a URL, or anything starting with "-" (an option, or
+    prose: "PGPASSWORD=-style assignments")."""
+
+    secret_type = "Secret Assignment"
+    denylist = [re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z][A-Za-z0-9_]*)(?: ?= ?| = )"
+                           r"(?P<value>[^\s'\"$;<{-][^\s'\";]{3,})")]
+
+    def analyze_string(self, string: str) -> Generator[str, None, None]:
+        for match in self.denylist[0].finditer(string):
+            if _secret_name(match["name"]) and not _not_secret_value(match["value"]):
+                yield match["value"]
+
+
+# Words of a variable name that make it a secret's ("DB_PASS", "pgpassword", "GITHUB_TOKEN"), and
+# words that say the variable holds something about a secret rather than the secret itself.
+_SECRET_WORDS = ("secret", "password", "passwd", "passphrase", "pass", "pwd", "token", "apikey", "credential",
+                 "credentials", "privatekey", "accesskey")
+_ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length len expiry expires expiration timeout
+    url uri path file dir name type id ids endpoint host port enabled enable disabled max min num tokens
+    rotation policy hint prompt field param length version format mode store backend provider lifetime
+    duration age context ctx hash hashed digest validator manager class cls schemes scheme algorithm
+    algo""".split())
+# A value that is a setting or code rather than a secret: a number (with a unit), a boolean, a path, a
+# URL; a call or an expression (`getpass.getpass(`, `timedelta(days=14)`, `sha256(token).hexdigest()`);
+# a Windows `%VAR%` or Python `%(VAR)s` reference.
+_SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|yes|no|on|off|none|null|nil"
+                            r"|[/~.].*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.]*[(\[].*|%\(?\w+\)?[%s]?)$")
+
+
+def _secret_name(name: str) -> bool:
+    words = [w for w in re.split(r"_+", name.lower()) if w]
+    if not words or words[0] in ("max", "min", "num") or words[-1] in _ABOUT_WORDS:
+        return False
+    joined = "".join(words)
+    return any(w in _SECRET_WORDS for w in words) or joined.endswith(
+        ("password", "passwd", "secret", "token", "apikey", "accesskey", "privatekey", "secretkey"))
+
+
+def about_name(name: str) -> bool:
+    """Whether a variable's name says it holds something about a secret, not the secret: its last
+    word is a size, a place, a name, a header, a rotation ... (`api_key_header`, `sessionSecretRotation`)."""
+    words = [w for w in re.split(r"[_.-]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
+    return bool(words) and words[-1].lower() in _ABOUT_WORDS
+
+
+def _not_secret_value(value: str) -> bool:
+    """A setting, code, a reference, or a value cut short on purpose (`sk-lf-...`, `xapp-…`)."""
+    return bool(_SETTING_VALUE.match(value.rstrip(".,"))) or value.endswith(("...", "…"))
+
+
+class PasswordProseDetector(RegexBasedDetector):
+    """A password given in prose: "the password is hunter22", "password: Tr0ub4dor&3", "the DB
+    password for staging is Xy7!qPz9". The value must hold a letter and a digit or symbol, so "the
+    password is required" is left alone, and not be a path ("pwd" is also the shell's folder) or a
+    YAML tag (`password: !vault |`)."""
+
+    secret_type = "Password In Prose"
+    denylist = [re.compile(
+        r"(?i)\b(?:password|passwd|passphrase)(?: for (?:the )?[\w-]+(?: [\w-]+)?)?\s*(?:is|was|:|=)\s*"
+        r"(?![/~])(?!![A-Za-z][\w:]*(?:\s|$))(?=[^\s'\"]*[A-Za-z])(?=[^\s'\"]*[0-9!@#%^&*+=?~])([^\s'\"]{6,})")]

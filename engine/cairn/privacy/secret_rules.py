@@ -1,0 +1,681 @@
+"""Secret-detection rule sets, run in Python: Betterleaks', Microsoft's and Cairn's.
+
+The rules (see assets/README.md for their sources, licences and how to refresh them):
+- Betterleaks' default configuration (assets/betterleaks.toml, MIT): ~410 vendor formats and its
+  generic keyword rule, each with an expr-lang `filter` that drops what is not a secret (entropy
+  floors, placeholders, known public keys, Betterleaks' token-efficiency test; rule_filters.py) and a
+  global filter;
+- Microsoft security-utilities' high-confidence identifiable key formats
+  (assets/microsoft-high-confidence.json, MIT): 75 formats with a fixed signature, the secret in the
+  pattern's `refine` group. Their checksums (Marvin32 in the common annotated keys) are not verified:
+  a key pasted by hand or made up for a test is as much to be kept out of a store as a valid one, and
+  the signature alone makes the match specific;
+- Cairn's own rules in gitleaks' format (assets/cairn-rules.toml) and a credential introduced in prose
+  (prose_findings);
+- gitleaks' frozen default rule set (assets/gitleaks.toml) is kept for bench/secrets_compare.py only.
+
+Rules are applied as gitleaks and Betterleaks apply them (their detect packages):
+- a rule runs on a text only when one of its keywords occurs in it (case-insensitively);
+- the secret is the rule's `secretGroup` (a number, or Microsoft's group name), else the first
+  non-empty group, else the whole match;
+- a finding that a rule's filter (or its legacy entropy floor and allowlists) or its file's global
+  filter rejects is dropped.
+Go's regex syntax is translated where Python's differs (rule_filters.go_regex). Path and commit
+conditions do not apply to prose and are ignored. A rule that only names a resource a secret belongs
+to (Betterleaks' `skipReport` parts: a client id, a host) reports nothing; `required` companions are
+honoured only in the faithful Betterleaks mode the bench uses (RuleSet(composite=True)).
+
+find(line) -> [(kind, (start, end))]: the kind is the rule's id in words ("Generic Api Key"), the span
+is the secret's in `line`. Only spans and kinds leave this module, never a value.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import threading
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from .rule_filters import compile_filter, entropy, fails_token_efficiency, go_regex
+
+ASSETS = Path(__file__).parent.parent / "assets"
+BETTERLEAKS_FILE = ASSETS / "betterleaks.toml"
+MICROSOFT_FILE = ASSETS / "microsoft-high-confidence.json"
+GITLEAKS_FILE = ASSETS / "gitleaks.toml"
+# Cairn's own rules, in gitleaks' format: what people paste in prose and commands that the vendored
+# sets, written for files, do not find.
+OWN_RULES_FILE = ASSETS / "cairn-rules.toml"
+DEFAULT_FILES = (BETTERLEAKS_FILE, MICROSOFT_FILE, OWN_RULES_FILE)
+# Betterleaks' skipReport parts that name a resource rather than hold a secret.
+_IDENTIFIER_PART = re.compile(r"-(?:id|url|host|name|address)(?:\.\d+)?$")
+
+__all__ = ["Finding", "Rule", "RuleSet", "entropy", "fails_token_efficiency", "find", "go_regex", "load", "look_alike",
+           "public_key", "rules"]
+
+
+class Finding(NamedTuple):
+    kind: str
+    span: tuple[int, int]
+    rule: str
+
+
+@dataclass
+class _Allowlist:
+    target: str  # secret | match | line
+    regexes: list[re.Pattern]
+    stopwords: tuple[str, ...]
+    every: bool  # condition AND: all of its (non-empty) checks must match
+
+    def allows(self, secret: str, match: str, line: str) -> bool:
+        text = {"match": match, "line": line}.get(self.target, secret)
+        checks = []
+        if self.regexes:
+            checks.append(any(r.search(text) for r in self.regexes))
+        if self.stopwords:
+            low = secret.lower()
+            checks.append(any(w in low for w in self.stopwords))
+        if not checks:
+            return False
+        return all(checks) if self.every else any(checks)
+
+
+# A filter of one finding: True drops it. It reads the finding as Betterleaks' filters do (rule_filters).
+FindingFilter = Callable[[dict[str, Any]], bool]
+
+
+@dataclass
+class Rule:
+    id: str
+    pattern: str  # in Python's syntax; compiled on first use (most rules never run)
+    secret_group: int | str = 0
+    keywords: tuple[str, ...] = ()
+    filters: list[FindingFilter] = field(default_factory=list)
+    skip_report: bool = False
+    required: tuple[tuple[str, int | None], ...] = ()  # (rule id, within lines)
+    source: str = ""
+
+    @functools.cached_property
+    def regex(self) -> re.Pattern:
+        return re.compile(self.pattern)
+
+    @property
+    def kind(self) -> str:
+        return " ".join(w.capitalize() for w in re.split(r"[-.]", self.id) if not w.isdigit())
+
+    @property
+    def generic(self) -> bool:
+        return self.id.startswith("generic")
+
+
+def _allowlist(spec: dict) -> _Allowlist:
+    return _Allowlist(target=spec.get("regexTarget", "secret"),
+                      regexes=[re.compile(go_regex(r)) for r in spec.get("regexes", ())],
+                      stopwords=tuple(w.lower() for w in spec.get("stopwords", ())),
+                      every=spec.get("condition", "OR").upper() == "AND")
+
+
+def _legacy_filter(floor: float, generic: bool, lists: list[_Allowlist]) -> FindingFilter:
+    """gitleaks' entropy floor (a generic rule's secret also needs a digit) and allowlists, as a filter."""
+    def rejects(f: dict[str, Any]) -> bool:
+        secret = f["secret"]
+        if floor and (entropy(secret) <= floor or (generic and not any(c.isdigit() for c in secret))):
+            return True
+        return any(a.allows(secret, f["match"], f["line"]) for a in lists)
+    return rejects
+
+
+class _Attributes(dict):
+    """A finding's attributes (a file's path, a commit ...): none in prose; a missing one reads as nil."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+_NO_ATTRIBUTES = _Attributes()
+
+
+def _expr_filter(source: str, name: str, *, lazy: bool = True) -> FindingFilter:
+    """A filter expression as a FindingFilter, translated when it first runs (most rules never run;
+    tests/engine/test_secret_rules.py translates them all, lazy=False)."""
+    if not lazy:
+        program = compile_filter(source, name)
+        return lambda f: program(f, _NO_ATTRIBUTES)
+    compiled: list[Callable[[dict, dict], bool]] = []
+
+    def run(f: dict[str, Any]) -> bool:
+        if not compiled:
+            compiled.append(compile_filter(source, name))
+        return compiled[0](f, _NO_ATTRIBUTES)
+    return run
+
+
+def load_toml(path: Path, *, lazy: bool = True) -> list[Rule]:
+    """The rules with a regex of a gitleaks- or Betterleaks-format file, its global allowlist or filter
+    applied to each. Raises OSError, tomllib.TOMLDecodeError, and (lazy=False: at load; else when the
+    rule first runs) rule_filters.FilterSyntaxError."""
+    with open(path, "rb") as handle:
+        config = tomllib.load(handle)
+    shared: list[FindingFilter] = []
+    if config.get("allowlist"):
+        shared.append(_legacy_filter(0.0, False, [_allowlist(config["allowlist"])]))
+    if config.get("filter"):
+        shared.append(_expr_filter(config["filter"], f"{path.name} global filter", lazy=lazy))
+    out = []
+    for spec in config["rules"]:
+        if "regex" not in spec:
+            continue  # a path-only rule (a file name that is a secret): nothing to find in text
+        own: list[FindingFilter] = []
+        if spec.get("entropy") or spec.get("allowlists"):
+            own.append(_legacy_filter(spec.get("entropy", 0.0), spec["id"].startswith("generic"),
+                                      [_allowlist(a) for a in spec.get("allowlists", ())]))
+        if spec.get("filter"):
+            own.append(_expr_filter(spec["filter"], spec["id"], lazy=lazy))
+        required = tuple((r["id"], r.get("withinLines")) for r in spec.get("required", ()))
+        out.append(Rule(id=spec["id"], pattern=go_regex(spec["regex"]), secret_group=spec.get("secretGroup", 0),
+                        keywords=tuple(k.lower() for k in spec.get("keywords", ())), filters=shared + own,
+                        skip_report=spec.get("skipReport", False), required=required, source=path.name))
+    return out
+
+
+def load_microsoft(path: Path) -> list[Rule]:
+    """Microsoft's high-confidence formats (a JSON list of {Id, Name, Pattern, Signatures}). Raises
+    OSError, ValueError."""
+    out = []
+    for spec in json.loads(path.read_text(encoding="utf-8")):
+        pattern = spec["Pattern"]
+        out.append(Rule(id=re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", spec["Name"]).lower(), pattern=pattern,
+                        secret_group="refine" if "(?P<refine>" in pattern else 0,
+                        keywords=tuple(s.lower() for s in spec.get("Signatures", ())),
+                        source=path.name))
+    return out
+
+
+def load(*paths: Path, lazy: bool = True) -> list[Rule]:
+    """The rules of these files (default: Betterleaks', Microsoft's and Cairn's), each read by its
+    format (.json: Microsoft's; .toml: gitleaks' or Betterleaks')."""
+    return [rule for path in paths or DEFAULT_FILES
+            for rule in (load_microsoft(path) if path.suffix == ".json" else load_toml(path, lazy=lazy))]
+
+
+# -- running the rules --------------------------------------------------------------------------------------
+class RuleSet:
+    """Compiled rules and a keyword index: one regex finds which keywords a text holds, so only the
+    rules that could match run (most lines of prose run none). composite=True applies Betterleaks'
+    skipReport and required semantics as Betterleaks does (the bench's faithful mode); by default a
+    skipReport part that names a resource reports nothing and the others report alone."""
+
+    def __init__(self, rules: list[Rule], *, composite: bool = False):
+        self.composite = composite
+        self.rules = rules
+        self.by_id = {r.id: r for r in rules}
+        self.order = {id(r): i for i, r in enumerate(rules)}
+        self.always = [r for r in rules if not r.keywords]
+        self.by_keyword: dict[str, list[Rule]] = {}
+        for rule in rules:
+            for word in rule.keywords:
+                self.by_keyword.setdefault(word, []).append(rule)
+        words = sorted(self.by_keyword, key=len, reverse=True)
+        # Overlapping keywords ("key" inside "apikey"): a lookahead finds each at every position.
+        self.keyword_re = re.compile("(?=(" + "|".join(map(re.escape, words)) + "))")
+        # The shorter keywords each keyword starts with ("key" for "keyvault"), found with it.
+        self._shorter = {w: [v for v in words if v != w and w.startswith(v)] for w in words}
+
+    def candidates(self, text: str) -> list[Rule]:
+        low = text.lower()
+        found = {m.group(1) for m in self.keyword_re.finditer(low)}
+        # The alternation takes the longest keyword at a position; shorter ones there count too.
+        found |= {w for longer in found for w in self._shorter[longer]}
+        chosen = {id(r): r for r in self.always + [r for w in found for r in self.by_keyword.get(w, ())]}
+        # In the order of the files (the vendored sets before Cairn's): where two rules find the same
+        # span, the first names it.
+        return sorted(chosen.values(), key=lambda r: self.order[id(r)])
+
+    def reports(self, rule: Rule) -> bool:
+        if self.composite:
+            return not rule.skip_report
+        return not (rule.skip_report and _IDENTIFIER_PART.search(rule.id))
+
+    def run(self, rule: Rule, text: str) -> list[Finding]:
+        """The findings of one rule in `text`, its filters applied."""
+        out = []
+        for match in rule.regex.finditer(text):
+            group: int | str = rule.secret_group
+            if not group and match.lastindex:
+                group = next((g for g in range(1, match.lastindex + 1) if match.group(g)), 0)
+            secret = match.group(group) or ""
+            if not secret:
+                continue
+            if rule.filters:
+                start, end = match.span()
+                line_start = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1
+                ends = [i for i in (text.find("\n", end), text.find("\r", end)) if i >= 0]
+                line_end = min(ends) if ends else len(text)
+                finding = {"secret": secret, "match": match.group(0), "line": text[line_start:line_end],
+                           "fragment_raw": text, "match_start_idx": start, "match_end_idx": end,
+                           "match_line_start_idx": line_start, "match_line_end_idx": line_end}
+                if any(f(finding) for f in rule.filters):
+                    continue
+            out.append(Finding(rule.kind, match.span(group), rule.id))
+        return out
+
+    def findings(self, text: str) -> list[Finding]:
+        out = []
+        cache: dict[str, list[Finding]] = {}
+        for rule in self.candidates(text):
+            if not self.reports(rule):
+                continue
+            found = self.run(rule, text)
+            if found and self.composite and rule.required:
+                found = [f for f in found if self._companions(rule, f, text, cache)]
+            out += found
+        return out
+
+    def _companions(self, rule: Rule, finding: Finding, text: str, cache: dict[str, list[Finding]]) -> bool:
+        line = text.count("\n", 0, finding.span[0])
+        for rule_id, within in rule.required:
+            other = self.by_id.get(rule_id)
+            if other is None:
+                return False
+            if rule_id not in cache:
+                cache[rule_id] = self.run(other, text)
+            if not any(within is None or abs(text.count("\n", 0, f.span[0]) - line) <= within
+                       for f in cache[rule_id]):
+                return False
+        return True
+
+    def find(self, text: str) -> list[tuple[str, tuple[int, int]]]:
+        return [(f.kind, f.span) for f in self.findings(text)]
+
+
+_rules: RuleSet | None = None
+_lock = threading.Lock()
+
+
+def rules() -> RuleSet:
+    """The bundled rule sets (DEFAULT_FILES), compiled once per process."""
+    global _rules
+    with _lock:
+        if _rules is None:
+            _rules = RuleSet(load())
+    return _rules
+
+
+def find(line: str) -> list[Finding]:
+    """Each secret the bundled rules and the prose rule (prose_findings) find in `line`."""
+    return rules().findings(line) + [Finding(kind, span, "credential-in-prose")
+                                     for kind, span in prose_findings(line)]
+
+
+# -- a credential introduced in prose ------------------------------------------------------------------
+# gitleaks' generic rule wants an assignment (`key = ...`); people also write "the key for the sandbox
+# is ...", "password DQOR&...", "Das Passwort ... lautet ...". The words (English and the languages
+# users most often write to Claude in) and the introducers are Cairn's; what follows must look like
+# a credential (credential_value), which is where the look-alikes (hashes, ids, versions, paths,
+# placeholders, code) are turned away.
+_WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
+          r"|auth|bearer|signing[ _-]?key|seed|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
+          r"|clé|contraseña|contrasena|clave|senha|chave|chiave|parola d'ordine|wachtwoord|sleutel|hasło|haslo|klucz"
+          r"|şifre|sifre|parola|anahtar|lösenord|nyckel|adgangskode|salasana|mật khẩu|пароль|ключ|токен|authtoken"
+          r"|κωδικός|סיסמה|كلمة المرور|كلمة السر|पासवर्ड|login|logins"
+          # More of the most written languages: Czech/Slovak, Indonesian/Malay, Romanian, Hungarian,
+          # Catalan, Norwegian/Danish, Finnish, Croatian/Serbian/Bosnian, Bulgarian, Ukrainian, Persian,
+          # Urdu, Bengali, Tagalog, Swahili, Estonian, Latvian, Lithuanian, Slovenian, Icelandic, Greek.
+          r"|heslo|hesla|klíč|klic|kata sandi|sandi|kunci|parolă|parola de acces|cheie|cheia|jelszó|jelszo|kulcs"
+          r"|kulcsa|contrasenya|clau|passord|nøkkel|nøgle|avain|salasanan|lozinka|lozinku|ključ|kljuc|парола"
+          r"|ключът|гасло|токена|رمز عبور|رمز|کلید|پاس ورڈ|পাসওয়ার্ড|গোপন শব্দ|susi|susian|nenosiri|ufunguo"
+          r"|parool|võti|parole|atslēga|slaptažodis|raktas|geslo|lykilorð|κλειδί|συνθηματικό"
+          # Short and plural forms people type: "pw", "auth key", "identifiants", "Zugangsdaten".
+          r"|pw|pws|passcodes?|auth[ _-]?keys?|identifiants|credenciales|credenziali|zugangsdaten|anmeldedaten"
+          r"|inloggegevens|dane logowania|учетные данные|учётные данные")
+# Scripts written without spaces between words (Japanese, Chinese, Korean particles, Thai, Lao, Khmer).
+_CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|암호|토큰|키"
+              r"|รหัสผ่าน|รหัส|คีย์|โทเค็น|ລະຫັດຜ່ານ|ពាក្យសម្ងាត់")
+# Words of the Germanic and Nordic languages that form compounds and take a suffixed article
+# ("Datenbankpasswort", "lösenordet", "tilgangstokenet", "adgangskoden") and Turkish possessives
+# ("şifresi", "parolası"): the word may stand inside a longer one.
+_COMPOUND_WORDS = (r"passwort|kennwort|schlüssel|token|lösenord|nyckel|passord|nøkkel|nøgle|adgangskode|wachtwoord"
+                   r"|sleutel|salasana|avain|şifre|sifre|parola|anahtar|heslo|jelszó|jelszo")
+_COMPOUND = (r"[a-zäöüåæøß]*(?:" + _COMPOUND_WORDS + r")(?:et|en|er|erne|ene|a|n|s|si|sı|nız|niz|in|ın|u|ü|ot"
+             r"|na|nak|a)?")
+# A word on its own, or the last part of a name: DB_PASSWORD, apiKey, client-secret; "PAT" (a
+# personal access token) in capitals only.
+_WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + _WORDS + "|" + _COMPOUND
+                   + r")(?![a-z0-9])|(?:" + _CJK_WORDS + r")|(?<![A-Za-z0-9])PATs?(?![A-Za-z0-9])")
+# The words that name a password (not a key or token, which also name ids): after one, a value
+# made like a password people choose ("Cobalt-tundra6469") is one.
+_PASSWORD_WORD = re.compile(
+    r"(?i)pass|pw|pwd|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
+    r"|salasana|mật khẩu|пароль|парола|гасло|κωδικός|συνθηματικό|סיסמה|كلمة|पासवर्ड|heslo|sandi|jelsz|clau|lozink"
+    r"|parool|parole|slaptažodis|geslo|lykilorð|identifiants|credencial|credenzial|zugangsdaten|パスワード|暗証番号"
+    r"|密码|密碼|口令|비밀번호|암호|รหัสผ่าน")
+# A candidate value in the clause after the word: preceded by a space or an introducer (":", "=", a
+# CJK particle), up to the end of the clause (", " "; " ". " or 100 characters).
+_CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为為>「『“(])|(?<=\s=))['"`]?"""
+                        r"""([^\s'"`,;()<>\[\]{}|\x80-\U0010ffff]{8,300})""")  # ASCII: "1Passwordの保管庫" is a name
+# A clause ends at a comma, a stop or a line's end; not at the comma of a quoted pair in code
+# (`define('DB_PASSWORD', '...')`).
+_CLAUSE_END = re.compile(r"(?<!['\"])[,;.?!]\s|[，。；]|\n|$")
+# Where the clause of a credential word starts: what was said before it is about something else
+# ("commit 4f1e9c2: drop the AWS secret ...").
+_BOUNDARY = re.compile(r"[,;.?!:]\s|[，。；：]|\n")
+# Words just before a credential word that make it name something public ("PublicKey", "the site
+# key", "publishable key", "the anon key") or made up for documentation ("the example key", "the
+# jwt.io sample token", "the docs' example credentials"; not "for example").
+_NEGATING_BEFORE = re.compile(
+    r"(?i)(?:(?:\b(?:public|publishable|pub|site|anon|client-side)|(?-i:(?<=[a-z])(?:Public|Pub|Site|Anon)))[\s_-]*"
+    r"|(?<!for )\b(?:example|sample|dummy|documentation|docs'?|placeholder|test[ -]vectors?)\b[\s_-]*"
+    r"(?:[\w.'-]+[\s_-]+){0,2})$")
+# The words just before a value that name it as something else: "... has id prod/db-Xy12", "key name: X".
+_NAMES_BEFORE_VALUE = re.compile(r"(?i)(?:\b(?:id|ids|identifier|name|hash|digest|fingerprint|accessor|sha|commit"
+                                 r"|version|prefix)\s*(?:is|=|:|of)?"
+                                 # An object named by the value right after it: "for request 3f2b...".
+                                 r"|\b(?:request|order|trace|user|account|customer|job|build|run|event))\s*['\"`]?$")
+_HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
+# A value given as the credential: right after the word (three words at most between), or after an
+# introducer ("is", ":", "=", "lautet", "est", "är" ...).
+_GIVEN = re.compile(r"^(?:\W*\w+){0,3}\W*$|(?:[:=]|\b(?:is|are|was|ist|lautet|est|es|är|er|era|è|é|to|wynosi|je"
+                    r"|value|equals|reads))\s*['\"`]?$")
+# A value introduced as the credential: the word's own introducer at the end of what stands between
+# them ("is", ":", "=", and their equivalents in the languages of _WORDS), or nothing but punctuation.
+_INTRODUCED = re.compile(r"^\W*$|(?:[:=：]|\b(?:is|are|was|ist|lautet|est|es|är|er|era|è|é|to|jest|je|on|wynosi"
+                         r"|adalah|ni|là|olan|dır|dir|é|será|sera|wordt|zijn|je|jsou|е|это|—)|[は是为為는은이가]|\s[-–—])"
+                         r"(?:\s+(?:still|now|currently|just|also|actually|always))?\s*['\"`]?$")
+# Keys their vendors document as safe in a web page or an app, named by the vendor or the kind of key
+# rather than by format: Firebase's web config (firebase.google.com/docs/projects/api-keys), Mixpanel
+# project tokens, Amplitude browser keys, Algolia search-only keys, reCAPTCHA / hCaptcha /
+# Turnstile site keys, Datadog client tokens, client-side ids.
+_PUBLIC_CONTEXT = re.compile(
+    r"(?i)\b(?:firebase(?:Config)?|initializeApp|mixpanel|amplitude|analytics\.load|algolia\s+search"
+    r"|search[ _-]?only|searchOnly|recaptcha|hcaptcha|data-sitekey|sitekey|client[ _-]?side|clientToken"
+    r"|client[ _-]token|measurement[ _-]?id)\b")
+# ... unless a word after it says the key is the private one ("reCAPTCHA secret key").
+_PRIVATE_AFTER = re.compile(r"(?i)\b(?:secret|private|server|admin|service[ _-]?account)")
+# Words between a credential word and its value that make the value something else than the
+# credential: "GPG key id 0x...", "the token name is ...", "the password hash is ...".
+_NOT_THE_VALUE = re.compile(r"(?i)[\s_-]*(?:(?:has|have|with|its|is|the|an?)\s+){0,2}"
+                            r"(?:id|ids|identifier|name|names|file|path|url|hash|hashes|hashed|digest|accessor"
+                            r"|fingerprint|length|policy|field|prefix|format|type|scope|scopes|rotation)\b")
+# The value before the word: "Quartz772+Falcon is the password for ...", "use X as the password".
+_BEFORE = re.compile(r"(?i)(?:^|\s)['\"]?([^\s'\"`,;()<>\[\]{}|]{8,300})['\"]?\s+(?:is|as)\s+(?:the|our|my|your)\s+"
+                     r"(?:[\w-]+\s+){0,2}?(?:password|passphrase|passwd|token|secret|api key)\b")
+# A passphrase of words: `the passphrase for the signing key is "juniper glacier velvet 15"`,
+# `... is saffron.canyon.ember.granite`; a wallet's seed phrase (12 to 24 words, BIP-39); a Google
+# app password ("abcd efgh ijkl mnop"); a list of 2FA recovery codes.
+_PASSPHRASE = re.compile(r"(?i)\b(?:password|passphrase|passwort|pass phrase)\b[^\n]{0,60}?\b(?:is|ist|lautet|:)\s*"
+                         r"(['\"]((?:[a-z]+|\d+)(?:[ .-](?:[a-z]+|\d+)){2,})['\"]"
+                         r"|([a-z]+(?:([-.])[a-z]+)(?:\4[a-z]+){2,}))(?![\w-])")
+_SEED_PHRASE = re.compile(r"(?i)\b(?:recovery|seed|mnemonic|backup|secret)[ _-]?(?:phrase|words|seed)?\b[^\n]{0,50}?"
+                          r"[:=]\s*['\"]?((?-i:[a-z]{3,8})(?:\s+(?-i:[a-z]{3,8})){11,23})\b")
+_APP_PASSWORD = re.compile(r"(?i)\bapp[ -]?passwor[dt]\b[^\n]{0,60}?[:=]?\s"
+                           r"((?-i:[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}))\b")
+_CODES = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa)[ _-]?codes?\b[^\n]{0,60}?:\s*"
+                    r"((?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10})(?:[ ,]+(?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10}))+)")
+# Words that make a hex or base64 string a hash, an id or a public key rather than a credential.
+_NOT_A_SECRET_CONTEXT = re.compile(
+    r"(?i)\b(?:md5|sha-?(?:1|224|256|384|512)|hash(?:es|ed)?|digest|checksum|commit|fingerprint|etag|integrity"
+    r"|trace[ _-]?id|request[ _-]?id|uuid|public[ _-]?key|BEGIN PUBLIC|BEGIN CERTIFICATE|ssh-(?:rsa|ed25519|dss)"
+    r"|ecdsa-sha2|signature|accessor)\b")
+# Base64 of a file by its magic bytes (PNG, JPEG, GIF, PDF, gzip, zip, WebP/RIFF): encoded data.
+_ENCODED_FILE = re.compile(r"iVBORw0KGgo|/9j/|R0lGODlh|R0lGODdh|JVBERi0|H4sI|UEsDB|UklGR")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+# Words after which a bare UUID is a credential (Heroku API keys, Postmark server tokens are UUIDs);
+# after "key" it is a cache, idempotency or primary key.
+_UUID_WORDS = re.compile(r"(?i)^(?:tokens?|secrets?|passwords?|passwd|pwd|api[ _-]?keys?|pass)$")
+_PLACEHOLDER = re.compile(
+    r"(?i:x{3,}|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)|example|sample|dummy|EXAMPLE|"
+    r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
+    r"|^%\(?\w+\)?[%s]?$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME%
+# Another name's assignment, in one case: max_tokens=1024, MAX_TOKENS=4096k (not sMOhx=1kk%6rf, a password).
+_ASSIGNMENT = re.compile(r"(?:[a-z_][a-z0-9_.]{2,}|[A-Z_][A-Z0-9_.]{2,}|[A-Za-z]+(?:[-_][A-Za-z]+)+)=")
+_NOT_A_VALUE = re.compile(
+    r"(?i)^(?:v?\d+(?:\.\d+)+(?:[-+.][\w.]+)?"  # a version
+    r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?[.,]?"  # a date or time
+    r"|[0-9]+(?:\.[0-9]+)?[a-z]{0,3}"  # a number with a unit
+    r"|(?:arn|urn):.*|[/~.].*|[a-z][a-z0-9+.-]*://.*|[\w.+-]+@[\w-]+\.[\w.-]+"  # a path, a URL, an e-mail address
+    r"|(?-i:[a-z0-9_.-]+(?:/[a-z0-9_.-]*)+)"  # a relative path
+    r"|[\w-]+(?:\.[a-z]{1,5})+"  # a file name or a host name
+    r"|0x[0-9a-f]{8,40}"  # a key id, an address or a hash in hex (a private key in hex is 64 digits)
+    r")$")
+
+
+def credential_value(value: str, before: str, word: str = "", *, introduced: bool = True) -> bool:
+    """Whether `value`, introduced by the credential `word` (as written; "" when unknown), looks like
+    a credential: not a placeholder, a code reference, a version, a date, a number, a path, a URL, a
+    file or host name, a hex key id; no UUID in it (a bare one after a token or password word is
+    one: Heroku and Postmark keys are UUIDs); not after words about hashes, ids or public keys (in
+    `before`, the text of the word's clause up to the value); and made like a secret: letters with
+    digits or symbols, or a long token of high entropy, or, after a word for a password, a password
+    people choose (password_like) when the value is `introduced` as the password ("... is X",
+    "...: X"), not merely later in the clause ("reset the password for user Alice2024")."""
+    value = value.rstrip(".,:!?")
+    if len(value) < 8 or look_alike(value, before, word):
+        return False
+    if _UUID.fullmatch(value):
+        return True  # after a token or password word (look_alike)
+    if _UUID.search(value):
+        return False  # in prose, a name with a UUID in it is an id (order-6739d79c-...)
+    return random_looking(value) or (introduced and bool(_PASSWORD_WORD.search(word))
+                                     and (password_like(value) or _random_letters(value)))
+
+
+def look_alike(value: str, before: str, word: str = "") -> bool:
+    """Whether `value`, after `before` (its clause up to it), is something a credential is mistaken
+    for (credential_value's negative tests): a placeholder, a reference, a version, a date, a
+    number, a path, a URL, a file or host name, a hex key id, a bare UUID (not after a token or
+    password `word`), another name's assignment, or a value after words about hashes, ids or public
+    keys."""
+    if _PLACEHOLDER.search(value) or _ENCODED_FILE.match(value) or _NOT_A_SECRET_CONTEXT.search(value):
+        return True
+    if _UUID.fullmatch(value):
+        return not _UUID_WORDS.match(word.strip()) or bool(_NOT_A_SECRET_CONTEXT.search(before))
+    if _NOT_A_VALUE.match(value) and not _base64_like(value):
+        return True
+    if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
+        return True
+    # A hash, an id or a public key; another name's assignment (max_tokens=1024 temperature=0.2).
+    return bool(_NOT_A_SECRET_CONTEXT.search(before) or _ASSIGNMENT.match(value))
+
+
+def _base64_like(value: str) -> bool:
+    """A value that a path pattern matches but that is base64 (`/Djtbn7UEYM...+t+LCHGi3w4=`)."""
+    return len(value) >= 20 and ("+" in value or value.endswith("=")) and entropy(value) >= 4.0
+
+
+_STRONG_SYMBOLS = frozenset("!@#$%^&*+=~?")
+
+
+def random_looking(value: str) -> bool:
+    """Whether `value` is made like a password or a generated token rather than a name: letters and
+    digits with a symbol a name never holds (`Meadow314$Glacier`); or upper and lower case with such a
+    symbol, mostly not in words (`Dul#PXun^Q=f`); or upper and lower case and digits, mostly not in
+    words (`M0ssy_62W1l`, not `PasswordPolicyV2` or `Store2Backend`); or, from 20 characters, hex,
+    base32 or base62 of high entropy that is not words joined (`17ef1844...`, not
+    `userId2024AccountBalance`) and that Betterleaks' token-efficiency test does not read as text
+    (which is how a token in one case, `fyhamufw3jimis...`, is told from joined words). The
+    thresholds are Cairn's, set on the spent splits of tests/data/credentials."""
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    if not letters or len(value) < 8 or re.search(r":\d{2,5}$", value):  # a host:port
+        return False
+    strong = bool(_STRONG_SYMBOLS.intersection(value))
+    if digits and strong:
+        return True
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    # Characters in words: a lower-case run of 3 or more, with its capital (camelCase, snake_case).
+    wordy = sum(len(w) for w in _WORDLIKE.findall(value)) / len(value)
+    if mixed and (digits or strong) and len(value) >= (8 if strong else 10) and wordy < 0.6:
+        return True
+    if len(value) < 20 or not (digits or mixed) or entropy(value) < 3.3:
+        return False
+    if mixed and wordy >= 0.4:
+        return False
+    # In one case, runs of letters say nothing; the words of an identifier do (`user-2024-report`).
+    if not mixed and _IDENTIFIER.fullmatch(value):
+        return False
+    # From 20 characters: random by entropy, and not text by Betterleaks' token-efficiency test
+    # (camelCase names, joined words and phrases encode in few cl100k tokens).
+    return not fails_token_efficiency(value)
+
+
+_WORDLIKE = re.compile(r"[A-Z]?[a-z]{3,}")
+# An identifier in one case: words and numbers joined by "-", "_" or ".".
+_IDENTIFIER = re.compile(r"(?i)[a-z]+\d*(?:[-_.](?:[a-z]+\d*|\d+))+")
+
+
+def password_like(value: str) -> bool:
+    """Whether `value`, given after a word for a password, is a password people choose: letters, two
+    digits or more, and a symbol or both cases (`Cobalt-tundra6469`, `Velvet.paprika59`,
+    `Orbit482-Quartz`); not an identifier in snake_case (`user_password22`) or a name in camelCase
+    with a version (`PasswordPolicyV2`)."""
+    if not 8 <= len(value) <= 64 or not any(c.isalpha() for c in value):
+        return False
+    if sum(c.isdigit() for c in value) < 2 or re.fullmatch(r"[a-z0-9]+(?:_[a-z0-9]+)+", value):
+        return False
+    symbol = any(not c.isalnum() for c in value)
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    return symbol or mixed
+
+
+def _random_letters(value: str) -> bool:
+    """Lower-case letters from 10, no English word of 5 letters in them and not text to cl100k's BPE
+    (a generated password such as an app password, `jvqpwmzlkxrtybnd`)."""
+    return (len(value) >= 10 and value.isalpha() and value.islower() and entropy(value) >= 3.0
+            and not fails_token_efficiency(value))
+
+
+def _clause_start(line: str, position: int) -> int:
+    """Where the clause holding `position` starts (at most 80 characters back)."""
+    start = max(0, position - 80)
+    for match in _BOUNDARY.finditer(line, start, position):
+        start = match.end()
+    return start
+
+
+# The word names a call or what a call is assigned to: set_api_key(, AzureKeyCredential(, jwtKey := []byte(.
+_SENTENCE_END = re.compile(r"[.;!?]\s|[。；]|\n")
+
+
+def public_context(line: str, position: int) -> bool:
+    """Whether the sentence of `line` up to `position` (120 characters at most) names a key its
+    vendor documents as public (_PUBLIC_CONTEXT) and no word after that name says the key is the
+    private one."""
+    start = max(0, position - 120)
+    for end in _SENTENCE_END.finditer(line, start, position):
+        start = end.end()
+    for match in _PUBLIC_CONTEXT.finditer(line, start, position):
+        if not _PRIVATE_AFTER.search(line, match.end(), position):
+            return True
+    return False
+
+
+_CALL = re.compile(r"\w*(?:\s*:?=\s*[\w.\[\]]*)?\(")
+
+
+def _in_locator(line: str, start: int, end: int) -> bool:
+    """Whether line[start:end] stands inside a URL, an ARN (`...:secret:prod/db`) or a path or branch
+    name (`acme/fix-token-refresh`), not in prose."""
+    left = max(line.rfind(" ", 0, start), line.rfind("\t", 0, start), line.rfind("(", 0, start)) + 1
+    token = line[left:end]
+    inside_name = "/" in token and re.match(r"[-_.][A-Za-z]", line[end:end + 2]) is not None
+    return inside_name or "://" in token or token.lower().startswith(("arn:", "urn:"))
+
+
+def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
+    """(kind, span) of each credential introduced in prose in `line`: every candidate in the clause
+    after a credential word that credential_value accepts (not after a word that makes the
+    credential public or an example, nor after "id", "name", "hash" ...), a value before "is the
+    password", a passphrase of words, a seed phrase, an app password, recovery codes."""
+    spans = set()
+    for word in _WORD.finditer(line):
+        if _in_locator(line, word.start(), word.end()):
+            continue
+        clause_start = _clause_start(line, word.start())
+        if _NEGATING_BEFORE.search(line, clause_start, word.start()):
+            continue
+        clause = line[word.end():word.end() + 100]
+        clause_end = _CLAUSE_END.search(clause)
+        clause = clause[:clause_end.start() if clause_end else len(clause)]
+        for match in _CANDIDATE.finditer(line, word.end(), word.end() + len(clause)):
+            value = match.group(1).rstrip(".,:!?")
+            if line.startswith(("(", "["), match.end(1)):
+                continue  # a call or a subscript: code (Encoding.UTF8.GetBytes(...), config[...])
+            if (_NOT_THE_VALUE.match(line, word.end(), match.start(1))
+                    or _NAMES_BEFORE_VALUE.search(line, word.end(), match.start(1))):
+                continue
+            # Hex is mostly a hash or an id: a hex value is a credential only when it is given as one
+            # ("token: 8c1e...", "the secret is 8c1e...", "api-key header value 8c1e..."), not
+            # anywhere later in the clause ("the token refresh fix landed in 3f9a2c1e...").
+            between = line[word.end():match.start(1)]
+            if (_HEX.fullmatch(value) and not _GIVEN.search(between)) or (
+                    _UUID.fullmatch(value) and not _INTRODUCED.search(between)):
+                continue
+            if public_context(line, match.start(1)):
+                continue
+            # After "(" only as the argument of a call the word names: set_api_key('...'), not "(4c24...)".
+            if line[match.start() - 1] == "(" and not _CALL.fullmatch(line, word.end(), match.start()):
+                continue
+            if credential_value(value, line[clause_start:match.start(1)], word.group(0),
+                                introduced=bool(_INTRODUCED.search(between))):
+                spans.add((match.start(1), match.start(1) + len(value)))
+    for match in _BEFORE.finditer(line):
+        if credential_value(match.group(1), line[max(0, match.start(1) - 60):match.end()]):
+            spans.add(match.span(1))
+    for match in _PASSPHRASE.finditer(line):
+        if not _NOT_A_SECRET_CONTEXT.search(line, max(0, match.start() - 60), match.end()):
+            spans.add(match.span(2 if match.group(2) else 3))
+    for pattern in (_SEED_PHRASE, _APP_PASSWORD, _CODES):
+        spans.update(m.span(1) for m in pattern.finditer(line))
+    return [("Credential In Prose", span) for span in sorted(spans)]
+
+
+def placeholder(value: str) -> bool:
+    """Whether a detected value is a placeholder or a reference rather than a secret: `xxx`,
+    `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), or code that reads
+    the secret from elsewhere (`os.environ[...]`, `process.env.X`)."""
+    return bool(_PLACEHOLDER.search(value) or re.fullmatch(r"[A-Z][A-Z_]*", value) or value.startswith(("<", "$")))
+
+
+# Keys their vendors document as public (they ship in web pages and apps), never redacted: Stripe's
+# (and Paystack's, Clerk's) publishable keys pk_live_/pk_test_ (docs.stripe.com/keys), PostHog's project
+# API key phc_ (posthog.com/docs/api), Supabase's publishable key sb_publishable_
+# (supabase.com/docs/guides/api/api-keys), Cloudflare Turnstile site keys 0x4AAAAAAA + 14 characters
+# (developers.cloudflare.com/turnstile; a secret key is longer, 35), Mapbox public tokens pk.eyJ...
+# (docs.mapbox.com), Datadog RUM client tokens pub + 32 hex (docs.datadoghq.com/account_management/
+# api-app-keys/#client-tokens), Twilio account SIDs AC + 32 hex (an account's id; its secrets are the
+# auth token and SK API keys).
+PUBLIC_KEY_FORMATS = re.compile(r"pk_(?:live|test)_[A-Za-z0-9_-]{10,120}|phc_[A-Za-z0-9_-]{30,60}"
+                                r"|sb_publishable_[A-Za-z0-9_-]{20,60}|0x4AAAAAAA[A-Za-z0-9_-]{12,16}"
+                                r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|pub[0-9a-f]{32}|AC[0-9a-f]{32}")
+# Values published as examples, in vendors' documentation and specifications: AWS's example key
+# pairs hold "EXAMPLE" (a placeholder); jwt.io's sample token (its signature); the AES-128 key of
+# NIST SP 800-38A and FIPS-197's examples.
+_PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e151628aed2a6abf7158809cf4f3c",
+                       "000102030405060708090a0b0c0d0e0f")
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(eyJ[A-Za-z0-9_-]{5,})\.[A-Za-z0-9_-]*")
+
+
+def public_key(value: str) -> bool:
+    """Whether `value` is a key of a format its vendor documents as public (PUBLIC_KEY_FORMATS), a
+    Supabase anon key (a JWT whose role is "anon", which Supabase documents as safe in a browser), or
+    a value published as an example (_PUBLISHED_EXAMPLES)."""
+    value = value.strip("'\"`.,;")
+    if PUBLIC_KEY_FORMATS.fullmatch(value) or any(example in value for example in _PUBLISHED_EXAMPLES):
+        return True
+    jwt = _JWT.fullmatch(value)
+    return jwt is not None and _jwt_claims(jwt.group(1)).get("role") == "anon"
+
+
+def _jwt_claims(payload: str) -> dict[str, Any]:
+    """A JWT's payload (base64url JSON) as a dict; {} when it is not one."""
+    import base64
+
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except ValueError:
+        return {}
+    return claims if isinstance(claims, dict) else {}
