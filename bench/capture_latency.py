@@ -153,7 +153,7 @@ def main() -> None:
     env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project), "PYTHONPATH": str(ROOT / "engine")}
     load = os.getloadavg()[0]
 
-    from cairn.adapters import warm
+    from cairn.adapters.warm import client as warm
 
     baseline = [timed([sys.executable, "-P", "-c", "pass"], env) for _ in range(args.runs)]
     print(f"python -P -c pass: {summary(baseline)}", flush=True)

@@ -61,7 +61,7 @@ def stats(times: list[float]) -> dict[str, float]:
 
 
 def stop_warm() -> None:
-    from cairn.adapters import warm
+    from cairn.adapters.warm import client as warm
 
     warm.request({"op": "shutdown"})
     deadline = time.monotonic() + 30
@@ -98,7 +98,7 @@ def main() -> None:
         stop_warm()
         first_ms, first = timed([*cairn, "recall", queries[0], "--json"], project, env)
         first_hits = len(json.loads(first.stdout)) if first.returncode == 0 else 0
-        from cairn.adapters import warm
+        from cairn.adapters.warm import client as warm
 
         if not warm.wait_until_ready(120):
             sys.exit("the warm process did not start; see the data root's logs/service.log")

@@ -180,7 +180,7 @@ def main() -> None:
     rng = random.Random(11)
     prompts = [rng.choice(PROMPTS).format(s=rng.choice(SUBJECTS), t=rng.choice(TOOLS)) for _ in range(args.prompts)]
 
-    from cairn.adapters import warm
+    from cairn.adapters.warm import client as warm
 
     results: dict[str, list[dict[str, float]]] = {"python -c pass": [], "cold (keyword-only)": [],
                                                   "warm (hybrid)": []}

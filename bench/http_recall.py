@@ -114,7 +114,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(30)
-        from cairn.adapters import warm
+        from cairn.adapters.warm import client as warm
 
         if warm.is_running():  # the warm process this run started (its data root is the temporary one)
             warm.request({"op": "shutdown"}, timeout=10)

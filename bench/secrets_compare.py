@@ -30,7 +30,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "engine"))
 
-from cairn import secret_rules  # noqa: E402
+from cairn.privacy import secret_rules  # noqa: E402
 from cairn.privacy.scrub import scrub  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "credentials"

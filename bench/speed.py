@@ -64,7 +64,7 @@ REPO = Path(__file__).resolve().parent.parent
 ENGINE = Path(sys.argv[sys.argv.index("--engine") + 1]) if "--engine" in sys.argv[:-1] else REPO / "engine"
 sys.path.insert(0, str(ENGINE.resolve()))  # run from a checkout without installing the package
 
-from cairn import ranking  # noqa: E402
+from cairn.memories import ranking  # noqa: E402
 from cairn.embedder import Embedder, SentenceTransformerEmbedder  # noqa: E402
 from cairn import Cairn, Draft  # noqa: E402
 from cairn.storage.sql import Filters  # noqa: E402

@@ -418,7 +418,7 @@ def probe_write_lock(path: str, stream: Stream, stop: threading.Event, interval:
 
 
 def stop_warm(env: Env) -> None:
-    env.run([sys.executable, "-c", "from cairn.adapters import warm\n"
+    env.run([sys.executable, "-c", "from cairn.adapters.warm import client as warm\n"
              "if warm.is_running():\n    warm.wait_until_ready(60)\n    warm.request({'op': 'shutdown'})\n"])
 
 
@@ -433,7 +433,8 @@ def run(procs: int, seconds: float, keyword_only: bool, seed_count: int = 300, i
             seed(env, seed_count)
             if not keyword_only:  # the warm process up and its model loaded, as in a session under way
                 cli_recall(env, Stream("warmup", 0), rng)
-                env.run([sys.executable, "-c", "from cairn.adapters import warm; warm.wait_until_ready(120)"])
+                env.run([sys.executable, "-c",
+                         "from cairn.adapters.warm import client as warm; warm.wait_until_ready(120)"])
             streams = [Stream(role, i + 1) for i, role in enumerate(roles)]
             clients = {s.number: McpClient(env, Path(tmp) / f"mcp-{s.number}.log") for s in streams if s.role == "mcp"}
             first = next(iter(clients.values()), None) or McpClient(env, Path(tmp) / "mcp-idle.log")

@@ -37,7 +37,7 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "engine"))  # run from a checkout without installing the package
 
-from cairn import supersede  # noqa: E402
+from cairn.memories import supersede  # noqa: E402
 
 LABELS = ("supersede", "conflict", "unrelated")
 DEFAULT_PAIRS = REPO / "tests" / "data" / "supersession_pairs.yaml"

@@ -126,7 +126,7 @@ def serve(env: dict[str, str], project: Path, log: Path) -> None:
 
 
 def stop_warm(env: dict[str, str]) -> None:
-    stop = ("from cairn.adapters import warm\n"
+    stop = ("from cairn.adapters.warm import client as warm\n"
             "if warm.is_running():\n    warm.wait_until_ready(90)\n    warm.request({'op': 'shutdown'})\n")
     subprocess.run([sys.executable, "-P", "-c", stop], env=env, timeout=WAIT_S, check=True)
 

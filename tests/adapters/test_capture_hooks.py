@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from cairn import Cairn
-from cairn.adapters import hook, warm
+from cairn.adapters.claude import hook_process as hook
+from cairn.adapters.warm import client as warm
 from cairn.adapters.claude.capture import capture
 from cairn.adapters.claude.session_state import DISABLE_MARKER, set_paused
 

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from cairn.adapters import warm
+from cairn.adapters.warm import client as warm
 
 from tests.conftest import git_init, wait_for
 

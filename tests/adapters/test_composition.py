@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from cairn import Cairn, paths
-from cairn.adapters import warm
+from cairn import Cairn
+from cairn.stores import paths
+from cairn.adapters.warm import client as warm
 from cairn.adapters.claude import hooks as claude_hooks
 from cairn.embedder import SentenceTransformerEmbedder
 
@@ -42,8 +43,8 @@ def test_a_hook_request_works_out_each_fact_once(project, monkeypatch):
     # One session start read Claude Code's settings files twice and counted the store twice; a
     # prompt found the git root and read those settings as well. Now each is derived once per
     # request, by the request (claude.request.HookRequest) the event's paths share.
-    from cairn.adapters import claude_memory
-    from cairn.adapters.claude import session
+    from cairn.adapters.claude import auto_memory as claude_memory
+    from cairn.adapters.claude import session_state as session
 
     with Cairn.open(cwd=project, embedder=None) as engine:
         engine.remember("Production deploys go through the release workflow, triggered by a tag", kind="decision")

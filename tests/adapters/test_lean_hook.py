@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cairn import data_root
-from cairn.adapters import warm
+from cairn.adapters.warm import client as warm
 from cairn.locations import data_root_dir, user_config_dir, user_data_dir
 
 from tests.test_architecture import HOOK_WARM_PATH_MODULES as WARM_PATH_MODULES

@@ -118,7 +118,7 @@ def home(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("mcp-home")
     yield path
     # A warm process still loading has no socket yet: wait for it, or it would idle on for minutes.
-    stop = ("from cairn.adapters import warm\n"
+    stop = ("from cairn.adapters.warm import client as warm\n"
             "if warm.is_running():\n    warm.wait_until_ready(90)\n    warm.request({'op': 'shutdown'})\n")
     subprocess.run([sys.executable, "-c", stop], env={**os.environ, "CAIRN_HOME": str(path)}, timeout=120)
 

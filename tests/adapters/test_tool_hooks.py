@@ -256,11 +256,11 @@ def test_a_cold_tool_hook_answers_at_once_and_starts_the_warm_process(repo, monk
         from tests.conftest import wait_for
 
         monkeypatch.setenv("XDG_RUNTIME_DIR", runtime)
-        from cairn.adapters import warm
+        from cairn.adapters.warm import client as warm
 
         wait_for(warm.is_running, what="the warm process started by the cold tool hook")
     finally:
-        from cairn.adapters import warm
+        from cairn.adapters.warm import client as warm
 
         warm.request({"op": "shutdown"}, timeout=5)
         import shutil

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from cairn import Cairn, create_store
-from cairn.adapters import warm
+from cairn.adapters.warm import client as warm
 from cairn.adapters.warm.embedders import session_embedder
 
 from tests.conftest import WAIT_S, wait_for
@@ -186,7 +186,7 @@ def test_the_wait_ends_when_the_status_file_says_the_process_failed_before_it_ha
     import subprocess
     import time
 
-    code = ("import sys, time; from cairn.adapters import warm; time.sleep(0.5); "
+    code = ("import sys, time; from cairn.adapters.warm import client as warm; time.sleep(0.5); "
             "warm.write_status('failed', model=['m', 'auto', 'cpu', 32], error='cannot load m'); time.sleep(120)")
     warm.private_runtime_dir()
     failing = subprocess.Popen([sys.executable, "-c", code])

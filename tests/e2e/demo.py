@@ -47,7 +47,7 @@ RELATED = "Can I restart the primary database now to apply the migration?"
 PAYMENTS = "Amounts in src/payments are integer cents; the provider's API takes them as strings."
 PAYMENTS_TASK = "Tidy up the charge function."
 WARM_SPAWN = ("import json, sys\n"
-              "from cairn.adapters import warm\n"
+              "from cairn.adapters.warm import client as warm\n"
               "process = warm.spawn()\n"
               "print(json.dumps(warm.wait_until_ready(120.0, process=process, watch_lock=process is None)))\n")
 # About an older commit of this repository (imported below), which the brief has no room for.

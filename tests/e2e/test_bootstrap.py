@@ -147,7 +147,7 @@ class Runner:
 
     def warm(self, payload: dict[str, Any] | str, timeout: float = 5.0) -> Any:
         """Talk to the warm process of this data root (a client with the hooks' environment)."""
-        code = ("import json, sys\nfrom cairn.adapters import warm\n"
+        code = ("import json, sys\nfrom cairn.adapters.warm import client as warm\n"
                 "print(json.dumps(warm.wait_until_ready(float(sys.argv[2])) if sys.argv[1] == 'wait' "
                 "else warm.request(json.loads(sys.argv[1]), timeout=float(sys.argv[2]))))")
         op = payload if isinstance(payload, str) else json.dumps(payload)

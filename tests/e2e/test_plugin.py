@@ -67,7 +67,7 @@ RUNTIME_ENV = {"CAIRN_RUNTIME_PYTHON": os.environ.get("CAIRN_E2E_RUNTIME_PYTHON"
 
 WARM_CLIENT = """\
 import json, sys
-from cairn.adapters import warm
+from cairn.adapters.warm import client as warm
 op = sys.argv[1]
 if op == "wait":
     print(json.dumps(warm.wait_until_ready(float(sys.argv[2]))))

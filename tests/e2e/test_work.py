@@ -56,7 +56,7 @@ TIMING = re.compile(r"cairn hook ([\w:]+): ([\d.]+) ms")  # SessionStart:rest is
 
 WARM_SPAWN = """\
 import json, sys
-from cairn.adapters import warm
+from cairn.adapters.warm import client as warm
 process = warm.spawn()
 print(json.dumps(warm.wait_until_ready(float(sys.argv[1]), process=process, watch_lock=process is None)))
 """

@@ -174,7 +174,7 @@ def test_a_model_that_cannot_load_records_no_vector_space(project):
 
 
 def test_a_warm_client_knows_its_space_only_once_answered(monkeypatch, tmp_path):
-    from cairn.adapters import warm
+    from cairn.adapters.warm import client as warm
     from cairn.adapters.warm.embedders import session_embedder
 
     sock = tmp_path / "warm.sock"

@@ -179,7 +179,7 @@ def test_scopes_are_edited_and_learned_ones_reset(kw_memory):
 
 
 def test_a_session_keeps_its_most_recent_touches(kw_memory):
-    from cairn import scope_index
+    from cairn.memories import scope_index
 
     kw_memory.scopes.touch("S1", [(f"f{i}.py", "read") for i in range(scope_index.TOUCH_KEEP + 20)], at=1)
     kw_memory.scopes.touch("S1", [("last.py", "edit")], at=2)

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from cairn import rule_filters, secret_rules
+from cairn.privacy import rule_filters, secret_rules
 from cairn.privacy.scrub import scrub
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 
-ASSETS = Path(secret_rules.__file__).with_name("assets")
+ASSETS = secret_rules.ASSETS
 EXAMPLES = json.loads((Path(__file__).resolve().parents[1] / "data" / "secret-rules" / "betterleaks-examples.json")
                       .read_text(encoding="utf-8"))
 BETTERLEAKS = secret_rules.RuleSet(secret_rules.load(secret_rules.BETTERLEAKS_FILE), composite=True)

@@ -12,7 +12,7 @@ import pytest
 
 import cairn
 from cairn import Cairn
-from cairn.adapters import hook
+from cairn.adapters.claude import hook_process as hook
 from cairn.adapters.claude.transcripts import session_writes
 
 TOOL = "mcp__plugin_cairn_cairn__{}".format

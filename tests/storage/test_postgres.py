@@ -514,7 +514,7 @@ def test_the_warm_process_keeps_a_team_store_open_and_serves_each_new_write_with
     """Hooks normally go through the warm process, which keeps each store open across prompts: its
     connection must see what other machines commit, at once (and a lost connection is reopened:
     test_a_long_lived_process_reopens_a_store_whose_connection_was_lost)."""
-    from cairn.adapters import warm
+    from cairn.adapters.warm import client as warm
 
     monkeypatch.setenv("CAIRN_POSTGRES_URL", pg_server)
     for machine in ("laptop", "desktop"):
