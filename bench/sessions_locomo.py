@@ -6,7 +6,7 @@ FOLDER holds LoCoMo conversations in the `locomo10_v2` layout (default: ../share
 beside the repository; CC BY-NC data, read from there, never copied into the repository). Each
 conversation goes into a fresh store through `Cairn.sessions.import_locomo`, the same code `cairn
 import-sessions --locomo` runs: scrubbing, index keys (key expansion: speaker, date, neighbouring
-turns), vectors. Every question with evidence is then asked with `search_sessions(question, mode=M,
+turns), vectors. Every question with evidence is then asked with `memory.sessions.search(question, mode=M,
 k=50, window=0, reference=R)` for M in keyword, semantic, hybrid, where R is the conversation's last
 session date (the questions are asked after it: "last year", "in May" count from there; --no-time
 leaves the reference out, so a run on an older Cairn that has none works too). Only the ranked turns
