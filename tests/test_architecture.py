@@ -403,3 +403,16 @@ class Area:
     assert ".proposals" not in problems and ".name," not in problems
     assert {"proposals", "take_lease", "transaction", "get_meta", "name", "set_cold"} <= _contract("ReviewStore")
     assert not {"get", "record_usage", "add_turns", "close"} & _contract("ReviewStore")
+
+
+def test_a_read_loads_no_credential_rules():
+    # The scrubber's rule sets take a fresh process about 100 ms to load (their regular expressions);
+    # only a write scrubs, so what a read imports (cairn.api, the engine, recall) leaves them out.
+    import subprocess
+    import sys
+
+    code = ("import sys, cairn.api, cairn.context\n"
+            "print(' '.join(m for m in sys.modules if m.startswith('cairn.privacy')))")
+    out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)})
+    assert out.stdout.split() == []

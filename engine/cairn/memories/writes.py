@@ -16,7 +16,6 @@ from .records import Draft
 from .scope_index import attach, inherit, learn
 from .scopes import normalise_patterns
 from ..models import Memory, NewMemory, RememberResult
-from ..privacy.scrub import PRIVATE_KIND, private_spans, random_token, scrub_many
 from ..storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
 from ..text import is_blank, lone_surrogate
 
@@ -49,6 +48,9 @@ def scrub_drafts(drafts: list[Draft]) -> tuple[list[Draft], list[list[dict[str, 
     if not found:
         return drafts, redacted
     out = list(drafts)
+    # Imported here: a read never scrubs, and the rule sets cost a cold hook process ~100 ms to load.
+    from ..privacy.scrub import PRIVATE_KIND, private_spans, random_token, scrub_many
+
     for (i, field, j, value), clean in zip(found, scrub_many([v for *_, v in found])):
         if clean.text == value:
             if field == "tags" and random_token(value.strip()):  # no rule saw it; as a tag it has no other reading

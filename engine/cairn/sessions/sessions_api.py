@@ -20,7 +20,6 @@ from ..memories.engine import Engine
 from ..memories.reads import VECTOR_FLOOR
 from ..memories.render import cited_ids
 from ..models import NEIGHBOURS, SESSION_MODES, SessionHit, SessionHits, SessionInfo, Turn, TurnDraft, session_keys
-from ..privacy.scrub import scrub_many
 from .turns import (KEY_WEIGHT, blend, choose_mode, clean_text, fuse, in_context, looks_verbatim, parse_lines,
                        read_locomo, title_of, turn_passage)
 from .timewindow import find_time_window
@@ -81,6 +80,8 @@ class Sessions:
         private = 0
         kept: list[TurnDraft] = []
         # clean_text again: a caller of this API may not have read its turns through parse_lines.
+        from ..privacy.scrub import scrub_many  # only a write scrubs (see memories/writes.py)
+
         for d, clean in zip(fresh, scrub_many([clean_text(d.text) for d in fresh])):
             redactions.update(clean.redactions)
             private += clean.private_spans

@@ -21,7 +21,6 @@ from ..config import load_config
 from ..errors import CairnError, InvalidInput, MemoryNotFound, StoreBusy, StoreCorrupted, StoreError, StoreNotFound
 from ..home import private_dir
 from ..models import Memory, Proposal, TurnDraft, session_keys
-from ..privacy.scrub import scrub_many
 from ..storage.db import BUSY_TIMEOUT_MS, DatabaseError
 from ..storage.migrations import MIGRATIONS
 from ..storage.protocol import StoreBackend as Store  # either backend, typed by the storage contract
@@ -205,6 +204,8 @@ def scrubbed_rows(dst: Store, rows: list[tuple[Memory, int]]) -> tuple[list[tupl
         return rows, set()
     live = [(i, m.text) for i, (m, _) in enumerate(rows) if m.text is not None]
     out, changed, now = list(rows), set(), now_ms()
+    from ..privacy.scrub import scrub_many  # only a write scrubs (see memories/writes.py)
+
     for (i, text), clean in zip(live, scrub_many([t for _, t in live])):
         cleaned = clean.text.strip()
         if cleaned == text:
@@ -284,6 +285,8 @@ def _scrubbed_proposal(p: Proposal) -> Proposal:
     if p.subject is not None:
         found.append((None, p.subject))
     subject = p.subject
+    from ..privacy.scrub import scrub_many  # only a write scrubs (see memories/writes.py)
+
     for (where, _), clean in zip(found, scrub_many([t for _, t in found])):
         if where is None:
             subject = clean.text.strip()
