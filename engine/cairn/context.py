@@ -195,14 +195,8 @@ def _brief_candidates(memory: Cairn, current: int, budget: int) -> list[Memory]:
     pool = {m.id: m for m in memory.list(limit=most, scope="project", order=Order.IMPORTANCE)}
     for m in memory.list(limit=most, scope="project"):
         pool.setdefault(m.id, m)
-    for memory_id in memory.most_cited(most):
-        if memory_id not in pool:
-            try:
-                m = memory.get(memory_id)
-            except CairnError:  # forgotten since, or in the global store
-                continue
-            if m.status == "current" and m.cold_at is None:
-                pool[m.id] = m
+    cited = memory.get_many(i for i in memory.most_cited(most) if i not in pool)
+    pool.update({i: m for i, m in cited.items() if m.status == "current" and m.cold_at is None})
     return list(pool.values())
 
 
@@ -282,15 +276,8 @@ def _brief_pool(memory: Cairn, current: int, budget: int, excluded: frozenset[st
     pool = [m for m in _brief_candidates(memory, current, budget) if m.id not in excluded]
     if focus and current > ALL_LIMIT:  # a large store's candidates: the focus's too
         have = {m.id for m in pool}
-        for memory_id in focus:
-            if memory_id in have or memory_id in excluded:
-                continue
-            try:
-                m = memory.get(memory_id)
-            except CairnError:
-                continue
-            if m.status == "current" and m.cold_at is None:
-                pool.append(m)
+        held = memory.get_many(i for i in focus if i not in have and i not in excluded)
+        pool += [m for i in focus if (m := held.get(i)) is not None and m.status == "current" and m.cold_at is None]
     return pool
 
 

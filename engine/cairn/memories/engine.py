@@ -517,7 +517,14 @@ class Engine:
         return list(found.values())
 
     def _store_holding(self, memory_id: str) -> Store:
-        for store in self._stores("all"):
+        # The project store first: finding the global store costs its path's checks, and a brief asks
+        # for a hundred or more project memories by id.
+        try:
+            self.store.seq_of(memory_id)
+            return self.store
+        except MemoryNotFound:
+            pass
+        for store in self._stores("all")[1:]:
             try:
                 store.seq_of(memory_id)
                 return store
@@ -528,6 +535,24 @@ class Engine:
     # -- reads ----------------------------------------------------------------------------------------
     def get(self, memory_id: str) -> Memory:
         return self._store_holding(memory_id).get(memory_id)
+
+    def get_many(self, memory_ids: Iterable[str]) -> dict[str, Memory]:
+        """{id: Memory} for those of `memory_ids` the project or the global store holds (any status;
+        ids held by neither are left out): one query a store, the global store only for ids the
+        project store does not hold."""
+        rest = list(dict.fromkeys(memory_ids))
+        found: dict[str, Memory] = {}
+        if rest:
+            found = self._held_by(self.store, rest)
+            rest = [i for i in rest if i not in found]
+        for store in self._stores("all")[1:] if rest else []:
+            found.update(self._held_by(store, rest))
+        return found
+
+    @staticmethod
+    def _held_by(store: Store, memory_ids: list[str]) -> dict[str, Memory]:
+        seqs = store.seqs_of(memory_ids)
+        return {m.id: m for m in store.by_seqs(list(seqs.values())).values()}
 
     def history(self, memory_id: str) -> list[Memory]:
         """The supersession chain through `memory_id`, oldest first, with both times on each."""
