@@ -146,3 +146,12 @@ def test_cli_maintain_says_what_waits_for_review(cli):
     cli("remember", "Background jobs run on Dramatiq.", "--keyword-only")
     code, out, _ = cli("maintain")
     assert code == 0 and "1 proposal waits for your verdict" in out, out
+
+
+@pytest.mark.parametrize("old, new", [("Prefer small PRs.", "Prefer large PRs."),
+                                      ("Reviews need one approval.", "Reviews need two approvals.")])
+def test_two_values_of_one_thing_are_a_conflict_not_restatements(kw_memory, old, new):
+    kw_memory.remember(old, kind="preference")
+    kw_memory.remember(new, kind="preference")
+    (proposal,) = kw_memory.review.queue()
+    assert proposal.type == "conflict"

@@ -124,7 +124,7 @@ from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Literal
 
-from ..text import normalise
+from ..text import normalise, stem_text
 from .supersede_words import (
     _ADDITIVE, _ANAPHORA, _APPROX, _DROPPED, _HEDGE, _ONE_OFF, _PREFER_OVER, _PRESENT_ONLY, _REPLACE, _RETIRE,
     _TOKEN, _and_split, _canonical, _clauses, _dice, _has_marker, _in_voice_of, _is_change_statement, _news,
@@ -173,7 +173,17 @@ def restates(verdict: Verdict, old_text: str, new_text: str) -> bool:
     if verdict.label != "conflict" or not verdict.reason.startswith((_SAME, _SIMILAR)):
         return False
     texts = [_canonical(normalise(t)) for t in (old_text, new_text)]
-    return not any(p.search(t) for t in texts for p in (_HEDGE, _APPROX, _ONE_OFF, _ADDITIVE))
+    if any(p.search(t) for t in texts for p in (_HEDGE, _APPROX, _ONE_OFF, _ADDITIVE)):
+        return False
+    return not _one_word_swapped(old_text, new_text)
+
+
+def _one_word_swapped(old_text: str, new_text: str) -> bool:
+    """Whether the two texts differ in one content word each, the rest the same: "Prefer small PRs"
+    and "Prefer large PRs" state two values of one thing (a conflict to judge), where a restatement
+    rewords or adds ("Please run the linter before every push")."""
+    old, new = stem_text(old_text), stem_text(new_text)
+    return len(old - new) == 1 and len(new - old) == 1 and bool(old & new)
 
 
 def _covered(old: str, new: str, later: Sequence[str]) -> bool:
