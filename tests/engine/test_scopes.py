@@ -45,6 +45,10 @@ def test_bad_patterns_are_refused_with_the_reason(bad, message):
     ("packages/{api,web}/**", "packages/web/x.ts", True), ("packages/{api,web}/**", "packages/cli/x.ts", False),
     ("src/payments/**", "src/payments/", True), ("src/**", "src/payments/", True), ("**/*.py", "src/", False),
     ("cmd:npm", "cmd:npm run build", True), ("cmd:npm run build", "cmd:npm", False),
+    # Next.js / SvelteKit route folders: brackets are the name, and still a class where they match
+    ("app/[slug]/**", "app/[slug]/page.tsx", True), ("app/[slug]/**", "app/x/page.tsx", False),
+    ("src/routes/[id]/+page.svelte", "src/routes/[id]/+page.svelte", True),
+    ("pages/[...all].tsx", "pages/[...all].tsx", True), ("src/[ab].py", "src/a.py", True),
 ])
 def test_matching(pattern, path, expected):
     assert matches(pattern, path) is expected

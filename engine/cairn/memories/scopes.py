@@ -141,6 +141,11 @@ def _compiled(pattern: str) -> tuple[re.Pattern[str], ...] | str:
     from wcmatch import glob
 
     include, _ = glob.translate(pattern, flags=_flags())
+    if "[" in pattern:
+        # Next.js, SvelteKit and Nuxt name folders and files "[slug]", "[...all]": a pattern or a
+        # learned path with brackets also covers that literal name ("[[]" is a class of "[" alone).
+        literal, _ = glob.translate(pattern.replace("[", "[[]"), flags=_flags())
+        include = [*include, *literal]
     return tuple(re.compile(r) for r in include)
 
 
