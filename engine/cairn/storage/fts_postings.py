@@ -335,8 +335,8 @@ class HeldPostings:
 
 def top(rows: np.ndarray, scores: np.ndarray, limit: int, allowed: np.ndarray | None = None
         ) -> list[tuple[int, float]]:
-    """The `limit` best (row, score), best first, ties by row; only rows in `allowed` (sorted
-    int64) when given."""
+    """The `limit` best (row, score), best first, ties by row (lower first, as FTS5's ORDER BY rank
+    gives them); only rows in `allowed` (sorted int64) when given."""
     import numpy as np
 
     if allowed is not None:
@@ -344,8 +344,9 @@ def top(rows: np.ndarray, scores: np.ndarray, limit: int, allowed: np.ndarray | 
         rows, scores = rows[keep], scores[keep]
     if limit <= 0 or not len(rows):
         return []
-    if len(rows) > limit:
-        best = np.argpartition(-scores, limit - 1)[:limit]
-        rows, scores = rows[best], scores[best]
-    order = np.lexsort((rows, -scores))
+    if len(rows) > limit:  # every row tied with the k-th score stays, so ties go by row as FTS5's sort does
+        kth = scores[np.argpartition(-scores, limit - 1)[limit - 1]]
+        keep = scores >= kth
+        rows, scores = rows[keep], scores[keep]
+    order = np.lexsort((rows, -scores))[:limit]
     return [(int(rows[i]), float(scores[i])) for i in order]
