@@ -67,8 +67,8 @@ def _agree(store) -> None:
     for query in QUERIES:
         match = fts_query(query)
         assert _held(store, "memory_fts", match, (1.0, 1.0, 1.0)) == _fts5(store, "memory_fts", match, (1.0, 1.0, 1.0))
-        for weights in ((1.0, 0.5), (1.0, 0.3), (0.7, 2.0)):
-            assert _held(store, "turn_fts", match, weights) == _fts5(store, "turn_fts", match, weights), (query, weights)
+        for w in ((1.0, 0.5), (1.0, 0.3), (0.7, 2.0)):
+            assert _held(store, "turn_fts", match, w) == _fts5(store, "turn_fts", match, w), (query, w)
 
 
 def _rankings(store, since: int | None = None, until: int | None = None) -> list[list[tuple[int, float]]]:
