@@ -336,12 +336,13 @@ class HeldPostings:
 def top(rows: np.ndarray, scores: np.ndarray, limit: int, allowed: np.ndarray | None = None
         ) -> list[tuple[int, float]]:
     """The `limit` best (row, score), best first, ties by row (lower first, as FTS5's ORDER BY rank
-    gives them); only rows in `allowed` (sorted int64) when given."""
+    gives them); only rows in `allowed` (int64) when given."""
     import numpy as np
 
-    if allowed is not None:
-        keep = np.isin(rows, allowed, assume_unique=True)
-        rows, scores = rows[keep], scores[keep]
+    if allowed is not None and len(rows):
+        mask = np.zeros(int(max(rows.max(), allowed.max(initial=0))) + 1, dtype=bool)
+        mask[allowed] = True
+        rows, scores = rows[mask[rows]], scores[mask[rows]]
     if limit <= 0 or not len(rows):
         return []
     if len(rows) > limit:  # every row tied with the k-th score stays, so ties go by row as FTS5's sort does

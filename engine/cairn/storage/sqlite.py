@@ -26,7 +26,7 @@ from .dialect import SQLITE
 from .fts_prune import phrases_of, rare_first
 from .migrations import MIGRATIONS, fts_secure_delete_supported, migrate_sqlite
 from .sql import Filters
-from .vectors import BACKENDS, NumpyIndex, SqliteVecIndex, TurnCodeIndex, VectorCache, VectorIndex
+from .vectors import BACKENDS, NumpyIndex, SqliteVecIndex, TurnCodeIndex, VectorCache, VectorIndex, selected_seqs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -274,17 +274,15 @@ class SqliteStore(SqlStore):
                   params: Sequence[object] = ()) -> list[tuple[int, float]] | None:
         """The `limit` best [(rowid, -bm25)] for `match` from the postings held (hold_vectors), FTS5's
         scores (fts_postings); None when none are held or `match` is not an OR of phrases. weights:
-        bm25's column weights; allowed: SQL selecting the rowids a row must be among (with params)."""
+        bm25's column weights; allowed: SQL selecting the rowids a row must be among (one column named
+        seq, with params)."""
         held = self.postings.get(fts)
         phrases = phrases_of(match)
         if held is None or phrases is None:
             return None
-        import numpy as np
-
         held.sync(self.conn)
         rows, scores = held.scores(self.conn, phrases, weights)
-        keep = None if allowed is None else np.sort(np.fromiter(
-            (int(r[0]) for r in self.conn.execute(allowed, tuple(params))), dtype=np.int64))
+        keep = None if allowed is None else selected_seqs(self.conn, allowed, params)
         return fts_postings.top(rows, scores, limit, keep)
 
     def _bm25_top(self, fts: str, owner: str, match: str, limit: int,
