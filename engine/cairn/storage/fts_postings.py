@@ -268,6 +268,8 @@ class HeldPostings:
 
         weights = [float(w) for w in weights] + [1.0] * (len(self.columns) - len(weights))
         parts: list[tuple[np.ndarray, np.ndarray]] = []
+        if self.rows <= 0:  # nothing indexed (FTS5's count, as its averages record holds it)
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
         for phrase in phrases:
             text = phrase_text(phrase)
             tokens = self.tokenizer.tokens(text) if text is not None else ()

@@ -273,12 +273,15 @@ class SqliteStore(SqlStore):
     def _held_top(self, fts: str, match: str, limit: int, weights: Sequence[float], allowed: str | None = None,
                   params: Sequence[object] = ()) -> list[tuple[int, float]] | None:
         """The `limit` best [(rowid, -bm25)] for `match` from the postings held (hold_vectors), FTS5's
-        scores (fts_postings); None when none are held or `match` is not an OR of phrases. weights:
+        scores (fts_postings); None when none are held, `match` is not an OR of phrases or a
+        transaction is open. weights:
         bm25's column weights; allowed: SQL selecting the rowids a row must be among (one column named
         seq, with params)."""
         held = self.postings.get(fts)
         phrases = phrases_of(match)
-        if held is None or phrases is None:
+        # Inside a write transaction FTS5 scores with its own pending totals, which its averages
+        # record (what the hold reads) gets only at commit: FTS5 answers there (remember's detection).
+        if held is None or phrases is None or self.conn.in_transaction:
             return None
         held.sync(self.conn)
         rows, scores = held.scores(self.conn, phrases, weights)
