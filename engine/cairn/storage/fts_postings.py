@@ -31,14 +31,17 @@ taken from the whole table):
   table the rows re-indexed since (FTS5 gives a re-inserted row a new `origin` in its docsize table);
   a word's held rows are those below `start`, which no write has touched since.
 
-Words are loaded on first use (about 0.5 us an occurrence through fts5vocab: 160 ms for a word in
-165,000 of 200,000 turns), so a process holds only the words its queries use; the row lengths (4
-bytes a row) are read when the hold starts or starts again. It starts again, dropping every word,
-when more than FRESH_MAX rows were written since, or when rows below `start` were deleted. Any
-other FTS5 expression than an OR of phrases is left to FTS5.
+Words are read on first use through fts5vocab, about 0.35 us an occurrence (0.5 with the offsets a
+phrase's words keep: ~110 ms for a word 307,000 times in 165,000 of 200,000 turns), so a process holds
+only the words its queries use: 4 bytes (the row) and 1 a column (the count) a posting, 8 bytes an
+occurrence for a phrase's word. The row lengths (4 bytes a row) are read when the hold starts (about
+0.2 s at 200,000 turns), and again when it starts over, dropping every word: when more than FRESH_MAX
+rows were written since, or rows below `start` were deleted. Any other FTS5 expression than an OR of
+phrases is left to FTS5, and so is a search inside a write transaction (FTS5's pending totals reach
+its averages record at commit).
 
-Exact also when nothing changed in FTS5's arithmetic: column weights with a finite binary expansion
-(1.0, 0.5: KEY_WEIGHT) are multiplied, others added up instance by instance as FTS5 does.
+Column weights with a short binary expansion (1.0, 0.5: KEY_WEIGHT) are multiplied by the counts,
+which gives the same double as FTS5's adding them instance by instance; others are added one by one.
 """
 
 from __future__ import annotations
@@ -152,8 +155,9 @@ class HeldPostings:
         self.positions: dict[str, np.ndarray] = {}  # term -> its instances (_instances), for phrases
         self.postings = 0
         case = " ".join(f"WHEN '{c}' THEN {i}" for i, c in enumerate(self.columns))
-        self._load_sql = (f"SELECT group_concat(((doc * {len(self.columns)} + CASE col {case} END) << 32) + offset) "
-                          f"FROM temp.{fts}_held_terms WHERE term = ?")
+        code = f"doc * {len(self.columns)} + CASE col {case} END"
+        self._load_sql = f"SELECT group_concat((({code}) << 32) + offset) FROM temp.{fts}_held_terms WHERE term = ?"
+        self._load_rows_sql = f"SELECT group_concat({code}) FROM temp.{fts}_held_terms WHERE term = ?"
 
     def bytes_held(self) -> int:
         """Bytes of the arrays held: row lengths and every word's rows and counts."""
@@ -210,20 +214,22 @@ class HeldPostings:
         if self.contentless:
             self.origin = int(conn.execute(f"SELECT coalesce(max(origin), 0) FROM {self.fts}_docsize").fetchone()[0])
 
-    def _instances(self, conn: Connection, term: str) -> np.ndarray:
-        """Every instance of a word, sorted: int64 (row x columns + column) << 32 | offset (fts5vocab
-        lists a word's instances by row, column and offset)."""
+    def _instances(self, conn: Connection, term: str, *, offsets: bool) -> np.ndarray:
+        """Every instance of a word, sorted (fts5vocab lists them by row, column and offset): int64
+        row x columns + column, shifted left 32 bits and plus its offset when `offsets` (a third
+        faster without: 0.35 against 0.5 us an instance)."""
         import numpy as np
 
-        text = conn.execute(self._load_sql, (term,)).fetchone()[0]
+        text = conn.execute(self._load_sql if offsets else self._load_rows_sql, (term,)).fetchone()[0]
         return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
 
-    def _postings(self, instances: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(rows int32, counts uint8/uint16 [n, columns]) of sorted instances (as _instances)."""
+    def _postings(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(rows int32, counts uint8/uint16 [n, columns]) of sorted codes row x columns + column, one
+        an instance."""
         import numpy as np
 
         ncol = len(self.columns)
-        keys, per = np.unique(instances >> 32, return_counts=True)
+        keys, per = np.unique(codes, return_counts=True)
         rows = np.unique(keys // ncol)
         counts = np.zeros((len(rows), ncol), dtype=np.uint16 if per.size and per.max() > 255 else np.uint8)
         counts[np.searchsorted(rows, keys // ncol), keys % ncol] = per
@@ -241,21 +247,21 @@ class HeldPostings:
         if self.postings > POSTINGS_KEPT:
             self.words, self.positions, self.postings = {}, {}, 0
         if len(tokens) == 1:
-            self.words[key] = self._postings(self._instances(conn, key))
+            self.words[key] = self._postings(self._instances(conn, key, offsets=False))
         else:
             starts = self._positions(conn, tokens[0])
             for i, token in enumerate(tokens[1:], 1):
                 following = self._positions(conn, token)
                 at = np.minimum(np.searchsorted(following, starts + i), max(len(following) - 1, 0))
                 starts = starts[following[at] == starts + i] if len(following) else starts[:0]
-            self.words[key] = self._postings(starts)
+            self.words[key] = self._postings(starts >> 32)
         self.postings += len(self.words[key][0])
         return self.words[key]
 
     def _positions(self, conn: Connection, term: str) -> np.ndarray:
-        """A word's instances (as _instances), kept for the phrases that hold it."""
+        """A word's instances with their offsets (_instances), kept for the phrases that hold it."""
         if term not in self.positions:
-            self.positions[term] = self._instances(conn, term)
+            self.positions[term] = self._instances(conn, term, offsets=True)
             self.postings += len(self.positions[term])
         return self.positions[term]
 
