@@ -145,6 +145,8 @@ class SqliteStore(SqlStore):
         return store
 
     def close(self) -> None:
+        for held in self.postings.values():
+            held.tokenizer.conn.close()
         self.conn.close()
 
     def hold_vectors(self) -> bool:
