@@ -292,7 +292,12 @@ class TurnCodeIndex(VectorIndex):
         wanted = max(CODE_CANDIDATES, CODE_CANDIDATES_PER_K * int(k))
         if len(pool) > wanted:
             qbits = self._signs(np.round(q * 127).astype(np.int8)[None, :])[0]
-            distance = np.bitwise_count(self.bits[pool] ^ qbits).sum(axis=1)
+            # Every row unfiltered: no copy of the bits (9.6 MB at 200,000 turns); the words summed
+            # column by column, which numpy does 3 times faster than a sum over each short row.
+            counts = np.bitwise_count((self.bits if filter_sql is None else self.bits[pool]) ^ qbits)
+            distance = counts[:, 0].astype(np.uint64)
+            for column in range(1, counts.shape[1]):
+                distance += counts[:, column]
             pool = pool[np.argpartition(distance, wanted - 1)[:wanted]]
         similarity = (self.codes[pool].astype(np.float32) @ q) * self.scales[pool]
         top = min(int(k), len(pool))
