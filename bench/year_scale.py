@@ -228,6 +228,30 @@ def postings_held(memory: Cairn) -> None:
               "each, row lengths included)")
 
 
+def time_queries(memory: Cairn, queries: list[str], qvecs: np.ndarray, *, ab: bool) -> dict[str, list[float]]:
+    """Seconds of each search and recall of each query: {figure: [seconds]}. ab: each query also with
+    FTS5 scoring (the rare-first BM25, as before the held postings), in turn with the shipped path,
+    so both meet the same machine load."""
+    held = memory.store.postings
+    variants = [("", held)] + ([(" [FTS5 rare-first]", {})] if ab else [])
+    timings: dict[str, list[float]] = {}
+    for q, v in zip(queries, qvecs):
+        for label, call, text, options in (
+                ("session search, vector given", memory.sessions.search, q, {"window": 2, "query_vector": v}),
+                ("session search, embedded", memory.sessions.search, q, {"window": 2}),
+                ("session search, 'last month', embedded", memory.sessions.search,
+                 q.rstrip("?") + " last month", {"window": 2}),
+                ("recall, vector given", memory.recall, q, {"query_vector": v}),
+                ("recall, embedded", memory.recall, q, {})):
+            for suffix, postings in variants:
+                memory.store.postings = postings
+                t = time.perf_counter()
+                call(text, k=10, **options)
+                timings.setdefault(label + suffix, []).append(time.perf_counter() - t)
+    memory.store.postings = held
+    return timings
+
+
 def build_turns(memory: Cairn, n: int, embedder: PoolEmbedder, seed: int) -> float:
     """n turns in sessions of SESSION_TURNS over the last 365 days, written through the storage call
     capture ends in (index keys and vectors in context as capture makes them). Returns seconds."""
@@ -366,24 +390,7 @@ def main() -> None:
         for q, v in zip(queries[:20], qvecs[:20]):  # warm: codes and vectors held, pages cached
             memory.sessions.search(q, k=10, window=0, query_vector=v)
             memory.recall(q, k=10, query_vector=v)
-        # --ab: each query also with FTS5 scoring (the rare-first BM25, as before the held postings),
-        # in turn with the shipped path, so both meet the same machine load.
-        variants = [("", held)] + ([(" [FTS5 rare-first]", {})] if args.ab else [])
-        timings: dict[str, list[float]] = {}
-        for q, v in zip(queries, qvecs):
-            for label, call, text, options in (
-                    ("session search, vector given", memory.sessions.search, q, {"window": 2, "query_vector": v}),
-                    ("session search, embedded", memory.sessions.search, q, {"window": 2}),
-                    ("session search, 'last month', embedded", memory.sessions.search,
-                     q.rstrip("?") + " last month", {"window": 2}),
-                    ("recall, vector given", memory.recall, q, {"query_vector": v}),
-                    ("recall, embedded", memory.recall, q, {})):
-                for suffix, postings in variants:
-                    memory.store.postings = postings
-                    t = time.perf_counter()
-                    call(text, k=10, **options)
-                    timings.setdefault(label + suffix, []).append(time.perf_counter() - t)
-        memory.store.postings = held
+        timings = time_queries(memory, queries, qvecs, ab=args.ab)
         if args.ab:
             keyword_agreement(memory, queries, held)
         postings_held(memory)
