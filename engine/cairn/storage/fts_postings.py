@@ -212,6 +212,7 @@ class HeldPostings:
         ids_text, sizes, *top_origin = conn.execute(
             f"SELECT group_concat(id), group_concat(hex(sz), ''){origin} FROM {self.fts}_docsize").fetchone()
         ids = np.fromstring(ids_text, dtype=np.int64, sep=",") if ids_text else np.zeros(0, dtype=np.int64)
+        self.top = max(self.top, int(ids.max(initial=0)))
         lengths = np.full(self.top + 1, -1, dtype=np.int32)
         lengths[ids] = _row_lengths(bytes.fromhex(sizes or ""), len(ids), len(self.columns))
         self.lengths, self.start, self.fresh = lengths, self.top + 1, 0

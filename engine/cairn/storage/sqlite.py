@@ -285,9 +285,10 @@ class SqliteStore(SqlStore):
         # record (what the hold reads) gets only at commit: FTS5 answers there (remember's detection).
         if held is None or phrases is None or self.conn.in_transaction:
             return None
-        held.sync(self.conn)
-        rows, scores = held.scores(self.conn, phrases, weights)
-        keep = None if allowed is None else selected_seqs(self.conn, allowed, params)
+        with self.snapshot():  # the records, the lengths and FTS5's fresh rows of one moment
+            held.sync(self.conn)
+            rows, scores = held.scores(self.conn, phrases, weights)
+            keep = None if allowed is None else selected_seqs(self.conn, allowed, params)
         return fts_postings.top(rows, scores, limit, keep)
 
     def _bm25_top(self, fts: str, owner: str, match: str, limit: int,
