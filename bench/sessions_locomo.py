@@ -1,6 +1,6 @@
 """Session search on LoCoMo, through the real capture path: turn- and session-level recall per search mode.
 
-    python bench/sessions_locomo.py [FOLDER] [--conversations 26,30,41] [--no-time]
+    python bench/sessions_locomo.py [FOLDER] [--conversations 26,30,41] [--no-time] [--hold]
 
 FOLDER holds LoCoMo conversations in the `locomo10_v2` layout (default: ../shared/data/locomo/locomo10_v2
 beside the repository; CC BY-NC data, read from there, never copied into the repository). Each
@@ -16,6 +16,8 @@ questions, as bench/locomo.py scores evidence (its loader is reused); and sessio
 hybrid: the sessions of the ranked turns in order of first appearance, any@5 / any@10 an evidence
 session among the first 5 / 10. The constants (cairn.sessions.turns: NEIGHBOURS, KEY_WEIGHT,
 CONTEXT_WEIGHT, FUSION_WEIGHTS, RRF_K) were tuned on these conversations (the development set).
+--hold searches as the warm process does, with the store's vectors and keyword postings held in
+process memory (`Cairn.hold_vectors`; BM25 from storage/fts_postings.py instead of FTS5's scoring).
 A script printing figures, not a test; docs/benchmarks.md has the results.
 """
 
@@ -73,7 +75,7 @@ class Tally:
         return " / ".join(f"{self.sessions[k] / n:.3f}" for k in SESSION_KS)
 
 
-def run(folder: Path, names: list[str] | None, use_time: bool) -> None:
+def run(folder: Path, names: list[str] | None, use_time: bool, hold: bool = False) -> None:
     paths = sorted(folder.glob("*.json"), key=lambda p: (not p.stem.isdigit(), int(p.stem) if p.stem.isdigit() else 0))
     if names:
         paths = [p for p in paths if p.stem in names]
@@ -94,6 +96,8 @@ def run(folder: Path, names: list[str] | None, use_time: bool) -> None:
             started = time.perf_counter()
             done = memory.sessions.import_locomo(path)
             clock["import"] += time.perf_counter() - started
+            if hold:  # as the warm process: BM25 from the held postings (storage/fts_postings.py)
+                memory.hold_vectors()
             turns += done["turns_added"]
             reference = max(s.ended_at or 0 for s in memory.sessions.catalog(limit=1000))
             options = {"reference": reference} if use_time else {}
@@ -132,8 +136,10 @@ def main() -> None:
     parser.add_argument("folder", nargs="?", type=Path, default=DEFAULT_FOLDER)
     parser.add_argument("--conversations", help="comma-separated file stems, e.g. 26,30,41")
     parser.add_argument("--no-time", action="store_true", help="no reference time: time expressions count from now")
+    parser.add_argument("--hold", action="store_true",
+                        help="search as the warm process does: vectors and keyword postings held in process memory")
     args = parser.parse_args()
-    run(args.folder, args.conversations.split(",") if args.conversations else None, not args.no_time)
+    run(args.folder, args.conversations.split(",") if args.conversations else None, not args.no_time, args.hold)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,12 @@ on this machine at this moment):
 --cache DIR keeps a copy of the built store (turns and memories, before the throughput step writes
 to it) in DIR, keyed by the sizes and seeds, and later runs with the same sizes start from that copy
 instead of building again (the full scale takes about 20 minutes to build on 2 cores).
---latency-only prints steps 2 and 3 alone. --ab times each search and recall twice in turn: as shipped,
-and with every keyword match scored by FTS5 (storage/fts_prune.py out of the way: the path before).
+--latency-only prints steps 2 and 3 alone. --ab times each search and recall twice in turn: as shipped
+(BM25 from the postings held in process memory, storage/fts_postings.py), and with FTS5 scoring
+(storage/fts_prune.py's rare-first BM25: the path before); it also prints how far the held postings'
+top 10 / top 50 agree with FTS5 scoring every match. Before the warm-up the script prints the cold
+cost of the held postings: the rows' lengths read when the hold starts, then each query's first
+keyword search (which reads its words from the index), and at the end the bytes held.
 
 Texts are generated from bench/speed.py's seeded vocabularies (services, tools, people, numbers):
 developer prompts and assistant replies of about 30-60 words, and short replies ("Yes, exactly!").
@@ -48,7 +52,9 @@ import subprocess
 import sys
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from speed import _slots, make_memories, make_queries  # noqa: E402  (sets up a throwaway CAIRN_HOME)
@@ -151,33 +157,99 @@ def print_latencies(timings: dict[str, list[float]], floor: float) -> None:
         print(f"| {label} ({len(samples)} queries) | {p50:.1f} | {p95:.1f} | {p95 / 1000 / floor:.2f} |")
 
 
-def keyword_agreement(memory: Cairn, queries: list[str]) -> None:
-    """Print how far the rare-first BM25 (storage/fts_prune.py) agrees with FTS5 scoring every match:
-    top-10 and top-50 overlap over `queries`, for turns (as session search asks) and memories."""
+def keyword_searches(memory: Cairn) -> dict[str, Callable[[str], list[tuple[int, float]]]]:
+    """The two keyword searches, as session search and recall ask them: {name: search(match)}."""
     from cairn.sessions.turns import KEY_WEIGHT
     from cairn.storage.sql import Filters
+
+    store = memory.store
+    return {"turns": lambda m: store.turn_keyword_search(m, 50, key_weight=KEY_WEIGHT),
+            "memories": lambda m: store.keyword_search(m, Filters(), 50)}
+
+
+def keyword_agreement(memory: Cairn, queries: list[str], held: dict[str, Any]) -> None:
+    """Print how far the shipped BM25 (the postings `held`, storage/fts_postings.py) and the rare-first
+    BM25 over FTS5 (storage/fts_prune.py) agree with FTS5 scoring every match: top-10 and top-50
+    overlap over `queries`, for turns (as session search asks) and memories."""
     from cairn.text import fts_query
 
     store, shipped = memory.store, fts_prune.PRUNE_POSTINGS
-    searches = {"turns": lambda m: store.turn_keyword_search(m, 50, key_weight=KEY_WEIGHT),
-                "memories": lambda m: store.keyword_search(m, Filters(), 50)}
-    for name, search in searches.items():
-        top10 = top50 = 0.0
+    for name, search in keyword_searches(memory).items():
+        sums = {"held": [0.0, 0.0], "rare-first": [0.0, 0.0]}
         asked = 0
         for q in queries:
             match = fts_query(q)
             if match is None:
                 continue
-            fts_prune.PRUNE_POSTINGS = shipped
-            pruned = [s for s, _ in search(match)]
+            store.postings = held
+            found = {"held": [s for s, _ in search(match)]}
+            store.postings = {}
+            found["rare-first"] = [s for s, _ in search(match)]
             fts_prune.PRUNE_POSTINGS = 10 ** 12
             full = [s for s, _ in search(match)]
             fts_prune.PRUNE_POSTINGS = shipped
             asked += 1
-            top10 += len(set(pruned[:10]) & set(full[:10])) / max(1, len(full[:10]))
-            top50 += len(set(pruned) & set(full)) / max(1, len(full))
-        print(f"rare-first BM25 against every match scored, {name} ({asked} queries): top-10 overlap "
-              f"{top10 / asked:.3f}, top-50 {top50 / asked:.3f}")
+            for way, ranked in found.items():
+                sums[way][0] += len(set(ranked[:10]) & set(full[:10])) / max(1, len(full[:10]))
+                sums[way][1] += len(set(ranked) & set(full)) / max(1, len(full))
+        store.postings = held
+        for way, (top10, top50) in sums.items():
+            print(f"{way} BM25 against FTS5 scoring every match, {name} ({asked} queries): top-10 overlap "
+                  f"{top10 / asked:.3f}, top-50 {top50 / asked:.3f}")
+
+
+def postings_cold(memory: Cairn, queries: list[str]) -> None:
+    """Print the held postings' cold cost (module docstring) and what they hold after it."""
+    from cairn.text import fts_query
+
+    store = memory.store
+    for fts, held in store.postings.items():
+        started = time.perf_counter()
+        held.sync(store.conn)
+        print(f"held postings, {fts}: hold started in {1000 * (time.perf_counter() - started):.0f} ms "
+              f"({held.rows:,} rows)", flush=True)
+    for name, search in keyword_searches(memory).items():
+        firsts = []
+        for q in queries:
+            match = fts_query(q)
+            if match is not None:
+                started = time.perf_counter()
+                search(match)
+                firsts.append(time.perf_counter() - started)
+        p50, p95 = pct(firsts)
+        print(f"held postings, {name}: first keyword search of each query (reads its new words) p50 {p50:.1f} / "
+              f"p95 {p95:.1f} / max {1000 * max(firsts):.0f} ms, {sum(firsts):.1f} s in all", flush=True)
+
+
+def postings_held(memory: Cairn) -> None:
+    for fts, held in memory.store.postings.items():
+        print(f"held postings, {fts}: {len(held.words):,} words and phrases, {held.postings:,} postings and "
+              f"positions, {held.bytes_held() / 1e6:.1f} MB ({held.bytes_held() / max(1, held.postings):.1f} B "
+              "each, row lengths included)")
+
+
+def time_queries(memory: Cairn, queries: list[str], qvecs: np.ndarray, *, ab: bool) -> dict[str, list[float]]:
+    """Seconds of each search and recall of each query: {figure: [seconds]}. ab: each query also with
+    FTS5 scoring (the rare-first BM25, as before the held postings), in turn with the shipped path,
+    so both meet the same machine load."""
+    held = memory.store.postings
+    variants = [("", held)] + ([(" [FTS5 rare-first]", {})] if ab else [])
+    timings: dict[str, list[float]] = {}
+    for q, v in zip(queries, qvecs):
+        for label, call, text, options in (
+                ("session search, vector given", memory.sessions.search, q, {"window": 2, "query_vector": v}),
+                ("session search, embedded", memory.sessions.search, q, {"window": 2}),
+                ("session search, 'last month', embedded", memory.sessions.search,
+                 q.rstrip("?") + " last month", {"window": 2}),
+                ("recall, vector given", memory.recall, q, {"query_vector": v}),
+                ("recall, embedded", memory.recall, q, {})):
+            for suffix, postings in variants:
+                memory.store.postings = postings
+                t = time.perf_counter()
+                call(text, k=10, **options)
+                timings.setdefault(label + suffix, []).append(time.perf_counter() - t)
+    memory.store.postings = held
+    return timings
 
 
 def build_turns(memory: Cairn, n: int, embedder: PoolEmbedder, seed: int) -> float:
@@ -312,30 +384,16 @@ def main() -> None:
                 shutil.copyfile(store_path("year-scale"), cached)  # after the checkpoint: the whole store
         memory.hold_vectors()  # as the warm process does (adapters/service.py): the k-NN served from memory
         queries = make_queries(args.queries, seed=3)
+        postings_cold(memory, queries)
+        held = memory.store.postings
         qvecs = real.embed_queries(queries)
         for q, v in zip(queries[:20], qvecs[:20]):  # warm: codes and vectors held, pages cached
             memory.sessions.search(q, k=10, window=0, query_vector=v)
             memory.recall(q, k=10, query_vector=v)
-        # --ab: each query also with every match scored (FTS5's plain ranking, as before issue 33's
-        # rare-first BM25), in turn with the shipped path, so both meet the same machine load.
-        variants = [("", fts_prune.PRUNE_POSTINGS)] + ([(" [every match scored]", 10 ** 12)] if args.ab else [])
-        timings: dict[str, list[float]] = {}
-        for q, v in zip(queries, qvecs):
-            for label, call, text, options in (
-                    ("session search, vector given", memory.sessions.search, q, {"window": 2, "query_vector": v}),
-                    ("session search, embedded", memory.sessions.search, q, {"window": 2}),
-                    ("session search, 'last month', embedded", memory.sessions.search,
-                     q.rstrip("?") + " last month", {"window": 2}),
-                    ("recall, vector given", memory.recall, q, {"query_vector": v}),
-                    ("recall, embedded", memory.recall, q, {})):
-                for suffix, budget in variants:
-                    fts_prune.PRUNE_POSTINGS = budget
-                    t = time.perf_counter()
-                    call(text, k=10, **options)
-                    timings.setdefault(label + suffix, []).append(time.perf_counter() - t)
-        fts_prune.PRUNE_POSTINGS = variants[0][1]
+        timings = time_queries(memory, queries, qvecs, ab=args.ab)
         if args.ab:
-            keyword_agreement(memory, queries)
+            keyword_agreement(memory, queries, held)
+        postings_held(memory)
         if args.latency_only:
             floor = (floor + python_pass()) / 2
             print(f"\n`python -c pass`: {1000 * floor:.0f} ms (median of 15, start and end averaged)\n")

@@ -162,8 +162,10 @@ class Engine:
         """For a long-lived process (the warm process, the MCP server): keep the project store's
         memory vectors in process memory, so that a recall's k-NN is a matrix product (vectors.
         VectorCache; exact, re-synchronised with the file before each use). Costs dim x 4 bytes a
-        memory (15 MB at 10,000 x 384). Returns whether it is on: a sqlite-vec store only (Postgres
-        searches its HNSW index)."""
+        memory (15 MB at 10,000 x 384). A SQLite store also holds its keyword postings from then on
+        (storage/fts_postings.py: BM25 with FTS5's own scores, in numpy; each word read on first use,
+        about 7 bytes a posting), whatever its vector index. Returns whether the vectors are held: a
+        sqlite-vec store only (Postgres searches its HNSW index and its own postings)."""
         return self.store.hold_vectors()
 
     @property

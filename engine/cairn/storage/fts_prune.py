@@ -22,7 +22,9 @@ FTS5's full ranking at 0.999 and the top 50 at 0.997 (docs/benchmarks.md, issue 
 more than half the rows are left out of R: FTS5 clamps their IDF to 1e-6, so they only break ties.
 
 Used above `budget` matches only: a query whose words are in at most `budget` rows in all is sent
-unchanged, so small stores rank exactly as before.
+unchanged, so small stores rank exactly as before. A process that holds the postings
+(fts_postings.py, `hold_vectors`: the warm process, the MCP server) scores every match exactly from
+them instead; this is the path of a process that searches once (the CLI without the warm process).
 """
 
 from __future__ import annotations

@@ -20,13 +20,13 @@ from .. import home
 from ..errors import InvalidImport, SchemaTooNew, StoreCorrupted, StoreError, StoreNotFound
 from ..models import Memory, NewMemory
 from ..text import index_text
-from . import db, fts_prune, sql
+from . import db, fts_postings, fts_prune, sql
 from .base import SqlStore
 from .dialect import SQLITE
 from .fts_prune import phrases_of, rare_first
 from .migrations import MIGRATIONS, fts_secure_delete_supported, migrate_sqlite
 from .sql import Filters
-from .vectors import BACKENDS, NumpyIndex, SqliteVecIndex, TurnCodeIndex, VectorCache, VectorIndex
+from .vectors import BACKENDS, NumpyIndex, SqliteVecIndex, TurnCodeIndex, VectorCache, VectorIndex, selected_seqs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -98,6 +98,7 @@ class SqliteStore(SqlStore):
         self._terms_seen: tuple[int, int] | None = None
         # _phrase_counts' answers per FTS table: (max(seq) when counted, rows indexed, {phrase: rows})
         self._phrase_cache: dict[str, tuple[int, int, dict[str, int]]] = {}
+        self.postings: dict[str, fts_postings.HeldPostings] = {}  # see hold_vectors
 
     # -- lifecycle -------------------------------------------------------------------------
     @classmethod
@@ -144,13 +145,18 @@ class SqliteStore(SqlStore):
         return store
 
     def close(self) -> None:
+        for held in self.postings.values():
+            held.tokenizer.conn.close()
         self.conn.close()
 
     def hold_vectors(self) -> bool:
         """Keep the memories' vectors in process memory from now on (vectors.VectorCache), for a
         long-lived process: k-NN and vector lookups of the default view are then served from memory,
         re-synchronised with the file before each use. Returns whether it is on (only a sqlite-vec
-        index can be held)."""
+        index can be held). The keyword indexes' postings are held too, whatever the vector index
+        (fts_postings.HeldPostings: BM25 in numpy, FTS5's scores, each word read on first use)."""
+        if not self.postings:
+            self.postings = {fts: fts_postings.HeldPostings(self.conn, fts) for fts in ("memory_fts", "turn_fts")}
         if isinstance(self.vector_index, SqliteVecIndex) and self.vector_cache is None:
             self.vector_cache = VectorCache()
         return self.vector_cache is not None
@@ -252,6 +258,9 @@ class SqliteStore(SqlStore):
         (higher is better)."""
         extra = self._fast_path_extra(filters)
         if extra is not None:
+            held = self._held_top("memory_fts", match, int(limit) + extra, ())
+            if held is not None:
+                return self._keep_current(held, limit)
             plain = ("SELECT rowid, bm25(memory_fts) AS rank FROM memory_fts WHERE memory_fts MATCH ? "
                      "ORDER BY rank LIMIT ?")
             rows = self._bm25_top("memory_fts", "memories", match, int(limit) + extra,
@@ -262,6 +271,25 @@ class SqliteStore(SqlStore):
             f"SELECT f.rowid, bm25(memory_fts) AS rank FROM memory_fts f JOIN memories m ON m.seq = f.rowid "
             f"WHERE memory_fts MATCH ? AND {where} ORDER BY rank LIMIT ?", (expr, *params, n)).fetchall())
         return [(int(seq), -float(rank)) for seq, rank in rows]
+
+    def _held_top(self, fts: str, match: str, limit: int, weights: Sequence[float], allowed: str | None = None,
+                  params: Sequence[object] = ()) -> list[tuple[int, float]] | None:
+        """The `limit` best [(rowid, -bm25)] for `match` from the postings held (hold_vectors), FTS5's
+        scores (fts_postings); None when none are held, `match` is not an OR of phrases or a
+        transaction is open. weights:
+        bm25's column weights; allowed: SQL selecting the rowids a row must be among (one column named
+        seq, with params)."""
+        held = self.postings.get(fts)
+        phrases = phrases_of(match)
+        # Inside a write transaction FTS5 scores with its own pending totals, which its averages
+        # record (what the hold reads) gets only at commit: FTS5 answers there (remember's detection).
+        if held is None or phrases is None or self.conn.in_transaction:
+            return None
+        with self.snapshot():  # the records, the lengths and FTS5's fresh rows of one moment
+            held.sync(self.conn)
+            rows, scores = held.scores(self.conn, phrases, weights)
+            keep = None if allowed is None else selected_seqs(self.conn, allowed, params)
+        return fts_postings.top(rows, scores, limit, keep)
 
     def _bm25_top(self, fts: str, owner: str, match: str, limit: int,
                   run: Callable[[str, int], list[Any]]) -> list[tuple[int, float]]:
@@ -572,6 +600,10 @@ class SqliteStore(SqlStore):
                             key_weight: float = 1.0) -> list[tuple[int, float]]:
         """BM25 over turns (text, and its index key weighted by key_weight): [(seq, -bm25)], best first."""
         clauses, params = self._turn_time(since, until)
+        held = self._held_top("turn_fts", match, int(limit), (1.0, float(key_weight)),
+                              f"SELECT t.seq FROM turns t WHERE {' AND '.join(clauses)}" if clauses else None, params)
+        if held is not None:
+            return held
         join = f" JOIN turns t ON t.seq = f.rowid AND {' AND '.join(clauses)}" if clauses else ""
         rows = self._bm25_top("turn_fts", "turns", match, int(limit), lambda expr, n: self.conn.execute(
             f"SELECT f.rowid, bm25(turn_fts, 1.0, ?) AS rank FROM turn_fts f{join} WHERE turn_fts MATCH ? "

@@ -146,6 +146,16 @@ class NumpyIndex(VectorIndex):
 BACKENDS: dict[str, type[VectorIndex]] = {"sqlite-vec": SqliteVecIndex, "numpy": NumpyIndex}
 
 
+def selected_seqs(conn: Connection, select_sql: str, params: Sequence[object]) -> np.ndarray:
+    """The seqs `select_sql` selects (one integer column named seq), as int64[n] in its order: read
+    as one group_concat string, since a row at a time through the binding costs about 1 us a row
+    (10 ms for a month of a year's 200,000 captured turns)."""
+    import numpy as np
+
+    text = conn.execute(f"SELECT group_concat(seq) FROM ({select_sql})", tuple(params)).fetchone()[0]
+    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+
+
 # Turn vectors are stored as int8 codes with one float32 scale (4 + dim bytes: 388 for 384 floats,
 # a quarter of float32), and searched in two steps: the Hamming distance of their sign bits picks
 # CODE_CANDIDATES (at least CODE_CANDIDATES_PER_K x k) candidates, whose int8 dot products with the
@@ -270,7 +280,7 @@ class TurnCodeIndex(VectorIndex):
         q = np.frombuffer(query, dtype=np.float32) if isinstance(query, (bytes, bytearray)) \
             else np.asarray(query, dtype=np.float32)
         if filter_sql:
-            allowed = np.fromiter((int(r[0]) for r in conn.execute(filter_sql, tuple(params))), dtype=np.int64)
+            allowed = selected_seqs(conn, filter_sql, params)
             found = np.searchsorted(self.seqs, allowed)
             inside = found < self.held
             found, allowed = found[inside], allowed[inside]
@@ -282,7 +292,12 @@ class TurnCodeIndex(VectorIndex):
         wanted = max(CODE_CANDIDATES, CODE_CANDIDATES_PER_K * int(k))
         if len(pool) > wanted:
             qbits = self._signs(np.round(q * 127).astype(np.int8)[None, :])[0]
-            distance = np.bitwise_count(self.bits[pool] ^ qbits).sum(axis=1)
+            # Every row unfiltered: no copy of the bits (9.6 MB at 200,000 turns); the words summed
+            # column by column, which numpy does 3 times faster than a sum over each short row.
+            counts = np.bitwise_count((self.bits if filter_sql is None else self.bits[pool]) ^ qbits)
+            distance = counts[:, 0].astype(np.uint64)
+            for column in range(1, counts.shape[1]):
+                distance += counts[:, column]
             pool = pool[np.argpartition(distance, wanted - 1)[:wanted]]
         similarity = (self.codes[pool].astype(np.float32) @ q) * self.scales[pool]
         top = min(int(k), len(pool))
