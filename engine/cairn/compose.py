@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import PROJECT_FILE, load_config, user_config_path
+from .environment import or_process
 from .errors import StoreNotFound
 from .stores.paths import GLOBAL_STORE, StoreChoice, choose_store, store_path
 
@@ -71,7 +72,7 @@ class Resolved:
 def resolve(store: str | None = None, *, cwd: Path | None = None, env: dict[str, str] | None = None,
             config: dict[str, Any] | None = None) -> Resolved:
     """Choose the store and load its project's config (unless `config` is given). env: the
-    environment that names CAIRN_STORE and CAIRN_CONFIG (default: this process's).
+    environment that names CAIRN_STORE and CAIRN_CONFIG (default: environment.process_env()).
 
     Raises InvalidStoreName, ConfigError."""
     choice = choose_store(store, cwd=cwd, env=env)
@@ -99,7 +100,7 @@ class ResolveCache:
         """As `resolve`; the config given back is the caller's own copy."""
         if config is not None:
             return resolve(store, cwd=cwd, env=env, config=config)
-        env = dict(os.environ if env is None else env)
+        env = dict(or_process(env))
         cwd = Path.cwd() if cwd is None else Path(cwd)
         key = (store, str(cwd), env.get("CAIRN_STORE") or None, env.get("CAIRN_CONFIG") or None)
         git = None if store is not None or env.get("CAIRN_STORE") else _git_stamp(cwd)

@@ -92,7 +92,7 @@ def private_runtime_dir() -> "Path":
 
 
 def _key() -> str:
-    return _sha256(os.path.realpath(data_root_dir()).encode()).hexdigest()[:12]
+    return _sha256(os.path.realpath(data_root_dir(os.environ)).encode()).hexdigest()[:12]
 
 
 def socket_file() -> str:
