@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -69,7 +70,7 @@ class Resolved:
         return Resolved(choice, self.config)
 
 
-def resolve(store: str | None = None, *, cwd: Path | None = None, env: dict[str, str] | None = None,
+def resolve(store: str | None = None, *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
             config: dict[str, Any] | None = None) -> Resolved:
     """Choose the store and load its project's config (unless `config` is given). env: the
     environment that names CAIRN_STORE and CAIRN_CONFIG (default: environment.process_env()).
@@ -95,7 +96,7 @@ class ResolveCache:
         self._entries: dict[tuple, tuple[tuple, Resolved]] = {}
         self._lock = threading.Lock()
 
-    def resolve(self, store: str | None = None, *, cwd: Path | None = None, env: dict[str, str] | None = None,
+    def resolve(self, store: str | None = None, *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
                 config: dict[str, Any] | None = None) -> Resolved:
         """As `resolve`; the config given back is the caller's own copy."""
         if config is not None:
@@ -129,7 +130,7 @@ def _read_bytes(path: str | Path) -> bytes | None:
         return None
 
 
-def _config_stamp(choice: StoreChoice, env: dict[str, str]) -> tuple[bytes | None, bytes | None]:
+def _config_stamp(choice: StoreChoice, env: Mapping[str, str]) -> tuple[bytes | None, bytes | None]:
     user = _read_bytes(user_config_path(env))
     project = None if choice.project_root is None else _read_bytes(choice.project_root / PROJECT_FILE)
     return user, project

@@ -1,8 +1,10 @@
 """Claude Code hook events, handled with the engine: what to inject at SessionStart and on each prompt.
 
 The same `handle` runs in the warm process (with the embedding model, for hybrid recall) and, when
-that is not ready, in the hook process itself (keyword-only; see cairn.adapters.claude.hook_process). It never
-raises for a missing store: a project with no memories gets nothing injected.
+that is not ready, in the hook process itself (keyword-only; see cairn.adapters.claude.hook_process),
+each through its HookRuntime (the warm process's: warm.runtime.WarmRuntime; the hook process's:
+InProcessRuntime). It never raises for a missing store: a project with no memories gets nothing
+injected.
 """
 
 from __future__ import annotations
@@ -10,11 +12,10 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cairn import (
     BROKEN_STORE_ERRORS, CairnError, ConfigError, Resolved, StoreBusy, cited_ids, is_trivial, prompt_context,
@@ -56,40 +57,68 @@ HOOK_EVENTS = (SESSION_START, USER_PROMPT_SUBMIT, *TOOL_EVENTS, SUBAGENT_START, 
                SESSION_END)  # what hooks/hooks.json registers
 
 
-@dataclass
-class HookHost:
-    """How the process that runs a hook serves it; the defaults are the hook process itself
-    (keyword-only, each call opening and closing the store).
+class HookRuntime(Protocol):
+    """What a hook asks of the process that runs it: one interface, implemented by the hook process
+    itself (InProcessRuntime: keyword-only, each store opened for the request and closed after) and
+    by the warm process (warm.runtime.WarmRuntime: models loaded, stores kept open, resolutions
+    cached). tests/adapters/test_hook_runtime.py holds both to the same contract."""
 
-    embedder: a loaded Embedder for hybrid recall, or None for keyword-only. embedder_for(config):
-    instead, the loaded embedder for this project's config, or None (the warm process, which may
-    hold several models). open_memory(resolved, embedder): an opener that may reuse open stores
-    (the warm process keeps them open). resolver: cairn.resolve's signature (the warm process passes
-    a ResolveCache's). timings: filled with the milliseconds each step took (resolve, open, embed,
-    recall), when given."""
+    def resolve(self, store: str | None = None, *, cwd: Path | None = None,
+                env: Mapping[str, str] | None = None) -> Resolved:
+        """cairn.resolve's answer for this store name (None: the project's), folder and hook environment."""
+        ...
 
-    embedder: Embedder | None = None
-    embedder_for: Callable[[dict[str, Any]], Embedder | None] | None = None
-    open_memory: Callable[[Resolved, Embedder | None], Cairn] | None = None
-    resolver: Callable[..., Resolved] = resolve
-    timings: dict[str, float] | None = None
+    def embedder_for(self, config: dict[str, Any]) -> Embedder | None:
+        """The loaded embedder for this project's config, for hybrid recall; None for keyword-only
+        (no model here, embedding disabled, or the model not loaded yet)."""
+        ...
+
+    def memory(self, resolved: Resolved, embedder: Embedder | None) -> AbstractContextManager[Cairn]:
+        """The open engine a hook answers from, for the time of the `with` block, waiting at most
+        HOOK_BUSY_TIMEOUT_MS for another process's lock."""
+        ...
 
 
-def handle(event: str, payload: dict[str, Any], env: dict[str, str],
-           host: HookHost | None = None) -> dict[str, Any] | None:
+class InProcessRuntime:
+    """HookRuntime in the calling process (the hook process when the warm process is not ready;
+    a library caller, a benchmark): cairn.resolve at each request, `embedder` for every config that
+    enables embedding (None, the default: keyword-only; the hook process loads no model), and the
+    store opened for each request and closed after."""
+
+    def __init__(self, embedder: Embedder | None = None):
+        self._embedder = embedder
+
+    def resolve(self, store: str | None = None, *, cwd: Path | None = None,
+                env: Mapping[str, str] | None = None) -> Resolved:
+        return resolve(store, cwd=cwd, env=env)
+
+    def embedder_for(self, config: dict[str, Any]) -> Embedder | None:
+        return self._embedder if config["embedding"]["enabled"] else None
+
+    @contextmanager
+    def memory(self, resolved: Resolved, embedder: Embedder | None) -> Iterator[Cairn]:
+        from cairn import Cairn
+
+        with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
+            yield memory
+
+
+def handle(event: str, payload: dict[str, Any], env: dict[str, str], runtime: HookRuntime | None = None, *,
+           timings: dict[str, float] | None = None) -> dict[str, Any] | None:
     """The hook's JSON output for `event`, or None to inject nothing.
 
     payload: the hook's stdin JSON. env: the hook's environment (CLAUDE_PROJECT_DIR, CAIRN_STORE,
-    CAIRN_PAUSE ...). host: how the calling process serves the hook (HookHost; default: the hook
-    process itself). The store and config are resolved once here, by the host's resolver, into the
-    request (request.HookRequest) every path of the event reads.
+    CAIRN_PAUSE ...). runtime: the process serving the hook (HookRuntime; default: InProcessRuntime(),
+    keyword-only). The store and config are resolved once here, by the runtime, into the request
+    (request.HookRequest) every path of the event reads. timings: filled with the milliseconds each
+    step took (resolve, open, embed, recall ...), when given.
     Raises whatever the engine raises; the caller fails open.
     """
-    host = host or HookHost()
-    clock = _Clock(host.timings)
+    runtime = runtime or InProcessRuntime()
+    clock = _Clock(timings)
     request = HookRequest(event, payload, env)
     try:
-        resolved = request.resolved = host.resolver(None, cwd=request.project, env=env)
+        resolved = request.resolved = runtime.resolve(None, cwd=request.project, env=env)
     except ConfigError as exc:
         # A bad config turns memory off: say so once, at session start, to the user (a prompt fails
         # open silently; the caller logs it), as for a broken store.
@@ -104,20 +133,17 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str],
         log.info("%s: nothing injected (%s)", event, reason)
         return None
     notice = _runtime_notice(config, env) if event == SESSION_START else None
-    embedder, embedder_for, global_only = host.embedder, host.embedder_for, False
+    global_only = False
     if not resolved.store_exists:
         glob = _without_store(request, resolved)
         if glob is None:
             return {"systemMessage": notice} if notice else None
-        resolved, embedder, embedder_for, global_only = glob, None, None, True  # a brief needs no model
+        resolved, global_only = glob, True  # a brief needs no model
     if event in TOOL_EVENTS and not config["hooks"]["tools"]:
         return None
-    if embedder_for is not None and event not in NO_MODEL_EVENTS:
-        embedder = embedder_for(config)
-    elif event in NO_MODEL_EVENTS:
-        embedder = None
+    embedder = None if global_only or event in NO_MODEL_EVENTS else runtime.embedder_for(config)
     try:
-        with _memory_for(resolved, embedder, host.open_memory) as memory:
+        with runtime.memory(resolved, embedder) as memory:
             clock.lap("open")
             text = _respond(memory, request, config, embedder, clock, global_only=global_only)
     except StoreBusy:
@@ -153,19 +179,6 @@ def _without_store(request: HookRequest, resolved: Resolved) -> Resolved | None:
         sync_at_session_start(None, request.project, request.env,
                               store_name=choice.name if choice.explicit else None, native=request.native)
     return resolved.global_instead() if request.event == SESSION_START else None
-
-
-@contextmanager
-def _memory_for(resolved: Resolved, embedder: Embedder | None,
-                open_memory: Callable[[Resolved, Embedder | None], Cairn] | None) -> Iterator[Cairn]:
-    """The memory a hook answers from: the host's opener's, or one opened here and closed after."""
-    if open_memory is not None:
-        yield open_memory(resolved, embedder)
-        return
-    from cairn import Cairn
-
-    with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
-        yield memory
 
 
 def _output(event: str, text: str | None, notice: str | None) -> dict[str, Any] | None:
