@@ -10,7 +10,6 @@ injected.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -18,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from cairn import (
-    BROKEN_STORE_ERRORS, CairnError, ConfigError, Resolved, StoreBusy, cited_ids, is_trivial, prompt_context,
-    required_extra, resolve, session_brief,
+    BROKEN_STORE_ERRORS, CairnError, ConfigError, Resolved, StoreBusy, cited_ids, is_trivial, process_env,
+    prompt_context, required_extra, resolve, session_brief,
 )
 
 from .request import HookRequest
@@ -61,7 +60,12 @@ class HookRuntime(Protocol):
     """What a hook asks of the process that runs it: one interface, implemented by the hook process
     itself (InProcessRuntime: keyword-only, each store opened for the request and closed after) and
     by the warm process (warm.runtime.WarmRuntime: models loaded, stores kept open, resolutions
-    cached). tests/adapters/test_hook_runtime.py holds both to the same contract."""
+    cached). tests/adapters/test_hook_runtime.py holds both to the same contract.
+
+    environ: the environment of the process (its composition root's), which the processes a hook
+    starts inherit (a runtime install, a maintenance run)."""
+
+    environ: Mapping[str, str]
 
     def resolve(self, store: str | None = None, *, cwd: Path | None = None,
                 env: Mapping[str, str] | None = None) -> Resolved:
@@ -83,10 +87,12 @@ class InProcessRuntime:
     """HookRuntime in the calling process (the hook process when the warm process is not ready;
     a library caller, a benchmark): cairn.resolve at each request, `embedder` for every config that
     enables embedding (None, the default: keyword-only; the hook process loads no model), and the
-    store opened for each request and closed after."""
+    store opened for each request and closed after. environ: the calling process's environment
+    (default: cairn.process_env())."""
 
-    def __init__(self, embedder: Embedder | None = None):
+    def __init__(self, embedder: Embedder | None = None, environ: Mapping[str, str] | None = None):
         self._embedder = embedder
+        self.environ = process_env() if environ is None else environ
 
     def resolve(self, store: str | None = None, *, cwd: Path | None = None,
                 env: Mapping[str, str] | None = None) -> Resolved:
@@ -116,7 +122,7 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], runtime: Ho
     """
     runtime = runtime or InProcessRuntime()
     clock = _Clock(timings)
-    request = HookRequest(event, payload, env)
+    request = HookRequest(event, payload, env, runtime.environ)
     try:
         resolved = request.resolved = runtime.resolve(None, cwd=request.project, env=env)
     except ConfigError as exc:
@@ -132,7 +138,7 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], runtime: Ho
     if reason:
         log.info("%s: nothing injected (%s)", event, reason)
         return None
-    notice = _runtime_notice(config, env) if event == SESSION_START else None
+    notice = _runtime_notice(config, env, runtime.environ) if event == SESSION_START else None
     global_only = False
     if not resolved.store_exists:
         glob = _without_store(request, resolved)
@@ -192,10 +198,11 @@ def _output(event: str, text: str | None, notice: str | None) -> dict[str, Any] 
     return out
 
 
-def _runtime_notice(config: dict[str, Any], env: dict[str, str]) -> str | None:
+def _runtime_notice(config: dict[str, Any], env: dict[str, str], environ: Mapping[str, str]) -> str | None:
     """In the plugin, when the project's model needs an optional backend the runtime lacks: start
     its install in the background (hooks/bootstrap.py extra NAME; never inside the hook's budget)
-    and say so to the user, once per session start. None otherwise."""
+    and say so to the user, once per session start. None otherwise. env: the hook's; environ: this
+    process's, which the install inherits."""
     emb = config["embedding"]
     extra = required_extra(emb["model"], emb["backend"]) if emb["enabled"] else None
     root, data = env.get("CLAUDE_PLUGIN_ROOT"), env.get("CLAUDE_PLUGIN_DATA")
@@ -206,7 +213,7 @@ def _runtime_notice(config: dict[str, Any], env: dict[str, str]) -> str | None:
 
     bootstrap = Path(root) / "hooks" / "bootstrap.py"
     out = subprocess.run([sys.executable, str(bootstrap), "extra", extra], capture_output=True, text=True,
-                         env={**os.environ, "CLAUDE_PLUGIN_DATA": data}, timeout=10)
+                         env={**environ, "CLAUDE_PLUGIN_DATA": data}, timeout=10)
     status = out.stdout.strip() or f"cannot start the install ({out.stderr.strip()[-200:]})"
     return f"Cairn: embedding model {emb['model']} needs {extra}: {status} Until then memory is keyword-only."
 
@@ -304,7 +311,7 @@ def _session_start(memory: Cairn, request: HookRequest, config: dict[str, Any], 
     state.uncounted += cited_ids(text)
     state.save()
     if config["maintenance"]["background"]:
-        start_background_maintenance(memory)
+        start_background_maintenance(memory, request.environ)
     return split_brief(text)[0] if text else None
 
 
@@ -396,11 +403,12 @@ def split_brief(text: str, limit: int = HOOK_OUTPUT_CHARS) -> list[str]:
     return ["\n".join(first), "\n".join(rest)] if len(rest) > 1 else ["\n".join(first)]
 
 
-def start_background_maintenance(memory: Cairn) -> bool:
+def start_background_maintenance(memory: Cairn, environ: Mapping[str, str]) -> bool:
     """Config maintenance.background (off by default): when the store had no maintenance run within
     maintenance.stale_days, start `cairn maintain --apply --safe-only` for it in a detached process
-    (only exact duplicates are retired; nothing else changes without a review). Returns whether one
-    was started. Never raises: a hook fails open (errors go to the hook log)."""
+    (only exact duplicates are retired; nothing else changes without a review), which inherits
+    `environ` (the hook's process's). Returns whether one was started. Never raises: a hook fails
+    open (errors go to the hook log)."""
     import subprocess
     import sys
 
@@ -408,7 +416,7 @@ def start_background_maintenance(memory: Cairn) -> bool:
         if not memory.review.status()["stale"]:
             return False
         engine_dir = str(Path(__file__).resolve().parents[3])  # engine/cairn/adapters/claude/hooks.py -> engine
-        env = {**os.environ, "PYTHONPATH": engine_dir, "CAIRN_NO_WARM": "1"}
+        env = {**environ, "PYTHONPATH": engine_dir, "CAIRN_NO_WARM": "1"}
         subprocess.Popen([sys.executable, "-P", "-m", "cairn", "maintain", "--apply", "--safe-only", "--store",
                           memory.name], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn import Embedder, ResolveCache, Resolved, embedder_from_config, required_extra
+from cairn import Embedder, ResolveCache, Resolved, embedder_from_config, process_env, required_extra
 
 from . import client as warm
 
@@ -33,10 +33,12 @@ def model_key(embedding: dict[str, Any]) -> tuple[str, str, str, int]:
 class WarmRuntime:
     """The models, open stores and cached resolutions of the warm process. config: the user-level
     config, whose model `embedder` is (loaded by the caller; it answers `embed` requests that name
-    no model). Thread-safe: `lock` is held by the caller for a whole request that uses the open
-    stores (their connections serve one request at a time)."""
+    no model). environ: the warm process's environment (default: cairn.process_env()), which the
+    processes a hook starts inherit. Thread-safe: `lock` is held by the caller for a whole request
+    that uses the open stores (their connections serve one request at a time)."""
 
-    def __init__(self, config: dict[str, Any], embedder: Embedder):
+    def __init__(self, config: dict[str, Any], embedder: Embedder, environ: Mapping[str, str] | None = None):
+        self.environ = process_env() if environ is None else environ
         self.default_key = model_key(config["embedding"])
         self.embedders: dict[tuple[str, str, str, int], Embedder] = {self.default_key: embedder}
         self.embedders_lock = threading.Lock()

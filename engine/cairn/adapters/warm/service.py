@@ -9,6 +9,9 @@ per machine rather than in every hook or session. It:
 - exits after `CAIRN_SERVICE_IDLE_SECONDS` (default 900) without a request, when asked to, or when
   a request carries another code version (a plugin update), so no stale or orphaned process stays.
 
+`serve` is the warm process's composition root: it reads the process environment once and passes it
+down (the socket's place, the user config, the runtime); a hook's own variables come with its request.
+
 It loads the user-level model at start; a project whose config names another model gets it loaded
 in the background on its first hook (that hook answers keyword-only), or at once for an embed.
 
@@ -39,6 +42,7 @@ import socketserver
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 # Before numpy is imported: a product of the held vectors (Cairn.hold_vectors) with a query is
@@ -63,8 +67,9 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = False
     block_on_close = True
 
-    def __init__(self, path: str, config: dict[str, Any], embedder: Embedder, code: str, idle_seconds: float):
-        self.runtime = WarmRuntime(config, embedder)  # the models, open stores and resolutions (runtime.py)
+    def __init__(self, path: str, config: dict[str, Any], embedder: Embedder, code: str, idle_seconds: float,
+                 environ: Mapping[str, str]):
+        self.runtime = WarmRuntime(config, embedder, environ)  # the models, open stores and resolutions (runtime.py)
         self.code = code
         self.code_versions = warm.CodeVersions()  # the fingerprint of each client's package
         self.captures: queue.Queue = queue.Queue()  # capture jobs, run one at a time by capture_worker
@@ -197,11 +202,12 @@ def serve() -> int:
     import fcntl
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s cairn.service: %(message)s")
+    environ = os.environ  # the one read of this process's environment, passed down from here
     # This process's files (lock, socket, store files) are private whatever the caller's umask: the
     # socket is created by bind(), which has no mode argument.
     os.umask(0o077)
-    warm.private_runtime_dir()
-    lock = open(warm.lock_path(), "a")  # noqa: SIM115 - held for the life of the process
+    warm.private_runtime_dir(environ)
+    lock = open(warm.lock_path(environ), "a")  # noqa: SIM115 - held for the life of the process
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -210,10 +216,10 @@ def serve() -> int:
     from cairn import ConfigError, load_config
 
     try:
-        config = load_config()  # the user-level config
+        config = load_config(env=environ)  # the user-level config
     except ConfigError as exc:
         log.error("cannot read the configuration: %s", exc)
-        warm.write_status("failed", error=f"cannot read the configuration: {exc}")
+        warm.write_status("failed", error=f"cannot read the configuration: {exc}", environ=environ)
         return 1
     # One torch thread: a one-sentence query takes ~10 ms either way on an idle machine, but with two
     # threads its p95 grew to ~700 ms while other processes used the cores (measured; docs/benchmarks.md).
@@ -221,23 +227,23 @@ def serve() -> int:
     embedder = embedder_from_config(config, threads=1)
     assert embedder is not None  # embedding enabled just above
     model = warm.model_key(config["embedding"])
-    warm.write_status("loading", model=model)
+    warm.write_status("loading", model=model, environ=environ)
     started = time.monotonic()
     try:
         embedder.load()
     except Exception as exc:
         log.error("cannot load the embedding model: %s", exc)
         # Before exiting: a client waiting on this process reads why as soon as it sees it gone.
-        warm.write_status("failed", model=model, error=str(exc))
+        warm.write_status("failed", model=model, error=str(exc), environ=environ)
         lock.close()  # a new warm process may start now, not after this interpreter's teardown
         return 1
     log.info("model %s loaded in %.1f s", embedder.model_name, time.monotonic() - started)
-    path = warm.socket_path()
+    path = warm.socket_path(environ)
     path.unlink(missing_ok=True)  # a socket left by a killed process; we hold the lock
-    idle = float(os.environ.get("CAIRN_SERVICE_IDLE_SECONDS", "900"))
-    server = WarmServer(str(path), config, embedder, warm.code_version(), idle)
+    idle = float(environ.get("CAIRN_SERVICE_IDLE_SECONDS", "900"))
+    server = WarmServer(str(path), config, embedder, warm.code_version(), idle, environ)
     os.chmod(path, 0o600)
-    warm.write_status("ready", model=model)
+    warm.write_status("ready", model=model, environ=environ)
     threading.Thread(target=server.watch_idle, daemon=True).start()
     log.info("listening on %s (pid %d)", path, os.getpid())
     try:
