@@ -11,7 +11,7 @@ is added:
   in storage/protocol.py): no StoreBackend, no other role's method, not the engine's store;
 - the core never reads the process environment (`os.environ`, `os.getenv`): it is given an `env`
   by the composition roots; `cairn.environment` is the one place that reads it, for a caller of the
-  public API that passes none;
+  public API that passes none; among the adapters only the roots read it, each in one place;
 - neither the core nor the adapters import in a circle: every import counts, at module level, inside a function (a lazy
   import runs when the function does) and under `if TYPE_CHECKING:` (a type is a dependency too:
   the module cannot be read or checked without the other), so each core module stands wholly above
@@ -478,3 +478,23 @@ os.environ["HF_HUB_OFFLINE"] = "1"
                         "line 6 reads os.environ", "line 7 reads os.environ", "line 8 reads os.getenv",
                         "line 9 reads os.environ"], problems
     assert ENVIRONMENT_DEFAULT in CORE and _environment_reads(MODULES[ENVIRONMENT_DEFAULT])
+
+
+# The adapters' composition roots, one per process kind, each reading the process environment in one
+# place and passing it down; every other adapter module is given it (or asks cairn.process_env()).
+ADAPTER_ROOTS = {
+    "cairn.adapters.claude.hook_process": "the hook process (process_environ)",
+    "cairn.adapters.warm.service": "the warm process (serve)",
+    "cairn.adapters.mcp.server": "the MCP server (process_environ)",
+    "cairn.adapters.cli._common": "the CLI, `cairn serve` included (environ)",
+    "cairn.adapters.warm.client": "the warm client's default for a caller that gives no environ (_environ)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_only_the_adapters_roots_read_the_process_environment_each_in_one_place(name):
+    problems = _environment_reads(MODULES[name])
+    if name in ADAPTER_ROOTS:
+        assert len(problems) == 1, f"{name}, {ADAPTER_ROOTS[name]}, reads the environment once: {problems}"
+    else:
+        assert not problems, f"{name}: " + "; ".join(problems) + ": take it from the root that calls this"

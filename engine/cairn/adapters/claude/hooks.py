@@ -183,7 +183,8 @@ def _without_store(request: HookRequest, resolved: Resolved) -> Resolved | None:
     if request.event == SESSION_START and resolved.config["claude_memory"]["sync"]:
         from .auto_memory_sync import sync_at_session_start  # the first sync creates the store
         sync_at_session_start(None, request.project, request.env,
-                              store_name=choice.name if choice.explicit else None, native=request.native)
+                              store_name=choice.name if choice.explicit else None, native=request.native,
+                              environ=request.environ)
     return resolved.global_instead() if request.event == SESSION_START else None
 
 
@@ -297,7 +298,8 @@ def _session_start(memory: Cairn, request: HookRequest, config: dict[str, Any], 
         from .auto_memory_sync import sync_at_session_start
 
         sync_at_session_start(memory, request.project, request.env,
-                              store_name=memory.name if memory.choice.explicit else None, native=request.native)
+                              store_name=memory.name if memory.choice.explicit else None, native=request.native,
+                              environ=request.environ)
         clock.lap("claude memory sync")
     if source == "resume":
         if not inject:
