@@ -25,4 +25,4 @@ def process_env() -> "Mapping[str, str]":
 
 def or_process(env: "Mapping[str, str] | None") -> "Mapping[str, str]":
     """`env` when a caller gave one, else process_env(): the one default of every `env=None`."""
-    return os.environ if env is None else env
+    return process_env() if env is None else env
