@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 
 def process_env() -> "Mapping[str, str]":
-    """This process's environment (`os.environ` itself, not a copy: read live at each use)."""
+    """This process's environment (`os.environ` itself, not a copy: read live at each use): what a
+    public function that takes `env` (Cairn.open, resolve, load_config, data_root, ...) reads when
+    given none. The core reads the environment nowhere else."""
     return os.environ
 
 
