@@ -92,6 +92,7 @@ class _OpenEngine:
 
     def __init__(self, engine, embedder):
         self.engine, self.embedder = engine, embedder
+        self.environ = os.environ  # what the processes a hook starts inherit
 
     def resolve(self, store=None, *, cwd=None, env=None):
         from cairn import resolve
