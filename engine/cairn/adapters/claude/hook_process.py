@@ -106,7 +106,7 @@ def capture_now(payload: dict, environ: "Mapping[str, str]") -> None:
             return None
         from ..warm.embedders import session_embedder
 
-        return session_embedder(config)
+        return session_embedder(config, environ=environ)
 
     capture_transcript(payload, dict(environ), embedder_for=embedder_for)
 

@@ -96,7 +96,7 @@ def _cli_embedder(config: dict[str, Any]) -> Embedder | None:
     if environ().get("CAIRN_NO_WARM") == "1":
         inner = cairn.embedder_from_config(config, short_lived=True)
     else:
-        inner = session_embedder(config, short_lived=True,
+        inner = session_embedder(config, short_lived=True, environ=environ(),
                                  on_fallback=lambda reason: click.echo(f"cairn: {reason}", err=True))
     if inner is None:
         return None

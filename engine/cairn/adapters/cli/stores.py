@@ -354,14 +354,15 @@ def restore(backup_file: str, store_name: str | None, as_json: bool, bring_back_
 
 
 def _warm_check() -> cairn.Check:
-    if not warm.is_running():
+    environ = _common.environ()
+    if not warm.is_running(environ):
         return cairn.Check("warm process", "ok", "not running (started on demand by the next hook or recall)")
-    reply = warm.request({"op": "ping"}, timeout=5)
+    reply = warm.request({"op": "ping"}, timeout=5, environ=environ)
     if reply is not None:
         return cairn.Check("warm process", "ok", f"pid {reply.get('pid')}, model {reply.get('model')}")
-    if not warm.socket_path().exists():
+    if not warm.socket_path(environ).exists():
         return cairn.Check("warm process", "ok", "starting (loading its model)")
-    return cairn.Check("warm process", "warn", f"running but not answering on {warm.socket_path()}",
+    return cairn.Check("warm process", "warn", f"running but not answering on {warm.socket_path(environ)}",
                        f"stop it; it is restarted on demand (see {cairn.data_root() / 'logs' / 'service.log'})")
 
 

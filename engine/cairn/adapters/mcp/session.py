@@ -48,11 +48,12 @@ def shared_embedder(config: dict[str, Any], environ: Mapping[str, str] | None = 
     per-user warm process (cairn.adapters.warm.client), which loads the model once per machine and falls
     back to loading it in-process; in-process only when CAIRN_NO_WARM=1 (in `environ`, the server's
     environment; default cairn.process_env()). None when the config disables embedding."""
-    if (process_env() if environ is None else environ).get("CAIRN_NO_WARM") == "1":
+    environ = process_env() if environ is None else environ
+    if environ.get("CAIRN_NO_WARM") == "1":
         from cairn import embedder_from_config
 
         return embedder_from_config(config)
-    return session_embedder(config)
+    return session_embedder(config, environ=environ)
 
 
 class Session:
