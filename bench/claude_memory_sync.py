@@ -96,8 +96,7 @@ def main() -> None:
             payload = {"session_id": f"bench-{label.replace(' ', '-')}-{run}", "cwd": str(project), "source": "startup"}
             steps: dict[str, float] = {}
             started = time.perf_counter()
-            out = claude_hooks.handle("SessionStart", payload, {**env, "CAIRN_CONFIG": cfg},
-                                      claude_hooks.HookHost(timings=steps))
+            out = claude_hooks.handle("SessionStart", payload, {**env, "CAIRN_CONFIG": cfg}, timings=steps)
             times[label].append(1000 * (time.perf_counter() - started))
             if label == "sync on":
                 for step in ("claude memory sync", "already loaded"):

@@ -43,6 +43,7 @@ import statistics
 import sys
 import tempfile
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -85,6 +86,27 @@ def distractor_pool(split: str, name: str) -> list[dict]:
     return pool
 
 
+class _OpenEngine:
+    """The hook runtime of this benchmark (claude.hooks.HookRuntime): its one open engine, whatever
+    the store, with its embedder."""
+
+    def __init__(self, engine, embedder):
+        self.engine, self.embedder = engine, embedder
+        self.environ = os.environ  # what the processes a hook starts inherit
+
+    def resolve(self, store=None, *, cwd=None, env=None):
+        from cairn import resolve
+
+        return resolve(store, cwd=cwd, env=env)
+
+    def embedder_for(self, config):
+        return self.embedder
+
+    @contextmanager
+    def memory(self, resolved, embedder):
+        yield self.engine
+
+
 class Session:
     """One store; each prompt runs in a fresh session through the hook handler."""
 
@@ -125,10 +147,7 @@ class Session:
                "CAIRN_CONFIG": os.environ["CAIRN_CONFIG"]}
         sid = str(uuid.uuid4())
 
-        def opener(resolved, embedder):
-            return self.engine
-
-        host = claude_hooks.HookHost(embedder=self.embedder, open_memory=opener)
+        host = _OpenEngine(self.engine, self.embedder)
         parts = [claude_hooks.handle(event, {"session_id": sid, "source": "startup"}, env, host)
                  for event in ("SessionStart", "SessionStart:rest")]
         brief = "\n".join(((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""

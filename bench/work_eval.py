@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -66,6 +67,27 @@ def covers(scope: list[str], path: str) -> bool:
     return any(glob.globmatch(path, s.rstrip("/") + ("/**" if s.endswith("/") else ""), flags=flags) for s in scope)
 
 
+class _OpenEngine:
+    """The hook runtime of this benchmark (claude.hooks.HookRuntime): its one open engine, whatever
+    the store, with its embedder."""
+
+    def __init__(self, engine, embedder):
+        self.engine, self.embedder = engine, embedder
+        self.environ = os.environ  # what the processes a hook starts inherit
+
+    def resolve(self, store=None, *, cwd=None, env=None):
+        from cairn import resolve
+
+        return resolve(store, cwd=cwd, env=env)
+
+    def embedder_for(self, config):
+        return self.embedder
+
+    @contextmanager
+    def memory(self, resolved, embedder):
+        yield self.engine
+
+
 class Project:
     """One repository's store in a project folder of its own (a git repository, so Cairn picks its
     store by the git toplevel as in real use)."""
@@ -87,7 +109,7 @@ class Project:
     def hook(self, event: str, payload: dict) -> str:
         from cairn.adapters.claude import hooks as claude_hooks
 
-        host = claude_hooks.HookHost(embedder=self.embedder, open_memory=lambda resolved, embedder: self.engine)
+        host = _OpenEngine(self.engine, self.embedder)
         out = claude_hooks.handle(event, {"cwd": str(self.root), **payload}, self.env, host)
         return ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
 

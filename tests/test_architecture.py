@@ -9,6 +9,9 @@ is added:
   never reach into the engine's store, connection or internals;
 - the review modules and the sessions API use a store only by their role (ReviewStore, SessionStore
   in storage/protocol.py): no StoreBackend, no other role's method, not the engine's store;
+- the core never reads the process environment (`os.environ`, `os.getenv`): it is given an `env`
+  by the composition roots; `cairn.environment` is the one place that reads it, for a caller of the
+  public API that passes none; among the adapters only the roots read it, each in one place;
 - neither the core nor the adapters import in a circle: every import counts, at module level, inside a function (a lazy
   import runs when the function does) and under `if TYPE_CHECKING:` (a type is a dependency too:
   the module cannot be read or checked without the other), so each core module stands wholly above
@@ -28,7 +31,7 @@ import cairn
 
 PACKAGE = Path(cairn.__file__).resolve().parent
 # What storage may import besides itself: the records it stores and the helpers they need.
-BELOW_STORAGE = {"cairn.errors", "cairn.models", "cairn.text", "cairn.timeutil", "cairn.home"}
+BELOW_STORAGE = {"cairn.errors", "cairn.models", "cairn.text", "cairn.timeutil", "cairn.home", "cairn.environment"}
 ADAPTER_FRAMEWORKS = {"click", "mcp", "pydantic", "socketserver", "starlette", "tqdm", "uvicorn"}
 SQL_CALLS = {"execute", "executemany", "executescript"}
 # What an adapter may not touch on an engine: its store and connection, and the store's row ids.
@@ -416,3 +419,82 @@ def test_a_read_loads_no_credential_rules():
     out = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)})
     assert out.stdout.split() == []
+
+
+# Where the process environment may be read. In the core only `cairn.environment` (process_env: the
+# default of every public `env=None`); every other core module is given an `env` by its caller.
+ENVIRONMENT_DEFAULT = "cairn.environment"
+# What the core may do to os.environ without reading configuration from it: set a library's switch
+# before importing the library (telemetry off, no progress bars), as `update` and `setdefault` do.
+ENVIRON_WRITES = {"update", "setdefault"}
+
+
+def _environment_reads(tree: ast.Module) -> list[str]:
+    """Where a module reads the process environment: `os.environ` used other than as the target of
+    an assignment or the object of `.update` / `.setdefault`, `os.getenv` / `os.environb`, or any
+    of them imported by name (`from os import environ`)."""
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ENVIRON_WRITES:
+            allowed.add(id(node.func.value))
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            allowed.add(id(node.value))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
+                and node.attr in ("environ", "environb", "getenv", "getenvb") and id(node) not in allowed:
+            out.append(f"line {node.lineno} reads os.{node.attr}")
+        elif isinstance(node, ast.ImportFrom) and node.module == "os":
+            out += [f"line {node.lineno} imports os.{a.name}" for a in node.names
+                    if a.name in ("environ", "environb", "getenv", "getenvb")]
+    return sorted(out, key=lambda problem: int(problem.split()[1]))
+
+
+@pytest.mark.parametrize("name", sorted(CORE - {ENVIRONMENT_DEFAULT}))
+def test_the_core_never_reads_the_process_environment(name):
+    problems = _environment_reads(MODULES[name])
+    assert not problems, (f"{name}: " + "; ".join(problems) + ": take an `env` from the caller (its composition "
+                          "root reads os.environ), or default to cairn.environment.process_env()")
+
+
+def test_the_environment_rule_sees_a_read():
+    # The rule above cannot pass by seeing nothing: each way of reading is found, and the writes
+    # the core may make (a library's switch) are not taken for reads.
+    source = '''
+import os
+from os import environ, getenv
+
+home = os.environ.get("CAIRN_HOME")
+store = os.environ["CAIRN_STORE"]
+everything = dict(os.environ)
+level = os.getenv("CAIRN_LOG_LEVEL")
+env = os.environ if env is None else env
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.update({"DO_NOT_TRACK": "1"})
+os.environ["HF_HUB_OFFLINE"] = "1"
+'''
+    problems = _environment_reads(ast.parse(source))
+    assert problems == ["line 3 imports os.environ", "line 3 imports os.getenv", "line 5 reads os.environ",
+                        "line 6 reads os.environ", "line 7 reads os.environ", "line 8 reads os.getenv",
+                        "line 9 reads os.environ"], problems
+    assert ENVIRONMENT_DEFAULT in CORE and _environment_reads(MODULES[ENVIRONMENT_DEFAULT])
+
+
+# The adapters' composition roots, one per process kind, each reading the process environment in one
+# place and passing it down; every other adapter module is given it (or asks cairn.process_env()).
+ADAPTER_ROOTS = {
+    "cairn.adapters.claude.hook_process": "the hook process (process_environ)",
+    "cairn.adapters.warm.service": "the warm process (serve)",
+    "cairn.adapters.mcp.server": "the MCP server (process_environ)",
+    "cairn.adapters.cli._common": "the CLI, `cairn serve` included (environ)",
+    "cairn.adapters.warm.client": "the warm client's default for a caller that gives no environ (_environ)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_only_the_adapters_roots_read_the_process_environment_each_in_one_place(name):
+    problems = _environment_reads(MODULES[name])
+    if name in ADAPTER_ROOTS:
+        assert len(problems) == 1, f"{name}, {ADAPTER_ROOTS[name]}, reads the environment once: {problems}"
+    else:
+        assert not problems, f"{name}: " + "; ".join(problems) + ": take it from the root that calls this"

@@ -42,6 +42,7 @@ _BY_MODULE = {
     "config": "load_config",
     "context": "is_trivial prompt_context session_brief tool_context subagent_context",
     "embedder": "Embedder parse_fingerprint required_extra",
+    "environment": "process_env",
     "errors": "CairnError ConfigError EmbedderUnavailable EmbeddingMismatch InvalidImport InvalidInput "
               "InvalidMemory InvalidStoreName InvalidTime MemoryNotFound NotCurrent SchemaTooNew SessionNotFound "
               "StoreBusy MaintenanceBusy ProposalClosed ProposalNotFound StaleProposal StoreCorrupted StoreError "
@@ -105,6 +106,7 @@ if TYPE_CHECKING:
     from .memories.scopes import (CITED_WEIGHT, COMMAND, commands_of, normalise_pattern, path_arguments, prefix_of,
                                   relative)
     from .embedder import Embedder, parse_fingerprint, required_extra
+    from .environment import process_env
     from .api import Cairn
     from .memories.reads import VECTOR_FLOOR
     from .errors import *  # noqa: F403

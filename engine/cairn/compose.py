@@ -12,11 +12,13 @@ from __future__ import annotations
 import copy
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import PROJECT_FILE, load_config, user_config_path
+from .environment import or_process
 from .errors import StoreNotFound
 from .stores.paths import GLOBAL_STORE, StoreChoice, choose_store, store_path
 
@@ -68,10 +70,10 @@ class Resolved:
         return Resolved(choice, self.config)
 
 
-def resolve(store: str | None = None, *, cwd: Path | None = None, env: dict[str, str] | None = None,
+def resolve(store: str | None = None, *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
             config: dict[str, Any] | None = None) -> Resolved:
     """Choose the store and load its project's config (unless `config` is given). env: the
-    environment that names CAIRN_STORE and CAIRN_CONFIG (default: this process's).
+    environment that names CAIRN_STORE and CAIRN_CONFIG (default: environment.process_env()).
 
     Raises InvalidStoreName, ConfigError."""
     choice = choose_store(store, cwd=cwd, env=env)
@@ -94,12 +96,12 @@ class ResolveCache:
         self._entries: dict[tuple, tuple[tuple, Resolved]] = {}
         self._lock = threading.Lock()
 
-    def resolve(self, store: str | None = None, *, cwd: Path | None = None, env: dict[str, str] | None = None,
+    def resolve(self, store: str | None = None, *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
                 config: dict[str, Any] | None = None) -> Resolved:
         """As `resolve`; the config given back is the caller's own copy."""
         if config is not None:
             return resolve(store, cwd=cwd, env=env, config=config)
-        env = dict(os.environ if env is None else env)
+        env = dict(or_process(env))
         cwd = Path.cwd() if cwd is None else Path(cwd)
         key = (store, str(cwd), env.get("CAIRN_STORE") or None, env.get("CAIRN_CONFIG") or None)
         git = None if store is not None or env.get("CAIRN_STORE") else _git_stamp(cwd)
@@ -128,7 +130,7 @@ def _read_bytes(path: str | Path) -> bytes | None:
         return None
 
 
-def _config_stamp(choice: StoreChoice, env: dict[str, str]) -> tuple[bytes | None, bytes | None]:
+def _config_stamp(choice: StoreChoice, env: Mapping[str, str]) -> tuple[bytes | None, bytes | None]:
     user = _read_bytes(user_config_path(env))
     project = None if choice.project_root is None else _read_bytes(choice.project_root / PROJECT_FILE)
     return user, project

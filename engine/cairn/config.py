@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .embedder import BACKENDS
+from .environment import or_process
 from .errors import ConfigError
 from .locations import data_root_dir, user_config_dir
 
@@ -132,10 +133,12 @@ PROJECT_FILE = ".cairn.yaml"
 
 
 def user_config_path(env: Mapping[str, str] | None = None) -> Path:
-    """$CAIRN_CONFIG (from `env`, else this process's environment), else config.yaml in the user
-    config folder. Raises ConfigError when $CAIRN_CONFIG names a file that does not exist: a typo
-    must not silently mean "no settings" (an empty file is a valid config with none)."""
-    explicit = (os.environ if env is None else env).get("CAIRN_CONFIG")
+    """$CAIRN_CONFIG (from `env`, default environment.process_env()), else config.yaml in this
+    process's user config folder (a hook's `env` names only its CAIRN_CONFIG). Raises ConfigError
+    when $CAIRN_CONFIG names a file that does not exist: a typo must not silently mean "no
+    settings" (an empty file is a valid config with none)."""
+    env = or_process(env)
+    explicit = env.get("CAIRN_CONFIG")
     if not explicit:
         return Path(user_config_dir()) / "config.yaml"
     path = Path(explicit)
@@ -159,7 +162,8 @@ def _schema_bytes() -> bytes:
 
 
 def _cache_path(raw: bytes) -> Path:
-    """Where a file with these bytes, once validated against this SCHEMA, is kept as JSON."""
+    """Where a file with these bytes, once validated against this SCHEMA, is kept as JSON (in this
+    process's data root)."""
     digest = hashlib.sha256(_schema_bytes() + b"\0" + raw).hexdigest()
     return Path(data_root_dir()) / "cache" / f"config-{digest[:32]}.json"
 
@@ -259,8 +263,8 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 def load_config(project_root: Path | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Defaults, then the user file, then the project's `.cairn.yaml`. env: the environment whose
-    $CAIRN_CONFIG counts (a hook's, forwarded to the warm process); default this process's.
-    Raises ConfigError."""
+    $CAIRN_CONFIG counts (a hook's, forwarded to the warm process); default
+    environment.process_env(). Raises ConfigError."""
     config = copy.deepcopy(DEFAULTS)
     candidates = [user_config_path(env)]
     if project_root is not None:

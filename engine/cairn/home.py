@@ -2,38 +2,43 @@
 string itself is locations.data_root_dir), whether it can hold memories, and its owner-only folders
 and files (0700 / 0600, whatever the umask).
 
-Below the stores and the storage backends, which create their files through it.
+Below the stores and the storage backends, which create their files through it. `env`: the
+environment that names CAIRN_HOME (and HOME, XDG_DATA_HOME); default environment.process_env().
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 
+from .environment import or_process
 from .errors import UnsafeDataRoot
 from .locations import data_root_dir
 
 
-def data_root() -> Path:
+def data_root(env: Mapping[str, str] | None = None) -> Path:
     """$CAIRN_HOME, else the platform's user data folder (e.g. ~/.local/share/cairn; locations.py).
     Raises UnsafeDataRoot when it cannot hold memories (`unusable_data_root`)."""
-    problem = unusable_data_root()
+    env = or_process(env)
+    problem = unusable_data_root(env)
     if problem is not None:
         raise UnsafeDataRoot(problem)
-    return Path(data_root_dir())
+    return Path(data_root_dir(env))
 
 
-def unusable_data_root() -> str | None:
+def unusable_data_root(env: Mapping[str, str] | None = None) -> str | None:
     """Why the data root cannot hold memories, as one sentence naming the fix, or None. CAIRN_HOME
     set but empty (it would silently mean the default), relative (it would mean a folder in
     whichever directory a command runs from), naming a file, or a folder this user cannot write; a
     missing root is fine (it is created) when its nearest existing parent is a writable folder."""
-    explicit = os.environ.get("CAIRN_HOME")
+    env = or_process(env)
+    explicit = env.get("CAIRN_HOME")
     fix = "set CAIRN_HOME to an absolute path of a folder of your own, or unset it for the default"
     if explicit is not None and not explicit.strip():
         return f"CAIRN_HOME is set but empty; {fix}"
-    root = data_root_dir()
+    root = data_root_dir(env)
     if explicit is not None and not os.path.isabs(root):
         return f"CAIRN_HOME is a relative path ({explicit!r}); {fix}"
     path = Path(root)
@@ -60,11 +65,11 @@ def _uid() -> int:
     return os.geteuid()
 
 
-def ensure_data_root() -> Path:
+def ensure_data_root(env: Mapping[str, str] | None = None) -> Path:
     """The data root, created 0700 if missing (a symlink to a folder is followed). Refuses a root
     owned by another user. An install made before modes were enforced (root not 0700) has every
     folder under it tightened to 0700 and every file to 0600, once. Raises UnsafeDataRoot."""
-    root = data_root()
+    root = data_root(env)
     try:
         root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     except OSError as exc:
@@ -114,10 +119,10 @@ def loose_modes(root: Path) -> list[Path]:
     return out
 
 
-def private_dir(path: Path) -> Path:
+def private_dir(path: Path, env: Mapping[str, str] | None = None) -> Path:
     """Create `path` (a folder of the data root, or the root itself) 0700, tightening it if it
     exists; checks the data root first. Raises UnsafeDataRoot."""
-    root = ensure_data_root()
+    root = ensure_data_root(env)
     path = Path(path)
     if path != root:
         path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
@@ -137,11 +142,11 @@ def private_file(path: Path) -> Path:
     return Path(path)
 
 
-def write_private(path: Path, data: bytes) -> None:
+def write_private(path: Path, data: bytes, env: Mapping[str, str] | None = None) -> None:
     """Write `data` to `path` atomically (a 0600 temporary file renamed over it); its folder is
-    created private."""
+    created private (in the data root of `env`)."""
     path = Path(path)
-    private_dir(path.parent)
+    private_dir(path.parent, env)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:

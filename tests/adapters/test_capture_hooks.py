@@ -73,7 +73,7 @@ def test_without_fork_the_hook_process_hands_the_capture_off_itself(transcript, 
 def test_stop_hook_active_and_session_end_hand_nothing_off(transcript, project, monkeypatch):
     calls = []
     monkeypatch.setenv("CAIRN_NO_WARM", "1")
-    monkeypatch.setattr(hook, "spawn_capture", lambda data: calls.append(data))
+    monkeypatch.setattr(hook, "spawn_capture", lambda data, environ: calls.append(data))
     assert hook.run("Stop", payload(transcript, project, stop_hook_active=True)) is None
     assert hook.run("SessionEnd", payload(transcript, project, reason="other")) is None
     assert calls == []

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cairn import data_root
+from cairn.home import unusable_data_root
 from cairn.adapters.warm import client as warm
 from cairn.locations import data_root_dir, user_config_dir, user_data_dir
 
@@ -71,6 +72,26 @@ def test_any_xdg_data_home_gives_platformdirs_answer(xdg):
             os.environ.pop(key, None)
             if value is not None:
                 os.environ[key] = value
+
+
+@pytest.mark.parametrize("cairn_home", [None, "~/memories", "/srv/cairn", ""])
+@pytest.mark.parametrize("xdg", [None, "/srv/data", "relative/data"])
+# (a relative HOME is left to platformdirs, which has no env of its own: locations.py says so)
+@pytest.mark.parametrize("home", [None, "/home/someone", "/"])
+def test_a_given_env_is_read_and_the_process_environment_is_not(monkeypatch, cairn_home, xdg, home):
+    # A composition root passes its env: the answer is what the process environment would give
+    # if it were that env, whatever the process environment holds meanwhile.
+    env = {k: v for k, v in (("CAIRN_HOME", cairn_home), ("XDG_DATA_HOME", xdg), ("XDG_CONFIG_HOME", xdg),
+                             ("HOME", home)) if v is not None}
+    for name in ("CAIRN_HOME", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    expected = (data_root_dir(), user_data_dir(), user_config_dir(), unusable_data_root())
+    for name, value in {"CAIRN_HOME": "/elsewhere", "XDG_DATA_HOME": "/other", "XDG_CONFIG_HOME": "/other",
+                        "HOME": "/nobody"}.items():
+        monkeypatch.setenv(name, value)
+    assert (data_root_dir(env), user_data_dir(env), user_config_dir(env), unusable_data_root(env)) == expected
 
 
 def test_cairn_home_wins_and_is_expanded(monkeypatch, tmp_path):

@@ -12,8 +12,9 @@ import pytest
 
 import cairn.adapters.claude.auto_memory as claude_memory
 import cairn.compose
-from cairn import Cairn, ResolveCache
-from cairn.adapters.claude.hooks import HookHost, handle
+from cairn import Cairn, load_config
+from cairn.adapters.claude.hooks import handle
+from cairn.adapters.warm.runtime import WarmRuntime
 
 
 @pytest.fixture
@@ -54,42 +55,35 @@ def reads(monkeypatch):
 
 
 @pytest.mark.parametrize("event", ["SessionStart", "UserPromptSubmit", "PreToolUse"])
-def test_each_fact_is_worked_out_once_per_request(project, tmp_path, reads, event):
+def test_each_fact_is_worked_out_once_per_request(project, tmp_path, reads, event, minilm, monkeypatch):
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     (project / "src" / "payments").mkdir(parents=True)
     env = {"CLAUDE_PROJECT_DIR": str(project), "HOME": str(home)}
-    with Cairn.open(cwd=project, embedder=None) as memory:
+    with Cairn.open(cwd=project, embedder=minilm) as memory:
         memory.remember("Charges are idempotent: retry with the same key", kind="convention",
                         paths=["src/payments/**"])
         memory.remember("We deploy with Kamal from the main branch", kind="decision")
-    cache = ResolveCache()
+    runtime = WarmRuntime(load_config(), minilm)  # the warm process's: stores kept open, resolutions cached
     resolutions = Counter()
+    resolve = runtime.resolve
 
-    def resolver(*a, **k):
+    def counting_resolve(*a, **k):
         resolutions["resolve"] += 1
-        return cache.resolve(*a, **k)
+        return resolve(*a, **k)
 
-    opened: dict[str, Cairn] = {}
-
-    def open_memory(resolved, embedder):  # the warm process keeps its stores open
-        key = str(resolved.choice.path)
-        if key not in opened:
-            opened[key] = Cairn.open(resolved=resolved, embedder=embedder)
-        return opened[key]
+    monkeypatch.setattr(runtime, "resolve", counting_resolve)
 
     payload = {"session_id": "s1", "cwd": str(project), "source": "startup",
                "prompt": "how do we deploy the payments service?", "tool_name": "Read",
                "tool_input": {"file_path": str(project / "src" / "payments" / "charge.py")}}
     try:
-        host = HookHost(resolver=resolver, open_memory=open_memory)
-        handle(event, {**payload, "session_id": "s0"}, env, host)  # warms the cache
+        handle(event, {**payload, "session_id": "s0"}, env, runtime)  # warms the cache
         reads.clear()
         resolutions.clear()
-        handle(event, payload, env, host)
+        handle(event, payload, env, runtime)
     finally:
-        for memory in opened.values():
-            memory.close()
+        runtime.close()
     assert resolutions["resolve"] == 1
     assert reads["git"] <= 1, reads  # the warm cache answers the store's; Claude Code's folder may ask once
     assert reads["config"] == 0, reads  # unchanged since the last request: the cache's copy

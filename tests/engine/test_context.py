@@ -371,13 +371,13 @@ def test_prompt_events(stocked, minilm):
     for session, embedder in (("keyword-only", None), ("hybrid", minilm)):
         related = claude_hooks.handle("UserPromptSubmit",
                                       _payload(stocked, session, prompt="How do I deploy a release?"),
-                                      _env(stocked), claude_hooks.HookHost(embedder=embedder))
+                                      _env(stocked), claude_hooks.InProcessRuntime(embedder))
         assert related["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
         assert "release workflow" in _context(related)
         assert len(_context(related)) <= 1200
         for prompt in ("Write a haiku about autumn.", "What is branch prediction in CPUs?", "ok", "/compact"):
             assert claude_hooks.handle("UserPromptSubmit", _payload(stocked, session, prompt=prompt), _env(stocked),
-                                       claude_hooks.HookHost(embedder=embedder)) is None
+                                       claude_hooks.InProcessRuntime(embedder)) is None
 
 
 def test_a_memory_already_in_the_sessions_context_is_not_injected_again(stocked):

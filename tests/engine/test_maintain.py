@@ -340,11 +340,13 @@ def test_background_maintenance_is_opt_in_and_starts_only_when_the_store_is_due(
     started: list[list[str]] = []
     envs: list[dict[str, str]] = []
     monkeypatch.setattr("subprocess.Popen", lambda args, **kwargs: (started.append(args), envs.append(kwargs["env"])))
-    assert start_background_maintenance(kw_memory) is True
+    environ = {"PATH": "/usr/bin", "CAIRN_HOME": "/the/hook/process/data/root"}  # the hook's process's
+    assert start_background_maintenance(kw_memory, environ) is True
     assert started[0][1:] == ["-P", "-m", "cairn", "maintain", "--apply", "--safe-only", "--store", kw_memory.name]
     assert (Path(envs[0]["PYTHONPATH"]) / "cairn" / "__init__.py").is_file()  # `-P -m cairn` finds this package
+    assert envs[0]["CAIRN_HOME"] == environ["CAIRN_HOME"] and envs[0]["CAIRN_NO_WARM"] == "1"  # inherited, and no warm
     kw_memory.review.maintain(apply=True, safe_only=True)
-    assert start_background_maintenance(kw_memory) is False and len(started) == 1
+    assert start_background_maintenance(kw_memory, environ) is False and len(started) == 1
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,

@@ -441,6 +441,32 @@ def locomo_file(tmp_path, sessions: dict[str, tuple[str, list[tuple[str, str]]]]
     return path
 
 
+def test_a_turn_embedded_from_the_backlog_gets_the_vector_capture_gives_it(project, hashing, tmp_path):
+    # Capture and the backlog share one way of reading a turn in context (Sessions._in_context): the
+    # vectors the backlog stores are those capture computes for the same turns, a repeated turn too.
+    import numpy as np
+
+    from cairn.models import TurnDraft
+
+    turns = [("Ann", "Should we move the nightly backup to the object storage bucket?"), ("Bob", "Yes, exactly!"),
+             ("Ann", "Yes, exactly!"), ("Bob", "Then we drop the tape drives next month.")]
+    with Cairn.open(cwd=project, embedder=None) as keyword_only:
+        keyword_only.sessions.import_locomo(locomo_file(tmp_path, {"session_1": ("1:56 pm on 8 May, 2023", turns)}))
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        filled: dict[int, object] = {}
+        fill = memory.store.fill_turn_backlog
+        memory.store.fill_turn_backlog = lambda vectors: (filled.update(vectors), fill(vectors))[1]
+        assert memory.sessions.embed_backlog() == len(turns)
+        drafts = [TurnDraft(uuid=f"D1:{i}", role="user", text=text, speaker=who) for i, (who, text) in enumerate(turns)]
+        at_capture = memory.sessions._vectors(drafts, None)
+        backlog = np.stack([filled[seq] for seq in sorted(filled)])
+        assert backlog.shape == at_capture.shape == (len(turns), hashing.dim)
+        assert np.allclose(backlog, at_capture, atol=1e-6)
+        assert not np.allclose(backlog[1], backlog[2])  # one text, another turn before it: another vector
+        tail = memory.sessions._vectors(drafts[2:], drafts[1])  # capture resumed after the second turn
+        assert np.allclose(tail, at_capture[2:], atol=1e-6)
+
+
 def test_a_short_reply_is_found_through_the_turn_it_answers(engine, tmp_path):
     path = locomo_file(tmp_path, {"session_1": ("1:56 pm on 8 May, 2023", [
         ("Ann", "Should we move the nightly backup to the object storage bucket?"),

@@ -54,7 +54,7 @@ def test_stdlib_sqlite_without_extensions_falls_back_to_numpy(tmp_path, hashing)
     import sys
 
     code = (
-        "import os; os.environ['CAIRN_SQLITE_BINDING']='sqlite3'\n"
+        "import sys; sys.modules.update(dict.fromkeys(['sqlean', 'pysqlite3', 'pysqlite3.dbapi2']))  # stdlib only\n"
         "from cairn import Cairn; from cairn.embedder import HashingEmbedder\n"
         "m = Cairn.open('fallback', create=True, embedder=HashingEmbedder())\n"
         "m.remember('The queue is RabbitMQ', kind='fact')\n"

@@ -16,10 +16,11 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cairn import InvalidInput
+from cairn import InvalidInput, process_env
 
 CLIENTS = ("claude", "opencode", "cursor", "codex", "generic")
 SERVER_NAME = "cairn"
@@ -42,15 +43,15 @@ def server_args(store: str | None) -> list[str]:
     return ["serve", "--transport", "stdio", *(["--store", store] if store else [])]
 
 
-def server_env(environ: dict[str, str]) -> dict[str, str]:
+def server_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The variables a client must pass the server so that it uses the data root and store this
-    shell uses: CAIRN_HOME when it is set to another folder than the default, CAIRN_STORE when set.
-    A client started from a GUI does not inherit the shell's environment."""
+    shell uses (`environ`: its environment): CAIRN_HOME when it is set to another folder than the
+    default, CAIRN_STORE when set. A client started from a GUI does not inherit the shell's environment."""
     from cairn import user_data_dir
 
     env = {}
     home = environ.get("CAIRN_HOME")
-    if home and os.path.realpath(os.path.expanduser(home)) != os.path.realpath(user_data_dir()):
+    if home and os.path.realpath(os.path.expanduser(home)) != os.path.realpath(user_data_dir(environ)):
         env["CAIRN_HOME"] = os.path.abspath(os.path.expanduser(home))
     if environ.get("CAIRN_STORE"):
         env["CAIRN_STORE"] = environ["CAIRN_STORE"]
@@ -58,11 +59,13 @@ def server_env(environ: dict[str, str]) -> dict[str, str]:
 
 
 def registration(client: str, *, command: str = "cairn", store: str | None = None,
-                 project: Path | None = None, env: dict[str, str] | None = None) -> Registration:
+                 project: Path | None = None, env: dict[str, str] | None = None,
+                 environ: Mapping[str, str] | None = None) -> Registration:
     """The registration for `client`. command: how the client starts `cairn` (an absolute path is
     safest: a client's PATH may not be your shell's). project: the folder project-level config
     files go in (default: the working directory). env: variables the client passes the server
-    (server_env). Raises InvalidInput for an unknown client."""
+    (server_env). environ: the shell's environment, whose CODEX_HOME counts (default:
+    cairn.process_env()). Raises InvalidInput for an unknown client."""
     args = server_args(store)
     project = project or Path.cwd()
     env = env or {}
@@ -81,7 +84,7 @@ def registration(client: str, *, command: str = "cairn", store: str | None = Non
         data = {"$schema": "https://opencode.ai/config.json", "mcp": {SERVER_NAME: server}}
         return Registration(client, json.dumps(data, indent=2) + "\n", project / "opencode.json", "json")
     if client == "codex":
-        home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+        home = Path((process_env() if environ is None else environ).get("CODEX_HOME") or Path.home() / ".codex")
         table = ", ".join(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in env.items())
         text = (f"[mcp_servers.{SERVER_NAME}]\ncommand = {json.dumps(command)}\n"
                 f"args = [{', '.join(json.dumps(a) for a in args)}]\n" + (f"env = {{ {table} }}\n" if env else ""))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Self, cast
@@ -115,7 +115,7 @@ class Engine:
         create: bool = False,
         embedder: Embedder | None | str = "auto",
         config: dict[str, Any] | None = None,
-        env: dict[str, str] | None = None,
+        env: Mapping[str, str] | None = None,
         check_model: bool = True,
         resolved: Resolved | None = None,
         read_only: bool = False,

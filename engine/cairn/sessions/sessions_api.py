@@ -119,36 +119,40 @@ class Sessions:
         pending = store.turn_backlog(limit)
         if not pending or not store.turn_index:
             return 0
-        passages = list(dict.fromkeys(
-            [turn_passage(speaker, text) for _, speaker, text, _, _ in pending]
-            + [turn_passage(speaker, text) for _, _, _, speaker, text in pending if text is not None]))
-        embedded = self._engine.embed(passages)
-        if embedded is None:
+        vectors = self._in_context([(turn_passage(speaker, text), None if before is None else
+                                     turn_passage(before_speaker, before))
+                                    for _, speaker, text, before_speaker, before in pending])
+        if vectors is None:
             return 0
-        import numpy as np
-
-        row = {p: i for i, p in enumerate(passages)}
-        own = embedded[[row[turn_passage(speaker, text)] for _, speaker, text, _, _ in pending]]
-        before = np.stack([embedded[row[turn_passage(speaker, text)]] if text is not None
-                           else np.zeros_like(embedded[0]) for _, _, _, speaker, text in pending])
         self._check_space()
-        store.fill_turn_backlog({seq: v for (seq, _, _, _, _), v in zip(pending, in_context(own, before))})
+        store.fill_turn_backlog({seq: v for (seq, _, _, _, _), v in zip(pending, vectors)})
         return len(pending)
 
     def _vectors(self, turns: list[TurnDraft], before: TurnDraft | None) -> Any:
         """The vectors of consecutive turns of one session, each read with the turn before it
-        (sessions.in_context; `before`: the turn stored just before the first), or None without a model."""
-        if not turns:
+        (`before`: the turn stored just before the first), or None without a model (_in_context)."""
+        passage = {id(t): turn_passage(t.speaker, t.text) for t in [*turns, *([before] if before else [])]}
+        previous = [before, *turns[:-1]]
+        return self._in_context([(passage[id(t)], None if p is None else passage[id(p)])
+                                 for t, p in zip(turns, previous)])
+
+    def _in_context(self, pairs: list[tuple[str, str | None]]) -> Any:
+        """The vectors of turns each read with the turn before it (turns.in_context), from one
+        (the turn's passage, the previous turn's passage or None for a session's first) per turn:
+        float32 [len(pairs), dim], each distinct passage embedded once; None without a model or turns."""
+        if not pairs:
             return None
-        passages = [turn_passage(t.speaker, t.text) for t in ([before] if before else []) + turns]
-        raw = self._engine.embed(passages)
-        if raw is None:
+        passages = list(dict.fromkeys([own for own, _ in pairs] + [p for _, p in pairs if p is not None]))
+        embedded = self._engine.embed(passages)
+        if embedded is None:
             return None
         import numpy as np
 
-        own = raw[1:] if before else raw
-        previous = raw[:-1] if before else np.vstack([np.zeros_like(raw[:1]), raw[:-1]])
-        return in_context(own, previous)
+        row = {p: i for i, p in enumerate(passages)}
+        zero = np.zeros_like(embedded[0])  # a session's first turn has none before it
+        own = embedded[[row[p] for p, _ in pairs]]
+        before = np.stack([zero if p is None else embedded[row[p]] for _, p in pairs])
+        return in_context(own, before)
 
     def ingest(self, path: str | Path, *, session_id: str | None = None,
                source: str = "claude-code") -> dict[str, Any]:

@@ -24,8 +24,9 @@ BUSY_TIMEOUT_MS = 10_000  # many sessions, hooks and MCP servers share a file; w
 
 
 def _load_binding() -> ModuleType:
-    forced = os.environ.get("CAIRN_SQLITE_BINDING")  # for tests of the fallback path
-    names = [forced] if forced else ["sqlean", "pysqlite3.dbapi2", "sqlite3"]
+    """The first SQLite binding that imports (a test of the stdlib fallback hides the others, as
+    `sys.modules[name] = None` does)."""
+    names = ["sqlean", "pysqlite3.dbapi2", "sqlite3"]
     for name in names:
         try:
             return importlib.import_module(name)

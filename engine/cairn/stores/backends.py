@@ -13,11 +13,11 @@ in the libpq environment (PGPASSWORD) or a password file (~/.pgpass, PGPASSFILE)
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..environment import or_process
 from ..errors import ConfigError, StoreError
 from ..home import private_dir, write_private
 from .paths import GLOBAL_STORE, stores_dir, validate_store_name
@@ -69,8 +69,9 @@ def backend_of(name: str, config: Mapping[str, Any], *, project: bool) -> str:
 
 
 def postgres_url(config: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> str:
-    """$CAIRN_POSTGRES_URL, else config `store.postgres_url`. Raises ConfigError when neither is set."""
-    env = os.environ if env is None else env
+    """$CAIRN_POSTGRES_URL (from `env`, default environment.process_env()), else config
+    `store.postgres_url`. Raises ConfigError when neither is set."""
+    env = or_process(env)
     url = env.get(URL_ENV) or (config or {}).get("store", {}).get("postgres_url")
     if not url:
         raise ConfigError(f"this store is on Postgres: set {URL_ENV} (or store.postgres_url in the config) "

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..environment import or_process
 from ..errors import InvalidStoreName
 from ..home import data_root
 
@@ -87,8 +88,9 @@ def project_store_name(root: Path) -> str:
 
 def choose_store(explicit: str | None = None, *, cwd: Path | None = None,
                  env: Mapping[str, str] | None = None) -> StoreChoice:
-    """Pick the store by the documented order. Raises InvalidStoreName."""
-    env = os.environ if env is None else env
+    """Pick the store by the documented order. env: the environment whose CAIRN_STORE counts
+    (default: environment.process_env()). Raises InvalidStoreName."""
+    env = or_process(env)
     if explicit is not None:
         return StoreChoice(validate_store_name(explicit), store_path(explicit), "--store option", True, None)
     if env.get("CAIRN_STORE"):

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from cairn import IMPORTANCE_RANGE, KINDS, CairnError
+from cairn import IMPORTANCE_RANGE, KINDS, CairnError, process_env
 
 from .transcripts import encoded_project
 
@@ -99,7 +99,7 @@ def git_top(folder: Path) -> Path:
 def native_memory(cwd: Path, env: dict[str, str] | None = None) -> NativeMemory:
     """Where Claude Code keeps the auto memory of the project holding `cwd`, and whether it is on
     (see the module's docstring for the rules, read from the pinned CLI)."""
-    env = dict(os.environ) if env is None else env
+    env = dict(process_env()) if env is None else env
     home = claude_home(env)
     project = git_top(cwd)
     user = _settings(home / "settings.json")

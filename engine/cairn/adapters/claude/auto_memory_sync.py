@@ -8,11 +8,13 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn import CairnError, InvalidMemory, MemoryNotFound, NotCurrent, data_root, private_dir, private_file
+from cairn import (
+    CairnError, InvalidMemory, MemoryNotFound, NotCurrent, data_root, private_dir, private_file, process_env,
+)
 
 from .auto_memory import SOURCE, NativeFile, NativeMemory, NativeMemoryError, memory_files, native_memory, read_file
 
@@ -152,21 +154,24 @@ def _claimed(memory: Cairn, memory_id: str) -> bool:
     return any(e.get("id") == memory_id and e.get("owned") for e in files.values())
 
 
-def start_background_sync(memory_name: str | None, project: Path, env: dict[str, str] | None = None) -> bool:
+def start_background_sync(memory_name: str | None, project: Path, env: dict[str, str] | None = None,
+                          environ: Mapping[str, str] | None = None) -> bool:
     """Run `cairn import-claude-memory` for the project in a detached process (the first sync of a
-    big folder takes seconds: outside a hook's budget). Returns whether it was started; never raises."""
+    big folder takes seconds: outside a hook's budget). env: the hook's variables; environ: this
+    process's (default: cairn.process_env()), under them. Returns whether it was started; never raises."""
     import subprocess
     import sys
 
     engine_dir = str(Path(__file__).resolve().parents[3])  # engine/cairn/adapters/claude/auto_memory_sync.py -> engine
     # The hook's environment over this process's (the warm process serves hooks of other sessions).
-    env = {**os.environ, **(env or {}), "PYTHONPATH": engine_dir, "CAIRN_NO_WARM": "1"}
+    environ = process_env() if environ is None else environ
+    env = {**environ, **(env or {}), "PYTHONPATH": engine_dir, "CAIRN_NO_WARM": "1"}
     argv = [sys.executable, "-P", "-m", "cairn", "-v", "import-claude-memory"]
     if memory_name:
         argv += ["--store", memory_name]
     try:
         # Its log (what was imported, each file refused and why) goes to LOG_NAME in the data root.
-        with open(private_file(private_dir(data_root() / "logs") / LOG_NAME), "ab") as log_file:
+        with open(private_file(private_dir(data_root(environ) / "logs", environ) / LOG_NAME), "ab") as log_file:
             subprocess.Popen(argv, cwd=str(project), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                              stderr=log_file, start_new_session=True)
     except OSError as exc:
@@ -177,13 +182,15 @@ def start_background_sync(memory_name: str | None, project: Path, env: dict[str,
 
 
 def sync_at_session_start(memory: Cairn | None, project: Path, env: dict[str, str], *,
-                          store_name: str | None = None, native: NativeMemory | None = None) -> str:
+                          store_name: str | None = None, native: NativeMemory | None = None,
+                          environ: Mapping[str, str] | None = None) -> str:
     """At SessionStart, with config claude_memory.sync on: when the auto-memory folder changed since
     the last sync (`pending`: stat only, no file read), start the sync in a detached process. The
     hook itself never writes to the store. memory: the project's open store, or None when it does not
     exist yet. store_name: passed on to the process when the store was named explicitly. Returns
     what was done ("current", "started", "no folder", "not started"); never raises. native:
-    native_memory(project, env), when the caller has it already."""
+    native_memory(project, env), when the caller has it already. environ: the environment of the
+    process serving the hook, which the sync process inherits (default: cairn.process_env())."""
     try:
         native = native_memory(project, env) if native is None else native
         if memory is None or not memory.exists:
@@ -191,7 +198,7 @@ def sync_at_session_start(memory: Cairn | None, project: Path, env: dict[str, st
                 return "no folder"
         elif not any(pending(memory, native).values()):
             return "current"
-        return "started" if start_background_sync(store_name, project, env) else "not started"
+        return "started" if start_background_sync(store_name, project, env, environ) else "not started"
     except (CairnError, OSError) as exc:
         log.warning("claude memory: sync not checked: %s", exc)
         return "not started"

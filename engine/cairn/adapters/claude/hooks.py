@@ -1,24 +1,24 @@
 """Claude Code hook events, handled with the engine: what to inject at SessionStart and on each prompt.
 
 The same `handle` runs in the warm process (with the embedding model, for hybrid recall) and, when
-that is not ready, in the hook process itself (keyword-only; see cairn.adapters.claude.hook_process). It never
-raises for a missing store: a project with no memories gets nothing injected.
+that is not ready, in the hook process itself (keyword-only; see cairn.adapters.claude.hook_process),
+each through its HookRuntime (the warm process's: warm.runtime.WarmRuntime; the hook process's:
+InProcessRuntime). It never raises for a missing store: a project with no memories gets nothing
+injected.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cairn import (
-    BROKEN_STORE_ERRORS, CairnError, ConfigError, Resolved, StoreBusy, cited_ids, is_trivial, prompt_context,
-    required_extra, resolve, session_brief,
+    BROKEN_STORE_ERRORS, CairnError, ConfigError, Resolved, StoreBusy, cited_ids, is_trivial, process_env,
+    prompt_context, required_extra, resolve, session_brief,
 )
 
 from .request import HookRequest
@@ -56,40 +56,75 @@ HOOK_EVENTS = (SESSION_START, USER_PROMPT_SUBMIT, *TOOL_EVENTS, SUBAGENT_START, 
                SESSION_END)  # what hooks/hooks.json registers
 
 
-@dataclass
-class HookHost:
-    """How the process that runs a hook serves it; the defaults are the hook process itself
-    (keyword-only, each call opening and closing the store).
+class HookRuntime(Protocol):
+    """What a hook asks of the process that runs it: one interface, implemented by the hook process
+    itself (InProcessRuntime: keyword-only, each store opened for the request and closed after) and
+    by the warm process (warm.runtime.WarmRuntime: models loaded, stores kept open, resolutions
+    cached). tests/adapters/test_hook_runtime.py holds both to the same contract.
 
-    embedder: a loaded Embedder for hybrid recall, or None for keyword-only. embedder_for(config):
-    instead, the loaded embedder for this project's config, or None (the warm process, which may
-    hold several models). open_memory(resolved, embedder): an opener that may reuse open stores
-    (the warm process keeps them open). resolver: cairn.resolve's signature (the warm process passes
-    a ResolveCache's). timings: filled with the milliseconds each step took (resolve, open, embed,
-    recall), when given."""
+    environ: the environment of the process (its composition root's), which the processes a hook
+    starts inherit (a runtime install, a maintenance run)."""
 
-    embedder: Embedder | None = None
-    embedder_for: Callable[[dict[str, Any]], Embedder | None] | None = None
-    open_memory: Callable[[Resolved, Embedder | None], Cairn] | None = None
-    resolver: Callable[..., Resolved] = resolve
-    timings: dict[str, float] | None = None
+    environ: Mapping[str, str]
+
+    def resolve(self, store: str | None = None, *, cwd: Path | None = None,
+                env: Mapping[str, str] | None = None) -> Resolved:
+        """cairn.resolve's answer for this store name (None: the project's), folder and hook environment."""
+        ...
+
+    def embedder_for(self, config: dict[str, Any]) -> Embedder | None:
+        """The loaded embedder for this project's config, for hybrid recall; None for keyword-only
+        (no model here, embedding disabled, or the model not loaded yet)."""
+        ...
+
+    def memory(self, resolved: Resolved, embedder: Embedder | None) -> AbstractContextManager[Cairn]:
+        """The open engine a hook answers from, for the time of the `with` block, waiting at most
+        HOOK_BUSY_TIMEOUT_MS for another process's lock."""
+        ...
 
 
-def handle(event: str, payload: dict[str, Any], env: dict[str, str],
-           host: HookHost | None = None) -> dict[str, Any] | None:
+class InProcessRuntime:
+    """HookRuntime in the calling process (the hook process when the warm process is not ready;
+    a library caller, a benchmark): cairn.resolve at each request, `embedder` for every config that
+    enables embedding (None, the default: keyword-only; the hook process loads no model), and the
+    store opened for each request and closed after. environ: the calling process's environment
+    (default: cairn.process_env())."""
+
+    def __init__(self, embedder: Embedder | None = None, environ: Mapping[str, str] | None = None):
+        self._embedder = embedder
+        self.environ = process_env() if environ is None else environ
+
+    def resolve(self, store: str | None = None, *, cwd: Path | None = None,
+                env: Mapping[str, str] | None = None) -> Resolved:
+        return resolve(store, cwd=cwd, env=env)
+
+    def embedder_for(self, config: dict[str, Any]) -> Embedder | None:
+        return self._embedder if config["embedding"]["enabled"] else None
+
+    @contextmanager
+    def memory(self, resolved: Resolved, embedder: Embedder | None) -> Iterator[Cairn]:
+        from cairn import Cairn
+
+        with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
+            yield memory
+
+
+def handle(event: str, payload: dict[str, Any], env: dict[str, str], runtime: HookRuntime | None = None, *,
+           timings: dict[str, float] | None = None) -> dict[str, Any] | None:
     """The hook's JSON output for `event`, or None to inject nothing.
 
     payload: the hook's stdin JSON. env: the hook's environment (CLAUDE_PROJECT_DIR, CAIRN_STORE,
-    CAIRN_PAUSE ...). host: how the calling process serves the hook (HookHost; default: the hook
-    process itself). The store and config are resolved once here, by the host's resolver, into the
-    request (request.HookRequest) every path of the event reads.
+    CAIRN_PAUSE ...). runtime: the process serving the hook (HookRuntime; default: InProcessRuntime(),
+    keyword-only). The store and config are resolved once here, by the runtime, into the request
+    (request.HookRequest) every path of the event reads. timings: filled with the milliseconds each
+    step took (resolve, open, embed, recall ...), when given.
     Raises whatever the engine raises; the caller fails open.
     """
-    host = host or HookHost()
-    clock = _Clock(host.timings)
-    request = HookRequest(event, payload, env)
+    runtime = runtime or InProcessRuntime()
+    clock = _Clock(timings)
+    request = HookRequest(event, payload, env, runtime.environ)
     try:
-        resolved = request.resolved = host.resolver(None, cwd=request.project, env=env)
+        resolved = request.resolved = runtime.resolve(None, cwd=request.project, env=env)
     except ConfigError as exc:
         # A bad config turns memory off: say so once, at session start, to the user (a prompt fails
         # open silently; the caller logs it), as for a broken store.
@@ -103,21 +138,18 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str],
     if reason:
         log.info("%s: nothing injected (%s)", event, reason)
         return None
-    notice = _runtime_notice(config, env) if event == SESSION_START else None
-    embedder, embedder_for, global_only = host.embedder, host.embedder_for, False
+    notice = _runtime_notice(config, env, runtime.environ) if event == SESSION_START else None
+    global_only = False
     if not resolved.store_exists:
         glob = _without_store(request, resolved)
         if glob is None:
             return {"systemMessage": notice} if notice else None
-        resolved, embedder, embedder_for, global_only = glob, None, None, True  # a brief needs no model
+        resolved, global_only = glob, True  # a brief needs no model
     if event in TOOL_EVENTS and not config["hooks"]["tools"]:
         return None
-    if embedder_for is not None and event not in NO_MODEL_EVENTS:
-        embedder = embedder_for(config)
-    elif event in NO_MODEL_EVENTS:
-        embedder = None
+    embedder = None if global_only or event in NO_MODEL_EVENTS else runtime.embedder_for(config)
     try:
-        with _memory_for(resolved, embedder, host.open_memory) as memory:
+        with runtime.memory(resolved, embedder) as memory:
             clock.lap("open")
             text = _respond(memory, request, config, embedder, clock, global_only=global_only)
     except StoreBusy:
@@ -151,21 +183,9 @@ def _without_store(request: HookRequest, resolved: Resolved) -> Resolved | None:
     if request.event == SESSION_START and resolved.config["claude_memory"]["sync"]:
         from .auto_memory_sync import sync_at_session_start  # the first sync creates the store
         sync_at_session_start(None, request.project, request.env,
-                              store_name=choice.name if choice.explicit else None, native=request.native)
+                              store_name=choice.name if choice.explicit else None, native=request.native,
+                              environ=request.environ)
     return resolved.global_instead() if request.event == SESSION_START else None
-
-
-@contextmanager
-def _memory_for(resolved: Resolved, embedder: Embedder | None,
-                open_memory: Callable[[Resolved, Embedder | None], Cairn] | None) -> Iterator[Cairn]:
-    """The memory a hook answers from: the host's opener's, or one opened here and closed after."""
-    if open_memory is not None:
-        yield open_memory(resolved, embedder)
-        return
-    from cairn import Cairn
-
-    with Cairn.open(resolved=resolved, embedder=embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS) as memory:
-        yield memory
 
 
 def _output(event: str, text: str | None, notice: str | None) -> dict[str, Any] | None:
@@ -179,10 +199,11 @@ def _output(event: str, text: str | None, notice: str | None) -> dict[str, Any] 
     return out
 
 
-def _runtime_notice(config: dict[str, Any], env: dict[str, str]) -> str | None:
+def _runtime_notice(config: dict[str, Any], env: dict[str, str], environ: Mapping[str, str]) -> str | None:
     """In the plugin, when the project's model needs an optional backend the runtime lacks: start
     its install in the background (hooks/bootstrap.py extra NAME; never inside the hook's budget)
-    and say so to the user, once per session start. None otherwise."""
+    and say so to the user, once per session start. None otherwise. env: the hook's; environ: this
+    process's, which the install inherits."""
     emb = config["embedding"]
     extra = required_extra(emb["model"], emb["backend"]) if emb["enabled"] else None
     root, data = env.get("CLAUDE_PLUGIN_ROOT"), env.get("CLAUDE_PLUGIN_DATA")
@@ -193,7 +214,7 @@ def _runtime_notice(config: dict[str, Any], env: dict[str, str]) -> str | None:
 
     bootstrap = Path(root) / "hooks" / "bootstrap.py"
     out = subprocess.run([sys.executable, str(bootstrap), "extra", extra], capture_output=True, text=True,
-                         env={**os.environ, "CLAUDE_PLUGIN_DATA": data}, timeout=10)
+                         env={**environ, "CLAUDE_PLUGIN_DATA": data}, timeout=10)
     status = out.stdout.strip() or f"cannot start the install ({out.stderr.strip()[-200:]})"
     return f"Cairn: embedding model {emb['model']} needs {extra}: {status} Until then memory is keyword-only."
 
@@ -277,7 +298,8 @@ def _session_start(memory: Cairn, request: HookRequest, config: dict[str, Any], 
         from .auto_memory_sync import sync_at_session_start
 
         sync_at_session_start(memory, request.project, request.env,
-                              store_name=memory.name if memory.choice.explicit else None, native=request.native)
+                              store_name=memory.name if memory.choice.explicit else None, native=request.native,
+                              environ=request.environ)
         clock.lap("claude memory sync")
     if source == "resume":
         if not inject:
@@ -291,7 +313,7 @@ def _session_start(memory: Cairn, request: HookRequest, config: dict[str, Any], 
     state.uncounted += cited_ids(text)
     state.save()
     if config["maintenance"]["background"]:
-        start_background_maintenance(memory)
+        start_background_maintenance(memory, request.environ)
     return split_brief(text)[0] if text else None
 
 
@@ -383,11 +405,12 @@ def split_brief(text: str, limit: int = HOOK_OUTPUT_CHARS) -> list[str]:
     return ["\n".join(first), "\n".join(rest)] if len(rest) > 1 else ["\n".join(first)]
 
 
-def start_background_maintenance(memory: Cairn) -> bool:
+def start_background_maintenance(memory: Cairn, environ: Mapping[str, str]) -> bool:
     """Config maintenance.background (off by default): when the store had no maintenance run within
     maintenance.stale_days, start `cairn maintain --apply --safe-only` for it in a detached process
-    (only exact duplicates are retired; nothing else changes without a review). Returns whether one
-    was started. Never raises: a hook fails open (errors go to the hook log)."""
+    (only exact duplicates are retired; nothing else changes without a review), which inherits
+    `environ` (the hook's process's). Returns whether one was started. Never raises: a hook fails
+    open (errors go to the hook log)."""
     import subprocess
     import sys
 
@@ -395,7 +418,7 @@ def start_background_maintenance(memory: Cairn) -> bool:
         if not memory.review.status()["stale"]:
             return False
         engine_dir = str(Path(__file__).resolve().parents[3])  # engine/cairn/adapters/claude/hooks.py -> engine
-        env = {**os.environ, "PYTHONPATH": engine_dir, "CAIRN_NO_WARM": "1"}
+        env = {**environ, "PYTHONPATH": engine_dir, "CAIRN_NO_WARM": "1"}
         subprocess.Popen([sys.executable, "-P", "-m", "cairn", "maintain", "--apply", "--safe-only", "--store",
                           memory.name], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True)

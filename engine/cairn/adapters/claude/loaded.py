@@ -4,10 +4,11 @@ which Cairn memories the hooks need not inject again."""
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from cairn import process_env
 
 from .auto_memory import (
     INDEX, INDEX_MAX_BYTES, INDEX_MAX_LINES, SOURCE, NativeMemory, NativeMemoryError, claude_home, frontmatter,
@@ -37,7 +38,7 @@ def loaded_files(project: Path, native: NativeMemory | None, env: dict[str, str]
     and user CLAUDE.md, CLAUDE.md, .claude/CLAUDE.md and CLAUDE.local.md in the project and each
     folder above it, the rules under ~/.claude/rules and the project's .claude/rules, and the
     auto-memory MEMORY.md (when auto memory is on). Only those that exist."""
-    env = dict(os.environ) if env is None else env
+    env = dict(process_env()) if env is None else env
     home = claude_home(env)
     out = [Path("/etc/claude-code/CLAUDE.md"), home / "CLAUDE.md"]
     folder = project.resolve()

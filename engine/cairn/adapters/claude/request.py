@@ -9,6 +9,7 @@ settings files twice and counted the store twice).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,12 +31,15 @@ class HookRequest:
     event: the hook event (hooks.HOOK_EVENTS, or "SessionStart:rest"). payload: the hook's stdin
     JSON. env: the hook's environment (warm.HOOK_ENV_KEYS). resolved: the store and config chosen
     for the session's project (`cairn.resolve`), set by the composition root once it is known.
+    environ: the environment of the process serving the hook (HookRuntime.environ), which the
+    processes it starts inherit (a runtime install, a maintenance run).
     """
 
-    def __init__(self, event: str, payload: dict[str, Any], env: dict[str, str]):
+    def __init__(self, event: str, payload: dict[str, Any], env: dict[str, str], environ: Mapping[str, str]):
         self.event = event
         self.payload = payload
         self.env = env
+        self.environ = environ
         self.session_id = str(payload.get("session_id") or "")
         self.resolved: Resolved | None = None
         self._counts: dict[str, int] | None = None

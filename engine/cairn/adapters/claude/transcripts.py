@@ -4,12 +4,11 @@ where they are, which memories a session wrote through Cairn's MCP tools, and im
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cairn import resolve
+from cairn import process_env, resolve
 
 if TYPE_CHECKING:
     from cairn import Cairn
@@ -17,7 +16,7 @@ if TYPE_CHECKING:
 
 def claude_dir(env: dict[str, str] | None = None) -> Path:
     """Claude Code's user folder: $CLAUDE_CONFIG_DIR, else ~/.claude."""
-    base = (os.environ if env is None else env).get("CLAUDE_CONFIG_DIR")
+    base = (process_env() if env is None else env).get("CLAUDE_CONFIG_DIR")
     return Path(base) if base else Path.home() / ".claude"
 
 

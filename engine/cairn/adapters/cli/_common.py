@@ -1,6 +1,9 @@
 """What every command shares: the `cli` group, --store/--create/--json and the engine they open
 (store_options), options derived from the catalogue of operations (option), output (_emit), time
-parsing, stdin, progress bars and the warm-process embedder."""
+parsing, stdin, progress bars and the warm-process embedder.
+
+The CLI's composition root (every command, `cairn serve` included): `environ()` is its one read of
+the process environment, passed down to resolve, the warm client and the servers it starts."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import click
@@ -28,6 +31,12 @@ _TIMINGS: dict[str, float] = {}
 # Commands the warm process answers when it is up (service.WarmServer.cli, warm.CLI_OPS): how each
 # shows the answer (filled by the module that defines the command).
 _WARM_VIEWS: dict[str, Callable[[bool, Any], None]] = {}
+
+
+def environ() -> Mapping[str, str]:
+    """This process's environment (CAIRN_STORE, CAIRN_CONFIG, CAIRN_NO_WARM, the hook variables ...):
+    the CLI's one read of it, read at each call (a test sets a variable between two commands)."""
+    return os.environ
 
 
 def _since_process_start() -> float | None:
@@ -84,10 +93,10 @@ def _interactive() -> bool:
 def _cli_embedder(config: dict[str, Any]) -> Embedder | None:
     """The warm process's model (started if it is not up; in-process if it cannot serve), or the
     in-process model when CAIRN_NO_WARM=1 (tests, benchmarks of the cold path)."""
-    if os.environ.get("CAIRN_NO_WARM") == "1":
+    if environ().get("CAIRN_NO_WARM") == "1":
         inner = cairn.embedder_from_config(config, short_lived=True)
     else:
-        inner = session_embedder(config, short_lived=True,
+        inner = session_embedder(config, short_lived=True, environ=environ(),
                                  on_fallback=lambda reason: click.echo(f"cairn: {reason}", err=True))
     if inner is None:
         return None
@@ -97,7 +106,7 @@ def _cli_embedder(config: dict[str, Any]) -> Embedder | None:
         # Said once, on a terminal, when the warm process is not up yet: the first embed then waits
         # for it, or loads the model in-process.
         nonlocal told
-        if not told and sys.stderr.isatty() and not warm.socket_path().exists():
+        if not told and sys.stderr.isatty() and not warm.socket_path(environ()).exists():
             click.echo(LOADING_NOTICE, err=True)
         told = True
 
@@ -141,18 +150,19 @@ def store_options(fn: Callable | None = None, *, read_only: bool = False, use_wa
     @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
     @functools.wraps(fn)
     def wrapper(store_name: str | None, create: bool, as_json: bool, **kwargs: Any) -> None:
-        if fn.__name__ in warm.CLI_OPS and not kwargs.get("keyword_only") and os.environ.get("CAIRN_NO_WARM") != "1":
+        env = environ()
+        if fn.__name__ in warm.CLI_OPS and not kwargs.get("keyword_only") and env.get("CAIRN_NO_WARM") != "1":
             # The warm process is up: it has the store open and the model loaded, so it answers in
             # milliseconds; this process then imports neither the engine nor SQLite.
             reply = warm.request({"op": "cli", "command": fn.__name__, "store": store_name, "cwd": os.getcwd(),
-                                  "env": {k: os.environ[k] for k in warm.HOOK_ENV_KEYS if k in os.environ},
-                                  "options": kwargs}, timeout=60)
+                                  "env": {k: env[k] for k in warm.HOOK_ENV_KEYS if k in env},
+                                  "options": kwargs}, timeout=60, environ=env)
             if reply is not None:
                 if reply.get("error"):
                     raise cairn.CairnError(reply["error"])
                 return _WARM_VIEWS[fn.__name__](as_json, reply["result"])
         started = time.perf_counter()
-        resolved = cairn.resolve(store_name)
+        resolved = cairn.resolve(store_name, env=env)
         _TIMINGS["config and store resolution"] = time.perf_counter() - started
         embedder: Embedder | None | str = "auto"
         if kwargs.pop("keyword_only", False):

@@ -9,7 +9,7 @@ import click
 import cairn
 from cairn import operations as ops
 
-from ._common import _count, _emit, argument, cli, option, store_options
+from ._common import _count, _emit, argument, cli, environ, option, store_options
 
 if TYPE_CHECKING:
     from cairn import Cairn
@@ -188,7 +188,7 @@ def maintain(apply_: bool, safe_only: bool, show_status: bool, store_name: str |
     names = [row["name"] for row in cairn.list_stores() if "error" not in row] if all_stores else [store_name]
     reports = []
     for name in names:
-        resolved = cairn.resolve(name)
+        resolved = cairn.resolve(name, env=environ())
         with cairn.Cairn.open(resolved=resolved, embedder=None, read_only=not apply_) as memory:
             if show_status:
                 reports.append(memory.review.status())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,7 +10,7 @@ import click
 
 import cairn
 
-from ._common import _emit, cli
+from ._common import _emit, cli, environ
 
 if TYPE_CHECKING:
     pass
@@ -38,7 +37,7 @@ def serve(transport: str, host: str, port: int, store_name: str | None, cors_ori
     if transport == "stdio":
         from ..mcp.server import main as serve_stdio
 
-        serve_stdio(store=store_name)
+        serve_stdio(store=store_name, environ=environ())
         return
     from .. import http
     from ..tokens import TokenFile
@@ -54,7 +53,7 @@ def serve(transport: str, host: str, port: int, store_name: str | None, cors_ori
         from ..mcp.server import http_app
         from ..mcp.tools import reads_only
 
-        app, session = http_app(store_name, max_body_bytes=max_body_bytes)
+        app, session = http_app(store_name, max_body_bytes=max_body_bytes, environ=environ())
         policy.mcp_store = session.name
         policy.reads_only = reads_only
         where, stores = f"http://{_url_host(host)}:{port}/mcp", None
@@ -155,7 +154,7 @@ def config_(client: str, dry_run: bool, store_name: str | None, command: str | N
 
     running = Path(sys.argv[0])
     command = command or shutil.which("cairn") or (str(running.absolute()) if running.name == "cairn" else "cairn")
-    reg = registration(client, command=command, store=store_name, env=server_env(dict(os.environ)))
+    reg = registration(client, command=command, store=store_name, env=server_env(environ()), environ=environ())
     if reg.target is None or dry_run:
         if reg.target is not None:
             click.echo(f"# would be merged into {reg.target}", err=True)

@@ -53,7 +53,8 @@ def _status_info(memory: Cairn, timings: bool) -> dict[str, Any]:
         from ..claude.loaded import already_loaded
 
         # What the hooks leave out because Claude Code loads it itself (CLAUDE.md, rules, MEMORY.md).
-        info["already_loaded"] = len(already_loaded(memory, Path(memory.choice.project_root or Path.cwd())))
+        project = Path(memory.choice.project_root or Path.cwd())
+        info["already_loaded"] = len(already_loaded(memory, project, dict(_common.environ())))
     if timings:
         info["timings_ms"] = {name: round(1000 * s, 1) for name, s in _TIMINGS.items()}
     return info
@@ -118,7 +119,7 @@ def export_(memory: Cairn, as_json: bool, output: str, fmt: str, into_live: bool
     if fmt == "claude-memory":
         from ..claude.auto_memory import export, native_memory
 
-        native = native_memory(Path.cwd())
+        native = native_memory(Path.cwd(), dict(_common.environ()))
         if into_live:
             folder = native.folder
         elif output == "-":
@@ -160,7 +161,7 @@ def import_claude_memory(memory: Cairn, as_json: bool) -> None:
     from ..claude.auto_memory import native_memory
     from ..claude.auto_memory_sync import sync, sync_lock
 
-    native = native_memory(Path.cwd())
+    native = native_memory(Path.cwd(), dict(_common.environ()))
     with sync_lock(memory, wait=True):
         done = sync(memory, native)
 
@@ -204,7 +205,7 @@ def stores(ctx: click.Context, as_json: bool) -> None:
     if ctx.invoked_subcommand:
         return
     rows = cairn.list_stores()
-    current = cairn.resolve().choice.name
+    current = cairn.resolve(env=_common.environ()).choice.name
 
     def human() -> None:
         click.echo(f"data root {cairn.data_root()}")
@@ -305,7 +306,7 @@ def backup(store_name: str | None, all_stores: bool, keep: int | None, as_json: 
     if all_stores:
         names = [r["name"] for r in cairn.list_stores() if "error" not in r]
     else:
-        names = [cairn.resolve(store_name).choice.name]
+        names = [cairn.resolve(store_name, env=_common.environ()).choice.name]
     done = [cairn.backup_store(name, keep=keep) for name in names]
 
     def human() -> None:
@@ -353,14 +354,15 @@ def restore(backup_file: str, store_name: str | None, as_json: bool, bring_back_
 
 
 def _warm_check() -> cairn.Check:
-    if not warm.is_running():
+    environ = _common.environ()
+    if not warm.is_running(environ):
         return cairn.Check("warm process", "ok", "not running (started on demand by the next hook or recall)")
-    reply = warm.request({"op": "ping"}, timeout=5)
+    reply = warm.request({"op": "ping"}, timeout=5, environ=environ)
     if reply is not None:
         return cairn.Check("warm process", "ok", f"pid {reply.get('pid')}, model {reply.get('model')}")
-    if not warm.socket_path().exists():
+    if not warm.socket_path(environ).exists():
         return cairn.Check("warm process", "ok", "starting (loading its model)")
-    return cairn.Check("warm process", "warn", f"running but not answering on {warm.socket_path()}",
+    return cairn.Check("warm process", "warn", f"running but not answering on {warm.socket_path(environ)}",
                        f"stop it; it is restarted on demand (see {cairn.data_root() / 'logs' / 'service.log'})")
 
 
@@ -368,7 +370,7 @@ def _config_check() -> tuple[Any, dict[str, Any] | None]:
     """The settings this directory's project uses (user config, then its .cairn.yaml), as a check,
     and those settings (None when they do not load): a bad file turns memory off in the hooks."""
     try:
-        resolved = cairn.resolve(None)
+        resolved = cairn.resolve(None, env=_common.environ())
     except cairn.ConfigError as exc:
         return cairn.Check("config", "fail", str(exc), "fix that key; until then the hooks recall nothing here"), None
     except cairn.CairnError:  # e.g. CAIRN_STORE names no store: the store checks say so

@@ -28,7 +28,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -146,7 +146,7 @@ def _status(session: Session) -> dict[str, Any]:
     try:
         status = session.try_call(lambda engine: engine.status().to_json(), timeout=2.0)
     except Unavailable as exc:
-        env = {k: os.environ[k] for k in ("CAIRN_STORE", "CAIRN_HOME") if os.environ.get(k)}
+        env = {k: session.environ[k] for k in ("CAIRN_STORE", "CAIRN_HOME") if session.environ.get(k)}
         return {"ok": False, "error": str(exc), **base, **env}
     if status is None:
         try:
@@ -203,19 +203,24 @@ def build_server(session: Session) -> CairnServer:
 PLUGIN_ROOT = Path(__file__).resolve().parents[4]  # engine/cairn/adapters/mcp/server.py -> the plugin
 
 
-def project_dir() -> Path | None:
+def process_environ() -> Mapping[str, str]:
+    """This process's environment: the MCP server's one read of it (main, http_app), passed down."""
+    return os.environ
+
+
+def project_dir(environ: Mapping[str, str]) -> Path | None:
     """CLAUDE_PROJECT_DIR, else the working directory (an unexpanded "${...}" counts as unset).
     None when neither names the project: the working directory is the plugin's own folder (some
     clients start servers there), whose store would be shared by every project and seen by none of
     their hooks."""
-    value = os.environ.get("CLAUDE_PROJECT_DIR", "")
+    value = environ.get("CLAUDE_PROJECT_DIR", "")
     if value and "${" not in value and Path(value).is_dir():
         return Path(value)
     if value:
         log.warning("CLAUDE_PROJECT_DIR=%r is not a folder; using the working directory", value)
     cwd = Path.cwd().resolve()
-    plugin_roots = {PLUGIN_ROOT, *([Path(os.environ["CLAUDE_PLUGIN_ROOT"]).resolve()]
-                                   if os.environ.get("CLAUDE_PLUGIN_ROOT") else [])}
+    plugin_roots = {PLUGIN_ROOT, *([Path(environ["CLAUDE_PLUGIN_ROOT"]).resolve()]
+                                   if environ.get("CLAUDE_PLUGIN_ROOT") else [])}
     if any(cwd == root or cwd.is_relative_to(root) for root in plugin_roots):
         log.warning("started in the plugin's folder %s without CLAUDE_PROJECT_DIR: the project is unknown", cwd)
         return None
@@ -242,20 +247,21 @@ def _watch_parent(stop: Callable[[int], None]) -> None:
             return
 
 
-def _log_to_stderr() -> None:
-    level = os.environ.get("CAIRN_LOG_LEVEL", "WARNING").upper()
+def _log_to_stderr(environ: Mapping[str, str]) -> None:
+    level = environ.get("CAIRN_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(stream=sys.stderr, level=logging.getLevelNamesMapping().get(level, logging.WARNING),
                         format="cairn-mcp %(levelname)s %(name)s: %(message)s")
 
 
-def main(store: str | None = None, *, defer_review: bool = False) -> None:
+def main(store: str | None = None, *, defer_review: bool = False, environ: Mapping[str, str] | None = None) -> None:
     """Serve over stdio until the client closes stdin: the plugin's launcher (mcp/server.py) and
     `cairn serve --transport stdio` both run this. store: an explicitly chosen store name (None:
     CAIRN_STORE, else the project of CLAUDE_PROJECT_DIR or the working directory). defer_review:
     the plugin's launcher, whose SessionEnd hook queues what the session's writes left unresolved
-    (Session)."""
-    _log_to_stderr()
-    session = Session(project_dir(), store=store, defer_review=defer_review)
+    (Session). environ: the process's environment (default: process_environ())."""
+    environ = process_environ() if environ is None else environ
+    _log_to_stderr(environ)
+    session = Session(project_dir(environ), store=store, defer_review=defer_review, environ=environ)
 
     def stop(code: int) -> None:
         # os._exit: a worker thread blocked on stdin or in a model load must not keep the process alive.
@@ -284,14 +290,17 @@ def main(store: str | None = None, *, defer_review: bool = False) -> None:
     stop(code)
 
 
-def http_app(store: str | None = None, *, max_body_bytes: int) -> tuple[Any, Session]:
+def http_app(store: str | None = None, *, max_body_bytes: int,
+             environ: Mapping[str, str] | None = None) -> tuple[Any, Session]:
     """The same tools over MCP's streamable HTTP transport, at /mcp: (the ASGI app, its session).
     Host, Origin, token and size checks are the caller's (cairn.adapters.http.Guard wraps this
-    app); the SDK's own Host check is off because the guard knows the bound address and tokens."""
+    app); the SDK's own Host check is off because the guard knows the bound address and tokens.
+    environ: the process's environment (default: process_environ())."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    _log_to_stderr()
-    session = Session(project_dir(), store=store)
+    environ = process_environ() if environ is None else environ
+    _log_to_stderr(environ)
+    session = Session(project_dir(environ), store=store, environ=environ)
     app = build_server(session).streamable_http_app(
         streamable_http_path="/mcp", max_request_body_size=max_body_bytes,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))

@@ -9,14 +9,13 @@ engine (one SQLite connection) must not interleave transactions, so every call h
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cairn import Cairn, CairnError, Embedder, EmbedderUnavailable, Resolved, resolve
+from cairn import Cairn, CairnError, Embedder, EmbedderUnavailable, Resolved, process_env, resolve
 
 from ..warm.embedders import GatedEmbedder, session_embedder
 
@@ -44,16 +43,17 @@ NO_PROJECT = ("cannot tell which project this is: the MCP server was started in 
               "store name) in the server's environment; no store is used until then")
 
 
-def shared_embedder(config: dict[str, Any]) -> Any:
+def shared_embedder(config: dict[str, Any], environ: Mapping[str, str] | None = None) -> Any:
     """The embedder a session process should use for a project with this config: through the
     per-user warm process (cairn.adapters.warm.client), which loads the model once per machine and falls
-    back to loading it in-process; in-process only when CAIRN_NO_WARM=1. None when the config
-    disables embedding."""
-    if os.environ.get("CAIRN_NO_WARM") == "1":
+    back to loading it in-process; in-process only when CAIRN_NO_WARM=1 (in `environ`, the server's
+    environment; default cairn.process_env()). None when the config disables embedding."""
+    environ = process_env() if environ is None else environ
+    if environ.get("CAIRN_NO_WARM") == "1":
         from cairn import embedder_from_config
 
         return embedder_from_config(config)
-    return session_embedder(config)
+    return session_embedder(config, environ=environ)
 
 
 class Session:
@@ -62,17 +62,20 @@ class Session:
     project_dir None: the project is unknown; every call raises Unavailable (NO_PROJECT) unless
     CAIRN_STORE names a store."""
 
-    def __init__(self, project_dir: Path | None, embedder_for: Callable[[dict[str, Any]], Any] = shared_embedder,
-                 store: str | None = None, *, defer_review: bool = False):
+    def __init__(self, project_dir: Path | None, embedder_for: Callable[[dict[str, Any]], Any] | None = None,
+                 store: str | None = None, *, defer_review: bool = False, environ: Mapping[str, str] | None = None):
         """store: a store name chosen explicitly (`--store`); None picks as everywhere else
         (CAIRN_STORE, else the project of `project_dir`). defer_review: the engine's (Cairn.
         defer_review): a write's possible conflicts wait for the session's end (the plugin, whose
-        SessionEnd hook settles them) rather than join the review queue at once."""
+        SessionEnd hook settles them) rather than join the review queue at once. environ: the
+        server's environment (its CAIRN_STORE, CAIRN_CONFIG, CAIRN_NO_WARM; default
+        cairn.process_env()). embedder_for: the embedder for a config (default: shared_embedder)."""
         self.project_dir = project_dir
         self.store_name = store
         self.defer_review = defer_review
+        self.environ = process_env() if environ is None else environ
         self._name: str | None = None
-        self._embedder_for = embedder_for
+        self._embedder_for = embedder_for or (lambda config: shared_embedder(config, self.environ))
         self._engine: Cairn | None = None
         self._placeholder_for: Resolved | None = None  # the store an empty read-only engine stands for
         self._embedder: Embedder | None = None  # the engine's, ungated (the warm-up loads it)
@@ -177,7 +180,7 @@ class Session:
         """Load the embedding model in a daemon thread, once. Never blocks the caller."""
         if self._warm_thread is not None or self.warm_state == "no project":
             return
-        if self.project_dir is None and self.store_name is None and not os.environ.get("CAIRN_STORE"):
+        if self.project_dir is None and self.store_name is None and not self.environ.get("CAIRN_STORE"):
             self.warm_state = "no project"  # nothing to serve: no model to load
             return
         with self._warm_lock:
@@ -212,9 +215,9 @@ class Session:
 
     def _resolve(self) -> Resolved:
         """Raises Unavailable when the project is unknown, CairnError from resolve."""
-        if self.project_dir is None and self.store_name is None and not os.environ.get("CAIRN_STORE"):
+        if self.project_dir is None and self.store_name is None and not self.environ.get("CAIRN_STORE"):
             raise Unavailable(NO_PROJECT)
-        return resolve(self.store_name, cwd=self.project_dir)
+        return resolve(self.store_name, cwd=self.project_dir, env=self.environ)
 
     def _store_exists(self) -> bool:
         try:

@@ -8,6 +8,11 @@ Python implementation, no Unix sockets) it falls back to the public modules. Eve
 (subprocess, pathlib, base64, the engine) is imported inside the functions that need it. The warm
 process is per user and per data root: one Unix socket in a private (0700) folder, so there are no
 ports to collide and no other user can connect.
+
+Where the socket is depends on the environment (XDG_RUNTIME_DIR or TMPDIR, and the data root's
+CAIRN_HOME): every function takes `environ`, the calling process's environment, which its
+composition root passes (the hook process, the CLI, the MCP server, the warm process); `_environ`
+is the one default, this process's, for a caller that gives none.
 """
 
 import os
@@ -20,6 +25,8 @@ if TYPE_CHECKING:
     import subprocess
     from pathlib import Path
     from typing import Any
+
+    from collections.abc import Mapping
 
     from _hashlib import HASH
     from _socket import socket as Socket
@@ -42,6 +49,11 @@ HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONF
 CLI_OPS = ("recall",)
 
 
+def _environ(environ: "Mapping[str, str] | None") -> "Mapping[str, str]":
+    """`environ`, else this process's environment: the client's one read of it."""
+    return os.environ if environ is None else environ
+
+
 def _sha256(data: bytes) -> "HASH":
     try:
         from _sha256 import sha256  # CPython 3.11 (hashlib would load OpenSSL: ~5 ms)
@@ -53,7 +65,7 @@ def _sha256(data: bytes) -> "HASH":
     return sha256(data)
 
 
-def temp_dir() -> str:
+def temp_dir(environ: "Mapping[str, str] | None" = None) -> str:
     """tempfile.gettempdir() without importing tempfile (random, shutil, ...): the first of $TMPDIR,
     $TEMP, $TMP, /tmp, /var/tmp, /usr/tmp and the working directory that is a folder this user can
     write in, made absolute."""
@@ -61,73 +73,79 @@ def temp_dir() -> str:
         import tempfile
 
         return tempfile.gettempdir()
-    candidates = [os.environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
+    environ = _environ(environ)
+    candidates = [environ.get(name) for name in ("TMPDIR", "TEMP", "TMP")]
     for folder in [*filter(None, candidates), "/tmp", "/var/tmp", "/usr/tmp", os.curdir]:
         if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
             return folder if folder == os.curdir else os.path.abspath(folder)
     return os.path.abspath(os.curdir)
 
 
-def runtime_dir_name() -> str:
+def runtime_dir_name(environ: "Mapping[str, str] | None" = None) -> str:
     """A short private folder for the socket and lock (Unix socket paths are limited to ~104 bytes)."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or temp_dir()
+    environ = _environ(environ)
+    base = environ.get("XDG_RUNTIME_DIR") or temp_dir(environ)
     uid = os.getuid() if hasattr(os, "getuid") else os.getlogin()
     return os.path.join(base, f"cairn-{uid}")
 
 
-def runtime_dir() -> "Path":
+def runtime_dir(environ: "Mapping[str, str] | None" = None) -> "Path":
     """runtime_dir_name() as a Path."""
     from pathlib import Path
 
-    return Path(runtime_dir_name())
+    return Path(runtime_dir_name(environ))
 
 
-def private_runtime_dir() -> "Path":
+def private_runtime_dir(environ: "Mapping[str, str] | None" = None) -> "Path":
     """The runtime folder, created 0700 (tightened if it exists): only this user reaches the socket."""
-    path = runtime_dir()
+    path = runtime_dir(environ)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if path.stat().st_mode & 0o777 != 0o700:
         path.chmod(0o700)
     return path
 
 
-def _key() -> str:
-    return _sha256(os.path.realpath(data_root_dir()).encode()).hexdigest()[:12]
+def _key(environ: "Mapping[str, str]") -> str:
+    return _sha256(os.path.realpath(data_root_dir(environ)).encode()).hexdigest()[:12]
 
 
-def socket_file() -> str:
-    return os.path.join(runtime_dir_name(), f"{_key()}.sock")
+def socket_file(environ: "Mapping[str, str] | None" = None) -> str:
+    environ = _environ(environ)
+    return os.path.join(runtime_dir_name(environ), f"{_key(environ)}.sock")
 
 
-def socket_path() -> "Path":
+def socket_path(environ: "Mapping[str, str] | None" = None) -> "Path":
     """socket_file() as a Path."""
     from pathlib import Path
 
-    return Path(socket_file())
+    return Path(socket_file(environ))
 
 
-def lock_path() -> "Path":
+def lock_path(environ: "Mapping[str, str] | None" = None) -> "Path":
     from pathlib import Path
 
-    return Path(runtime_dir_name()) / f"{_key()}.lock"
+    environ = _environ(environ)
+    return Path(runtime_dir_name(environ)) / f"{_key(environ)}.lock"
 
 
-def status_path() -> "Path":
+def status_path(environ: "Mapping[str, str] | None" = None) -> "Path":
     """The warm process's status file: {"pid", "state": "loading" | "ready" | "failed", "model": the
     model it loads (model, backend, device, batch size), "error" when failed, "at": epoch seconds}.
     A waiting client reads it when the process is gone, to learn why without reading its log."""
     from pathlib import Path
 
-    return Path(runtime_dir_name()) / f"{_key()}.status"
+    environ = _environ(environ)
+    return Path(runtime_dir_name(environ)) / f"{_key(environ)}.status"
 
 
-def write_status(state: str, *, model: list | None = None, error: str | None = None) -> None:
+def write_status(state: str, *, model: list | None = None, error: str | None = None,
+                 environ: "Mapping[str, str] | None" = None) -> None:
     """Replace the status file (atomically: a reader never sees half of it). Errors are ignored: the
     status only speeds up a client's fallback, which the process's exit alone also triggers."""
     import json
     import time
 
-    path = status_path()
+    path = status_path(environ)
     temporary = path.with_name(f"{path.name}.{os.getpid()}")
     try:
         temporary.write_text(json.dumps({"pid": os.getpid(), "state": state, "model": model, "error": error,
@@ -137,12 +155,12 @@ def write_status(state: str, *, model: list | None = None, error: str | None = N
         pass
 
 
-def read_status() -> dict | None:
+def read_status(environ: "Mapping[str, str] | None" = None) -> dict | None:
     """The status file's content (see status_path), or None when there is none or it is unreadable."""
     import json
 
     try:
-        status = json.loads(status_path().read_text())
+        status = json.loads(status_path(environ).read_text())
     except (OSError, ValueError):
         return None
     return status if isinstance(status, dict) else None
@@ -235,11 +253,11 @@ def _unix_socket_api() -> "tuple[type[Socket], int, int] | None":
     return socket, AF_UNIX, SOCK_STREAM
 
 
-def exchange(line: bytes, *, timeout: float = 1.0) -> bytes | None:
+def exchange(line: bytes, *, timeout: float = 1.0, environ: "Mapping[str, str] | None" = None) -> bytes | None:
     """Send one request line to the warm process and read its reply line; None if it is not there
     (no socket, refused, timed out)."""
     api = _unix_socket_api()
-    path = socket_file()
+    path = socket_file(environ)
     if api is None or not os.path.exists(path):
         return None
     socket, family, kind = api
@@ -263,12 +281,14 @@ def exchange(line: bytes, *, timeout: float = 1.0) -> bytes | None:
     return b"".join(chunks)
 
 
-def request(payload: dict, *, timeout: float = 1.0, errors: bool = False) -> dict | None:
+def request(payload: dict, *, timeout: float = 1.0, errors: bool = False,
+            environ: "Mapping[str, str] | None" = None) -> dict | None:
     """Send one JSON request to the warm process; its JSON reply, or None if it is not there.
     errors: return an error reply ({"ok": false, "error": ...}) too, rather than None."""
     import json
 
-    raw = exchange(json.dumps({**payload, "package": PACKAGE_DIR}).encode() + b"\n", timeout=timeout)
+    raw = exchange(json.dumps({**payload, "package": PACKAGE_DIR}).encode() + b"\n", timeout=timeout,
+                   environ=environ)
     if raw is None:
         return None
     try:
@@ -319,11 +339,12 @@ def json_string(text: str) -> str:
     return encode_basestring_ascii(text)
 
 
-def hook_request(event: str, payload_json: str, env: dict, *, timeout: float = 1.0) -> dict | None:
+def hook_request(event: str, payload_json: str, env: dict, *, timeout: float = 1.0,
+                 environ: "Mapping[str, str] | None" = None) -> dict | None:
     """Ask the warm process to handle a hook event: {"ok": true, "output": ..., "stdout": "<the
     hook's JSON output>" or ""}, or None if it is not there. payload_json: the hook's stdin, a JSON
     object, forwarded without decoding it here (the warm process decodes it; a bad one is an error
-    reply, so None). env: the hook's HOOK_ENV_KEYS."""
+    reply, so None). env: the hook's HOOK_ENV_KEYS. environ: the hook process's environment."""
     body = payload_json.strip()
     if not (body.startswith("{") and body.endswith("}")):
         return None
@@ -332,7 +353,7 @@ def hook_request(event: str, payload_json: str, env: dict, *, timeout: float = 1
     env_json = ", ".join(f"{json_string(k)}: {json_string(v)}" for k, v in env.items() if k in HOOK_ENV_KEYS)
     line = (f'{{"op": "hook", "event": {json_string(event)}, "env": {{{env_json}}}, '
             f'"package": {json_string(PACKAGE_DIR)}, "payload": {body}}}\n')
-    raw = exchange(line.encode("utf-8", "surrogatepass"), timeout=timeout)
+    raw = exchange(line.encode("utf-8", "surrogatepass"), timeout=timeout, environ=environ)
     if raw is None:
         return None
     try:
@@ -342,16 +363,17 @@ def hook_request(event: str, payload_json: str, env: dict, *, timeout: float = 1
     return reply if isinstance(reply, dict) and reply.get("ok") else None
 
 
-def is_running() -> bool:
+def is_running(environ: "Mapping[str, str] | None" = None) -> bool:
     """True when a warm process holds the lock (it may still be loading its model)."""
     if not hasattr(os, "getuid"):
         return False
     import fcntl
 
     try:
-        if not lock_path().exists():
+        lock = lock_path(environ)
+        if not lock.exists():
             return False
-        with open(lock_path(), "a") as handle:
+        with open(lock, "a") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -362,34 +384,35 @@ def is_running() -> bool:
         return False
 
 
-def spawn(python: str | None = None) -> "subprocess.Popen[bytes] | None":
+def spawn(python: str | None = None, *, environ: "Mapping[str, str] | None" = None) -> "subprocess.Popen[bytes] | None":
     """Start the warm process in the background unless one is running or starting. Returns the
     started process (a subprocess.Popen), or None when it started none. Never waits for the model
-    to load."""
-    if _unix_socket_api() is None or is_running():
+    to load. environ: the starting process's environment, which the warm process inherits."""
+    environ = _environ(environ)
+    if _unix_socket_api() is None or is_running(environ):
         return None
     import subprocess
 
     from cairn import data_root, private_dir, private_file
 
-    private_runtime_dir()
-    log_dir = private_dir(data_root() / "logs")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(PACKAGE_DIR),
-                                                                       os.environ.get("PYTHONPATH")]))}
+    private_runtime_dir(environ)
+    log_dir = private_dir(data_root(environ) / "logs", environ)
+    env = {**environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(PACKAGE_DIR),
+                                                                    environ.get("PYTHONPATH")]))}
     with open(private_file(log_dir / "service.log"), "ab") as log:
         return subprocess.Popen(
             [python or sys.executable, "-m", SERVICE_MODULE], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            env=env, cwd=runtime_dir_name(), start_new_session=True, close_fds=True,
+            env=env, cwd=runtime_dir_name(environ), start_new_session=True, close_fds=True,
         )
 
 
-def last_error() -> str | None:
+def last_error(environ: "Mapping[str, str] | None" = None) -> str | None:
     """The warm process's last logged error ("cannot load the embedding model: ..."), from the end
     of <data root>/logs/service.log; None if there is none."""
     from cairn import data_root
 
     try:
-        with open(data_root() / "logs" / "service.log", "rb") as log:
+        with open(data_root(environ) / "logs" / "service.log", "rb") as log:
             log.seek(0, os.SEEK_END)
             log.seek(max(0, log.tell() - 8192))
             tail = log.read().decode("utf-8", "replace").splitlines()
@@ -418,11 +441,12 @@ def model_key(embedding: dict) -> list:
             int(embedding.get("batch_size", 32))]
 
 
-def load_failure(model: list, *, pid: int | None = None, since: float = 0.0) -> str | None:
+def load_failure(model: list, *, pid: int | None = None, since: float = 0.0,
+                 environ: "Mapping[str, str] | None" = None) -> str | None:
     """Why the warm process failed to load this model (model_key), from its status file: the process
     `pid`, or any that failed at `since` (epoch seconds) or later. None when the status says nothing
     about that (another model, another process, not failed)."""
-    status = read_status()
+    status = read_status(environ)
     if not status or status.get("state") != "failed" or status.get("model") != model:
         return None
     if (pid is not None and status.get("pid") == pid) or float(status.get("at") or 0) >= since:
@@ -430,10 +454,10 @@ def load_failure(model: list, *, pid: int | None = None, since: float = 0.0) -> 
     return None
 
 
-def still_loading(model: list) -> bool:
+def still_loading(model: list, *, environ: "Mapping[str, str] | None" = None) -> bool:
     """Whether a live warm process is loading this model (model_key) now, by its status file."""
-    status = read_status() or {}
-    if status.get("state") != "loading" or status.get("model") != model or not is_running():
+    status = read_status(environ) or {}
+    if status.get("state") != "loading" or status.get("model") != model or not is_running(environ):
         return False
     try:
         os.kill(int(status["pid"]), 0)
@@ -443,7 +467,7 @@ def still_loading(model: list) -> bool:
 
 
 def wait_until_ready(seconds: float, *, process: "subprocess.Popen[bytes] | None" = None,
-                     watch_lock: bool = False) -> bool:
+                     watch_lock: bool = False, environ: "Mapping[str, str] | None" = None) -> bool:
     """Poll (every POLL_SECONDS) until the warm process answers (True), or `seconds` pass (False).
     Gives up at once (False) when the process is known to be gone or failing: its status file says
     it failed (status_path; written before it exits, so the wait does not include its exit), or
@@ -454,18 +478,18 @@ def wait_until_ready(seconds: float, *, process: "subprocess.Popen[bytes] | None
     since = time.time()
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if request({"op": "ping"}, timeout=1.0) is not None:
+        if request({"op": "ping"}, timeout=1.0, environ=environ) is not None:
             return True
-        status = read_status() or {}
+        status = read_status(environ) or {}
         if status.get("state") == "failed" and (
                 (process is not None and status.get("pid") == process.pid) or float(status.get("at") or 0) >= since):
             return False
         if process is not None and process.poll() is not None:
             # It exits at once, with 0, when another warm process holds the lock: wait for that one.
-            if process.returncode != 0 or not is_running():
+            if process.returncode != 0 or not is_running(environ):
                 return False
             process, watch_lock = None, True
-        elif watch_lock and not is_running():
-            return request({"op": "ping"}, timeout=1.0) is not None
+        elif watch_lock and not is_running(environ):
+            return request({"op": "ping"}, timeout=1.0, environ=environ) is not None
         time.sleep(POLL_SECONDS)
     return False

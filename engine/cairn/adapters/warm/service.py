@@ -9,6 +9,9 @@ per machine rather than in every hook or session. It:
 - exits after `CAIRN_SERVICE_IDLE_SECONDS` (default 900) without a request, when asked to, or when
   a request carries another code version (a plugin update), so no stale or orphaned process stays.
 
+`serve` is the warm process's composition root: it reads the process environment once and passes it
+down (the socket's place, the user config, the runtime); a hook's own variables come with its request.
+
 It loads the user-level model at start; a project whose config names another model gets it loaded
 in the background on its first hook (that hook answers keyword-only), or at once for an embed.
 
@@ -39,6 +42,7 @@ import socketserver
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 # Before numpy is imported: a product of the held vectors (Cairn.hold_vectors) with a query is
@@ -46,21 +50,16 @@ from typing import TYPE_CHECKING, Any
 # with one, 10k x 384 on a busy 2-core machine.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from cairn import Embedder, EmbedderUnavailable, ResolveCache, Resolved, embedder_from_config, required_extra
+from cairn import Embedder, EmbedderUnavailable, embedder_from_config
 
 from . import client as warm
+from .runtime import WarmRuntime
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from cairn import Cairn
-
 log = logging.getLogger("cairn.service")
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
-
-
-def _model_key(embedding: dict[str, Any]) -> tuple[str, str, str, int]:
-    return tuple(warm.model_key(embedding))
 
 
 class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -68,13 +67,9 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = False
     block_on_close = True
 
-    def __init__(self, path: str, config: dict[str, Any], embedder: Embedder, code: str, idle_seconds: float):
-        self.default_key = _model_key(config["embedding"])
-        self.embedders: dict[tuple[str, str, str, int], Embedder] = {self.default_key: embedder}
-        self.embedders_lock = threading.Lock()
-        self.stores: dict[tuple[str, ...], Cairn] = {}  # open Cairn per (store file, config, model); reads stay fresh
-        self.stores_lock = threading.Lock()  # held for a whole hook request
-        self.resolver = ResolveCache()  # store and config per project, re-resolved when they change
+    def __init__(self, path: str, config: dict[str, Any], embedder: Embedder, code: str, idle_seconds: float,
+                 environ: Mapping[str, str]):
+        self.runtime = WarmRuntime(config, embedder, environ)  # the models, open stores and resolutions (runtime.py)
         self.code = code
         self.code_versions = warm.CodeVersions()  # the fingerprint of each client's package
         self.captures: queue.Queue = queue.Queue()  # capture jobs, run one at a time by capture_worker
@@ -83,45 +78,6 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self.last_request = time.monotonic()
         super().__init__(path, Handler)
 
-    @property
-    def embedder(self) -> Embedder:
-        return self.embedders[self.default_key]
-
-    def embedder_for(self, config: dict[str, Any], *, wait: bool = False) -> Embedder | None:
-        """The loaded embedder for this config's model. A model not loaded yet is loaded in the
-        background (wait=False: None meanwhile, so a hook answers keyword-only within its budget)."""
-        if not config["embedding"]["enabled"]:
-            return None
-        embedder = self._embedder(config, load_in_background=not wait)
-        if wait:
-            embedder.load()
-        return embedder if embedder.loaded else None
-
-    def _embedder(self, config: dict[str, Any], *, load_in_background: bool) -> Embedder:
-        """The embedder for this config's model, whose embedding is enabled: made on first use (and
-        then, load_in_background: loaded in a thread), loaded or not."""
-        key = _model_key(config["embedding"])
-        with self.embedders_lock:
-            embedder = self.embedders.get(key)
-            if embedder is not None and embedder.error and required_extra(config["embedding"]["model"],
-                                                                          config["embedding"]["backend"]) is None:
-                embedder = None  # it failed for want of an optional backend, installed since: try again
-            if embedder is None:
-                made = embedder_from_config(config, threads=1)
-                assert made is not None  # embedding is enabled (the callers check)
-                embedder = self.embedders[key] = made
-                if load_in_background:
-                    threading.Thread(target=self._load, args=(embedder,), daemon=True).start()
-        return embedder
-
-    @staticmethod
-    def _load(embedder: Embedder) -> None:
-        try:
-            embedder.load()
-            log.info("model %s loaded", embedder.model_name)
-        except Exception as exc:
-            log.error("cannot load embedding model: %s", exc)
-
     def reply(self, request: dict[str, Any]) -> dict[str, Any]:
         self.last_request = time.monotonic()
         package = request.get("package")
@@ -129,17 +85,14 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             self.stop("a request came from other code (plugin updated)")
             return {"ok": False, "error": "stale"}
         op = request.get("op")
+        runtime = self.runtime
         if op == "ping":
-            return {"ok": True, "model": self.embedder.model_name, "pid": os.getpid()}
+            return {"ok": True, "model": runtime.embedder.model_name, "pid": os.getpid()}
         if op == "embed":
             texts = [str(t) for t in request.get("texts", [])]
             spec = request.get("embedding") or {}
             try:
-                embedder = self.embedder
-                if spec:
-                    embedder = self._embedder({"embedding": {"enabled": True, "backend": "auto", **spec}},
-                                              load_in_background=False)
-                    embedder.load()  # loaded once it returns
+                embedder = runtime.model(spec) if spec else runtime.embedder  # loaded once it returns
             except EmbedderUnavailable as exc:  # the client takes this as its own failure to load it
                 return {"ok": False, "error": str(exc), "unavailable": True}
             embed = embedder.embed_queries if request.get("query") else embedder.embed
@@ -147,15 +100,14 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             return {"ok": True, "model": embedder.model_name, "dim": embedder.dim,
                     "fingerprint": embedder.fingerprint, "vectors": [warm.encode_vector(v.tobytes()) for v in vectors]}
         if op == "hook":
-            from ..claude.hooks import HookHost, handle
+            from ..claude.hooks import handle
 
             env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
             started, timings = time.perf_counter(), {}
-            with self.stores_lock:  # the open stores' connections serve one request at a time
+            with runtime.lock:  # the open stores' connections serve one request at a time
                 timings["wait"] = 1000 * (time.perf_counter() - started)
-                host = HookHost(embedder_for=self.embedder_for, open_memory=self.hook_memory_for,
-                                resolver=self.resolver.resolve, timings=timings)
-                output = handle(str(request.get("event")), request.get("payload") or {}, env, host)
+                output = handle(str(request.get("event")), request.get("payload") or {}, env, runtime,
+                                timings=timings)
             timings["total"] = 1000 * (time.perf_counter() - started)
             # The hook prints "stdout" as it is: it need not import json to encode the output.
             return {"ok": True, "output": output, "stdout": json.dumps(output) if output else "",
@@ -182,10 +134,10 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         if command not in warm.CLI_OPS:
             return {"ok": False, "error": f"unknown command {command!r}"}
         env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
+        runtime = self.runtime
         try:
-            with self.stores_lock:
-                resolved = self.resolver.resolve(request.get("store"), cwd=Path(str(request.get("cwd") or ".")),
-                                                 env=env)
+            with runtime.lock:
+                resolved = runtime.resolve(request.get("store"), cwd=Path(str(request.get("cwd") or ".")), env=env)
                 if not resolved.store_exists:  # a read never creates a store
                     missing = resolved.missing()
                     if missing is not None:
@@ -194,11 +146,11 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                     # the CLI answers that in-process, as it does with no warm process.
                     return {"ok": False, "error": "no project store: answered by the CLI"}
                 try:
-                    embedder = self.embedder_for(resolved.config, wait=True)
+                    embedder = runtime.embedder_for(resolved.config, wait=True)
                 except CairnError as exc:  # the project's model cannot load: keyword-only, as in-process
                     log.warning("keyword-only recall for %s: %s", resolved.choice.name, exc)
                     embedder = None
-                memory = self.memory_for(resolved, embedder)
+                memory = runtime.memory_for(resolved, embedder)
                 options.pop("keyword_only", None)
                 hits = memory.recall(str(options.pop("query", "")), **options)
                 return {"ok": True, "result": [h.to_json() for h in hits]}
@@ -213,39 +165,11 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         while True:
             payload, env = self.captures.get()
             try:
-                capture(payload, env, embedder_for=lambda config: self.embedder_for(config, wait=True))
+                capture(payload, env, embedder_for=lambda config: self.runtime.embedder_for(config, wait=True))
             except Exception:
                 log.exception("capture failed")
             finally:
                 self.last_request = time.monotonic()
-
-    def memory_for(self, resolved: Resolved, embedder: Embedder | None, *, busy_timeout_ms: int | None = None
-                   ) -> Cairn:
-        """An open engine for that project, kept open across requests. SQLite reads see every commit,
-        so a memory replaced or forgotten by another process is never served from here; a store file
-        deleted or replaced (a restore) is noticed on the next request (one stat) and reopened.
-        busy_timeout_ms: as Cairn.open (None: the config's)."""
-        from cairn import Cairn
-
-        key = (str(resolved.choice.path), json.dumps(resolved.config, sort_keys=True), str(id(embedder)),
-               str(busy_timeout_ms))
-        memory = self.stores.get(key)
-        if memory is not None and memory.stale:  # deleted or restored since: never serve the old file
-            log.info("store %s was deleted or replaced; reopening it", resolved.choice.path)
-            self.stores.pop(key).close()
-            memory = None
-        if memory is None:
-            memory = self.stores[key] = Cairn.open(resolved=resolved, embedder=embedder,
-                                                   busy_timeout_ms=busy_timeout_ms)
-            if embedder is not None:
-                memory.hold_vectors()  # every prompt's k-NN from memory; kept exact by VectorCache.sync
-        return memory
-
-    def hook_memory_for(self, resolved: Resolved, embedder: Embedder | None) -> Cairn:
-        """memory_for with the hook's short busy timeout: a hook's budget includes lock waits."""
-        from ..claude.hooks import HOOK_BUSY_TIMEOUT_MS
-
-        return self.memory_for(resolved, embedder, busy_timeout_ms=HOOK_BUSY_TIMEOUT_MS)
 
     def stop(self, why: str) -> None:
         log.info("stopping: %s", why)
@@ -278,11 +202,12 @@ def serve() -> int:
     import fcntl
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s cairn.service: %(message)s")
+    environ = os.environ  # the one read of this process's environment, passed down from here
     # This process's files (lock, socket, store files) are private whatever the caller's umask: the
     # socket is created by bind(), which has no mode argument.
     os.umask(0o077)
-    warm.private_runtime_dir()
-    lock = open(warm.lock_path(), "a")  # noqa: SIM115 - held for the life of the process
+    warm.private_runtime_dir(environ)
+    lock = open(warm.lock_path(environ), "a")  # noqa: SIM115 - held for the life of the process
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -291,10 +216,10 @@ def serve() -> int:
     from cairn import ConfigError, load_config
 
     try:
-        config = load_config()  # the user-level config
+        config = load_config(env=environ)  # the user-level config
     except ConfigError as exc:
         log.error("cannot read the configuration: %s", exc)
-        warm.write_status("failed", error=f"cannot read the configuration: {exc}")
+        warm.write_status("failed", error=f"cannot read the configuration: {exc}", environ=environ)
         return 1
     # One torch thread: a one-sentence query takes ~10 ms either way on an idle machine, but with two
     # threads its p95 grew to ~700 ms while other processes used the cores (measured; docs/benchmarks.md).
@@ -302,23 +227,23 @@ def serve() -> int:
     embedder = embedder_from_config(config, threads=1)
     assert embedder is not None  # embedding enabled just above
     model = warm.model_key(config["embedding"])
-    warm.write_status("loading", model=model)
+    warm.write_status("loading", model=model, environ=environ)
     started = time.monotonic()
     try:
         embedder.load()
     except Exception as exc:
         log.error("cannot load the embedding model: %s", exc)
         # Before exiting: a client waiting on this process reads why as soon as it sees it gone.
-        warm.write_status("failed", model=model, error=str(exc))
+        warm.write_status("failed", model=model, error=str(exc), environ=environ)
         lock.close()  # a new warm process may start now, not after this interpreter's teardown
         return 1
     log.info("model %s loaded in %.1f s", embedder.model_name, time.monotonic() - started)
-    path = warm.socket_path()
+    path = warm.socket_path(environ)
     path.unlink(missing_ok=True)  # a socket left by a killed process; we hold the lock
-    idle = float(os.environ.get("CAIRN_SERVICE_IDLE_SECONDS", "900"))
-    server = WarmServer(str(path), config, embedder, warm.code_version(), idle)
+    idle = float(environ.get("CAIRN_SERVICE_IDLE_SECONDS", "900"))
+    server = WarmServer(str(path), config, embedder, warm.code_version(), idle, environ)
     os.chmod(path, 0o600)
-    warm.write_status("ready", model=model)
+    warm.write_status("ready", model=model, environ=environ)
     threading.Thread(target=server.watch_idle, daemon=True).start()
     log.info("listening on %s (pid %d)", path, os.getpid())
     try:
