@@ -376,15 +376,17 @@ _NAMES_BEFORE_VALUE = re.compile(r"(?i)(?:\b(?:id|ids|identifier|name|hash|diges
                                  # An object named by the value right after it: "for request 3f2b...".
                                  r"|\b(?:request|order|trace|user|account|customer|job|build|run|event))\s*['\"`]?$")
 _HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
-# A value given as the credential: right after the word (three words at most between), or after an
-# introducer ("is", ":", "=", "lautet", "est", "är" ...).
-_GIVEN = re.compile(r"^(?:\W*\w+){0,3}\W*$|(?:[:=]|\b(?:is|are|was|ist|lautet|est|es|är|er|era|è|é|to|wynosi|je"
-                    r"|value|equals|reads))\s*['\"`]?$")
-# A value introduced as the credential: the word's own introducer at the end of what stands between
-# them ("is", ":", "=", and their equivalents in the languages of _WORDS), or nothing but punctuation.
-_INTRODUCED = re.compile(r"^\W*$|(?:[:=：]|\b(?:is|are|was|ist|lautet|est|es|är|er|era|è|é|to|jest|je|on|wynosi"
-                         r"|adalah|ni|là|olan|dır|dir|é|será|sera|wordt|zijn|je|jsou|е|это|—)|[は是为為는은이가]|\s[-–—])"
-                         r"(?:\s+(?:still|now|currently|just|also|actually|always))?\s*['\"`]?$")
+# The words that introduce a credential's value ("the token is ...", "Das Passwort lautet ...", "hasło
+# jest ...", "mật khẩu là ..."), in the languages of _WORDS: one list for both tests below.
+_INTRODUCERS = ("is are was ist lautet est es är er era è é to jest je on wynosi adalah ni là olan dır dir será sera"
+                " wordt zijn jsou е это value equals reads").split()
+_INTRODUCER = (r"(?:[:=：]|\b(?:" + "|".join(_INTRODUCERS) + r")|[は是为為는은이가]|\s[-–—]|—)"
+               r"(?:\s+(?:still|now|currently|just|also|actually|always))?\s*['\"`]?$")
+# A value introduced as the credential: an introducer at the end of what stands between the word and
+# the value, or nothing but punctuation.
+_INTRODUCED = re.compile(r"^\W*$|" + _INTRODUCER)
+# A value given as the credential: introduced, or right after the word (three words at most between).
+_GIVEN = re.compile(r"^(?:\W*\w+){0,3}\W*$|" + _INTRODUCER)
 # Keys their vendors document as safe in a web page or an app, named by the vendor or the kind of key
 # rather than by format: Firebase's web config (firebase.google.com/docs/projects/api-keys), Mixpanel
 # project tokens, Amplitude browser keys, Algolia search-only keys, reCAPTCHA / hCaptcha /
@@ -393,8 +395,10 @@ _PUBLIC_CONTEXT = re.compile(
     r"(?i)\b(?:firebase(?:Config)?|initializeApp|mixpanel|amplitude|analytics\.load|algolia\s+search"
     r"|search[ _-]?only|searchOnly|recaptcha|hcaptcha|data-sitekey|sitekey|client[ _-]?side|clientToken"
     r"|client[ _-]token|measurement[ _-]?id)\b")
-# ... unless a word after it says the key is the private one ("reCAPTCHA secret key").
+# ... unless a word after it says the key is the private one ("reCAPTCHA secret key"), or the sentence
+# names the key a server's or an admin's ("the FCM server key from the Firebase console").
 _PRIVATE_AFTER = re.compile(r"(?i)\b(?:secret|private|server|admin|service[ _-]?account)")
+_PRIVATE_NAME = re.compile(r"(?i)\b(?:secret|private|server|admin)[ _-]?(?:api[ _-]?)?(?:keys?|tokens?)\b")
 # Words between a credential word and its value that make the value something else than the
 # credential: "GPG key id 0x...", "the token name is ...", "the password hash is ...".
 _NOT_THE_VALUE = re.compile(r"(?i)[\s_-]*(?:(?:has|have|with|its|is|the|an?)\s+){0,2}"
@@ -427,11 +431,12 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 # after "key" it is a cache, idempotency or primary key.
 _UUID_WORDS = re.compile(r"(?i)^(?:tokens?|secrets?|passwords?|passwd|pwd|api[ _-]?keys?|pass)$")
 _PLACEHOLDER = re.compile(
-    r"(?i:x{3,}|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)|example|sample|dummy|EXAMPLE|"
+    r"(?i:x{6,}|(?<![a-z0-9])x{3,5}(?![a-z0-9])|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)"
+    r"|example|sample|dummy|EXAMPLE|"
     r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
     r"|^%\(?\w+\)?[%s]?$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME%
 # Another name's assignment, in one case: max_tokens=1024, MAX_TOKENS=4096k (not sMOhx=1kk%6rf, a password).
-_ASSIGNMENT = re.compile(r"(?:[a-z_][a-z0-9_.]{2,}|[A-Z_][A-Z0-9_.]{2,}|[A-Za-z]+(?:[-_][A-Za-z]+)+)=")
+_ASSIGNMENT = re.compile(r"(?:[a-z_][a-z0-9_.]{1,}|[A-Z_][A-Z0-9_.]{2,}|[A-Za-z]+(?:[-_][A-Za-z]+)+)=")
 _NOT_A_VALUE = re.compile(
     r"(?i)^(?:v?\d+(?:\.\d+)+(?:[-+.][\w.]+)?"  # a version
     r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?[.,]?"  # a date or time
@@ -469,7 +474,8 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
     number, a path, a URL, a file or host name, a hex key id, a bare UUID (not after a token or
     password `word`), another name's assignment, or a value after words about hashes, ids or public
     keys."""
-    if _PLACEHOLDER.search(value) or _ENCODED_FILE.match(value) or _NOT_A_SECRET_CONTEXT.search(value):
+    if (_PLACEHOLDER.search(value) or _ENCODED_FILE.match(value) or _NOT_A_SECRET_CONTEXT.search(value)
+            or repetitive(value)):
         return True
     if _UUID.fullmatch(value):
         return not _UUID_WORDS.match(word.strip()) or bool(_NOT_A_SECRET_CONTEXT.search(before))
@@ -567,6 +573,8 @@ def public_context(line: str, position: int) -> bool:
     start = max(0, position - 120)
     for end in _SENTENCE_END.finditer(line, start, position):
         start = end.end()
+    if _PRIVATE_NAME.search(line, start, position):
+        return False
     for match in _PUBLIC_CONTEXT.finditer(line, start, position):
         if not _PRIVATE_AFTER.search(line, match.end(), position):
             return True
@@ -574,6 +582,25 @@ def public_context(line: str, position: int) -> bool:
 
 
 _CALL = re.compile(r"\w*(?:\s*:?=\s*[\w.\[\]]*)?\(")
+# The start of a command's option name, up to a credential word inside it: `--recv-`, `-`.
+_OPTION_BEFORE = re.compile(r"(?<!\S)--?[A-Za-z0-9-]*$")
+# Another name assigned the value, last between the credential word and it: `"keys":[{"kty":"RSA",
+# ..., "n":"...`, `token=[masked] session: ...`.
+# A name before ":" counts when quoted (JSON): unquoted, "...: " introduces the value in prose.
+_NAME_ASSIGNED = re.compile(r"""(?:^|[\s,{;&?(])(?:["']([A-Za-z_][\w.-]*)["']\s*[:=]|([A-Za-z_][\w.-]*)\s*(?::=|=>|=))"""
+                            r"""\s*["'`]?$""")
+
+
+def _other_name(between: str) -> bool:
+    """Whether the value after `between` (the text from a credential word to it) is assigned to a name
+    other than the word: a name that is neither a credential word nor an introducer ("value")."""
+    match = _NAME_ASSIGNED.search(between)
+    if match is None:
+        return False
+    name = match.group(1) or match.group(2)
+    if re.search(r":\s*[&*]?\s*$", between[:match.start(2 if match.group(2) else 1)]):
+        return False  # a type annotation: `API_TOKEN: &str = "..."`, `secret: string = "..."`
+    return name.lower() not in _INTRODUCERS and not _WORD.search(name)
 
 
 def _in_locator(line: str, start: int, end: int) -> bool:
@@ -592,7 +619,9 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     password", a passphrase of words, a seed phrase, an app password, recovery codes."""
     spans = set()
     for word in _WORD.finditer(line):
-        if _in_locator(line, word.start(), word.end()):
+        # In a URL, a path or an ARN; or a command's option name (`--recv-keys`), which the
+        # command-line rules judge (cairn-rules.toml).
+        if _in_locator(line, word.start(), word.end()) or _OPTION_BEFORE.search(line, 0, word.start()):
             continue
         clause_start = _clause_start(line, word.start())
         if _NEGATING_BEFORE.search(line, clause_start, word.start()):
@@ -611,6 +640,8 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             # ("token: 8c1e...", "the secret is 8c1e...", "api-key header value 8c1e..."), not
             # anywhere later in the clause ("the token refresh fix landed in 3f9a2c1e...").
             between = line[word.end():match.start(1)]
+            if _other_name(between):
+                continue
             if (_HEX.fullmatch(value) and not _GIVEN.search(between)) or (
                     _UUID.fullmatch(value) and not _INTRODUCED.search(between)):
                 continue
@@ -637,7 +668,15 @@ def placeholder(value: str) -> bool:
     """Whether a detected value is a placeholder or a reference rather than a secret: `xxx`,
     `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), or code that reads
     the secret from elsewhere (`os.environ[...]`, `process.env.X`)."""
-    return bool(_PLACEHOLDER.search(value) or re.fullmatch(r"[A-Z][A-Z_]*", value) or value.startswith(("<", "$")))
+    return bool(_PLACEHOLDER.search(value) or re.fullmatch(r"[A-Z][A-Z_]*", value) or value.startswith(("<", "$"))
+                or repetitive(value))
+
+
+def repetitive(value: str) -> bool:
+    """Whether `value` (16 characters or more) is mostly one character repeated, a dummy rather than a
+    generated secret (`1x0000000000000000000000000000000AA`): under 2 bits of entropy per character,
+    which no generated key of that length has (a random base64 token has about 5)."""
+    return len(value) >= 16 and entropy(value) < 2.0
 
 
 # Keys their vendors document as public (they ship in web pages and apps), never redacted: Stripe's
@@ -647,10 +686,12 @@ def placeholder(value: str) -> bool:
 # (developers.cloudflare.com/turnstile; a secret key is longer, 35), Mapbox public tokens pk.eyJ...
 # (docs.mapbox.com), Datadog RUM client tokens pub + 32 hex (docs.datadoghq.com/account_management/
 # api-app-keys/#client-tokens), Twilio account SIDs AC + 32 hex (an account's id; its secrets are the
-# auth token and SK API keys).
+# auth token and SK API keys), New Relic browser keys NRJS- (docs.newrelic.com/docs/apis/intro-apis/
+# new-relic-api-keys/#browser-key-id: shipped in every page the browser agent instruments).
 PUBLIC_KEY_FORMATS = re.compile(r"pk_(?:live|test)_[A-Za-z0-9_-]{10,120}|phc_[A-Za-z0-9_-]{30,60}"
                                 r"|sb_publishable_[A-Za-z0-9_-]{20,60}|0x4AAAAAAA[A-Za-z0-9_-]{12,16}"
-                                r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|pub[0-9a-f]{32}|AC[0-9a-f]{32}")
+                                r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|pub[0-9a-f]{32}|AC[0-9a-f]{32}"
+                                r"|NRJS-[0-9a-f]{19}")
 # Values published as examples, in vendors' documentation and specifications: AWS's example key
 # pairs hold "EXAMPLE" (a placeholder); jwt.io's sample token (its signature); the AES-128 key of
 # NIST SP 800-38A and FIPS-197's examples.
