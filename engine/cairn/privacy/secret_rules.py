@@ -245,6 +245,7 @@ class RuleSet:
         out = []
         for match in rule.regex.finditer(text):
             group: int | str = rule.secret_group
+            implicit = not group and match.lastindex is not None
             if not group and match.lastindex:
                 group = next((g for g in range(1, match.lastindex + 1) if match.group(g)), 0)
             secret = match.group(group) or ""
@@ -260,7 +261,10 @@ class RuleSet:
                            "match_line_start_idx": line_start, "match_line_end_idx": line_end}
                 if any(f(finding) for f in rule.filters):
                     continue
-            out.append(Finding(rule.kind, match.span(group), rule.id))
+            # A first group that only repeats a fragment of a pattern with several (a UUID's "a3ef-" in a
+            # Teams webhook URL) is not the secret to redact: the whole match is (not in the faithful mode).
+            whole = not self.composite and implicit and rule.regex.groups > 1 and len(secret) < 8 <= len(match.group(0))
+            out.append(Finding(rule.kind, match.span(0 if whole else group), rule.id))
         return out
 
     def findings(self, text: str) -> list[Finding]:
