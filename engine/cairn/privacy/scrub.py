@@ -248,10 +248,15 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
     out_lines: list[str] = []
     lines = text.split("\n")
     encrypted = _encrypted_spans(text)
+    # A name on one line and its value on another (secret_rules.block_findings): found on the whole text.
+    blocks = secret_rules.block_findings(text) if len(text) < 200_000 else []
     i, offset = 0, 0  # offset: where lines[i] starts in text
     while i < len(lines):
         line = lines[i]
         detections = _detections(line) if len(line) < 20_000 else []
+        detections += [(kind, [(a - offset, b - offset)]) for kind, (a, b) in blocks
+                       if offset <= a and b <= offset + len(line)
+                       and not _not_a_secret(line, (a - offset, b - offset))]
         if encrypted:
             detections = [(kind, kept) for kind, spans in detections
                           if (kept := [(a, b) for a, b in spans if not any(

@@ -27,12 +27,16 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
 
     secret_type = "Secret Assignment"
     denylist = [re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z][A-Za-z0-9_]*)(?: ?= ?| = )"
-                           r"(?P<value>[^\s'\"$;<{-][^\s'\";]{3,})")]
+                           r"(?:(?P<value>[^\s'\"$;<{-][^\s'\";]{3,})"
+                           # Quoted, in a shell (PGPASSWORD='=*mW...' psql): any first character but a
+                           # reference's ($, {, <, %).
+                           r"|(?P<quote>['\"])(?P<quoted>[^\s'\"$<{%][^\s'\"]{3,})(?P=quote))")]
 
     def analyze_string(self, string: str) -> Generator[str, None, None]:
         for match in self.denylist[0].finditer(string):
-            if _secret_name(match["name"]) and not _not_secret_value(match["value"]):
-                yield match["value"]
+            value = match["value"] or match["quoted"]
+            if _secret_name(match["name"]) and not _not_secret_value(value):
+                yield value
 
 
 # Words of a variable name that make it a secret's ("DB_PASS", "pgpassword", "GITHUB_TOKEN"), and

@@ -665,7 +665,120 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             spans.add(match.span(2 if match.group(2) else 3))
     for pattern in (_SEED_PHRASE, _APP_PASSWORD, _CODES):
         spans.update(m.span(1) for m in pattern.finditer(line))
+    spans.update(_account_pairs(line))
+    spans.update(_commented_literals(line))
     return [("Credential In Prose", span) for span in sorted(spans)]
+
+
+# -- a password beside an account's name, a literal named by its comment -------------------------------------
+# Accounts that come with a system or a service (and the service accounts people name svc-...): "admin /
+# Thistle-Tango24", "| prod | root | Lq9#mK2zXv |", "root:Kq7...". After one, a value made like a password
+# is its password even with no credential word in the sentence.
+_ACCOUNT = (r"(?:admin|administrator|root|sa|superuser|postgres|ubuntu|ec2-user|elastic|kibana|guest|operator"
+            r"|deploy|deployer|sysadmin|ftpuser|svc[_-][\w-]+|service[_-][\w-]+)")
+_ACCOUNT_PAIR = re.compile(r"(?i)(?<![\w/.@:-])" + _ACCOUNT + r"(?:(\s+/\s+|\s+:\s+|\s*\|\s*)|(/)|(:))['\"]?"
+                           r"([^\s'\"`,;()<>\[\]{}|]{8,64})(?![\w/@])")
+
+
+def _account_pairs(line: str) -> list[tuple[int, int]]:
+    """Spans of the passwords given beside an account's name (_ACCOUNT): after " / ", " : " or a table's
+    "|", a value made like a password (password_like) or a generated one; right after "/" (which also
+    joins paths), a password with a symbol and neither "." nor "/"; after ":" (which also tags images,
+    postgres:16-alpine), a generated one (random_looking)."""
+    out = []
+    for match in _ACCOUNT_PAIR.finditer(line):
+        value = match.group(4).rstrip(".,:!?")
+        if look_alike(value, line[max(0, match.start() - 60):match.start(4)]) or placeholder(value):
+            continue
+        symbol = any(not c.isalnum() for c in value)
+        if match.group(1) is not None:
+            given = random_looking(value) or (password_like(value) and (symbol or bool(match.group(1).strip())))
+        elif match.group(2) is not None:
+            given = password_like(value) and symbol and not any(c in value for c in "./")
+        else:
+            given = random_looking(value)
+        if given:
+            out.append((match.start(4), match.start(4) + len(value)))
+    return out
+
+
+# A comment at the end of a line of code that names what the line holds: `# secret key from the dashboard`.
+_TRAILING_COMMENT = re.compile(r"(?:^|\s)(?:#|//)\s*([^\n]*)$")
+_QUOTED = re.compile(r"""(['"`])([^'"`\s]{16,300})\1""")
+# Words in such a comment that make the literal something else than a secret, or a secret made public.
+_COMMENT_NOT_SECRET = re.compile(
+    r"(?i)\b(?:cache|idempotency|primary|foreign|partition|sort|row|object|lookup|public|publishable|search[- ]only"
+    r"|site|anon|client[- ]side|browsers?|example|sample|dummy|placeholder|fake|mock|test[- ]vectors?|not|no|never"
+    r"|without)\b|n't\b")
+
+
+def _commented_literals(line: str) -> list[tuple[int, int]]:
+    """Spans of the string literals of a line of code whose trailing comment names a credential
+    (`Mailer('9a8b...')  # secret key from the dashboard`): a literal made like a generated secret
+    (credential_value), unless the comment or the line's vendor says it is public, an example or an id."""
+    comment = _TRAILING_COMMENT.search(line)
+    if comment is None:
+        return []
+    text = comment.group(1)
+    word = _WORD.search(text)
+    if word is None or _COMMENT_NOT_SECRET.search(text) or _NOT_A_SECRET_CONTEXT.search(text):
+        return []
+    out = []
+    for literal in _QUOTED.finditer(line, 0, comment.start()):
+        value = literal.group(2)
+        if public_key(value) or public_context(line, literal.start(2)):
+            continue
+        if credential_value(value, "", word.group(0), introduced=False):
+            out.append(literal.span(2))
+    return out
+
+
+# -- a credential's name and value on different lines --------------------------------------------------------
+# A Terraform variable's default (`variable "db_password" {` ... `default = "..."`), a container's
+# environment as name and value (`- name: DB_PASSWORD` / `value: ...`, ECS's {"name": ..., "value": ...}),
+# an option and its value as two items of an argument list (`- --requirepass` / `- ...`).
+_HCL_VARIABLE = re.compile(r'\bvariable\s+"([\w-]+)"\s*\{([^{}]{0,800})\}')
+_HCL_DEFAULT = re.compile(r'\bdefault\s*=\s*"([^"\n]{4,300})"')
+_NAME_VALUE = re.compile(r"""(?i)["']?\b(?:name|key)["']?\s*[:=]\s*["']?([A-Za-z_][\w.-]*)["']?\s*,?\s*"""
+                         r"""(?:\n[ \t]*-?[ \t]*)?["']?value["']?\s*[:=]\s*["']?([^\s'",}]{4,300})""")
+_ARGUMENT_PAIR = re.compile(r"""(?m)^[ \t]*-[ \t]+["']?--?([\w-]+)["']?[ \t]*\n[ \t]*-[ \t]+["']?([^\s'"]{4,300})""")
+_SECRET_SETTING_WORDS = frozenset("password passwd pass passphrase pwd token secret credential credentials requirepass"
+                                  " masterauth apikey".split())
+_SECRET_SETTING_PAIRS = frozenset("apikey authkey accesskey secretkey privatekey signingkey encryptionkey masterkey"
+                                  " authtoken".split())
+
+
+def secret_setting(name: str) -> bool:
+    """Whether a setting's, variable's or option's name says it holds a credential: its last word is
+    one (DB_PASSWORD, api_token, --requirepass, postgresPassword) or its last two make one
+    (SECRET_KEY, signingKey); not a name about one (DB_PASSWORD_FILE, ssh_key_name)."""
+    words = [w.lower() for w in re.split(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
+    return bool(words) and (words[-1] in _SECRET_SETTING_WORDS or "".join(words[-2:]) in _SECRET_SETTING_PAIRS)
+
+
+def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """(kind, span in `text`) of each credential whose name and value stand apart, on different lines
+    or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR): a name that secret_setting
+    accepts, a value that credential_value accepts as introduced by it."""
+    found = []
+    for variable in _HCL_VARIABLE.finditer(text):
+        default = _HCL_DEFAULT.search(variable.group(2))
+        if default and secret_setting(variable.group(1)):
+            start = variable.start(2) + default.start(1)
+            found.append((variable.group(1), default.group(1), start))
+    for pattern in (_NAME_VALUE, _ARGUMENT_PAIR):
+        for match in pattern.finditer(text):
+            if secret_setting(match.group(1)):
+                found.append((match.group(1), match.group(2), match.start(2)))
+    out = []
+    for name, value, start in found:
+        value = value.rstrip(".,;")
+        word = re.split(r"[-_.]|(?<=[a-z0-9])(?=[A-Z])", name)[-1]
+        if value.startswith(("{", "$", "<", "%")) or placeholder(value) or public_key(value):
+            continue
+        if credential_value(value, "", word, introduced=True):
+            out.append(("Credential In Prose", (start, start + len(value))))
+    return out
 
 
 def placeholder(value: str) -> bool:
