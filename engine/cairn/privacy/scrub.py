@@ -130,7 +130,8 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
         if secret.type == "Basic Auth Credentials" and _default_credentials(line, value):
             spans = []
         if secret.type == "Secret Keyword":  # `api_key_header = "X-API-Key"`: a name about a secret
-            spans = [span for span in spans if not _about_name_before(line, span[0])]
+            spans = [span for span in spans if not _about_name_before(line, span[0])
+                     and not secret_rules.commented_public(line, span[1])]
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
@@ -151,7 +152,10 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
         value = line[slice(*span)]
         if _not_a_secret(line, span) or (kind == "Url Password" and _default_credentials(line, value)):
             continue
-        # A generic rule's value (a credential word, then a value) faces prose's look-alike tests.
+        # A generic rule's value (a credential word, then a value) faces prose's look-alike tests, and
+        # what its line's trailing comment says of it ("// cache key", "# reCAPTCHA site key, public").
+        if kind in _GENERIC_RULES and secret_rules.commented_public(line, span[1]):
+            continue
         if kind == "Generic Api Key" and secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]],
                                                                 _generic_word(line, span[0])):
             continue

@@ -712,6 +712,23 @@ _COMMENT_NOT_SECRET = re.compile(
     r"|without)\b|n't\b")
 
 
+# A trailing comment that says the literals before it are no secret: an id or a key of a cache or a
+# table, a key its vendor makes public, an example (not the "not"/"no" of the list above, which in a
+# comment also says "no longer used").
+_COMMENT_PUBLIC = re.compile(
+    r"(?i)\b(?:cache|idempotency|primary|foreign|partition|sort|object|lookup|public|publishable|search[- ]only"
+    r"|site[ _-]?key|anon|client[- ]side|browsers?|example|sample|dummy|placeholder|fake|mock|test[- ]vectors?"
+    r"|not (?:a )?secret)\b")
+
+
+def commented_public(line: str, position: int) -> bool:
+    """Whether a trailing comment after `position` in `line` says what stands there is no secret
+    (_COMMENT_PUBLIC, _PUBLIC_CONTEXT, _NOT_A_SECRET_CONTEXT): `'7d3f...'; // cache key for the page`."""
+    comment = _TRAILING_COMMENT.search(line, position)
+    return comment is not None and any(p.search(comment.group(1))
+                                       for p in (_COMMENT_PUBLIC, _PUBLIC_CONTEXT, _NOT_A_SECRET_CONTEXT))
+
+
 def _commented_literals(line: str) -> list[tuple[int, int]]:
     """Spans of the string literals of a line of code whose trailing comment names a credential
     (`Mailer('9a8b...')  # secret key from the dashboard`): a literal made like a generated secret
