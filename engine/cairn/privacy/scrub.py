@@ -131,7 +131,8 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
             spans = []
         if secret.type == "Secret Keyword":  # `api_key_header = "X-API-Key"`: a name about a secret
             spans = [span for span in spans if not _about_name_before(line, span[0])
-                     and not secret_rules.commented_public(line, span[1])]
+                     and not secret_rules.commented_public(line, span[1])
+                     and not _setting_value(line[slice(*span)])]
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
@@ -175,6 +176,14 @@ def _generic_word(line: str, start: int) -> str:
 
 
 _ASSIGNED_NAME = re.compile(r"""([A-Za-z_][\w.-]*)['"]?\s*(?::=|=>|[:=])\s*['"`]?$""")
+
+
+def _setting_value(value: str) -> bool:
+    """Whether a value assigned to a secret's name is a setting: a boolean, a number, a path, a URL
+    (`MYSQL_ALLOW_EMPTY_PASSWORD: "yes"`; secret_detectors.not_secret_value)."""
+    from . import secret_detectors
+
+    return secret_detectors.not_secret_value(value)
 
 
 def _about_name_before(line: str, start: int) -> bool:

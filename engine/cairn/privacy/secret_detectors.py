@@ -12,6 +12,8 @@ from collections.abc import Generator
 
 from detect_secrets.plugins.base import RegexBasedDetector
 
+from cairn.privacy import secret_rules
+
 # A value that is a secret rather than a setting: not only digits, not a boolean or a null.
 _NOT_A_SETTING = r"(?!(?:\d+|true|false|yes|no|on|off|none|null|nil)(?![^\s'\";,]))"
 
@@ -35,7 +37,14 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
     def analyze_string(self, string: str) -> Generator[str, None, None]:
         for match in self.denylist[0].finditer(string):
             value = match["value"] or match["quoted"]
-            if _secret_name(match["name"]) and not _not_secret_value(value):
+            # "?token= with a 30 minute expiry": a word of prose after "= ", not a value.
+            prose = match["value"] is not None and match.group(0).find("= ") >= 0 and value.isalpha() and value.islower()
+            # Quoted, which code also writes (pad_token="[PAD]", token="wrong"): only a value made like
+            # a credential (detect-secrets' keyword detector has the rest).
+            if match["quoted"] is not None and not (secret_rules.random_looking(value)
+                                                    or secret_rules.password_like(value)):
+                continue
+            if _secret_name(match["name"]) and not not_secret_value(value) and not prose:
                 yield value
 
 
@@ -71,8 +80,9 @@ def about_name(name: str) -> bool:
     return bool(words) and words[-1].lower() in _ABOUT_WORDS
 
 
-def _not_secret_value(value: str) -> bool:
-    """A setting, code, a reference, or a value cut short on purpose (`sk-lf-...`, `xapp-…`)."""
+def not_secret_value(value: str) -> bool:
+    """Whether a value given to a secret's name is a setting, code, a reference, or a value cut short on
+    purpose (`sk-lf-...`, `xapp-…`) rather than a secret."""
     return bool(_SETTING_VALUE.match(value.rstrip(".,"))) or value.endswith(("...", "…"))
 
 

@@ -322,7 +322,7 @@ def find(line: str) -> list[Finding]:
 # a credential (credential_value), which is where the look-alikes (hashes, ids, versions, paths,
 # placeholders, code) are turned away.
 _WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
-          r"|auth|bearer|signing[ _-]?key|seed|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
+          r"|auth|bearer|signing[ _-]?key|seed|erlang[ ._-]?cookie|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
           r"|clé|contraseña|contrasena|clave|senha|chave|chiave|parola d'ordine|wachtwoord|sleutel|hasło|haslo|klucz"
           r"|şifre|sifre|parola|anahtar|lösenord|nyckel|adgangskode|salasana|mật khẩu|пароль|ключ|токен|authtoken"
           r"|κωδικός|סיסמה|كلمة المرور|كلمة السر|पासवर्ड|login|logins"
@@ -353,7 +353,7 @@ _WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + _WORD
 # The words that name a password (not a key or token, which also name ids): after one, a value
 # made like a password people choose ("Cobalt-tundra6469") is one.
 _PASSWORD_WORD = re.compile(
-    r"(?i)pass|pw|pwd|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
+    r"(?i)pass|pw|pwd|erlang[ ._-]?cookie|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
     r"|salasana|mật khẩu|пароль|парола|гасло|κωδικός|συνθηματικό|סיסמה|كلمة|पासवर्ड|heslo|sandi|jelsz|clau|lozink"
     r"|parool|parole|slaptažodis|geslo|lykilorð|identifiants|credencial|credenzial|zugangsdaten|パスワード|暗証番号"
     r"|密码|密碼|口令|비밀번호|암호|รหัสผ่าน")
@@ -552,9 +552,9 @@ def password_like(value: str) -> bool:
 
 
 def _random_letters(value: str) -> bool:
-    """Lower-case letters from 10, no English word of 5 letters in them and not text to cl100k's BPE
-    (a generated password such as an app password, `jvqpwmzlkxrtybnd`)."""
-    return (len(value) >= 10 and value.isalpha() and value.islower() and entropy(value) >= 3.0
+    """Letters in one case from 10, no English word of 5 letters in them and not text to cl100k's BPE
+    (a generated password such as an app password, `jvqpwmzlkxrtybnd`; an Erlang cookie, 20 capitals)."""
+    return (len(value) >= 10 and value.isalpha() and (value.islower() or value.isupper()) and entropy(value) >= 3.0
             and not fails_token_efficiency(value))
 
 
@@ -802,8 +802,16 @@ def placeholder(value: str) -> bool:
     """Whether a detected value is a placeholder or a reference rather than a secret: `xxx`,
     `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), or code that reads
     the secret from elsewhere (`os.environ[...]`, `process.env.X`)."""
-    return bool(_PLACEHOLDER.search(value) or re.fullmatch(r"[A-Z][A-Z_]*", value) or value.startswith(("<", "$"))
+    return bool(_PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
                 or repetitive(value))
+
+
+def _capitals_name(value: str) -> bool:
+    """A name in capitals (`USER:PASSWORD`, `API_KEY`), not random capitals (an Erlang cookie, 20 letters
+    that hold no word and that cl100k's BPE does not read as text)."""
+    if not re.fullmatch(r"[A-Z][A-Z_]*", value):
+        return False
+    return len(value) < 16 or "_" in value or fails_token_efficiency(value)
 
 
 def repetitive(value: str) -> bool:
