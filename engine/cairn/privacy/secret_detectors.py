@@ -38,7 +38,8 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
         for match in self.denylist[0].finditer(string):
             value = match["value"] or match["quoted"]
             # "?token= with a 30 minute expiry": a word of prose after "= ", not a value.
-            prose = match["value"] is not None and match.group(0).find("= ") >= 0 and value.isalpha() and value.islower()
+            prose = (match["value"] is not None and "= " in match.group(0)
+                     and value.isalpha() and value.islower())
             # Quoted, which code also writes (pad_token="[PAD]", token="wrong"): only a value made like
             # a credential (detect-secrets' keyword detector has the rest).
             if match["quoted"] is not None and not (secret_rules.random_looking(value)

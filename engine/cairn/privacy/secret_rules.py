@@ -322,7 +322,8 @@ def find(line: str) -> list[Finding]:
 # a credential (credential_value), which is where the look-alikes (hashes, ids, versions, paths,
 # placeholders, code) are turned away.
 _WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
-          r"|auth|bearer|signing[ _-]?key|seed|erlang[ ._-]?cookie|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
+          r"|auth|bearer|signing[ _-]?key|seed|erlang[ ._-]?cookie"
+          r"|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
           r"|clé|contraseña|contrasena|clave|senha|chave|chiave|parola d'ordine|wachtwoord|sleutel|hasło|haslo|klucz"
           r"|şifre|sifre|parola|anahtar|lösenord|nyckel|adgangskode|salasana|mật khẩu|пароль|ключ|токен|authtoken"
           r"|κωδικός|סיסמה|كلمة المرور|كلمة السر|पासवर्ड|login|logins"
@@ -353,7 +354,8 @@ _WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + _WORD
 # The words that name a password (not a key or token, which also name ids): after one, a value
 # made like a password people choose ("Cobalt-tundra6469") is one.
 _PASSWORD_WORD = re.compile(
-    r"(?i)pass|pw|pwd|erlang[ ._-]?cookie|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
+    r"(?i)pass|pw|pwd|erlang[ ._-]?cookie"
+    r"|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
     r"|salasana|mật khẩu|пароль|парола|гасло|κωδικός|συνθηματικό|סיסמה|كلمة|पासवर्ड|heslo|sandi|jelsz|clau|lozink"
     r"|parool|parole|slaptažodis|geslo|lykilorð|identifiants|credencial|credenzial|zugangsdaten|パスワード|暗証番号"
     r"|密码|密碼|口令|비밀번호|암호|รหัสผ่าน")
@@ -591,8 +593,8 @@ _OPTION_BEFORE = re.compile(r"(?<!\S)--?[A-Za-z0-9-]*$")
 # Another name assigned the value, last between the credential word and it: `"keys":[{"kty":"RSA",
 # ..., "n":"...`, `token=[masked] session: ...`.
 # A name before ":" counts when quoted (JSON): unquoted, "...: " introduces the value in prose.
-_NAME_ASSIGNED = re.compile(r"""(?:^|[\s,{;&?(])(?:["']([A-Za-z_][\w.-]*)["']\s*[:=]|([A-Za-z_][\w.-]*)\s*(?::=|=>|=))"""
-                            r"""\s*["'`]?$""")
+_NAME_ASSIGNED = re.compile(r"""(?:^|[\s,{;&?(])(?:["']([A-Za-z_][\w.-]*)["']\s*[:=]"""
+                            r"""|([A-Za-z_][\w.-]*)\s*(?::=|=>|=))\s*["'`]?$""")
 
 
 def _other_name(between: str) -> bool:
