@@ -36,6 +36,7 @@ import json
 import re
 import threading
 import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -627,7 +628,9 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     for word in _WORD.finditer(line):
         # In a URL, a path or an ARN; or a command's option name (`--recv-keys`), which the
         # command-line rules judge (cairn-rules.toml).
-        if _in_locator(line, word.start(), word.end()) or _OPTION_BEFORE.search(line, 0, word.start()):
+        if _in_locator(line, word.start(), word.end()) or (
+                "-" in line[max(0, word.start() - 40):word.start()]
+                and _OPTION_BEFORE.search(line, max(0, word.start() - 40), word.start())):
             continue
         clause_start = _clause_start(line, word.start())
         if _NEGATING_BEFORE.search(line, clause_start, word.start()):
@@ -780,6 +783,9 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR): a name that secret_setting
     accepts, a value that credential_value accepts as introduced by it."""
     found = []
+    low = text.lower()
+    if "variable" not in low and "value" not in low and "- -" not in text:
+        return []  # none of the three forms can be in the text
     for variable in _HCL_VARIABLE.finditer(text):
         default = _HCL_DEFAULT.search(variable.group(2))
         if default and secret_setting(variable.group(1)):
@@ -820,7 +826,11 @@ def repetitive(value: str) -> bool:
     """Whether `value` (16 characters or more) is mostly one character repeated, a dummy rather than a
     generated secret (`1x0000000000000000000000000000000AA`): under 2 bits of entropy per character,
     which no generated key of that length has (a random base64 token has about 5)."""
-    return len(value) >= 16 and entropy(value) < 2.0
+    if len(value) < 16:
+        return False
+    # Entropy is at least -log2 of the commonest character's share: under 2 bits needs a quarter or more.
+    counts = Counter(value)
+    return max(counts.values()) * 4 >= len(value) and entropy(value) < 2.0
 
 
 # Keys their vendors document as public (they ship in web pages and apps), never redacted: Stripe's
