@@ -57,6 +57,7 @@ from cairn.privacy.scrub import scrub
     ("new Ably.Rest('Xq7mK2.z9LvT4:Rp8Nc3Yb6Hd1Jg5Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4Hh6I')",
      "Rp8Nc3Yb6Hd1Jg5Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4Hh6I"),
     ("the erlang cookie for the cluster is QXKLMZPWRTVBNCYUHGFD", "QXKLMZPWRTVBNCYUHGFD"),
+    ("the opsgenie integration key is 5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d", "5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d"),
 ])
 def test_credentials_without_their_word_beside_them_are_redacted(text, value):
     assert value not in scrub(text).text
@@ -95,6 +96,9 @@ def test_credentials_without_their_word_beside_them_are_redacted(text, value):
     "login ok user=jdoe session=[REDACTED] ip=10.0.4.12 port=51822",
     "the dummy secret 1x0000000000000000000000000000000AA passes every check",
     "an error message names API_KEY and SECRET_ACCESS_KEY_ID as required",
+    "GET /v1/events?limit=50&next_page_token=Zq8mK2xLv7Tp",
+    "MIXPANEL_TOKEN=3c9e1a7f5b2d8e4c6a0f9b1d3e5a7c2f  # project token, public",
+    "the idempotency key is 5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d",
 ])
 def test_the_look_alikes_of_those_forms_are_left_alone(text):
     assert scrub(text).text == text

@@ -131,8 +131,9 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
             spans = []
         if secret.type == "Secret Keyword":  # `api_key_header = "X-API-Key"`: a name about a secret
             spans = [span for span in spans if not _about_name_before(line, span[0])
-                     and not secret_rules.commented_public(line, span[1])
                      and not _setting_value(line[slice(*span)])]
+        if secret.type in ("Secret Keyword", "Secret Assignment"):  # `TOKEN=...  # project token, public`
+            spans = [span for span in spans if not secret_rules.commented_public(line, span[1])]
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
@@ -155,7 +156,7 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             continue
         # A generic rule's value (a credential word, then a value) faces prose's look-alike tests, and
         # what its line's trailing comment says of it ("// cache key", "# reCAPTCHA site key, public").
-        if kind in _GENERIC_RULES and secret_rules.commented_public(line, span[1]):
+        if kind in _GENERIC_RULES and (secret_rules.commented_public(line, span[1]) or _paging_name(line, span[0])):
             continue
         if kind == "Generic Api Key" and secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]],
                                                                 _generic_word(line, span[0])):
@@ -173,6 +174,15 @@ def _generic_word(line: str, start: int) -> str:
     """The last word of the name a generic rule's value is assigned to (`API_TOKEN = ...`: "TOKEN")."""
     match = _NAME_BEFORE.search(line, max(0, start - 60), start)
     return re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))[-1] if match else ""
+
+
+def _paging_name(line: str, start: int) -> bool:
+    """Whether the name a value is assigned to names a pagination cursor (`next_page_token=...`)."""
+    from . import secret_detectors
+
+    match = _NAME_BEFORE.search(line, max(0, start - 60), start)
+    words = re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1)) if match else []
+    return bool(secret_detectors.PAGING_WORDS.intersection(w.lower() for w in words))
 
 
 _ASSIGNED_NAME = re.compile(r"""([A-Za-z_][\w.-]*)['"]?\s*(?::=|=>|[:=])\s*['"`]?$""")

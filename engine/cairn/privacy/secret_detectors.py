@@ -65,9 +65,13 @@ _SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|y
                             r"|[/~.].*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.]*[(\[].*|%\(?\w+\)?[%s]?)$")
 
 
+# Words of a token's name that make it a pagination cursor, not a credential (next_page_token, NextToken).
+PAGING_WORDS = frozenset("page pagination continuation cursor next sync resume".split())
+
+
 def _secret_name(name: str) -> bool:
     words = [w for w in re.split(r"_+", name.lower()) if w]
-    if not words or words[0] in ("max", "min", "num") or words[-1] in _ABOUT_WORDS:
+    if not words or words[0] in ("max", "min", "num") or words[-1] in _ABOUT_WORDS or PAGING_WORDS & set(words):
         return False
     joined = "".join(words)
     return any(w in _SECRET_WORDS for w in words) or joined.endswith(

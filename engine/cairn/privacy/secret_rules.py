@@ -437,6 +437,10 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 # Words after which a bare UUID is a credential (Heroku API keys, Postmark server tokens are UUIDs);
 # after "key" it is a cache, idempotency or primary key.
 _UUID_WORDS = re.compile(r"(?i)^(?:tokens?|secrets?|passwords?|passwd|pwd|api[ _-]?keys?|pass)$")
+# ... and after a key named as one that grants access (Opsgenie's integration keys, PagerDuty's routing
+# keys, Splunk's HEC tokens are UUIDs), not a cache's, a table's or a request's key.
+_UUID_KEY_BEFORE = re.compile(r"(?i)\b(?:integration|routing|license|licence|access|secret|private|master|admin"
+                              r"|server|service|auth|signing|ingest|hec|enrollment|enrolment|activation)[ _-]?keys?\b")
 _PLACEHOLDER = re.compile(
     r"(?i:x{6,}|(?<![a-z0-9])x{3,5}(?![a-z0-9])|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)"
     r"|example|sample|dummy|EXAMPLE|"
@@ -485,7 +489,8 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
             or repetitive(value)):
         return True
     if _UUID.fullmatch(value):
-        return not _UUID_WORDS.match(word.strip()) or bool(_NOT_A_SECRET_CONTEXT.search(before))
+        return (not (_UUID_WORDS.match(word.strip()) or _UUID_KEY_BEFORE.search(before))
+                or bool(_NOT_A_SECRET_CONTEXT.search(before)))
     if _NOT_A_VALUE.match(value) and not _base64_like(value):
         return True
     if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
