@@ -57,6 +57,8 @@ from cairn.privacy.scrub import scrub
     ("new Ably.Rest('Xq7mK2.z9LvT4:Rp8Nc3Yb6Hd1Jg5Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4Hh6I')",
      "Rp8Nc3Yb6Hd1Jg5Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4Hh6I"),
     ("the erlang cookie for the cluster is QXKLMZPWRTVBNCYUHGFD", "QXKLMZPWRTVBNCYUHGFD"),
+    ("Authorization: Token token=\"Hq8mK2zLx7Tp4Nc9Rb3Yw6\"", "Hq8mK2zLx7Tp4Nc9Rb3Yw6"),
+    ("Proxy-Authorization: Basic c3ZjLXByb3h5OlpxOG1LMnhMdjdUcA==", "c3ZjLXByb3h5OlpxOG1LMnhMdjdUcA=="),
     ("the opsgenie integration key is 5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d", "5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d"),
 ])
 def test_credentials_without_their_word_beside_them_are_redacted(text, value):
@@ -97,6 +99,9 @@ def test_credentials_without_their_word_beside_them_are_redacted(text, value):
     "the dummy secret 1x0000000000000000000000000000000AA passes every check",
     "an error message names API_KEY and SECRET_ACCESS_KEY_ID as required",
     "GET /v1/events?limit=50&next_page_token=Zq8mK2xLv7Tp",
+    'Authorization: Digest username="alice", realm="api", nonce="dcd98b7102dd2f0e8b11d0f600bfb0c093", uri="/"',
+    "admin:x:1000:1000:Admin,,,:/home/admin:/bin/bash",
+    "root:x:0:0:root:/root:/bin/bash",
     "MIXPANEL_TOKEN=3c9e1a7f5b2d8e4c6a0f9b1d3e5a7c2f  # project token, public",
     "the idempotency key is 5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d",
 ])

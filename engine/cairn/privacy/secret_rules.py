@@ -687,7 +687,7 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
 _ACCOUNT = (r"(?:admin|administrator|root|sa|superuser|postgres|ubuntu|ec2-user|elastic|kibana|guest|operator"
             r"|deploy|deployer|sysadmin|ftpuser|svc[_-][\w-]+|service[_-][\w-]+)")
 _ACCOUNT_PAIR = re.compile(r"(?i)(?<![\w/.@:-])" + _ACCOUNT + r"(?:(\s+/\s+|\s+:\s+|\s*\|\s*)|(/)|(:))['\"]?"
-                           r"([^\s'\"`,;()<>\[\]{}|]{8,64})(?![\w/@])")
+                           r"([^\s'\"`,;:()<>\[\]{}|]{8,64})(?![\w/@:])")
 
 
 def _account_pairs(line: str) -> list[tuple[int, int]]:
