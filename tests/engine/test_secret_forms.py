@@ -29,6 +29,7 @@ from cairn.privacy.scrub import scrub
     ("openssl enc -aes-256-cbc -in db.sql -out db.enc -k Qz7!mK2xLv9", "Qz7!mK2xLv9"),
     ("7z a -pKq8mL2zXv7 backup.7z ./data", "Kq8mL2zXv7"),
     ("PGPASSWORD='#Lq9mK2zXv!' pg_restore -d app dump.bin", "#Lq9mK2zXv!"),
+    ("ALTER USER scott IDENTIFIED BY Tg7kQ2mLx9;", "Tg7kQ2mLx9"),
     # headers of any scheme, URLs' query strings, webhook URLs
     ("-H 'Authorization: ApiToken 3e8f1a9c-7b2d-4c6e-8a1f-9d3b5c7e2a4f'", "3e8f1a9c-7b2d-4c6e-8a1f-9d3b5c7e2a4f"),
     ("-H 'Authorization: SharedKey acmestore:Lq8mK2zXv7Tp4Nc9Rb3Yw6Hd1Jg5='", "Lq8mK2zXv7Tp4Nc9Rb3Yw6Hd1Jg5="),
@@ -74,6 +75,8 @@ def test_credentials_without_their_word_beside_them_are_redacted(text, value):
     'command: ["redis-server", "--appendonly", "yes"]',
     'Option("--forward-token", help="Send the token to the sandbox.")',
     "htpasswd -c /etc/nginx/.htpasswd alice",
+    "the output column identified by colV becomes a vertical header",
+    "gpg --passwd user-id changes the passphrase of a key",
     "net user guest /active:no",
     "openssl enc -aes-256-cbc -in db.sql -out db.enc -pass file:./pw",
     "gpg --recv-keys 0x3A1C9F2E7B4D8C60 from keys.openpgp.org",
