@@ -60,6 +60,10 @@ from cairn.privacy.scrub import scrub
     ("the erlang cookie for the cluster is QXKLMZPWRTVBNCYUHGFD", "QXKLMZPWRTVBNCYUHGFD"),
     ("Authorization: Token token=\"Hq8mK2zLx7Tp4Nc9Rb3Yw6\"", "Hq8mK2zLx7Tp4Nc9Rb3Yw6"),
     ("Proxy-Authorization: Basic c3ZjLXByb3h5OlpxOG1LMnhMdjdUcA==", "c3ZjLXByb3h5OlpxOG1LMnhMdjdUcA=="),
+    ("SNMP community string: Xk8mQ2zLv7p", "Xk8mQ2zLv7p"),
+    ("pre-shared key for the IPsec tunnel: Wq8kL2mZx7Tp4Rn9", "Wq8kL2mZx7Tp4Rn9"),
+    ("BitLocker recovery key 401839-112266-587730-094512-638847-220561-775104-369028",
+     "401839-112266-587730-094512-638847-220561-775104-369028"),
     ("the opsgenie integration key is 5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d", "5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d"),
 ])
 def test_credentials_without_their_word_beside_them_are_redacted(text, value):
@@ -77,6 +81,8 @@ def test_credentials_without_their_word_beside_them_are_redacted(text, value):
     "htpasswd -c /etc/nginx/.htpasswd alice",
     "the output column identified by colV becomes a vertical header",
     "gpg --passwd user-id changes the passphrase of a key",
+    "pulumi config set --secret dbPassword  # reads from stdin",
+    "BitLocker recovery keys are escrowed to Entra ID",
     "net user guest /active:no",
     "openssl enc -aes-256-cbc -in db.sql -out db.enc -pass file:./pw",
     "gpg --recv-keys 0x3A1C9F2E7B4D8C60 from keys.openpgp.org",

@@ -323,7 +323,7 @@ def find(line: str) -> list[Finding]:
 # a credential (credential_value), which is where the look-alikes (hashes, ids, versions, paths,
 # placeholders, code) are turned away.
 _WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
-          r"|auth|bearer|signing[ _-]?key|seed|erlang[ ._-]?cookie"
+          r"|auth|bearer|signing[ _-]?key|seed|erlang[ ._-]?cookie|community[ _-]?string|pre-?shared[ _-]?key|psk"
           r"|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
           r"|clé|contraseña|contrasena|clave|senha|chave|chiave|parola d'ordine|wachtwoord|sleutel|hasło|haslo|klucz"
           r"|şifre|sifre|parola|anahtar|lösenord|nyckel|adgangskode|salasana|mật khẩu|пароль|ключ|токен|authtoken"
