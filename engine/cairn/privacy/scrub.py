@@ -11,15 +11,21 @@ index keys and its vector all come from the scrubbed text):
    A private key's whole PEM block is redacted, not just its BEGIN line. Cairn adds detectors of
    its own (secret_detectors.py) for what those miss: Anthropic and OpenAI project keys, unquoted
    `PGPASSWORD=...`-style assignments, a password given in prose.
-3. Then gitleaks' rule set (secret_rules.py: ~220 vendor formats and its keyword-and-entropy
-   generic rule) and Cairn's rules in the same format (a credential introduced in a sentence, "the
-   key for the sandbox is ...", and hyphenated vendor prefixes such as `sk-live-`), on what
-   detect-secrets left. Measured on a labelled set of credential sentences and innocent look-alikes
+3. Then Betterleaks' and Microsoft's rule sets (secret_rules.py: ~480 vendor formats and a
+   keyword-and-entropy generic rule) and Cairn's rules in the same format (assets/cairn-rules.toml:
+   passwords given to commands, Authorization headers of any scheme, URLs' credentials, hyphenated
+   vendor prefixes such as `sk-live-` ...) and in prose (secret_rules.prose_findings: a credential
+   introduced in a sentence, "the key for the sandbox is ...", a password beside a system account's
+   name, a literal its line's comment names a secret), on what detect-secrets left; and, on the whole
+   text, a credential whose name and value stand on different lines (secret_rules.block_findings: a
+   Terraform variable's default, a container's env name/value, an option and its value as two
+   argument items). Measured on a labelled set of credential sentences and innocent look-alikes
    (bench/secrets_compare.py; figures in docs/benchmarks.md).
 4. Whatever found it, a value is kept when it is a placeholder, cut short ("sk-..."), a key its
    vendor documents as public or a published example (secret_rules.public_key), named public by its
    sentence (secret_rules.public_context), ciphertext (SOPS, Ansible Vault, a SealedSecret), or a
-   URL's default login (postgres:postgres); a generic rule's value faces the prose look-alike tests.
+   URL's default login (postgres:postgres), or said public, an example or a cache key by its line's
+   trailing comment; a generic rule's value faces the prose look-alike tests.
 
 Only counts leave this module (by detector type), never a value.
 """

@@ -10,8 +10,9 @@ The rules (see assets/README.md for their sources, licences and how to refresh t
   pattern's `refine` group. Their checksums (Marvin32 in the common annotated keys) are not verified:
   a key pasted by hand or made up for a test is as much to be kept out of a store as a valid one, and
   the signature alone makes the match specific;
-- Cairn's own rules in gitleaks' format (assets/cairn-rules.toml) and a credential introduced in prose
-  (prose_findings);
+- Cairn's own rules in gitleaks' format (assets/cairn-rules.toml), a credential introduced in prose or
+  given beside an account's name or named by a trailing comment (prose_findings), and a credential
+  whose name and value stand on different lines (block_findings, run on a whole text);
 - gitleaks' frozen default rule set (assets/gitleaks.toml) is kept for bench/secrets_compare.py only.
 
 Rules are applied as gitleaks and Betterleaks apply them (their detect packages):
