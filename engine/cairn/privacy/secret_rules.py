@@ -816,8 +816,7 @@ def placeholder(value: str) -> bool:
     """Whether a detected value is a placeholder or a reference rather than a secret: `xxx`,
     `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), or code that reads
     the secret from elsewhere (`os.environ[...]`, `process.env.X`)."""
-    return bool(_PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
-                or repetitive(value))
+    return bool(_PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$")))
 
 
 def _capitals_name(value: str) -> bool:
@@ -831,7 +830,9 @@ def _capitals_name(value: str) -> bool:
 def repetitive(value: str) -> bool:
     """Whether `value` (16 characters or more) is mostly one character repeated, a dummy rather than a
     generated secret (`1x0000000000000000000000000000000AA`): under 2 bits of entropy per character,
-    which no generated key of that length has (a random base64 token has about 5)."""
+    which no generated key of that length has (a random base64 token has about 5). A look-alike test
+    of values found in prose (look_alike), not of a vendor's format: a key in one (`sk-ant-api03-AAAA...`)
+    is redacted whatever its body."""
     if len(value) < 16:
         return False
     # Entropy is at least -log2 of the commonest character's share: under 2 bits needs a quarter or more.
