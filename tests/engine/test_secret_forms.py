@@ -64,6 +64,7 @@ from cairn.privacy.scrub import scrub
     ("pre-shared key for the IPsec tunnel: Wq8kL2mZx7Tp4Rn9", "Wq8kL2mZx7Tp4Rn9"),
     ("BitLocker recovery key 401839-112266-587730-094512-638847-220561-775104-369028",
      "401839-112266-587730-094512-638847-220561-775104-369028"),
+    ("export hmacKey=1c5cf5f1dfd9c9b9f89900715dc1ac1a", "1c5cf5f1dfd9c9b9f89900715dc1ac1a"),  # hex, 3.24 bits
     ("the opsgenie integration key is 5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d", "5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d"),
 ])
 def test_credentials_without_their_word_beside_them_are_redacted(text, value):
