@@ -65,6 +65,12 @@ from cairn.privacy.scrub import scrub
     ("BitLocker recovery key 401839-112266-587730-094512-638847-220561-775104-369028",
      "401839-112266-587730-094512-638847-220561-775104-369028"),
     ("export hmacKey=1c5cf5f1dfd9c9b9f89900715dc1ac1a", "1c5cf5f1dfd9c9b9f89900715dc1ac1a"),  # hex, 3.24 bits
+    # generated values shorter than 20 characters, introduced as a password, a token or a secret
+    ("the API token is q7tw2mzk9x4p", "q7tw2mzk9x4p"),
+    ("secret: 6b1f9e3a7c2d8e40", "6b1f9e3a7c2d8e40"),
+    ("the password is kGmTqXwRbZ", "kGmTqXwRbZ"),
+    ("mysql -u app -pvqzkmwtrbx shop", "vqzkmwtrbx"),
+    ("Das Passwort lautet 8c3e1f7a-2b9d-4c6e-a0f1-5d7b3e9c2a4f", "8c3e1f7a-2b9d-4c6e-a0f1-5d7b3e9c2a4f"),
     ("the opsgenie integration key is 5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d", "5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d"),
 ])
 def test_credentials_without_their_word_beside_them_are_redacted(text, value):
@@ -83,6 +89,9 @@ def test_credentials_without_their_word_beside_them_are_redacted(text, value):
     "the output column identified by colV becomes a vertical header",
     "gpg --passwd user-id changes the passphrase of a key",
     "pulumi config set --secret dbPassword  # reads from stdin",
+    "the token is refresh_token_v2 in the new schema",
+    "secret: kubeconfig2024 is the name of the mounted file",
+    "the GPG key is 9f4e39fd264583b1 on keys.openpgp.org",
     "BitLocker recovery keys are escrowed to Entra ID",
     "net user guest /active:no",
     "openssl enc -aes-256-cbc -in db.sql -out db.enc -pass file:./pw",

@@ -476,8 +476,36 @@ def credential_value(value: str, before: str, word: str = "", *, introduced: boo
         return True  # after a token or password word (look_alike)
     if _UUID.search(value):
         return False  # in prose, a name with a UUID in it is an id (order-6739d79c-...)
-    return random_looking(value) or (introduced and bool(_PASSWORD_WORD.search(word))
-                                     and (password_like(value) or _random_letters(value)))
+    if random_looking(value):
+        return True
+    if not introduced:
+        return False
+    if _PASSWORD_WORD.search(word) and (password_like(value) or _random_letters(value)):
+        return True
+    # Introduced as a password, a token or a secret (not a key, which also names ids): a generated value
+    # shorter than random_looking's 20 characters (`y454z6czmze3`, `hpVfSRDdERxQ`, 16 hex digits).
+    return bool(_PASSWORD_WORD.search(word) or _SECRET_WORD.search(word)) and (
+        _short_random(value) or _random_letters(value))
+
+
+# Words for a token or a secret (with _PASSWORD_WORD, the words after which a short generated value is one).
+_SECRET_WORD = re.compile(r"(?i)token|secret|jeton|токен|令牌|토큰|トークン|geheimnis|segreto|secreto|segredo|sekret")
+
+
+def _short_random(value: str) -> bool:
+    """Whether `value`, 10 to 64 letters and digits (with "-" or "_"), is generated rather than named:
+    digits with letters, or both cases; not words joined (an identifier, text to cl100k's BPE)."""
+    if not 10 <= len(value) <= 64 or not re.fullmatch(r"[A-Za-z0-9_-]+", value) or _IDENTIFIER.fullmatch(value):
+        return False
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    if not letters or not (digits or mixed):
+        return False
+    # In both cases, runs of letters are the words of a name (camelCase); in one, they say nothing.
+    if mixed and sum(len(w) for w in _WORDLIKE.findall(value)) / len(value) >= 0.4:
+        return False
+    return entropy(value) >= 2.8 and not fails_token_efficiency(value)
 
 
 def look_alike(value: str, before: str, word: str = "") -> bool:
@@ -490,7 +518,7 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
             or repetitive(value)):
         return True
     if _UUID.fullmatch(value):
-        return (not (_UUID_WORDS.match(word.strip()) or _UUID_KEY_BEFORE.search(before))
+        return (not (_UUID_WORDS.match(word.strip()) or _PASSWORD_WORD.search(word) or _UUID_KEY_BEFORE.search(before))
                 or bool(_NOT_A_SECRET_CONTEXT.search(before)))
     if _NOT_A_VALUE.match(value) and not _base64_like(value):
         return True
