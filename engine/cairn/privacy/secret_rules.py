@@ -211,8 +211,11 @@ class RuleSet:
     skipReport and required semantics as Betterleaks does (the bench's faithful mode); by default a
     skipReport part that names a resource reports nothing and the others report alone."""
 
-    def __init__(self, rules: list[Rule], *, composite: bool = False):
+    def __init__(self, rules: list[Rule], *, composite: bool = False, faithful: bool | None = None):
         self.composite = composite
+        # faithful: spans as gitleaks and Betterleaks report them (the bench's "alone" detectors); else a
+        # fragment group is widened to its match (run). Default: faithful in the composite mode.
+        self.faithful = composite if faithful is None else faithful
         self.rules = rules
         self.by_id = {r.id: r for r in rules}
         self.order = {id(r): i for i, r in enumerate(rules)}
@@ -265,7 +268,8 @@ class RuleSet:
                     continue
             # A first group that only repeats a fragment of a pattern with several (a UUID's "a3ef-" in a
             # Teams webhook URL) is not the secret to redact: the whole match is (not in the faithful mode).
-            whole = not self.composite and implicit and rule.regex.groups > 1 and len(secret) < 8 <= len(match.group(0))
+            whole = (not self.faithful and implicit and rule.regex.groups > 1
+                     and len(secret) < 8 <= len(match.group(0)))
             out.append(Finding(rule.kind, match.span(0 if whole else group), rule.id))
         return out
 
