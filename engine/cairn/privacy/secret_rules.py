@@ -448,7 +448,7 @@ _UUID_KEY_BEFORE = re.compile(r"(?i)\b(?:integration|routing|license|licence|acc
                               r"|server|service|auth|signing|ingest|hec|enrollment|enrolment|activation)[ _-]?keys?\b")
 _PLACEHOLDER = re.compile(
     r"(?i:x{6,}|(?<![a-z0-9])x{3,5}(?![a-z0-9])|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)"
-    r"|example|sample|dummy|EXAMPLE|"
+    r"|example|sample|dummy|EXAMPLE|(?i:abcdefg|1234567)|"  # a documented example's sequence (AbCdEfGh...)
     r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
     r"|^%\(?\w+\)?[%s]?$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME%
 # Another name's assignment, in one case: max_tokens=1024, MAX_TOKENS=4096k (not sMOhx=1kk%6rf, a password).
@@ -499,7 +499,8 @@ _SECRET_WORD = re.compile(r"(?i)token|secret|jeton|токен|令牌|토큰|ト�
 def _short_random(value: str) -> bool:
     """Whether `value`, 10 to 64 letters and digits (with "-" or "_"), is generated rather than named:
     digits with letters, or both cases; not words joined (an identifier, text to cl100k's BPE)."""
-    if not 10 <= len(value) <= 64 or not re.fullmatch(r"[A-Za-z0-9_-]+", value) or _IDENTIFIER.fullmatch(value):
+    if (not 10 <= len(value) <= 64 or not re.fullmatch(r"[A-Za-z0-9_-]+", value) or _IDENTIFIER.fullmatch(value)
+            or _GENERATED_NAME.fullmatch(value)):
         return False
     letters = any(c.isalpha() for c in value)
     digits = any(c.isdigit() for c in value)
@@ -568,8 +569,9 @@ def random_looking(value: str) -> bool:
         return False
     if mixed and wordy >= 0.4:
         return False
-    # In one case, runs of letters say nothing; the words of an identifier do (`user-2024-report`).
-    if not mixed and _IDENTIFIER.fullmatch(value):
+    # In one case, runs of letters say nothing; the words of an identifier do (`user-2024-report`), and
+    # of a generated resource name (`app-config-5g8h9k2t7m`).
+    if not mixed and (_IDENTIFIER.fullmatch(value) or _GENERATED_NAME.fullmatch(value)):
         return False
     # From 20 characters: random by entropy, and not text by Betterleaks' token-efficiency test
     # (camelCase names, joined words and phrases encode in few cl100k tokens).
@@ -577,6 +579,9 @@ def random_looking(value: str) -> bool:
 
 
 _WORDLIKE = re.compile(r"[A-Z]?[a-z]{3,}")
+# A generated resource name: words, then a short random suffix (Kubernetes' regcred-9f8k2,
+# app-config-5g8h9k2t7m, default-token-x7k2p; a pod's web-7d4b9c6f5-x2kqp).
+_GENERATED_NAME = re.compile(r"[a-z]{2,}(?:-[a-z]{2,})*(?:-[a-z0-9]{4,10}){1,2}")
 _HEX_DIGITS = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 # An identifier in one case: words and numbers joined by "-", "_" or ".".
 _IDENTIFIER = re.compile(r"(?i)[a-z]+\d*(?:[-_.](?:[a-z]+\d*|\d+))+")
