@@ -102,6 +102,7 @@ def test_credentials_without_their_word_beside_them_are_redacted(text, value):
     "gpg --recv-keys 0x3A1C9F2E7B4D8C60 from keys.openpgp.org",
     "-H 'Authorization: Bearer $API_TOKEN'",
     'WWW-Authenticate: Basic realm="staging", charset="UTF-8"',
+    "Authorization: the middleware validates the session first",
     "curl 'https://api.acme.io/v1/items?page=2&limit=50&sort=desc'",
     "password reset links use ?token= with a 30 minute expiry",
     'variable "db_password" {\n  type      = string\n  sensitive = true\n}',
