@@ -95,7 +95,6 @@ def test_credentials_without_their_word_beside_them_are_redacted(text, value):
     "kubectl delete secret regcred-9f8k2",
     "the secret app-tls-8f7c2d is mounted at /etc/tls",
     'Error: secret "app-config-5g8h9k2t7m" not found',
-    "the token looks like xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx in Slack's docs",
     "BitLocker recovery keys are escrowed to Entra ID",
     "net user guest /active:no",
     "openssl enc -aes-256-cbc -in db.sql -out db.enc -pass file:./pw",
