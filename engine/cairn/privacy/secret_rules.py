@@ -728,7 +728,7 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
 # is its password even with no credential word in the sentence.
 _ACCOUNT = (r"(?:admin|administrator|root|sa|superuser|postgres|ubuntu|ec2-user|elastic|kibana|guest|operator"
             r"|deploy|deployer|sysadmin|ftpuser|svc[_-][\w-]+|service[_-][\w-]+)")
-_ACCOUNT_PAIR = re.compile(r"(?i)(?<![\w/.@:-])" + _ACCOUNT + r"(?:(\s+/\s+|\s+:\s+|\s*\|\s*)|(/)|(:))['\"]?"
+_ACCOUNT_PAIR = re.compile(r"(?i)(?<![\w/.@:-])" + _ACCOUNT + r"(?:(\s+/\s+|\s+:\s+|\s*\|\s*)|(/)|(:))['\"`]?"
                            r"([^\s'\"`,;:()<>\[\]{}|]{8,64})(?![\w/@:])")
 
 
@@ -825,14 +825,44 @@ def secret_setting(name: str) -> bool:
     return bool(words) and (words[-1] in _SECRET_SETTING_WORDS or "".join(words[-2:]) in _SECRET_SETTING_PAIRS)
 
 
+# A Markdown table's row: cells between pipes.
+_TABLE_ROW = re.compile(r"(?m)^[ \t]*\|(.+)\|[ \t]*$")
+
+
+def _table_cells(text: str) -> list[tuple[str, str, int]]:
+    """(column name, cell, offset of the cell in `text`) of each body cell of each Markdown table of
+    `text` under a header cell that names a credential (a password, key, token or secret column)."""
+    out: list[tuple[str, str, int]] = []
+    header: list[str] | None = None
+    for row in _TABLE_ROW.finditer(text):
+        cells, offsets, at = [], [], row.start(1)
+        for cell in row.group(1).split("|"):
+            cells.append(cell.strip())
+            offsets.append(at + len(cell) - len(cell.lstrip()))
+            at += len(cell) + 1
+        previous = text[:max(0, row.start() - 1)].rsplit("\n", 1)[-1].strip() if row.start() else ""
+        if header is None or not (previous.startswith("|") and previous.endswith("|")):  # a table's header
+            header = cells
+            continue
+        if all(re.fullmatch(r":?-{3,}:?", c) for c in cells if c) or _NOT_A_SECRET_CONTEXT.search(row.group(1)):
+            continue  # the separator row, or a row about a hash, a commit, a fingerprint ...
+        for name, cell, offset in zip(header, cells, offsets):
+            if _WORD.fullmatch(name.strip("*_` ")) and cell:
+                out.append((name.strip("*_` "), cell.strip("`"), offset + (1 if cell.startswith("`") else 0)))
+    return out
+
+
 def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span in `text`) of each credential whose name and value stand apart, on different lines
-    or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR): a name that secret_setting
-    accepts, a value that credential_value accepts as introduced by it."""
+    or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR) or under a Markdown table's
+    column named as a credential (_table_cells): a name that secret_setting accepts, a value that
+    credential_value accepts as introduced by it."""
     found = []
     low = text.lower()
-    if "variable" not in low and "value" not in low and "- -" not in text:
-        return []  # none of the three forms can be in the text
+    if "|" in text:
+        found += _table_cells(text)
+    if "variable" not in low and "value" not in low and "- -" not in text and not found:
+        return []  # none of the forms can be in the text
     for variable in _HCL_VARIABLE.finditer(text):
         default = _HCL_DEFAULT.search(variable.group(2))
         if default and secret_setting(variable.group(1)):
@@ -857,7 +887,8 @@ def placeholder(value: str) -> bool:
     """Whether a detected value is a placeholder or a reference rather than a secret: `xxx`,
     `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), or code that reads
     the secret from elsewhere (`os.environ[...]`, `process.env.X`)."""
-    return bool(_PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$")))
+    return bool(_PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
+                or re.fullmatch(r"\[[A-Za-z _-]+\]", value))  # [masked], [hidden]
 
 
 def _capitals_name(value: str) -> bool:
