@@ -53,7 +53,7 @@ def _redacted(text: str, spans: list[tuple[int, int]]) -> str:
 
 
 def rules_detector(files: tuple[Path, ...], composite: bool) -> Callable[[str], str]:
-    ruleset = secret_rules.RuleSet(secret_rules.load(*files), composite=composite)
+    ruleset = secret_rules.RuleSet(secret_rules.load(*files), composite=composite, faithful=True)
     if composite:
         return lambda text: _redacted(text, [f.span for f in ruleset.findings(text)])
     # gitleaks runs per line on prose as Cairn does; its generic rule wants the line.

@@ -11,15 +11,21 @@ index keys and its vector all come from the scrubbed text):
    A private key's whole PEM block is redacted, not just its BEGIN line. Cairn adds detectors of
    its own (secret_detectors.py) for what those miss: Anthropic and OpenAI project keys, unquoted
    `PGPASSWORD=...`-style assignments, a password given in prose.
-3. Then gitleaks' rule set (secret_rules.py: ~220 vendor formats and its keyword-and-entropy
-   generic rule) and Cairn's rules in the same format (a credential introduced in a sentence, "the
-   key for the sandbox is ...", and hyphenated vendor prefixes such as `sk-live-`), on what
-   detect-secrets left. Measured on a labelled set of credential sentences and innocent look-alikes
+3. Then Betterleaks' and Microsoft's rule sets (secret_rules.py: ~480 vendor formats and a
+   keyword-and-entropy generic rule) and Cairn's rules in the same format (assets/cairn-rules.toml:
+   passwords given to commands, Authorization headers of any scheme, URLs' credentials, hyphenated
+   vendor prefixes such as `sk-live-` ...) and in prose (secret_rules.prose_findings: a credential
+   introduced in a sentence, "the key for the sandbox is ...", a password beside a system account's
+   name, a literal its line's comment names a secret), on what detect-secrets left; and, on the whole
+   text, a credential whose name and value stand on different lines (secret_rules.block_findings: a
+   Terraform variable's default, a container's env name/value, an option and its value as two
+   argument items). Measured on a labelled set of credential sentences and innocent look-alikes
    (bench/secrets_compare.py; figures in docs/benchmarks.md).
 4. Whatever found it, a value is kept when it is a placeholder, cut short ("sk-..."), a key its
    vendor documents as public or a published example (secret_rules.public_key), named public by its
    sentence (secret_rules.public_context), ciphertext (SOPS, Ansible Vault, a SealedSecret), or a
-   URL's default login (postgres:postgres); a generic rule's value faces the prose look-alike tests.
+   URL's default login (postgres:postgres), or said public, an example or a cache key by its line's
+   trailing comment; a generic rule's value faces the prose look-alike tests.
 
 Only counts leave this module (by detector type), never a value.
 """
@@ -130,7 +136,10 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
         if secret.type == "Basic Auth Credentials" and _default_credentials(line, value):
             spans = []
         if secret.type == "Secret Keyword":  # `api_key_header = "X-API-Key"`: a name about a secret
-            spans = [span for span in spans if not _about_name_before(line, span[0])]
+            spans = [span for span in spans if not _about_name_before(line, span[0])
+                     and not _setting_value(line[slice(*span)])]
+        if secret.type in ("Secret Keyword", "Secret Assignment"):  # `TOKEN=...  # project token, public`
+            spans = [span for span in spans if not secret_rules.commented_public(line, span[1])]
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
@@ -151,7 +160,10 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
         value = line[slice(*span)]
         if _not_a_secret(line, span) or (kind == "Url Password" and _default_credentials(line, value)):
             continue
-        # A generic rule's value (a credential word, then a value) faces prose's look-alike tests.
+        # A generic rule's value (a credential word, then a value) faces prose's look-alike tests, and
+        # what its line's trailing comment says of it ("// cache key", "# reCAPTCHA site key, public").
+        if kind in _GENERIC_RULES and (secret_rules.commented_public(line, span[1]) or _paging_name(line, span[0])):
+            continue
         if kind == "Generic Api Key" and secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]],
                                                                 _generic_word(line, span[0])):
             continue
@@ -170,7 +182,24 @@ def _generic_word(line: str, start: int) -> str:
     return re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))[-1] if match else ""
 
 
+def _paging_name(line: str, start: int) -> bool:
+    """Whether the name a value is assigned to names a pagination cursor (`next_page_token=...`)."""
+    from . import secret_detectors
+
+    match = _NAME_BEFORE.search(line, max(0, start - 60), start)
+    words = re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1)) if match else []
+    return bool(secret_detectors.PAGING_WORDS.intersection(w.lower() for w in words))
+
+
 _ASSIGNED_NAME = re.compile(r"""([A-Za-z_][\w.-]*)['"]?\s*(?::=|=>|[:=])\s*['"`]?$""")
+
+
+def _setting_value(value: str) -> bool:
+    """Whether a value assigned to a secret's name is a setting: a boolean, a number, a path, a URL
+    (`MYSQL_ALLOW_EMPTY_PASSWORD: "yes"`; secret_detectors.not_secret_value)."""
+    from . import secret_detectors
+
+    return secret_detectors.not_secret_value(value)
 
 
 def _about_name_before(line: str, start: int) -> bool:
@@ -248,10 +277,15 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
     out_lines: list[str] = []
     lines = text.split("\n")
     encrypted = _encrypted_spans(text)
+    # A name on one line and its value on another (secret_rules.block_findings): found on the whole text.
+    blocks = secret_rules.block_findings(text) if len(text) < 200_000 else []
     i, offset = 0, 0  # offset: where lines[i] starts in text
     while i < len(lines):
         line = lines[i]
         detections = _detections(line) if len(line) < 20_000 else []
+        detections += [(kind, [(a - offset, b - offset)]) for kind, (a, b) in blocks
+                       if offset <= a and b <= offset + len(line)
+                       and not _not_a_secret(line, (a - offset, b - offset))]
         if encrypted:
             detections = [(kind, kept) for kind, spans in detections
                           if (kept := [(a, b) for a, b in spans if not any(

@@ -12,6 +12,8 @@ from collections.abc import Generator
 
 from detect_secrets.plugins.base import RegexBasedDetector
 
+from cairn.privacy import secret_rules
+
 # A value that is a secret rather than a setting: not only digits, not a boolean or a null.
 _NOT_A_SETTING = r"(?!(?:\d+|true|false|yes|no|on|off|none|null|nil)(?![^\s'\";,]))"
 
@@ -27,12 +29,24 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
 
     secret_type = "Secret Assignment"
     denylist = [re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z][A-Za-z0-9_]*)(?: ?= ?| = )"
-                           r"(?P<value>[^\s'\"$;<{-][^\s'\";]{3,})")]
+                           r"(?:(?P<value>[^\s'\"$;<{-][^\s'\";]{3,})"
+                           # Quoted, in a shell (PGPASSWORD='=*mW...' psql): any first character but a
+                           # reference's ($, {, <, %).
+                           r"|(?P<quote>['\"])(?P<quoted>[^\s'\"$<{%][^\s'\"]{3,})(?P=quote))")]
 
     def analyze_string(self, string: str) -> Generator[str, None, None]:
         for match in self.denylist[0].finditer(string):
-            if _secret_name(match["name"]) and not _not_secret_value(match["value"]):
-                yield match["value"]
+            value = match["value"] or match["quoted"]
+            # "?token= with a 30 minute expiry": a word of prose after "= ", not a value.
+            prose = (match["value"] is not None and "= " in match.group(0)
+                     and value.isalpha() and value.islower())
+            # Quoted, which code also writes (pad_token="[PAD]", token="wrong"): only a value made like
+            # a credential (detect-secrets' keyword detector has the rest).
+            if match["quoted"] is not None and not (secret_rules.random_looking(value)
+                                                    or secret_rules.password_like(value)):
+                continue
+            if _secret_name(match["name"]) and not not_secret_value(value) and not prose:
+                yield value
 
 
 # Words of a variable name that make it a secret's ("DB_PASS", "pgpassword", "GITHUB_TOKEN"), and
@@ -48,12 +62,16 @@ _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length le
 # URL; a call or an expression (`getpass.getpass(`, `timedelta(days=14)`, `sha256(token).hexdigest()`);
 # a Windows `%VAR%` or Python `%(VAR)s` reference.
 _SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|yes|no|on|off|none|null|nil"
-                            r"|[/~.].*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.]*[(\[].*|%\(?\w+\)?[%s]?)$")
+                            r"|[/~.].*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.:]*[(\[].*|%\(?\w+\)?[%s]?)$")
+
+
+# Words of a token's name that make it a pagination cursor, not a credential (next_page_token, NextToken).
+PAGING_WORDS = frozenset("page pagination continuation cursor next sync resume".split())
 
 
 def _secret_name(name: str) -> bool:
     words = [w for w in re.split(r"_+", name.lower()) if w]
-    if not words or words[0] in ("max", "min", "num") or words[-1] in _ABOUT_WORDS:
+    if not words or words[0] in ("max", "min", "num") or words[-1] in _ABOUT_WORDS or PAGING_WORDS & set(words):
         return False
     joined = "".join(words)
     return any(w in _SECRET_WORDS for w in words) or joined.endswith(
@@ -67,8 +85,9 @@ def about_name(name: str) -> bool:
     return bool(words) and words[-1].lower() in _ABOUT_WORDS
 
 
-def _not_secret_value(value: str) -> bool:
-    """A setting, code, a reference, or a value cut short on purpose (`sk-lf-...`, `xapp-…`)."""
+def not_secret_value(value: str) -> bool:
+    """Whether a value given to a secret's name is a setting, code, a reference, or a value cut short on
+    purpose (`sk-lf-...`, `xapp-…`) rather than a secret."""
     return bool(_SETTING_VALUE.match(value.rstrip(".,"))) or value.endswith(("...", "…"))
 
 

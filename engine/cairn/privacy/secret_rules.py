@@ -10,8 +10,9 @@ The rules (see assets/README.md for their sources, licences and how to refresh t
   pattern's `refine` group. Their checksums (Marvin32 in the common annotated keys) are not verified:
   a key pasted by hand or made up for a test is as much to be kept out of a store as a valid one, and
   the signature alone makes the match specific;
-- Cairn's own rules in gitleaks' format (assets/cairn-rules.toml) and a credential introduced in prose
-  (prose_findings);
+- Cairn's own rules in gitleaks' format (assets/cairn-rules.toml), a credential introduced in prose or
+  given beside an account's name or named by a trailing comment (prose_findings), and a credential
+  whose name and value stand on different lines (block_findings, run on a whole text);
 - gitleaks' frozen default rule set (assets/gitleaks.toml) is kept for bench/secrets_compare.py only.
 
 Rules are applied as gitleaks and Betterleaks apply them (their detect packages):
@@ -36,6 +37,7 @@ import json
 import re
 import threading
 import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,8 +211,11 @@ class RuleSet:
     skipReport and required semantics as Betterleaks does (the bench's faithful mode); by default a
     skipReport part that names a resource reports nothing and the others report alone."""
 
-    def __init__(self, rules: list[Rule], *, composite: bool = False):
+    def __init__(self, rules: list[Rule], *, composite: bool = False, faithful: bool | None = None):
         self.composite = composite
+        # faithful: spans as gitleaks and Betterleaks report them (the bench's "alone" detectors); else a
+        # fragment group is widened to its match (run). Default: faithful in the composite mode.
+        self.faithful = composite if faithful is None else faithful
         self.rules = rules
         self.by_id = {r.id: r for r in rules}
         self.order = {id(r): i for i, r in enumerate(rules)}
@@ -245,6 +250,7 @@ class RuleSet:
         out = []
         for match in rule.regex.finditer(text):
             group: int | str = rule.secret_group
+            implicit = not group and match.lastindex is not None
             if not group and match.lastindex:
                 group = next((g for g in range(1, match.lastindex + 1) if match.group(g)), 0)
             secret = match.group(group) or ""
@@ -260,7 +266,11 @@ class RuleSet:
                            "match_line_start_idx": line_start, "match_line_end_idx": line_end}
                 if any(f(finding) for f in rule.filters):
                     continue
-            out.append(Finding(rule.kind, match.span(group), rule.id))
+            # A first group that only repeats a fragment of a pattern with several (a UUID's "a3ef-" in a
+            # Teams webhook URL) is not the secret to redact: the whole match is (not in the faithful mode).
+            whole = (not self.faithful and implicit and rule.regex.groups > 1
+                     and len(secret) < 8 <= len(match.group(0)))
+            out.append(Finding(rule.kind, match.span(0 if whole else group), rule.id))
         return out
 
     def findings(self, text: str) -> list[Finding]:
@@ -318,7 +328,8 @@ def find(line: str) -> list[Finding]:
 # a credential (credential_value), which is where the look-alikes (hashes, ids, versions, paths,
 # placeholders, code) are turned away.
 _WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
-          r"|auth|bearer|signing[ _-]?key|seed|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
+          r"|auth|bearer|signing[ _-]?key|seed|erlang[ ._-]?cookie|community[ _-]?string|pre-?shared[ _-]?key|psk"
+          r"|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
           r"|clé|contraseña|contrasena|clave|senha|chave|chiave|parola d'ordine|wachtwoord|sleutel|hasło|haslo|klucz"
           r"|şifre|sifre|parola|anahtar|lösenord|nyckel|adgangskode|salasana|mật khẩu|пароль|ключ|токен|authtoken"
           r"|κωδικός|סיסמה|كلمة المرور|كلمة السر|पासवर्ड|login|logins"
@@ -349,7 +360,8 @@ _WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + _WORD
 # The words that name a password (not a key or token, which also name ids): after one, a value
 # made like a password people choose ("Cobalt-tundra6469") is one.
 _PASSWORD_WORD = re.compile(
-    r"(?i)pass|pw|pwd|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
+    r"(?i)pass|pw|pwd|erlang[ ._-]?cookie"
+    r"|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
     r"|salasana|mật khẩu|пароль|парола|гасло|κωδικός|συνθηματικό|סיסמה|كلمة|पासवर्ड|heslo|sandi|jelsz|clau|lozink"
     r"|parool|parole|slaptažodis|geslo|lykilorð|identifiants|credencial|credenzial|zugangsdaten|パスワード|暗証番号"
     r"|密码|密碼|口令|비밀번호|암호|รหัสผ่าน")
@@ -376,15 +388,17 @@ _NAMES_BEFORE_VALUE = re.compile(r"(?i)(?:\b(?:id|ids|identifier|name|hash|diges
                                  # An object named by the value right after it: "for request 3f2b...".
                                  r"|\b(?:request|order|trace|user|account|customer|job|build|run|event))\s*['\"`]?$")
 _HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
-# A value given as the credential: right after the word (three words at most between), or after an
-# introducer ("is", ":", "=", "lautet", "est", "är" ...).
-_GIVEN = re.compile(r"^(?:\W*\w+){0,3}\W*$|(?:[:=]|\b(?:is|are|was|ist|lautet|est|es|är|er|era|è|é|to|wynosi|je"
-                    r"|value|equals|reads))\s*['\"`]?$")
-# A value introduced as the credential: the word's own introducer at the end of what stands between
-# them ("is", ":", "=", and their equivalents in the languages of _WORDS), or nothing but punctuation.
-_INTRODUCED = re.compile(r"^\W*$|(?:[:=：]|\b(?:is|are|was|ist|lautet|est|es|är|er|era|è|é|to|jest|je|on|wynosi"
-                         r"|adalah|ni|là|olan|dır|dir|é|será|sera|wordt|zijn|je|jsou|е|это|—)|[は是为為는은이가]|\s[-–—])"
-                         r"(?:\s+(?:still|now|currently|just|also|actually|always))?\s*['\"`]?$")
+# The words that introduce a credential's value ("the token is ...", "Das Passwort lautet ...", "hasło
+# jest ...", "mật khẩu là ..."), in the languages of _WORDS: one list for both tests below.
+_INTRODUCERS = ("is are was ist lautet est es är er era è é to jest je on wynosi adalah ni là olan dır dir será sera"
+                " wordt zijn jsou е это value equals reads").split()
+_INTRODUCER = (r"(?:[:=：]|\b(?:" + "|".join(_INTRODUCERS) + r")|[は是为為는은이가]|\s[-–—]|—)"
+               r"(?:\s+(?:still|now|currently|just|also|actually|always))?\s*['\"`]?$")
+# A value introduced as the credential: an introducer at the end of what stands between the word and
+# the value, or nothing but punctuation.
+_INTRODUCED = re.compile(r"^\W*$|" + _INTRODUCER)
+# A value given as the credential: introduced, or right after the word (three words at most between).
+_GIVEN = re.compile(r"^(?:\W*\w+){0,3}\W*$|" + _INTRODUCER)
 # Keys their vendors document as safe in a web page or an app, named by the vendor or the kind of key
 # rather than by format: Firebase's web config (firebase.google.com/docs/projects/api-keys), Mixpanel
 # project tokens, Amplitude browser keys, Algolia search-only keys, reCAPTCHA / hCaptcha /
@@ -393,8 +407,10 @@ _PUBLIC_CONTEXT = re.compile(
     r"(?i)\b(?:firebase(?:Config)?|initializeApp|mixpanel|amplitude|analytics\.load|algolia\s+search"
     r"|search[ _-]?only|searchOnly|recaptcha|hcaptcha|data-sitekey|sitekey|client[ _-]?side|clientToken"
     r"|client[ _-]token|measurement[ _-]?id)\b")
-# ... unless a word after it says the key is the private one ("reCAPTCHA secret key").
+# ... unless a word after it says the key is the private one ("reCAPTCHA secret key"), or the sentence
+# names the key a server's or an admin's ("the FCM server key from the Firebase console").
 _PRIVATE_AFTER = re.compile(r"(?i)\b(?:secret|private|server|admin|service[ _-]?account)")
+_PRIVATE_NAME = re.compile(r"(?i)\b(?:secret|private|server|admin)[ _-]?(?:api[ _-]?)?(?:keys?|tokens?)\b")
 # Words between a credential word and its value that make the value something else than the
 # credential: "GPG key id 0x...", "the token name is ...", "the password hash is ...".
 _NOT_THE_VALUE = re.compile(r"(?i)[\s_-]*(?:(?:has|have|with|its|is|the|an?)\s+){0,2}"
@@ -426,12 +442,17 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 # Words after which a bare UUID is a credential (Heroku API keys, Postmark server tokens are UUIDs);
 # after "key" it is a cache, idempotency or primary key.
 _UUID_WORDS = re.compile(r"(?i)^(?:tokens?|secrets?|passwords?|passwd|pwd|api[ _-]?keys?|pass)$")
+# ... and after a key named as one that grants access (Opsgenie's integration keys, PagerDuty's routing
+# keys, Splunk's HEC tokens are UUIDs), not a cache's, a table's or a request's key.
+_UUID_KEY_BEFORE = re.compile(r"(?i)\b(?:integration|routing|license|licence|access|secret|private|master|admin"
+                              r"|server|service|auth|signing|ingest|hec|enrollment|enrolment|activation)[ _-]?keys?\b")
 _PLACEHOLDER = re.compile(
-    r"(?i:x{3,}|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)|example|sample|dummy|EXAMPLE|"
+    r"(?i:x{6,}|(?<![a-z0-9])x{3,5}(?![a-z0-9])|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)"
+    r"|example|sample|dummy|EXAMPLE|"
     r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
     r"|^%\(?\w+\)?[%s]?$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME%
 # Another name's assignment, in one case: max_tokens=1024, MAX_TOKENS=4096k (not sMOhx=1kk%6rf, a password).
-_ASSIGNMENT = re.compile(r"(?:[a-z_][a-z0-9_.]{2,}|[A-Z_][A-Z0-9_.]{2,}|[A-Za-z]+(?:[-_][A-Za-z]+)+)=")
+_ASSIGNMENT = re.compile(r"(?:[a-z_][a-z0-9_.]{1,}|[A-Z_][A-Z0-9_.]{2,}|[A-Za-z]+(?:[-_][A-Za-z]+)+)=")
 _NOT_A_VALUE = re.compile(
     r"(?i)^(?:v?\d+(?:\.\d+)+(?:[-+.][\w.]+)?"  # a version
     r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?[.,]?"  # a date or time
@@ -459,8 +480,37 @@ def credential_value(value: str, before: str, word: str = "", *, introduced: boo
         return True  # after a token or password word (look_alike)
     if _UUID.search(value):
         return False  # in prose, a name with a UUID in it is an id (order-6739d79c-...)
-    return random_looking(value) or (introduced and bool(_PASSWORD_WORD.search(word))
-                                     and (password_like(value) or _random_letters(value)))
+    if random_looking(value):
+        return True
+    if not introduced:
+        return False
+    if _PASSWORD_WORD.search(word) and (password_like(value) or _random_letters(value)):
+        return True
+    # Introduced as a password, a token or a secret (not a key, which also names ids): a generated value
+    # shorter than random_looking's 20 characters (`y454z6czmze3`, `hpVfSRDdERxQ`, 16 hex digits).
+    return bool(_PASSWORD_WORD.search(word) or _SECRET_WORD.search(word)) and (
+        _short_random(value) or _random_letters(value))
+
+
+# Words for a token or a secret (with _PASSWORD_WORD, the words after which a short generated value is one).
+_SECRET_WORD = re.compile(r"(?i)token|secret|jeton|токен|令牌|토큰|トークン|geheimnis|segreto|secreto|segredo|sekret")
+
+
+def _short_random(value: str) -> bool:
+    """Whether `value`, 10 to 64 letters and digits (with "-" or "_"), is generated rather than named:
+    digits with letters, or both cases; not words joined (an identifier, text to cl100k's BPE)."""
+    if (not 10 <= len(value) <= 64 or not re.fullmatch(r"[A-Za-z0-9_-]+", value) or _IDENTIFIER.fullmatch(value)
+            or _GENERATED_NAME.fullmatch(value)):
+        return False
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    if not letters or not (digits or mixed):
+        return False
+    # In both cases, runs of letters are the words of a name (camelCase); in one, they say nothing.
+    if mixed and sum(len(w) for w in _WORDLIKE.findall(value)) / len(value) >= 0.4:
+        return False
+    return entropy(value) >= 2.8 and not fails_token_efficiency(value)
 
 
 def look_alike(value: str, before: str, word: str = "") -> bool:
@@ -469,10 +519,12 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
     number, a path, a URL, a file or host name, a hex key id, a bare UUID (not after a token or
     password `word`), another name's assignment, or a value after words about hashes, ids or public
     keys."""
-    if _PLACEHOLDER.search(value) or _ENCODED_FILE.match(value) or _NOT_A_SECRET_CONTEXT.search(value):
+    if (_PLACEHOLDER.search(value) or _ENCODED_FILE.match(value) or _NOT_A_SECRET_CONTEXT.search(value)
+            or repetitive(value) or _SEQUENCE.search(value)):
         return True
     if _UUID.fullmatch(value):
-        return not _UUID_WORDS.match(word.strip()) or bool(_NOT_A_SECRET_CONTEXT.search(before))
+        return (not (_UUID_WORDS.match(word.strip()) or _PASSWORD_WORD.search(word) or _UUID_KEY_BEFORE.search(before))
+                or bool(_NOT_A_SECRET_CONTEXT.search(before)))
     if _NOT_A_VALUE.match(value) and not _base64_like(value):
         return True
     if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
@@ -510,12 +562,16 @@ def random_looking(value: str) -> bool:
     wordy = sum(len(w) for w in _WORDLIKE.findall(value)) / len(value)
     if mixed and (digits or strong) and len(value) >= (8 if strong else 10) and wordy < 0.6:
         return True
-    if len(value) < 20 or not (digits or mixed) or entropy(value) < 3.3:
+    # Hex draws on 16 symbols: a random 20-character hex token falls under 3.3 bits a third of the time
+    # (under 2.8 three times in a thousand), a base62 one almost never.
+    floor = 2.8 if _HEX_DIGITS.fullmatch(value) else 3.3
+    if len(value) < 20 or not (digits or mixed) or entropy(value) < floor:
         return False
     if mixed and wordy >= 0.4:
         return False
-    # In one case, runs of letters say nothing; the words of an identifier do (`user-2024-report`).
-    if not mixed and _IDENTIFIER.fullmatch(value):
+    # In one case, runs of letters say nothing; the words of an identifier do (`user-2024-report`), and
+    # of a generated resource name (`app-config-5g8h9k2t7m`).
+    if not mixed and (_IDENTIFIER.fullmatch(value) or _GENERATED_NAME.fullmatch(value)):
         return False
     # From 20 characters: random by entropy, and not text by Betterleaks' token-efficiency test
     # (camelCase names, joined words and phrases encode in few cl100k tokens).
@@ -523,6 +579,10 @@ def random_looking(value: str) -> bool:
 
 
 _WORDLIKE = re.compile(r"[A-Z]?[a-z]{3,}")
+# A generated resource name: words, then a short random suffix (Kubernetes' regcred-9f8k2,
+# app-config-5g8h9k2t7m, default-token-x7k2p; a pod's web-7d4b9c6f5-x2kqp).
+_GENERATED_NAME = re.compile(r"[a-z]{2,}(?:-[a-z]{2,})*(?:-[a-z0-9]{4,10}){1,2}")
+_HEX_DIGITS = re.compile(r"[0-9a-f]+|[0-9A-F]+")
 # An identifier in one case: words and numbers joined by "-", "_" or ".".
 _IDENTIFIER = re.compile(r"(?i)[a-z]+\d*(?:[-_.](?:[a-z]+\d*|\d+))+")
 
@@ -542,9 +602,9 @@ def password_like(value: str) -> bool:
 
 
 def _random_letters(value: str) -> bool:
-    """Lower-case letters from 10, no English word of 5 letters in them and not text to cl100k's BPE
-    (a generated password such as an app password, `jvqpwmzlkxrtybnd`)."""
-    return (len(value) >= 10 and value.isalpha() and value.islower() and entropy(value) >= 3.0
+    """Letters in one case from 10, no English word of 5 letters in them and not text to cl100k's BPE
+    (a generated password such as an app password, `jvqpwmzlkxrtybnd`; an Erlang cookie, 20 capitals)."""
+    return (len(value) >= 10 and value.isalpha() and (value.islower() or value.isupper()) and entropy(value) >= 3.0
             and not fails_token_efficiency(value))
 
 
@@ -567,6 +627,8 @@ def public_context(line: str, position: int) -> bool:
     start = max(0, position - 120)
     for end in _SENTENCE_END.finditer(line, start, position):
         start = end.end()
+    if _PRIVATE_NAME.search(line, start, position):
+        return False
     for match in _PUBLIC_CONTEXT.finditer(line, start, position):
         if not _PRIVATE_AFTER.search(line, match.end(), position):
             return True
@@ -574,6 +636,25 @@ def public_context(line: str, position: int) -> bool:
 
 
 _CALL = re.compile(r"\w*(?:\s*:?=\s*[\w.\[\]]*)?\(")
+# The start of a command's option name, up to a credential word inside it: `--recv-`, `-`.
+_OPTION_BEFORE = re.compile(r"(?<!\S)--?[A-Za-z0-9-]*$")
+# Another name assigned the value, last between the credential word and it: `"keys":[{"kty":"RSA",
+# ..., "n":"...`, `token=[masked] session: ...`.
+# A name before ":" counts when quoted (JSON): unquoted, "...: " introduces the value in prose.
+_NAME_ASSIGNED = re.compile(r"""(?:^|[\s,{;&?(])(?:["']([A-Za-z_][\w.-]*)["']\s*[:=]"""
+                            r"""|([A-Za-z_][\w.-]*)\s*(?::=|=>|=))\s*["'`]?$""")
+
+
+def _other_name(between: str) -> bool:
+    """Whether the value after `between` (the text from a credential word to it) is assigned to a name
+    other than the word: a name that is neither a credential word nor an introducer ("value")."""
+    match = _NAME_ASSIGNED.search(between)
+    if match is None:
+        return False
+    name = match.group(1) or match.group(2)
+    if re.search(r":\s*[&*]?\s*$", between[:match.start(2 if match.group(2) else 1)]):
+        return False  # a type annotation: `API_TOKEN: &str = "..."`, `secret: string = "..."`
+    return name.lower() not in _INTRODUCERS and not _WORD.search(name)
 
 
 def _in_locator(line: str, start: int, end: int) -> bool:
@@ -592,7 +673,11 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     password", a passphrase of words, a seed phrase, an app password, recovery codes."""
     spans = set()
     for word in _WORD.finditer(line):
-        if _in_locator(line, word.start(), word.end()):
+        # In a URL, a path or an ARN; or a command's option name (`--recv-keys`), which the
+        # command-line rules judge (cairn-rules.toml).
+        if _in_locator(line, word.start(), word.end()) or (
+                "-" in line[max(0, word.start() - 40):word.start()]
+                and _OPTION_BEFORE.search(line, max(0, word.start() - 40), word.start())):
             continue
         clause_start = _clause_start(line, word.start())
         if _NEGATING_BEFORE.search(line, clause_start, word.start()):
@@ -611,6 +696,8 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             # ("token: 8c1e...", "the secret is 8c1e...", "api-key header value 8c1e..."), not
             # anywhere later in the clause ("the token refresh fix landed in 3f9a2c1e...").
             between = line[word.end():match.start(1)]
+            if _other_name(between):
+                continue
             if (_HEX.fullmatch(value) and not _GIVEN.search(between)) or (
                     _UUID.fullmatch(value) and not _INTRODUCED.search(between)):
                 continue
@@ -630,14 +717,204 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             spans.add(match.span(2 if match.group(2) else 3))
     for pattern in (_SEED_PHRASE, _APP_PASSWORD, _CODES):
         spans.update(m.span(1) for m in pattern.finditer(line))
+    spans.update(_account_pairs(line))
+    spans.update(_commented_literals(line))
     return [("Credential In Prose", span) for span in sorted(spans)]
+
+
+# -- a password beside an account's name, a literal named by its comment -------------------------------------
+# Accounts that come with a system or a service (and the service accounts people name svc-...): "admin /
+# Thistle-Tango24", "| prod | root | Lq9#mK2zXv |", "root:Kq7...". After one, a value made like a password
+# is its password even with no credential word in the sentence.
+_ACCOUNT = (r"(?:admin|administrator|root|sa|superuser|postgres|ubuntu|ec2-user|elastic|kibana|guest|operator"
+            r"|deploy|deployer|sysadmin|ftpuser|svc[_-][\w-]+|service[_-][\w-]+)")
+_ACCOUNT_PAIR = re.compile(r"(?i)(?<![\w/.@:-])" + _ACCOUNT + r"(?:(\s+/\s+|\s+:\s+|\s*\|\s*)|(/)|(:))['\"`]?"
+                           r"([^\s'\"`,;:()<>\[\]{}|]{8,64})(?![\w/@:])")
+
+
+def _account_pairs(line: str) -> list[tuple[int, int]]:
+    """Spans of the passwords given beside an account's name (_ACCOUNT): after " / ", " : " or a table's
+    "|", a value made like a password (password_like) or a generated one; right after "/" (which also
+    joins paths), a password with a symbol and neither "." nor "/"; after ":" (which also tags images,
+    postgres:16-alpine), a generated one (random_looking)."""
+    out = []
+    for match in _ACCOUNT_PAIR.finditer(line):
+        value = match.group(4).rstrip(".,:!?")
+        if look_alike(value, line[max(0, match.start() - 60):match.start(4)]) or placeholder(value):
+            continue
+        symbol = any(not c.isalnum() for c in value)
+        if match.group(1) is not None:
+            given = random_looking(value) or (password_like(value) and (symbol or bool(match.group(1).strip())))
+        elif match.group(2) is not None:
+            given = password_like(value) and symbol and not any(c in value for c in "./")
+        else:
+            given = random_looking(value)
+        if given:
+            out.append((match.start(4), match.start(4) + len(value)))
+    return out
+
+
+# A comment at the end of a line of code that names what the line holds: `# secret key from the dashboard`.
+_TRAILING_COMMENT = re.compile(r"(?:^|\s)(?:#|//)\s*([^\n]*)$")
+_QUOTED = re.compile(r"""(['"`])([^'"`\s]{16,300})\1""")
+# Words in such a comment that make the literal something else than a secret, or a secret made public.
+_COMMENT_NOT_SECRET = re.compile(
+    r"(?i)\b(?:cache|idempotency|primary|foreign|partition|sort|row|object|lookup|public|publishable|search[- ]only"
+    r"|site|anon|client[- ]side|browsers?|example|sample|dummy|placeholder|fake|mock|test[- ]vectors?|not|no|never"
+    r"|without)\b|n't\b")
+
+
+# A trailing comment that says the literals before it are no secret: an id or a key of a cache or a
+# table, a key its vendor makes public, an example (not the "not"/"no" of the list above, which in a
+# comment also says "no longer used").
+_COMMENT_PUBLIC = re.compile(
+    r"(?i)\b(?:cache|idempotency|primary|foreign|partition|sort|object|lookup|public|publishable|search[- ]only"
+    r"|site[ _-]?key|anon|client[- ]side|browsers?|example|sample|dummy|placeholder|fake|mock|test[- ]vectors?"
+    r"|not (?:a )?secret)\b")
+
+
+def commented_public(line: str, position: int) -> bool:
+    """Whether a trailing comment after `position` in `line` says what stands there is no secret
+    (_COMMENT_PUBLIC, _PUBLIC_CONTEXT, _NOT_A_SECRET_CONTEXT): `'7d3f...'; // cache key for the page`."""
+    comment = _TRAILING_COMMENT.search(line, position)
+    return comment is not None and any(p.search(comment.group(1))
+                                       for p in (_COMMENT_PUBLIC, _PUBLIC_CONTEXT, _NOT_A_SECRET_CONTEXT))
+
+
+def _commented_literals(line: str) -> list[tuple[int, int]]:
+    """Spans of the string literals of a line of code whose trailing comment names a credential
+    (`Mailer('9a8b...')  # secret key from the dashboard`): a literal made like a generated secret
+    (credential_value), unless the comment or the line's vendor says it is public, an example or an id."""
+    comment = _TRAILING_COMMENT.search(line)
+    if comment is None:
+        return []
+    text = comment.group(1)
+    word = _WORD.search(text)
+    if word is None or _COMMENT_NOT_SECRET.search(text) or _NOT_A_SECRET_CONTEXT.search(text):
+        return []
+    out = []
+    for literal in _QUOTED.finditer(line, 0, comment.start()):
+        value = literal.group(2)
+        if public_key(value) or public_context(line, literal.start(2)):
+            continue
+        if credential_value(value, "", word.group(0), introduced=False):
+            out.append(literal.span(2))
+    return out
+
+
+# -- a credential's name and value on different lines --------------------------------------------------------
+# A Terraform variable's default (`variable "db_password" {` ... `default = "..."`), a container's
+# environment as name and value (`- name: DB_PASSWORD` / `value: ...`, ECS's {"name": ..., "value": ...}),
+# an option and its value as two items of an argument list (`- --requirepass` / `- ...`).
+_HCL_VARIABLE = re.compile(r'\bvariable\s+"([\w-]+)"\s*\{([^{}]{0,800})\}')
+_HCL_DEFAULT = re.compile(r'\bdefault\s*=\s*"([^"\n]{4,300})"')
+_NAME_VALUE = re.compile(r"""(?i)["']?\b(?:name|key)["']?\s*[:=]\s*["']?([A-Za-z_][\w.-]*)["']?\s*,?\s*"""
+                         r"""(?:\n[ \t]*-?[ \t]*)?["']?value["']?\s*[:=]\s*["']?([^\s'",}]{4,300})""")
+_ARGUMENT_PAIR = re.compile(r"""(?m)^[ \t]*-[ \t]+["']?--?([\w-]+)["']?[ \t]*\n[ \t]*-[ \t]+["']?([^\s'"]{4,300})""")
+_SECRET_SETTING_WORDS = frozenset("password passwd pass passphrase pwd token secret credential credentials requirepass"
+                                  " masterauth apikey".split())
+_SECRET_SETTING_PAIRS = frozenset("apikey authkey accesskey secretkey privatekey signingkey encryptionkey masterkey"
+                                  " authtoken".split())
+
+
+def secret_setting(name: str) -> bool:
+    """Whether a setting's, variable's or option's name says it holds a credential: its last word is
+    one (DB_PASSWORD, api_token, --requirepass, postgresPassword) or its last two make one
+    (SECRET_KEY, signingKey); not a name about one (DB_PASSWORD_FILE, ssh_key_name)."""
+    words = [w.lower() for w in re.split(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
+    return bool(words) and (words[-1] in _SECRET_SETTING_WORDS or "".join(words[-2:]) in _SECRET_SETTING_PAIRS)
+
+
+# A Markdown table's row: cells between pipes.
+_TABLE_ROW = re.compile(r"(?m)^[ \t]*\|(.+)\|[ \t]*$")
+
+
+def _table_cells(text: str) -> list[tuple[str, str, int]]:
+    """(column name, cell, offset of the cell in `text`) of each body cell of each Markdown table of
+    `text` under a header cell that names a credential (a password, key, token or secret column)."""
+    out: list[tuple[str, str, int]] = []
+    header: list[str] | None = None
+    for row in _TABLE_ROW.finditer(text):
+        cells, offsets, at = [], [], row.start(1)
+        for cell in row.group(1).split("|"):
+            cells.append(cell.strip())
+            offsets.append(at + len(cell) - len(cell.lstrip()))
+            at += len(cell) + 1
+        previous = text[:max(0, row.start() - 1)].rsplit("\n", 1)[-1].strip() if row.start() else ""
+        if header is None or not (previous.startswith("|") and previous.endswith("|")):  # a table's header
+            header = cells
+            continue
+        if all(re.fullmatch(r":?-{3,}:?", c) for c in cells if c) or _NOT_A_SECRET_CONTEXT.search(row.group(1)):
+            continue  # the separator row, or a row about a hash, a commit, a fingerprint ...
+        for name, cell, offset in zip(header, cells, offsets):
+            if _WORD.fullmatch(name.strip("*_` ")) and cell:
+                out.append((name.strip("*_` "), cell.strip("`"), offset + (1 if cell.startswith("`") else 0)))
+    return out
+
+
+def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """(kind, span in `text`) of each credential whose name and value stand apart, on different lines
+    or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR) or under a Markdown table's
+    column named as a credential (_table_cells): a name that secret_setting accepts, a value that
+    credential_value accepts as introduced by it."""
+    found = []
+    low = text.lower()
+    if "|" in text:
+        found += _table_cells(text)
+    if "variable" not in low and "value" not in low and "- -" not in text and not found:
+        return []  # none of the forms can be in the text
+    for variable in _HCL_VARIABLE.finditer(text):
+        default = _HCL_DEFAULT.search(variable.group(2))
+        if default and secret_setting(variable.group(1)):
+            start = variable.start(2) + default.start(1)
+            found.append((variable.group(1), default.group(1), start))
+    for pattern in (_NAME_VALUE, _ARGUMENT_PAIR):
+        for match in pattern.finditer(text):
+            if secret_setting(match.group(1)):
+                found.append((match.group(1), match.group(2), match.start(2)))
+    out = []
+    for name, value, start in found:
+        value = value.rstrip(".,;")
+        word = re.split(r"[-_.]|(?<=[a-z0-9])(?=[A-Z])", name)[-1]
+        if value.startswith(("{", "$", "<", "%")) or placeholder(value) or public_key(value):
+            continue
+        if credential_value(value, "", word, introduced=True):
+            out.append(("Credential In Prose", (start, start + len(value))))
+    return out
 
 
 def placeholder(value: str) -> bool:
     """Whether a detected value is a placeholder or a reference rather than a secret: `xxx`,
     `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), or code that reads
     the secret from elsewhere (`os.environ[...]`, `process.env.X`)."""
-    return bool(_PLACEHOLDER.search(value) or re.fullmatch(r"[A-Z][A-Z_]*", value) or value.startswith(("<", "$")))
+    return bool(_PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
+                or re.fullmatch(r"\[[A-Za-z _-]+\]", value))  # [masked], [hidden]
+
+
+def _capitals_name(value: str) -> bool:
+    """A name in capitals (`USER:PASSWORD`, `API_KEY`), not random capitals (an Erlang cookie, 20 letters
+    that hold no word and that cl100k's BPE does not read as text)."""
+    if not re.fullmatch(r"[A-Z][A-Z_]*", value):
+        return False
+    return len(value) < 16 or "_" in value or fails_token_efficiency(value)
+
+
+# A documented example's run (`AbCdEfGh...`, `...1234567890`): in prose a look-alike, while a key in a
+# vendor's format with such a body is still redacted (tests and fixtures write them so).
+_SEQUENCE = re.compile(r"(?i)abcdefg|1234567")
+
+
+def repetitive(value: str) -> bool:
+    """Whether `value` (16 characters or more) is mostly one character repeated, a dummy rather than a
+    generated secret (`1x0000000000000000000000000000000AA`): under 2 bits of entropy per character,
+    which no generated key of that length has (a random base64 token has about 5). A look-alike test
+    of values found in prose (look_alike), not of a vendor's format: a key in one (`sk-ant-api03-AAAA...`)
+    is redacted whatever its body."""
+    if len(value) < 16:
+        return False
+    # Entropy is at least -log2 of the commonest character's share: under 2 bits needs a quarter or more.
+    counts = Counter(value)
+    return max(counts.values()) * 4 >= len(value) and entropy(value) < 2.0
 
 
 # Keys their vendors document as public (they ship in web pages and apps), never redacted: Stripe's
@@ -647,10 +924,12 @@ def placeholder(value: str) -> bool:
 # (developers.cloudflare.com/turnstile; a secret key is longer, 35), Mapbox public tokens pk.eyJ...
 # (docs.mapbox.com), Datadog RUM client tokens pub + 32 hex (docs.datadoghq.com/account_management/
 # api-app-keys/#client-tokens), Twilio account SIDs AC + 32 hex (an account's id; its secrets are the
-# auth token and SK API keys).
+# auth token and SK API keys), New Relic browser keys NRJS- (docs.newrelic.com/docs/apis/intro-apis/
+# new-relic-api-keys/#browser-key-id: shipped in every page the browser agent instruments).
 PUBLIC_KEY_FORMATS = re.compile(r"pk_(?:live|test)_[A-Za-z0-9_-]{10,120}|phc_[A-Za-z0-9_-]{30,60}"
                                 r"|sb_publishable_[A-Za-z0-9_-]{20,60}|0x4AAAAAAA[A-Za-z0-9_-]{12,16}"
-                                r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|pub[0-9a-f]{32}|AC[0-9a-f]{32}")
+                                r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|pub[0-9a-f]{32}|AC[0-9a-f]{32}"
+                                r"|NRJS-[0-9a-f]{19}")
 # Values published as examples, in vendors' documentation and specifications: AWS's example key
 # pairs hold "EXAMPLE" (a placeholder); jwt.io's sample token (its signature); the AES-128 key of
 # NIST SP 800-38A and FIPS-197's examples.

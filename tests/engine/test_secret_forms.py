@@ -1,0 +1,177 @@
+"""Forms of credential that stand without a credential word beside them, or apart from their name:
+passwords given to commands, URLs and connection strings, infrastructure-as-code defaults, container
+arguments and environments, accounts' passwords, literals named by a comment, headers of any scheme;
+and the look-alikes of each form left alone. Every sentence and value here was written for these
+tests (none comes from tests/data/credentials), each value made up at random in its form's shape."""
+
+from __future__ import annotations
+
+import pytest
+
+from cairn.privacy import secret_rules
+from cairn.privacy.scrub import scrub
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # passwords given to commands
+    ("mariadb -u backup -pVq3!xLm82Tz -e 'show databases'", "Vq3!xLm82Tz"),
+    ("sqlcmd -S db01 -U sa -P 'Yv7#Lq2pXm9' -Q 'select @@version'", "Yv7#Lq2pXm9"),
+    ('ldapsearch -x -H ldap://dc1 -D "cn=admin,dc=acme,dc=io" -w Pk8Lm3Qz7x -b dc=acme,dc=io', "Pk8Lm3Qz7x"),
+    ("htpasswd -b -c /etc/nginx/.htpasswd alice Rv8Lq2mXk7", "Rv8Lq2mXk7"),
+    ("net user svc_sql Kq9!vLm2Tz /add /domain", "Kq9!vLm2Tz"),
+    (r"net use Y: \\nas01\media /user:HOME\kodi Wm4!zQ8kLp /persistent:yes", "Wm4!zQ8kLp"),
+    ("rabbitmqctl add_user deployer Hz7kQ2mLx9", "Hz7kQ2mLx9"),
+    ("echo 'ubuntu:Fz8qK2mLv7' | chpasswd", "Fz8qK2mLv7"),
+    ("mc alias set minio http://localhost:9000 minioadmin Tq7LmZ2kXv9Rp4Nc", "Tq7LmZ2kXv9Rp4Nc"),
+    ("echo 'Nb4kT9qLm2Xz' | docker login --username ci --password-stdin registry.acme.io", "Nb4kT9qLm2Xz"),
+    ("redis-server --requirepass Wz8qK2mLx7 --port 6380", "Wz8qK2mLx7"),
+    ('command: ["redis-server", "--requirepass", "Xm7Kq2zLv9"]', "Xm7Kq2zLv9"),
+    ("openssl enc -aes-256-cbc -in db.sql -out db.enc -k Qz7!mK2xLv9", "Qz7!mK2xLv9"),
+    ("7z a -pKq8mL2zXv7 backup.7z ./data", "Kq8mL2zXv7"),
+    ("PGPASSWORD='#Lq9mK2zXv!' pg_restore -d app dump.bin", "#Lq9mK2zXv!"),
+    ("ALTER USER scott IDENTIFIED BY Tg7kQ2mLx9;", "Tg7kQ2mLx9"),
+    # headers of any scheme, URLs' query strings, webhook URLs
+    ("-H 'Authorization: ApiToken 3e8f1a9c-7b2d-4c6e-8a1f-9d3b5c7e2a4f'", "3e8f1a9c-7b2d-4c6e-8a1f-9d3b5c7e2a4f"),
+    ("-H 'Authorization: SharedKey acmestore:Lq8mK2zXv7Tp4Nc9Rb3Yw6Hd1Jg5='", "Lq8mK2zXv7Tp4Nc9Rb3Yw6Hd1Jg5="),
+    ("curl 'https://api.weatherco.io/v1/forecast?city=Oslo&apikey=9f8e7d6c5b4a39281706f5e4d3c2b1a0'",
+     "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    ("ws://localhost:8080/socket?access_token=Kq8mL2zXv7Tp4Rn9Wb3Yc6", "Kq8mL2zXv7Tp4Rn9Wb3Yc6"),
+    ("curl -d '{\"text\":\"hi\"}' https://chat.acme.io/hooks/k3m9x7q2p5w8z1c4v6b0n2j7ht", "k3m9x7q2p5w8z1c4v6b0n2j7ht"),
+    # infrastructure as code: a name on one line, its value on another
+    ('variable "rds_master_password" {\n  type    = string\n  default = "Kv7!mQz2Lp"\n}', "Kv7!mQz2Lp"),
+    ('variable "api_token" {\n  default   = "c8f2a9e1b7d34f6a9e0c2b5d8a1f7e3c"\n  sensitive = true\n}',
+     "c8f2a9e1b7d34f6a9e0c2b5d8a1f7e3c"),
+    ("    - name: MINIO_ROOT_PASSWORD\n      value: Tz9kQ2mLx7Vp", "Tz9kQ2mLx7Vp"),
+    ('{"name": "DJANGO_SECRET_KEY", "value": "q7#mK2z!Lx9vT4p@Rn8bY3c"}', "q7#mK2z!Lx9vT4p@Rn8bY3c"),
+    ("args:\n  - --api-token\n  - Jq7mK2zLx9Vt4Rp8", "Jq7mK2zLx9Vt4Rp8"),
+    # an account's password, no credential word
+    ("the grafana login is ops / Kq7!mZ2xLp until we wire SSO", "Kq7!mZ2xLp"),
+    ("the elastic superuser is elastic / Kz9-mQ2xLv7 on the new cluster", "Kz9-mQ2xLv7"),
+    ("| service | user | password |\n|---|---|---|\n| grafana | admin | Xv8!kL2mQz |", "Xv8!kL2mQz"),
+    ("default creds on the appliance are admin:Vq7mK2zXL9pT", "Vq7mK2zXL9pT"),
+    ("Grafana: https://grafana.acme.io (admin / `Zm8#kQ2xLv`)", "Zm8#kQ2xLv"),
+    ("| Service | Key |\n|---|---|\n| Mailer | Mv8kQ2zLx7Tp4Rn9Wb3Y |", "Mv8kQ2zLx7Tp4Rn9Wb3Y"),
+    # a literal named by its comment; vendor formats
+    ("mailer = Mailer('9a8b7c6d5e4f30211203a4b5c6d7e8f9')  # secret key from the dashboard",
+     "9a8b7c6d5e4f30211203a4b5c6d7e8f9"),
+    ("geo = Geocoder('4d7b9e1a3c5f8e2d6b0a9c4e7f1d3b5a')  // server key, keep out of the app bundle",
+     "4d7b9e1a3c5f8e2d6b0a9c4e7f1d3b5a"),
+    ("plaid item: access-sandbox-0c2e4a6f-8b1d-4f3e-9a5c-7b3d5f7a9c2e", "0c2e4a6f-8b1d-4f3e-9a5c-7b3d5f7a9c2e"),
+    ("new Ably.Rest('Xq7mK2.z9LvT4:Rp8Nc3Yb6Hd1Jg5Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4Hh6I')",
+     "Rp8Nc3Yb6Hd1Jg5Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4Hh6I"),
+    ("the erlang cookie for the cluster is QXKLMZPWRTVBNCYUHGFD", "QXKLMZPWRTVBNCYUHGFD"),
+    ("Authorization: Token token=\"Hq8mK2zLx7Tp4Nc9Rb3Yw6\"", "Hq8mK2zLx7Tp4Nc9Rb3Yw6"),
+    ("Proxy-Authorization: Basic c3ZjLXByb3h5OlpxOG1LMnhMdjdUcA==", "c3ZjLXByb3h5OlpxOG1LMnhMdjdUcA=="),
+    ("SNMP community string: Xk8mQ2zLv7p", "Xk8mQ2zLv7p"),
+    ("pre-shared key for the IPsec tunnel: Wq8kL2mZx7Tp4Rn9", "Wq8kL2mZx7Tp4Rn9"),
+    ("BitLocker recovery key 401839-112266-587730-094512-638847-220561-775104-369028",
+     "401839-112266-587730-094512-638847-220561-775104-369028"),
+    ("export hmacKey=1c5cf5f1dfd9c9b9f89900715dc1ac1a", "1c5cf5f1dfd9c9b9f89900715dc1ac1a"),  # hex, 3.24 bits
+    # generated values shorter than 20 characters, introduced as a password, a token or a secret
+    ("the API token is q7tw2mzk9x4p", "q7tw2mzk9x4p"),
+    ("secret: 6b1f9e3a7c2d8e40", "6b1f9e3a7c2d8e40"),
+    ("the password is kGmTqXwRbZ", "kGmTqXwRbZ"),
+    ("mysql -u app -pvqzkmwtrbx shop", "vqzkmwtrbx"),
+    ("Das Passwort lautet 8c3e1f7a-2b9d-4c6e-a0f1-5d7b3e9c2a4f", "8c3e1f7a-2b9d-4c6e-a0f1-5d7b3e9c2a4f"),
+    ("the opsgenie integration key is 5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d", "5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d"),
+])
+def test_credentials_without_their_word_beside_them_are_redacted(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "mysql -h db -u app -p app_prod",
+    'sshpass -p "$SSHPASS" ssh deploy@host',
+    "the sshpass -p flag leaks the password into ps output; use -f",
+    "echo \"$CR_PAT\" | docker login ghcr.io -u acme --password-stdin",
+    'redis-server --requirepass "$REDIS_PASSWORD"',
+    'command: ["redis-server", "--appendonly", "yes"]',
+    'Option("--forward-token", help="Send the token to the sandbox.")',
+    "htpasswd -c /etc/nginx/.htpasswd alice",
+    "the output column identified by colV becomes a vertical header",
+    "gpg --passwd user-id changes the passphrase of a key",
+    "pulumi config set --secret dbPassword  # reads from stdin",
+    "the token is refresh_token_v2 in the new schema",
+    "secret: kubeconfig2024 is the name of the mounted file",
+    "the GPG key is 9f4e39fd264583b1 on keys.openpgp.org",
+    "kubectl delete secret regcred-9f8k2",
+    "| Service | Owner |\n|---|---|\n| Mailer | @dana |",
+    "| Key | Description |\n|---|---|\n| cache_ttl | seconds |\n| f3a9c2e7b1d84f60a5e9c3b7d2f1a8e4 | the old hash |",
+    'let token = env::var("TOKEN").expect("TOKEN not set");',
+    "login ok user=jdoe token=[masked] ip=10.0.4.12",
+    "the secret app-tls-8f7c2d is mounted at /etc/tls",
+    'Error: secret "app-config-5g8h9k2t7m" not found',
+    "BitLocker recovery keys are escrowed to Entra ID",
+    "net user guest /active:no",
+    "openssl enc -aes-256-cbc -in db.sql -out db.enc -pass file:./pw",
+    "gpg --recv-keys 0x3A1C9F2E7B4D8C60 from keys.openpgp.org",
+    "-H 'Authorization: Bearer $API_TOKEN'",
+    'WWW-Authenticate: Basic realm="staging", charset="UTF-8"',
+    "Authorization: the middleware validates the session first",
+    "curl 'https://api.acme.io/v1/items?page=2&limit=50&sort=desc'",
+    "password reset links use ?token= with a 30 minute expiry",
+    'variable "db_password" {\n  type      = string\n  sensitive = true\n}',
+    'variable "region" {\n  type    = string\n  default = "eu-west-1"\n}',
+    "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef:\n        name: pg\n        key: password",
+    "env:\n  - name: API_TOKEN\n    value: \"{{ .Values.apiToken }}\"",
+    "args:\n  - --token-file\n  - /var/run/secrets/token",
+    "| env | user | region |\n| staging | admin | eu-west-1 |",
+    "docker pull postgres:16.4-alpine3.20",
+    "go to root/Documents/Reports2024 for the files",
+    "const cacheKey = '7d3f9a1c5e8b2d4f6a0c9e1b3d5f7a9c'; // cache key for the rendered page",
+    "SITE_KEY = '6LdQ8mK2zLx7Tp4Rn9Wb3Yc6Hd1Jg5Ks0Aa2Bb4'  # reCAPTCHA site key, public",
+    "const id = 'b7e9c1f3a5d2e8f0c4a6b9d1e3f5a7c9'  # request id from the failing call, not a secret",
+    'MYSQL_ALLOW_EMPTY_PASSWORD: "yes"',
+    'tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")',
+    '{"keys":[{"kty":"EC","crv":"P-256","kid":"k1","x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU"}]}',
+    "login ok user=jdoe session=[REDACTED] ip=10.0.4.12 port=51822",
+    "the dummy secret 1x0000000000000000000000000000000AA passes every check",
+    "an error message names API_KEY and SECRET_ACCESS_KEY_ID as required",
+    "GET /v1/events?limit=50&next_page_token=Zq8mK2xLv7Tp",
+    'Authorization: Digest username="alice", realm="api", nonce="dcd98b7102dd2f0e8b11d0f600bfb0c093", uri="/"',
+    "admin:x:1000:1000:Admin,,,:/home/admin:/bin/bash",
+    "root:x:0:0:root:/root:/bin/bash",
+    "MIXPANEL_TOKEN=3c9e1a7f5b2d8e4c6a0f9b1d3e5a7c2f  # project token, public",
+    "the idempotency key is 5d1f3b7e-9a2c-4e6f-8b0d-2c4e6a8f0b1d",
+])
+def test_the_look_alikes_of_those_forms_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+def test_a_setting_name_holds_a_credential_by_its_last_words():
+    for name in ("DB_PASSWORD", "api_token", "requirepass", "postgresPassword", "SECRET_KEY", "signingKey"):
+        assert secret_rules.secret_setting(name), name
+    for name in ("DB_PASSWORD_FILE", "ssh_key_name", "password_length", "LOG_LEVEL", "kms_key_id"):
+        assert not secret_rules.secret_setting(name), name
+
+
+def test_block_findings_point_at_the_value_in_the_whole_text():
+    text = 'variable "admin_pass" {\n  description = "VM admin"\n  default     = "Hq4#mZ8kLx2p"\n}'
+    [(kind, (start, end))] = secret_rules.block_findings(text)
+    assert text[start:end] == "Hq4#mZ8kLx2p" and kind == "Credential In Prose"
+
+
+def test_a_value_is_introduced_by_one_list_of_words_for_both_tests():
+    for word in ("lautet", "jest", "adalah", "equals"):
+        assert secret_rules._GIVEN.search(f" {word} ") and secret_rules._INTRODUCED.search(f" {word} ")
+    # Given right after the word, but not introduced as it.
+    assert secret_rules._GIVEN.search(" for staging ") and not secret_rules._INTRODUCED.search(" for staging ")
+
+
+def test_placeholders_are_told_from_random_values_that_hold_a_run():
+    assert secret_rules.placeholder("ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX")
+    assert secret_rules.placeholder("sk_live_xxx")
+    assert secret_rules.look_alike("1x0000000000000000000000000000000AA", "the dummy secret ")
+    assert not secret_rules.placeholder("0RYTq4K+95HvqJH24Ss5fbQWjoXXXb2RvuMgc6UNaA==")
+    assert not secret_rules.placeholder("QXKLMZPWRTVBNCYUHGFD")
+    assert secret_rules.placeholder("SECRET_ACCESS_KEY_ID")
+
+
+def test_a_fragment_group_is_widened_to_the_match_outside_the_faithful_mode():
+    rule = secret_rules.Rule(id="fragment", pattern=r"hook/([a-z0-9]{4}-){3}([a-z0-9]{12})/[A-Za-z0-9]{20}")
+    text = "see hook/ab12-cd34-ef56-0123456789ab/Zq8mK2xLv7Tp4Rn9Wb3Y now"
+    [finding] = secret_rules.RuleSet([rule]).run(rule, text)
+    assert text[slice(*finding.span)] == text[4:-4]
+    for ruleset in (secret_rules.RuleSet([rule], composite=True), secret_rules.RuleSet([rule], faithful=True)):
+        [faithful] = ruleset.run(rule, text)
+        assert text[slice(*faithful.span)] == "ef56-"
