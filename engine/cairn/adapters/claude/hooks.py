@@ -96,7 +96,9 @@ class InProcessRuntime:
 
     def resolve(self, store: str | None = None, *, cwd: Path | None = None,
                 env: Mapping[str, str] | None = None) -> Resolved:
-        return resolve(store, cwd=cwd, env=env)
+        from ..warm.client import answering_env  # the hook's variables over this process's environment
+
+        return resolve(store, cwd=cwd, env=self.environ if env is None else answering_env(self.environ, env))
 
     def embedder_for(self, config: dict[str, Any]) -> Embedder | None:
         return self._embedder if config["embedding"]["enabled"] else None
