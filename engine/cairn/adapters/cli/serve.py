@@ -91,7 +91,7 @@ def token_create(name: str, stores: tuple[str, ...], read_only: bool, as_json: b
     """Create a token called NAME and print it once: it cannot be shown again."""
     from .. import tokens
 
-    known = {s["name"] for s in cairn.list_stores()} | {cairn.GLOBAL_STORE}
+    known = {s["name"] for s in cairn.list_stores(env=environ())} | {cairn.GLOBAL_STORE}
     unknown = [s for s in stores if s not in known]
     if unknown:  # a typo would make a token that never works
         raise cairn.InvalidInput(f"no store named {', '.join(map(repr, unknown))}; the stores are: "
