@@ -140,7 +140,7 @@ def _read_bytes(path: str | Path) -> bytes | None:
 
 
 def _config_stamp(choice: StoreChoice, env: Mapping[str, str]) -> tuple[bytes | None, bytes | None]:
-    user = _read_bytes(user_config_path(env))
+    user = _read_bytes(user_config_path(env=env))
     project = None if choice.project_root is None else _read_bytes(choice.project_root / PROJECT_FILE)
     return user, project
 
