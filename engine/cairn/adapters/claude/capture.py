@@ -26,14 +26,14 @@ def _count_usage(memory: Cairn, session_id: str, cited: list[str]) -> int:
     Returns how many citations were counted. The state is re-read just before it is written, and
     only the ids counted are taken off it, so a hook saving it meanwhile loses nothing but in
     that narrow window (counts are best effort; the context is what matters)."""
-    state = SessionState(session_id)
+    state = SessionState(session_id, memory.env)
     uncounted = list(state.uncounted)
     if uncounted:
         memory.record_injected(uncounted)
     injected = set(state.injected) | set(uncounted)
     counted = memory.record_cited([i for i in cited if i in injected]) if cited and injected else 0
     if uncounted:
-        fresh = SessionState(session_id)
+        fresh = SessionState(session_id, memory.env)
         fresh.uncounted = fresh.uncounted[len(uncounted):] if fresh.uncounted[:len(uncounted)] == uncounted \
             else [i for i in fresh.uncounted if i not in set(uncounted)]
         fresh.save()
@@ -79,7 +79,7 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
         return None
     resolved = resolve(None, cwd=project_dir(payload, env), env=env)
     choice, config = resolved.choice, resolved.config
-    reason = disabled(choice.project_root, config, env, session_id)
+    reason = disabled(choice.project_root, config, env, session_id, env)
     if reason is None and not config["sessions"]["capture"]:
         reason = "sessions.capture is false"
     if reason:

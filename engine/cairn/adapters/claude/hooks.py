@@ -135,7 +135,7 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], runtime: Ho
         log.error("%s: %s", event, exc)
         return {"systemMessage": CONFIG_BROKEN.format(error=exc)}
     choice, config = resolved.choice, resolved.config
-    reason = disabled(choice.project_root, config, env, request.session_id)
+    reason = disabled(choice.project_root, config, env, request.session_id, resolved.env)
     clock.lap("resolve")
     if reason:
         log.info("%s: nothing injected (%s)", event, reason)
@@ -268,7 +268,7 @@ def _tool_event(memory: Cairn, request: HookRequest, hooks: dict[str, Any], embe
     """What a tool event (work.py) or a subagent's start injects."""
     event, payload = request.event, request.payload
     if event == SUBAGENT_START:
-        return subagent_start(memory, payload, request.root, hooks, SessionState(request.session_id),
+        return subagent_start(memory, payload, request.root, hooks, SessionState(request.session_id, memory.env),
                               embedder=embedder)
     text = tool_event(memory, {**payload, "hook_event_name": event}, request.root, hooks, request.state,
                       embedder=embedder)
