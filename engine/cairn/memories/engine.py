@@ -127,7 +127,8 @@ class Engine:
         """Open the chosen store (explicit name > CAIRN_STORE > git toplevel > cwd).
 
         resolved: what the caller's composition root already decided (compose.resolve); then store,
-        cwd, env and config are not consulted. create: allow creating an explicitly named store.
+        cwd and config are not consulted, and env only when `resolved` carries none. The engine
+        keeps that env (`env`): the global store is found in its data root. create: allow creating an explicitly named store.
         Stores derived from the working directory and the global store are created on first open.
         embedder: "auto" (compose.embedder_from_config: the configured model, loaded lazily), None
         (keyword-only), or an Embedder. check_model: refuse a store embedded with another model
