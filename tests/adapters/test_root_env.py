@@ -13,7 +13,7 @@ import pytest
 from cairn import Cairn, load_config
 from cairn.adapters.claude.hooks import InProcessRuntime, handle
 from cairn.adapters.claude.session_state import set_paused
-from cairn.adapters.cli import _common
+from cairn.adapters.cli import _common, serve
 from cairn.adapters.warm.runtime import WarmRuntime
 from tests.conftest import run_cli
 
@@ -56,6 +56,7 @@ def test_a_hook_is_answered_from_the_data_root_of_its_runtime(homes, project, ki
 def test_cli_commands_use_their_roots_environment(homes, project, capsys, monkeypatch):
     env, given, process = homes
     monkeypatch.setattr(_common, "environ", lambda: env)
+    monkeypatch.setattr(serve, "environ", lambda: env)  # imported by name there
     monkeypatch.chdir(project)
     assert run_cli(capsys, ["remember", "We deploy with Kamal", "--kind", "decision"])[0] == 0
     assert run_cli(capsys, ["stores", "create", "notes"])[0] == 0
@@ -66,6 +67,9 @@ def test_cli_commands_use_their_roots_environment(homes, project, capsys, monkey
     assert code == 0 and all(Path(b["path"]).parent == given / "backups" for b in json.loads(out)["backups"])
     assert run_cli(capsys, ["stores", "rename", "notes", "jottings"])[0] == 0
     assert run_cli(capsys, ["stores", "delete", "jottings", "--yes"])[0] == 0
+    assert run_cli(capsys, ["token", "create", "laptop"])[0] == 0
+    assert (given / "tokens.json").is_file()
+    assert run_cli(capsys, ["token", "revoke", "laptop"])[0] == 0
     code, out, _ = run_cli(capsys, ["status", "--json"])
     assert code == 0
     _untouched(process)

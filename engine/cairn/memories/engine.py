@@ -128,8 +128,9 @@ class Engine:
 
         resolved: what the caller's composition root already decided (compose.resolve); then store,
         cwd and config are not consulted, and env only when `resolved` carries none. The engine
-        keeps that env (`env`): the global store is found in its data root. create: allow creating an explicitly named store.
-        Stores derived from the working directory and the global store are created on first open.
+        keeps that env (`env`): the global store is found in its data root. create: allow creating
+        an explicitly named store. Stores derived from the working directory and the global store
+        are created on first open.
         embedder: "auto" (compose.embedder_from_config: the configured model, loaded lazily), None
         (keyword-only), or an Embedder. check_model: refuse a store embedded with another model
         (False only for `reembed`). read_only: for commands that only read: a project store that does
