@@ -12,6 +12,9 @@ is added:
 - the core never reads the process environment (`os.environ`, `os.getenv`): it is given an `env`
   by the composition roots; `cairn.environment` is the one place that reads it, for a caller of the
   public API that passes none; among the adapters only the roots read it, each in one place;
+- the environment a root passes reaches the data root: every core call of a function that finds
+  the data root, a store, a marker or the Postgres URL from an environment hands its `env` on
+  (storage is given the data root itself and reads no environment);
 - neither the core nor the adapters import in a circle: every import counts, at module level, inside a function (a lazy
   import runs when the function does) and under `if TYPE_CHECKING:` (a type is a dependency too:
   the module cannot be read or checked without the other), so each core module stands wholly above
@@ -31,7 +34,7 @@ import cairn
 
 PACKAGE = Path(cairn.__file__).resolve().parent
 # What storage may import besides itself: the records it stores and the helpers they need.
-BELOW_STORAGE = {"cairn.errors", "cairn.models", "cairn.text", "cairn.timeutil", "cairn.home", "cairn.environment"}
+BELOW_STORAGE = {"cairn.errors", "cairn.models", "cairn.text", "cairn.timeutil", "cairn.home"}
 ADAPTER_FRAMEWORKS = {"click", "mcp", "pydantic", "socketserver", "starlette", "tqdm", "uvicorn"}
 SQL_CALLS = {"execute", "executemany", "executescript"}
 # What an adapter may not touch on an engine: its store and connection, and the store's row ids.
@@ -498,3 +501,64 @@ def test_only_the_adapters_roots_read_the_process_environment_each_in_one_place(
         assert len(problems) == 1, f"{name}, {ADAPTER_ROOTS[name]}, reads the environment once: {problems}"
     else:
         assert not problems, f"{name}: " + "; ".join(problems) + ": take it from the root that calls this"
+
+
+# The functions that read the data root, a store's place, a Postgres marker, the server's URL or
+# the config from an environment (`env`, default environment.process_env()). A core call of one
+# without `env=` would take this process's environment even when a root passed another (issue 32).
+# private_dir may be given the data root itself (`root=`), SqliteStore.open the data root
+# (`data_root=`): then no environment is read.
+ENV_CHAIN = {"data_root", "unusable_data_root", "ensure_data_root", "private_dir", "write_private", "stores_dir",
+             "backups_dir", "store_path", "marker_path", "marker_schema", "write_marker", "postgres_names",
+             "backend_of", "postgres_url", "open_store", "load_config", "user_config_path", "choose_store",
+             "resolve", "list_stores", "delete_store", "rename_store", "create_store", "migrate_store",
+             "backups_of", "backup_store", "restore_store", "doctor"}
+ENV_GIVEN_AS = {"private_dir": {"env", "root"}}
+# Module names the core calls these through (`home.data_root(...)`, `backends.postgres_url(...)`).
+CHAIN_MODULES = {"home", "paths", "backends", "admin", "config", "compose", "health"}
+
+
+def _env_not_passed(tree: ast.Module) -> list[str]:
+    """Calls of ENV_CHAIN functions (by name, or through a CHAIN_MODULES module) without `env=`,
+    and SqliteStore.open without `data_root=`."""
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name):
+            called = func.id
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in CHAIN_MODULES:
+            called = func.attr
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "SqliteStore" \
+                and func.attr == "open":
+            if "data_root" not in {k.arg for k in node.keywords}:
+                out.append(f"line {node.lineno} calls SqliteStore.open without data_root=")
+            continue
+        else:
+            continue
+        wanted = ENV_GIVEN_AS.get(called, {"env"})
+        if called in ENV_CHAIN and not wanted & {k.arg for k in node.keywords}:
+            out.append(f"line {node.lineno} calls {called} without {' or '.join(sorted(w + '=' for w in wanted))}")
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CORE - {ENVIRONMENT_DEFAULT}))
+def test_the_core_hands_the_env_it_was_given_to_the_data_root(name):
+    problems = _env_not_passed(MODULES[name])
+    assert not problems, (f"{name}: " + "; ".join(problems) + ": pass the `env` this function was given (the "
+                          "composition root's), so the data root and the server are the ones the root named")
+
+
+def test_the_env_rule_sees_a_call_that_drops_it():
+    source = """
+path = store_path(name)
+kept = store_path(name, env=env)
+url = backends.postgres_url(config)
+store = SqliteStore.open(path, name=name, create=False)
+folder = private_dir(path.parent, root=root)
+elsewhere = Path(path).resolve()
+"""
+    assert _env_not_passed(ast.parse(source)) == ["line 2 calls store_path without env=",
+                                                  "line 4 calls postgres_url without env=",
+                                                  "line 5 calls SqliteStore.open without data_root="]

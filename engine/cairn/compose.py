@@ -13,13 +13,14 @@ import copy
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .config import PROJECT_FILE, load_config, user_config_path
 from .environment import or_process
 from .errors import StoreNotFound
+from .locations import data_root_dir
 from .stores.paths import GLOBAL_STORE, StoreChoice, choose_store, store_path
 
 if TYPE_CHECKING:
@@ -28,10 +29,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Resolved:
-    """Which store and why (`choice`), and the merged config for its project (`config`)."""
+    """Which store and why (`choice`), the merged config for its project (`config`), and the
+    environment it was resolved in (`env`: the one naming the data root, which holds the global
+    store and the Postgres markers, and CAIRN_POSTGRES_URL; None: environment.process_env(), read
+    when used). Whatever opens the stores it names passes `env` on, so a composition root's
+    environment reaches every store it opens. `env` is left out of the repr: it may hold secrets."""
 
     choice: StoreChoice
     config: dict[str, Any]
+    env: Mapping[str, str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def store_exists(self) -> bool:
@@ -42,7 +48,8 @@ class Resolved:
         of the team opens the same one)."""
         from .stores.backends import backend_of
 
-        return self.choice.path.exists() or backend_of(self.choice.name, self.config, project=True) == "postgres"
+        return self.choice.path.exists() or backend_of(self.choice.name, self.config, project=True,
+                                                       env=self.env) == "postgres"
 
     def missing(self) -> StoreNotFound | None:
         """The error for a store that was named (--store, ?store=, CAIRN_STORE) and does not exist,
@@ -62,27 +69,28 @@ class Resolved:
 
         if self.choice.name == GLOBAL_STORE:
             return None
-        path = store_path(GLOBAL_STORE)
-        if not path.exists() and backend_of(GLOBAL_STORE, self.config, project=False) != "postgres":
+        path = store_path(GLOBAL_STORE, env=self.env)
+        if not path.exists() and backend_of(GLOBAL_STORE, self.config, project=False, env=self.env) != "postgres":
             return None
         choice = StoreChoice(GLOBAL_STORE, path, "the global store (this project has no store yet)",
                              explicit=True, project_root=None)
-        return Resolved(choice, self.config)
+        return Resolved(choice, self.config, self.env)
 
 
 def resolve(store: str | None = None, *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
             config: dict[str, Any] | None = None) -> Resolved:
     """Choose the store and load its project's config (unless `config` is given). env: the
-    environment that names CAIRN_STORE and CAIRN_CONFIG (default: environment.process_env()).
+    environment that names CAIRN_STORE, CAIRN_CONFIG and the data root (default:
+    environment.process_env()); the answer keeps it (`Resolved.env`).
 
-    Raises InvalidStoreName, ConfigError."""
+    Raises InvalidStoreName, ConfigError, UnsafeDataRoot."""
     choice = choose_store(store, cwd=cwd, env=env)
-    return Resolved(choice, config if config is not None else load_config(choice.project_root, env=env))
+    return Resolved(choice, config if config is not None else load_config(choice.project_root, env=env), env)
 
 
 class ResolveCache:
     """`resolve` for a long-lived process (the warm process answers every prompt): the first answer
-    for a (store, working directory, $CAIRN_STORE, $CAIRN_CONFIG) is kept with everything it was
+    for a (store, working directory, $CAIRN_STORE, $CAIRN_CONFIG, data root) is kept with everything it was
     derived from, and given again while none of that changed:
     - the working directory's real path, and each `.git` from it up to the filesystem root (absent,
       or which folder or file it is, and a .git file's content): `git rev-parse` answers from those;
@@ -103,23 +111,24 @@ class ResolveCache:
             return resolve(store, cwd=cwd, env=env, config=config)
         env = dict(or_process(env))
         cwd = Path.cwd() if cwd is None else Path(cwd)
-        key = (store, str(cwd), env.get("CAIRN_STORE") or None, env.get("CAIRN_CONFIG") or None)
+        # The data root is in the key: a store's path is in it (a string from the environment alone).
+        key = (store, str(cwd), env.get("CAIRN_STORE") or None, env.get("CAIRN_CONFIG") or None, data_root_dir(env))
         git = None if store is not None or env.get("CAIRN_STORE") else _git_stamp(cwd)
         with self._lock:
             entry = self._entries.get(key)
         if entry is not None and entry[0] == (git, *_config_stamp(entry[1].choice, env)):
-            return Resolved(entry[1].choice, copy.deepcopy(entry[1].config))
+            return Resolved(entry[1].choice, copy.deepcopy(entry[1].config), env)
         # Each stamp is taken before what it stands for is read: a change in between makes the
         # next call's stamp differ, so it is resolved again rather than served stale.
         choice = choose_store(store, cwd=cwd, env=env)
         stamp = (git, *_config_stamp(choice, env))
-        resolved = Resolved(choice, load_config(choice.project_root, env=env))
+        resolved = Resolved(choice, load_config(choice.project_root, env=env), env)
         with self._lock:
             self._entries.pop(key, None)
             self._entries[key] = (stamp, resolved)
             while len(self._entries) > self.max_entries:
                 del self._entries[next(iter(self._entries))]
-        return Resolved(choice, copy.deepcopy(resolved.config))
+        return Resolved(choice, copy.deepcopy(resolved.config), env)
 
 
 def _read_bytes(path: str | Path) -> bytes | None:
@@ -131,7 +140,7 @@ def _read_bytes(path: str | Path) -> bytes | None:
 
 
 def _config_stamp(choice: StoreChoice, env: Mapping[str, str]) -> tuple[bytes | None, bytes | None]:
-    user = _read_bytes(user_config_path(env))
+    user = _read_bytes(user_config_path(env=env))
     project = None if choice.project_root is None else _read_bytes(choice.project_root / PROJECT_FILE)
     return user, project
 

@@ -266,7 +266,7 @@ def load_config(project_root: Path | None = None, env: Mapping[str, str] | None 
     $CAIRN_CONFIG counts (a hook's, forwarded to the warm process); default
     environment.process_env(). Raises ConfigError."""
     config = copy.deepcopy(DEFAULTS)
-    candidates = [user_config_path(env)]
+    candidates = [user_config_path(env=env)]
     if project_root is not None:
         candidates.append(project_root / PROJECT_FILE)
     for path in candidates:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -99,31 +100,34 @@ def _model(config: dict[str, Any]) -> tuple[Check, str | None, str | None]:
             embedder.model_name)
 
 
-def _latest_backup(name: str) -> str:
+def _latest_backup(name: str, env: Mapping[str, str] | None) -> str:
     from .stores.admin import backups_of
 
-    found = backups_of(name)
+    found = backups_of(name, env=env)
     return (f"`cairn restore {found[-1]}`" if found else "restore a backup with `cairn restore FILE`, or move "
             "the file aside to start afresh")
 
 
-def _store_checks(path: Path, fingerprint: str | None, fix: bool, configured: str | None = None) -> list[Check]:
+def _store_checks(path: Path, fingerprint: str | None, fix: bool, configured: str | None = None, *,
+                  env: Mapping[str, str] | None) -> list[Check]:
     name = path.stem
     prefix = f"store {name}"
     try:
         info = SqliteStore.inspect_file(path)
     except CairnError as exc:
-        return [Check(f"{prefix}: readable", "fail", str(exc), _latest_backup(name))]
+        return [Check(f"{prefix}: readable", "fail", str(exc), _latest_backup(name, env))]
     checks = []
     version, latest = info["schema_version"], len(MIGRATIONS)
     assert isinstance(version, int)  # PRAGMA user_version
     if info["integrity"] != "ok":
-        return [Check(f"{prefix}: integrity", "fail", str(info["integrity"]).splitlines()[0], _latest_backup(name))]
+        return [Check(f"{prefix}: integrity", "fail", str(info["integrity"]).splitlines()[0],
+                      _latest_backup(name, env))]
     checks.append(Check(f"{prefix}: integrity", "ok", "PRAGMA integrity_check: ok"))
     try:
-        store = SqliteStore.open(path, name=name, create=False) if fix or version == latest else None
+        store = (SqliteStore.open(path, name=name, create=False, data_root=home.data_root(env=env))
+                 if fix or version == latest else None)
     except CairnError as exc:
-        return checks + [Check(f"{prefix}: readable", "fail", str(exc), _latest_backup(name))]
+        return checks + [Check(f"{prefix}: readable", "fail", str(exc), _latest_backup(name, env))]
     return checks + _opened_checks(prefix, store, version, latest, fix, name, fingerprint, ("FTS row", "FTS"),
                                    configured)
 
@@ -168,16 +172,16 @@ def _model_check(prefix: str, store: Any, name: str, fingerprint: str | None,
 
 
 def _postgres_checks(name: str, fingerprint: str | None, fix: bool, config: dict[str, Any],
-                     configured: str | None = None) -> list[Check]:
+                     configured: str | None = None, *, env: Mapping[str, str] | None) -> list[Check]:
     """A store the data root marks as on Postgres: the server reachable, pgvector in its database,
     the store's schema there and its version, index consistency and validity, the model. Nothing
     here names the server's URL (connect redacts it from the server's own messages)."""
     from .storage.postgres import PgStore, schema_for
 
     prefix = f"store {name}"
-    schema = backends.marker_schema(name) or schema_for(name)
+    schema = backends.marker_schema(name, env=env) or schema_for(name)
     try:
-        url = backends.postgres_url(config)
+        url = backends.postgres_url(config, env=env)
         info = PgStore.inspect(url, schema)
     except CairnError as exc:
         return [Check(f"{prefix}: server", "fail", str(exc),
@@ -192,7 +196,7 @@ def _postgres_checks(name: str, fingerprint: str | None, fix: bool, config: dict
     if not info["exists"]:
         return checks + [Check(f"{prefix}: schema", "fail", f"no store in schema {schema} on this server",
                                f"`cairn stores create {name} --postgres URL` makes it; or delete "
-                               f"{backends.marker_path(name)} if the store is gone")]
+                               f"{backends.marker_path(name, env=env)} if the store is gone")]
     version, latest = info["schema_version"], len(MIGRATIONS)
     if version > latest:
         return checks + [Check(f"{prefix}: schema", "fail", f"version {version}; this Cairn understands {latest}",
@@ -228,16 +232,16 @@ def _opened_checks(prefix: str, store: Any, version: int, latest: int, fix: bool
     return checks
 
 
-def _data_root() -> Check:
+def _data_root(env: Mapping[str, str] | None) -> Check:
     """Whether the data root can hold memories (home.unusable_data_root)."""
-    problem = home.unusable_data_root()
+    problem = home.unusable_data_root(env=env)
     if problem is not None:
         return Check("data root", "fail", problem.split(";")[0], problem.split("; ", 1)[-1])
-    return Check("data root", "ok", f"{home.data_root()}")
+    return Check("data root", "ok", f"{home.data_root(env=env)}")
 
 
-def _modes(fix: bool) -> Check:
-    root = home.data_root()
+def _modes(fix: bool, env: Mapping[str, str] | None) -> Check:
+    root = home.data_root(env=env)
     if not root.exists():
         return Check("file modes", "ok", f"{root} does not exist yet; it is created 0700")
     owner = os.stat(root).st_uid
@@ -257,25 +261,28 @@ def _modes(fix: bool) -> Check:
                  "`cairn doctor --fix` sets folders to 0700 and files to 0600", fixed=fixed)
 
 
-def doctor(*, fix: bool = False, config: dict[str, Any] | None = None) -> list[Check]:
+def doctor(*, fix: bool = False, config: dict[str, Any] | None = None,
+           env: Mapping[str, str] | None = None) -> list[Check]:
     """Run every check: versions, sqlite-vec, the configured model (loaded: a few seconds), then for
     each store in the data root its integrity, schema, index consistency and model fingerprint (a
     store on Postgres: the server reachable, pgvector present, its schema and version, index
     consistency and validity, model), and the data root's file modes. fix: repair indexes, modes
-    and pending migrations. config: default the user-level config (load_config())."""
+    and pending migrations. config: default the user-level config (load_config(env=env)). env: the
+    environment naming the data root, the user config and CAIRN_POSTGRES_URL (default:
+    environment.process_env())."""
     checks = _versions()
-    root = _data_root()
+    root = _data_root(env)
     if root.status == "fail":  # nothing below can be read or written: say so once
         return [*checks, root]
     checks.append(root)
-    config = config if config is not None else load_config()
+    config = config if config is not None else load_config(env=env)
     model, fingerprint, configured = _model(config)
     checks.append(model)
-    modes = _modes(fix)  # before the stores are opened: opening one tightens its own files
-    for path in sorted(paths.stores_dir().glob("*.db")):
-        checks += _store_checks(path, fingerprint, fix, configured)
-    for name in backends.postgres_names():
-        checks += _postgres_checks(name, fingerprint, fix, config, configured)
+    modes = _modes(fix, env)  # before the stores are opened: opening one tightens its own files
+    for path in sorted(paths.stores_dir(env=env).glob("*.db")):
+        checks += _store_checks(path, fingerprint, fix, configured, env=env)
+    for name in backends.postgres_names(env=env):
+        checks += _postgres_checks(name, fingerprint, fix, config, configured, env=env)
     return checks + [modes]
 
 

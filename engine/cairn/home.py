@@ -22,7 +22,7 @@ def data_root(env: Mapping[str, str] | None = None) -> Path:
     """$CAIRN_HOME, else the platform's user data folder (e.g. ~/.local/share/cairn; locations.py).
     Raises UnsafeDataRoot when it cannot hold memories (`unusable_data_root`)."""
     env = or_process(env)
-    problem = unusable_data_root(env)
+    problem = unusable_data_root(env=env)
     if problem is not None:
         raise UnsafeDataRoot(problem)
     return Path(data_root_dir(env))
@@ -69,7 +69,15 @@ def ensure_data_root(env: Mapping[str, str] | None = None) -> Path:
     """The data root, created 0700 if missing (a symlink to a folder is followed). Refuses a root
     owned by another user. An install made before modes were enforced (root not 0700) has every
     folder under it tightened to 0700 and every file to 0600, once. Raises UnsafeDataRoot."""
-    root = data_root(env)
+    return secure_root(data_root(env=env))
+
+
+def secure_root(root: Path) -> Path:
+    """`ensure_data_root` for a data root already found (data_root(env)): created 0700 if missing,
+    refused when owned by another user, tightened once if older than the modes. Reads no
+    environment: the storage layer, given the root by the stores above it, calls this one.
+    Raises UnsafeDataRoot."""
+    root = Path(root)
     try:
         root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
     except OSError as exc:
@@ -119,10 +127,11 @@ def loose_modes(root: Path) -> list[Path]:
     return out
 
 
-def private_dir(path: Path, env: Mapping[str, str] | None = None) -> Path:
+def private_dir(path: Path, env: Mapping[str, str] | None = None, *, root: Path | None = None) -> Path:
     """Create `path` (a folder of the data root, or the root itself) 0700, tightening it if it
-    exists; checks the data root first. Raises UnsafeDataRoot."""
-    root = ensure_data_root(env)
+    exists; checks the data root first. root: that data root when the caller already has it (then
+    `env` is not read); else data_root(env). Raises UnsafeDataRoot."""
+    root = secure_root(root) if root is not None else ensure_data_root(env=env)
     path = Path(path)
     if path != root:
         path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
@@ -146,7 +155,7 @@ def write_private(path: Path, data: bytes, env: Mapping[str, str] | None = None)
     """Write `data` to `path` atomically (a 0600 temporary file renamed over it); its folder is
     created private (in the data root of `env`)."""
     path = Path(path)
-    private_dir(path.parent, env)
+    private_dir(path.parent, env=env)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:

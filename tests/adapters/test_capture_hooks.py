@@ -91,7 +91,7 @@ def test_a_hook_with_a_bad_payload_still_exits_0(project):
 
 
 def test_pause_and_opt_out_stop_capture(transcript, project, monkeypatch):
-    env = {"CLAUDE_PROJECT_DIR": str(project)}
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project)}  # capture runs in its root's whole environment
     set_paused("s1", True)
     assert capture(payload(transcript, project), env) is None
     set_paused("s1", False)

@@ -10,6 +10,7 @@ import pytest
 from cairn import Cairn, load_config, resolve
 from cairn.adapters.claude.hooks import InProcessRuntime, handle
 from cairn.adapters.warm.runtime import WarmRuntime
+from cairn.adapters.warm.client import answering_env
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "SubagentStart")
 
@@ -44,8 +45,10 @@ def _payload(project, session):
 
 def test_it_resolves_as_cairn_resolve_does(runtime, stocked, monkeypatch):
     env = {"CLAUDE_PROJECT_DIR": str(stocked)}
+    # A hook is answered in the runtime's environment under the hook's variables (its data root).
+    whole = answering_env(runtime.environ, env)
     for _ in range(2):  # a cached answer is the same answer
-        got, expected = runtime.resolve(None, cwd=stocked, env=env), resolve(None, cwd=stocked, env=env)
+        got, expected = runtime.resolve(None, cwd=stocked, env=env), resolve(None, cwd=stocked, env=whole)
         assert (got.choice, got.config) == (expected.choice, expected.config)
     (stocked / ".cairn.yaml").write_text("hooks:\n  prompt_k: 2\n")  # an edit counts at the next request
     assert runtime.resolve(None, cwd=stocked, env=env).config["hooks"]["prompt_k"] == 2

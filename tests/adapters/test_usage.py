@@ -42,7 +42,7 @@ def test_only_the_assistant_citing_an_injected_memory_counts_once_however_often_
     with Cairn.open(cwd=project, embedder=None) as memory:
         deploy = memory.remember(DEPLOY, kind="decision").memory.id
         never_injected = memory.remember("The API listens on port 8080 in staging", kind="fact").memory.id
-    env = {"CLAUDE_PROJECT_DIR": str(project)}
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(project)}  # capture runs in its root's whole environment
     out = handle("UserPromptSubmit", {"prompt": PROMPT, "session_id": "s1"}, env)
     assert f"[mem:{deploy}]" in out["hookSpecificOutput"]["additionalContext"]
 

@@ -137,7 +137,7 @@ def store_file(cwd: Path, env: Mapping[str, str] | None = None) -> Path:
     """The store file the engine picks for `cwd` (CAIRN_HOME is the test's, from tests/conftest.py)."""
     from cairn.stores.paths import choose_store
 
-    return choose_store(None, cwd=cwd, env=dict(env or {})).path
+    return choose_store(None, cwd=cwd, env={"CAIRN_HOME": os.environ["CAIRN_HOME"], **(env or {})}).path
 
 
 class CairnSession:
@@ -237,7 +237,8 @@ class CairnSession:
         from cairn import Cairn
 
         ids = []
-        with Cairn.open(cwd=cwd or self.project, embedder=embedder, env=dict(env or {})) as memory:
+        with Cairn.open(cwd=cwd or self.project, embedder=embedder,
+                        env={"CAIRN_HOME": os.environ["CAIRN_HOME"], **(env or {})}) as memory:
             for text in texts:
                 result = memory.remember(text, kind=kind)
                 assert result.status == "created", result

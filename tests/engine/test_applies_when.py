@@ -3,6 +3,7 @@ carried by replace, exported and imported, indexed for keywords and vectors, use
 
 from __future__ import annotations
 
+import os
 import io
 import json
 
@@ -145,7 +146,7 @@ def test_a_store_from_before_the_migration_is_migrated_and_keeps_its_keyword_ind
     from cairn.stores.paths import choose_store
 
     # A store as schema 6 left it (the older Cairn's migrations, one memory written by plain SQL).
-    path = choose_store(None, cwd=project, env={}).path
+    path = choose_store(None, cwd=project, env={"CAIRN_HOME": os.environ["CAIRN_HOME"]}).path
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = db.connect(str(path))
     conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

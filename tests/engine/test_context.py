@@ -8,6 +8,7 @@ precision 0.88, recall 0.33, silence 1.00; keyword-only 0.84, 0.19, 1.00), so a 
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -425,7 +426,7 @@ def test_disabled_or_paused_gives_nothing(stocked, how):
 
 
 def test_project_without_a_store_gives_nothing_and_creates_none(project):
-    path = choose_store(None, cwd=project, env={}).path
+    path = choose_store(None, cwd=project, env={"CAIRN_HOME": os.environ["CAIRN_HOME"]}).path
     assert claude_hooks.handle("SessionStart", _payload(project, source="startup"), _env(project)) is None
     assert claude_hooks.handle("UserPromptSubmit", _payload(project, prompt="How do I deploy a release?"),
                                _env(project)) is None
@@ -491,7 +492,7 @@ def test_a_project_without_a_store_is_briefed_from_the_global_store_and_gets_no_
         pref = glob.remember("The user wants commit messages in the imperative mood", kind="preference",
                              detect=False).memory
         glob.remember("The user's laptop is a ThinkPad", kind="fact", detect=False)
-    path = choose_store(None, cwd=project, env={}).path
+    path = choose_store(None, cwd=project, env={"CAIRN_HOME": os.environ["CAIRN_HOME"]}).path
     brief = _context(claude_hooks.handle("SessionStart", _payload(project, source="startup"), _env(project)))
     assert brief.startswith("Cairn memory: this project has no store yet; your global store holds 2 current")
     assert f"[mem:{pref.id}]" in brief and "imperative mood" in brief

@@ -33,7 +33,7 @@ def backend(request) -> str:
 def fresh_store(name: str = "prop"):
     """A new store per example: a fresh data root, and on Postgres a fresh schema, dropped after."""
     with tempfile.TemporaryDirectory() as home:
-        env = {"CAIRN_STORE": f"{name}-{uuid.uuid4().hex[:12]}"}
+        env = {"CAIRN_STORE": f"{name}-{uuid.uuid4().hex[:12]}", "CAIRN_HOME": home}
         import os
 
         old = os.environ.get("CAIRN_HOME")

@@ -527,7 +527,7 @@ def test_a_store_from_before_migration_10_keeps_its_turns_findable_and_requeues_
     from cairn.storage import db
     from cairn.storage.migrations import MIGRATIONS
 
-    path = choose_store(None, cwd=project, env={}).path
+    path = choose_store(None, cwd=project, env={"CAIRN_HOME": os.environ["CAIRN_HOME"]}).path
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = db.connect(str(path))
     conn.execute("CREATE TABLE migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def test_plain_directory_uses_its_own_path(tmp_path):
 def test_cairn_store_points_two_folders_at_one_store(tmp_path, monkeypatch):
     a = git_init(tmp_path / "a")
     b = git_init(tmp_path / "b")
-    env = {"CAIRN_STORE": "shared-client"}
+    env = {**os.environ, "CAIRN_STORE": "shared-client"}
     assert choose_store(cwd=a, env=env).name == choose_store(cwd=b, env=env).name == "shared-client"
     with pytest.raises(StoreNotFound, match="cairn stores create shared-client"):
         Cairn.open(cwd=a, env=env, embedder=None)

@@ -102,7 +102,7 @@ def test_a_store_written_before_secure_delete_is_purged_when_opened(project, has
     from cairn.stores.paths import choose_store
     from cairn.text import index_text
 
-    path = choose_store(None, cwd=project, env={}).path
+    path = choose_store(None, cwd=project, env={"CAIRN_HOME": os.environ["CAIRN_HOME"]}).path
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = db.connect(str(path))
     conn.execute("PRAGMA secure_delete = OFF")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -381,9 +381,11 @@ def _query_input(request: Request, model: type[BaseModel]) -> dict[str, Any]:
 class Stores:
     """One Session per store name this server was asked for; the default one is the server's."""
 
-    def __init__(self, project_dir: Path, store: str | None):
+    def __init__(self, project_dir: Path, store: str | None, environ: Mapping[str, str] | None = None):
+        """environ: the server's environment (its root's; default cairn.process_env())."""
         self.project_dir = project_dir
-        self.default = Session(project_dir, store=store)
+        self.environ = environ
+        self.default = Session(project_dir, store=store, environ=environ)
         self._named: dict[str, Session] = {}
 
     def get(self, name: str | None) -> Session:
@@ -392,10 +394,10 @@ class Stores:
             return self.default
         if name in self._named:
             return self._named[name]
-        missing = cairn.resolve(name, cwd=self.project_dir).missing()
+        missing = cairn.resolve(name, cwd=self.project_dir, env=self.environ).missing()
         if missing is not None:
             raise missing
-        session = self._named.setdefault(name, Session(self.project_dir, store=name))
+        session = self._named.setdefault(name, Session(self.project_dir, store=name, environ=self.environ))
         session.start_warmup()
         return session
 

@@ -16,6 +16,7 @@ import hmac
 import json
 import secrets
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,9 @@ class Token:
         return data
 
 
-def tokens_path() -> Path:
-    return data_root() / "tokens.json"
+def tokens_path(env: Mapping[str, str] | None = None) -> Path:
+    """<data root>/tokens.json, in the data root of `env` (the root's; default cairn.process_env())."""
+    return data_root(env=env) / "tokens.json"
 
 
 def _digest(token: str) -> str:
@@ -74,13 +76,13 @@ def load(path: Path | None = None) -> list[Token]:
                            "move it aside and create tokens again") from None
 
 
-def _save(tokens: list[Token], path: Path | None = None) -> None:
-    path = path or tokens_path()
+def _save(tokens: list[Token], env: Mapping[str, str] | None = None) -> None:
     rows = [{**asdict(t), "stores": list(t.stores)} for t in tokens]
-    write_private(path, (json.dumps({"tokens": rows}, indent=2) + "\n").encode("utf-8"))
+    write_private(tokens_path(env), (json.dumps({"tokens": rows}, indent=2) + "\n").encode("utf-8"), env=env)
 
 
-def create(name: str, *, stores: tuple[str, ...] = (), read_only: bool = False) -> tuple[str, Token]:
+def create(name: str, *, stores: tuple[str, ...] = (), read_only: bool = False,
+           env: Mapping[str, str] | None = None) -> tuple[str, Token]:
     """A new token: (the token itself, to show once; its record, saved). stores: store names it
     is limited to (each checked as a store name; empty: every store). Raises InvalidInput
     (empty or duplicate name), InvalidStoreName."""
@@ -88,8 +90,8 @@ def create(name: str, *, stores: tuple[str, ...] = (), read_only: bool = False) 
     if not name:
         raise InvalidInput("a token needs a name (what it is for, e.g. opencode-laptop)")
     for store in stores:
-        cairn.resolve(store)  # raises InvalidStoreName for a name that is not a store name
-    tokens = load()
+        cairn.resolve(store, env=env)  # raises InvalidStoreName for a name that is not a store name
+    tokens = load(tokens_path(env))
     if any(t.name == name for t in tokens):
         raise InvalidInput(f"a token named {name!r} exists; revoke it first or choose another name")
     token_id = secrets.token_hex(4)
@@ -98,17 +100,17 @@ def create(name: str, *, stores: tuple[str, ...] = (), read_only: bool = False) 
     secret = f"{PREFIX}{token_id}_{secrets.token_urlsafe(32)}"
     record = Token(id=token_id, name=name, sha256=_digest(secret), created_at=int(time.time() * 1000),
                    read_only=read_only, stores=tuple(dict.fromkeys(stores)))
-    _save([*tokens, record])
+    _save([*tokens, record], env)
     return secret, record
 
 
-def revoke(name_or_id: str) -> Token:
+def revoke(name_or_id: str, *, env: Mapping[str, str] | None = None) -> Token:
     """Remove the token with this name or id; returns its record. Raises InvalidInput if none."""
-    tokens = load()
+    tokens = load(tokens_path(env))
     gone = [t for t in tokens if name_or_id in (t.name, t.id)]
     if not gone:
         raise InvalidInput(f"no token named {name_or_id!r} (see `cairn token list`)")
-    _save([t for t in tokens if t not in gone])
+    _save([t for t in tokens if t not in gone], env)
     return gone[0]
 
 

@@ -50,10 +50,10 @@ def _open_project_store(resolved: Resolved, *, create: bool, read_only: bool, bu
     missing (read_only on a store that does not exist: an empty stand-in in memory). Raises
     StoreNotFound (also for a missing Postgres store unless read_only), InvalidStoreName,
     StoreCorrupted, StoreBusy, SchemaTooNew, ConfigError."""
-    choice, config = resolved.choice, resolved.config
+    choice, config, env = resolved.choice, resolved.config, resolved.env
     allowed = create or not choice.explicit or choice.name == GLOBAL_STORE
     meta = {"project_root": str(choice.project_root)} if choice.project_root else {}
-    on_postgres = backend_of(choice.name, config, project=True) == "postgres"
+    on_postgres = backend_of(choice.name, config, project=True, env=env) == "postgres"
     absent = None if create else resolved.missing()
     if absent is not None:
         raise absent
@@ -61,7 +61,7 @@ def _open_project_store(resolved: Resolved, *, create: bool, read_only: bool, bu
     if on_postgres:
         try:
             opened = open_store(choice.name, choice.path, config, create=allowed and not read_only,
-                                project=True, meta=meta)
+                                project=True, meta=meta, env=env)
         except StoreNotFound:
             if not read_only:
                 raise StoreNotFound(
@@ -74,7 +74,7 @@ def _open_project_store(resolved: Resolved, *, create: bool, read_only: bool, bu
     if not on_postgres or missing:
         opened = open_store(choice.name, Path(":memory:") if missing else choice.path, config,
                             create=allowed or missing, project=True, meta=meta, backend="sqlite",
-                            busy_timeout_ms=busy_ms)
+                            busy_timeout_ms=busy_ms, env=env)
     return opened, missing
 
 
@@ -83,13 +83,16 @@ class Engine:
 
     Open with `Cairn.open(...)` (api.Cairn, this engine with the review queue and captured sessions);
     close with `close()` or use as a context manager. embedder None means keyword-only. `choice`
-    records which store and why.
+    records which store and why. env: the environment it was opened in (None: environment.
+    process_env()), which names the data root that holds the global store.
     """
 
     def __init__(self, store: Store, *, choice: StoreChoice, embedder: Embedder | None, config: dict[str, Any],
-                 ranking: RankingConfig | None = None, check_model: bool = True):
+                 ranking: RankingConfig | None = None, check_model: bool = True,
+                 env: Mapping[str, str] | None = None):
         self.store = store
         self.choice = choice
+        self.env = env
         self.embedder = embedder
         self.config = config
         self.ranking = ranking or for_model(RankingConfig(candidates=config["recall"]["candidates"]),
@@ -124,8 +127,10 @@ class Engine:
         """Open the chosen store (explicit name > CAIRN_STORE > git toplevel > cwd).
 
         resolved: what the caller's composition root already decided (compose.resolve); then store,
-        cwd, env and config are not consulted. create: allow creating an explicitly named store.
-        Stores derived from the working directory and the global store are created on first open.
+        cwd and config are not consulted, and env only when `resolved` carries none. The engine
+        keeps that env (`env`): the global store is found in its data root. create: allow creating
+        an explicitly named store. Stores derived from the working directory and the global store
+        are created on first open.
         embedder: "auto" (compose.embedder_from_config: the configured model, loaded lazily), None
         (keyword-only), or an Embedder. check_model: refuse a store embedded with another model
         (False only for `reembed`). read_only: for commands that only read: a project store that does
@@ -136,13 +141,16 @@ class Engine:
         ConfigError.
         """
         resolved = resolved or resolve(store, cwd=cwd, env=env, config=config)
+        if resolved.env is None and env is not None:  # a Resolved built by hand, and the env beside it
+            resolved = replace(resolved, env=env)
         choice, config = resolved.choice, resolved.config
         if isinstance(embedder, str):  # "auto"
             embedder = embedder_from_config(config)
         busy_ms = config["store"]["busy_timeout_ms"] if busy_timeout_ms is None else busy_timeout_ms
         opened, missing = _open_project_store(resolved, create=create, read_only=read_only, busy_ms=busy_ms)
         try:
-            engine = cls(opened, choice=choice, embedder=embedder, config=config, check_model=check_model)
+            engine = cls(opened, choice=choice, embedder=embedder, config=config, check_model=check_model,
+                         env=resolved.env)
             engine._busy_timeout_ms = busy_ms
             engine.exists = not missing
             return engine
@@ -202,12 +210,12 @@ class Engine:
         if self.store.name == GLOBAL_STORE:
             return self.store
         if self._global is None:
-            path = store_path(GLOBAL_STORE)
-            on_postgres = backend_of(GLOBAL_STORE, self.config, project=False) == "postgres"
+            path = store_path(GLOBAL_STORE, env=self.env)
+            on_postgres = backend_of(GLOBAL_STORE, self.config, project=False, env=self.env) == "postgres"
             if not create and not on_postgres and not path.exists():
                 return None
             self._global = open_store(GLOBAL_STORE, path, self.config, create=True, project=False,
-                                      busy_timeout_ms=self._busy_timeout_ms)
+                                      busy_timeout_ms=self._busy_timeout_ms, env=self.env)
             self._check_fingerprint(self._global)
         return self._global
 

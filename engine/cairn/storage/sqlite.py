@@ -41,8 +41,8 @@ def _applies(value: str | None) -> tuple[str, ...]:
     return tuple(json.loads(value)) if value else ()
 
 
-def _in_data_root(path: Path) -> bool:
-    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(home.data_root()))
+def _in_data_root(path: Path, data_root: Path | None) -> bool:
+    return data_root is not None and Path(os.path.realpath(path)).is_relative_to(os.path.realpath(data_root))
 
 
 def secure_files(path: Path) -> None:
@@ -111,22 +111,28 @@ class SqliteStore(SqlStore):
         busy_timeout_ms: int = db.BUSY_TIMEOUT_MS,
         vector_backend: str = "auto",
         meta: dict[str, str] | None = None,
+        data_root: Path | None = None,
     ) -> SqliteStore:
         """Open (and migrate) the store file at `path`.
 
         create: make the file if missing (else raise StoreNotFound). meta: key/values recorded on
         creation (project path, ...). vector_backend: "auto", "sqlite-vec" or "numpy"; an existing
-        store keeps the backend it was created with.
-        Raises StoreNotFound, StoreCorrupted, SchemaTooNew.
+        store keeps the backend it was created with. data_root: the data root the caller found
+        (stores/: home.data_root(env)); a file under it has the root checked and tightened and its
+        folders made 0700 (home.secure_root). None: the file is not in a data root (its folder is
+        made as the umask says; the file itself is 0600 all the same).
+        Raises StoreNotFound, StoreCorrupted, SchemaTooNew, UnsafeDataRoot.
         """
         in_memory = str(path) == ":memory:"
-        if not in_memory and _in_data_root(path):
-            home.ensure_data_root()  # refuses a root owned by another user; tightens an old install
+        in_root = not in_memory and _in_data_root(path, data_root)
+        if in_root:
+            assert data_root is not None
+            home.secure_root(data_root)  # refuses a root owned by another user; tightens an old install
         if not path.exists() and not in_memory:
             if not create:
                 raise StoreNotFound(f"store {name!r} does not exist ({path})")
-            if _in_data_root(path):
-                home.private_dir(path.parent)
+            if in_root:
+                home.private_dir(path.parent, root=data_root)
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
         elif path.is_dir():

@@ -2,6 +2,8 @@
 the stores of the data root.
 
 These open a store by its name, without an engine (`Cairn`), and hold it only for the operation.
+Each takes `env`: the environment naming the data root, the user config and CAIRN_POSTGRES_URL
+(default: environment.process_env()); a composition root passes its own.
 The engine imports `scrubbed_rows` from here: an import into a store on Postgres scrubs as a migration
 does.
 """
@@ -12,14 +14,14 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from ..config import load_config
 from ..errors import CairnError, InvalidInput, MemoryNotFound, StoreBusy, StoreCorrupted, StoreError, StoreNotFound
-from ..home import private_dir
+from ..home import data_root, private_dir
 from ..models import Memory, Proposal, TurnDraft, session_keys
 from ..storage.db import BUSY_TIMEOUT_MS, DatabaseError
 from ..storage.migrations import MIGRATIONS
@@ -40,23 +42,23 @@ def no_progress(items: Iterable[Any], total: int) -> Iterable[Any]:
     return items
 
 
-def list_stores() -> list[dict[str, Any]]:
+def list_stores(*, env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """Every store of the data root: its store files and the stores it marks as on Postgres (the
     server from $CAIRN_POSTGRES_URL or the user config): {name, path, backend, project_root, and
     its counts}, or {name, path, backend, error} for one that cannot be opened. Opens nothing for
     writing, creates nothing."""
     rows: list[dict[str, Any]] = []
-    postgres = set(postgres_names())
+    postgres = set(postgres_names(env=env))
     config: dict[str, Any] | None = None
-    for name in sorted({p.stem for p in stores_dir().glob("*.db")} | postgres):
+    for name in sorted({p.stem for p in stores_dir(env=env).glob("*.db")} | postgres):
         backend = "postgres" if name in postgres else "sqlite"
-        path = store_path(name)
+        path = store_path(name, env=env)
         try:
             if backend == "postgres":
-                config = config if config is not None else load_config()
-                store = open_store(name, path, config, create=False, project=False, backend="postgres")
+                config = config if config is not None else load_config(env=env)
+                store = open_store(name, path, config, create=False, project=False, backend="postgres", env=env)
             else:
-                store = SqliteStore.open(path, name=name, create=False)
+                store = _open_sqlite(path, name, create=False, env=env)
         except CairnError as exc:
             rows.append({"name": name, "path": str(path), "backend": backend, "error": str(exc)})
             continue
@@ -68,21 +70,30 @@ def list_stores() -> list[dict[str, Any]]:
     return rows
 
 
-def delete_store(name: str) -> Path:
+def _open_sqlite(path: Path, name: str, *, create: bool, env: Mapping[str, str] | None,
+                 busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> SqliteStore:
+    """The SQLite store file `path`, opened as a file of the data root of `env`."""
+    return SqliteStore.open(path, name=name, create=create, busy_timeout_ms=busy_timeout_ms,
+                            data_root=data_root(env=env))
+
+
+def delete_store(name: str, *, env: Mapping[str, str] | None = None) -> Path:
     """Delete the store NAME: its database file and its -wal/-shm files, or on Postgres its schema
     and the data root's marker. Returns the path. Raises InvalidStoreName, StoreNotFound."""
-    path = store_path(validate_store_name(name))
-    if marker_path(name).exists():
+    path = store_path(validate_store_name(name), env=env)
+    marker = marker_path(name, env=env)
+    if marker.exists():
         from ..storage.postgres import PgStore
 
-        store = open_store(name, path, load_config(), create=False, project=False, backend="postgres")
+        store = open_store(name, path, load_config(env=env), create=False, project=False, backend="postgres",
+                           env=env)
         try:
             assert isinstance(store, PgStore)
             store.drop()
         finally:
             store.close()
-        marker_path(name).unlink()
-        return marker_path(name)
+        marker.unlink()
+        return marker
     if not path.exists():
         raise StoreNotFound(f"store {name!r} does not exist ({path})")
     for suffix in ("", "-wal", "-shm"):
@@ -90,28 +101,28 @@ def delete_store(name: str) -> Path:
     return path
 
 
-def rename_store(old: str, new: str) -> Path:
+def rename_store(old: str, new: str, *, env: Mapping[str, str] | None = None) -> Path:
     """Rename the store OLD to NEW: its files and its recorded name. Returns the new path. A store
     on Postgres is shared: only this data root's entry is renamed (the marker NEW.postgres names the
     same schema), so this machine calls it NEW while the team's other machines keep their names;
     no server is contacted. Raises InvalidStoreName, StoreNotFound, StoreError (NEW exists)."""
-    source, target = store_path(validate_store_name(old)), store_path(validate_store_name(new))
-    if marker_path(new).exists():
+    source, target = store_path(validate_store_name(old), env=env), store_path(validate_store_name(new), env=env)
+    if marker_path(new, env=env).exists():
         raise StoreError(f"store {new!r} already exists (on Postgres); delete or rename it first")
-    if marker_path(old).exists():
+    if marker_path(old, env=env).exists():
         from ..storage.postgres import schema_for
 
         if target.exists():
             raise StoreError(f"store {new!r} already exists ({target}); delete or rename it first")
 
-        write_marker(new, marker_schema(old) or schema_for(old))
-        marker_path(old).unlink()
-        return marker_path(new)
+        write_marker(new, marker_schema(old, env=env) or schema_for(old), env=env)
+        marker_path(old, env=env).unlink()
+        return marker_path(new, env=env)
     if not source.exists():
         raise StoreNotFound(f"store {old!r} does not exist ({source})")
     if target.exists():
         raise StoreError(f"store {new!r} already exists ({target}); delete or rename it first")
-    store = SqliteStore.open(source, name=old, create=False)
+    store = _open_sqlite(source, old, create=False, env=env)
     try:
         store.set_meta("name", new)
     finally:
@@ -122,7 +133,8 @@ def rename_store(old: str, new: str) -> Path:
     return target
 
 
-def create_store(name: str, *, postgres: str | None = None) -> tuple[Path | str, bool]:
+def create_store(name: str, *, postgres: str | None = None,
+                 env: Mapping[str, str] | None = None) -> tuple[Path | str, bool]:
     """Create the named store (for --store / CAIRN_STORE). Returns (path, whether it was created
     now: False when it already existed).
 
@@ -130,33 +142,35 @@ def create_store(name: str, *, postgres: str | None = None) -> tuple[Path | str,
     of its own) and the data root records that store NAME lives on Postgres, without the URL;
     later opens take the URL from $CAIRN_POSTGRES_URL or the config's store.postgres_url. The
     "path" returned is then `postgres:<schema>`. Raises InvalidStoreName, StoreError (no server)."""
-    path = store_path(validate_store_name(name))
+    path = store_path(validate_store_name(name), env=env)
     if postgres is not None:
         from ..storage.postgres import PgStore, schema_for
 
         existed = PgStore.exists(postgres, name)
-        store = open_store(name, path, load_config(), create=True, project=False, backend="postgres", url=postgres)
+        store = open_store(name, path, load_config(env=env), create=True, project=False, backend="postgres",
+                           url=postgres, env=env)
         try:
-            write_marker(name, schema_for(name))
+            write_marker(name, schema_for(name), env=env)
             return store.path, not existed
         finally:
             store.close()
     existed = path.exists()
-    SqliteStore.open(path, name=name, create=True).close()
+    _open_sqlite(path, name, create=True, env=env).close()
     return path, not existed
 
 
-def _store_spec(spec: str) -> tuple[str, str]:
+def _store_spec(spec: str, env: Mapping[str, str] | None) -> tuple[str, str]:
     """"NAME", "sqlite:NAME" or "postgres:NAME" -> (backend, name); a bare NAME is on the backend
     the data root records for it. Raises InvalidStoreName."""
     backend, _, name = spec.rpartition(":")
     if backend and backend not in ("sqlite", "postgres"):
         raise InvalidInput(f"{spec!r}: a store is NAME, sqlite:NAME or postgres:NAME")
     validate_store_name(name)
-    return backend or ("postgres" if marker_path(name).exists() else "sqlite"), name
+    return backend or ("postgres" if marker_path(name, env=env).exists() else "sqlite"), name
 
 
-def migrate_store(source: str, target: str, *, progress: Progress = no_progress) -> dict[str, Any]:
+def migrate_store(source: str, target: str, *, progress: Progress = no_progress,
+                  env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Copy store `source` into the new store `target`, across backends, losslessly: every memory
     with its history (both times, supersession links, tombstones, asserted valid_to), tags, vectors
     (copied, not recomputed), the recorded model and fingerprint, the project root, the review
@@ -168,13 +182,15 @@ def migrate_store(source: str, target: str, *, progress: Progress = no_progress)
     left as it was. Returns {"source", "target", "path", "memories", "vectors", "dismissals",
     "proposals", "sessions", "turns"}.
     Raises InvalidInput, StoreNotFound, StoreError (the target exists and holds memories or sessions)."""
-    (src_backend, src_name), (dst_backend, dst_name) = _store_spec(source), _store_spec(target)
+    (src_backend, src_name), (dst_backend, dst_name) = _store_spec(source, env), _store_spec(target, env)
     if (src_backend, src_name) == (dst_backend, dst_name):
         raise InvalidInput("source and target are the same store")
-    config = load_config()
-    src = open_store(src_name, store_path(src_name), config, create=False, project=False, backend=src_backend)
+    config = load_config(env=env)
+    src = open_store(src_name, store_path(src_name, env=env), config, create=False, project=False,
+                     backend=src_backend, env=env)
     try:
-        dst = open_store(dst_name, store_path(dst_name), config, create=True, project=False, backend=dst_backend)
+        dst = open_store(dst_name, store_path(dst_name, env=env), config, create=True, project=False,
+                         backend=dst_backend, env=env)
         try:
             if dst.counts()["total"] or dst.session_totals()["sessions"]:
                 raise StoreError(f"target store {target!r} already holds memories; migrate into a new store")
@@ -187,9 +203,9 @@ def migrate_store(source: str, target: str, *, progress: Progress = no_progress)
     if dst_backend == "postgres":
         from ..storage.postgres import schema_for
 
-        write_marker(dst_name, schema_for(dst_name))
+        write_marker(dst_name, schema_for(dst_name), env=env)
     else:
-        marker_path(dst_name).unlink(missing_ok=True)
+        marker_path(dst_name, env=env).unlink(missing_ok=True)
     return {"source": source, "target": target, "path": dst_path, **copied}
 
 
@@ -308,14 +324,14 @@ def _stamp() -> str:
     return time.strftime(_BACKUP_TIME, time.gmtime(ms / 1000)) + f"{ms % 1000:03d}Z"
 
 
-def backups_of(name: str) -> list[Path]:
+def backups_of(name: str, *, env: Mapping[str, str] | None = None) -> list[Path]:
     """The backup files `cairn backup` made of store NAME, oldest first."""
     pattern = re.compile(rf"^{re.escape(name)}-\d{{8}}T\d{{9}}Z\.db$")
-    folder = backups_dir()
+    folder = backups_dir(env=env)
     return sorted(p for p in folder.glob("*.db") if pattern.match(p.name)) if folder.is_dir() else []
 
 
-def backup_store(name: str, *, keep: int | None = None) -> dict[str, Any]:
+def backup_store(name: str, *, keep: int | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Back up store NAME into <data root>/backups/NAME-<UTC time>.db (0600) with SQLite's online
     backup API: a consistent copy, safe while sessions write. A store on Postgres is copied into such
     a file too (no pg_dump: everything `migrate-store` copies, read in one repeatable-read snapshot
@@ -325,31 +341,32 @@ def backup_store(name: str, *, keep: int | None = None) -> dict[str, Any]:
     StoreError, ConfigError (a Postgres store and no server URL)."""
     if keep is not None and keep < 1:
         raise InvalidInput("keep must be at least 1")
-    path = store_path(validate_store_name(name))
-    if marker_path(name).exists():
-        target, counts = _backup_postgres(name)
+    path = store_path(validate_store_name(name), env=env)
+    if marker_path(name, env=env).exists():
+        target, counts = _backup_postgres(name, env)
     else:
-        store = SqliteStore.open(path, name=name, create=False)
+        store = _open_sqlite(path, name, create=False, env=env)
         try:
-            target = private_dir(backups_dir()) / f"{name}-{_stamp()}.db"
+            target = private_dir(backups_dir(env=env), env=env) / f"{name}-{_stamp()}.db"
             store.backup_to(target)
             counts = store.counts()
         finally:
             store.close()
-    removed = [str(p) for p in backups_of(name)[:-keep]] if keep else []
+    removed = [str(p) for p in backups_of(name, env=env)[:-keep]] if keep else []
     for old in removed:
         Path(old).unlink(missing_ok=True)
     return {"store": name, "path": str(target), "bytes": target.stat().st_size, "counts": counts, "removed": removed}
 
 
-def _backup_postgres(name: str) -> tuple[Path, dict[str, int]]:
+def _backup_postgres(name: str, env: Mapping[str, str] | None) -> tuple[Path, dict[str, int]]:
     """Copy Postgres store NAME into a new SQLite backup file: (its path, the store's counts)."""
-    src = open_store(name, store_path(name), load_config(), create=False, project=False, backend="postgres")
+    src = open_store(name, store_path(name, env=env), load_config(env=env), create=False, project=False,
+                     backend="postgres", env=env)
     try:
-        target = private_dir(backups_dir()) / f"{name}-{_stamp()}.db"
+        target = private_dir(backups_dir(env=env), env=env) / f"{name}-{_stamp()}.db"
         tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
         try:
-            dst = SqliteStore.open(tmp, name=name, create=True)
+            dst = _open_sqlite(tmp, name, create=True, env=env)
             try:
                 with src.snapshot():
                     _copy_store(src, dst)
@@ -368,7 +385,7 @@ def _backup_postgres(name: str) -> tuple[Path, dict[str, int]]:
 
 
 def restore_store(source: str | Path, *, name: str | None = None, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
-                  bring_back_forgotten: bool = False) -> dict[str, Any]:
+                  bring_back_forgotten: bool = False, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Make store NAME (default: the name recorded in the backup) hold exactly what the backup file
     `source` holds: memories, history, tombstones, review verdicts.
 
@@ -386,25 +403,25 @@ def restore_store(source: str | Path, *, name: str | None = None, busy_timeout_m
     unreadable: StoreBusy, and nothing is moved or changed.
     Raises InvalidInput (no such file), InvalidStoreName, SchemaTooNew, StoreCorrupted, StoreBusy."""
     source = Path(source)
-    name = _backup_name(source, name)
-    target = store_path(name)
+    name = _backup_name(source, name, env)
+    target = store_path(name, env=env)
     aside: Path | None = None
     forgotten: dict[str, Memory] = {}  # forgotten in the store being replaced (unknown when unreadable)
     if target.exists():
-        aside = private_dir(backups_dir()) / f"{name}-replaced-{_stamp()}.db"
-        forgotten = _restore_over(target, aside, source, name, busy_timeout_ms)
+        aside = private_dir(backups_dir(env=env), env=env) / f"{name}-replaced-{_stamp()}.db"
+        forgotten = _restore_over(target, aside, source, name, busy_timeout_ms, env)
     if not target.exists():
-        private_dir(target.parent)
+        private_dir(target.parent, env=env)
         copy = SqliteStore.open_file_copy(source, target)
         copy.close()
-    back, counts = _settle_restored(target, name, forgotten, bring_back_forgotten)
+    back, counts = _settle_restored(target, name, forgotten, bring_back_forgotten, env)
     return {"store": name, "path": str(target), "source": str(source),
             "replaced_kept_at": str(aside) if aside else None, "schema_version": len(MIGRATIONS), "counts": counts,
             "forgotten": [{"id": m.id, "kind": m.kind, "forgotten_at": m.forgotten_at} for m in back],
             "forgotten_brought_back": bring_back_forgotten}
 
 
-def _backup_name(source: Path, name: str | None) -> str:
+def _backup_name(source: Path, name: str | None, env: Mapping[str, str] | None) -> str:
     """The store name a restore of the backup file `source` writes: `name`, else the one the backup
     records. Raises InvalidInput (no such file), StoreCorrupted (its integrity check fails),
     InvalidStoreName, StoreError (a store on Postgres)."""
@@ -414,7 +431,7 @@ def _backup_name(source: Path, name: str | None) -> str:
     if info["integrity"] != "ok":
         raise StoreCorrupted(f"{source} fails its integrity check ({info['integrity']}); not restored")
     name = validate_store_name(name or str(info["name"] or source.stem.rsplit("-", 1)[0]))
-    if marker_path(name).exists():
+    if marker_path(name, env=env).exists():
         raise StoreError(
             f"store {name!r} is on Postgres, shared with the team: a backup is not restored over it. Restore "
             f"it as a local store (`cairn restore {source} --store {name}-restored`), check it, then copy it "
@@ -422,7 +439,8 @@ def _backup_name(source: Path, name: str | None) -> str:
     return name
 
 
-def _restore_over(target: Path, aside: Path, source: Path, name: str, busy_timeout_ms: int) -> dict[str, Memory]:
+def _restore_over(target: Path, aside: Path, source: Path, name: str, busy_timeout_ms: int,
+                  env: Mapping[str, str] | None) -> dict[str, Memory]:
     """Restore `source` over the existing store file `target`, kept aside first as `aside`: a readable
     store is backed up there and overwritten in place, an unreadable one's files are moved there
     (and `target` is then gone). Returns the memories forgotten in it ({id: tombstone}; none known
@@ -430,7 +448,7 @@ def _restore_over(target: Path, aside: Path, source: Path, name: str, busy_timeo
     live: SqliteStore | None = None
     forgotten: dict[str, Memory] = {}
     try:
-        live = SqliteStore.open(target, name=name, create=False, busy_timeout_ms=busy_timeout_ms)
+        live = _open_sqlite(target, name, create=False, busy_timeout_ms=busy_timeout_ms, env=env)
         live.backup_to(aside)
         forgotten = {m.id: m for m, _ in live.iter_rows() if m.forgotten_at is not None}
     except StoreBusy:
@@ -464,12 +482,12 @@ def _restore_over(target: Path, aside: Path, source: Path, name: str, busy_timeo
     return forgotten
 
 
-def _settle_restored(target: Path, name: str, forgotten: dict[str, Memory],
-                     bring_back_forgotten: bool) -> tuple[list[Memory], dict[str, int]]:
+def _settle_restored(target: Path, name: str, forgotten: dict[str, Memory], bring_back_forgotten: bool,
+                     env: Mapping[str, str] | None) -> tuple[list[Memory], dict[str, int]]:
     """Open the restored store `target` (which migrates an older schema), record its name, and erase
     again each memory of `forgotten` it holds unforgotten, unless bring_back_forgotten. Returns
     (those memories' tombstones, the store's counts)."""
-    restored = SqliteStore.open(target, name=name, create=False)  # migrates an older schema
+    restored = _open_sqlite(target, name, create=False, env=env)  # migrates an older schema
     back: list[Memory] = []
     try:
         if restored.get_meta("name") != name:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..environment import or_process
 from ..errors import ConfigError, StoreError
-from ..home import private_dir, write_private
+from ..home import data_root, private_dir, write_private
 from .paths import GLOBAL_STORE, stores_dir, validate_store_name
 from ..timeutil import now_ms
 
@@ -30,38 +30,42 @@ URL_ENV = "CAIRN_POSTGRES_URL"
 BACKENDS = ("sqlite", "postgres")
 
 
-def marker_path(name: str) -> Path:
-    """The data root's record that store `name` lives on Postgres (no URL in it)."""
-    return stores_dir() / f"{validate_store_name(name)}.postgres"
+def marker_path(name: str, env: Mapping[str, str] | None = None) -> Path:
+    """The data root's record that store `name` lives on Postgres (no URL in it). env: the
+    environment naming the data root (default: environment.process_env()), as for every function
+    here that takes one."""
+    return stores_dir(env=env) / f"{validate_store_name(name)}.postgres"
 
 
-def write_marker(name: str, schema: str) -> Path:
-    path = marker_path(name)
-    private_dir(path.parent)
-    write_private(path, json.dumps({"backend": "postgres", "schema": schema, "created_at": now_ms()}).encode())
+def write_marker(name: str, schema: str, env: Mapping[str, str] | None = None) -> Path:
+    """Record that store `name` lives on Postgres in `schema`. Returns the marker's path."""
+    path = marker_path(name, env=env)
+    private_dir(path.parent, env=env)
+    write_private(path, json.dumps({"backend": "postgres", "schema": schema, "created_at": now_ms()}).encode(),
+                  env=env)
     return path
 
 
-def marker_schema(name: str) -> str | None:
+def marker_schema(name: str, env: Mapping[str, str] | None = None) -> str | None:
     """The schema the data root's marker names for store `name` (None: no marker, or one written
     before markers were read). A renamed store keeps the schema it was created with: `cairn stores
     rename` renames only this machine's entry, never the shared schema other machines open."""
     try:
-        schema = json.loads(marker_path(name).read_text()).get("schema")
+        schema = json.loads(marker_path(name, env=env).read_text()).get("schema")
     except (OSError, ValueError, AttributeError):
         return None
     return schema if isinstance(schema, str) and schema else None
 
 
-def postgres_names() -> list[str]:
+def postgres_names(env: Mapping[str, str] | None = None) -> list[str]:
     """Stores the data root marks as on Postgres, by name."""
-    folder = stores_dir()
+    folder = stores_dir(env=env)
     return sorted(p.stem for p in folder.glob("*.postgres")) if folder.is_dir() else []
 
 
-def backend_of(name: str, config: Mapping[str, Any], *, project: bool) -> str:
+def backend_of(name: str, config: Mapping[str, Any], *, project: bool, env: Mapping[str, str] | None = None) -> str:
     """"sqlite" or "postgres" for store `name`. project: it is the store the config was loaded for."""
-    if marker_path(name).exists():
+    if marker_path(name, env=env).exists():
         return "postgres"
     if project and name != GLOBAL_STORE:
         return config["store"].get("backend", "sqlite")
@@ -81,21 +85,25 @@ def postgres_url(config: Mapping[str, Any] | None = None, env: Mapping[str, str]
 
 def open_store(name: str, path: Path, config: Mapping[str, Any], *, create: bool, project: bool,
                meta: dict[str, str] | None = None, backend: str | None = None,
-               url: str | None = None, busy_timeout_ms: int | None = None) -> StoreBackend:
+               url: str | None = None, busy_timeout_ms: int | None = None,
+               env: Mapping[str, str] | None = None) -> StoreBackend:
     """Open store `name` on its backend (backend_of, unless `backend` is given). path: its SQLite
-    file (unused on Postgres). url: the Postgres URL (default: postgres_url(config)). busy_timeout_ms:
-    SQLite's lock wait (default: the config's store.busy_timeout_ms; hooks pass a shorter one).
-    Raises StoreNotFound, StoreCorrupted, SchemaTooNew, StoreError, ConfigError."""
-    backend = backend or backend_of(name, config, project=project)
+    file (unused on Postgres). url: the Postgres URL (default: postgres_url(config, env)).
+    busy_timeout_ms: SQLite's lock wait (default: the config's store.busy_timeout_ms; hooks pass a
+    shorter one). env: the environment naming the data root (which holds the markers, and whose
+    owner-only modes a file in it gets) and CAIRN_POSTGRES_URL (default: environment.process_env()).
+    Raises StoreNotFound, StoreCorrupted, SchemaTooNew, StoreError, ConfigError, UnsafeDataRoot."""
+    backend = backend or backend_of(name, config, project=project, env=env)
     if backend == "postgres":
         from ..storage.postgres import PgStore
 
-        return PgStore.open(url or postgres_url(config), name=name, create=create, meta=meta,
-                            language=config["store"].get("language", "english"), schema=marker_schema(name))
+        return PgStore.open(url or postgres_url(config, env=env), name=name, create=create, meta=meta,
+                            language=config["store"].get("language", "english"), schema=marker_schema(name, env=env))
     if backend != "sqlite":
         raise StoreError(f"unknown store backend {backend!r}; expected one of: {', '.join(BACKENDS)}")
     from ..storage.sqlite import SqliteStore
 
     busy = config["store"]["busy_timeout_ms"] if busy_timeout_ms is None else busy_timeout_ms
+    root = None if str(path) == ":memory:" else data_root(env=env)
     return SqliteStore.open(path, name=name, create=create, meta=meta, busy_timeout_ms=busy,
-                      vector_backend=config["store"]["vector_backend"])
+                            vector_backend=config["store"]["vector_backend"], data_root=root)

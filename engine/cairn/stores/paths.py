@@ -27,12 +27,14 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SLUG_UNSAFE = re.compile(r"[^a-z0-9]+")
 
 
-def stores_dir() -> Path:
-    return data_root() / "stores"
+def stores_dir(env: Mapping[str, str] | None = None) -> Path:
+    """<data root>/stores, the data root of `env` (default: environment.process_env()). Raises UnsafeDataRoot."""
+    return data_root(env=env) / "stores"
 
 
-def backups_dir() -> Path:
-    return data_root() / "backups"
+def backups_dir(env: Mapping[str, str] | None = None) -> Path:
+    """<data root>/backups, the data root of `env` (default: environment.process_env()). Raises UnsafeDataRoot."""
+    return data_root(env=env) / "backups"
 
 
 def validate_store_name(name: str) -> str:
@@ -45,8 +47,10 @@ def validate_store_name(name: str) -> str:
     return name
 
 
-def store_path(name: str) -> Path:
-    return stores_dir() / f"{validate_store_name(name)}.db"
+def store_path(name: str, env: Mapping[str, str] | None = None) -> Path:
+    """The SQLite file of store `name` in the data root of `env` (default: environment.process_env()).
+    Raises InvalidStoreName, UnsafeDataRoot."""
+    return stores_dir(env=env) / f"{validate_store_name(name)}.db"
 
 
 @dataclass(frozen=True)
@@ -88,14 +92,15 @@ def project_store_name(root: Path) -> str:
 
 def choose_store(explicit: str | None = None, *, cwd: Path | None = None,
                  env: Mapping[str, str] | None = None) -> StoreChoice:
-    """Pick the store by the documented order. env: the environment whose CAIRN_STORE counts
-    (default: environment.process_env()). Raises InvalidStoreName."""
+    """Pick the store by the documented order. env: the environment whose CAIRN_STORE and data root
+    count (default: environment.process_env()). Raises InvalidStoreName."""
     env = or_process(env)
     if explicit is not None:
-        return StoreChoice(validate_store_name(explicit), store_path(explicit), "--store option", True, None)
+        return StoreChoice(validate_store_name(explicit), store_path(explicit, env=env), "--store option", True, None)
     if env.get("CAIRN_STORE"):
         name = env["CAIRN_STORE"]
-        return StoreChoice(validate_store_name(name), store_path(name), "CAIRN_STORE environment variable", True, None)
+        return StoreChoice(validate_store_name(name), store_path(name, env=env), "CAIRN_STORE environment variable",
+                           True, None)
     root, how = project_root(cwd or Path.cwd())
     name = project_store_name(root)
-    return StoreChoice(name, store_path(name), f"{how} {root}", False, root)
+    return StoreChoice(name, store_path(name, env=env), f"{how} {root}", False, root)

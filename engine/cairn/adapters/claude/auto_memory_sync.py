@@ -57,7 +57,7 @@ def sync_lock(memory: Cairn, *, wait: bool) -> Iterator[bool]:
     except ImportError:
         yield True
         return
-    folder = private_dir(data_root() / "claude-memory-locks")
+    folder = private_dir(data_root(env=memory.env) / "claude-memory-locks", env=memory.env)
     key = hashlib.sha256(str(memory.choice.path).encode()).hexdigest()[:32]
     with open(folder / f"{key}.lock", "a") as handle:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,14 +26,14 @@ def _count_usage(memory: Cairn, session_id: str, cited: list[str]) -> int:
     Returns how many citations were counted. The state is re-read just before it is written, and
     only the ids counted are taken off it, so a hook saving it meanwhile loses nothing but in
     that narrow window (counts are best effort; the context is what matters)."""
-    state = SessionState(session_id)
+    state = SessionState(session_id, memory.env)
     uncounted = list(state.uncounted)
     if uncounted:
         memory.record_injected(uncounted)
     injected = set(state.injected) | set(uncounted)
     counted = memory.record_cited([i for i in cited if i in injected]) if cited and injected else 0
     if uncounted:
-        fresh = SessionState(session_id)
+        fresh = SessionState(session_id, memory.env)
         fresh.uncounted = fresh.uncounted[len(uncounted):] if fresh.uncounted[:len(uncounted)] == uncounted \
             else [i for i in fresh.uncounted if i not in set(uncounted)]
         fresh.save()
@@ -41,7 +41,7 @@ def _count_usage(memory: Cairn, session_id: str, cited: list[str]) -> int:
 
 
 @contextlib.contextmanager
-def _capture_lock(session_id: str) -> Iterator[None]:
+def _capture_lock(session_id: str, env: Mapping[str, str]) -> Iterator[None]:
     """One capture of a session at a time (an exclusive lock on a file per session, waited for):
     Stop hooks fired while a long capture runs then read only what it left, instead of each
     scrubbing and embedding the same turns again (they would be dropped as duplicates)."""
@@ -50,7 +50,7 @@ def _capture_lock(session_id: str) -> Iterator[None]:
     except ImportError:  # not Unix: the uuids still keep captures idempotent
         yield
         return
-    folder = private_dir(data_root() / "capture-locks")
+    folder = private_dir(data_root(env=env) / "capture-locks", env=env)
     with open(private_file(folder / f"{digest(session_id)}.lock"), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -67,8 +67,10 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
     hooks.enabled or sessions.capture false. The injections this session's hooks made since the
     last capture are counted (Cairn.record_injected), and so are the memories injected into this
     session that the new assistant turns cite as [mem:ID] (Cairn.record_cited). Returns the
-    ingestion's counts, or None when nothing was done. The log gets counts, never text. Raises
-    whatever the engine raises; the caller fails open."""
+    ingestion's counts, or None when nothing was done. The log gets counts, never text. env: the
+    environment it runs in, whole (it names the data root): the hook process's, or the warm
+    process's under the hook's variables (warm.answering_env). Raises whatever the engine raises;
+    the caller fails open."""
     from cairn import Cairn
 
     session_id = str(payload.get("session_id") or "")
@@ -77,7 +79,7 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
         return None
     resolved = resolve(None, cwd=project_dir(payload, env), env=env)
     choice, config = resolved.choice, resolved.config
-    reason = disabled(choice.project_root, config, env, session_id)
+    reason = disabled(choice.project_root, config, env, session_id, env)
     if reason is None and not config["sessions"]["capture"]:
         reason = "sessions.capture is false"
     if reason:
@@ -85,7 +87,7 @@ def capture(payload: dict[str, Any], env: dict[str, str], *, embedder: Embedder 
         return None
     if embedder_for is not None:
         embedder = embedder_for(config)
-    with _capture_lock(session_id), Cairn.open(resolved=resolved, embedder=embedder) as memory:
+    with _capture_lock(session_id, env), Cairn.open(resolved=resolved, embedder=embedder) as memory:
         done = memory.sessions.ingest(path, session_id=session_id)
         cited = _count_usage(memory, session_id, done["cited"])
         if done["cited"]:  # a memory Claude cited while working on files governs them a little

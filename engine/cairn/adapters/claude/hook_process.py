@@ -202,7 +202,7 @@ def pause(args: list[str]) -> None:
     with_site_packages()
     from .session_state import set_paused
 
-    set_paused(session_id, state != "off")
+    set_paused(session_id, state != "off", process_environ())
     print(f"Cairn memory injection is {'paused' if state != 'off' else 'back on'} for this session.")
 
 

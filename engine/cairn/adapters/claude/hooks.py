@@ -96,7 +96,9 @@ class InProcessRuntime:
 
     def resolve(self, store: str | None = None, *, cwd: Path | None = None,
                 env: Mapping[str, str] | None = None) -> Resolved:
-        return resolve(store, cwd=cwd, env=env)
+        from ..warm.client import answering_env  # the hook's variables over this process's environment
+
+        return resolve(store, cwd=cwd, env=self.environ if env is None else answering_env(self.environ, env))
 
     def embedder_for(self, config: dict[str, Any]) -> Embedder | None:
         return self._embedder if config["embedding"]["enabled"] else None
@@ -133,7 +135,7 @@ def handle(event: str, payload: dict[str, Any], env: dict[str, str], runtime: Ho
         log.error("%s: %s", event, exc)
         return {"systemMessage": CONFIG_BROKEN.format(error=exc)}
     choice, config = resolved.choice, resolved.config
-    reason = disabled(choice.project_root, config, env, request.session_id)
+    reason = disabled(choice.project_root, config, env, request.session_id, resolved.env)
     clock.lap("resolve")
     if reason:
         log.info("%s: nothing injected (%s)", event, reason)
@@ -266,7 +268,7 @@ def _tool_event(memory: Cairn, request: HookRequest, hooks: dict[str, Any], embe
     """What a tool event (work.py) or a subagent's start injects."""
     event, payload = request.event, request.payload
     if event == SUBAGENT_START:
-        return subagent_start(memory, payload, request.root, hooks, SessionState(request.session_id),
+        return subagent_start(memory, payload, request.root, hooks, SessionState(request.session_id, memory.env),
                               embedder=embedder)
     text = tool_event(memory, {**payload, "hook_event_name": event}, request.root, hooks, request.state,
                       embedder=embedder)

@@ -60,7 +60,7 @@ class HookRequest:
     def state(self) -> SessionState:
         """The state this hook reads and writes: the session's, or a subagent's own (work.state_key),
         read from its file once."""
-        return SessionState(state_key(self.payload))
+        return SessionState(state_key(self.payload), self.resolved.env if self.resolved is not None else self.environ)
 
     @cached_property
     def native(self) -> NativeMemory:

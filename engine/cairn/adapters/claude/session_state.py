@@ -1,11 +1,15 @@
 """What a Claude Code session carries between hook runs: its pause, whether Cairn is off for it,
-and its state file (what its context already holds, what is left to count)."""
+and its state file (what its context already holds, what is left to count).
+
+Each lives in the data root of `environ`: the whole environment the hook is answered in (the
+request's Resolved.env, an open engine's `env`; None: cairn.process_env())."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +18,20 @@ from cairn import cited_ids, data_root, private_dir, private_file, write_private
 DISABLE_MARKER = ".cairn-disable"  # a file at a project's root: no injection in that project
 
 
-def paused_marker(session_id: str) -> Path:
+def paused_marker(session_id: str, environ: Mapping[str, str] | None = None) -> Path:
     """The file whose presence pauses Cairn for a session (<data root>/paused/<session id, made safe>)."""
-    safe = "".join(c for c in session_id if c.isalnum() or c in "-_")[:100] or "unknown"
-    return data_root() / "paused" / safe
+    return data_root(env=environ) / "paused" / _safe(session_id)
 
 
-def set_paused(session_id: str, paused: bool) -> None:
+def _safe(session_id: str) -> str:
+    return "".join(c for c in session_id if c.isalnum() or c in "-_")[:100] or "unknown"
+
+
+def set_paused(session_id: str, paused: bool, environ: Mapping[str, str] | None = None) -> None:
     """Pause Cairn for one session (/cairn:pause), or end the pause."""
-    marker = paused_marker(session_id)
+    marker = paused_marker(session_id, environ)
     if paused:
-        private_dir(marker.parent)
+        private_dir(marker.parent, env=environ)
         private_file(marker)
     else:
         marker.unlink(missing_ok=True)
@@ -36,12 +43,13 @@ def project_dir(payload: dict[str, Any], env: dict[str, str]) -> Path:
     return Path(env.get("CLAUDE_PROJECT_DIR") or payload.get("cwd") or os.getcwd())
 
 
-def disabled(root: Path | None, config: dict[str, Any], env: dict[str, str], session_id: str) -> str | None:
-    """Why Cairn is off for this session (CAIRN_PAUSE, the session's pause, DISABLE_MARKER at the
-    project's root `root`, hooks.enabled false), or None when it is on."""
+def disabled(root: Path | None, config: dict[str, Any], env: dict[str, str], session_id: str,
+             environ: Mapping[str, str] | None = None) -> str | None:
+    """Why Cairn is off for this session (CAIRN_PAUSE in the hook's `env`, the session's pause,
+    DISABLE_MARKER at the project's root `root`, hooks.enabled false), or None when it is on."""
     if env.get("CAIRN_PAUSE", "").lower() in ("1", "true", "yes", "on"):
         return "CAIRN_PAUSE is set"
-    if session_id and paused_marker(session_id).exists():
+    if session_id and paused_marker(session_id, environ).exists():
         return "paused for this session"
     if root is not None and (root / DISABLE_MARKER).exists():
         return f"{DISABLE_MARKER} in {root}"
@@ -59,8 +67,9 @@ class SessionState:
     Kept in <data root>/sessions/<session id>.json, written atomically; a missing or unreadable file
     is a fresh session."""
 
-    def __init__(self, session_id: str):
-        self.path = (data_root() / "sessions" / f"{paused_marker(session_id).name}.json") if session_id else None
+    def __init__(self, session_id: str, environ: Mapping[str, str] | None = None):
+        self.environ = environ
+        self.path = (data_root(env=environ) / "sessions" / f"{_safe(session_id)}.json") if session_id else None
         self.brief: str | None = None
         self.injected: list[str] = []
         self.uncounted: list[str] = []
@@ -96,7 +105,8 @@ class SessionState:
         write_private(self.path, json.dumps({"brief": self.brief, "injected": self.injected[-500:],
                                              "uncounted": self.uncounted[-2000:], "loaded": self.loaded,
                                              "tool_chars": self.tool_chars, "agents": self.agents,
-                                             "held": self.held, "awaiting_task": self.awaiting_task}).encode())
+                                             "held": self.held, "awaiting_task": self.awaiting_task}).encode(),
+                      env=self.environ)
 
 
 def digest(text: str) -> str:

@@ -80,7 +80,7 @@ def import_claude_transcripts(memory: Cairn, *, root: str | Path | None = None, 
             if cwd is None or not Path(cwd).is_dir():
                 totals["skipped"]["project folder gone"] += 1
                 continue
-            resolved = resolve(None, cwd=Path(cwd))
+            resolved = resolve(None, cwd=Path(cwd), env=memory.env)  # the data root `memory` was opened in
             if str(resolved.choice.path) == memory.status().path:
                 add(memory.sessions.import_folder(folder, **kwargs))
                 continue

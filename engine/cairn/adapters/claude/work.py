@@ -218,7 +218,7 @@ def subagent_start(memory: Cairn, payload: dict[str, Any], root: Path, hooks: di
         # Agent calls of one type made together (Claude's usual fan-out) start together, in no set
         # order, and SubagentStart names neither the call nor the prompt: guessing gives a subagent
         # another's memories. Its first tool call finds its prompt in its transcript (_late_task_context).
-        child = SessionState(state_key(payload))
+        child = SessionState(state_key(payload), memory.env)
         child.awaiting_task = True
         child.save()
         return None
@@ -229,7 +229,7 @@ def subagent_start(memory: Cairn, payload: dict[str, Any], root: Path, hooks: di
     parent.save()
     text = _task_context(memory, payload, root, hooks, str(task["text"]), embedder=embedder)
     if text:
-        child = SessionState(state_key(payload))
+        child = SessionState(state_key(payload), memory.env)
         child.record_injection(text)
         child.save()
     return text
@@ -245,7 +245,7 @@ def _late_task_context(memory: Cairn, payload: dict[str, Any], root: Path, hooks
         return None
     state.awaiting_task = False
     state.save()
-    parent = SessionState(str(payload.get("session_id") or ""))
+    parent = SessionState(str(payload.get("session_id") or ""), memory.env)
     task = next((t for t in parent.agents if prompt and t.get("prompt") == prompt[:4000]), None)
     if task is None:
         return None

@@ -185,7 +185,8 @@ def maintain(apply_: bool, safe_only: bool, show_status: bool, store_name: str |
         raise cairn.InvalidInput("--safe-only goes with --apply")
     # --all: SQLite and Postgres stores alike (a team store's lease keeps two machines' runs apart);
     # a store that cannot be opened (no server URL) is left out.
-    names = [row["name"] for row in cairn.list_stores() if "error" not in row] if all_stores else [store_name]
+    names = ([row["name"] for row in cairn.list_stores(env=environ()) if "error" not in row] if all_stores
+             else [store_name])
     reports = []
     for name in names:
         resolved = cairn.resolve(name, env=environ())

@@ -40,9 +40,9 @@ def serve(transport: str, host: str, port: int, store_name: str | None, cors_ori
         serve_stdio(store=store_name, environ=environ())
         return
     from .. import http
-    from ..tokens import TokenFile
+    from ..tokens import TokenFile, tokens_path
 
-    tokens = TokenFile()
+    tokens = TokenFile(tokens_path(environ()))
     try:
         http.check_bind(host, tokens)
         sock = http.bind(host, port)
@@ -58,7 +58,7 @@ def serve(transport: str, host: str, port: int, store_name: str | None, cors_ori
         policy.reads_only = reads_only
         where, stores = f"http://{_url_host(host)}:{port}/mcp", None
     else:
-        stores = http.Stores(Path.cwd(), store_name)
+        stores = http.Stores(Path.cwd(), store_name, environ())
         stores.default.start_warmup()
         app = http.rest_app(stores)
         where = f"http://{_url_host(host)}:{port}/"
@@ -91,12 +91,12 @@ def token_create(name: str, stores: tuple[str, ...], read_only: bool, as_json: b
     """Create a token called NAME and print it once: it cannot be shown again."""
     from .. import tokens
 
-    known = {s["name"] for s in cairn.list_stores()} | {cairn.GLOBAL_STORE}
+    known = {s["name"] for s in cairn.list_stores(env=environ())} | {cairn.GLOBAL_STORE}
     unknown = [s for s in stores if s not in known]
     if unknown:  # a typo would make a token that never works
         raise cairn.InvalidInput(f"no store named {', '.join(map(repr, unknown))}; the stores are: "
                                  f"{', '.join(sorted(known))} (create one with `cairn stores create NAME`)")
-    secret, record = tokens.create(name, stores=stores, read_only=read_only)
+    secret, record = tokens.create(name, stores=stores, read_only=read_only, env=environ())
 
     def human() -> None:
         click.echo(secret)
@@ -113,7 +113,7 @@ def token_list(as_json: bool) -> None:
     """The tokens on file (names and limits; never the tokens themselves)."""
     from .. import tokens
 
-    rows = [t.to_json() for t in tokens.load()]
+    rows = [t.to_json() for t in tokens.load(tokens.tokens_path(environ()))]
 
     def human() -> None:
         for r in rows:
@@ -132,7 +132,7 @@ def token_revoke(name_or_id: str, as_json: bool) -> None:
     """Revoke the token with this name or id; a running server refuses it from its next request."""
     from .. import tokens
 
-    gone = tokens.revoke(name_or_id)
+    gone = tokens.revoke(name_or_id, env=environ())
     _emit(as_json, {**gone.to_json(), "revoked": True}, lambda: click.echo(f"revoked token {gone.name} ({gone.id})"))
 
 

@@ -204,17 +204,19 @@ def stores(ctx: click.Context, as_json: bool) -> None:
     """List stores (`*` marks this folder's); `stores create NAME` makes a named store."""
     if ctx.invoked_subcommand:
         return
-    rows = cairn.list_stores()
-    current = cairn.resolve(env=_common.environ()).choice.name
+    env = _common.environ()
+    rows = cairn.list_stores(env=env)
+    current = cairn.resolve(env=env).choice.name
+    root = cairn.data_root(env=env)
 
     def human() -> None:
-        click.echo(f"data root {cairn.data_root()}")
+        click.echo(f"data root {root}")
         for r in rows:
             mark = "*" if r["name"] == current else " "
             detail = r.get("error") or f"{r['current']} current  {r.get('project_root') or ''}"
             click.echo(f"{mark} {r['name']:<40} {detail}")
 
-    _emit(as_json, {"data_root": str(cairn.data_root()), "current": current, "stores": rows}, human)
+    _emit(as_json, {"data_root": str(root), "current": current, "stores": rows}, human)
 
 
 @stores.command(name="delete")
@@ -224,7 +226,7 @@ def stores(ctx: click.Context, as_json: bool) -> None:
 def stores_delete(name: str, yes: bool, as_json: bool) -> None:
     """Delete the store NAME and every memory in it (its .db, -wal and -shm files). Asks first on a
     terminal; without one, --yes is required."""
-    rows = {r["name"]: r for r in cairn.list_stores()}
+    rows = {r["name"]: r for r in cairn.list_stores(env=_common.environ())}
     if name not in rows:
         raise cairn.InvalidInput(f"store {name!r} does not exist (see `cairn stores`)")
     if not yes:
@@ -233,7 +235,7 @@ def stores_delete(name: str, yes: bool, as_json: bool) -> None:
         current = rows[name].get("current")
         what = f"{_count(current, 'current memory', 'current memories')}" if current is not None else "its memories"
         click.confirm(f"Delete store {name!r} and {what}? This cannot be undone", abort=True, err=True)
-    path = cairn.delete_store(name)
+    path = cairn.delete_store(name, env=_common.environ())
     _emit(as_json, {"name": name, "path": str(path), "deleted": True},
           lambda: click.echo(f"deleted store {name} ({path})"))
 
@@ -246,8 +248,8 @@ def stores_rename(old: str, new: str, as_json: bool) -> None:
     """Rename the store OLD to NEW (its files and its recorded name); refuses when NEW exists. A store
     on Postgres is shared: only this machine's name for it changes (the team's other machines keep
     theirs), and no server is contacted."""
-    root = next((s.get("project_root") for s in cairn.list_stores() if s["name"] == old), None)
-    path = cairn.rename_store(old, new)
+    root = next((s.get("project_root") for s in cairn.list_stores(env=_common.environ()) if s["name"] == old), None)
+    path = cairn.rename_store(old, new, env=_common.environ())
 
     def human() -> None:
         click.echo(f"renamed store {old} to {new} ({path})")
@@ -266,7 +268,7 @@ def stores_rename(old: str, new: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see docs/cli.md).")
 def stores_create(name: str, postgres_url: str | None, as_json: bool) -> None:
     """Create the named store NAME (for CAIRN_STORE / --store), in the data root or on Postgres."""
-    path, created = cairn.create_store(name, postgres=postgres_url)
+    path, created = cairn.create_store(name, postgres=postgres_url, env=_common.environ())
     _emit(as_json, {"name": name, "path": str(path), "created": created},
           lambda: click.echo(f"{'created' if created else 'already exists:'} store {name} ({path})"))
 
@@ -282,7 +284,7 @@ def migrate_store(source: str, target: str, as_json: bool) -> None:
     store.postgres_url). A Postgres TARGET becomes where NAME opens from then on; SOURCE is left as
     it was. The review queue and captured sessions are copied too (the turns' vectors are
     recomputed)."""
-    done = cairn.migrate_store(source, target, progress=_progress)
+    done = cairn.migrate_store(source, target, progress=_progress, env=_common.environ())
     _emit(as_json, done, lambda: click.echo(
         f"copied {_count(done['memories'], 'memory', 'memories')} ({done['vectors']} vectors, "
         f"{done['dismissals']} review verdicts, "
@@ -304,10 +306,10 @@ def backup(store_name: str | None, all_stores: bool, keep: int | None, as_json: 
     if all_stores and store_name:
         raise cairn.InvalidInput("--store and --all exclude each other")
     if all_stores:
-        names = [r["name"] for r in cairn.list_stores() if "error" not in r]
+        names = [r["name"] for r in cairn.list_stores(env=_common.environ()) if "error" not in r]
     else:
         names = [cairn.resolve(store_name, env=_common.environ()).choice.name]
-    done = [cairn.backup_store(name, keep=keep) for name in names]
+    done = [cairn.backup_store(name, keep=keep, env=_common.environ()) for name in names]
 
     def human() -> None:
         if not done:
@@ -334,7 +336,8 @@ def restore(backup_file: str, store_name: str | None, as_json: bool, bring_back_
     under another name, then `migrate-store` it); the replaced store is kept in <data root>/backups/.
     Memories forgotten after the backup was taken stay forgotten (named in a warning) unless
     --bring-back-forgotten."""
-    done = cairn.restore_store(backup_file, name=store_name, bring_back_forgotten=bring_back_forgotten)
+    done = cairn.restore_store(backup_file, name=store_name, bring_back_forgotten=bring_back_forgotten,
+                               env=_common.environ())
 
     def human() -> None:
         c = done["counts"]
@@ -362,8 +365,9 @@ def _warm_check() -> cairn.Check:
         return cairn.Check("warm process", "ok", f"pid {reply.get('pid')}, model {reply.get('model')}")
     if not warm.socket_path(environ).exists():
         return cairn.Check("warm process", "ok", "starting (loading its model)")
+    log = cairn.data_root(env=environ) / "logs" / "service.log"
     return cairn.Check("warm process", "warn", f"running but not answering on {warm.socket_path(environ)}",
-                       f"stop it; it is restarted on demand (see {cairn.data_root() / 'logs' / 'service.log'})")
+                       f"stop it; it is restarted on demand (see {log})")
 
 
 def _config_check() -> tuple[Any, dict[str, Any] | None]:
@@ -382,7 +386,8 @@ def _auto_memory_check(config: dict[str, Any] | None) -> cairn.Check:
     from ..claude.auto_memory_sync import doctor_check
 
     try:
-        with cairn.Cairn.open(read_only=True, embedder=None, check_model=False) as memory:
+        with cairn.Cairn.open(read_only=True, embedder=None, check_model=False,
+                              env=_common.environ()) as memory:
             return doctor_check(memory, Path.cwd(), config)
     except cairn.CairnError as exc:  # the store checks above say what is wrong with it
         return doctor_check(None, Path.cwd(), config) if isinstance(exc, cairn.StoreNotFound) else cairn.Check(
@@ -404,7 +409,7 @@ def doctor(fix: bool, as_json: bool) -> None:
 
     config_check, config = _config_check()
     try:
-        engine_checks = cairn.doctor(fix=fix, config=config)
+        engine_checks = cairn.doctor(fix=fix, config=config, env=_common.environ())
     except cairn.ConfigError:  # the user-level file is broken: the config check names it
         engine_checks = []
     if any(c.name == "data root" and c.status == "fail" for c in engine_checks):
@@ -412,7 +417,8 @@ def doctor(fix: bool, as_json: bool) -> None:
         checks = [config_check, *engine_checks, hooks_check(settings_project(Path.cwd()))]
     else:
         checks = [config_check, *engine_checks, _warm_check(), hooks_check(settings_project(Path.cwd())),
-                  _auto_memory_check(config), hook_events_check(cairn.data_root() / "logs" / "hooks.log")]
+                  _auto_memory_check(config),
+                  hook_events_check(cairn.data_root(env=_common.environ()) / "logs" / "hooks.log")]
     failed = [c for c in checks if c.status == "fail" and not c.fixed]
 
     def human() -> None:

@@ -49,6 +49,14 @@ HOOK_ENV_KEYS = ("CLAUDE_PROJECT_DIR", "CAIRN_STORE", "CAIRN_PAUSE", "CAIRN_CONF
 CLI_OPS = ("recall",)
 
 
+def answering_env(environ: "Mapping[str, str]", hook_env: "Mapping[str, str]") -> "dict[str, str]":
+    """The environment a hook's request is answered in: `environ`, the answering process's (the
+    data root, CAIRN_POSTGRES_URL, XDG_CONFIG_HOME: the hook reached this process by its data
+    root), without the hook's variables (HOOK_ENV_KEYS), then `hook_env`, the hook's own (one the
+    hook has unset stays unset, whatever the answering process was started with)."""
+    return {**{k: v for k, v in environ.items() if k not in HOOK_ENV_KEYS}, **hook_env}
+
+
 def _environ(environ: "Mapping[str, str] | None") -> "Mapping[str, str]":
     """`environ`, else this process's environment: the client's one read of it."""
     return os.environ if environ is None else environ

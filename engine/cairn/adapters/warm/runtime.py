@@ -54,8 +54,10 @@ class WarmRuntime:
     # -- HookRuntime --------------------------------------------------------------------------
     def resolve(self, store: str | None = None, *, cwd: Path | None = None,
                 env: Mapping[str, str] | None = None) -> Resolved:
-        """As cairn.resolve, from the cache (compose.ResolveCache: re-resolved when what it read changed)."""
-        return self.resolver.resolve(store, cwd=cwd, env=env)
+        """As cairn.resolve, from the cache (compose.ResolveCache: re-resolved when what it read changed).
+        env: the hook's variables (warm.HOOK_ENV_KEYS), answered in warm.answering_env."""
+        return self.resolver.resolve(store, cwd=cwd,
+                                     env=self.environ if env is None else warm.answering_env(self.environ, env))
 
     def embedder_for(self, config: dict[str, Any], *, wait: bool = False) -> Embedder | None:
         """The loaded embedder for this config's model. A model not loaded yet is loaded in the

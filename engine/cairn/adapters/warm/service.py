@@ -114,7 +114,8 @@ class WarmServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
                     "timings": {k: round(v, 2) for k, v in timings.items()}}
         if op == "capture":
             env = {k: str(v) for k, v in (request.get("env") or {}).items() if k in warm.HOOK_ENV_KEYS}
-            self.captures.put((request.get("payload") or {}, env))
+            # Captured in this process's environment (its data root) under the hook's variables.
+            self.captures.put((request.get("payload") or {}, warm.answering_env(self.runtime.environ, env)))
             return {"ok": True, "queued": True}
         if op == "cli":
             return self.cli(request)
