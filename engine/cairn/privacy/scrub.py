@@ -42,10 +42,12 @@ from . import secret_rules
 
 PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
-_PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|\Z")
+_PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|-----END OpenVPN Static key V\d-----|\Z")
 # The first line of a private key block that detect-secrets' list misses: PKCS#8 "BEGIN ENCRYPTED
-# PRIVATE KEY", PuTTY's version 3 files (its block ends at the MAC line).
-_KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:")
+# PRIVATE KEY", PuTTY's version 3 files (its block ends at the MAC line), OpenVPN's shared static key
+# (tls-auth / tls-crypt / secret; a symmetric key, as secret as a private one).
+_KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|-----BEGIN OpenVPN Static key V\d-----"
+                        r"|PuTTY-User-Key-File-\d+:")
 _PUTTY_END = re.compile(r"Private-MAC:\s*\S+|\Z")
 # Encrypted values, safe to store and random-looking: a SOPS value (ENC[AES256_GCM,data:...,type:str]),
 # an Ansible Vault block ($ANSIBLE_VAULT;1.1;AES256 and its hex lines), a SealedSecret's encryptedData.

@@ -344,7 +344,7 @@ _WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphr
           r"|pw|pws|passcodes?|auth[ _-]?keys?|identifiants|credenciales|credenziali|zugangsdaten|anmeldedaten"
           r"|inloggegevens|dane logowania|учетные данные|учётные данные")
 # Scripts written without spaces between words (Japanese, Chinese, Korean particles, Thai, Lao, Khmer).
-_CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|암호|토큰|키"
+_CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|비번|암호|토큰|키"
               r"|รหัสผ่าน|รหัส|คีย์|โทเค็น|ລະຫັດຜ່ານ|ពាក្យសម្ងាត់")
 # Words of the Germanic and Nordic languages that form compounds and take a suffixed article
 # ("Datenbankpasswort", "lösenordet", "tilgangstokenet", "adgangskoden") and Turkish possessives
@@ -457,7 +457,7 @@ _NOT_A_VALUE = re.compile(
     r"(?i)^(?:v?\d+(?:\.\d+)+(?:[-+.][\w.]+)?"  # a version
     r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?[.,]?"  # a date or time
     r"|[0-9]+(?:\.[0-9]+)?[a-z]{0,3}"  # a number with a unit
-    r"|(?:arn|urn):.*|[/~.].*|[a-z][a-z0-9+.-]*://.*|[\w.+-]+@[\w-]+\.[\w.-]+"  # a path, a URL, an e-mail address
+    r"|(?:arn|urn):.*|(?:/|~[\w.-]*/|\.{1,2}/|\.[a-z])[^\s]*|[a-z][a-z0-9+.-]*://.*|[\w.+-]+@[\w-]+\.[\w.-]+"  # a path, a URL, an e-mail address
     r"|(?-i:[a-z0-9_.-]+(?:/[a-z0-9_.-]*)+)"  # a relative path
     r"|[\w-]+(?:\.[a-z]{1,5})+"  # a file name or a host name
     r"|0x[0-9a-f]{8,40}"  # a key id, an address or a hash in hex (a private key in hex is 64 digits)
@@ -864,6 +864,13 @@ def _table_cells(text: str) -> list[tuple[str, str, int]]:
     return out
 
 
+# A value alone on its line under a line that announces it: the line names a credential and ends with
+# ":" (tool output, "Please use the following password:"), a YAML block scalar's ">-" or "|", or a shell
+# line continuation ("aws configure set aws_secret_access_key \\"); a blank line may stand between.
+_ANNOUNCED = re.compile(r"(?im)^[^\n]{0,160}?(?<![a-z0-9])(" + _WORDS + "|" + _CJK_WORDS + r")(?![a-z0-9])[^\n]{0,160}?"
+                        r"(?::|:\s*[>|][-+]?|\s\\)[ \t]*\n(?:[ \t]*\n)?[ \t]*([^\s'\"`]{8,300})[ \t]*(?:\\)?$")
+
+
 def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span in `text`) of each credential whose name and value stand apart, on different lines
     or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR) or under a Markdown table's
@@ -873,8 +880,21 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     low = text.lower()
     if "|" in text:
         found += _table_cells(text)
-    if "variable" not in low and "value" not in low and "- -" not in text and not found:
-        return []  # none of the forms can be in the text
+    # As in prose (prose_findings): not a hash's, an id's or a public key's line, not a word made public or an
+    # example by what precedes it ("site key:"), not a word that names something else ("password policy:").
+    announced = [(m.group(1), m.group(2), m.start(2)) for m in _ANNOUNCED.finditer(text)
+                 if not _NOT_A_SECRET_CONTEXT.search(m.group(0)) and not public_context(m.group(0), m.start(2) - m.start())
+                 and not _NEGATING_BEFORE.search(text, m.start(), m.start(1))
+                 and not _NOT_THE_VALUE.match(text, m.end(1)) and not _NAMES_BEFORE_VALUE.search(text, m.end(1), m.start(2))]
+    if "variable" in low or "value" in low or "- -" in text or found:  # else none of their forms is in the text
+        found += _block_pairs(text)
+    found += announced
+    return _judge_pairs(found)
+
+
+def _block_pairs(text: str) -> list[tuple[str, str, int]]:
+    """(name, value, start of value) of each Terraform default, name/value pair and argument pair in `text`."""
+    found = []
     for variable in _HCL_VARIABLE.finditer(text):
         default = _HCL_DEFAULT.search(variable.group(2))
         if default and secret_setting(variable.group(1)):
@@ -884,6 +904,11 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
         for match in pattern.finditer(text):
             if secret_setting(match.group(1)):
                 found.append((match.group(1), match.group(2), match.start(2)))
+    return found
+
+
+def _judge_pairs(found: list[tuple[str, str, int]]) -> list[tuple[str, tuple[int, int]]]:
+    """The pairs whose value credential_value accepts as introduced by the name's last word."""
     out = []
     for name, value, start in found:
         value = value.rstrip(".,;")
