@@ -46,16 +46,16 @@ _PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|-----END Ope
 # The first line of a private key block that detect-secrets' list misses: PKCS#8 "BEGIN ENCRYPTED
 # PRIVATE KEY", PuTTY's version 3 files (its block ends at the MAC line), OpenVPN's shared static key
 # (tls-auth / tls-crypt / secret; a symmetric key, as secret as a private one).
-_KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|-----BEGIN OpenVPN Static key V\d-----"
-                        r"|PuTTY-User-Key-File-\d+:")
+_KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
+                        r"|-----BEGIN OpenVPN Static key V\d-----|PuTTY-User-Key-File-\d+:")
 _PUTTY_END = re.compile(r"Private-MAC:\s*\S+|\Z")
 # Encrypted values, safe to store and random-looking: a SOPS value (ENC[AES256_GCM,data:...,type:str]),
 # an Ansible Vault block ($ANSIBLE_VAULT;1.1;AES256 and its hex lines), a SealedSecret's encryptedData.
 _SOPS = re.compile(r"ENC\[[A-Z0-9_]+,data:[^\]]*\]")
 _VAULT_HEADER = re.compile(r"\$ANSIBLE_VAULT;\d")
 _SEALED_HEADER = re.compile(r"^(\s*)encryptedData:\s*$")
-_FIREBASE_CONFIG = re.compile(r"firebaseapp\.com|firebaseio\.com|firebase\.initializeApp|initializeApp\(|mobilesdk_app_id"
-                              r"|firebase_url|\bfirebaseConfig\b")
+_FIREBASE_CONFIG = re.compile(r"firebaseapp\.com|firebaseio\.com|firebase\.initializeApp|initializeApp\("
+                              r"|mobilesdk_app_id|firebase_url|\bfirebaseConfig\b")
 _GOOGLE_API_KEY = re.compile(r"AIza[\w-]{35}")
 # Jasypt's encrypted property, ENC(base64) (jasypt.org/encrypting-configuration.html).
 _JASYPT = re.compile(r"ENC\([A-Za-z0-9+/=_-]{8,}\)")
@@ -317,7 +317,8 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
                        and not _not_a_secret(line, (a - offset, b - offset))]
         if firebase:
             detections = [(kind, kept) for kind, spans in detections
-                          if (kept := [(a, b) for a, b in spans if not _GOOGLE_API_KEY.fullmatch(line[a:b].strip("'\""))])]
+                          if (kept := [(a, b) for a, b in spans
+                                       if not _GOOGLE_API_KEY.fullmatch(line[a:b].strip("'\""))])]
         if encrypted:
             detections = [(kind, kept) for kind, spans in detections
                           if (kept := [(a, b) for a, b in spans if not any(

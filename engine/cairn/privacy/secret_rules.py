@@ -457,7 +457,8 @@ _NOT_A_VALUE = re.compile(
     r"(?i)^(?:v?\d+(?:\.\d+)+(?:[-+.][\w.]+)?"  # a version
     r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?[.,]?"  # a date or time
     r"|[0-9]+(?:\.[0-9]+)?[a-z]{0,3}"  # a number with a unit
-    r"|(?:arn|urn):.*|(?:/|~[\w.-]*/|\.{1,2}/)[^\s]*|\.(?-i:[a-z])[\w.-]*|[a-z][a-z0-9+.-]*://.*|[\w.+-]+@[\w-]+\.[\w.-]+"  # a path, a URL, an e-mail address
+    r"|(?:arn|urn):.*|(?:/|~[\w.-]*/|\.{1,2}/)[^\s]*|\.(?-i:[a-z])[\w.-]*"  # a path, a dotfile (not `.4_*xMi`)
+    r"|[a-z][a-z0-9+.-]*://.*|[\w.+-]+@[\w-]+\.[\w.-]+"  # a URL, an e-mail address
     r"|(?-i:[a-z0-9_.-]+(?:/[a-z0-9_.-]*)+)"  # a relative path
     r"|[\w-]+(?:\.[a-z]{1,5})+"  # a file name or a host name
     r"|0x[0-9a-f]{8,40}"  # a key id, an address or a hash in hex (a private key in hex is 64 digits)
@@ -647,7 +648,8 @@ _NAME_ASSIGNED = re.compile(r"""(?:^|[\s,{;&?(])(?:["']([A-Za-z_][\w.-]*)["']\s*
 
 _CACHE_BEFORE = re.compile(r"(?i)\bcach(?:e|ed|es|ing)\b")
 # A name in code before an unquoted ":" (`userPoolId: '...'`, `client_id: ...`): camelCase, snake_case or dotted.
-_CODE_NAME_COLON = re.compile(r"(?:^|[\s,{;(])([a-z]+(?:[A-Z][a-z0-9]*)+|[A-Za-z]+(?:[_.][A-Za-z0-9]+)+)\s*:\s*[\"'`]?$")
+_CODE_NAME_COLON = re.compile(r"(?:^|[\s,{;(])([a-z]+(?:[A-Z][a-z0-9]*)+|[A-Za-z]+(?:[_.][A-Za-z0-9]+)+)"
+                              r"\s*:\s*[\"'`]?$")
 
 
 def _other_name(between: str) -> bool:
@@ -726,7 +728,8 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             spans.add(match.span(2 if match.group(2) else 3))
     # A generated seed phrase draws 12 to 24 words from 2048: one that repeats its words is a published
     # development mnemonic (Hardhat's "test test ... junk"), not a wallet's.
-    spans.update(m.span(1) for m in _SEED_PHRASE.finditer(line) if len(set(m.group(1).split())) * 2 > len(m.group(1).split()))
+    spans.update(m.span(1) for m in _SEED_PHRASE.finditer(line)
+                 if len(set(m.group(1).split())) * 2 > len(m.group(1).split()))
     for pattern in (_APP_PASSWORD, _CODES):
         spans.update(m.span(1) for m in pattern.finditer(line))
     spans.update(_account_pairs(line))
@@ -883,9 +886,11 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     # As in prose (prose_findings): not a hash's, an id's or a public key's line, not a word made public or an
     # example by what precedes it ("site key:"), not a word that names something else ("password policy:").
     announced = [(m.group(1), m.group(2), m.start(2)) for m in _ANNOUNCED.finditer(text)
-                 if not _NOT_A_SECRET_CONTEXT.search(m.group(0)) and not public_context(m.group(0), m.start(2) - m.start())
+                 if not _NOT_A_SECRET_CONTEXT.search(m.group(0))
+                 and not public_context(m.group(0), m.start(2) - m.start())
                  and not _NEGATING_BEFORE.search(text, m.start(), m.start(1))
-                 and not _NOT_THE_VALUE.match(text, m.end(1)) and not _NAMES_BEFORE_VALUE.search(text, m.end(1), m.start(2))]
+                 and not _NOT_THE_VALUE.match(text, m.end(1))
+                 and not _NAMES_BEFORE_VALUE.search(text, m.end(1), m.start(2))]
     if "variable" in low or "value" in low or "- -" in text or found:  # else none of their forms is in the text
         found += _block_pairs(text)
     found += announced
