@@ -192,6 +192,12 @@ def test_a_fragment_group_is_widened_to_the_match_outside_the_faithful_mode():
     ("<secret>\n-----BEGIN OpenVPN Static key V1-----\n5a0c8e2f4b6d1a3c5e7f9b0d2a4c6e8f\n"
      "-----END OpenVPN Static key V1-----\n</secret>", "5a0c8e2f4b6d1a3c5e7f9b0d2a4c6e8f"),
     ("서버 비번: Tz6!kW9qLm3X", "Tz6!kW9qLm3X"),
+    # commands: -u USER -p SECRET, net use's password before /user:, --key KEY; a Go DSN; JSON inside a string
+    ('influx -u admin -p Tq7vLm2pXz9 -execute "show databases"', "Tq7vLm2pXz9"),
+    (r"net use \\nas\backup Vk8#qLm2Xz /user:HOME\alice", "Vk8#qLm2Xz"),
+    ("restic-decrypt --key Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0A= --in x", "Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0A="),
+    ('dsn := "svc:Hq4mZ8kLx2p@tcp(db.internal:3306)/orders"', "Hq4mZ8kLx2p"),
+    ('{"msg":"login failed","body":"{\\"user\\":\\"ops\\",\\"secret\\":\\"Zr8vK2mQ9xT4Lp\\"}"}', "Zr8vK2mQ9xT4Lp"),
     # the forms next to the look-alikes below stay credentials
     ("-H 'Authorization: Basic Y2ktcnVubmVyOnpXOHFLM21Mdjc='", "Y2ktcnVubmVyOnpXOHFLM21Mdjc="),  # ci-runner:zW8qK3mLv7
     ('STATSIG_SECRET=secret-Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1', "secret-Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1"),
@@ -224,6 +230,12 @@ def test_holdout5_forms_are_redacted(text, value):
     # the word on the line above names something else than the value
     "Password policy:\n\nminimum-length-14",
     "The reCAPTCHA site key:\n6LdRx3kpAAAAAMq8Wz2L7nN4pTt9VwXyZ1aB",
+    # the command forms' look-alikes: a port, a database, a key id, a key file, a placeholder DSN
+    "docker run -u 1000 -p 8080:80 nginx",
+    "mysql -u root -p mydb < dump.sql",
+    "gpg --key 3AA5C34371567BD2 --sign file",
+    "curl --key client.key --cert client.crt https://x.test",
+    'db, err := sql.Open("mysql", "user:password@tcp(127.0.0.1:3306)/app")',
 ])
 def test_holdout5_look_alikes_are_left_alone(text):
     assert scrub(text).text == text

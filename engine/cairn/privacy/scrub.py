@@ -311,7 +311,8 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
     i, offset = 0, 0  # offset: where lines[i] starts in text
     while i < len(lines):
         line = lines[i]
-        detections = _detections(line) if len(line) < 20_000 else []
+        # JSON inside a string (a log's request body): its escaped quotes read as quotes, same offsets.
+        detections = _detections(line.replace('\\"', ' "') if '\\"' in line else line) if len(line) < 20_000 else []
         detections += [(kind, [(a - offset, b - offset)]) for kind, (a, b) in blocks
                        if offset <= a and b <= offset + len(line)
                        and not _not_a_secret(line, (a - offset, b - offset))]
