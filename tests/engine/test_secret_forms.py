@@ -197,6 +197,7 @@ def test_a_fragment_group_is_widened_to_the_match_outside_the_faithful_mode():
     (r"net use \\nas\backup Vk8#qLm2Xz /user:HOME\alice", "Vk8#qLm2Xz"),
     ("restic-decrypt --key Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0A= --in x", "Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0A="),
     ('dsn := "svc:Hq4mZ8kLx2p@tcp(db.internal:3306)/orders"', "Hq4mZ8kLx2p"),
+    ("$db = new PDO('pgsql:host=db;dbname=shop', 'shop', 'Kz9-mQ2xLv7');", "Kz9-mQ2xLv7"),
     ('{"msg":"login failed","body":"{\\"user\\":\\"ops\\",\\"secret\\":\\"Zr8vK2mQ9xT4Lp\\"}"}', "Zr8vK2mQ9xT4Lp"),
     # the forms next to the look-alikes below stay credentials
     ("-H 'Authorization: Basic Y2ktcnVubmVyOnpXOHFLM21Mdjc='", "Y2ktcnVubmVyOnpXOHFLM21Mdjc="),  # ci-runner:zW8qK3mLv7
@@ -232,6 +233,8 @@ def test_holdout5_forms_are_redacted(text, value):
     "The reCAPTCHA site key:\n6LdRx3kpAAAAAMq8Wz2L7nN4pTt9VwXyZ1aB",
     # the command forms' look-alikes: a port, a database, a key id, a key file, a placeholder DSN
     "docker run -u 1000 -p 8080:80 nginx",
+    "new PDO('mysql:host=db;dbname=app', 'app', getenv('DB_PASS'))",
+    "Encrypted password:\n\nU2FsdGVkX1+Wq8zN3kLm5Vt7Rx2Pb4Yc6Hd9Jg1Ks0A",
     "mysql -u root -p mydb < dump.sql",
     "gpg --key 3AA5C34371567BD2 --sign file",
     "curl --key client.key --cert client.crt https://x.test",

@@ -870,8 +870,14 @@ def _table_cells(text: str) -> list[tuple[str, str, int]]:
 # A value alone on its line under a line that announces it: the line names a credential and ends with
 # ":" (tool output, "Please use the following password:"), a YAML block scalar's ">-" or "|", or a shell
 # line continuation ("aws configure set aws_secret_access_key \\"); a blank line may stand between.
+# Not a shell prompt's command and what it prints: a container's id after `docker run -e ..._PASSWORD`,
+# an encrypted file's contents after `cat credentials.yml.enc` are output, not the credential.
 _ANNOUNCED = re.compile(r"(?im)^[^\n]{0,160}?(?<![a-z0-9])(" + _WORDS + "|" + _CJK_WORDS + r")(?![a-z0-9])[^\n]{0,160}?"
                         r"(?::|:\s*[>|][-+]?|\s\\)[ \t]*\n(?:[ \t]*\n)?[ \t]*([^\s'\"`]{8,300})[ \t]*(?:\\)?$")
+
+
+# Words that make an announced value ciphertext ("Encrypted password:", "ciphertext of the token:").
+_CIPHERTEXT_WORD = re.compile(r"(?i)\b(?:encrypted|encryption of|ciphertext|cipher text|sealed|wrapped)\b")
 
 
 def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
@@ -886,7 +892,7 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     # As in prose (prose_findings): not a hash's, an id's or a public key's line, not a word made public or an
     # example by what precedes it ("site key:"), not a word that names something else ("password policy:").
     announced = [(m.group(1), m.group(2), m.start(2)) for m in _ANNOUNCED.finditer(text)
-                 if not _NOT_A_SECRET_CONTEXT.search(m.group(0))
+                 if not _NOT_A_SECRET_CONTEXT.search(m.group(0)) and not _CIPHERTEXT_WORD.search(m.group(0))
                  and not public_context(m.group(0), m.start(2) - m.start())
                  and not _NEGATING_BEFORE.search(text, m.start(), m.start(1))
                  and not _NOT_THE_VALUE.match(text, m.end(1))
