@@ -38,7 +38,7 @@ import re
 import threading
 import tomllib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -876,6 +876,19 @@ _ANNOUNCED = re.compile(r"(?im)^[^\n]{0,160}?(?<![a-z0-9])(" + _WORDS + "|" + _C
                         r"(?::|:\s*[>|][-+]?|\s\\)[ \t]*\n(?:[ \t]*\n)?[ \t]*([^\s'\"`]{8,300})[ \t]*(?:\\)?$")
 
 
+_ANNOUNCING_END = re.compile(r"(?::|:\s*[>|][-+]?|\s\\)[ \t]*\n")
+
+
+def _announced(text: str) -> Iterator[re.Match]:
+    """_ANNOUNCED's matches in `text`, tried only at the lines that end as an announcement does (the
+    pattern's lazy scan of every line costs about 1 ms on 2 KB of prose)."""
+    for end in _ANNOUNCING_END.finditer(text):
+        start = text.rfind("\n", 0, end.start()) + 1
+        match = _ANNOUNCED.match(text, start)
+        if match:
+            yield match
+
+
 # Words that make an announced value ciphertext ("Encrypted password:", "ciphertext of the token:").
 _CIPHERTEXT_WORD = re.compile(r"(?i)\b(?:encrypted|encryption of|ciphertext|cipher text|sealed|wrapped)\b")
 
@@ -891,7 +904,7 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
         found += _table_cells(text)
     # As in prose (prose_findings): not a hash's, an id's or a public key's line, not a word made public or an
     # example by what precedes it ("site key:"), not a word that names something else ("password policy:").
-    announced = [(m.group(1), m.group(2), m.start(2)) for m in _ANNOUNCED.finditer(text)
+    announced = [(m.group(1), m.group(2), m.start(2)) for m in _announced(text)
                  if not _NOT_A_SECRET_CONTEXT.search(m.group(0)) and not _CIPHERTEXT_WORD.search(m.group(0))
                  and not public_context(m.group(0), m.start(2) - m.start())
                  and not _NEGATING_BEFORE.search(text, m.start(), m.start(1))
