@@ -1000,10 +1000,11 @@ _HASHED_NAME = re.compile(r"(?i)[\w.-]*hash[\w.-]*['\"]?\s*(?:[:=]\s*)?['\"]?(?:
 def hashed(line: str, start: int, end: int) -> bool:
     """Whether line[start:end] is a password's hash (_PASSWORD_HASH), or the value of a name that says
     it is hashed (`HashedControlPassword 16:...`, `password_hash = "..."`)."""
-    token = line[start:end]
-    whole = re.search(r"\S*$", line[:start])
-    return bool(_PASSWORD_HASH.fullmatch(token.strip("'\"")) or (whole and _PASSWORD_HASH.fullmatch(
-        (whole.group(0) + token).strip("'\"")))) or _HASHED_NAME.search(line, max(0, start - 60), start) is not None
+    left = max(line.rfind(" ", 0, start), line.rfind("\t", 0, start)) + 1  # the token may start before the span
+    if any(_PASSWORD_HASH.fullmatch(line[at:end].strip("'\"")) for at in {start, left}):
+        return True
+    before = line[max(0, start - 60):start]
+    return "hash" in before.lower() and _HASHED_NAME.search(before) is not None
 
 
 def _capitals_name(value: str) -> bool:
