@@ -21,11 +21,15 @@ index keys and its vector all come from the scrubbed text):
    Terraform variable's default, a container's env name/value, an option and its value as two
    argument items). Measured on a labelled set of credential sentences and innocent look-alikes
    (bench/secrets_compare.py; figures in docs/benchmarks.md).
-4. Whatever found it, a value is kept when it is a placeholder, cut short ("sk-..."), a key its
-   vendor documents as public or a published example (secret_rules.public_key), named public by its
-   sentence (secret_rules.public_context), ciphertext (SOPS, Ansible Vault, a SealedSecret), or a
-   URL's default login (postgres:postgres), or said public, an example or a cache key by its line's
-   trailing comment; a generic rule's value faces the prose look-alike tests.
+4. Whatever found it, a value is kept when it is a placeholder (`your-token-here`, `mypassword`, a
+   short lower-case word such as `test`, a Basic credential that decodes to one), cut short
+   ("sk-..."), a key its vendor documents as public, a public key's DER or a published example
+   (secret_rules.public_key), named public by its sentence (secret_rules.public_context) or by its
+   prefix (`client-...`), a Google API key in a Firebase app's config, a password's hash
+   (secret_rules.hashed), ciphertext (SOPS, Ansible Vault, a SealedSecret, Jasypt's ENC(...), Druid's
+   encrypted password), or a URL's default or placeholder login (postgres:postgres), or said public,
+   an example or a cache key by its line's trailing comment; a generic rule's value faces the prose
+   look-alike tests.
 
 Only counts leave this module (by detector type), never a value.
 """
