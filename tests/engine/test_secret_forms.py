@@ -175,3 +175,82 @@ def test_a_fragment_group_is_widened_to_the_match_outside_the_faithful_mode():
     for ruleset in (secret_rules.RuleSet([rule], composite=True), secret_rules.RuleSet([rule], faithful=True)):
         [faithful] = ruleset.run(rule, text)
         assert text[slice(*faithful.span)] == "ef56-"
+
+
+# -- holdout5's causes: a value announced on the line above, and what is not a credential -------------------
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a value alone under the line that announces it (tool output, a YAML block scalar, a continued command)
+    ("Generated a one-time password for the root account:\n\n  Hv4mQ9-zLk2Tx7Rw\n", "Hv4mQ9-zLk2Tx7Rw"),
+    ("cache:\n  password: >-\n    Wq8.zN3_kLm5Vt", "Wq8.zN3_kLm5Vt"),
+    ("vault write auth/approle/login secret_id \\\n    5b7d9f1a3c5e7092b4d6f8a0c2e4f6a8 \\\n    role_id=web",
+     "5b7d9f1a3c5e7092b4d6f8a0c2e4f6a8"),
+    # a password that starts like a path is not one
+    ('db_root_password = "~Rz4kWq8_mTv2Lp"', "~Rz4kWq8_mTv2Lp"),
+    ('variable "root_pass" {\n  default = ".Gm5!xQ2wLk8Pz"\n}', ".Gm5!xQ2wLk8Pz"),
+    # OpenVPN's shared static key, and a Korean short word for a password
+    ("<secret>\n-----BEGIN OpenVPN Static key V1-----\n5a0c8e2f4b6d1a3c5e7f9b0d2a4c6e8f\n"
+     "-----END OpenVPN Static key V1-----\n</secret>", "5a0c8e2f4b6d1a3c5e7f9b0d2a4c6e8f"),
+    ("서버 비번: Tz6!kW9qLm3X", "Tz6!kW9qLm3X"),
+    # commands: -u USER -p SECRET, net use's password before /user:, --key KEY; a Go DSN; JSON inside a string
+    ('influx -u admin -p Tq7vLm2pXz9 -execute "show databases"', "Tq7vLm2pXz9"),
+    (r"net use \\nas\backup Vk8#qLm2Xz /user:HOME\alice", "Vk8#qLm2Xz"),
+    ("restic-decrypt --key Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0A= --in x", "Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0A="),
+    ('dsn := "svc:Hq4mZ8kLx2p@tcp(db.internal:3306)/orders"', "Hq4mZ8kLx2p"),
+    ("$db = new PDO('pgsql:host=db;dbname=shop', 'shop', 'Kz9-mQ2xLv7');", "Kz9-mQ2xLv7"),
+    ('{"msg":"login failed","body":"{\\"user\\":\\"ops\\",\\"secret\\":\\"Zr8vK2mQ9xT4Lp\\"}"}', "Zr8vK2mQ9xT4Lp"),
+    # the forms next to the look-alikes below stay credentials
+    ("-H 'Authorization: Basic Y2ktcnVubmVyOnpXOHFLM21Mdjc='", "Y2ktcnVubmVyOnpXOHFLM21Mdjc="),  # ci-runner:zW8qK3mLv7
+    ('STATSIG_SECRET=secret-Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1', "secret-Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1"),
+    ("MAPS_API_KEY=AIzaLm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0Aq", "AIzaLm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0Aq"),
+    ('recovery phrase: "lunar copper basket violin meadow pilot frost ember canyon tiger humble orbit"',
+     "lunar copper basket violin meadow pilot frost ember canyon tiger humble orbit"),
+])
+def test_holdout5_forms_are_redacted(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    # placeholders and stand-in words
+    "export MINIO_ROOT_PASSWORD=localdev",
+    'os.environ["AWS_SECRET_ACCESS_KEY"] = "fake"',
+    "amqp://yourusername:yourpassword@localhost:5672/",
+    "-H 'Authorization: Basic Z3Vlc3Q6Z3Vlc3Q='  # guest:guest, the broker's default",
+    # password hashes, ciphertext, public keys
+    'hashed_admin_password = "$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHQ$Qm9ndXNIYXNoVmFsdWVGb3JUZXN0"',
+    '{"password": "pbkdf2_sha256$720000$Rk2pQz8mWx$Vb7Lm2kQz9Xw4Tp8Rn3Yc6Hd1Jg5Ks0Aa2Bb4Cc6Dd="}',
+    "app.datasource.password=ENC(Zk2mQ9xLv7Tp4Rn8Wb3Yc6Hd1Jg5)",
+    "verify_key=MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=",
+    # a published development key and mnemonic, a Firebase app's config, client-side keys, ids, cache keys
+    "anvil: private key 0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a (publicly known)",
+    'seed: "zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo wrong"',
+    'const app = initializeApp({\n  apiKey: "AIzaQw3eR5tY7uI9oP1aS3dF5gH7jK9lZ2xC4vB",\n  projectId: "shop-demo"\n});',
+    "flags.init({ clientKey: 'client-Wq8zN3kLm5Vt7Rx2Pb4Yc6Hd9' })",
+    "oidc: { userPoolWebClientId: '7h2k9m4q1r8s3t6u5v0w2x4y6z', identityPoolId: 'eu-central-1:3f1c2b7a' }",
+    "Cache saved with key: macOS-gradle-9c3e5a7b1d2f4e6a8c0b9d7f5e3a1c2b4d6f8e0a",
+    # the word on the line above names something else than the value
+    "Password policy:\n\nminimum-length-14",
+    "The reCAPTCHA site key:\n6LdRx3kpAAAAAMq8Wz2L7nN4pTt9VwXyZ1aB",
+    # the command forms' look-alikes: a port, a database, a key id, a key file, a placeholder DSN
+    "docker run -u 1000 -p 8080:80 nginx",
+    "new PDO('mysql:host=db;dbname=app', 'app', getenv('DB_PASS'))",
+    "Encrypted password:\n\nU2FsdGVkX1+Wq8zN3kLm5Vt7Rx2Pb4Yc6Hd9Jg1Ks0A",
+    "mysql -u root -p mydb < dump.sql",
+    "gpg --key 3AA5C34371567BD2 --sign file",
+    "curl --key client.key --cert client.crt https://x.test",
+    'db, err := sql.Open("mysql", "user:password@tcp(127.0.0.1:3306)/app")',
+])
+def test_holdout5_look_alikes_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+def test_placeholder_words_hashes_and_public_keys_are_told_apart():
+    assert secret_rules.lower_case_word("testing") and not secret_rules.lower_case_word("qzvxkwpmtr")
+    assert secret_rules.placeholder("mypassword") and not secret_rules.placeholder("Kq7!vLm2Tz")
+    # base64 of "user:user" (a default) against base64 of "ops:Kq7vLm2Tz8"
+    assert secret_rules.placeholder("dXNlcjp1c2Vy") and not secret_rules.placeholder("b3BzOktxN3ZMbTJUejg=")
+    line = 'x = "$2b$12$Wq8zN3kLm5Vt7Rx2Pb4Yc.6Hd9Jg1Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4"'
+    assert secret_rules.hashed(line, 5, len(line) - 1)
+    # a public key (SubjectPublicKeyInfo) and a private one (PKCS#8) of the same algorithm
+    assert secret_rules.der_public_key("MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=")
+    assert not secret_rules.der_public_key("MC4CAQAwBQYDK2VwBCIEINTuctv5E1hK1bbY8fdp+K06/nwoy/HU++CXqI9EdVhC")

@@ -21,11 +21,15 @@ index keys and its vector all come from the scrubbed text):
    Terraform variable's default, a container's env name/value, an option and its value as two
    argument items). Measured on a labelled set of credential sentences and innocent look-alikes
    (bench/secrets_compare.py; figures in docs/benchmarks.md).
-4. Whatever found it, a value is kept when it is a placeholder, cut short ("sk-..."), a key its
-   vendor documents as public or a published example (secret_rules.public_key), named public by its
-   sentence (secret_rules.public_context), ciphertext (SOPS, Ansible Vault, a SealedSecret), or a
-   URL's default login (postgres:postgres), or said public, an example or a cache key by its line's
-   trailing comment; a generic rule's value faces the prose look-alike tests.
+4. Whatever found it, a value is kept when it is a placeholder (`your-token-here`, `mypassword`, a
+   short lower-case word such as `test`, a Basic credential that decodes to one), cut short
+   ("sk-..."), a key its vendor documents as public, a public key's DER or a published example
+   (secret_rules.public_key), named public by its sentence (secret_rules.public_context) or by its
+   prefix (`client-...`), a Google API key in a Firebase app's config, a password's hash
+   (secret_rules.hashed), ciphertext (SOPS, Ansible Vault, a SealedSecret, Jasypt's ENC(...), Druid's
+   encrypted password), or a URL's default or placeholder login (postgres:postgres), or said public,
+   an example or a cache key by its line's trailing comment; a generic rule's value faces the prose
+   look-alike tests.
 
 Only counts leave this module (by detector type), never a value.
 """
@@ -42,16 +46,27 @@ from . import secret_rules
 
 PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
-_PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|\Z")
+_PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|-----END OpenVPN Static key V\d-----|\Z")
 # The first line of a private key block that detect-secrets' list misses: PKCS#8 "BEGIN ENCRYPTED
-# PRIVATE KEY", PuTTY's version 3 files (its block ends at the MAC line).
-_KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:")
+# PRIVATE KEY", PuTTY's version 3 files (its block ends at the MAC line), OpenVPN's shared static key
+# (tls-auth / tls-crypt / secret; a symmetric key, as secret as a private one).
+_KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
+                        r"|-----BEGIN OpenVPN Static key V\d-----|PuTTY-User-Key-File-\d+:")
 _PUTTY_END = re.compile(r"Private-MAC:\s*\S+|\Z")
 # Encrypted values, safe to store and random-looking: a SOPS value (ENC[AES256_GCM,data:...,type:str]),
 # an Ansible Vault block ($ANSIBLE_VAULT;1.1;AES256 and its hex lines), a SealedSecret's encryptedData.
 _SOPS = re.compile(r"ENC\[[A-Z0-9_]+,data:[^\]]*\]")
 _VAULT_HEADER = re.compile(r"\$ANSIBLE_VAULT;\d")
 _SEALED_HEADER = re.compile(r"^(\s*)encryptedData:\s*$")
+_FIREBASE_CONFIG = re.compile(r"firebaseapp\.com|firebaseio\.com|firebase\.initializeApp|initializeApp\("
+                              r"|mobilesdk_app_id|firebase_url|\bfirebaseConfig\b")
+_GOOGLE_API_KEY = re.compile(r"AIza[\w-]{35}")
+# Jasypt's encrypted property, ENC(base64) (jasypt.org/encrypting-configuration.html).
+_JASYPT = re.compile(r"ENC\([A-Za-z0-9+/=_-]{8,}\)")
+# Alibaba Druid's ConfigFilter: `config.decrypt=true` says the data source's password is encrypted with the
+# key pair whose public key `config.decrypt.key` gives (github.com/alibaba/druid, ConfigFilter).
+_DRUID_DECRYPT = re.compile(r"config\.decrypt\s*=\s*true")
+_DRUID_PASSWORD = re.compile(r"(?m)^\s*[\w.-]*password\s*[:=]\s*([A-Za-z0-9+/]{40,}={0,2})\s*$")
 # Detectors for what detect-secrets' own miss (Anthropic and OpenAI project keys, unquoted
 # `PGPASSWORD=...` assignments, a password given in prose), loaded through its plugin-path setting.
 _DETECTORS = Path(__file__).with_name("secret_detectors.py")
@@ -217,7 +232,19 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
     value = line[slice(*span)]
     truncated = line.startswith(("...", "…"), span[1])
     return (truncated or secret_rules.placeholder(value) or secret_rules.public_key(value)
-            or secret_rules.public_context(line, span[0]))
+            or secret_rules.public_context(line, span[0]) or secret_rules.hashed(line, *span)
+            or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value))
+
+
+def _placeholder_login(value: str) -> bool:
+    """Whether `value` is a URL (a connection string) whose password is a placeholder (`myusername:mypassword@`)."""
+    login = _USER_INFO.search(value) if "://" in value else None
+    return login is not None and secret_rules.placeholder(login.group(2))
+
+
+# A key its prefix names a client's or a public one (Statsig's `client-...`, documented as safe in an app;
+# `public-`, `publishable-`): a secret's prefix says so instead (`secret-...`).
+_CLIENT_PREFIX = re.compile(r"(?i)(?:client|public|publishable)[-_](?!secret|private|server)")
 
 
 # Passwords that are a service's documented default, written in local setups and examples.
@@ -235,6 +262,9 @@ def _encrypted_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each encrypted value in `text` (_SOPS, an Ansible Vault block, the lines of a
     SealedSecret's encryptedData): what is found inside is ciphertext, not a secret."""
     spans = [m.span() for m in _SOPS.finditer(text)]
+    spans += [m.span() for m in _JASYPT.finditer(text)]
+    if _DRUID_DECRYPT.search(text):  # Druid's ConfigFilter: the data source's password is ciphertext
+        spans += [m.span(1) for m in _DRUID_PASSWORD.finditer(text)]
     offset = 0
     lines = text.split("\n")
     indent: int | None = None  # the indentation of an open encryptedData: or vault block
@@ -277,15 +307,23 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
     out_lines: list[str] = []
     lines = text.split("\n")
     encrypted = _encrypted_spans(text)
+    # A Google API key in a Firebase app's config (web or google-services.json) identifies the project
+    # and ships in every copy of the app (firebase.google.com/docs/projects/api-keys): public there.
+    firebase = _FIREBASE_CONFIG.search(text) is not None
     # A name on one line and its value on another (secret_rules.block_findings): found on the whole text.
     blocks = secret_rules.block_findings(text) if len(text) < 200_000 else []
     i, offset = 0, 0  # offset: where lines[i] starts in text
     while i < len(lines):
         line = lines[i]
-        detections = _detections(line) if len(line) < 20_000 else []
+        # JSON inside a string (a log's request body): its escaped quotes read as quotes, same offsets.
+        detections = _detections(line.replace('\\"', ' "') if '\\"' in line else line) if len(line) < 20_000 else []
         detections += [(kind, [(a - offset, b - offset)]) for kind, (a, b) in blocks
                        if offset <= a and b <= offset + len(line)
                        and not _not_a_secret(line, (a - offset, b - offset))]
+        if firebase:
+            detections = [(kind, kept) for kind, spans in detections
+                          if (kept := [(a, b) for a, b in spans
+                                       if not _GOOGLE_API_KEY.fullmatch(line[a:b].strip("'\""))])]
         if encrypted:
             detections = [(kind, kept) for kind, spans in detections
                           if (kept := [(a, b) for a, b in spans if not any(

@@ -38,7 +38,7 @@ import re
 import threading
 import tomllib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -344,7 +344,7 @@ _WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphr
           r"|pw|pws|passcodes?|auth[ _-]?keys?|identifiants|credenciales|credenziali|zugangsdaten|anmeldedaten"
           r"|inloggegevens|dane logowania|учетные данные|учётные данные")
 # Scripts written without spaces between words (Japanese, Chinese, Korean particles, Thai, Lao, Khmer).
-_CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|암호|토큰|키"
+_CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|비번|암호|토큰|키"
               r"|รหัสผ่าน|รหัส|คีย์|โทเค็น|ລະຫັດຜ່ານ|ពាក្យសម្ងាត់")
 # Words of the Germanic and Nordic languages that form compounds and take a suffixed article
 # ("Datenbankpasswort", "lösenordet", "tilgangstokenet", "adgangskoden") and Turkish possessives
@@ -406,7 +406,7 @@ _GIVEN = re.compile(r"^(?:\W*\w+){0,3}\W*$|" + _INTRODUCER)
 _PUBLIC_CONTEXT = re.compile(
     r"(?i)\b(?:firebase(?:Config)?|initializeApp|mixpanel|amplitude|analytics\.load|algolia\s+search"
     r"|search[ _-]?only|searchOnly|recaptcha|hcaptcha|data-sitekey|sitekey|client[ _-]?side|clientToken"
-    r"|client[ _-]token|measurement[ _-]?id)\b")
+    r"|client[ _-]token|clientKey|measurement[ _-]?id)\b")
 # ... unless a word after it says the key is the private one ("reCAPTCHA secret key"), or the sentence
 # names the key a server's or an admin's ("the FCM server key from the Firebase console").
 _PRIVATE_AFTER = re.compile(r"(?i)\b(?:secret|private|server|admin|service[ _-]?account)")
@@ -457,7 +457,8 @@ _NOT_A_VALUE = re.compile(
     r"(?i)^(?:v?\d+(?:\.\d+)+(?:[-+.][\w.]+)?"  # a version
     r"|\d{4}-\d{2}-\d{2}(?:[t ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:z|[+-]\d{2}:?\d{2})?)?[.,]?"  # a date or time
     r"|[0-9]+(?:\.[0-9]+)?[a-z]{0,3}"  # a number with a unit
-    r"|(?:arn|urn):.*|[/~.].*|[a-z][a-z0-9+.-]*://.*|[\w.+-]+@[\w-]+\.[\w.-]+"  # a path, a URL, an e-mail address
+    r"|(?:arn|urn):.*|(?:/|~[\w.-]*/|\.{1,2}/)[^\s]*|\.(?-i:[a-z])[\w.-]*"  # a path, a dotfile (not `.4_*xMi`)
+    r"|[a-z][a-z0-9+.-]*://.*|[\w.+-]+@[\w-]+\.[\w.-]+"  # a URL, an e-mail address
     r"|(?-i:[a-z0-9_.-]+(?:/[a-z0-9_.-]*)+)"  # a relative path
     r"|[\w-]+(?:\.[a-z]{1,5})+"  # a file name or a host name
     r"|0x[0-9a-f]{8,40}"  # a key id, an address or a hash in hex (a private key in hex is 64 digits)
@@ -645,12 +646,19 @@ _NAME_ASSIGNED = re.compile(r"""(?:^|[\s,{;&?(])(?:["']([A-Za-z_][\w.-]*)["']\s*
                             r"""|([A-Za-z_][\w.-]*)\s*(?::=|=>|=))\s*["'`]?$""")
 
 
+_CACHE_BEFORE = re.compile(r"(?i)\bcach(?:e|ed|es|ing)\b")
+# A name in code before an unquoted ":" (`userPoolId: '...'`, `client_id: ...`): camelCase, snake_case or dotted.
+_CODE_NAME_COLON = re.compile(r"(?:^|[\s,{;(])([a-z]+(?:[A-Z][a-z0-9]*)+|[A-Za-z]+(?:[_.][A-Za-z0-9]+)+)"
+                              r"\s*:\s*[\"'`]?$")
+
+
 def _other_name(between: str) -> bool:
     """Whether the value after `between` (the text from a credential word to it) is assigned to a name
     other than the word: a name that is neither a credential word nor an introducer ("value")."""
     match = _NAME_ASSIGNED.search(between)
     if match is None:
-        return False
+        code = _CODE_NAME_COLON.search(between)
+        return code is not None and not _WORD.search(code.group(1))
     name = match.group(1) or match.group(2)
     if re.search(r":\s*[&*]?\s*$", between[:match.start(2 if match.group(2) else 1)]):
         return False  # a type annotation: `API_TOKEN: &str = "..."`, `secret: string = "..."`
@@ -681,6 +689,9 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             continue
         clause_start = _clause_start(line, word.start())
         if _NEGATING_BEFORE.search(line, clause_start, word.start()):
+            continue
+        # A cache's key ("Cache restored from key: Linux-pnpm-store-fe48..."): a lookup key, not a credential.
+        if word.group(0).lower() in ("key", "keys") and _CACHE_BEFORE.search(line, clause_start, word.start()):
             continue
         clause = line[word.end():word.end() + 100]
         clause_end = _CLAUSE_END.search(clause)
@@ -715,7 +726,11 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     for match in _PASSPHRASE.finditer(line):
         if not _NOT_A_SECRET_CONTEXT.search(line, max(0, match.start() - 60), match.end()):
             spans.add(match.span(2 if match.group(2) else 3))
-    for pattern in (_SEED_PHRASE, _APP_PASSWORD, _CODES):
+    # A generated seed phrase draws 12 to 24 words from 2048: one that repeats its words is a published
+    # development mnemonic (Hardhat's "test test ... junk"), not a wallet's.
+    spans.update(m.span(1) for m in _SEED_PHRASE.finditer(line)
+                 if len(set(m.group(1).split())) * 2 > len(m.group(1).split()))
+    for pattern in (_APP_PASSWORD, _CODES):
         spans.update(m.span(1) for m in pattern.finditer(line))
     spans.update(_account_pairs(line))
     spans.update(_commented_literals(line))
@@ -852,6 +867,32 @@ def _table_cells(text: str) -> list[tuple[str, str, int]]:
     return out
 
 
+# A value alone on its line under a line that announces it: the line names a credential and ends with
+# ":" (tool output, "Please use the following password:"), a YAML block scalar's ">-" or "|", or a shell
+# line continuation ("aws configure set aws_secret_access_key \\"); a blank line may stand between.
+# Not a shell prompt's command and what it prints: a container's id after `docker run -e ..._PASSWORD`,
+# an encrypted file's contents after `cat credentials.yml.enc` are output, not the credential.
+_ANNOUNCED = re.compile(r"(?im)^[^\n]{0,160}?(?<![a-z0-9])(" + _WORDS + "|" + _CJK_WORDS + r")(?![a-z0-9])[^\n]{0,160}?"
+                        r"(?::|:\s*[>|][-+]?|\s\\)[ \t]*\n(?:[ \t]*\n)?[ \t]*([^\s'\"`]{8,300})[ \t]*(?:\\)?$")
+
+
+_ANNOUNCING_END = re.compile(r"(?::|:\s*[>|][-+]?|\s\\)[ \t]*\n")
+
+
+def _announced(text: str) -> Iterator[re.Match]:
+    """_ANNOUNCED's matches in `text`, tried only at the lines that end as an announcement does (the
+    pattern's lazy scan of every line costs about 1 ms on 2 KB of prose)."""
+    for end in _ANNOUNCING_END.finditer(text):
+        start = text.rfind("\n", 0, end.start()) + 1
+        match = _ANNOUNCED.match(text, start)
+        if match:
+            yield match
+
+
+# Words that make an announced value ciphertext ("Encrypted password:", "ciphertext of the token:").
+_CIPHERTEXT_WORD = re.compile(r"(?i)\b(?:encrypted|encryption of|ciphertext|cipher text|sealed|wrapped)\b")
+
+
 def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span in `text`) of each credential whose name and value stand apart, on different lines
     or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR) or under a Markdown table's
@@ -861,8 +902,23 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     low = text.lower()
     if "|" in text:
         found += _table_cells(text)
-    if "variable" not in low and "value" not in low and "- -" not in text and not found:
-        return []  # none of the forms can be in the text
+    # As in prose (prose_findings): not a hash's, an id's or a public key's line, not a word made public or an
+    # example by what precedes it ("site key:"), not a word that names something else ("password policy:").
+    announced = [(m.group(1), m.group(2), m.start(2)) for m in _announced(text)
+                 if not _NOT_A_SECRET_CONTEXT.search(m.group(0)) and not _CIPHERTEXT_WORD.search(m.group(0))
+                 and not public_context(m.group(0), m.start(2) - m.start())
+                 and not _NEGATING_BEFORE.search(text, m.start(), m.start(1))
+                 and not _NOT_THE_VALUE.match(text, m.end(1))
+                 and not _NAMES_BEFORE_VALUE.search(text, m.end(1), m.start(2))]
+    if "variable" in low or "value" in low or "- -" in text or found:  # else none of their forms is in the text
+        found += _block_pairs(text)
+    found += announced
+    return _judge_pairs(found)
+
+
+def _block_pairs(text: str) -> list[tuple[str, str, int]]:
+    """(name, value, start of value) of each Terraform default, name/value pair and argument pair in `text`."""
+    found = []
     for variable in _HCL_VARIABLE.finditer(text):
         default = _HCL_DEFAULT.search(variable.group(2))
         if default and secret_setting(variable.group(1)):
@@ -872,6 +928,11 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
         for match in pattern.finditer(text):
             if secret_setting(match.group(1)):
                 found.append((match.group(1), match.group(2), match.start(2)))
+    return found
+
+
+def _judge_pairs(found: list[tuple[str, str, int]]) -> list[tuple[str, tuple[int, int]]]:
+    """The pairs whose value credential_value accepts as introduced by the name's last word."""
     out = []
     for name, value, start in found:
         value = value.rstrip(".,;")
@@ -885,10 +946,65 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
 
 def placeholder(value: str) -> bool:
     """Whether a detected value is a placeholder or a reference rather than a secret: `xxx`,
-    `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), or code that reads
-    the secret from elsewhere (`os.environ[...]`, `process.env.X`)."""
+    `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), code that reads
+    the secret from elsewhere (`os.environ[...]`, `process.env.X`), the name of what goes there
+    (`mypassword`, `your_token`), a short word in lower case (`test`, `testing`, `minio`: what
+    tests, local emulators and documentation write), or a Basic credential whose decoded
+    `user:password` is one of those."""
     return bool(_PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
-                or re.fullmatch(r"\[[A-Za-z _-]+\]", value))  # [masked], [hidden]
+                or re.fullmatch(r"\[[A-Za-z _-]+\]", value)  # [masked], [hidden]
+                or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value))
+
+
+# The name of a credential standing for its value: `mypassword`, `your_token`, `myusername`, `password`.
+_NAMED_PLACEHOLDER = re.compile(r"(?i)(?:my|your|the|some|a)?[-_]?(?:user[-_]?name|user|login|password|passwd|pass"
+                                r"|pwd|secret|token|api[-_]?key|access[-_]?key|key|credentials?)")
+
+
+def lower_case_word(value: str) -> bool:
+    """Whether `value` is a short run of lower-case letters (12 at most) that reads as text to
+    Betterleaks' token-efficiency test (`test`, `testing`, `minio`, `guest`): a word a person or a tool
+    writes as a stand-in, not a generated secret (a random one, `jvqpwmzlkx`, does not read as text)."""
+    return len(value) <= 12 and re.fullmatch(r"[a-z]+", value) is not None and fails_token_efficiency(value)
+
+
+def _placeholder_pair(value: str) -> bool:
+    """Whether `value` is base64 of `user:password` (a Basic credential) whose password is a placeholder,
+    a service's default or the user name itself (`dXNlcjpwYXNzd29yZA==`, base64 of "user:password")."""
+    import base64
+    import binascii
+
+    if not 8 <= len(value) <= 200 or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", value):
+        return False
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    user, colon, password = decoded.partition(":")
+    if not colon or not decoded.isprintable():
+        return False
+    return password == user or bool(_NAMED_PLACEHOLDER.fullmatch(password) or _PLACEHOLDER.search(password)
+                                    or lower_case_word(password))
+
+
+# A password's hash, not the password: the modular crypt format ($2b$, $6$, $argon2id$, $apr1$ ...),
+# Django's `algorithm$iterations$salt$hash` (docs.djangoproject.com/en/stable/topics/auth/passwords/),
+# LDAP's {SSHA}/{SHA}/{CRYPT}, Tor's `16:` + salt and hash (HashedControlPassword, tor(1) --hash-password).
+_PASSWORD_HASH = re.compile(r"\$(?:2[abxy]?|1|5|6|7|y|gy|apr1|sha1|md5|argon2(?:id|i|d)|scrypt|pbkdf2[\w-]*)\$\S{8,}"
+                            r"|(?:pbkdf2_sha(?:1|256|512)|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5)\$\S+\$\S{8,}"
+                            r"|\{(?:SSHA|SHA|SSHA256|SSHA512|CRYPT|MD5|SMD5)\}\S{8,}|16:[0-9A-F]{58}")
+# A name that says its value is hashed: HashedControlPassword, password_hash, hashed_secret.
+_HASHED_NAME = re.compile(r"(?i)[\w.-]*hash[\w.-]*['\"]?\s*(?:[:=]\s*)?['\"]?(?:16:)?$")
+
+
+def hashed(line: str, start: int, end: int) -> bool:
+    """Whether line[start:end] is a password's hash (_PASSWORD_HASH), or the value of a name that says
+    it is hashed (`HashedControlPassword 16:...`, `password_hash = "..."`)."""
+    left = max(line.rfind(" ", 0, start), line.rfind("\t", 0, start)) + 1  # the token may start before the span
+    if any(_PASSWORD_HASH.fullmatch(line[at:end].strip("'\"")) for at in {start, left}):
+        return True
+    before = line[max(0, start - 60):start]
+    return "hash" in before.lower() and _HASHED_NAME.search(before) is not None
 
 
 def _capitals_name(value: str) -> bool:
@@ -934,7 +1050,12 @@ PUBLIC_KEY_FORMATS = re.compile(r"pk_(?:live|test)_[A-Za-z0-9_-]{10,120}|phc_[A-
 # pairs hold "EXAMPLE" (a placeholder); jwt.io's sample token (its signature); the AES-128 key of
 # NIST SP 800-38A and FIPS-197's examples.
 _PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e151628aed2a6abf7158809cf4f3c",
-                       "000102030405060708090a0b0c0d0e0f")
+                       "000102030405060708090a0b0c0d0e0f",
+                       # Hardhat's and Foundry Anvil's first development accounts, printed by `npx hardhat
+                       # node` and `anvil` under "these accounts, and their private keys, are publicly known".
+                       "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+                       "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+                       "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a")
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(eyJ[A-Za-z0-9_-]{5,})\.[A-Za-z0-9_-]*")
 
 
@@ -943,7 +1064,8 @@ def public_key(value: str) -> bool:
     Supabase anon key (a JWT whose role is "anon", which Supabase documents as safe in a browser), or
     a value published as an example (_PUBLISHED_EXAMPLES)."""
     value = value.strip("'\"`.,;")
-    if PUBLIC_KEY_FORMATS.fullmatch(value) or any(example in value for example in _PUBLISHED_EXAMPLES):
+    if (PUBLIC_KEY_FORMATS.fullmatch(value) or any(example in value for example in _PUBLISHED_EXAMPLES)
+            or der_public_key(value)):
         return True
     jwt = _JWT.fullmatch(value)
     return jwt is not None and _jwt_claims(jwt.group(1)).get("role") == "anon"
@@ -958,3 +1080,26 @@ def _jwt_claims(payload: str) -> dict[str, Any]:
     except ValueError:
         return {}
     return claims if isinstance(claims, dict) else {}
+
+
+# The DER of an X.509 SubjectPublicKeyInfo: the algorithm's OID (rsaEncryption with its NULL, ecPublicKey
+# with its curve, Ed25519, X25519), then the key as a BIT STRING (tag 3); a private key (PKCS#8) holds
+# an OCTET STRING (tag 4) there. RFC 5280 4.1.2.7, RFC 8410.
+_SPKI = re.compile(rb"\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x01\x01\x05\x00\x03"
+                   rb"|\x06\x07\x2a\x86\x48\xce\x3d\x02\x01\x06[\x05-\x09][^\x03]{5,9}?\x03"
+                   rb"|\x06\x03\x2b\x65[\x6e\x70]\x03")
+
+
+def der_public_key(value: str) -> bool:
+    """Whether `value` is base64 of a public key's DER (SubjectPublicKeyInfo: `MFwwDQYJKoZIhvcNAQEB...`,
+    `MIIBIjANBgkq...`, `MCowBQYDK2Vw...`), which is published, not a secret."""
+    import base64
+    import binascii
+
+    if len(value) < 40 or not value.startswith("M") or not re.match(r"[A-Za-z0-9+/]{40}", value):
+        return False
+    try:
+        head = base64.b64decode(value[:40], validate=True)
+    except binascii.Error:
+        return False
+    return head[:1] == b"\x30" and _SPKI.search(head[:32]) is not None
