@@ -562,3 +562,33 @@ elsewhere = Path(path).resolve()
     assert _env_not_passed(ast.parse(source)) == ["line 2 calls store_path without env=",
                                                   "line 4 calls postgres_url without env=",
                                                   "line 5 calls SqliteStore.open without data_root="]
+
+MAX_MODULE_LINES = 800  # a room a reader takes in whole (issue 32's bar)
+MAX_FUNCTION_LINES = 60  # unless its docstring says why it is long ("long because ...")
+
+
+def _long_functions(tree: ast.Module) -> list[str]:
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES and "long because" not in (ast.get_docstring(node) or ""):
+                out.append(f"{node.name} ({length} lines)")
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_is_too_long_to_read_whole_nor_a_function(name):
+    path = PACKAGE.parent / (name.replace(".", "/") + ".py")
+    if not path.exists():
+        path = PACKAGE.parent / name.replace(".", "/") / "__init__.py"
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{name} has {lines} lines: split it by what its parts do"
+    long = _long_functions(MODULES[name])
+    assert not long, f"{name}: {long} over {MAX_FUNCTION_LINES} lines"
+
+
+def test_the_length_rule_sees_a_long_function():
+    body = "\n".join(f"    x{i} = {i}" for i in range(61))
+    assert _long_functions(ast.parse(f"def f():\n{body}\n")) == ["f (62 lines)"]
+    assert _long_functions(ast.parse(f'def f():\n    """long because a table."""\n{body}\n')) == []

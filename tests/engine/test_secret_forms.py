@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from cairn.privacy import secret_rules
+from cairn.privacy import secret_blocks, secret_rules, secret_values
 from cairn.privacy.scrub import scrub
 
 
@@ -140,14 +140,14 @@ def test_the_look_alikes_of_those_forms_are_left_alone(text):
 
 def test_a_setting_name_holds_a_credential_by_its_last_words():
     for name in ("DB_PASSWORD", "api_token", "requirepass", "postgresPassword", "SECRET_KEY", "signingKey"):
-        assert secret_rules.secret_setting(name), name
+        assert secret_blocks.secret_setting(name), name
     for name in ("DB_PASSWORD_FILE", "ssh_key_name", "password_length", "LOG_LEVEL", "kms_key_id"):
-        assert not secret_rules.secret_setting(name), name
+        assert not secret_blocks.secret_setting(name), name
 
 
 def test_block_findings_point_at_the_value_in_the_whole_text():
     text = 'variable "admin_pass" {\n  description = "VM admin"\n  default     = "Hq4#mZ8kLx2p"\n}'
-    [(kind, (start, end))] = secret_rules.block_findings(text)
+    [(kind, (start, end))] = secret_blocks.block_findings(text)
     assert text[start:end] == "Hq4#mZ8kLx2p" and kind == "Credential In Prose"
 
 
@@ -159,12 +159,12 @@ def test_a_value_is_introduced_by_one_list_of_words_for_both_tests():
 
 
 def test_placeholders_are_told_from_random_values_that_hold_a_run():
-    assert secret_rules.placeholder("ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX")
-    assert secret_rules.placeholder("sk_live_xxx")
+    assert secret_values.placeholder("ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX")
+    assert secret_values.placeholder("sk_live_xxx")
     assert secret_rules.look_alike("1x0000000000000000000000000000000AA", "the dummy secret ")
-    assert not secret_rules.placeholder("0RYTq4K+95HvqJH24Ss5fbQWjoXXXb2RvuMgc6UNaA==")
-    assert not secret_rules.placeholder("QXKLMZPWRTVBNCYUHGFD")
-    assert secret_rules.placeholder("SECRET_ACCESS_KEY_ID")
+    assert not secret_values.placeholder("0RYTq4K+95HvqJH24Ss5fbQWjoXXXb2RvuMgc6UNaA==")
+    assert not secret_values.placeholder("QXKLMZPWRTVBNCYUHGFD")
+    assert secret_values.placeholder("SECRET_ACCESS_KEY_ID")
 
 
 def test_a_fragment_group_is_widened_to_the_match_outside_the_faithful_mode():
@@ -245,12 +245,12 @@ def test_holdout5_look_alikes_are_left_alone(text):
 
 
 def test_placeholder_words_hashes_and_public_keys_are_told_apart():
-    assert secret_rules.lower_case_word("testing") and not secret_rules.lower_case_word("qzvxkwpmtr")
-    assert secret_rules.placeholder("mypassword") and not secret_rules.placeholder("Kq7!vLm2Tz")
+    assert secret_values.lower_case_word("testing") and not secret_values.lower_case_word("qzvxkwpmtr")
+    assert secret_values.placeholder("mypassword") and not secret_values.placeholder("Kq7!vLm2Tz")
     # base64 of "user:user" (a default) against base64 of "ops:Kq7vLm2Tz8"
-    assert secret_rules.placeholder("dXNlcjp1c2Vy") and not secret_rules.placeholder("b3BzOktxN3ZMbTJUejg=")
+    assert secret_values.placeholder("dXNlcjp1c2Vy") and not secret_values.placeholder("b3BzOktxN3ZMbTJUejg=")
     line = 'x = "$2b$12$Wq8zN3kLm5Vt7Rx2Pb4Yc.6Hd9Jg1Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4"'
-    assert secret_rules.hashed(line, 5, len(line) - 1)
+    assert secret_values.hashed(line, 5, len(line) - 1)
     # a public key (SubjectPublicKeyInfo) and a private one (PKCS#8) of the same algorithm
-    assert secret_rules.der_public_key("MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=")
-    assert not secret_rules.der_public_key("MC4CAQAwBQYDK2VwBCIEINTuctv5E1hK1bbY8fdp+K06/nwoy/HU++CXqI9EdVhC")
+    assert secret_values.der_public_key("MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=")
+    assert not secret_values.der_public_key("MC4CAQAwBQYDK2VwBCIEINTuctv5E1hK1bbY8fdp+K06/nwoy/HU++CXqI9EdVhC")

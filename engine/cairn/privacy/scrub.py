@@ -17,16 +17,16 @@ index keys and its vector all come from the scrubbed text):
    vendor prefixes such as `sk-live-` ...) and in prose (secret_rules.prose_findings: a credential
    introduced in a sentence, "the key for the sandbox is ...", a password beside a system account's
    name, a literal its line's comment names a secret), on what detect-secrets left; and, on the whole
-   text, a credential whose name and value stand on different lines (secret_rules.block_findings: a
+   text, a credential whose name and value stand on different lines (secret_blocks.block_findings: a
    Terraform variable's default, a container's env name/value, an option and its value as two
    argument items). Measured on a labelled set of credential sentences and innocent look-alikes
    (bench/secrets_compare.py; figures in docs/benchmarks.md).
 4. Whatever found it, a value is kept when it is a placeholder (`your-token-here`, `mypassword`, a
    short lower-case word such as `test`, a Basic credential that decodes to one), cut short
    ("sk-..."), a key its vendor documents as public, a public key's DER or a published example
-   (secret_rules.public_key), named public by its sentence (secret_rules.public_context) or by its
+   (secret_values.public_key), named public by its sentence (secret_rules.public_context) or by its
    prefix (`client-...`), a Google API key in a Firebase app's config, a password's hash
-   (secret_rules.hashed), ciphertext (SOPS, Ansible Vault, a SealedSecret, Jasypt's ENC(...), Druid's
+   (secret_values.hashed), ciphertext (SOPS, Ansible Vault, a SealedSecret, Jasypt's ENC(...), Druid's
    encrypted password), or a URL's default or placeholder login (postgres:postgres), or said public,
    an example or a cache key by its line's trailing comment; a generic rule's value faces the prose
    look-alike tests.
@@ -42,7 +42,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import secret_rules
+from . import secret_blocks, secret_rules, secret_values
 
 PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -231,15 +231,15 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
     "xapp-…": what follows the span says so)."""
     value = line[slice(*span)]
     truncated = line.startswith(("...", "…"), span[1])
-    return (truncated or secret_rules.placeholder(value) or secret_rules.public_key(value)
-            or secret_rules.public_context(line, span[0]) or secret_rules.hashed(line, *span)
+    return (truncated or secret_values.placeholder(value) or secret_values.public_key(value)
+            or secret_rules.public_context(line, span[0]) or secret_values.hashed(line, *span)
             or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value))
 
 
 def _placeholder_login(value: str) -> bool:
     """Whether `value` is a URL (a connection string) whose password is a placeholder (`myusername:mypassword@`)."""
     login = _USER_INFO.search(value) if "://" in value else None
-    return login is not None and secret_rules.placeholder(login.group(2))
+    return login is not None and secret_values.placeholder(login.group(2))
 
 
 # A key its prefix names a client's or a public one (Statsig's `client-...`, documented as safe in an app;
@@ -297,6 +297,24 @@ def _whole_token(line: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _line_detections(line: str, offset: int, blocks: list[tuple[str, tuple[int, int]]], *, firebase: bool,
+                     encrypted: list[tuple[int, int]]) -> list[tuple[str, list[tuple[int, int]]]]:
+    """What _detections finds in `line` (which starts at `offset` of its text) with the text's block
+    findings on it, less a Firebase config's Google API key and what lies inside an encrypted span."""
+    # JSON inside a string (a log's request body): its escaped quotes read as quotes, same offsets.
+    detections = _detections(line.replace('\\"', ' "') if '\\"' in line else line) if len(line) < 20_000 else []
+    detections += [(kind, [(a - offset, b - offset)]) for kind, (a, b) in blocks
+                   if offset <= a and b <= offset + len(line) and not _not_a_secret(line, (a - offset, b - offset))]
+    if firebase:
+        detections = [(kind, kept) for kind, spans in detections
+                      if (kept := [(a, b) for a, b in spans if not _GOOGLE_API_KEY.fullmatch(line[a:b].strip("'\""))])]
+    if encrypted:
+        detections = [(kind, kept) for kind, spans in detections
+                      if (kept := [(a, b) for a, b in spans
+                                   if not any(s <= offset + a and offset + b <= e for s, e in encrypted)])]
+    return detections
+
+
 def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
     """redact_secrets inside detect-secrets' settings (entered once per batch: entering costs more
     than a line's scan); also where each redacted secret stood in `text`: (kind, start, end)."""
@@ -310,24 +328,12 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
     # A Google API key in a Firebase app's config (web or google-services.json) identifies the project
     # and ships in every copy of the app (firebase.google.com/docs/projects/api-keys): public there.
     firebase = _FIREBASE_CONFIG.search(text) is not None
-    # A name on one line and its value on another (secret_rules.block_findings): found on the whole text.
-    blocks = secret_rules.block_findings(text) if len(text) < 200_000 else []
+    # A name on one line and its value on another (secret_blocks.block_findings): found on the whole text.
+    blocks = secret_blocks.block_findings(text) if len(text) < 200_000 else []
     i, offset = 0, 0  # offset: where lines[i] starts in text
     while i < len(lines):
         line = lines[i]
-        # JSON inside a string (a log's request body): its escaped quotes read as quotes, same offsets.
-        detections = _detections(line.replace('\\"', ' "') if '\\"' in line else line) if len(line) < 20_000 else []
-        detections += [(kind, [(a - offset, b - offset)]) for kind, (a, b) in blocks
-                       if offset <= a and b <= offset + len(line)
-                       and not _not_a_secret(line, (a - offset, b - offset))]
-        if firebase:
-            detections = [(kind, kept) for kind, spans in detections
-                          if (kept := [(a, b) for a, b in spans
-                                       if not _GOOGLE_API_KEY.fullmatch(line[a:b].strip("'\""))])]
-        if encrypted:
-            detections = [(kind, kept) for kind, spans in detections
-                          if (kept := [(a, b) for a, b in spans if not any(
-                              s <= offset + a and offset + b <= e for s, e in encrypted)])]
+        detections = _line_detections(line, offset, blocks, firebase=firebase, encrypted=encrypted)
         begin = _KEY_BEGIN.search(line)
         if any(kind == "Private Key" for kind, _ in detections) or begin:
             # The whole PEM block, to its END line (or the end of the text); a PuTTY file to its MAC.

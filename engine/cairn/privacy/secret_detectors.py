@@ -12,7 +12,7 @@ from collections.abc import Generator
 
 from detect_secrets.plugins.base import RegexBasedDetector
 
-from cairn.privacy import secret_rules
+from cairn.privacy import secret_values
 
 # A value that is a secret rather than a setting: not only digits, not a boolean or a null.
 _NOT_A_SETTING = r"(?!(?:\d+|true|false|yes|no|on|off|none|null|nil)(?![^\s'\";,]))"
@@ -42,8 +42,8 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
                      and value.isalpha() and value.islower())
             # Quoted, which code also writes (pad_token="[PAD]", token="wrong"): only a value made like
             # a credential (detect-secrets' keyword detector has the rest).
-            if match["quoted"] is not None and not (secret_rules.random_looking(value)
-                                                    or secret_rules.password_like(value)):
+            if match["quoted"] is not None and not (secret_values.random_looking(value)
+                                                    or secret_values.password_like(value)):
                 continue
             if _secret_name(match["name"]) and not not_secret_value(value) and not prose:
                 yield value

@@ -12,7 +12,7 @@ The rules (see assets/README.md for their sources, licences and how to refresh t
   the signature alone makes the match specific;
 - Cairn's own rules in gitleaks' format (assets/cairn-rules.toml), a credential introduced in prose or
   given beside an account's name or named by a trailing comment (prose_findings), and a credential
-  whose name and value stand on different lines (block_findings, run on a whole text);
+  whose name and value stand on different lines (secret_blocks.py, run on a whole text);
 - gitleaks' frozen default rule set (assets/gitleaks.toml) is kept for bench/secrets_compare.py only.
 
 Rules are applied as gitleaks and Betterleaks apply them (their detect packages):
@@ -37,13 +37,14 @@ import json
 import re
 import threading
 import tomllib
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from .rule_filters import compile_filter, entropy, fails_token_efficiency, go_regex
+from .secret_values import (PLACEHOLDER, SEQUENCE, base64_like, password_like, placeholder, public_key, random_letters,
+                            random_looking, repetitive, short_random)
 
 ASSETS = Path(__file__).parent.parent / "assets"
 BETTERLEAKS_FILE = ASSETS / "betterleaks.toml"
@@ -57,7 +58,7 @@ DEFAULT_FILES = (BETTERLEAKS_FILE, MICROSOFT_FILE, OWN_RULES_FILE)
 _IDENTIFIER_PART = re.compile(r"-(?:id|url|host|name|address)(?:\.\d+)?$")
 
 __all__ = ["Finding", "Rule", "RuleSet", "entropy", "fails_token_efficiency", "find", "go_regex", "load", "look_alike",
-           "public_key", "rules"]
+           "rules"]
 
 
 class Finding(NamedTuple):
@@ -327,7 +328,7 @@ def find(line: str) -> list[Finding]:
 # users most often write to Claude in) and the introducers are Cairn's; what follows must look like
 # a credential (credential_value), which is where the look-alikes (hashes, ids, versions, paths,
 # placeholders, code) are turned away.
-_WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
+WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
           r"|auth|bearer|signing[ _-]?key|seed|erlang[ ._-]?cookie|community[ _-]?string|pre-?shared[ _-]?key|psk"
           r"|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
           r"|clé|contraseña|contrasena|clave|senha|chave|chiave|parola d'ordine|wachtwoord|sleutel|hasło|haslo|klucz"
@@ -344,7 +345,7 @@ _WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphr
           r"|pw|pws|passcodes?|auth[ _-]?keys?|identifiants|credenciales|credenziali|zugangsdaten|anmeldedaten"
           r"|inloggegevens|dane logowania|учетные данные|учётные данные")
 # Scripts written without spaces between words (Japanese, Chinese, Korean particles, Thai, Lao, Khmer).
-_CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|비번|암호|토큰|키"
+CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|비번|암호|토큰|키"
               r"|รหัสผ่าน|รหัส|คีย์|โทเค็น|ລະຫັດຜ່ານ|ពាក្យសម្ងាត់")
 # Words of the Germanic and Nordic languages that form compounds and take a suffixed article
 # ("Datenbankpasswort", "lösenordet", "tilgangstokenet", "adgangskoden") and Turkish possessives
@@ -355,8 +356,8 @@ _COMPOUND = (r"[a-zäöüåæøß]*(?:" + _COMPOUND_WORDS + r")(?:et|en|er|erne|
              r"|na|nak|a)?")
 # A word on its own, or the last part of a name: DB_PASSWORD, apiKey, client-secret; "PAT" (a
 # personal access token) in capitals only.
-_WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + _WORDS + "|" + _COMPOUND
-                   + r")(?![a-z0-9])|(?:" + _CJK_WORDS + r")|(?<![A-Za-z0-9])PATs?(?![A-Za-z0-9])")
+WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + WORDS + "|" + _COMPOUND
+                   + r")(?![a-z0-9])|(?:" + CJK_WORDS + r")|(?<![A-Za-z0-9])PATs?(?![A-Za-z0-9])")
 # The words that name a password (not a key or token, which also name ids): after one, a value
 # made like a password people choose ("Cobalt-tundra6469") is one.
 _PASSWORD_WORD = re.compile(
@@ -378,18 +379,18 @@ _BOUNDARY = re.compile(r"[,;.?!:]\s|[，。；：]|\n")
 # Words just before a credential word that make it name something public ("PublicKey", "the site
 # key", "publishable key", "the anon key") or made up for documentation ("the example key", "the
 # jwt.io sample token", "the docs' example credentials"; not "for example").
-_NEGATING_BEFORE = re.compile(
+NEGATING_BEFORE = re.compile(
     r"(?i)(?:(?:\b(?:public|publishable|pub|site|anon|client-side)|(?-i:(?<=[a-z])(?:Public|Pub|Site|Anon)))[\s_-]*"
     r"|(?<!for )\b(?:example|sample|dummy|documentation|docs'?|placeholder|test[ -]vectors?)\b[\s_-]*"
     r"(?:[\w.'-]+[\s_-]+){0,2})$")
 # The words just before a value that name it as something else: "... has id prod/db-Xy12", "key name: X".
-_NAMES_BEFORE_VALUE = re.compile(r"(?i)(?:\b(?:id|ids|identifier|name|hash|digest|fingerprint|accessor|sha|commit"
+NAMES_BEFORE_VALUE = re.compile(r"(?i)(?:\b(?:id|ids|identifier|name|hash|digest|fingerprint|accessor|sha|commit"
                                  r"|version|prefix)\s*(?:is|=|:|of)?"
                                  # An object named by the value right after it: "for request 3f2b...".
                                  r"|\b(?:request|order|trace|user|account|customer|job|build|run|event))\s*['\"`]?$")
 _HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
 # The words that introduce a credential's value ("the token is ...", "Das Passwort lautet ...", "hasło
-# jest ...", "mật khẩu là ..."), in the languages of _WORDS: one list for both tests below.
+# jest ...", "mật khẩu là ..."), in the languages of WORDS: one list for both tests below.
 _INTRODUCERS = ("is are was ist lautet est es är er era è é to jest je on wynosi adalah ni là olan dır dir será sera"
                 " wordt zijn jsou е это value equals reads").split()
 _INTRODUCER = (r"(?:[:=：]|\b(?:" + "|".join(_INTRODUCERS) + r")|[は是为為는은이가]|\s[-–—]|—)"
@@ -413,7 +414,7 @@ _PRIVATE_AFTER = re.compile(r"(?i)\b(?:secret|private|server|admin|service[ _-]?
 _PRIVATE_NAME = re.compile(r"(?i)\b(?:secret|private|server|admin)[ _-]?(?:api[ _-]?)?(?:keys?|tokens?)\b")
 # Words between a credential word and its value that make the value something else than the
 # credential: "GPG key id 0x...", "the token name is ...", "the password hash is ...".
-_NOT_THE_VALUE = re.compile(r"(?i)[\s_-]*(?:(?:has|have|with|its|is|the|an?)\s+){0,2}"
+NOT_THE_VALUE = re.compile(r"(?i)[\s_-]*(?:(?:has|have|with|its|is|the|an?)\s+){0,2}"
                             r"(?:id|ids|identifier|name|names|file|path|url|hash|hashes|hashed|digest|accessor"
                             r"|fingerprint|length|policy|field|prefix|format|type|scope|scopes|rotation)\b")
 # The value before the word: "Quartz772+Falcon is the password for ...", "use X as the password".
@@ -432,7 +433,7 @@ _APP_PASSWORD = re.compile(r"(?i)\bapp[ -]?passwor[dt]\b[^\n]{0,60}?[:=]?\s"
 _CODES = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa)[ _-]?codes?\b[^\n]{0,60}?:\s*"
                     r"((?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10})(?:[ ,]+(?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10}))+)")
 # Words that make a hex or base64 string a hash, an id or a public key rather than a credential.
-_NOT_A_SECRET_CONTEXT = re.compile(
+NOT_A_SECRET_CONTEXT = re.compile(
     r"(?i)\b(?:md5|sha-?(?:1|224|256|384|512)|hash(?:es|ed)?|digest|checksum|commit|fingerprint|etag|integrity"
     r"|trace[ _-]?id|request[ _-]?id|uuid|public[ _-]?key|BEGIN PUBLIC|BEGIN CERTIFICATE|ssh-(?:rsa|ed25519|dss)"
     r"|ecdsa-sha2|signature|accessor)\b")
@@ -446,11 +447,6 @@ _UUID_WORDS = re.compile(r"(?i)^(?:tokens?|secrets?|passwords?|passwd|pwd|api[ _
 # keys, Splunk's HEC tokens are UUIDs), not a cache's, a table's or a request's key.
 _UUID_KEY_BEFORE = re.compile(r"(?i)\b(?:integration|routing|license|licence|access|secret|private|master|admin"
                               r"|server|service|auth|signing|ingest|hec|enrollment|enrolment|activation)[ _-]?keys?\b")
-_PLACEHOLDER = re.compile(
-    r"(?i:x{6,}|(?<![a-z0-9])x{3,5}(?![a-z0-9])|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)"
-    r"|example|sample|dummy|EXAMPLE|"
-    r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
-    r"|^%\(?\w+\)?[%s]?$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME%
 # Another name's assignment, in one case: max_tokens=1024, MAX_TOKENS=4096k (not sMOhx=1kk%6rf, a password).
 _ASSIGNMENT = re.compile(r"(?:[a-z_][a-z0-9_.]{1,}|[A-Z_][A-Z0-9_.]{2,}|[A-Za-z]+(?:[-_][A-Za-z]+)+)=")
 _NOT_A_VALUE = re.compile(
@@ -485,33 +481,16 @@ def credential_value(value: str, before: str, word: str = "", *, introduced: boo
         return True
     if not introduced:
         return False
-    if _PASSWORD_WORD.search(word) and (password_like(value) or _random_letters(value)):
+    if _PASSWORD_WORD.search(word) and (password_like(value) or random_letters(value)):
         return True
     # Introduced as a password, a token or a secret (not a key, which also names ids): a generated value
     # shorter than random_looking's 20 characters (`y454z6czmze3`, `hpVfSRDdERxQ`, 16 hex digits).
     return bool(_PASSWORD_WORD.search(word) or _SECRET_WORD.search(word)) and (
-        _short_random(value) or _random_letters(value))
+        short_random(value) or random_letters(value))
 
 
 # Words for a token or a secret (with _PASSWORD_WORD, the words after which a short generated value is one).
 _SECRET_WORD = re.compile(r"(?i)token|secret|jeton|токен|令牌|토큰|トークン|geheimnis|segreto|secreto|segredo|sekret")
-
-
-def _short_random(value: str) -> bool:
-    """Whether `value`, 10 to 64 letters and digits (with "-" or "_"), is generated rather than named:
-    digits with letters, or both cases; not words joined (an identifier, text to cl100k's BPE)."""
-    if (not 10 <= len(value) <= 64 or not re.fullmatch(r"[A-Za-z0-9_-]+", value) or _IDENTIFIER.fullmatch(value)
-            or _GENERATED_NAME.fullmatch(value)):
-        return False
-    letters = any(c.isalpha() for c in value)
-    digits = any(c.isdigit() for c in value)
-    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
-    if not letters or not (digits or mixed):
-        return False
-    # In both cases, runs of letters are the words of a name (camelCase); in one, they say nothing.
-    if mixed and sum(len(w) for w in _WORDLIKE.findall(value)) / len(value) >= 0.4:
-        return False
-    return entropy(value) >= 2.8 and not fails_token_efficiency(value)
 
 
 def look_alike(value: str, before: str, word: str = "") -> bool:
@@ -520,93 +499,18 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
     number, a path, a URL, a file or host name, a hex key id, a bare UUID (not after a token or
     password `word`), another name's assignment, or a value after words about hashes, ids or public
     keys."""
-    if (_PLACEHOLDER.search(value) or _ENCODED_FILE.match(value) or _NOT_A_SECRET_CONTEXT.search(value)
-            or repetitive(value) or _SEQUENCE.search(value)):
+    if (PLACEHOLDER.search(value) or _ENCODED_FILE.match(value) or NOT_A_SECRET_CONTEXT.search(value)
+            or repetitive(value) or SEQUENCE.search(value)):
         return True
     if _UUID.fullmatch(value):
         return (not (_UUID_WORDS.match(word.strip()) or _PASSWORD_WORD.search(word) or _UUID_KEY_BEFORE.search(before))
-                or bool(_NOT_A_SECRET_CONTEXT.search(before)))
-    if _NOT_A_VALUE.match(value) and not _base64_like(value):
+                or bool(NOT_A_SECRET_CONTEXT.search(before)))
+    if _NOT_A_VALUE.match(value) and not base64_like(value):
         return True
     if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
         return True
     # A hash, an id or a public key; another name's assignment (max_tokens=1024 temperature=0.2).
-    return bool(_NOT_A_SECRET_CONTEXT.search(before) or _ASSIGNMENT.match(value))
-
-
-def _base64_like(value: str) -> bool:
-    """A value that a path pattern matches but that is base64 (`/Djtbn7UEYM...+t+LCHGi3w4=`)."""
-    return len(value) >= 20 and ("+" in value or value.endswith("=")) and entropy(value) >= 4.0
-
-
-_STRONG_SYMBOLS = frozenset("!@#$%^&*+=~?")
-
-
-def random_looking(value: str) -> bool:
-    """Whether `value` is made like a password or a generated token rather than a name: letters and
-    digits with a symbol a name never holds (`Meadow314$Glacier`); or upper and lower case with such a
-    symbol, mostly not in words (`Dul#PXun^Q=f`); or upper and lower case and digits, mostly not in
-    words (`M0ssy_62W1l`, not `PasswordPolicyV2` or `Store2Backend`); or, from 20 characters, hex,
-    base32 or base62 of high entropy that is not words joined (`17ef1844...`, not
-    `userId2024AccountBalance`) and that Betterleaks' token-efficiency test does not read as text
-    (which is how a token in one case, `fyhamufw3jimis...`, is told from joined words). The
-    thresholds are Cairn's, set on the spent splits of tests/data/credentials."""
-    letters = any(c.isalpha() for c in value)
-    digits = any(c.isdigit() for c in value)
-    if not letters or len(value) < 8 or re.search(r":\d{2,5}$", value):  # a host:port
-        return False
-    strong = bool(_STRONG_SYMBOLS.intersection(value))
-    if digits and strong:
-        return True
-    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
-    # Characters in words: a lower-case run of 3 or more, with its capital (camelCase, snake_case).
-    wordy = sum(len(w) for w in _WORDLIKE.findall(value)) / len(value)
-    if mixed and (digits or strong) and len(value) >= (8 if strong else 10) and wordy < 0.6:
-        return True
-    # Hex draws on 16 symbols: a random 20-character hex token falls under 3.3 bits a third of the time
-    # (under 2.8 three times in a thousand), a base62 one almost never.
-    floor = 2.8 if _HEX_DIGITS.fullmatch(value) else 3.3
-    if len(value) < 20 or not (digits or mixed) or entropy(value) < floor:
-        return False
-    if mixed and wordy >= 0.4:
-        return False
-    # In one case, runs of letters say nothing; the words of an identifier do (`user-2024-report`), and
-    # of a generated resource name (`app-config-5g8h9k2t7m`).
-    if not mixed and (_IDENTIFIER.fullmatch(value) or _GENERATED_NAME.fullmatch(value)):
-        return False
-    # From 20 characters: random by entropy, and not text by Betterleaks' token-efficiency test
-    # (camelCase names, joined words and phrases encode in few cl100k tokens).
-    return not fails_token_efficiency(value)
-
-
-_WORDLIKE = re.compile(r"[A-Z]?[a-z]{3,}")
-# A generated resource name: words, then a short random suffix (Kubernetes' regcred-9f8k2,
-# app-config-5g8h9k2t7m, default-token-x7k2p; a pod's web-7d4b9c6f5-x2kqp).
-_GENERATED_NAME = re.compile(r"[a-z]{2,}(?:-[a-z]{2,})*(?:-[a-z0-9]{4,10}){1,2}")
-_HEX_DIGITS = re.compile(r"[0-9a-f]+|[0-9A-F]+")
-# An identifier in one case: words and numbers joined by "-", "_" or ".".
-_IDENTIFIER = re.compile(r"(?i)[a-z]+\d*(?:[-_.](?:[a-z]+\d*|\d+))+")
-
-
-def password_like(value: str) -> bool:
-    """Whether `value`, given after a word for a password, is a password people choose: letters, two
-    digits or more, and a symbol or both cases (`Cobalt-tundra6469`, `Velvet.paprika59`,
-    `Orbit482-Quartz`); not an identifier in snake_case (`user_password22`) or a name in camelCase
-    with a version (`PasswordPolicyV2`)."""
-    if not 8 <= len(value) <= 64 or not any(c.isalpha() for c in value):
-        return False
-    if sum(c.isdigit() for c in value) < 2 or re.fullmatch(r"[a-z0-9]+(?:_[a-z0-9]+)+", value):
-        return False
-    symbol = any(not c.isalnum() for c in value)
-    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
-    return symbol or mixed
-
-
-def _random_letters(value: str) -> bool:
-    """Letters in one case from 10, no English word of 5 letters in them and not text to cl100k's BPE
-    (a generated password such as an app password, `jvqpwmzlkxrtybnd`; an Erlang cookie, 20 capitals)."""
-    return (len(value) >= 10 and value.isalpha() and (value.islower() or value.isupper()) and entropy(value) >= 3.0
-            and not fails_token_efficiency(value))
+    return bool(NOT_A_SECRET_CONTEXT.search(before) or _ASSIGNMENT.match(value))
 
 
 def _clause_start(line: str, position: int) -> int:
@@ -658,11 +562,11 @@ def _other_name(between: str) -> bool:
     match = _NAME_ASSIGNED.search(between)
     if match is None:
         code = _CODE_NAME_COLON.search(between)
-        return code is not None and not _WORD.search(code.group(1))
+        return code is not None and not WORD.search(code.group(1))
     name = match.group(1) or match.group(2)
     if re.search(r":\s*[&*]?\s*$", between[:match.start(2 if match.group(2) else 1)]):
         return False  # a type annotation: `API_TOKEN: &str = "..."`, `secret: string = "..."`
-    return name.lower() not in _INTRODUCERS and not _WORD.search(name)
+    return name.lower() not in _INTRODUCERS and not WORD.search(name)
 
 
 def _in_locator(line: str, start: int, end: int) -> bool:
@@ -680,7 +584,7 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     credential public or an example, nor after "id", "name", "hash" ...), a value before "is the
     password", a passphrase of words, a seed phrase, an app password, recovery codes."""
     spans = set()
-    for word in _WORD.finditer(line):
+    for word in WORD.finditer(line):
         # In a URL, a path or an ARN; or a command's option name (`--recv-keys`), which the
         # command-line rules judge (cairn-rules.toml).
         if _in_locator(line, word.start(), word.end()) or (
@@ -688,7 +592,7 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
                 and _OPTION_BEFORE.search(line, max(0, word.start() - 40), word.start())):
             continue
         clause_start = _clause_start(line, word.start())
-        if _NEGATING_BEFORE.search(line, clause_start, word.start()):
+        if NEGATING_BEFORE.search(line, clause_start, word.start()):
             continue
         # A cache's key ("Cache restored from key: Linux-pnpm-store-fe48..."): a lookup key, not a credential.
         if word.group(0).lower() in ("key", "keys") and _CACHE_BEFORE.search(line, clause_start, word.start()):
@@ -700,8 +604,8 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             value = match.group(1).rstrip(".,:!?")
             if line.startswith(("(", "["), match.end(1)):
                 continue  # a call or a subscript: code (Encoding.UTF8.GetBytes(...), config[...])
-            if (_NOT_THE_VALUE.match(line, word.end(), match.start(1))
-                    or _NAMES_BEFORE_VALUE.search(line, word.end(), match.start(1))):
+            if (NOT_THE_VALUE.match(line, word.end(), match.start(1))
+                    or NAMES_BEFORE_VALUE.search(line, word.end(), match.start(1))):
                 continue
             # Hex is mostly a hash or an id: a hex value is a credential only when it is given as one
             # ("token: 8c1e...", "the secret is 8c1e...", "api-key header value 8c1e..."), not
@@ -720,11 +624,19 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             if credential_value(value, line[clause_start:match.start(1)], word.group(0),
                                 introduced=bool(_INTRODUCED.search(between))):
                 spans.add((match.start(1), match.start(1) + len(value)))
+    return [("Credential In Prose", span) for span in sorted(spans | _other_prose_forms(line))]
+
+
+def _other_prose_forms(line: str) -> set[tuple[int, int]]:
+    """Spans of the credentials in `line` that no credential word introduces after it: a value
+    before "is the password", a passphrase, a seed phrase, an app password, recovery codes, an
+    account's password, a literal its trailing comment names."""
+    spans = set()
     for match in _BEFORE.finditer(line):
         if credential_value(match.group(1), line[max(0, match.start(1) - 60):match.end()]):
             spans.add(match.span(1))
     for match in _PASSPHRASE.finditer(line):
-        if not _NOT_A_SECRET_CONTEXT.search(line, max(0, match.start() - 60), match.end()):
+        if not NOT_A_SECRET_CONTEXT.search(line, max(0, match.start() - 60), match.end()):
             spans.add(match.span(2 if match.group(2) else 3))
     # A generated seed phrase draws 12 to 24 words from 2048: one that repeats its words is a published
     # development mnemonic (Hardhat's "test test ... junk"), not a wallet's.
@@ -734,7 +646,7 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         spans.update(m.span(1) for m in pattern.finditer(line))
     spans.update(_account_pairs(line))
     spans.update(_commented_literals(line))
-    return [("Credential In Prose", span) for span in sorted(spans)]
+    return spans
 
 
 # -- a password beside an account's name, a literal named by its comment -------------------------------------
@@ -790,10 +702,10 @@ _COMMENT_PUBLIC = re.compile(
 
 def commented_public(line: str, position: int) -> bool:
     """Whether a trailing comment after `position` in `line` says what stands there is no secret
-    (_COMMENT_PUBLIC, _PUBLIC_CONTEXT, _NOT_A_SECRET_CONTEXT): `'7d3f...'; // cache key for the page`."""
+    (_COMMENT_PUBLIC, _PUBLIC_CONTEXT, NOT_A_SECRET_CONTEXT): `'7d3f...'; // cache key for the page`."""
     comment = _TRAILING_COMMENT.search(line, position)
     return comment is not None and any(p.search(comment.group(1))
-                                       for p in (_COMMENT_PUBLIC, _PUBLIC_CONTEXT, _NOT_A_SECRET_CONTEXT))
+                                       for p in (_COMMENT_PUBLIC, _PUBLIC_CONTEXT, NOT_A_SECRET_CONTEXT))
 
 
 def _commented_literals(line: str) -> list[tuple[int, int]]:
@@ -804,8 +716,8 @@ def _commented_literals(line: str) -> list[tuple[int, int]]:
     if comment is None:
         return []
     text = comment.group(1)
-    word = _WORD.search(text)
-    if word is None or _COMMENT_NOT_SECRET.search(text) or _NOT_A_SECRET_CONTEXT.search(text):
+    word = WORD.search(text)
+    if word is None or _COMMENT_NOT_SECRET.search(text) or NOT_A_SECRET_CONTEXT.search(text):
         return []
     out = []
     for literal in _QUOTED.finditer(line, 0, comment.start()):
@@ -817,289 +729,3 @@ def _commented_literals(line: str) -> list[tuple[int, int]]:
     return out
 
 
-# -- a credential's name and value on different lines --------------------------------------------------------
-# A Terraform variable's default (`variable "db_password" {` ... `default = "..."`), a container's
-# environment as name and value (`- name: DB_PASSWORD` / `value: ...`, ECS's {"name": ..., "value": ...}),
-# an option and its value as two items of an argument list (`- --requirepass` / `- ...`).
-_HCL_VARIABLE = re.compile(r'\bvariable\s+"([\w-]+)"\s*\{([^{}]{0,800})\}')
-_HCL_DEFAULT = re.compile(r'\bdefault\s*=\s*"([^"\n]{4,300})"')
-_NAME_VALUE = re.compile(r"""(?i)["']?\b(?:name|key)["']?\s*[:=]\s*["']?([A-Za-z_][\w.-]*)["']?\s*,?\s*"""
-                         r"""(?:\n[ \t]*-?[ \t]*)?["']?value["']?\s*[:=]\s*["']?([^\s'",}]{4,300})""")
-_ARGUMENT_PAIR = re.compile(r"""(?m)^[ \t]*-[ \t]+["']?--?([\w-]+)["']?[ \t]*\n[ \t]*-[ \t]+["']?([^\s'"]{4,300})""")
-_SECRET_SETTING_WORDS = frozenset("password passwd pass passphrase pwd token secret credential credentials requirepass"
-                                  " masterauth apikey".split())
-_SECRET_SETTING_PAIRS = frozenset("apikey authkey accesskey secretkey privatekey signingkey encryptionkey masterkey"
-                                  " authtoken".split())
-
-
-def secret_setting(name: str) -> bool:
-    """Whether a setting's, variable's or option's name says it holds a credential: its last word is
-    one (DB_PASSWORD, api_token, --requirepass, postgresPassword) or its last two make one
-    (SECRET_KEY, signingKey); not a name about one (DB_PASSWORD_FILE, ssh_key_name)."""
-    words = [w.lower() for w in re.split(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
-    return bool(words) and (words[-1] in _SECRET_SETTING_WORDS or "".join(words[-2:]) in _SECRET_SETTING_PAIRS)
-
-
-# A Markdown table's row: cells between pipes.
-_TABLE_ROW = re.compile(r"(?m)^[ \t]*\|(.+)\|[ \t]*$")
-
-
-def _table_cells(text: str) -> list[tuple[str, str, int]]:
-    """(column name, cell, offset of the cell in `text`) of each body cell of each Markdown table of
-    `text` under a header cell that names a credential (a password, key, token or secret column)."""
-    out: list[tuple[str, str, int]] = []
-    header: list[str] | None = None
-    for row in _TABLE_ROW.finditer(text):
-        cells, offsets, at = [], [], row.start(1)
-        for cell in row.group(1).split("|"):
-            cells.append(cell.strip())
-            offsets.append(at + len(cell) - len(cell.lstrip()))
-            at += len(cell) + 1
-        previous = text[:max(0, row.start() - 1)].rsplit("\n", 1)[-1].strip() if row.start() else ""
-        if header is None or not (previous.startswith("|") and previous.endswith("|")):  # a table's header
-            header = cells
-            continue
-        if all(re.fullmatch(r":?-{3,}:?", c) for c in cells if c) or _NOT_A_SECRET_CONTEXT.search(row.group(1)):
-            continue  # the separator row, or a row about a hash, a commit, a fingerprint ...
-        for name, cell, offset in zip(header, cells, offsets):
-            if _WORD.fullmatch(name.strip("*_` ")) and cell:
-                out.append((name.strip("*_` "), cell.strip("`"), offset + (1 if cell.startswith("`") else 0)))
-    return out
-
-
-# A value alone on its line under a line that announces it: the line names a credential and ends with
-# ":" (tool output, "Please use the following password:"), a YAML block scalar's ">-" or "|", or a shell
-# line continuation ("aws configure set aws_secret_access_key \\"); a blank line may stand between.
-# Not a shell prompt's command and what it prints: a container's id after `docker run -e ..._PASSWORD`,
-# an encrypted file's contents after `cat credentials.yml.enc` are output, not the credential.
-_ANNOUNCED = re.compile(r"(?im)^[^\n]{0,160}?(?<![a-z0-9])(" + _WORDS + "|" + _CJK_WORDS + r")(?![a-z0-9])[^\n]{0,160}?"
-                        r"(?::|:\s*[>|][-+]?|\s\\)[ \t]*\n(?:[ \t]*\n)?[ \t]*([^\s'\"`]{8,300})[ \t]*(?:\\)?$")
-
-
-_ANNOUNCING_END = re.compile(r"(?::|:\s*[>|][-+]?|\s\\)[ \t]*\n")
-
-
-def _announced(text: str) -> Iterator[re.Match]:
-    """_ANNOUNCED's matches in `text`, tried only at the lines that end as an announcement does (the
-    pattern's lazy scan of every line costs about 1 ms on 2 KB of prose)."""
-    for end in _ANNOUNCING_END.finditer(text):
-        start = text.rfind("\n", 0, end.start()) + 1
-        match = _ANNOUNCED.match(text, start)
-        if match:
-            yield match
-
-
-# Words that make an announced value ciphertext ("Encrypted password:", "ciphertext of the token:").
-_CIPHERTEXT_WORD = re.compile(r"(?i)\b(?:encrypted|encryption of|ciphertext|cipher text|sealed|wrapped)\b")
-
-
-def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
-    """(kind, span in `text`) of each credential whose name and value stand apart, on different lines
-    or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR) or under a Markdown table's
-    column named as a credential (_table_cells): a name that secret_setting accepts, a value that
-    credential_value accepts as introduced by it."""
-    found = []
-    low = text.lower()
-    if "|" in text:
-        found += _table_cells(text)
-    # As in prose (prose_findings): not a hash's, an id's or a public key's line, not a word made public or an
-    # example by what precedes it ("site key:"), not a word that names something else ("password policy:").
-    announced = [(m.group(1), m.group(2), m.start(2)) for m in _announced(text)
-                 if not _NOT_A_SECRET_CONTEXT.search(m.group(0)) and not _CIPHERTEXT_WORD.search(m.group(0))
-                 and not public_context(m.group(0), m.start(2) - m.start())
-                 and not _NEGATING_BEFORE.search(text, m.start(), m.start(1))
-                 and not _NOT_THE_VALUE.match(text, m.end(1))
-                 and not _NAMES_BEFORE_VALUE.search(text, m.end(1), m.start(2))]
-    if "variable" in low or "value" in low or "- -" in text or found:  # else none of their forms is in the text
-        found += _block_pairs(text)
-    found += announced
-    return _judge_pairs(found)
-
-
-def _block_pairs(text: str) -> list[tuple[str, str, int]]:
-    """(name, value, start of value) of each Terraform default, name/value pair and argument pair in `text`."""
-    found = []
-    for variable in _HCL_VARIABLE.finditer(text):
-        default = _HCL_DEFAULT.search(variable.group(2))
-        if default and secret_setting(variable.group(1)):
-            start = variable.start(2) + default.start(1)
-            found.append((variable.group(1), default.group(1), start))
-    for pattern in (_NAME_VALUE, _ARGUMENT_PAIR):
-        for match in pattern.finditer(text):
-            if secret_setting(match.group(1)):
-                found.append((match.group(1), match.group(2), match.start(2)))
-    return found
-
-
-def _judge_pairs(found: list[tuple[str, str, int]]) -> list[tuple[str, tuple[int, int]]]:
-    """The pairs whose value credential_value accepts as introduced by the name's last word."""
-    out = []
-    for name, value, start in found:
-        value = value.rstrip(".,;")
-        word = re.split(r"[-_.]|(?<=[a-z0-9])(?=[A-Z])", name)[-1]
-        if value.startswith(("{", "$", "<", "%")) or placeholder(value) or public_key(value):
-            continue
-        if credential_value(value, "", word, introduced=True):
-            out.append(("Credential In Prose", (start, start + len(value))))
-    return out
-
-
-def placeholder(value: str) -> bool:
-    """Whether a detected value is a placeholder or a reference rather than a secret: `xxx`,
-    `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), code that reads
-    the secret from elsewhere (`os.environ[...]`, `process.env.X`), the name of what goes there
-    (`mypassword`, `your_token`), a short word in lower case (`test`, `testing`, `minio`: what
-    tests, local emulators and documentation write), or a Basic credential whose decoded
-    `user:password` is one of those."""
-    return bool(_PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
-                or re.fullmatch(r"\[[A-Za-z _-]+\]", value)  # [masked], [hidden]
-                or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value))
-
-
-# The name of a credential standing for its value: `mypassword`, `your_token`, `myusername`, `password`.
-_NAMED_PLACEHOLDER = re.compile(r"(?i)(?:my|your|the|some|a)?[-_]?(?:user[-_]?name|user|login|password|passwd|pass"
-                                r"|pwd|secret|token|api[-_]?key|access[-_]?key|key|credentials?)")
-
-
-def lower_case_word(value: str) -> bool:
-    """Whether `value` is a short run of lower-case letters (12 at most) that reads as text to
-    Betterleaks' token-efficiency test (`test`, `testing`, `minio`, `guest`): a word a person or a tool
-    writes as a stand-in, not a generated secret (a random one, `jvqpwmzlkx`, does not read as text)."""
-    return len(value) <= 12 and re.fullmatch(r"[a-z]+", value) is not None and fails_token_efficiency(value)
-
-
-def _placeholder_pair(value: str) -> bool:
-    """Whether `value` is base64 of `user:password` (a Basic credential) whose password is a placeholder,
-    a service's default or the user name itself (`dXNlcjpwYXNzd29yZA==`, base64 of "user:password")."""
-    import base64
-    import binascii
-
-    if not 8 <= len(value) <= 200 or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", value):
-        return False
-    try:
-        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("ascii")
-    except (binascii.Error, UnicodeDecodeError):
-        return False
-    user, colon, password = decoded.partition(":")
-    if not colon or not decoded.isprintable():
-        return False
-    return password == user or bool(_NAMED_PLACEHOLDER.fullmatch(password) or _PLACEHOLDER.search(password)
-                                    or lower_case_word(password))
-
-
-# A password's hash, not the password: the modular crypt format ($2b$, $6$, $argon2id$, $apr1$ ...),
-# Django's `algorithm$iterations$salt$hash` (docs.djangoproject.com/en/stable/topics/auth/passwords/),
-# LDAP's {SSHA}/{SHA}/{CRYPT}, Tor's `16:` + salt and hash (HashedControlPassword, tor(1) --hash-password).
-_PASSWORD_HASH = re.compile(r"\$(?:2[abxy]?|1|5|6|7|y|gy|apr1|sha1|md5|argon2(?:id|i|d)|scrypt|pbkdf2[\w-]*)\$\S{8,}"
-                            r"|(?:pbkdf2_sha(?:1|256|512)|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5)\$\S+\$\S{8,}"
-                            r"|\{(?:SSHA|SHA|SSHA256|SSHA512|CRYPT|MD5|SMD5)\}\S{8,}|16:[0-9A-F]{58}")
-# A name that says its value is hashed: HashedControlPassword, password_hash, hashed_secret.
-_HASHED_NAME = re.compile(r"(?i)[\w.-]*hash[\w.-]*['\"]?\s*(?:[:=]\s*)?['\"]?(?:16:)?$")
-
-
-def hashed(line: str, start: int, end: int) -> bool:
-    """Whether line[start:end] is a password's hash (_PASSWORD_HASH), or the value of a name that says
-    it is hashed (`HashedControlPassword 16:...`, `password_hash = "..."`)."""
-    left = max(line.rfind(" ", 0, start), line.rfind("\t", 0, start)) + 1  # the token may start before the span
-    if any(_PASSWORD_HASH.fullmatch(line[at:end].strip("'\"")) for at in {start, left}):
-        return True
-    before = line[max(0, start - 60):start]
-    return "hash" in before.lower() and _HASHED_NAME.search(before) is not None
-
-
-def _capitals_name(value: str) -> bool:
-    """A name in capitals (`USER:PASSWORD`, `API_KEY`), not random capitals (an Erlang cookie, 20 letters
-    that hold no word and that cl100k's BPE does not read as text)."""
-    if not re.fullmatch(r"[A-Z][A-Z_]*", value):
-        return False
-    return len(value) < 16 or "_" in value or fails_token_efficiency(value)
-
-
-# A documented example's run (`AbCdEfGh...`, `...1234567890`): in prose a look-alike, while a key in a
-# vendor's format with such a body is still redacted (tests and fixtures write them so).
-_SEQUENCE = re.compile(r"(?i)abcdefg|1234567")
-
-
-def repetitive(value: str) -> bool:
-    """Whether `value` (16 characters or more) is mostly one character repeated, a dummy rather than a
-    generated secret (`1x0000000000000000000000000000000AA`): under 2 bits of entropy per character,
-    which no generated key of that length has (a random base64 token has about 5). A look-alike test
-    of values found in prose (look_alike), not of a vendor's format: a key in one (`sk-ant-api03-AAAA...`)
-    is redacted whatever its body."""
-    if len(value) < 16:
-        return False
-    # Entropy is at least -log2 of the commonest character's share: under 2 bits needs a quarter or more.
-    counts = Counter(value)
-    return max(counts.values()) * 4 >= len(value) and entropy(value) < 2.0
-
-
-# Keys their vendors document as public (they ship in web pages and apps), never redacted: Stripe's
-# (and Paystack's, Clerk's) publishable keys pk_live_/pk_test_ (docs.stripe.com/keys), PostHog's project
-# API key phc_ (posthog.com/docs/api), Supabase's publishable key sb_publishable_
-# (supabase.com/docs/guides/api/api-keys), Cloudflare Turnstile site keys 0x4AAAAAAA + 14 characters
-# (developers.cloudflare.com/turnstile; a secret key is longer, 35), Mapbox public tokens pk.eyJ...
-# (docs.mapbox.com), Datadog RUM client tokens pub + 32 hex (docs.datadoghq.com/account_management/
-# api-app-keys/#client-tokens), Twilio account SIDs AC + 32 hex (an account's id; its secrets are the
-# auth token and SK API keys), New Relic browser keys NRJS- (docs.newrelic.com/docs/apis/intro-apis/
-# new-relic-api-keys/#browser-key-id: shipped in every page the browser agent instruments).
-PUBLIC_KEY_FORMATS = re.compile(r"pk_(?:live|test)_[A-Za-z0-9_-]{10,120}|phc_[A-Za-z0-9_-]{30,60}"
-                                r"|sb_publishable_[A-Za-z0-9_-]{20,60}|0x4AAAAAAA[A-Za-z0-9_-]{12,16}"
-                                r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|pub[0-9a-f]{32}|AC[0-9a-f]{32}"
-                                r"|NRJS-[0-9a-f]{19}")
-# Values published as examples, in vendors' documentation and specifications: AWS's example key
-# pairs hold "EXAMPLE" (a placeholder); jwt.io's sample token (its signature); the AES-128 key of
-# NIST SP 800-38A and FIPS-197's examples.
-_PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e151628aed2a6abf7158809cf4f3c",
-                       "000102030405060708090a0b0c0d0e0f",
-                       # Hardhat's and Foundry Anvil's first development accounts, printed by `npx hardhat
-                       # node` and `anvil` under "these accounts, and their private keys, are publicly known".
-                       "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
-                       "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
-                       "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a")
-_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(eyJ[A-Za-z0-9_-]{5,})\.[A-Za-z0-9_-]*")
-
-
-def public_key(value: str) -> bool:
-    """Whether `value` is a key of a format its vendor documents as public (PUBLIC_KEY_FORMATS), a
-    Supabase anon key (a JWT whose role is "anon", which Supabase documents as safe in a browser), or
-    a value published as an example (_PUBLISHED_EXAMPLES)."""
-    value = value.strip("'\"`.,;")
-    if (PUBLIC_KEY_FORMATS.fullmatch(value) or any(example in value for example in _PUBLISHED_EXAMPLES)
-            or der_public_key(value)):
-        return True
-    jwt = _JWT.fullmatch(value)
-    return jwt is not None and _jwt_claims(jwt.group(1)).get("role") == "anon"
-
-
-def _jwt_claims(payload: str) -> dict[str, Any]:
-    """A JWT's payload (base64url JSON) as a dict; {} when it is not one."""
-    import base64
-
-    try:
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    except ValueError:
-        return {}
-    return claims if isinstance(claims, dict) else {}
-
-
-# The DER of an X.509 SubjectPublicKeyInfo: the algorithm's OID (rsaEncryption with its NULL, ecPublicKey
-# with its curve, Ed25519, X25519), then the key as a BIT STRING (tag 3); a private key (PKCS#8) holds
-# an OCTET STRING (tag 4) there. RFC 5280 4.1.2.7, RFC 8410.
-_SPKI = re.compile(rb"\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x01\x01\x05\x00\x03"
-                   rb"|\x06\x07\x2a\x86\x48\xce\x3d\x02\x01\x06[\x05-\x09][^\x03]{5,9}?\x03"
-                   rb"|\x06\x03\x2b\x65[\x6e\x70]\x03")
-
-
-def der_public_key(value: str) -> bool:
-    """Whether `value` is base64 of a public key's DER (SubjectPublicKeyInfo: `MFwwDQYJKoZIhvcNAQEB...`,
-    `MIIBIjANBgkq...`, `MCowBQYDK2Vw...`), which is published, not a secret."""
-    import base64
-    import binascii
-
-    if len(value) < 40 or not value.startswith("M") or not re.match(r"[A-Za-z0-9+/]{40}", value):
-        return False
-    try:
-        head = base64.b64decode(value[:40], validate=True)
-    except binascii.Error:
-        return False
-    return head[:1] == b"\x30" and _SPKI.search(head[:32]) is not None

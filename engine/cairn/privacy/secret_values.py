@@ -1,0 +1,286 @@
+"""What a value found beside a credential's name is: random or a word, a placeholder, a hash, a public key.
+
+The scrubber's rules find a name and a value (secret_rules, secret_blocks); these judge the value
+itself, so that a placeholder ("<your-key>", "changeme", "mypassword"), a password hash
+(bcrypt, Django's pbkdf2_sha256$, LDAP {SSHA}), a public key or a documented example (a
+publishable key, jwt.io's sample token, a DER SubjectPublicKeyInfo) is kept, and a random value
+is not. Pure functions of strings; no rule set is loaded here.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections import Counter
+from typing import Any
+
+from .rule_filters import entropy, fails_token_efficiency
+
+
+PLACEHOLDER = re.compile(
+    r"(?i:x{6,}|(?<![a-z0-9])x{3,5}(?![a-z0-9])|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)"
+    r"|example|sample|dummy|EXAMPLE|"
+    r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
+    r"|^%\(?\w+\)?[%s]?$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME%
+
+
+def short_random(value: str) -> bool:
+    """Whether `value`, 10 to 64 letters and digits (with "-" or "_"), is generated rather than named:
+    digits with letters, or both cases; not words joined (an identifier, text to cl100k's BPE)."""
+    if (not 10 <= len(value) <= 64 or not re.fullmatch(r"[A-Za-z0-9_-]+", value) or _IDENTIFIER.fullmatch(value)
+            or _GENERATED_NAME.fullmatch(value)):
+        return False
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    if not letters or not (digits or mixed):
+        return False
+    # In both cases, runs of letters are the words of a name (camelCase); in one, they say nothing.
+    if mixed and sum(len(w) for w in _WORDLIKE.findall(value)) / len(value) >= 0.4:
+        return False
+    return entropy(value) >= 2.8 and not fails_token_efficiency(value)
+
+
+def base64_like(value: str) -> bool:
+    """A value that a path pattern matches but that is base64 (`/Djtbn7UEYM...+t+LCHGi3w4=`)."""
+    return len(value) >= 20 and ("+" in value or value.endswith("=")) and entropy(value) >= 4.0
+
+
+_STRONG_SYMBOLS = frozenset("!@#$%^&*+=~?")
+
+
+def random_looking(value: str) -> bool:
+    """Whether `value` is made like a password or a generated token rather than a name: letters and
+    digits with a symbol a name never holds (`Meadow314$Glacier`); or upper and lower case with such a
+    symbol, mostly not in words (`Dul#PXun^Q=f`); or upper and lower case and digits, mostly not in
+    words (`M0ssy_62W1l`, not `PasswordPolicyV2` or `Store2Backend`); or, from 20 characters, hex,
+    base32 or base62 of high entropy that is not words joined (`17ef1844...`, not
+    `userId2024AccountBalance`) and that Betterleaks' token-efficiency test does not read as text
+    (which is how a token in one case, `fyhamufw3jimis...`, is told from joined words). The
+    thresholds are Cairn's, set on the spent splits of tests/data/credentials."""
+    letters = any(c.isalpha() for c in value)
+    digits = any(c.isdigit() for c in value)
+    if not letters or len(value) < 8 or re.search(r":\d{2,5}$", value):  # a host:port
+        return False
+    strong = bool(_STRONG_SYMBOLS.intersection(value))
+    if digits and strong:
+        return True
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    # Characters in words: a lower-case run of 3 or more, with its capital (camelCase, snake_case).
+    wordy = sum(len(w) for w in _WORDLIKE.findall(value)) / len(value)
+    if mixed and (digits or strong) and len(value) >= (8 if strong else 10) and wordy < 0.6:
+        return True
+    # Hex draws on 16 symbols: a random 20-character hex token falls under 3.3 bits a third of the time
+    # (under 2.8 three times in a thousand), a base62 one almost never.
+    floor = 2.8 if _HEX_DIGITS.fullmatch(value) else 3.3
+    if len(value) < 20 or not (digits or mixed) or entropy(value) < floor:
+        return False
+    if mixed and wordy >= 0.4:
+        return False
+    # In one case, runs of letters say nothing; the words of an identifier do (`user-2024-report`), and
+    # of a generated resource name (`app-config-5g8h9k2t7m`).
+    if not mixed and (_IDENTIFIER.fullmatch(value) or _GENERATED_NAME.fullmatch(value)):
+        return False
+    # From 20 characters: random by entropy, and not text by Betterleaks' token-efficiency test
+    # (camelCase names, joined words and phrases encode in few cl100k tokens).
+    return not fails_token_efficiency(value)
+
+
+_WORDLIKE = re.compile(r"[A-Z]?[a-z]{3,}")
+
+
+# A generated resource name: words, then a short random suffix (Kubernetes' regcred-9f8k2,
+# app-config-5g8h9k2t7m, default-token-x7k2p; a pod's web-7d4b9c6f5-x2kqp).
+_GENERATED_NAME = re.compile(r"[a-z]{2,}(?:-[a-z]{2,})*(?:-[a-z0-9]{4,10}){1,2}")
+
+
+_HEX_DIGITS = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+
+
+# An identifier in one case: words and numbers joined by "-", "_" or ".".
+_IDENTIFIER = re.compile(r"(?i)[a-z]+\d*(?:[-_.](?:[a-z]+\d*|\d+))+")
+
+
+def password_like(value: str) -> bool:
+    """Whether `value`, given after a word for a password, is a password people choose: letters, two
+    digits or more, and a symbol or both cases (`Cobalt-tundra6469`, `Velvet.paprika59`,
+    `Orbit482-Quartz`); not an identifier in snake_case (`user_password22`) or a name in camelCase
+    with a version (`PasswordPolicyV2`)."""
+    if not 8 <= len(value) <= 64 or not any(c.isalpha() for c in value):
+        return False
+    if sum(c.isdigit() for c in value) < 2 or re.fullmatch(r"[a-z0-9]+(?:_[a-z0-9]+)+", value):
+        return False
+    symbol = any(not c.isalnum() for c in value)
+    mixed = any(c.islower() for c in value) and any(c.isupper() for c in value)
+    return symbol or mixed
+
+
+def random_letters(value: str) -> bool:
+    """Letters in one case from 10, no English word of 5 letters in them and not text to cl100k's BPE
+    (a generated password such as an app password, `jvqpwmzlkxrtybnd`; an Erlang cookie, 20 capitals)."""
+    return (len(value) >= 10 and value.isalpha() and (value.islower() or value.isupper()) and entropy(value) >= 3.0
+            and not fails_token_efficiency(value))
+
+
+def placeholder(value: str) -> bool:
+    """Whether a detected value is a placeholder or a reference rather than a secret: `xxx`,
+    `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), code that reads
+    the secret from elsewhere (`os.environ[...]`, `process.env.X`), the name of what goes there
+    (`mypassword`, `your_token`), a short word in lower case (`test`, `testing`, `minio`: what
+    tests, local emulators and documentation write), or a Basic credential whose decoded
+    `user:password` is one of those."""
+    return bool(PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
+                or re.fullmatch(r"\[[A-Za-z _-]+\]", value)  # [masked], [hidden]
+                or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value))
+
+
+# The name of a credential standing for its value: `mypassword`, `your_token`, `myusername`, `password`.
+_NAMED_PLACEHOLDER = re.compile(r"(?i)(?:my|your|the|some|a)?[-_]?(?:user[-_]?name|user|login|password|passwd|pass"
+                                r"|pwd|secret|token|api[-_]?key|access[-_]?key|key|credentials?)")
+
+
+def lower_case_word(value: str) -> bool:
+    """Whether `value` is a short run of lower-case letters (12 at most) that reads as text to
+    Betterleaks' token-efficiency test (`test`, `testing`, `minio`, `guest`): a word a person or a tool
+    writes as a stand-in, not a generated secret (a random one, `jvqpwmzlkx`, does not read as text)."""
+    return len(value) <= 12 and re.fullmatch(r"[a-z]+", value) is not None and fails_token_efficiency(value)
+
+
+def _placeholder_pair(value: str) -> bool:
+    """Whether `value` is base64 of `user:password` (a Basic credential) whose password is a placeholder,
+    a service's default or the user name itself (`dXNlcjpwYXNzd29yZA==`, base64 of "user:password")."""
+
+    if not 8 <= len(value) <= 200 or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", value):
+        return False
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    user, colon, password = decoded.partition(":")
+    if not colon or not decoded.isprintable():
+        return False
+    return password == user or bool(_NAMED_PLACEHOLDER.fullmatch(password) or PLACEHOLDER.search(password)
+                                    or lower_case_word(password))
+
+
+# A password's hash, not the password: the modular crypt format ($2b$, $6$, $argon2id$, $apr1$ ...),
+# Django's `algorithm$iterations$salt$hash` (docs.djangoproject.com/en/stable/topics/auth/passwords/),
+# LDAP's {SSHA}/{SHA}/{CRYPT}, Tor's `16:` + salt and hash (HashedControlPassword, tor(1) --hash-password).
+_PASSWORD_HASH = re.compile(r"\$(?:2[abxy]?|1|5|6|7|y|gy|apr1|sha1|md5|argon2(?:id|i|d)|scrypt|pbkdf2[\w-]*)\$\S{8,}"
+                            r"|(?:pbkdf2_sha(?:1|256|512)|argon2|bcrypt(?:_sha256)?|scrypt|sha1|md5)\$\S+\$\S{8,}"
+                            r"|\{(?:SSHA|SHA|SSHA256|SSHA512|CRYPT|MD5|SMD5)\}\S{8,}|16:[0-9A-F]{58}")
+
+
+# A name that says its value is hashed: HashedControlPassword, password_hash, hashed_secret.
+_HASHED_NAME = re.compile(r"(?i)[\w.-]*hash[\w.-]*['\"]?\s*(?:[:=]\s*)?['\"]?(?:16:)?$")
+
+
+def hashed(line: str, start: int, end: int) -> bool:
+    """Whether line[start:end] is a password's hash (_PASSWORD_HASH), or the value of a name that says
+    it is hashed (`HashedControlPassword 16:...`, `password_hash = "..."`)."""
+    left = max(line.rfind(" ", 0, start), line.rfind("\t", 0, start)) + 1  # the token may start before the span
+    if any(_PASSWORD_HASH.fullmatch(line[at:end].strip("'\"")) for at in {start, left}):
+        return True
+    before = line[max(0, start - 60):start]
+    return "hash" in before.lower() and _HASHED_NAME.search(before) is not None
+
+
+def _capitals_name(value: str) -> bool:
+    """A name in capitals (`USER:PASSWORD`, `API_KEY`), not random capitals (an Erlang cookie, 20 letters
+    that hold no word and that cl100k's BPE does not read as text)."""
+    if not re.fullmatch(r"[A-Z][A-Z_]*", value):
+        return False
+    return len(value) < 16 or "_" in value or fails_token_efficiency(value)
+
+
+# A documented example's run (`AbCdEfGh...`, `...1234567890`): in prose a look-alike, while a key in a
+# vendor's format with such a body is still redacted (tests and fixtures write them so).
+SEQUENCE = re.compile(r"(?i)abcdefg|1234567")
+
+
+def repetitive(value: str) -> bool:
+    """Whether `value` (16 characters or more) is mostly one character repeated, a dummy rather than a
+    generated secret (`1x0000000000000000000000000000000AA`): under 2 bits of entropy per character,
+    which no generated key of that length has (a random base64 token has about 5). A look-alike test
+    of values found in prose (look_alike), not of a vendor's format: a key in one (`sk-ant-api03-AAAA...`)
+    is redacted whatever its body."""
+    if len(value) < 16:
+        return False
+    # Entropy is at least -log2 of the commonest character's share: under 2 bits needs a quarter or more.
+    counts = Counter(value)
+    return max(counts.values()) * 4 >= len(value) and entropy(value) < 2.0
+
+
+# Keys their vendors document as public (they ship in web pages and apps), never redacted: Stripe's
+# (and Paystack's, Clerk's) publishable keys pk_live_/pk_test_ (docs.stripe.com/keys), PostHog's project
+# API key phc_ (posthog.com/docs/api), Supabase's publishable key sb_publishable_
+# (supabase.com/docs/guides/api/api-keys), Cloudflare Turnstile site keys 0x4AAAAAAA + 14 characters
+# (developers.cloudflare.com/turnstile; a secret key is longer, 35), Mapbox public tokens pk.eyJ...
+# (docs.mapbox.com), Datadog RUM client tokens pub + 32 hex (docs.datadoghq.com/account_management/
+# api-app-keys/#client-tokens), Twilio account SIDs AC + 32 hex (an account's id; its secrets are the
+# auth token and SK API keys), New Relic browser keys NRJS- (docs.newrelic.com/docs/apis/intro-apis/
+# new-relic-api-keys/#browser-key-id: shipped in every page the browser agent instruments).
+PUBLIC_KEY_FORMATS = re.compile(r"pk_(?:live|test)_[A-Za-z0-9_-]{10,120}|phc_[A-Za-z0-9_-]{30,60}"
+                                r"|sb_publishable_[A-Za-z0-9_-]{20,60}|0x4AAAAAAA[A-Za-z0-9_-]{12,16}"
+                                r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|pub[0-9a-f]{32}|AC[0-9a-f]{32}"
+                                r"|NRJS-[0-9a-f]{19}")
+
+
+# Values published as examples, in vendors' documentation and specifications: AWS's example key
+# pairs hold "EXAMPLE" (a placeholder); jwt.io's sample token (its signature); the AES-128 key of
+# NIST SP 800-38A and FIPS-197's examples.
+_PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e151628aed2a6abf7158809cf4f3c",
+                       "000102030405060708090a0b0c0d0e0f",
+                       # Hardhat's and Foundry Anvil's first development accounts, printed by `npx hardhat
+                       # node` and `anvil` under "these accounts, and their private keys, are publicly known".
+                       "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
+                       "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
+                       "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a")
+
+
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(eyJ[A-Za-z0-9_-]{5,})\.[A-Za-z0-9_-]*")
+
+
+def public_key(value: str) -> bool:
+    """Whether `value` is a key of a format its vendor documents as public (PUBLIC_KEY_FORMATS), a
+    Supabase anon key (a JWT whose role is "anon", which Supabase documents as safe in a browser), or
+    a value published as an example (_PUBLISHED_EXAMPLES)."""
+    value = value.strip("'\"`.,;")
+    if (PUBLIC_KEY_FORMATS.fullmatch(value) or any(example in value for example in _PUBLISHED_EXAMPLES)
+            or der_public_key(value)):
+        return True
+    jwt = _JWT.fullmatch(value)
+    return jwt is not None and _jwt_claims(jwt.group(1)).get("role") == "anon"
+
+
+def _jwt_claims(payload: str) -> dict[str, Any]:
+    """A JWT's payload (base64url JSON) as a dict; {} when it is not one."""
+
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except ValueError:
+        return {}
+    return claims if isinstance(claims, dict) else {}
+
+
+# The DER of an X.509 SubjectPublicKeyInfo: the algorithm's OID (rsaEncryption with its NULL, ecPublicKey
+# with its curve, Ed25519, X25519), then the key as a BIT STRING (tag 3); a private key (PKCS#8) holds
+# an OCTET STRING (tag 4) there. RFC 5280 4.1.2.7, RFC 8410.
+_SPKI = re.compile(rb"\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x01\x01\x05\x00\x03"
+                   rb"|\x06\x07\x2a\x86\x48\xce\x3d\x02\x01\x06[\x05-\x09][^\x03]{5,9}?\x03"
+                   rb"|\x06\x03\x2b\x65[\x6e\x70]\x03")
+
+
+def der_public_key(value: str) -> bool:
+    """Whether `value` is base64 of a public key's DER (SubjectPublicKeyInfo: `MFwwDQYJKoZIhvcNAQEB...`,
+    `MIIBIjANBgkq...`, `MCowBQYDK2Vw...`), which is published, not a secret."""
+
+    if len(value) < 40 or not value.startswith("M") or not re.match(r"[A-Za-z0-9+/]{40}", value):
+        return False
+    try:
+        head = base64.b64decode(value[:40], validate=True)
+    except binascii.Error:
+        return False
+    return head[:1] == b"\x30" and _SPKI.search(head[:32]) is not None
