@@ -84,6 +84,9 @@ EVENT = "UserPromptSubmit"  # set by main (--event)
 
 
 CALLS = [0]
+# Session ids of one measurement: a session remembers what it was shown, so ids reused from an
+# earlier measurement (or another version) would make the injected share say what ran before.
+RUN = [""]
 
 
 def _folder(i: int) -> str:
@@ -95,7 +98,7 @@ def run_hook(env: dict[str, str], prompt: str) -> tuple[float, str]:
         n = zlib.crc32(prompt.encode()) % 360
         path = f"{env['CLAUDE_PROJECT_DIR']}/{_folder(n)}handler_{n}.py"
         CALLS[0] += 1  # ten calls a session: some memories are left out as injected, the budget lasts
-        payload = json.dumps({"session_id": f"bench-tools-{CALLS[0] // 10}", "hook_event_name": EVENT,
+        payload = json.dumps({"session_id": f"bench-tools-{RUN[0]}-{CALLS[0] // 10}", "hook_event_name": EVENT,
                               "tool_name": "Read",
                               "tool_input": {"file_path": path}, "cwd": env["CLAUDE_PROJECT_DIR"],
                               "transcript_path": "/dev/null"})
@@ -104,7 +107,7 @@ def run_hook(env: dict[str, str], prompt: str) -> tuple[float, str]:
                               "hook_event_name": EVENT, "cwd": env["CLAUDE_PROJECT_DIR"],
                               "transcript_path": "/dev/null"})
     else:
-        payload = json.dumps({"session_id": "bench", "prompt": prompt, "hook_event_name": EVENT,
+        payload = json.dumps({"session_id": f"bench-{RUN[0]}", "prompt": prompt, "hook_event_name": EVENT,
                               "cwd": env["CLAUDE_PROJECT_DIR"], "transcript_path": "/dev/null"})
     started = time.perf_counter()
     out = subprocess.run([str(ROOT / "hooks" / "cairn-hook"), EVENT], input=payload,
@@ -124,6 +127,7 @@ def summary(times: list[float], injected: int = 0) -> dict[str, float]:
 
 def measure(env: dict[str, str], prompts: list[str]) -> dict[str, float]:
     times, injected = [], 0
+    RUN[0] = f"{os.getpid()}-{time.monotonic_ns()}"
     for prompt in prompts:
         ms, out = run_hook(env, prompt)
         times.append(ms)
