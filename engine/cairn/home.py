@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from .environment import or_process
@@ -90,40 +90,74 @@ def secure_root(root: Path) -> Path:
             "there: set CAIRN_HOME to a folder of your own"
         )
     if stat.S_IMODE(info.st_mode) != DIR_MODE:
-        os.chmod(root, DIR_MODE)
+        if _only_ours(root):
+            os.chmod(root, DIR_MODE)
         tighten(root)
     return root
 
 
+# What Cairn keeps in a data root. A CAIRN_HOME pointed at a folder that also holds the user's own
+# files keeps their modes: only these entries are made private there, not the folder itself.
+OWN_ENTRIES = frozenset({"stores", "backups", "logs", "sessions", "paused", "cache", "capture-locks",
+                         "claude-memory-locks", "tokens.json", "config.yaml"})
+
+
+def _only_ours(root: Path) -> bool:
+    try:
+        return all(entry.name in OWN_ENTRIES for entry in os.scandir(root))
+    except OSError:
+        return False
+
+
+def _walk_ours(root: Path) -> Iterator[tuple[Path, int]]:
+    """(path, the mode it should have) of Cairn's folders and files under `root`: all of them in a
+    data root that holds only Cairn's entries, else those under OWN_ENTRIES alone. Symlinks are left out."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return
+    ours = _only_ours(root)
+    for entry in entries:
+        if not ours and entry.name not in OWN_ENTRIES:
+            continue
+        top = Path(entry.path)
+        if entry.is_symlink():
+            continue
+        if not entry.is_dir():
+            yield top, FILE_MODE
+            continue
+        yield top, DIR_MODE
+        for folder, dirs, files in os.walk(top):
+            for name, mode in [(d, DIR_MODE) for d in dirs] + [(f, FILE_MODE) for f in files]:
+                path = Path(folder) / name
+                if not path.is_symlink():
+                    yield path, mode
+
+
 def tighten(root: Path) -> list[Path]:
-    """Set every folder under `root` to 0700 and every file to 0600 (symlinks are left alone).
-    Returns the paths changed."""
+    """Set Cairn's folders under `root` to 0700 and its files to 0600 (_walk_ours: the user's own
+    files in a shared folder and symlinks are left alone). Returns the paths changed."""
     changed = []
-    for folder, dirs, files in os.walk(root):
-        for name, mode in [(d, DIR_MODE) for d in dirs] + [(f, FILE_MODE) for f in files]:
-            path = Path(folder) / name
-            try:
-                info = os.lstat(path)
-                if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) != mode:
-                    os.chmod(path, mode)
-                    changed.append(path)
-            except OSError:  # removed meanwhile
-                continue
+    for path, mode in _walk_ours(root):
+        try:
+            if stat.S_IMODE(os.lstat(path).st_mode) != mode:
+                os.chmod(path, mode)
+                changed.append(path)
+        except OSError:  # removed meanwhile
+            continue
     return changed
 
 
 def loose_modes(root: Path) -> list[Path]:
-    """Folders under `root` (itself included) not 0700 and files not 0600."""
-    out = [root] if root.is_dir() and stat.S_IMODE(os.stat(root).st_mode) != DIR_MODE else []
-    for folder, dirs, files in os.walk(root):
-        for name, mode in [(d, DIR_MODE) for d in dirs] + [(f, FILE_MODE) for f in files]:
-            path = Path(folder) / name
-            try:
-                info = os.lstat(path)
-            except OSError:
-                continue
-            if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) != mode:
+    """Cairn's folders under `root` (the root itself when it holds only Cairn's entries) not 0700
+    and its files not 0600."""
+    out = [root] if root.is_dir() and _only_ours(root) and stat.S_IMODE(os.stat(root).st_mode) != DIR_MODE else []
+    for path, mode in _walk_ours(root):
+        try:
+            if stat.S_IMODE(os.lstat(path).st_mode) != mode:
                 out.append(path)
+        except OSError:
+            continue
     return out
 
 

@@ -94,6 +94,27 @@ def test_an_older_install_is_tightened_when_opened(project, hashing, cairn_home,
     assert loose(cairn_home) == {}
 
 
+def test_a_data_root_shared_with_the_users_files_leaves_them_as_they_are(project, hashing, cairn_home, umask_022):
+    # CAIRN_HOME pointed at a folder of the user's: their files keep their modes (a script its x bit);
+    # Cairn's own entries are private all the same.
+    cairn_home.mkdir(mode=0o755, parents=True, exist_ok=True)
+    os.chmod(cairn_home, 0o755)
+    (cairn_home / "tools").mkdir(mode=0o755)
+    script = cairn_home / "tools" / "deploy.sh"
+    script.write_text("#!/bin/sh\n")
+    os.chmod(script, 0o755)
+    (cairn_home / "notes.txt").write_text("mine\n")
+    os.chmod(cairn_home / "notes.txt", 0o644)
+    with Cairn.open(cwd=project, embedder=hashing) as memory:
+        memory.remember("The CI runners are on Hetzner", kind="fact")
+    written = modes(cairn_home)
+    assert written["tools/deploy.sh"] == oct(0o755) and written["tools"] == oct(0o755)
+    assert written["notes.txt"] == oct(0o644) and written["."] == oct(0o755)
+    assert written["stores"] == oct(0o700)
+    ours = {p: m for p, m in loose(cairn_home).items() if p.split("/")[0] not in ("tools", "notes.txt", ".")}
+    assert ours == {}, ours
+
+
 def test_a_symlinked_data_root_works(tmp_path, project, hashing, monkeypatch, umask_022):
     real = tmp_path / "elsewhere" / "cairn-data"
     real.mkdir(parents=True)
