@@ -45,10 +45,13 @@ def test_bad_patterns_are_refused_with_the_reason(bad, message):
     ("packages/{api,web}/**", "packages/web/x.ts", True), ("packages/{api,web}/**", "packages/cli/x.ts", False),
     ("src/payments/**", "src/payments/", True), ("src/**", "src/payments/", True), ("**/*.py", "src/", False),
     ("cmd:npm", "cmd:npm run build", True), ("cmd:npm run build", "cmd:npm", False),
-    # Next.js / SvelteKit route folders: brackets are the name, and still a class where they match
+    # Next.js / SvelteKit route folders: a bracketed segment is the name, not a class of its letters
     ("app/[slug]/**", "app/[slug]/page.tsx", True), ("app/[slug]/**", "app/x/page.tsx", False),
+    ("app/[slug]/**", "app/s/page.tsx", False), ("app/[slug]/**", "app/g/x.tsx", False),
     ("src/routes/[id]/+page.svelte", "src/routes/[id]/+page.svelte", True),
-    ("pages/[...all].tsx", "pages/[...all].tsx", True), ("src/[ab].py", "src/a.py", True),
+    ("pages/[...all].tsx", "pages/[...all].tsx", True), ("pages/[[...opt]]/a.ts", "pages/[[...opt]]/a.ts", True),
+    ("pages/[id].tsx", "pages/i.tsx", False),
+    ("src/[Mm]akefile", "src/makefile", True), ("src/[0-9]x.py", "src/3x.py", True), ("src/[!_]*.py", "src/a.py", True),
 ])
 def test_matching(pattern, path, expected):
     assert matches(pattern, path) is expected

@@ -133,6 +133,9 @@ def _flags() -> int:
     return _FLAGS
 
 
+_ROUTE_SEGMENT = re.compile(r"(?:(?<=/)|^)\[\[?(?:\.\.\.)?[A-Za-z_][\w-]*\]\]?(?=/|\.|$)")
+
+
 @lru_cache(maxsize=8192)
 def _compiled(pattern: str) -> tuple[re.Pattern[str], ...] | str:
     """The regular expressions of a glob, or the literal itself when it has no glob character."""
@@ -140,11 +143,14 @@ def _compiled(pattern: str) -> tuple[re.Pattern[str], ...] | str:
         return pattern
     from wcmatch import glob
 
+    # Next.js, SvelteKit and Nuxt name folders and files "[slug]", "[...all]", "[[...opt]]": a
+    # bracketed name that is a whole path segment (or a file's stem) is that literal name, not a class
+    # of its letters ("[[]" is a class of "[" alone); other brackets stay classes ("[Mm]akefile").
+    pattern = _ROUTE_SEGMENT.sub(lambda m: m.group().replace("[", "[[]"), pattern)
     include, _ = glob.translate(pattern, flags=_flags())
-    if "[" in pattern:
-        # Next.js, SvelteKit and Nuxt name folders and files "[slug]", "[...all]": a pattern or a
-        # learned path with brackets also covers that literal name ("[[]" is a class of "[" alone).
-        literal, _ = glob.translate(pattern.replace("[", "[[]"), flags=_flags())
+    if "[" in pattern.replace("[[]", ""):
+        # A class may still be meant as a literal name: a learned path holds its file's real name.
+        literal, _ = glob.translate(pattern.replace("[[]", "[").replace("[", "[[]"), flags=_flags())
         include = [*include, *literal]
     return tuple(re.compile(r) for r in include)
 
