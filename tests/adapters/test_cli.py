@@ -688,3 +688,10 @@ def test_status_on_a_fresh_data_root_creates_nothing_and_starts_nothing(tmp_path
         code, _, err = run_cli(capsys, args)
         assert code == 0, (args, err)
         assert not root.exists(), args
+
+
+@pytest.mark.parametrize("args", [[], ["review"], ["sessions"]])
+def test_a_bare_command_group_prints_its_help(capsys, args):
+    code, out, err = run_cli(capsys, args)
+    assert code == 0 and err == ""
+    assert out.startswith(f"Usage: cairn {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND") and "\n\nOptions:" in out

@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("cairn: aborted", err=True)
         sys.exit(1)
+    except click.exceptions.NoArgsIsHelpError as exc:  # bare `cairn` (or a group): its help, as --help gives it
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+        sys.exit(0)
     except click.ClickException as exc:
         # One line, like every other error; usage errors point at the command's --help.
         ctx = getattr(exc, "ctx", None)
