@@ -197,6 +197,9 @@ def test_recall_and_list_defaults_come_from_the_config(cairn, cairn_home, tmp_pa
     assert len(json.loads(cairn("recall", "deploy note", "--keyword-only", "--json")[1])) == 2
     assert len(json.loads(cairn("recall", "deploy note", "--keyword-only", "-k", "4", "--json")[1])) == 4
     assert len(json.loads(cairn("list", "--json")[1])) == 3
+    _, out, err = cairn("list")
+    assert out.count("Deploy note") == 3 and "(the newest 3; --limit N for more)" in err
+    assert "--limit N" not in cairn("list", "--limit", "10")[2]
 
 
 def test_an_invalid_yaml_config_is_one_line_naming_the_file_and_place(cairn, tmp_path, monkeypatch):

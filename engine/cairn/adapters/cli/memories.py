@@ -253,6 +253,8 @@ def list_(memory: Cairn, as_json: bool, tags: tuple[str, ...], **options: Any) -
     items = memory.list(tags=tags, **options)
     use = memory.usage_of([m.id for m in items]) if items else {}
 
+    limit = options.get("limit") or memory.config["list"]["limit"]
+
     def human() -> None:
         if not items:
             click.echo("no memories match")
@@ -260,6 +262,8 @@ def list_(memory: Cairn, as_json: bool, tags: tuple[str, ...], **options: Any) -
             click.echo(cairn.render.line(m))
             if m.id in use:
                 click.echo(f"    {cairn.render.usage(use[m.id])}")
+        if len(items) >= limit:  # there may be more: say so rather than stop silently
+            click.echo(f"(the newest {limit}; --limit N for more)", err=True)
 
     _emit(as_json, [{**cairn.render.full(m), **({"usage": use[m.id]} if m.id in use else {})} for m in items], human)
 
