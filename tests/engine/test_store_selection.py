@@ -25,6 +25,12 @@ def test_subfolders_of_a_repository_share_its_store(project):
     assert choose_store(cwd=project).reason == f"git toplevel {project.resolve()}"
 
 
+def test_a_folder_inside_the_git_folder_is_the_repositorys(project):
+    # A git hook or an editor on COMMIT_EDITMSG runs in .git/ or below it: still this project.
+    assert choose_store(cwd=project / ".git").name == choose_store(cwd=project).name
+    assert choose_store(cwd=project / ".git" / "hooks").name == choose_store(cwd=project).name
+
+
 def test_two_repositories_with_the_same_name_get_different_stores(tmp_path):
     a = git_init(tmp_path / "work" / "api")
     b = git_init(tmp_path / "personal" / "api")

@@ -67,6 +67,8 @@ class StoreChoice:
 def project_root(cwd: Path) -> tuple[Path, str]:
     """The project folder for `cwd` and how it was found ("git toplevel", "git worktree", "directory")."""
     cwd = Path(os.path.realpath(cwd))
+    if ".git" in cwd.parts:  # inside a repository's .git folder (a git hook, an editor on COMMIT_EDITMSG)
+        cwd = Path(*cwd.parts[:cwd.parts.index(".git")])
     try:
         out = subprocess.run(
             ["git", "-C", str(cwd), "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-common-dir"],
