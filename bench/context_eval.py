@@ -86,9 +86,9 @@ def distractor_pool(split: str, name: str) -> list[dict]:
     return pool
 
 
-class _OpenEngine:
-    """The hook runtime of this benchmark (claude.hooks.HookRuntime): its one open engine, whatever
-    the store, with its embedder."""
+class OpenEngine:
+    """The hook runtime of a benchmark (claude.hooks.HookRuntime): its one open engine, whatever the
+    store, with its embedder (bench/work_eval.py uses it too)."""
 
     def __init__(self, engine, embedder):
         self.engine, self.embedder = engine, embedder
@@ -147,7 +147,7 @@ class Session:
                "CAIRN_CONFIG": os.environ["CAIRN_CONFIG"]}
         sid = str(uuid.uuid4())
 
-        host = _OpenEngine(self.engine, self.embedder)
+        host = OpenEngine(self.engine, self.embedder)
         parts = [claude_hooks.handle(event, {"session_id": sid, "source": "startup"}, env, host)
                  for event in ("SessionStart", "SessionStart:rest")]
         brief = "\n".join(((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""

@@ -40,7 +40,6 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from contextlib import contextmanager
 from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"
@@ -48,6 +47,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "engine"))
+
+from context_eval import OpenEngine  # noqa: E402  (bench/ is this script's folder on the path)
 
 SPLITS = {"dev": REPO / "tests" / "data" / "work" / "dev", "heldout": REPO / "tests" / "data" / "work" / "heldout"}
 
@@ -65,27 +66,6 @@ def covers(scope: list[str], path: str) -> bool:
 
     flags = glob.GLOBSTAR | glob.BRACE | glob.DOTGLOB
     return any(glob.globmatch(path, s.rstrip("/") + ("/**" if s.endswith("/") else ""), flags=flags) for s in scope)
-
-
-class _OpenEngine:
-    """The hook runtime of this benchmark (claude.hooks.HookRuntime): its one open engine, whatever
-    the store, with its embedder."""
-
-    def __init__(self, engine, embedder):
-        self.engine, self.embedder = engine, embedder
-        self.environ = os.environ  # what the processes a hook starts inherit
-
-    def resolve(self, store=None, *, cwd=None, env=None):
-        from cairn import resolve
-
-        return resolve(store, cwd=cwd, env=env)
-
-    def embedder_for(self, config):
-        return self.embedder
-
-    @contextmanager
-    def memory(self, resolved, embedder):
-        yield self.engine
 
 
 class Project:
@@ -109,7 +89,7 @@ class Project:
     def hook(self, event: str, payload: dict) -> str:
         from cairn.adapters.claude import hooks as claude_hooks
 
-        host = _OpenEngine(self.engine, self.embedder)
+        host = OpenEngine(self.engine, self.embedder)
         out = claude_hooks.handle(event, {"cwd": str(self.root), **payload}, self.env, host)
         return ((out or {}).get("hookSpecificOutput") or {}).get("additionalContext") or ""
 
