@@ -92,7 +92,11 @@ def secure_root(root: Path) -> Path:
     if stat.S_IMODE(info.st_mode) != DIR_MODE:
         if _only_ours(root):
             os.chmod(root, DIR_MODE)
-        tighten(root)
+            tighten(root)
+        elif _own_entries_loose(root):
+            # A folder shared with the user's files keeps its mode, so it cannot say "tightened
+            # already": Cairn's own top entries do, and the walk under them runs once, not per open.
+            tighten(root)
     return root
 
 
@@ -107,6 +111,18 @@ def _only_ours(root: Path) -> bool:
         return all(entry.name in OWN_ENTRIES for entry in os.scandir(root))
     except OSError:
         return False
+
+
+def _own_entries_loose(root: Path) -> bool:
+    for name in OWN_ENTRIES:
+        try:
+            info = os.lstat(root / name)
+        except OSError:
+            continue
+        mode = DIR_MODE if stat.S_ISDIR(info.st_mode) else FILE_MODE
+        if not stat.S_ISLNK(info.st_mode) and stat.S_IMODE(info.st_mode) != mode:
+            return True
+    return False
 
 
 def _walk_ours(root: Path) -> Iterator[tuple[Path, int]]:

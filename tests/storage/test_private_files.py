@@ -113,6 +113,15 @@ def test_a_data_root_shared_with_the_users_files_leaves_them_as_they_are(project
     assert written["stores"] == oct(0o700)
     ours = {p: m for p, m in loose(cairn_home).items() if p.split("/")[0] not in ("tools", "notes.txt", ".")}
     assert ours == {}, ours
+    # An older Cairn's entries there, readable by others: tightened when next opened, the user's still not.
+    os.chmod(cairn_home / "stores", 0o755)
+    for db in (cairn_home / "stores").glob("*.db"):
+        os.chmod(db, 0o644)
+    with Cairn.open(cwd=project, embedder=hashing, read_only=True) as memory:
+        assert memory.counts()["current"] == 1
+    written = modes(cairn_home)
+    assert written["stores"] == oct(0o700) and written["tools/deploy.sh"] == oct(0o755)
+    assert {p: m for p, m in loose(cairn_home).items() if p.startswith("stores")} == {}
 
 
 def test_a_symlinked_data_root_works(tmp_path, project, hashing, monkeypatch, umask_022):
