@@ -169,7 +169,7 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help="Also run on a Postgres copy of the store.")
     args = parser.parse_args()
 
-    from cairn import Cairn, Draft
+    from cairn import Cairn, Draft, MemoryNotFound
     from cairn.compose import embedder_from_config
     from cairn.config import load_config
 
@@ -220,6 +220,14 @@ def main() -> None:
                                                  "importance": 3, "source": "import", "valid_from": now,
                                                  "recorded_at": now, "tags": []}))
                     memory.import_(io.BytesIO(("\n".join(lines) + "\n").encode()))
+                    # import skips an exact copy of a current memory too (one definition of the same
+                    # memory): what no writer lets into a store is not a planted restatement.
+                    for line in lines:
+                        memory_id = json.loads(line)["id"]
+                        try:
+                            memory.get(memory_id)
+                        except MemoryNotFound:
+                            del fact_of[memory_id], text_of[memory_id]
             if args.home:
                 import shutil
 
@@ -259,8 +267,9 @@ def main() -> None:
 
     def score(report: dict) -> tuple[list, dict]:
         predicted = [(g["canonical"], d) for g in report["exact_duplicates"] for d in g["duplicates"]]
-        predicted += [tuple(p["sources"]) for p in report["proposals"]
-                      if p["type"] in ("duplicate", "near_duplicate")]
+        # A proposal about a cluster is one pair per member beside the first: each must be right.
+        predicted += [(p["sources"][0], other) for p in report["proposals"]
+                      if p["type"] in ("duplicate", "near_duplicate") for other in p["sources"][1:]]
         right = [p for p in predicted if fact_of[p[0]] == fact_of[p[1]]]
         found = {i for p in right for i in p}
         covered = sum(min(len(ids) - 1, len([i for i in ids if i in found]) - (1 if any(i in found for i in ids)
@@ -288,7 +297,7 @@ def main() -> None:
     else:
         for key, value in result.items():
             print(f"{key}: {value}")
-        for a, b in [p for p in predicted if fact_of[p[0]] != fact_of[p[1]]][:10]:
+        for a, b, *_ in [p for p in predicted if fact_of[p[0]] != fact_of[p[1]]][:10]:
             print(f"wrong pair: {text_of[a]!r} / {text_of[b]!r}")
 
 

@@ -155,3 +155,17 @@ def test_two_values_of_one_thing_are_a_conflict_not_restatements(kw_memory, old,
     kw_memory.remember(new, kind="preference")
     (proposal,) = kw_memory.review.queue()
     assert proposal.type == "conflict"
+
+
+TEMPLATED = [f"The {c} component is owned by team {n}." for n, c in
+             enumerate(["redis", "billing", "auth", "search", "payments", "gateway"], start=1)]
+
+
+def test_facts_of_one_template_are_not_restatements(engine):
+    # Six owners of six components: one near-duplicate proposal would supersede five true facts.
+    for text in TEMPLATED:
+        engine.remember(text, kind="fact")
+    assert [p for p in engine.review.queue() if p.type == "near_duplicate"] == []
+    engine.review.maintain(apply=True)
+    assert [p for p in engine.review.queue() if p.type in ("near_duplicate", "duplicate")] == []
+    assert len(engine.list(limit=20)) == len(TEMPLATED)

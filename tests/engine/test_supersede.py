@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cairn.memories.supersede import SIMILARITY_THRESHOLD, Verdict, classify
+from cairn.memories.supersede import SIMILARITY_THRESHOLD, Verdict, classify, swapped_spans
 from cairn.text import duplicate_key
 
 PAIRS_FILE = Path(__file__).parent.parent / "data" / "supersession_pairs.yaml"
@@ -799,3 +799,21 @@ def test_loading_rules_worded_as_preferences_through_remember_retires_nothing(kw
                                 "the exception out of the message.", kind="convention")
     assert second.superseded == []
     assert kw_memory.get(first.memory.id).status == "current"
+
+
+@pytest.mark.parametrize("old, new, spans", [
+    ("The redis component is owned by team 1", "The billing component is owned by team 2", 2),
+    ("Prefer small PRs", "Prefer large PRs", 1),
+    ("Run the linter before every push", "Please run the linter before pushing", 0),  # reworded
+    ("Deploy web to Heroku", "Ship the api to Fly", 0),  # too little of a frame left
+])
+def test_swapped_spans_counts_the_values_a_frame_swaps_in_place(old, new, spans):
+    assert swapped_spans(old, new) == spans
+
+
+def test_one_template_filled_twice_states_two_facts():
+    verdict = classify("The payments service listens on port 8080", "The billing service listens on port 9090", None)
+    assert verdict.label == "unrelated"
+    # one value swapped stays a change of one thing
+    assert classify("The redis component is owned by team 1", "The redis component is owned by team 2",
+                    None).label != "unrelated"

@@ -121,10 +121,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from collections.abc import Sequence
 from typing import Literal
 
-from ..text import normalise, stem_text
+from ..text import content_words, normalise, stem_text, stem_word
 from .supersede_words import (
     _ADDITIVE, _ANAPHORA, _APPROX, _DROPPED, _HEDGE, _ONE_OFF, _PREFER_OVER, _PRESENT_ONLY, _REPLACE, _RETIRE,
     _TOKEN, _and_split, _canonical, _clauses, _dice, _has_marker, _in_voice_of, _is_change_statement, _news,
@@ -175,7 +176,30 @@ def restates(verdict: Verdict, old_text: str, new_text: str) -> bool:
     texts = [_canonical(normalise(t)) for t in (old_text, new_text)]
     if any(p.search(t) for t in texts for p in (_HEDGE, _APPROX, _ONE_OFF, _ADDITIVE)):
         return False
-    return not _one_word_swapped(old_text, new_text)
+    return not (_one_word_swapped(old_text, new_text) or swapped_spans(old_text, new_text)
+                or _numbers(old_text) != _numbers(new_text))
+
+
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"\d+(?:[.,]\d+)*", text))
+
+
+def swapped_spans(old_text: str, new_text: str) -> int:
+    """How many separate spans of content words `new_text` swaps in place in `old_text`'s frame, when
+    no content word is added or dropped and at least half of them are the same, in order: "The redis
+    component is owned by team 1" / "The billing component is owned by team 2" -> 2 (another fact in
+    one template), "Prefer small PRs" / "Prefer large PRs" -> 1 (another value of one thing); 0 when
+    the texts are not one frame ("Run the linter before every push" / "Please run the linter before
+    pushing": words added and dropped, a rewording)."""
+    old = [stem_word(w) for w in content_words(old_text)]
+    new = [stem_word(w) for w in content_words(new_text)]
+    ops = SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+    if any(tag in ("insert", "delete") for tag, *_ in ops):
+        return 0
+    same = sum(i2 - i1 for tag, i1, i2, _j1, _j2 in ops if tag == "equal")
+    if 2 * same < max(len(old), len(new)):
+        return 0
+    return sum(tag == "replace" for tag, *_ in ops)
 
 
 def _one_word_swapped(old_text: str, new_text: str) -> bool:
@@ -349,6 +373,11 @@ def _no_change_verdict(old: str, new: str, cosine: float | None, *, same_people:
     if revived:
         return Verdict("conflict", revived)
     overlap = _dice(_subject_words(old_tokens), _subject_words(new_tokens))
+    spans = swapped_spans(old, new)
+    if spans > 1:
+        # "The redis component is owned by team 1" / "The billing component is owned by team 2": a
+        # template filled twice states two facts; neither changes nor restates the other.
+        return Verdict("unrelated", f"the same frame with other values in {spans} places: another fact")
     if overlap >= CONFLICT_OVERLAP or (cosine is not None and cosine >= PARAPHRASE_COSINE):
         why = f"{_SIMILAR} (word overlap {overlap:.2f})"
         return Verdict("conflict", why)
