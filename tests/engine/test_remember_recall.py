@@ -258,3 +258,13 @@ def test_a_limited_list_is_the_head_of_the_whole_list_in_every_order(kw_memory, 
         assert [m.id for m in kw_memory.list(limit=limit, order=order)] == [m.id for m in whole[:limit]]
     decisions = kw_memory.list(limit=100, order=order, kinds=["decision"])
     assert [m.id for m in kw_memory.list(limit=4, order=order, kinds=["decision"])] == [m.id for m in decisions[:4]]
+
+
+def test_a_memory_from_a_date_still_to_come_is_shown_as_not_in_effect_yet(kw_memory):
+    from cairn.memories import render
+
+    later = kw_memory.remember("We deploy to Fly.io", kind="decision", valid_from="2999-01-01").memory
+    today = kw_memory.remember("We deploy to Heroku", kind="decision").memory
+    assert render.context_line(later).startswith(f"- [mem:{later.id}] from 2999-01-01 decision:")
+    assert "not in effect yet" in render.line(later) and "not in effect yet" not in render.line(today)
+    assert render.memory(later)["scheduled"] is True and "scheduled" not in render.memory(today)

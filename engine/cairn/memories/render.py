@@ -5,7 +5,8 @@
 - compact JSON (`memory`, `hit`, ...): MCP tool results. The model pays a token for every character,
   so a memory is {id, text, kind, date, status} plus until, tags, importance, superseded_by and
   store only when they say something (set, non-empty, not the default, not the project store).
-  `date` is valid_from and `until` valid_to, as YYYY-MM-DD, UTC.
+  `date` is valid_from and `until` valid_to, as YYYY-MM-DD, UTC; `scheduled` is true for a memory
+  whose valid_from is still to come (remembered with a future --valid-from: not in effect yet).
 - one line (`line`): the CLI's human output; `context_line`: what hooks inject, cited as [mem:ID].
 """
 
@@ -19,6 +20,7 @@ from ..models import DEFAULT_IMPORTANCE, RELATED_INSTRUCTION, Hit, Memory, Remem
 from ..stores.paths import GLOBAL_STORE
 from ..timeutil import format_date as day
 from ..timeutil import format_time as moment
+from ..timeutil import now_ms
 
 CONTEXT_MEMORY_CHARS = 300  # one memory's text in an injection, before the "…"
 _CITED = re.compile(r"\[mem:([0-9A-HJKMNP-TV-Z]{26})\]")  # a ULID, not the "[mem:ID]" of a header
@@ -33,6 +35,7 @@ def line(m: Memory) -> str:
     """Two lines for a terminal: `ID  [kind] YYYY-MM-DD (status by ID) #tags` then the text."""
     status = "" if m.status == "current" else f" ({m.status}{' by ' + m.superseded_by if m.superseded_by else ''})"
     status += " (cold)" if m.cold_at is not None and m.status == "current" else ""
+    status += " (not in effect yet)" if _scheduled(m) else ""
     tags = f" #{' #'.join(m.tags)}" if m.tags else ""
     text = m.text if m.text is not None else "[forgotten]"
     return f"{m.id}  [{m.kind}] {day(m.valid_from)}{status}{tags}\n    {text}"
@@ -56,9 +59,16 @@ def shorten(text: str, limit: int) -> str:
 
 
 def context_line(m: Memory, *, with_kind: bool = True, limit: int = CONTEXT_MEMORY_CHARS) -> str:
-    """`- [mem:ID] YYYY-MM-DD kind: text` (the date is valid_from, UTC), text cut to `limit`."""
+    """`- [mem:ID] YYYY-MM-DD kind: text` (the date is valid_from, UTC), text cut to `limit`; a
+    date still to come reads `from YYYY-MM-DD`, so Claude does not act on it as in effect today."""
     kind = f" {m.kind}:" if with_kind else ""
-    return f"- [mem:{m.id}] {day(m.valid_from)}{kind} {shorten(m.text or '', limit)}"
+    when = f"from {day(m.valid_from)}" if _scheduled(m) else day(m.valid_from)
+    return f"- [mem:{m.id}] {when}{kind} {shorten(m.text or '', limit)}"
+
+
+def _scheduled(m: Memory) -> bool:
+    """Current, with a valid_from still to come."""
+    return m.status == "current" and m.valid_from > now_ms()
 
 
 def cited_ids(text: str | None) -> list[str]:
@@ -79,6 +89,8 @@ def memory(m: Memory) -> dict[str, Any]:
     out: dict[str, Any] = {"id": m.id, "text": m.text, "kind": m.kind, "date": day(m.valid_from), "status": m.status}
     if m.valid_to is not None:
         out["until"] = day(m.valid_to)
+    if _scheduled(m):
+        out["scheduled"] = True
     if m.tags:
         out["tags"] = list(m.tags)
     if m.applies_when:
