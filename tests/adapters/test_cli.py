@@ -698,3 +698,14 @@ def test_a_bare_command_group_prints_its_help(capsys, args):
     code, out, err = run_cli(capsys, args)
     assert code == 0 and err == ""
     assert out.startswith(f"Usage: cairn {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND") and "\n\nOptions:" in out
+
+
+def test_a_short_id_works_where_an_id_does(cairn):
+    first = json.loads(cairn("remember", "We deploy with Heroku", "--kind", "decision", "--json")[1])["memory"]["id"]
+    code, out, err = cairn("show", first[:12].lower())
+    assert code == 0 and first in out, err
+    code, out, err = cairn("remember", "--replaces", first[:12], "We deploy with Fly.io", "--json")
+    assert code == 0, err
+    assert json.loads(cairn("history", first[:12], "--json")[1])[0]["id"] == first
+    code, _, err = cairn("show", first[:4])
+    assert code == 2 and "a short id needs 6 characters or more" in err

@@ -268,3 +268,25 @@ def test_a_memory_from_a_date_still_to_come_is_shown_as_not_in_effect_yet(kw_mem
     assert render.context_line(later).startswith(f"- [mem:{later.id}] from 2999-01-01 decision:")
     assert "not in effect yet" in render.line(later) and "not in effect yet" not in render.line(today)
     assert render.memory(later)["scheduled"] is True and "scheduled" not in render.memory(today)
+
+
+def test_a_short_id_names_the_one_memory_whose_id_starts_with_it(kw_memory):
+    import io
+    import json
+
+    from cairn import InvalidInput, MemoryNotFound
+
+    ids = ["01KAAAAAAA0000000000000001", "01KAAAAAAA0000000000000002", "01KBBBBBBB0000000000000003"]
+    lines = [json.dumps({"id": i, "text": f"fact number {n} about the build", "kind": "fact", "importance": 3,
+                         "source": "import",
+                         "valid_from": 1_700_000_000_000, "recorded_at": 1_700_000_000_000, "tags": []})
+             for n, i in enumerate(ids)]
+    kw_memory.import_(io.BytesIO(("\n".join(lines) + "\n").encode()))
+    assert kw_memory.full_id("01kbbbb") == ids[2]  # case-insensitive, as typed
+    assert kw_memory.full_id(ids[0]) == ids[0]
+    with pytest.raises(InvalidInput, match="starts 2 memories' ids.*give more of it"):
+        kw_memory.full_id("01KAAAAAAA")
+    with pytest.raises(MemoryNotFound, match="6 characters"):
+        kw_memory.full_id("01KBB")
+    with pytest.raises(MemoryNotFound, match="starts with"):
+        kw_memory.full_id("01KCCCCC")

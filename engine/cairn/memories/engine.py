@@ -26,7 +26,7 @@ from ..errors import EmbedderUnavailable, EmbeddingMismatch, InvalidMemory, Memo
 from ..errors import StoreBusy, StoreError, StoreNotFound
 from . import detection
 from .ranking import RankingConfig, for_model, rank
-from .reads import check_query, read_filters, relevant
+from .reads import check_query, id_by_prefix, read_filters, relevant
 from .records import Draft, parse_export_lines, validate
 from .writes import attach_scopes, require_current, scrub_drafts, supersede_row, write
 from ..models import DEFAULT_IMPORTANCE, SCOPES, Hit, Memory, Order, RememberResult, Status
@@ -543,6 +543,16 @@ class Engine:
         raise MemoryNotFound(f"no memory {memory_id!r} in store {self.store.name!r} or the global store")
 
     # -- reads ----------------------------------------------------------------------------------------
+    def full_id(self, memory_id: str) -> str:
+        """The id a user means by `memory_id`: itself when a store holds it, else the one id of the
+        project or the global store that starts with it (reads.id_by_prefix). Raises MemoryNotFound
+        when none does, InvalidInput when several do."""
+        try:
+            self._store_holding(memory_id)
+            return memory_id
+        except MemoryNotFound:
+            return id_by_prefix(self._stores("all"), memory_id)
+
     def get(self, memory_id: str) -> Memory:
         return self._store_holding(memory_id).get(memory_id)
 

@@ -1,5 +1,6 @@
 """What a read of memories admits (Engine.recall, Engine.list): a query's checks, the filters made
-of a caller's arguments, and the relevance floor that keeps a vector retriever's filler out.
+of a caller's arguments, the relevance floor that keeps a vector retriever's filler out, and the
+memory a short id stands for.
 """
 
 from __future__ import annotations
@@ -7,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import InvalidMemory
+from ..errors import InvalidInput, InvalidMemory, MemoryNotFound
 from .records import normalise_tags
 from ..models import KINDS, Hit
+from ..storage.protocol import StoreBackend
 from ..storage.sql import Filters
 from ..text import is_blank, lone_surrogate
 from ..timeutil import parse_time
@@ -69,3 +71,23 @@ def relevant(hit: Hit) -> bool:
         return True
     cosine = hit.reasons.get("vector", {}).get("cosine")
     return cosine is None or cosine > VECTOR_FLOOR
+
+
+ULID_CHARS = 26  # a memory id: a ULID in Crockford base32 (github.com/ulid/spec)
+MIN_ID_PREFIX = 6  # the first 10 characters are the millisecond: 6 narrow it to about nine hours
+
+
+def id_by_prefix(stores: Iterable[StoreBackend], prefix: str) -> str:
+    """The one memory id of `stores` that starts with `prefix` (case-insensitive; MIN_ID_PREFIX to
+    ULID_CHARS - 1 characters), as git takes a short commit id. Raises MemoryNotFound when none
+    does, InvalidInput when several do (naming up to five)."""
+    wanted = prefix.strip().upper()
+    if not MIN_ID_PREFIX <= len(wanted) < ULID_CHARS:
+        raise MemoryNotFound(f"no memory {prefix!r} (a short id needs {MIN_ID_PREFIX} characters or more)")
+    found = list(dict.fromkeys(i for store in stores for i in store.ids_starting(wanted, 6)))
+    if not found:
+        raise MemoryNotFound(f"no memory whose id starts with {prefix!r}")
+    if len(found) > 1:
+        many = "more than five" if len(found) > 5 else str(len(found))
+        raise InvalidInput(f"{prefix!r} starts {many} memories' ids ({', '.join(found[:5])}): give more of it")
+    return found[0]

@@ -68,6 +68,13 @@ class SqlStore(ReviewSql, UsageSql, ScopeSql, SessionSql):
             raise self._not_found(memory_id)
         return int(row[0])
 
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        """Up to `limit` memory ids (any status) that start with `prefix`, in id order: what a short id
+        a user typed may stand for. A scan of the id column (about 10 ms at 100,000 memories)."""
+        rows = self._q("SELECT id FROM memories WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT ?",
+                       (len(prefix), prefix, limit)).fetchall()
+        return [r[0] for r in rows]
+
     def seqs_of(self, memory_ids: Sequence[str]) -> dict[str, int]:
         """{id: seq} for those of `memory_ids` the store holds."""
         out: dict[str, int] = {}

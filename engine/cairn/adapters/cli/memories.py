@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 @click.option("--session", "session_id", metavar="ID", envvar="CLAUDE_CODE_SESSION_ID", show_envvar=True,
               help="The Claude Code session writing it: the memory also learns the files that session touched "
                    "(default: $CLAUDE_CODE_SESSION_ID, set inside Claude Code).")
-@click.option("--replaces", metavar="ID", help="Supersede this memory.")
+@click.option("--replaces", metavar="ID", help="Supersede this memory (its id, or its first 6 or more characters).")
 @option(ops.REMEMBER.arg("scope"))
 @click.option("--no-detect", is_flag=True, help="Do not supersede similar memories automatically.")
 @click.option("--no-ask", is_flag=True, help="Do not ask which related memory the new one replaces.")
@@ -58,6 +58,7 @@ def remember(memory: Cairn, as_json: bool, text: str, tags: tuple[str, ...], app
         text = _read_stdin()
         no_ask = True  # stdin held the text: there is no one to ask
     if replaces is not None:
+        replaces = memory.full_id(replaces)
         # As Cairn.replace: kind, tags, importance and applies-when default to the replaced memory's.
         result = memory.replace(replaces, text, tags=tags or None, applies_when=applies_when or None, paths=paths,
                                 **fields)
@@ -154,6 +155,7 @@ _WARM_VIEWS["recall"] = _show_hits
 def history(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """The supersession chain through MEMORY_ID, oldest first, with valid and transaction times, and
     how each was used: injected by a hook, then cited by Claude as [mem:ID] (JSON key "usage")."""
+    memory_id = memory.full_id(memory_id)
     chain = memory.history(memory_id)
     scopes = memory.scopes.of([m.id for m in chain])
     rows = [{**cairn.render.full(m), "usage": memory.usage(m.id), "scopes": scopes.get(m.id, [])} for m in chain]
@@ -186,6 +188,7 @@ def _scope_list(scopes: Sequence[Mapping[str, object]]) -> str:
 def forget(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """Erase MEMORY_ID: its text, vector and index entries; a tombstone remains."""
     # Forget is idempotent: a tombstone from an earlier forget is given back unchanged, and said so.
+    memory_id = memory.full_id(memory_id)
     done = "forgot" if memory.get(memory_id).forgotten_at is None else "already forgotten:"
     tomb = memory.forget(memory_id)
     _emit(as_json, cairn.render.full(tomb), lambda: click.echo(f"{done} {tomb.id}"))
@@ -196,7 +199,7 @@ def forget(memory: Cairn, as_json: bool, memory_id: str) -> None:
 @store_options(read_only=True)
 def show(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """One memory, whatever its status."""
-    m = memory.get(memory_id)
+    m = memory.get(memory.full_id(memory_id))
     scopes = memory.scopes.of([m.id]).get(m.id, ())
 
     def human() -> None:
@@ -225,6 +228,7 @@ def scope(memory: Cairn, as_json: bool, memory_id: str | None, patterns: tuple[s
     if patterns and clear:
         raise cairn.InvalidInput("use either --set or --clear")
     if memory_id:
+        memory_id = memory.full_id(memory_id)
         memory.get(memory_id)  # MemoryNotFound for an unknown id, before anything is shown or reset
     if reset_learned:
         n = memory.scopes.reset([memory_id] if memory_id else None)
@@ -274,7 +278,7 @@ def list_(memory: Cairn, as_json: bool, tags: tuple[str, ...], **options: Any) -
 def reset_usage(memory: Cairn, as_json: bool, memory_ids: tuple[str, ...]) -> None:
     """Forget how often memories were injected and cited (all of the store's, or MEMORY_IDS): briefs and
     per-prompt recall stop favouring what Claude cited and stop demoting what it ignored."""
-    n = memory.reset_usage(memory_ids or None)
+    n = memory.reset_usage([memory.full_id(i) for i in memory_ids] or None)
     _emit(as_json, {"reset": n}, lambda: click.echo(f"usage counts reset for {n} memor{'y' if n == 1 else 'ies'}"))
 
 
@@ -284,6 +288,7 @@ def reset_usage(memory: Cairn, as_json: bool, memory_ids: tuple[str, ...]) -> No
 @store_options(use_warm=True)
 def edit(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """Open $EDITOR on MEMORY_ID's text and save the result as its replacement (unchanged: nothing written)."""
+    memory_id = memory.full_id(memory_id)
     old = memory.get(memory_id)
     if old.forgotten_at is not None or old.superseded_by is not None:
         raise cairn.InvalidInput(f"memory {memory_id} is not current; "

@@ -138,7 +138,7 @@ def _tags_given() -> bool:
 @store_options
 def review_promote(memory: Cairn, as_json: bool, memory_id: str) -> None:
     """Bring MEMORY_ID back from the cold tier into hooks and default recall."""
-    done = memory.review.promote(memory_id)
+    done = memory.review.promote(memory.full_id(memory_id))
     _emit(as_json, done, lambda: click.echo(f"promoted {memory_id}"))
 
 
