@@ -38,7 +38,9 @@ def _start(env: dict[str, str], cwd: Path, stderr: Path) -> subprocess.Popen:
 def _read_one(proc: subprocess.Popen, timeout: float = WAIT_S) -> dict[str, Any]:
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     assert ready, f"no answer within {timeout} s"
-    line = proc.stdout.readline()
+    # The raw stream, a byte at a time: a buffered readline may pull several answers into its
+    # buffer, where select() cannot see them (a burst of answers then waits out the timeout).
+    line = proc.stdout.raw.readline()
     assert line, "the server closed stdout"
     return json.loads(line)
 

@@ -558,7 +558,9 @@ def _read_until_id(proc: subprocess.Popen, wanted: int, timeout: float, lines: l
         ready, _, _ = select.select([proc.stdout], [], [], deadline - time.monotonic())
         if not ready:
             break
-        line = proc.stdout.readline()
+        # The raw stream, a byte at a time: a buffered readline may pull several answers into its
+        # buffer, where select() cannot see them (a burst of answers then waits out the timeout).
+        line = proc.stdout.raw.readline()
         if not line:
             break
         lines.append(line)
