@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cairn.memories.supersede import SIMILARITY_THRESHOLD, Verdict, classify, swapped_spans
+from cairn.memories.supersede import SIMILARITY_THRESHOLD, Verdict, classify, restates, swapped_spans
 from cairn.text import duplicate_key
 
 PAIRS_FILE = Path(__file__).parent.parent / "data" / "supersession_pairs.yaml"
@@ -817,3 +817,10 @@ def test_one_template_filled_twice_states_two_facts():
     # one value swapped stays a change of one thing
     assert classify("The redis component is owned by team 1", "The redis component is owned by team 2",
                     None).label != "unrelated"
+
+
+def test_a_reworded_phrase_is_no_frame_filled_twice():
+    old = "Integration tests run against a real PostgreSQL 16 container, never SQLite."
+    new = "Integration tests must use a real PostgreSQL 16 container instead of SQLite."
+    assert swapped_spans(old, new) == 0
+    assert restates(classify(old, new, None), old, new)
