@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 from .rule_filters import compile_filter, entropy, fails_token_efficiency, go_regex
 from .secret_values import (PLACEHOLDER, SEQUENCE, base64_like, password_like, placeholder, public_key, random_letters,
                             random_looking, repetitive, short_random)
+from .secret_words import PASSWORD_WORDS, SUFFIX, alternation
 
 ASSETS = Path(__file__).parent.parent / "assets"
 BETTERLEAKS_FILE = ASSETS / "betterleaks.toml"
@@ -356,8 +357,10 @@ _COMPOUND = (r"[a-zäöüåæøß]*(?:" + _COMPOUND_WORDS + r")(?:et|en|er|erne|
              r"|na|nak|a)?")
 # A word on its own, or the last part of a name: DB_PASSWORD, apiKey, client-secret; "PAT" (a
 # personal access token) in capitals only.
+# The word for a password in 73 languages (secret_words: Django's translations), with a short suffix.
+_TRANSLATED = r"(?<![^\W\d_])(?:" + alternation(PASSWORD_WORDS) + ")" + SUFFIX + r"(?![^\W\d_])"
 WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + WORDS + "|" + _COMPOUND
-                   + r")(?![a-z0-9])|(?:" + CJK_WORDS + r")|(?<![A-Za-z0-9])PATs?(?![A-Za-z0-9])")
+                   + r")(?![a-z0-9])|(?:" + CJK_WORDS + r")|(?<![A-Za-z0-9])PATs?(?![A-Za-z0-9])|" + _TRANSLATED)
 # The words that name a password (not a key or token, which also name ids): after one, a value
 # made like a password people choose ("Cobalt-tundra6469") is one.
 _PASSWORD_WORD = re.compile(
@@ -365,7 +368,7 @@ _PASSWORD_WORD = re.compile(
     r"|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
     r"|salasana|mật khẩu|пароль|парола|гасло|κωδικός|συνθηματικό|סיסמה|كلمة|पासवर्ड|heslo|sandi|jelsz|clau|lozink"
     r"|parool|parole|slaptažodis|geslo|lykilorð|identifiants|credencial|credenzial|zugangsdaten|パスワード|暗証番号"
-    r"|密码|密碼|口令|비밀번호|암호|รหัสผ่าน")
+    r"|密码|密碼|口令|비밀번호|암호|รหัสผ่าน|" + alternation(PASSWORD_WORDS))
 # A candidate value in the clause after the word: preceded by a space or an introducer (":", "=", a
 # CJK particle), up to the end of the clause (", " "; " ". " or 100 characters).
 _CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为為>「『“(])|(?<=\s=))['"`]?"""
@@ -392,7 +395,7 @@ _HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
 # The words that introduce a credential's value ("the token is ...", "Das Passwort lautet ...", "hasło
 # jest ...", "mật khẩu là ..."), in the languages of WORDS: one list for both tests below.
 _INTRODUCERS = ("is are was ist lautet est es är er era è é to jest je on wynosi adalah ni là olan dır dir será sera"
-                " wordt zijn jsou е это value equals reads").split()
+                " wordt zijn jsou е это value equals reads ialah yra ir ay estas").split()
 _INTRODUCER = (r"(?:[:=：]|\b(?:" + "|".join(_INTRODUCERS) + r")|[は是为為는은이가]|\s[-–—]|—)"
                r"(?:\s+(?:still|now|currently|just|also|actually|always))?\s*['\"`]?$")
 # A value introduced as the credential: an introducer at the end of what stands between the word and
