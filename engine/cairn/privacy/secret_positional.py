@@ -1,0 +1,205 @@
+"""Credentials that their place gives away, with no credential word beside them.
+
+A password is often written where only its position says what it is: the argument after a user
+name in a call (`new mysqli(host, user, PASS, db)`, `DriverManager.getConnection(url, user, PASS)`),
+the literal key of a signing call (`jwt.sign(payload, 'SECRET')`), the value after a user option
+(`-u USER -P PASS`, `lftp -u USER,PASS`), the positional argument of a command that takes one
+(`poetry config http-basic.REPO USER PASS`, `snyk auth TOKEN`, `importprivkey KEY`), a mail account's
+`user@host:PASS`, the segment of a webhook URL after its hook (`.../bot/v2/hook/UUID`,
+`hooks.zapier.com/hooks/catch/ID/HOOK/`), the `send` that answers an `expect`ed password prompt, and a
+value on its own line under a `user:` line. The place is the signal; the value must still be made
+like a secret (credential_like: generated or chosen as a password, not a name, a number, a path, a
+version or a placeholder). Pure functions of strings; scrub runs line_findings on each line (through
+secret_rules.find) and text_findings on a whole text (through secret_blocks.block_findings).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .secret_rules import NOT_A_SECRET_CONTEXT, WORD, look_alike
+from .secret_values import (password_like, placeholder, public_key, random_letters, random_looking, short_random)
+from .secret_words import USER_WORDS, alternation
+
+KIND = "Positional Credential"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def credential_like(value: str, *, uuid: bool = False) -> bool:
+    """Whether `value`, found where a credential stands, is made like one: generated (random_looking,
+    short_random, random_letters) or a password people choose with a symbol (password_like); not a
+    placeholder, a public key, a reference or another look-alike (secret_rules.look_alike). A bare
+    UUID counts only where the place says it is a token (uuid=True)."""
+    if len(value) < 6 or placeholder(value) or public_key(value):
+        return False
+    if _UUID.fullmatch(value):
+        return uuid
+    if look_alike(value, ""):
+        return False
+    symbol = any(not c.isalnum() for c in value)
+    return (random_looking(value) or short_random(value) or random_letters(value)
+            or (password_like(value) and symbol))
+
+
+# -- a call's arguments --------------------------------------------------------------------------------------
+# A string literal among a call's arguments.
+_LITERAL = re.compile(r"""(?<![\w\\])(?:[bru]?)(['"])((?:(?!\1)[^\n\\]){1,200})\1""")
+# A call that opens a connection or a client with a user and a password, by its name.
+_CONNECT_CALL = re.compile(r"(?i)(?:connect|connection|login|logon|auth|credential|client|session|open|bind|database"
+                           r"|mysqli|pdo|sequelize|engine|pool|ftp|smtp|imap|pop3|ldap|__construct)\w*$")
+# A literal that names where to connect: a URL, a JDBC/ODBC/DSN string, an IP, localhost, a host:port, a host.
+_HOST_LITERAL = re.compile(r"(?i)^(?:[a-z][\w+.-]*:(?://|[a-z]+:)|localhost\b|\d{1,3}(?:\.\d{1,3}){3}\b"
+                           r"|[\w-]+(?:\.[\w-]+)+(?::\d+)?$|[\w.-]+:\d{2,5}$|(?:host|server|data source)=)")
+# A user name: a name, an e-mail address, DOMAIN\\user, an account id (Twilio's AC...).
+_USER_LITERAL = re.compile(r"[A-Za-z_][\w.@\\+-]{0,63}")
+# A call that signs or verifies with a key given as a literal: JWT libraries, HMAC, a secret key spec.
+_SIGNING_CALL = re.compile(r"(?i)(?:\b(?:jwt|jws|jose|jsonwebtoken|JWT)\s*\.\s*(?:sign|encode|verify|decode)"
+                           r"|\bcreateHmac|\bhmac\s*\.\s*new|\bHMAC(?:SHA\d+)?|\bSecretKeySpec|\bsignWith"
+                           r"|\bHS\d{3}\s*\.\s*(?:sign|verify))\s*$")
+
+
+def _call_of(line: str, position: int) -> tuple[str, int, int] | None:
+    """(callee name, start, end) of the innermost call whose parentheses hold `position` on `line`."""
+    depth = 0
+    for at in range(position - 1, -1, -1):
+        c = line[at]
+        if c in ")]}":
+            depth += 1
+        elif c in "([{":
+            if depth:
+                depth -= 1
+                continue
+            if c != "(":
+                continue  # an object or a list literal inside the call: keep going out
+            name = re.search(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|->|::)\s*[A-Za-z_$][\w$]*)*)\s*$", line[:at])
+            end, depth2 = at + 1, 0
+            while end < len(line) and (depth2 or line[end] != ")"):
+                depth2 += {"(": 1, ")": -1}.get(line[end], 0)
+                end += 1
+            return (name.group(1) if name else "", at + 1, end)
+    return None
+
+
+def _call_findings(line: str) -> Iterator[tuple[int, int]]:
+    """Spans of the passwords given positionally in calls: the literal after a user name's literal in a
+    call that connects (by its name, or by a host literal among its arguments); a signing call's key."""
+    literals = list(_LITERAL.finditer(line))
+    for i, literal in enumerate(literals):
+        value = literal.group(2)
+        call = _call_of(line, literal.start())
+        if call is None:
+            continue
+        name, start, end = call
+        if _SIGNING_CALL.search(name):
+            if credential_like(value) and not re.fullmatch(r"(?i)(?:HS|RS|ES|PS)\d{3}|sha-?\d+|md5|hex|base64", value):
+                yield literal.span(2)
+            continue
+        if i == 0 or not credential_like(value):
+            continue
+        previous = literals[i - 1]
+        gap = line[previous.end():literal.start()]
+        if not re.fullmatch(r"\s*,\s*", gap) or previous.start() < start or not _USER_LITERAL.fullmatch(previous.group(2)):
+            continue
+        others = [m.group(2) for m in literals if start <= m.start() < end and m is not literal]
+        if _CONNECT_CALL.search(name.split(".")[-1].split(">")[-1]) or any(_HOST_LITERAL.match(o) for o in others):
+            yield literal.span(2)
+
+
+# -- commands ------------------------------------------------------------------------------------------------
+# A user option, then (a few options later) a password option: `-u sensor01 -P SECRET`, `--user ci --password X`.
+_USER_THEN_PASSWORD = re.compile(
+    r"""(?<!\S)(?:-u|-U|--user(?:name)?)[=\s]+['"]?[^\s'",]+['"]?(?:\s+(?!-[pP]\b|--pass)-{1,2}[\w-]+(?:[=\s]+(?!-)\S+)?){0,4}"""
+    r"""\s+(?:-[pP]|--pass(?:word|wd)?|--pw)(?:=|\s+)['"]?([^\s'"]{4,200})""")
+# A user and a password joined by a comma in a user option (`lftp -u USER,SECRET`).
+_USER_COMMA_PASSWORD = re.compile(r"""(?<!\S)(?:-u|--user)\s+['"]?[\w.@\\-]+,([^\s'",]{4,200})""")
+# Commands that take a credential as a positional argument, and where it stands.
+_POSITIONAL_COMMANDS = re.compile(
+    r"""\bpoetry\s+config\s+http-basic\.\S+\s+(?!-)\S+\s+['"]?([^\s'"]{4,200})"""  # REPO USER PASS
+    r"""|\bbundle\s+config\s+(?:--\w+\s+)*(?!-)[\w.-]+\.[\w.-]+\s+['"]?[^\s:'"]+:([^\s'"]{4,200})"""  # HOST USER:PASS
+    r"""|\b(?:importprivkey|importwallet|dumpprivkey)\s+['"]?([1-9A-HJ-NP-Za-km-z]{50,52})"""  # a WIF key
+    r"""|\b(?:auth|authtoken|auth-token|set-token)\s+['"]?([^\s'"-][^\s'"]{15,200})""")  # snyk auth, ngrok authtoken
+# A mail account's login in a credentials map (Postfix's sasl_passwd, msmtp, fetchmail): user@host:PASS.
+_MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]{8,64})(?!\S)")
+
+
+def _command_findings(line: str) -> Iterator[tuple[int, int]]:
+    for pattern in (_USER_THEN_PASSWORD, _USER_COMMA_PASSWORD, _POSITIONAL_COMMANDS, _MAIL_LOGIN):
+        for match in pattern.finditer(line):
+            group = next(g for g in range(1, (match.lastindex or 0) + 1) if match.group(g))
+            value = match.group(group)
+            if not value.startswith(("$", "%", "<", "{")) and credential_like(value, uuid=pattern is _POSITIONAL_COMMANDS):
+                yield match.span(group)
+
+
+# -- webhook URLs --------------------------------------------------------------------------------------------
+# A URL whose host or path names a hook or a bot: its secret is the path after the hook, or a query's key.
+_URL = re.compile(r"""https?://([^\s/'"<>?#]+)(/[^\s'"<>?#]*)?(\?[^\s'"<>#]*)?""")
+_HOOK_SEGMENT = re.compile(r"(?i)^(?:web)?hooks?$|^(?:incoming-?)?webhooks?$|^robot$")
+_HOOK_HOST = re.compile(r"(?i)^(?:hooks?|webhooks?)\.")
+_HOOK_QUERY = re.compile(r"[?&](?:key|token|access_token|secret|sign)=([^&\s'\"#]{6,200})")
+# Segments between the hook and its secret: a number (an account), a short word (catch, send, services).
+_HOOK_PASSING = re.compile(r"\d+|[a-z]{1,12}|v\d+")
+
+
+def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
+    for url in _URL.finditer(line):
+        path = url.group(2) or ""
+        segments = path.split("/")
+        hooked = bool(_HOOK_HOST.match(url.group(1)))
+        offset = url.start(2)
+        for i, segment in enumerate(segments):
+            if not hooked:
+                hooked = bool(_HOOK_SEGMENT.match(segment))
+            elif segment and not _HOOK_PASSING.fullmatch(segment):
+                if _UUID.fullmatch(segment) or (re.fullmatch(r"[A-Za-z0-9_-]{6,200}", segment)
+                                                 and re.search(r"\d", segment) and re.search(r"[A-Za-z]", segment)
+                                                 and not re.match(r"[a-z]{2,6}_", segment)):
+                    start = offset + sum(len(s) + 1 for s in segments[:i])
+                    yield start, url.start(2) + len(path.rstrip("/"))
+                break
+        if hooked and url.group(3):
+            for query in _HOOK_QUERY.finditer(url.group(3)):
+                value = query.group(1)
+                if _UUID.fullmatch(value) or credential_like(value):
+                    yield url.start(3) + query.start(1), url.start(3) + query.end(1)
+
+
+def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
+    """(kind, span) of each credential `line` gives by its place (the module docstring)."""
+    spans: set[tuple[int, int]] = set()
+    if "(" in line and ("'" in line or '"' in line):
+        spans.update(_call_findings(line))
+    if " " in line:
+        spans.update(_command_findings(line))
+    if "://" in line:
+        spans.update(_webhook_findings(line))
+    return [(KIND, span) for span in sorted(spans)]
+
+
+# -- across lines --------------------------------------------------------------------------------------------
+# An expect script's answer to a password prompt: `expect "password:"` then `send "SECRET\r"`.
+_EXPECT_SEND = re.compile(r"""(?im)^[ \t]*expect\s+(?:-\w+\s+)*[{"']?([^\n]*)\n(?:[ \t]*\n)?[ \t]*"""
+                          r"""send\s+(?:--\s+)?["{]([^"}\n\\$]{4,200})(?:\\[rn])*["}]""")
+# A line that names a user, then a value alone on the next line (a chat message's login and password).
+_USER_LINE = re.compile(r"(?im)^[ \t]*[-*•]?[ \t]*(?:" + alternation(USER_WORDS) + r")[ \t]*[:=：][ \t]*[^\s:][^\n:]{0,60}\n"
+                        r"(?:[ \t]*\n)?[ \t]*([^\s'\"`:]{8,64})[ \t]*$")
+# A value alone on its line, then a line that says it was the password ("(that's the password, ...)").
+_SAID_AFTER = re.compile(r"(?im)^[ \t]*([^\s'\"`:]{8,64})[ \t]*\n(?:[ \t]*\n)?[ \t]*\(?\s*(?:that'?s|that is|this is|it'?s)"
+                         r"\s+the\s+(?:[\w-]+\s+)?(?:password|passphrase|passcode|pin|token|secret|key)\b")
+
+
+def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """(kind, span in `text`) of each credential a whole text gives by its place across lines."""
+    out = []
+    if "send" in text:
+        for match in _EXPECT_SEND.finditer(text):
+            prompt = match.group(1)
+            if WORD.search(prompt) and not placeholder(match.group(2)):
+                out.append((KIND, match.span(2)))
+    for pattern in (_USER_LINE, _SAID_AFTER):
+        for match in pattern.finditer(text):
+            value = match.group(1).rstrip(".,;")
+            if credential_like(value) and not NOT_A_SECRET_CONTEXT.search(match.group(0)):
+                out.append((KIND, (match.start(1), match.start(1) + len(value))))
+    return out
