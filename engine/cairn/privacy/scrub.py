@@ -53,6 +53,11 @@ _PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|-----END Ope
 _KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
                         r"|-----BEGIN OpenVPN Static key V\d-----|PuTTY-User-Key-File-\d+:")
 _PUTTY_END = re.compile(r"Private-MAC:\s*\S+|\Z")
+# What follows a PEM BEGIN line when a key is pasted: its base64 (after a newline, a JSON "\\n" or a
+# space) or its headers (Proc-Type: ...). A BEGIN line in prose with no body ("the file starts with
+# -----BEGIN ENCRYPTED PRIVATE KEY----- so ...") names a format; there is nothing to redact.
+_PEM_MARKER = re.compile(r"-----BEGIN[^\n]*?-----")
+_KEY_BODY = re.compile(r"""(?:\s|\\[nr]|["'])*(?:[A-Za-z0-9+/=]{16,}|[A-Z][A-Za-z-]+:[ \t])""")
 # Encrypted values, safe to store and random-looking: a SOPS value (ENC[AES256_GCM,data:...,type:str]),
 # an Ansible Vault block ($ANSIBLE_VAULT;1.1;AES256 and its hex lines), a SealedSecret's encryptedData.
 _SOPS = re.compile(r"ENC\[[A-Z0-9_]+,data:[^\]]*\]")
@@ -179,8 +184,9 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
         # what its line's trailing comment says of it ("// cache key", "# reCAPTCHA site key, public").
         if kind in _GENERIC_RULES and (secret_rules.commented_public(line, span[1]) or _paging_name(line, span[0])):
             continue
-        if kind == "Generic Api Key" and secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]],
-                                                                _generic_word(line, span[0])):
+        if kind == "Generic Api Key" and (
+                secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]], _generic_word(line, span[0]))
+                or _generic_word(line, span[0]).lower() in _NOT_SECRET_LAST_WORDS):
             continue
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
@@ -189,6 +195,9 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
 
 
 _NAME_BEFORE = re.compile(r"([A-Za-z][\w.-]*)\W{0,5}$")
+# The last word of a name that makes its value no secret: an id (Tencent's SecretId, AccessKeyId), a key
+# named public (Mailjet's MJ_APIKEY_PUBLIC).
+_NOT_SECRET_LAST_WORDS = frozenset(("id", "ids", "public", "publishable"))
 
 
 def _generic_word(line: str, start: int) -> str:
@@ -335,6 +344,10 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
         line = lines[i]
         detections = _line_detections(line, offset, blocks, firebase=firebase, encrypted=encrypted)
         begin = _KEY_BEGIN.search(line)
+        marker = _PEM_MARKER.search(line) if begin or any(kind == "Private Key" for kind, _ in detections) else None
+        if marker and not _KEY_BODY.match(text, offset + marker.end()):
+            begin = None  # a key's format named in prose, no body
+            detections = [(kind, spans) for kind, spans in detections if kind != "Private Key"]
         if any(kind == "Private Key" for kind, _ in detections) or begin:
             # The whole PEM block, to its END line (or the end of the text); a PuTTY file to its MAC.
             rest = "\n".join(lines[i:])

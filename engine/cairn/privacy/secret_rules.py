@@ -413,7 +413,12 @@ _GIVEN = re.compile(r"^(?:\W*\w+){0,3}\W*$|" + _INTRODUCER)
 _PUBLIC_CONTEXT = re.compile(
     r"(?i)\b(?:firebase(?:Config)?|initializeApp|mixpanel|amplitude|analytics\.load|algolia\s+search"
     r"|search[ _-]?only|searchOnly|recaptcha|hcaptcha|data-sitekey|sitekey|client[ _-]?side|clientToken"
-    r"|client[ _-]token|clientKey|measurement[ _-]?id)\b")
+    r"|client[ _-]token|clientKey|measurement[ _-]?id"
+    # Rollbar's post_client_item token, which its browser snippet (_rollbarConfig) ships in every page
+    # (docs.rollbar.com/docs/access-tokens: "post_client_item ... only if the item has a client-side platform").
+    r"|post_client_item|_rollbarConfig"
+    # A value an RFC publishes as its sample or test vector ("per RFC 6455 the sample handshake sends ...").
+    r"|RFC[ -]?\d{3,5}\b[^.;\n]{0,40}?\b(?:samples?|examples?|test[ -]vectors?|appendix))\b")
 # ... unless a word after it says the key is the private one ("reCAPTCHA secret key"), or the sentence
 # names the key a server's or an admin's ("the FCM server key from the Firebase console").
 _PRIVATE_AFTER = re.compile(r"(?i)\b(?:secret|private|server|admin|service[ _-]?account)")
@@ -431,7 +436,7 @@ _BEFORE = re.compile(r"(?i)(?:^|\s)['\"]?([^\s'\"`,;()<>\[\]{}|]{8,300})['\"]?\s
 # app password ("abcd efgh ijkl mnop"); a list of 2FA recovery codes.
 _PASSPHRASE = re.compile(r"(?i)\b(?:password|passphrase|passwort|pass phrase)\b[^\n]{0,60}?\b(?:is|ist|lautet|:)\s*"
                          r"(['\"]((?:[a-z]+|\d+)(?:[ .-](?:[a-z]+|\d+)){2,})['\"]"
-                         r"|([a-z]+(?:([-.])[a-z]+)(?:\4[a-z]+){2,}))(?![\w-])")
+                         r"|([a-z]+(?:([-.])[a-z]+)(?:\4[a-z]+){2,}))(?![\w(\[-])")
 _SEED_PHRASE = re.compile(r"(?i)\b(?:recovery|seed|mnemonic|backup|secret)[ _-]?(?:phrase|words|seed)?\b[^\n]{0,50}?"
                           r"[:=]\s*['\"]?((?-i:[a-z]{3,8})(?:\s+(?-i:[a-z]{3,8})){11,23})\b")
 _APP_PASSWORD = re.compile(r"(?i)\bapp[ -]?passwor[dt]\b[^\n]{0,60}?[:=]?\s"
@@ -442,7 +447,7 @@ _CODES = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa)[ _-]?codes?\b[^\n]{0,60}
 NOT_A_SECRET_CONTEXT = re.compile(
     r"(?i)\b(?:md5|sha-?(?:1|224|256|384|512)|hash(?:es|ed)?|digest|checksum|commit|fingerprint|etag|integrity"
     r"|trace[ _-]?id|request[ _-]?id|uuid|public[ _-]?key|BEGIN PUBLIC|BEGIN CERTIFICATE|ssh-(?:rsa|ed25519|dss)"
-    r"|ecdsa-sha2|signature|accessor)\b")
+    r"|ecdsa-sha2|signature|accessor|nonce|sec-websocket-(?:key|accept))\b")
 # Base64 of a file by its magic bytes (PNG, JPEG, GIF, PDF, gzip, zip, WebP/RIFF): encoded data.
 _ENCODED_FILE = re.compile(r"iVBORw0KGgo|/9j/|R0lGODlh|R0lGODdh|JVBERi0|H4sI|UEsDB|UklGR")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)

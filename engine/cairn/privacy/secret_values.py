@@ -225,7 +225,11 @@ def repetitive(value: str) -> bool:
 PUBLIC_KEY_FORMATS = re.compile(r"pk_(?:live|test)_[A-Za-z0-9_-]{10,120}|phc_[A-Za-z0-9_-]{30,60}"
                                 r"|sb_publishable_[A-Za-z0-9_-]{20,60}|0x4AAAAAAA[A-Za-z0-9_-]{12,16}"
                                 r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|pub[0-9a-f]{32}|AC[0-9a-f]{32}"
-                                r"|NRJS-[0-9a-f]{19}")
+                                r"|NRJS-[0-9a-f]{19}"
+                                # Razorpay's key id (rzp_live_/rzp_test_ + 14): the `key` of Checkout's options in
+                                # the page's script (razorpay.com/docs/payments/payment-gateway/web-integration/
+                                # standard); its key_secret, unprefixed, stays on the server.
+                                r"|rzp_(?:live|test)_[A-Za-z0-9]{14}")
 
 
 # Values published as examples, in vendors' documentation and specifications: AWS's example key
@@ -237,7 +241,14 @@ _PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e15162
                        # node` and `anvil` under "these accounts, and their private keys, are publicly known".
                        "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
                        "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
-                       "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a")
+                       "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
+                       # RFC 6749's sample access, refresh and code values and client credentials (sections
+                       # 4.1-5.1); RFC 6455's sample Sec-WebSocket-Key and -Accept (1.3); RFC 7636's PKCE
+                       # verifier and challenge (appendix B); RFC 7617's Basic sample (Aladdin:open sesame).
+                       "2YotnFZFEjr1zCsicMWpAA", "tGzv3JOkF0XG5Qx2TlKWIA", "SplxlOBeZQQYbYS6WxSbIA",
+                       "czZCaGRSa3F0MzpnWDFmQmF0M2JW", "dGhlIHNhbXBsZSBub25jZQ==", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
+                       "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+                       "QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
 
 
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(eyJ[A-Za-z0-9_-]{5,})\.[A-Za-z0-9_-]*")
