@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .secret_rules import NOT_A_SECRET_CONTEXT, WORD, look_alike
+from .secret_rules import PASSWORD_WORD, NOT_A_SECRET_CONTEXT, WORD, look_alike
 from .secret_values import (password_like, placeholder, public_key, random_letters, random_looking, short_random)
 from .secret_words import USER_WORDS, alternation
 
@@ -165,6 +165,32 @@ def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
                     yield url.start(3) + query.start(1), url.start(3) + query.end(1)
 
 
+# -- passphrases of words -----------------------------------------------------------------------------------
+# A quoted value of words after an option named for a password (`gpg --passphrase 'violet timber ...'`).
+_QUOTED_OPTION = re.compile(r"""(?<!\S)--?[\w-]*(?:pass(?:phrase|word|wd)?|pw|secret|token)(?:=|\s+)(['"])([^'"\n$<{%]{4,200})\1""")
+# Words after a password word and a colon, to the end of the line (`mật khẩu ví: bridge ledger needle jungle`).
+_WORDS_TO_END = re.compile(r"[:=：]\s*((?:[a-z]{3,10}[ .-]){3,11}[a-z]{3,10})\s*$")
+# Words of prose that a generated passphrase (diceware, BIP-39) does not string together.
+_FUNCTION_WORDS = frozenset("""the and for are was not you your our its with from that this have has into onto
+    then than when what which who use see ask same set get our out off per via any all new old one two""".split())
+
+
+def _passphrases(line: str) -> Iterator[tuple[int, int]]:
+    for match in _QUOTED_OPTION.finditer(line):
+        words = match.group(2).split()
+        if len(words) >= 3 and not _FUNCTION_WORDS.intersection(w.lower() for w in words):
+            yield match.span(2)
+    for word in WORD.finditer(line):
+        if not PASSWORD_WORD.search(word.group(0)):
+            continue
+        match = _WORDS_TO_END.search(line, word.end())
+        if match is None or match.start() - word.end() > 30 or "\n" in line[word.end():match.start()]:
+            continue
+        words = re.split(r"[ .-]", match.group(1))
+        if len(words) >= 4 and not _FUNCTION_WORDS.intersection(words):
+            yield match.span(1)
+
+
 def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span) of each credential `line` gives by its place (the module docstring)."""
     spans: set[tuple[int, int]] = set()
@@ -174,6 +200,8 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         spans.update(_command_findings(line))
     if "://" in line:
         spans.update(_webhook_findings(line))
+    if " " in line:
+        spans.update(_passphrases(line))
     return [(KIND, span) for span in sorted(spans)]
 
 

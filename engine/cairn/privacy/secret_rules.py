@@ -366,7 +366,7 @@ WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + WORDS 
                    + r")(?![a-z0-9])|(?:" + CJK_WORDS + r")|(?<![A-Za-z0-9])PATs?(?![A-Za-z0-9])|" + _TRANSLATED)
 # The words that name a password (not a key or token, which also name ids): after one, a value
 # made like a password people choose ("Cobalt-tundra6469") is one.
-_PASSWORD_WORD = re.compile(
+PASSWORD_WORD = re.compile(
     r"(?i)pass|pw|pwd|erlang[ ._-]?cookie"
     r"|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
     r"|salasana|mật khẩu|пароль|парола|гасло|κωδικός|συνθηματικό|סיסמה|كلمة|पासवर्ड|heslo|sandi|jelsz|clau|lozink"
@@ -439,7 +439,7 @@ _PASSPHRASE = re.compile(r"(?i)\b(?:password|passphrase|passwort|pass phrase)\b[
                          r"|([a-z]+(?:([-.])[a-z]+)(?:\4[a-z]+){2,}))(?![\w(\[-])")
 _SEED_PHRASE = re.compile(r"(?i)\b(?:recovery|seed|mnemonic|backup|secret)[ _-]?(?:phrase|words|seed)?\b[^\n]{0,50}?"
                           r"[:=]\s*['\"]?((?-i:[a-z]{3,8})(?:\s+(?-i:[a-z]{3,8})){11,23})\b")
-_APP_PASSWORD = re.compile(r"(?i)\bapp[ -]?passwor[dt]\b[^\n]{0,60}?[:=]?\s"
+_APP_PASSWORD = re.compile(r"(?i)(?:\bapp[ -]?passwor[dt]\b[^\n]{0,60}?[:=]?\s|passw(?:or)?d\w*['\"]?\s*[:=]\s*['\"]?)"
                            r"((?-i:[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}))\b")
 _CODES = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa)[ _-]?codes?\b[^\n]{0,60}?:\s*"
                     r"((?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10})(?:[ ,]+(?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10}))+)")
@@ -492,15 +492,15 @@ def credential_value(value: str, before: str, word: str = "", *, introduced: boo
         return True
     if not introduced:
         return False
-    if _PASSWORD_WORD.search(word) and (password_like(value) or random_letters(value)):
+    if PASSWORD_WORD.search(word) and (password_like(value) or random_letters(value)):
         return True
     # Introduced as a password, a token or a secret (not a key, which also names ids): a generated value
     # shorter than random_looking's 20 characters (`y454z6czmze3`, `hpVfSRDdERxQ`, 16 hex digits).
-    return bool(_PASSWORD_WORD.search(word) or _SECRET_WORD.search(word)) and (
+    return bool(PASSWORD_WORD.search(word) or _SECRET_WORD.search(word)) and (
         short_random(value) or random_letters(value))
 
 
-# Words for a token or a secret (with _PASSWORD_WORD, the words after which a short generated value is one).
+# Words for a token or a secret (with PASSWORD_WORD, the words after which a short generated value is one).
 _SECRET_WORD = re.compile(r"(?i)token|secret|jeton|токен|令牌|토큰|トークン|geheimnis|segreto|secreto|segredo|sekret")
 
 
@@ -514,7 +514,7 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
             or repetitive(value) or SEQUENCE.search(value)):
         return True
     if _UUID.fullmatch(value):
-        return (not (_UUID_WORDS.match(word.strip()) or _PASSWORD_WORD.search(word) or _UUID_KEY_BEFORE.search(before))
+        return (not (_UUID_WORDS.match(word.strip()) or PASSWORD_WORD.search(word) or _UUID_KEY_BEFORE.search(before))
                 or bool(NOT_A_SECRET_CONTEXT.search(before)))
     if _NOT_A_VALUE.match(value) and not base64_like(value):
         return True
