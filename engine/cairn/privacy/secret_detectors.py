@@ -52,7 +52,8 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
 # Words of a variable name that make it a secret's ("DB_PASS", "pgpassword", "GITHUB_TOKEN"), and
 # words that say the variable holds something about a secret rather than the secret itself.
 _SECRET_WORDS = ("secret", "password", "passwd", "passphrase", "pass", "pwd", "token", "apikey", "credential",
-                 "credentials", "privatekey", "accesskey", "authtok", "bindpw", "rootpw")
+                 "credentials", "privatekey", "accesskey", "authtok", "bindpw", "rootpw",
+                 "encrypt")  # Consul's gossip key (`encrypt = "..."`); a boolean or a cipher's name is a setting
 _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length len expiry expires expiration timeout
     url uri path file dir name type id ids endpoint host port enabled enable disabled max min num tokens
     rotation policy hint prompt field param length version format mode store backend provider lifetime

@@ -118,7 +118,12 @@ _POSITIONAL_COMMANDS = re.compile(
     r"""\bpoetry\s+config\s+http-basic\.\S+\s+(?!-)\S+\s+['"]?([^\s'"]{4,200})"""  # REPO USER PASS
     r"""|\bbundle\s+config\s+(?:--\w+\s+)*(?!-)[\w.-]+\.[\w.-]+\s+['"]?[^\s:'"]+:([^\s'"]{4,200})"""  # HOST USER:PASS
     r"""|\b(?:importprivkey|importwallet|dumpprivkey)\s+['"]?([1-9A-HJ-NP-Za-km-z]{50,52})"""  # a WIF key
-    r"""|\b(?:auth|authtoken|auth-token|set-token)\s+['"]?([^\s'"-][^\s'"]{15,200})""")  # snyk auth, ngrok authtoken
+    r"""|\b(?:auth|authtoken|auth-token|set-token)\s+['"]?([^\s'"-][^\s'"]{15,200})"""  # snyk auth, ngrok authtoken
+    r"""|\b(?:ro|rw)community6?\s+([^\s'"]{4,200})|\bcom2sec6?\s+\S+\s+\S+\s+([^\s'"]{4,200})"""  # snmpd.conf
+    r"""|\b(?:password|secret)\s+0\s+(\S{4,200})"""  # Cisco IOS's type 0 (clear text): `password 0 SECRET`
+    r"""|^\s*"[\w.@-]+"\s+"([^"\n]{4,200})"\s*$""")  # PgBouncer's userlist.txt: "user" "password"
+# A password's hash in PgBouncer's userlist (md5 + 32 hex, SCRAM-SHA-256$...), not the password.
+_USERLIST_HASH = re.compile(r"md5[0-9a-f]{32}|SCRAM-SHA-256\$\S+")
 # A mail account's login in a credentials map (Postfix's sasl_passwd, msmtp, fetchmail): user@host:PASS.
 _MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]{8,64})(?!\S)")
 
@@ -128,8 +133,21 @@ def _command_findings(line: str) -> Iterator[tuple[int, int]]:
         for match in pattern.finditer(line):
             group = next(g for g in range(1, (match.lastindex or 0) + 1) if match.group(g))
             value = match.group(group)
-            if not value.startswith(("$", "%", "<", "{")) and credential_like(value, uuid=pattern is _POSITIONAL_COMMANDS):
+            if (not value.startswith(("$", "%", "<", "{")) and not _USERLIST_HASH.fullmatch(value)
+                    and credential_like(value, uuid=pattern is _POSITIONAL_COMMANDS)):
                 yield match.span(group)
+    for match in _ENV_DEFAULT.finditer(line):
+        from .secret_blocks import secret_setting  # it imports this module
+
+        name, value = match.group(1) or match.group(3), match.group(2) or match.group(4)
+        if (secret_setting(name) or name.lower().endswith("salt")) and credential_like(value):
+            yield match.span(2 if match.group(2) else 4)
+
+
+# The default of an environment lookup named for a secret: env('SECURITY_SALT', '...'), os.getenv("API_TOKEN",
+# "..."), ENV.fetch("SECRET_KEY_BASE", "..."), ${DB_PASSWORD:-...}, Spring's ${jwt.secret:...}.
+_ENV_DEFAULT = re.compile(r"""(?:\benv|getenv|environ\.get|ENV\.fetch|getProperty|Env\.get)\s*\(\s*['"]([\w.-]+)['"]\s*,"""
+                          r"""\s*['"]([^'"\n$]{8,200})['"]|\$\{([\w.-]+):-?([^}\s'"$]{8,200})\}""")
 
 
 # -- webhook URLs --------------------------------------------------------------------------------------------
@@ -217,6 +235,20 @@ _SAID_AFTER = re.compile(r"(?im)^[ \t]*([^\s'\"`:]{8,64})[ \t]*\n(?:[ \t]*\n)?[ 
                          r"\s+the\s+(?:[\w-]+\s+)?(?:password|passphrase|passcode|pin|token|secret|key)\b")
 
 
+# A shell prompt's command, then one value alone on the next line: what the command printed.
+_PROMPT_OUTPUT = re.compile(r"(?m)^[ \t]*[$#>][ \t]+([^\n]{3,200})\n[ \t]*([^\s'\"`]{8,200})[ \t]*$")
+
+
+def _printed_credentials(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of what a command printed whose own name or subcommand names a credential (`argocd admin
+    initial-password`, `gh auth token`); not a word in an option or an assignment (`docker run -e
+    DB_PASSWORD=... postgres` prints a container's id) nor in a file's name (`cat credentials.yml.enc`)."""
+    for match in _PROMPT_OUTPUT.finditer(text):
+        words = [w for w in match.group(1).split() if not w.startswith("-") and not any(c in w for c in "=./$")]
+        if any(WORD.fullmatch(part) for w in words for part in re.split(r"[-_]", w)) and credential_like(match.group(2)):
+            yield match.span(2)
+
+
 def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span in `text`) of each credential a whole text gives by its place across lines."""
     out = []
@@ -225,6 +257,8 @@ def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
             prompt = match.group(1)
             if WORD.search(prompt) and not placeholder(match.group(2)):
                 out.append((KIND, match.span(2)))
+    if "\n" in text:
+        out += [(KIND, span) for span in _printed_credentials(text)]
     for pattern in (_USER_LINE, _SAID_AFTER):
         for match in pattern.finditer(text):
             value = match.group(1).rstrip(".,;")
