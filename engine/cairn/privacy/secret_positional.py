@@ -19,7 +19,8 @@ import re
 from collections.abc import Iterator
 
 from .secret_rules import PASSWORD_WORD, NOT_A_SECRET_CONTEXT, WORD, look_alike
-from .secret_values import (password_like, placeholder, public_key, random_letters, random_looking, short_random)
+from .secret_values import (generated_token, password_like, placeholder, public_key, random_letters, random_looking,
+                            short_random)
 from .secret_words import USER_WORDS, alternation
 
 KIND = "Positional Credential"
@@ -209,6 +210,27 @@ def _passphrases(line: str) -> Iterator[tuple[int, int]]:
             yield match.span(1)
 
 
+# -- a generated token as a command option's value ---------------------------------------------------------
+# Any option's value, no credential word needed (`--x-key Zq8...`, `-k Zq8...`): the value must be a token a
+# machine generated (secret_values.generated_token), not in a URL, not after a word that makes it an id, a
+# hash, a nonce, a cursor or a public value.
+_OPTION_VALUE = re.compile(r"""(?<!\S)--?[A-Za-z][\w-]*(?:=|\s+)['"]?([A-Za-z0-9+/_.~=-]{16,200})['"]?(?!\S)""")
+_NOT_A_SECRET_OPTION = re.compile(
+    r"(?i)\b(?:id|ids|identifier|uid|uuid|hash|digest|sha\d*|commit|ref|revision|fingerprint|nonce|signature|etag"
+    r"|integrity|checksum|request|trace|cursor|page|state|challenge|verifier|public|pub|site|anon|publishable|client"
+    r"|file|folder|sheet|doc|video|channel|playlist|device|lineage|serial|address|salt|iv)\b")
+
+
+def _option_tokens(line: str) -> Iterator[tuple[int, int]]:
+    for match in _OPTION_VALUE.finditer(line):
+        value, start = match.group(1), match.start(1)
+        if "://" in value or not generated_token(value.rstrip(".")):
+            continue
+        if _NOT_A_SECRET_OPTION.search(line, max(0, start - 40), start):
+            continue
+        yield start, start + len(value.rstrip("."))
+
+
 def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span) of each credential `line` gives by its place (the module docstring)."""
     spans: set[tuple[int, int]] = set()
@@ -220,6 +242,8 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         spans.update(_webhook_findings(line))
     if " " in line:
         spans.update(_passphrases(line))
+    if " -" in line:
+        spans.update(_option_tokens(line))
     return [(KIND, span) for span in sorted(spans)]
 
 
