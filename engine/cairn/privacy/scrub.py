@@ -182,7 +182,10 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             continue
         # A generic rule's value (a credential word, then a value) faces prose's look-alike tests, and
         # what its line's trailing comment says of it ("// cache key", "# reCAPTCHA site key, public").
-        if kind in _GENERIC_RULES and (secret_rules.commented_public(line, span[1]) or _paging_name(line, span[0])):
+        if kind in _GENERIC_RULES and secret_rules.commented_public(line, span[1]):
+            continue
+        # A pagination cursor (`next_page_token=...`, `--continuation-token ...`), named so by what it is assigned to.
+        if kind in (*_GENERIC_RULES, "Command Line Secret") and _paging_name(line, span[0]):
             continue
         if kind == "Generic Api Key" and (
                 secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]], _generic_word(line, span[0]))

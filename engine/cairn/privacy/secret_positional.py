@@ -54,6 +54,8 @@ _HOST_LITERAL = re.compile(r"(?i)^(?:[a-z][\w+.-]*:(?://|[a-z]+:)|localhost\b|\d
                            r"|[\w-]+(?:\.[\w-]+)+(?::\d+)?$|[\w.-]+:\d{2,5}$|(?:host|server|data source)=)")
 # A user name: a name, an e-mail address, DOMAIN\\user, an account id (Twilio's AC...).
 _USER_LITERAL = re.compile(r"[A-Za-z_][\w.@\\+-]{0,63}")
+# A URL or a DSN (user:password@host ...): the URL rules judge its password.
+_LOCATOR = re.compile(r"://|^[^\s:@]+:[^\s@]*@|@\w*\(")
 # A call that signs or verifies with a key given as a literal: JWT libraries, HMAC, a secret key spec.
 _SIGNING_CALL = re.compile(r"(?i)(?:\b(?:jwt|jws|jose|jsonwebtoken|JWT)\s*\.\s*(?:sign|encode|verify|decode)"
                            r"|\bcreateHmac|\bhmac\s*\.\s*new|\bHMAC(?:SHA\d+)?|\bSecretKeySpec|\bsignWith"
@@ -96,7 +98,7 @@ def _call_findings(line: str) -> Iterator[tuple[int, int]]:
             if credential_like(value) and not re.fullmatch(r"(?i)(?:HS|RS|ES|PS)\d{3}|sha-?\d+|md5|hex|base64", value):
                 yield literal.span(2)
             continue
-        if i == 0 or not credential_like(value):
+        if i == 0 or not credential_like(value) or _LOCATOR.search(value):
             continue
         previous = literals[i - 1]
         gap = line[previous.end():literal.start()]
@@ -156,6 +158,8 @@ _ENV_DEFAULT = re.compile(r"""(?:\benv|getenv|environ\.get|ENV\.fetch|getPropert
 _URL = re.compile(r"""https?://([^\s/'"<>?#]+)(/[^\s'"<>?#]*)?(\?[^\s'"<>#]*)?""")
 _HOOK_SEGMENT = re.compile(r"(?i)^(?:web)?hooks?$|^(?:incoming-?)?webhooks?$|^robot$")
 _HOOK_HOST = re.compile(r"(?i)^(?:hooks?|webhooks?)\.")
+# A path segment that names what the next one is (IFTTT's maker URL: /trigger/EVENT/with/key/KEY).
+_NAMED_SEGMENT = re.compile(r"(?i)key|token|secret|apikey|api_key|password")
 _HOOK_QUERY = re.compile(r"[?&](?:key|token|access_token|secret|sign)=([^&\s'\"#]{6,200})")
 # Segments between the hook and its secret: a number (an account), a short word (catch, send, services).
 _HOOK_PASSING = re.compile(r"\d+|[a-z]{1,12}|v\d+")
@@ -167,6 +171,11 @@ def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
         segments = path.split("/")
         hooked = bool(_HOOK_HOST.match(url.group(1)))
         offset = url.start(2)
+        for i, segment in enumerate(segments[:-1]):
+            following = segments[i + 1]
+            if _NAMED_SEGMENT.fullmatch(segment) and credential_like(following):
+                start = offset + sum(len(s) + 1 for s in segments[:i + 1])
+                yield start, start + len(following)
         for i, segment in enumerate(segments):
             if not hooked:
                 hooked = bool(_HOOK_SEGMENT.match(segment))
@@ -214,19 +223,20 @@ def _passphrases(line: str) -> Iterator[tuple[int, int]]:
 # Any option's value, no credential word needed (`--x-key Zq8...`, `-k Zq8...`): the value must be a token a
 # machine generated (secret_values.generated_token), not in a URL, not after a word that makes it an id, a
 # hash, a nonce, a cursor or a public value.
-_OPTION_VALUE = re.compile(r"""(?<!\S)--?[A-Za-z][\w-]*(?:=|\s+)['"]?([A-Za-z0-9+/_.~=-]{16,200})['"]?(?!\S)""")
+_OPTION_VALUE = re.compile(r"""(?<!\S)--?([A-Za-z][\w-]*)(?:=|\s+)['"]?([A-Za-z0-9+/_.~=-]{16,200})['"]?(?!\S)""")
 _NOT_A_SECRET_OPTION = re.compile(
     r"(?i)\b(?:id|ids|identifier|uid|uuid|hash|digest|sha\d*|commit|ref|revision|fingerprint|nonce|signature|etag"
-    r"|integrity|checksum|request|trace|cursor|page|state|challenge|verifier|public|pub|site|anon|publishable|client"
+    r"|integrity|checksum|md5|request|trace|cursor|page|pagination|continuation|next|marker|sync|resume|state"
+    r"|challenge|verifier|public|pub|site|anon|publishable|client"
     r"|file|folder|sheet|doc|video|channel|playlist|device|lineage|serial|address|salt|iv)\b")
 
 
 def _option_tokens(line: str) -> Iterator[tuple[int, int]]:
     for match in _OPTION_VALUE.finditer(line):
-        value, start = match.group(1), match.start(1)
+        value, start = match.group(2), match.start(2)
         if "://" in value or not generated_token(value.rstrip(".")):
             continue
-        if _NOT_A_SECRET_OPTION.search(line, max(0, start - 40), start):
+        if _NOT_A_SECRET_OPTION.search(match.group(1).replace("_", "-")):
             continue
         yield start, start + len(value.rstrip("."))
 
@@ -265,10 +275,16 @@ _PROMPT_OUTPUT = re.compile(r"(?m)^[ \t]*[$#>][ \t]+([^\n]{3,200})\n[ \t]*([^\s'
 
 def _printed_credentials(text: str) -> Iterator[tuple[int, int]]:
     """Spans of what a command printed whose own name or subcommand names a credential (`argocd admin
-    initial-password`, `gh auth token`); not a word in an option or an assignment (`docker run -e
-    DB_PASSWORD=... postgres` prints a container's id) nor in a file's name (`cat credentials.yml.enc`)."""
+    initial-password`, `gh auth token`: the words before its first option); not a word in an option or an
+    assignment (`docker run -e DB_PASSWORD=... postgres` prints a container's id) nor in a file's name
+    (`cat credentials.yml.enc`)."""
     for match in _PROMPT_OUTPUT.finditer(text):
-        words = [w for w in match.group(1).split() if not w.startswith("-") and not any(c in w for c in "=./$")]
+        words = []  # the command and its subcommands: the words before its first option
+        for word in match.group(1).split():
+            if word.startswith("-") or word in ("|", "&&", ";"):
+                break
+            words.append(word)
+        words = [w for w in words if not any(c in w for c in "=./$")]
         if any(WORD.fullmatch(part) for w in words for part in re.split(r"[-_]", w)) and credential_like(match.group(2)):
             yield match.span(2)
 

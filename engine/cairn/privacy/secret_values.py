@@ -54,7 +54,7 @@ def generated_token(value: str) -> bool:
     flags none of their innocent texts (docs/benchmarks.md, branch secrets5)."""
     if not 16 <= len(value) <= 200 or not _THREE_CLASSES.match(value):
         return False
-    if re.fullmatch(r"[0-9a-fA-F-]+", value) or _UUID_IN.search(value) or re.match(r"[a-z]{2,8}_", value):
+    if re.fullmatch(r"(?:0x)?[0-9a-fA-F-]+", value) or _UUID_IN.search(value) or re.match(r"[a-z]{2,8}_", value):
         return False
     if value.startswith(("eyJ", "AAAA")) or entropy(value) < (3.8 if len(value) < 24 else 4.2):
         return False
