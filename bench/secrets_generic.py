@@ -44,7 +44,8 @@ def tokens(text: str, position: str) -> list[str]:
         left = max(text.rfind(c, 0, start) for c in " \n(\"'") + 1
         if "://" in text[left:start + len(value)] or "/" in text[left:start]:
             continue
-        if generated_token(value) and not secret_positional._NOT_A_SECRET_OPTION.search(text, max(0, start - 40), start):
+        named = secret_positional._NOT_A_SECRET_OPTION.search(text, max(0, start - 40), start)
+        if generated_token(value) and not named:
             out.append(value)
     return out
 

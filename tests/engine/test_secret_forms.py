@@ -291,7 +291,8 @@ def test_placeholder_words_hashes_and_public_keys_are_told_apart():
     # private keys in other forms than PEM
     ("<RSAKeyValue><P>3q8mK2zLx7Tp4Rn9Wb3Yc6Hd1Jg5Ks0Aa2Bb4Cc6Dd8=</P></RSAKeyValue>",
      "3q8mK2zLx7Tp4Rn9Wb3Yc6Hd1Jg5Ks0Aa2Bb4Cc6Dd8="),
-    ("nats user seed SAAKQ7ZMW3XLR5TPV2NYB6CHD4JGK8SEA2BF4CG6DH8EJ2FK4GL6HM8IN", "SAAKQ7ZMW3XLR5TPV2NYB6CHD4JGK8SEA2BF4CG6DH8EJ2FK4GL6HM8IN"),
+    ("nats user seed SAAKQ7ZMW3XLR5TPV2NYB6CHD4JGK8SEA2BF4CG6DH8EJ2FK4GL6HM8IN",
+     "SAAKQ7ZMW3XLR5TPV2NYB6CHD4JGK8SEA2BF4CG6DH8EJ2FK4GL6HM8IN"),
     # config names and the word for a password in other languages
     ("[domain/lab]\nldap_default_authtok = Tz9kQ2mLx7Vp", "Tz9kQ2mLx7Vp"),
     ("mail.smtp.password=wxqz pmvk trnb lhgd", "wxqz pmvk trnb lhgd"),
@@ -328,7 +329,8 @@ def test_holdout6_forms_are_redacted(text, value):
     # across lines: a reference sent, a user line then prose, a command's output that is an id
     'expect "password:"\nsend "$env(DB_PASS)\\r"',
     "user: alice\nsee you at the standup",
-    "$ docker run -d -e POSTGRES_PASSWORD -p 5432:5432 postgres\n7f3e9a1c5b2d8e4f6a0c9b1d3e5f7a2c4b6d8e0f1a3c5e7b9d2f4a6c8e0b1d3f",
+    "$ docker run -d -e POSTGRES_PASSWORD -p 5432:5432 postgres\n"
+    "7f3e9a1c5b2d8e4f6a0c9b1d3e5f7a2c4b6d8e0f1a3c5e7b9d2f4a6c8e0b1d3f",
     "password: same as the staging one",
     # public keys and ids, prose about a key's format, spec samples, code as a value
     "the script pasted -----BEGIN OPENSSH PRIVATE KEY----- into the wrong field, nothing after it",
@@ -346,7 +348,7 @@ def test_the_words_for_a_password_come_from_one_list():
     from cairn.privacy import secret_words
 
     assert len(secret_words.PASSWORD_WORDS) >= 70 and "kata laluan" in secret_words.PASSWORD_WORDS
-    for word in ("lykilorðið", "salasõnaga", "Passwörter"[:0] + "passwords", "gronidło"):
+    for word in ("lykilorðið", "salasõnaga", "passwords", "gronidło"):
         assert secret_rules.WORD.search(word), word
     assert not secret_rules.WORD.search("sandwich")
 

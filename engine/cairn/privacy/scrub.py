@@ -42,7 +42,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import secret_blocks, secret_rules, secret_values
+from . import secret_blocks, secret_positional, secret_rules, secret_values
 
 PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -170,10 +170,12 @@ _GENERIC_RULES = ("Generic Api Key", "Credential In Prose")
 
 
 def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str, list[tuple[int, int]]]]:
-    """gitleaks' rules and Cairn's (secret_rules.py) on `line`: what detect-secrets did not already
-    find, one detection per span (a vendor's rule before the generic ones)."""
+    """gitleaks' rules, Cairn's (secret_rules.py) and the positional forms (secret_positional.py) on `line`:
+    what detect-secrets did not already find, one detection per span (a vendor's rule before the generic ones)."""
     found = []
-    for kind, span, _ in sorted(secret_rules.find(line), key=lambda f: f.kind in _GENERIC_RULES):
+    positional = [secret_rules.Finding(kind, span, "positional")
+                  for kind, span in secret_positional.line_findings(line)]  # a password after a user name ...
+    for kind, span, _ in sorted(secret_rules.find(line) + positional, key=lambda f: f.kind in _GENERIC_RULES):
         # The whole token: a prose value stops at its clause's length limit, and what a rule leaves
         # of a longer key is as secret as what it matched.
         span = _whole_token(line, *span)
@@ -341,7 +343,8 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
     # and ships in every copy of the app (firebase.google.com/docs/projects/api-keys): public there.
     firebase = _FIREBASE_CONFIG.search(text) is not None
     # A name on one line and its value on another (secret_blocks.block_findings): found on the whole text.
-    blocks = secret_blocks.block_findings(text) if len(text) < 200_000 else []
+    # And a credential given by its place across lines (secret_positional.text_findings: expect/send ...).
+    blocks = secret_blocks.block_findings(text) + secret_positional.text_findings(text) if len(text) < 200_000 else []
     i, offset = 0, 0  # offset: where lines[i] starts in text
     while i < len(lines):
         line = lines[i]

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 
 from .secret_rules import (CJK_WORDS, NAMES_BEFORE_VALUE, NEGATING_BEFORE, NOT_A_SECRET_CONTEXT, NOT_THE_VALUE, WORD,
                            WORDS, credential_value, public_context)
-from . import secret_positional
 from .secret_values import placeholder, public_key
 
 
@@ -123,7 +122,7 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     if "variable" in low or "value" in low or "- -" in text or found:  # else none of their forms is in the text
         found += _block_pairs(text)
     found += announced
-    return _judge_pairs(found) + secret_positional.text_findings(text)
+    return _judge_pairs(found)
 
 
 def _block_pairs(text: str) -> list[tuple[str, str, int]]:

@@ -9,8 +9,8 @@ the literal key of a signing call (`jwt.sign(payload, 'SECRET')`), the value aft
 `hooks.zapier.com/hooks/catch/ID/HOOK/`), the `send` that answers an `expect`ed password prompt, and a
 value on its own line under a `user:` line. The place is the signal; the value must still be made
 like a secret (credential_like: generated or chosen as a password, not a name, a number, a path, a
-version or a placeholder). Pure functions of strings; scrub runs line_findings on each line (through
-secret_rules.find) and text_findings on a whole text (through secret_blocks.block_findings).
+version or a placeholder). Pure functions of strings; scrub runs line_findings on each line beside the
+rule sets (secret_rules.find) and text_findings on a whole text beside secret_blocks.block_findings.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .secret_rules import PASSWORD_WORD, NOT_A_SECRET_CONTEXT, WORD, look_alike
+from .secret_blocks import secret_setting
+from .secret_rules import NOT_A_SECRET_CONTEXT, PASSWORD_WORD, WORD, look_alike
 from .secret_values import (generated_token, password_like, placeholder, public_key, random_letters, random_looking,
                             short_random)
 from .secret_words import USER_WORDS, alternation
@@ -56,6 +57,9 @@ _HOST_LITERAL = re.compile(r"(?i)^(?:[a-z][\w+.-]*:(?://|[a-z]+:)|localhost\b|\d
 _USER_LITERAL = re.compile(r"[A-Za-z_][\w.@\\+-]{0,63}")
 # A URL or a DSN (user:password@host ...): the URL rules judge its password.
 _LOCATOR = re.compile(r"://|^[^\s:@]+:[^\s@]*@|@\w*\(")
+_CALL_REACH = 300
+# A signing algorithm's or an encoding's name, an argument of signing calls beside the key.
+_ALGORITHM = re.compile(r"(?i)(?:HS|RS|ES|PS)\d{3}|sha-?\d+|md5|hex|base64|utf-?8")
 # A call that signs or verifies with a key given as a literal: JWT libraries, HMAC, a secret key spec.
 _SIGNING_CALL = re.compile(r"(?i)(?:\b(?:jwt|jws|jose|jsonwebtoken|JWT)\s*\.\s*(?:sign|encode|verify|decode)"
                            r"|\bcreateHmac|\bhmac\s*\.\s*new|\bHMAC(?:SHA\d+)?|\bSecretKeySpec|\bsignWith"
@@ -63,9 +67,10 @@ _SIGNING_CALL = re.compile(r"(?i)(?:\b(?:jwt|jws|jose|jsonwebtoken|JWT)\s*\.\s*(
 
 
 def _call_of(line: str, position: int) -> tuple[str, int, int] | None:
-    """(callee name, start, end) of the innermost call whose parentheses hold `position` on `line`."""
+    """(callee name, start, end) of the innermost call whose parentheses hold `position` on `line`, looked
+    for at most _CALL_REACH characters either side (a call's arguments; a minified line is not read whole)."""
     depth = 0
-    for at in range(position - 1, -1, -1):
+    for at in range(position - 1, max(-1, position - _CALL_REACH - 1), -1):
         c = line[at]
         if c in ")]}":
             depth += 1
@@ -76,8 +81,8 @@ def _call_of(line: str, position: int) -> tuple[str, int, int] | None:
             if c != "(":
                 continue  # an object or a list literal inside the call: keep going out
             name = re.search(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|->|::)\s*[A-Za-z_$][\w$]*)*)\s*$", line[:at])
-            end, depth2 = at + 1, 0
-            while end < len(line) and (depth2 or line[end] != ")"):
+            end, depth2, stop = at + 1, 0, min(len(line), position + _CALL_REACH)
+            while end < stop and (depth2 or line[end] != ")"):
                 depth2 += {"(": 1, ")": -1}.get(line[end], 0)
                 end += 1
             return (name.group(1) if name else "", at + 1, end)
@@ -90,29 +95,29 @@ def _call_findings(line: str) -> Iterator[tuple[int, int]]:
     literals = list(_LITERAL.finditer(line))
     for i, literal in enumerate(literals):
         value = literal.group(2)
+        if " " in value or _LOCATOR.search(value) or _ALGORITHM.fullmatch(value) or not credential_like(value):
+            continue
         call = _call_of(line, literal.start())
         if call is None:
             continue
         name, start, end = call
         if _SIGNING_CALL.search(name):
-            if credential_like(value) and not re.fullmatch(r"(?i)(?:HS|RS|ES|PS)\d{3}|sha-?\d+|md5|hex|base64", value):
-                yield literal.span(2)
+            yield literal.span(2)
             continue
-        if i == 0 or not credential_like(value) or _LOCATOR.search(value):
-            continue
-        previous = literals[i - 1]
-        gap = line[previous.end():literal.start()]
-        if not re.fullmatch(r"\s*,\s*", gap) or previous.start() < start or not _USER_LITERAL.fullmatch(previous.group(2)):
-            continue
+        previous = literals[i - 1] if i else None
+        if (previous is None or previous.start() < start or not _USER_LITERAL.fullmatch(previous.group(2))
+                or not re.fullmatch(r"\s*,\s*", line[previous.end():literal.start()])):
+            continue  # not right after a user name's literal in the same call
         others = [m.group(2) for m in literals if start <= m.start() < end and m is not literal]
-        if _CONNECT_CALL.search(name.split(".")[-1].split(">")[-1]) or any(_HOST_LITERAL.match(o) for o in others):
+        if _CONNECT_CALL.search(re.split(r"\.|->|::", name)[-1]) or any(_HOST_LITERAL.match(o) for o in others):
             yield literal.span(2)
 
 
 # -- commands ------------------------------------------------------------------------------------------------
 # A user option, then (a few options later) a password option: `-u sensor01 -P SECRET`, `--user ci --password X`.
 _USER_THEN_PASSWORD = re.compile(
-    r"""(?<!\S)(?:-u|-U|--user(?:name)?)[=\s]+['"]?[^\s'",]+['"]?(?:\s+(?!-[pP]\b|--pass)-{1,2}[\w-]+(?:[=\s]+(?!-)\S+)?){0,4}"""
+    r"""(?<!\S)(?:-u|-U|--user(?:name)?)[=\s]+['"]?[^\s'",]+['"]?"""
+    r"""(?:\s+(?!-[pP]\b|--pass)-{1,2}[\w-]+(?:[=\s]+(?!-)\S+)?){0,4}"""  # other options between
     r"""\s+(?:-[pP]|--pass(?:word|wd)?|--pw)(?:=|\s+)['"]?([^\s'"]{4,200})""")
 # A user and a password joined by a comma in a user option (`lftp -u USER,SECRET`).
 _USER_COMMA_PASSWORD = re.compile(r"""(?<!\S)(?:-u|--user)\s+['"]?[\w.@\\-]+,([^\s'",]{4,200})""")
@@ -130,6 +135,12 @@ _USERLIST_HASH = re.compile(r"md5[0-9a-f]{32}|SCRAM-SHA-256\$\S+")
 # A mail account's login in a credentials map (Postfix's sasl_passwd, msmtp, fetchmail): user@host:PASS.
 _MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]{8,64})(?!\S)")
 
+# The default of an environment lookup named for a secret: env('SECURITY_SALT', '...'), os.getenv("API_TOKEN",
+# "..."), ENV.fetch("SECRET_KEY_BASE", "..."), ${DB_PASSWORD:-...}, Spring's ${jwt.secret:...}.
+_ENV_DEFAULT = re.compile(r"""(?:\benv|getenv|environ\.get|ENV\.fetch|getProperty|Env\.get)\s*\(\s*"""
+                          r"""['"]([\w.-]+)['"]\s*,\s*['"]([^'"\n$]{8,200})['"]"""
+                          r"""|\$\{([\w.-]+):-?([^}\s'"$]{8,200})\}""")
+
 
 def _command_findings(line: str) -> Iterator[tuple[int, int]]:
     for pattern in (_USER_THEN_PASSWORD, _USER_COMMA_PASSWORD, _POSITIONAL_COMMANDS, _MAIL_LOGIN):
@@ -140,17 +151,10 @@ def _command_findings(line: str) -> Iterator[tuple[int, int]]:
                     and credential_like(value, uuid=pattern is _POSITIONAL_COMMANDS)):
                 yield match.span(group)
     for match in _ENV_DEFAULT.finditer(line):
-        from .secret_blocks import secret_setting  # it imports this module
-
         name, value = match.group(1) or match.group(3), match.group(2) or match.group(4)
         if (secret_setting(name) or name.lower().endswith("salt")) and credential_like(value):
             yield match.span(2 if match.group(2) else 4)
 
-
-# The default of an environment lookup named for a secret: env('SECURITY_SALT', '...'), os.getenv("API_TOKEN",
-# "..."), ENV.fetch("SECRET_KEY_BASE", "..."), ${DB_PASSWORD:-...}, Spring's ${jwt.secret:...}.
-_ENV_DEFAULT = re.compile(r"""(?:\benv|getenv|environ\.get|ENV\.fetch|getProperty|Env\.get)\s*\(\s*['"]([\w.-]+)['"]\s*,"""
-                          r"""\s*['"]([^'"\n$]{8,200})['"]|\$\{([\w.-]+):-?([^}\s'"$]{8,200})\}""")
 
 
 # -- webhook URLs --------------------------------------------------------------------------------------------
@@ -195,7 +199,8 @@ def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
 
 # -- passphrases of words -----------------------------------------------------------------------------------
 # A quoted value of words after an option named for a password (`gpg --passphrase 'violet timber ...'`).
-_QUOTED_OPTION = re.compile(r"""(?<!\S)--?[\w-]*(?:pass(?:phrase|word|wd)?|pw|secret|token)(?:=|\s+)(['"])([^'"\n$<{%]{4,200})\1""")
+_QUOTED_OPTION = re.compile(r"""(?<!\S)--?[\w-]*(?:pass(?:phrase|word|wd)?|pw|secret|token)(?:=|\s+)"""
+                            r"""(['"])([^'"\n$<{%]{4,200})\1""")
 # Words after a password word and a colon, to the end of the line (`mật khẩu ví: bridge ledger needle jungle`).
 _WORDS_TO_END = re.compile(r"[:=：]\s*((?:[a-z]{3,10}[ .-]){3,11}[a-z]{3,10})\s*$")
 # Words of prose that a generated passphrase (diceware, BIP-39) does not string together.
@@ -204,10 +209,12 @@ _FUNCTION_WORDS = frozenset("""the and for are was not you your our its with fro
 
 
 def _passphrases(line: str) -> Iterator[tuple[int, int]]:
-    for match in _QUOTED_OPTION.finditer(line):
-        words = match.group(2).split()
+    for quoted in _QUOTED_OPTION.finditer(line):
+        words = quoted.group(2).split()
         if len(words) >= 3 and not _FUNCTION_WORDS.intersection(w.lower() for w in words):
-            yield match.span(2)
+            yield quoted.span(2)
+    if _WORDS_TO_END.search(line) is None:
+        return  # most lines: WORD's scan below is the costly part
     for word in WORD.finditer(line):
         if not PASSWORD_WORD.search(word.group(0)):
             continue
@@ -262,11 +269,12 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
 _EXPECT_SEND = re.compile(r"""(?im)^[ \t]*expect\s+(?:-\w+\s+)*[{"']?([^\n]*)\n(?:[ \t]*\n)?[ \t]*"""
                           r"""send\s+(?:--\s+)?["{]([^"}\n\\$]{4,200})(?:\\[rn])*["}]""")
 # A line that names a user, then a value alone on the next line (a chat message's login and password).
-_USER_LINE = re.compile(r"(?im)^[ \t]*[-*•]?[ \t]*(?:" + alternation(USER_WORDS) + r")[ \t]*[:=：][ \t]*[^\s:][^\n:]{0,60}\n"
-                        r"(?:[ \t]*\n)?[ \t]*([^\s'\"`:]{8,64})[ \t]*$")
+_USER_LINE = re.compile(r"(?im)^[ \t]*[-*•]?[ \t]*(?:" + alternation(USER_WORDS) + r")[ \t]*[:=：][ \t]*"
+                        r"[^\s:][^\n:]{0,60}\n(?:[ \t]*\n)?[ \t]*([^\s'\"`:]{8,64})[ \t]*$")
 # A value alone on its line, then a line that says it was the password ("(that's the password, ...)").
-_SAID_AFTER = re.compile(r"(?im)^[ \t]*([^\s'\"`:]{8,64})[ \t]*\n(?:[ \t]*\n)?[ \t]*\(?\s*(?:that'?s|that is|this is|it'?s)"
-                         r"\s+the\s+(?:[\w-]+\s+)?(?:password|passphrase|passcode|pin|token|secret|key)\b")
+_SAID_AFTER = re.compile(r"(?im)^[ \t]*([^\s'\"`:]{8,64})[ \t]*\n(?:[ \t]*\n)?[ \t]*\(?\s*"
+                         r"(?:that'?s|that is|this is|it'?s)\s+the\s+(?:[\w-]+\s+)?"
+                         r"(?:password|passphrase|passcode|pin|token|secret|key)\b")
 
 
 # A shell prompt's command, then one value alone on the next line: what the command printed.
@@ -284,8 +292,8 @@ def _printed_credentials(text: str) -> Iterator[tuple[int, int]]:
             if word.startswith("-") or word in ("|", "&&", ";"):
                 break
             words.append(word)
-        words = [w for w in words if not any(c in w for c in "=./$")]
-        if any(WORD.fullmatch(part) for w in words for part in re.split(r"[-_]", w)) and credential_like(match.group(2)):
+        parts = [part for w in words if not any(c in w for c in "=./$") for part in re.split(r"[-_]", w)]
+        if any(WORD.fullmatch(part) for part in parts) and credential_like(match.group(2)):
             yield match.span(2)
 
 

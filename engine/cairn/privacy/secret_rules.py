@@ -318,12 +318,9 @@ def rules() -> RuleSet:
 
 
 def find(line: str) -> list[Finding]:
-    """Each secret the bundled rules, the prose rule (prose_findings) and the positional forms
-    (secret_positional.line_findings: a password after a user name, a webhook's token ...) find in `line`."""
-    from . import secret_positional  # it judges values with this module's tests
-
-    return (rules().findings(line) + [Finding(kind, span, "credential-in-prose") for kind, span in prose_findings(line)]
-            + [Finding(kind, span, "positional") for kind, span in secret_positional.line_findings(line)])
+    """Each secret the bundled rules and the prose rule (prose_findings) find in `line`."""
+    return rules().findings(line) + [Finding(kind, span, "credential-in-prose")
+                                     for kind, span in prose_findings(line)]
 
 
 # -- a credential introduced in prose ------------------------------------------------------------------
