@@ -142,15 +142,25 @@ _ENV_DEFAULT = re.compile(r"""(?:\benv|getenv|environ\.get|ENV\.fetch|getPropert
                           r"""|\$\{([\w.-]+):-?([^}\s'"$]{8,200})\}""")
 
 
+# What a line must hold for each pattern to have a chance (most lines of prose hold none of them).
+_COMMAND_CUES = ((_USER_THEN_PASSWORD, ("-u", "-U", "--user")), (_USER_COMMA_PASSWORD, ("-u", "--user")),
+                 (_POSITIONAL_COMMANDS, ("poetry", "bundle", "privkey", "wallet", "auth", "token", "community",
+                                         "com2sec", " 0 ", '" "')),
+                 (_MAIL_LOGIN, ("@",)), (_ENV_DEFAULT, ("env", "Env", "ENV", "getProperty", "${")))
+
+
 def _command_findings(line: str) -> Iterator[tuple[int, int]]:
-    for pattern in (_USER_THEN_PASSWORD, _USER_COMMA_PASSWORD, _POSITIONAL_COMMANDS, _MAIL_LOGIN):
+    patterns = [pattern for pattern, cues in _COMMAND_CUES if any(cue in line for cue in cues)]
+    for pattern in patterns:
+        if pattern is _ENV_DEFAULT:
+            continue
         for match in pattern.finditer(line):
             group = next(g for g in range(1, (match.lastindex or 0) + 1) if match.group(g))
             value = match.group(group)
             if (not value.startswith(("$", "%", "<", "{")) and not _USERLIST_HASH.fullmatch(value)
                     and credential_like(value, uuid=pattern is _POSITIONAL_COMMANDS)):
                 yield match.span(group)
-    for match in _ENV_DEFAULT.finditer(line):
+    for match in _ENV_DEFAULT.finditer(line) if _ENV_DEFAULT in patterns else ():
         name, value = match.group(1) or match.group(3), match.group(2) or match.group(4)
         if (secret_setting(name) or name.lower().endswith("salt")) and credential_like(value):
             yield match.span(2 if match.group(2) else 4)
