@@ -361,3 +361,23 @@ def test_a_generated_token_is_told_from_encoded_data_and_ids():
                   "userAccountBalanceReport2024",  # words
                   "cus_Lm4qZ8wXk2Tv9Rn5Pb7Y"):  # an object id
         assert not secret_values.generated_token(value), value
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ('server.login("alerts@acme.io", "wxqz pmvk trnb lhgd")', "wxqz pmvk trnb lhgd"),
+    ('auth.signInWithEmailAndPassword(auth, "qa@acme.io", "Hq4#mZ8kLx2p")', "Hq4#mZ8kLx2p"),
+    ("$ ngrok config add-authtoken 2Qx8mK2zLv7Tp4Rn9Wb3Yc6Hd1Jg5", "2Qx8mK2zLv7Tp4Rn9Wb3Yc6Hd1Jg5"),
+])
+def test_positional_forms_in_more_places(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "see https://github.com/acme/hooks/commit/3f9a2c1e7b5d9a0c",
+    "https://github.com/acme/app/tree/main/hooks/precommit2",
+    "password reset: sends email link twice",
+    "aws ec2 run-instances --key-name Kq7mZ2xLv9Tp4Wn8bYc3 --count 1",
+    "NEXT_PUBLIC_ALGOLIA_SEARCH_KEY=Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1",
+])
+def test_look_alikes_of_the_positional_forms_in_more_places(text):
+    assert scrub(text).text == text

@@ -191,7 +191,7 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             continue
         if kind == "Generic Api Key" and (
                 secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]], _generic_word(line, span[0]))
-                or _generic_word(line, span[0]).lower() in _NOT_SECRET_LAST_WORDS):
+                or _generic_word(line, span[0]).lower() in _NOT_SECRET_LAST_WORDS or _named_public(line, span[0])):
             continue
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
@@ -209,6 +209,14 @@ def _generic_word(line: str, start: int) -> str:
     """The last word of the name a generic rule's value is assigned to (`API_TOKEN = ...`: "TOKEN")."""
     match = _NAME_BEFORE.search(line, max(0, start - 60), start)
     return re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))[-1] if match else ""
+
+
+def _named_public(line: str, start: int) -> bool:
+    """Whether the name a value is assigned to says it is public and not private (`NEXT_PUBLIC_ALGOLIA_KEY`,
+    `MJ_APIKEY_PUBLIC`; Next.js, Expo and Nuxt ship `*_PUBLIC_*` variables in the client bundle)."""
+    match = _NAME_BEFORE.search(line, max(0, start - 60), start)
+    words = {w.lower() for w in re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))} if match else set()
+    return bool(words & {"public", "publishable"}) and not words & {"secret", "private", "server", "admin"}
 
 
 def _paging_name(line: str, start: int) -> bool:

@@ -48,8 +48,9 @@ def credential_like(value: str, *, uuid: bool = False) -> bool:
 # A string literal among a call's arguments.
 _LITERAL = re.compile(r"""(?<![\w\\])(?:[bru]?)(['"])((?:(?!\1)[^\n\\]){1,200})\1""")
 # A call that opens a connection or a client with a user and a password, by its name.
-_CONNECT_CALL = re.compile(r"(?i)(?:connect|connection|login|logon|auth|credential|client|session|open|bind|database"
-                           r"|mysqli|pdo|sequelize|engine|pool|ftp|smtp|imap|pop3|ldap|__construct)\w*$")
+_CONNECT_CALL = re.compile(r"(?i)(?:connect|connection|login|logon|signin|sign_in|auth|credential|client|session"
+                           r"|open|bind|database|password|passwd|mysqli|pdo|sequelize|engine|pool|ftp|smtp|imap|pop3"
+                           r"|ldap|__construct)\w*$")
 # A literal that names where to connect: a URL, a JDBC/ODBC/DSN string, an IP, localhost, a host:port, a host.
 _HOST_LITERAL = re.compile(r"(?i)^(?:[a-z][\w+.-]*:(?://|[a-z]+:)|localhost\b|\d{1,3}(?:\.\d{1,3}){3}\b"
                            r"|[\w-]+(?:\.[\w-]+)+(?::\d+)?$|[\w.-]+:\d{2,5}$|(?:host|server|data source)=)")
@@ -58,6 +59,8 @@ _USER_LITERAL = re.compile(r"[A-Za-z_][\w.@\\+-]{0,63}")
 # A URL or a DSN (user:password@host ...): the URL rules judge its password.
 _LOCATOR = re.compile(r"://|^[^\s:@]+:[^\s@]*@|@\w*\(")
 _CALL_REACH = 300
+# A Google app password as Gmail shows it, four groups of four letters (`server.login(user, "abcd efgh ijkl mnop")`).
+_APP_PASSWORD = re.compile(r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}")
 # A signing algorithm's or an encoding's name, an argument of signing calls beside the key.
 _ALGORITHM = re.compile(r"(?i)(?:HS|RS|ES|PS)\d{3}|sha-?\d+|md5|hex|base64|utf-?8")
 # A call that signs or verifies with a key given as a literal: JWT libraries, HMAC, a secret key spec.
@@ -95,7 +98,10 @@ def _call_findings(line: str) -> Iterator[tuple[int, int]]:
     literals = list(_LITERAL.finditer(line))
     for i, literal in enumerate(literals):
         value = literal.group(2)
-        if " " in value or _LOCATOR.search(value) or _ALGORITHM.fullmatch(value) or not credential_like(value):
+        spaced = _APP_PASSWORD.fullmatch(value) is not None
+        if (" " in value and not spaced) or _LOCATOR.search(value) or _ALGORITHM.fullmatch(value):
+            continue
+        if not (spaced or credential_like(value)):
             continue
         call = _call_of(line, literal.start())
         if call is None:
@@ -126,7 +132,9 @@ _POSITIONAL_COMMANDS = re.compile(
     r"""\bpoetry\s+config\s+http-basic\.\S+\s+(?!-)\S+\s+['"]?([^\s'"]{4,200})"""  # REPO USER PASS
     r"""|\bbundle\s+config\s+(?:--\w+\s+)*(?!-)[\w.-]+\.[\w.-]+\s+['"]?[^\s:'"]+:([^\s'"]{4,200})"""  # HOST USER:PASS
     r"""|\b(?:importprivkey|importwallet|dumpprivkey)\s+['"]?([1-9A-HJ-NP-Za-km-z]{50,52})"""  # a WIF key
-    r"""|\b(?:auth|authtoken|auth-token|set-token)\s+['"]?([^\s'"-][^\s'"]{15,200})"""  # snyk auth, ngrok authtoken
+    r"""|(?:^|[$>;&|]\s*)\s*(?:sudo\s+)?(?!(?:the|a|an|my|our|your|this|that|new|old)\s)[\w.-]+(?:\s+[\w.-]+)?"""
+    r"""\s+(?:auth|(?:add-)?authtoken|auth-token|set-token)"""
+    r"""\s+['"]?([^\s'"-][^\s'"]{15,200})"""  # a command's subcommand: snyk auth TOKEN, ngrok config add-authtoken
     r"""|\b(?:ro|rw)community6?\s+([^\s'"]{4,200})|\bcom2sec6?\s+\S+\s+\S+\s+([^\s'"]{4,200})"""  # snmpd.conf
     r"""|\b(?:password|secret)\s+0\s+(\S{4,200})"""  # Cisco IOS's type 0 (clear text): `password 0 SECRET`
     r"""|^\s*"[\w.@-]+"\s+"([^"\n]{4,200})"\s*$""")  # PgBouncer's userlist.txt: "user" "password"
@@ -175,6 +183,7 @@ _HOOK_HOST = re.compile(r"(?i)^(?:hooks?|webhooks?)\.")
 # A path segment that names what the next one is (IFTTT's maker URL: /trigger/EVENT/with/key/KEY).
 _NAMED_SEGMENT = re.compile(r"(?i)key|token|secret|apikey|api_key|password")
 _HOOK_QUERY = re.compile(r"[?&](?:key|token|access_token|secret|sign)=([^&\s'\"#]{6,200})")
+_BROWSING = re.compile(r"/(?:tree|blob|commit|commits|raw|src|edit|pull|pulls|issues|releases|tags?|wiki)(?:/|$)")
 # Segments between the hook and its secret: a number (an account), a short word (catch, send, services).
 _HOOK_PASSING = re.compile(r"\d+|[a-z]{1,12}|v\d+")
 
@@ -184,13 +193,14 @@ def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
         path = url.group(2) or ""
         segments = path.split("/")
         hooked = bool(_HOOK_HOST.match(url.group(1)))
+        browsing = _BROWSING.search(path) is not None  # github.com/acme/hooks/commit/3f9a...: a repository's page
         offset = url.start(2)
         for i, segment in enumerate(segments[:-1]):
             following = segments[i + 1]
             if _NAMED_SEGMENT.fullmatch(segment) and credential_like(following):
                 start = offset + sum(len(s) + 1 for s in segments[:i + 1])
                 yield start, start + len(following)
-        for i, segment in enumerate(segments):
+        for i, segment in enumerate(segments if not browsing else ()):
             if not hooked:
                 hooked = bool(_HOOK_SEGMENT.match(segment))
             elif segment and not _HOOK_PASSING.fullmatch(segment):
@@ -212,7 +222,10 @@ def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
 _QUOTED_OPTION = re.compile(r"""(?<!\S)--?[\w-]*(?:pass(?:phrase|word|wd)?|pw|secret|token)(?:=|\s+)"""
                             r"""(['"])([^'"\n$<{%]{4,200})\1""")
 # Words after a password word and a colon, to the end of the line (`mật khẩu ví: bridge ledger needle jungle`).
-_WORDS_TO_END = re.compile(r"[:=：]\s*((?:[a-z]{3,10}[ .-]){3,11}[a-z]{3,10})\s*$")
+_WORDS_TO_END = re.compile(r"[:=：]\s*((?:[a-z]{3,9}[ .-]){3,11}[a-z]{3,9})\s*$")
+# Words after a password word that make the line about passwords, not one: "password reset: ...".
+_ABOUT_PASSWORD = re.compile(r"(?i)\s*(?:reset|resets|change[sd]?|expiry|expires|expired|hints?|rules?|requirements?"
+                             r"|manager|prompt|policy|strength|length|field|form|page|flow|link|e-?mail)\b")
 # Words of prose that a generated passphrase (diceware, BIP-39) does not string together.
 _FUNCTION_WORDS = frozenset("""the and for are was not you your our its with from that this have has into onto
     then than when what which who use see ask same set get our out off per via any all new old one two""".split())
@@ -229,8 +242,9 @@ def _passphrases(line: str) -> Iterator[tuple[int, int]]:
         if not PASSWORD_WORD.search(word.group(0)):
             continue
         match = _WORDS_TO_END.search(line, word.end())
-        if match is None or match.start() - word.end() > 30 or "\n" in line[word.end():match.start()]:
-            continue
+        if (match is None or match.start() - word.end() > 12 or len(line) > 100
+                or _ABOUT_PASSWORD.match(line, word.end())):
+            continue  # a short line "password: ...", not prose that runs on after the word ("password reset: ...")
         words = re.split(r"[ .-]", match.group(1))
         if len(words) >= 4 and not _FUNCTION_WORDS.intersection(words):
             yield match.span(1)
@@ -245,7 +259,7 @@ _NOT_A_SECRET_OPTION = re.compile(
     r"(?i)\b(?:id|ids|identifier|uid|uuid|hash|digest|sha\d*|commit|ref|revision|fingerprint|nonce|signature|etag"
     r"|integrity|checksum|md5|request|trace|cursor|page|pagination|continuation|next|marker|sync|resume|state"
     r"|challenge|verifier|public|pub|site|anon|publishable|client"
-    r"|file|folder|sheet|doc|video|channel|playlist|device|lineage|serial|address|salt|iv)\b")
+    r"|file|folder|sheet|doc|video|channel|playlist|device|lineage|serial|address|salt|iv|name|cache|starting|since)\b")
 
 
 def _option_tokens(line: str) -> Iterator[tuple[int, int]]:
