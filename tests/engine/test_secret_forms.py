@@ -381,3 +381,19 @@ def test_positional_forms_in_more_places(text, value):
 ])
 def test_look_alikes_of_the_positional_forms_in_more_places(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("Heslo k serveru: Wq8;zN3kL,m5Vt (uživatel ops)", "Wq8;zN3kL,m5Vt"),  # a password holding ";" and ","
+    ("contents of the replica set's keyfile:\nZq8mK2xLv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4Hh6Ii8",
+     "Zq8mK2xLv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4Hh6Ii8"),
+])
+def test_punctuated_passwords_and_key_files(text, value):
+    assert value not in scrub(text).text
+
+
+def test_a_value_cut_at_its_comma_is_still_tried():
+    text = "rclone ls :s3,access_key_id=K1,secret_access_key=Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0A,endpoint=http://x"
+    assert "Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0A" not in scrub(text).text
+    prose = "the key list: alpha,beta,gamma,delta for the cache"
+    assert scrub(prose).text == prose

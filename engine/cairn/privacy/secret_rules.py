@@ -329,8 +329,9 @@ def find(line: str) -> list[Finding]:
 # users most often write to Claude in) and the introducers are Cairn's; what follows must look like
 # a credential (credential_value), which is where the look-alikes (hashes, ids, versions, paths,
 # placeholders, code) are turned away.
-WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
-          r"|auth|bearer|signing[ _-]?key|seed|erlang[ ._-]?cookie|community[ _-]?string|pre-?shared[ _-]?key|psk"
+WORDS = (r"api[ _-]?keys?|key[ _-]?files?|keys?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
+          r"|tokens?|auth|bearer|signing[ _-]?key|seed|erlang[ ._-]?cookie|community[ _-]?string|pre-?shared[ _-]?key"
+          r"|psk"
           r"|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
           r"|clé|contraseña|contrasena|clave|senha|chave|chiave|parola d'ordine|wachtwoord|sleutel|hasło|haslo|klucz"
           r"|şifre|sifre|parola|anahtar|lösenord|nyckel|adgangskode|salasana|mật khẩu|пароль|ключ|токен|authtoken"
@@ -373,6 +374,11 @@ PASSWORD_WORD = re.compile(
 # CJK particle), up to the end of the clause (", " "; " ". " or 100 characters).
 _CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为為>「『“(])|(?<=\s=))['"`]?"""
                         r"""([^\s'"`,;()<>\[\]{}|\x80-\U0010ffff]{8,300})""")  # ASCII: "1Passwordの保管庫" is a name
+# ... and the same with a "," or ";" inside the token (not before a space, which ends a clause): a generated
+# password's symbols (`Sk02+;uEW^z0xgGN`), tried beside the candidate cut at them (`key=...,endpoint=...`).
+_PUNCTUATED = re.compile(_CANDIDATE.pattern.replace(r"""{}|\x80-\U0010ffff]{8,300})""",
+                                                    r"""{}|\x80-\U0010ffff]|[,;](?=[^\s,;])){8,300})""")
+                         .replace(r"""['"`]?([^""", r"""['"`]?((?:[^""", 1))
 # A clause ends at a comma, a stop or a line's end; not at the comma of a quoted pair in code
 # (`define('DB_PASSWORD', '...')`).
 _CLAUSE_END = re.compile(r"(?<!['\"])[,;.?!]\s|[，。；]|\n|$")
@@ -608,7 +614,9 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         clause = line[word.end():word.end() + 100]
         clause_end = _CLAUSE_END.search(clause)
         clause = clause[:clause_end.start() if clause_end else len(clause)]
-        for match in _CANDIDATE.finditer(line, word.end(), word.end() + len(clause)):
+        punctuated = [m for m in _PUNCTUATED.finditer(line, word.end(), word.end() + len(clause))
+                      if "," in m.group(1) or ";" in m.group(1)]
+        for match in [*_CANDIDATE.finditer(line, word.end(), word.end() + len(clause)), *punctuated]:
             value = match.group(1).rstrip(".,:!?")
             if line.startswith(("(", "["), match.end(1)):
                 continue  # a call or a subscript: code (Encoding.UTF8.GetBytes(...), config[...])
