@@ -397,3 +397,11 @@ def test_a_value_cut_at_its_comma_is_still_tried():
     assert "Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0A" not in scrub(text).text
     prose = "the key list: alpha,beta,gamma,delta for the cache"
     assert scrub(prose).text == prose
+
+
+@pytest.mark.parametrize("text", [
+    'candidates = [shutil.which(n) for n in ("python3.13", "python3.12", "python3.11")]',
+    'ssh.connect("bastion.acme.io", "deploy", key_filename="~/.ssh/id_ed25519")',
+])
+def test_a_tuple_and_a_version_are_no_call_password(text):
+    assert scrub(text).text == text

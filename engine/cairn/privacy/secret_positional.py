@@ -53,12 +53,14 @@ _CONNECT_CALL = re.compile(r"(?i)(?:connect|connection|login|logon|signin|sign_i
                            r"|ldap|__construct)\w*$")
 # A literal that names where to connect: a URL, a JDBC/ODBC/DSN string, an IP, localhost, a host:port, a host.
 _HOST_LITERAL = re.compile(r"(?i)^(?:[a-z][\w+.-]*:(?://|[a-z]+:)|localhost\b|\d{1,3}(?:\.\d{1,3}){3}\b"
-                           r"|[\w-]+(?:\.[\w-]+)+(?::\d+)?$|[\w.-]+:\d{2,5}$|(?:host|server|data source)=)")
+                           r"|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?::\d+)?$|[\w.-]+:\d{2,5}$|(?:host|server|data source)=)")
 # A user name: a name, an e-mail address, DOMAIN\\user, an account id (Twilio's AC...).
 _USER_LITERAL = re.compile(r"[A-Za-z_][\w.@\\+-]{0,63}")
 # A URL or a DSN (user:password@host ...): the URL rules judge its password.
 _LOCATOR = re.compile(r"://|^[^\s:@]+:[^\s@]*@|@\w*\(")
 _CALL_REACH = 300
+# Words before "(" that open no call.
+_NOT_CALLEES = frozenset("if elif while for in and or not return yield await assert print with except lambda".split())
 # A Google app password as Gmail shows it, four groups of four letters (`server.login(user, "abcd efgh ijkl mnop")`).
 _APP_PASSWORD = re.compile(r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}")
 # A signing algorithm's or an encoding's name, an argument of signing calls beside the key.
@@ -83,12 +85,15 @@ def _call_of(line: str, position: int) -> tuple[str, int, int] | None:
                 continue
             if c != "(":
                 continue  # an object or a list literal inside the call: keep going out
-            name = re.search(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|->|::)\s*[A-Za-z_$][\w$]*)*)\s*$", line[:at])
+            # The callee, right before "(" (a tuple after `in (` or `= (` is no call).
+            name = re.search(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|->|::)\s*[A-Za-z_$][\w$]*)*)$", line[max(0, at - 120):at])
             end, depth2, stop = at + 1, 0, min(len(line), position + _CALL_REACH)
             while end < stop and (depth2 or line[end] != ")"):
                 depth2 += {"(": 1, ")": -1}.get(line[end], 0)
                 end += 1
-            return (name.group(1) if name else "", at + 1, end)
+            if name is None or name.group(1) in _NOT_CALLEES:
+                return None
+            return name.group(1), at + 1, end
     return None
 
 
