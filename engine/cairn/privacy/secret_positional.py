@@ -132,17 +132,22 @@ _USER_THEN_PASSWORD = re.compile(
     r"""\s+(?:-[pP]|--pass(?:word|wd)?|--pw)(?:=|\s+)['"]?([^\s'"]{4,200})""")
 # A user and a password joined by a comma in a user option (`lftp -u USER,SECRET`).
 _USER_COMMA_PASSWORD = re.compile(r"""(?<!\S)(?:-u|--user)\s+['"]?[\w.@\\-]+,([^\s'",]{4,200})""")
-# Commands that take a credential as a positional argument, and where it stands.
-_POSITIONAL_COMMANDS = re.compile(
-    r"""\bpoetry\s+config\s+http-basic\.\S+\s+(?!-)\S+\s+['"]?([^\s'"]{4,200})"""  # REPO USER PASS
-    r"""|\bbundle\s+config\s+(?:--\w+\s+)*(?!-)[\w.-]+\.[\w.-]+\s+['"]?[^\s:'"]+:([^\s'"]{4,200})"""  # HOST USER:PASS
-    r"""|\b(?:importprivkey|importwallet|dumpprivkey)\s+['"]?([1-9A-HJ-NP-Za-km-z]{50,52})"""  # a WIF key
-    r"""|(?:^|[$>;&|]\s*)\s*(?:sudo\s+)?(?!(?:the|a|an|my|our|your|this|that|new|old)\s)[\w.-]+(?:\s+[\w.-]+)?"""
-    r"""\s+(?:auth|(?:add-)?authtoken|auth-token|set-token)"""
-    r"""\s+['"]?([^\s'"-][^\s'"]{15,200})"""  # a command's subcommand: snyk auth TOKEN, ngrok config add-authtoken
-    r"""|\b(?:ro|rw)community6?\s+([^\s'"]{4,200})|\bcom2sec6?\s+\S+\s+\S+\s+([^\s'"]{4,200})"""  # snmpd.conf
-    r"""|\b(?:password|secret)\s+0\s+(\S{4,200})"""  # Cisco IOS's type 0 (clear text): `password 0 SECRET`
-    r"""|^\s*"[\w.@-]+"\s+"([^"\n]{4,200})"\s*$""")  # PgBouncer's userlist.txt: "user" "password"
+# Commands and config lines that take a credential as a positional argument, each with the text a line
+# must hold for it to be tried (most lines of prose hold none).
+_POSITIONAL_FORMS = (
+    (("http-basic",), re.compile(r"""\bpoetry\s+config\s+http-basic\.\S+\s+(?!-)\S+\s+['"]?([^\s'"]{4,200})""")),
+    (("bundle",), re.compile(  # bundle config HOST USER:PASS
+        r"""\bbundle\s+config\s+(?:--\w+\s+)*(?!-)[\w.-]+\.[\w.-]+\s+['"]?[^\s:'"]+:([^\s'"]{4,200})""")),
+    (("privkey", "importwallet"), re.compile(  # a WIF key
+        r"""\b(?:importprivkey|importwallet|dumpprivkey)\s+['"]?([1-9A-HJ-NP-Za-km-z]{50,52})""")),
+    (("auth", "set-token"), re.compile(  # a command's subcommand: snyk auth TOKEN, ngrok config add-authtoken
+        r"""(?m)(?:^|(?<=[$>;&|]))\s*(?:sudo\s+)?(?!(?:the|a|an|my|our|your|this|that|new|old)\s)[\w.-]+"""
+        r"""(?:\s+[\w.-]+)?\s+(?:auth|(?:add-)?authtoken|auth-token|set-token)\s+['"]?([^\s'"-][^\s'"]{15,200})""")),
+    (("community", "com2sec"), re.compile(  # snmpd.conf
+        r"""\b(?:ro|rw)community6?\s+([^\s'"]{4,200})|\bcom2sec6?\s+\S+\s+\S+\s+([^\s'"]{4,200})""")),
+    ((" 0 ",), re.compile(r"""\b(?:password|secret)\s+0\s+(\S{4,200})""")),  # Cisco IOS's type 0 (clear text)
+    (('" "',), re.compile(r"""^\s*"[\w.@-]+"\s+"([^"\n]{4,200})"\s*$""")),  # PgBouncer's userlist: "user" "password"
+)
 # A password's hash in PgBouncer's userlist (md5 + 32 hex, SCRAM-SHA-256$...), not the password.
 _USERLIST_HASH = re.compile(r"md5[0-9a-f]{32}|SCRAM-SHA-256\$\S+")
 # A mail account's login in a credentials map (Postfix's sasl_passwd, msmtp, fetchmail): user@host:PASS.
@@ -155,29 +160,26 @@ _ENV_DEFAULT = re.compile(r"""(?:\benv|getenv|environ\.get|ENV\.fetch|getPropert
                           r"""|\$\{([\w.-]+):-?([^}\s'"$]{8,200})\}""")
 
 
-# What a line must hold for each pattern to have a chance (most lines of prose hold none of them).
-_COMMAND_CUES = ((_USER_THEN_PASSWORD, ("-u", "-U", "--user")), (_USER_COMMA_PASSWORD, ("-u", "--user")),
-                 (_POSITIONAL_COMMANDS, ("poetry", "bundle", "privkey", "wallet", "auth", "token", "community",
-                                         "com2sec", " 0 ", '" "')),
-                 (_MAIL_LOGIN, ("@",)), (_ENV_DEFAULT, ("env", "Env", "ENV", "getProperty", "${")))
+# What a line must hold for each of the other patterns to have a chance.
+_COMMAND_CUES = ((("-u", "-U", "--user"), _USER_THEN_PASSWORD), (("-u", "--user"), _USER_COMMA_PASSWORD),
+                 (("@",), _MAIL_LOGIN))
 
 
 def _command_findings(line: str) -> Iterator[tuple[int, int]]:
-    patterns = [pattern for pattern, cues in _COMMAND_CUES if any(cue in line for cue in cues)]
-    for pattern in patterns:
-        if pattern is _ENV_DEFAULT:
+    for cues, pattern in (*_COMMAND_CUES, *_POSITIONAL_FORMS):
+        if not any(cue in line for cue in cues):
             continue
         for match in pattern.finditer(line):
             group = next(g for g in range(1, (match.lastindex or 0) + 1) if match.group(g))
             value = match.group(group)
             if (not value.startswith(("$", "%", "<", "{")) and not _USERLIST_HASH.fullmatch(value)
-                    and credential_like(value, uuid=pattern is _POSITIONAL_COMMANDS)):
+                    and credential_like(value, uuid=(cues, pattern) in _POSITIONAL_FORMS)):
                 yield match.span(group)
-    for match in _ENV_DEFAULT.finditer(line) if _ENV_DEFAULT in patterns else ():
-        name, value = match.group(1) or match.group(3), match.group(2) or match.group(4)
-        if (secret_setting(name) or name.lower().endswith("salt")) and credential_like(value):
-            yield match.span(2 if match.group(2) else 4)
-
+    if any(cue in line for cue in ("env", "Env", "ENV", "getProperty", "${")):
+        for match in _ENV_DEFAULT.finditer(line):
+            name, value = match.group(1) or match.group(3), match.group(2) or match.group(4)
+            if (secret_setting(name) or name.lower().endswith("salt")) and credential_like(value):
+                yield match.span(2 if match.group(2) else 4)
 
 
 # -- webhook URLs --------------------------------------------------------------------------------------------

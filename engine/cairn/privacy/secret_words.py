@@ -43,8 +43,22 @@ USER_WORDS = (
 
 
 def alternation(words: tuple[str, ...]) -> str:
-    """A regex alternation of `words`, longest first (a space in a word matches any run of spaces)."""
-    return "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(set(words), key=len, reverse=True))
+    """A regex alternation of `words` as a trie (one branch per first letter, so that a position fails at
+    its first character; longer words first within a branch), a space in a word matching any run of spaces."""
+    words = tuple(sorted(set(words)))
+    if not words:
+        return ""
+    branches = []
+    for first in sorted({w[0] for w in words if w}):
+        rests = tuple(w[1:] for w in words if w and w[0] == first)
+        head = r"\s+" if first == " " else re.escape(first)
+        tails = [r for r in rests if r]
+        if not tails:
+            branches.append(head)
+            continue
+        inner = alternation(tails)
+        branches.append(head + "(?:" + inner + ")" + ("?" if "" in rests else ""))
+    return "|".join(branches)
 
 
 # A translated word may carry a short suffix (Icelandic "lykilorðið", Azerbaijani "şifrəni", Estonian
