@@ -403,5 +403,5 @@ def test_a_value_cut_at_its_comma_is_still_tried():
     'candidates = [shutil.which(n) for n in ("python3.13", "python3.12", "python3.11")]',
     'ssh.connect("bastion.acme.io", "deploy", key_filename="~/.ssh/id_ed25519")',
 ])
-def test_a_tuple_and_a_version_are_no_call_password(text):
+def test_a_tuple_and_a_keyword_argument_are_no_call_password(text):
     assert scrub(text).text == text
