@@ -56,7 +56,7 @@ def alternation(words: tuple[str, ...]) -> str:
         if not tails:
             branches.append(head)
             continue
-        inner = alternation(tails)
+        inner = alternation(tuple(tails))
         branches.append(head + "(?:" + inner + ")" + ("?" if "" in rests else ""))
     return "|".join(branches)
 
