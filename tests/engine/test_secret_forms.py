@@ -275,7 +275,8 @@ def test_placeholder_words_hashes_and_public_keys_are_told_apart():
      "LMASi45ub7Qe4ZE36UT5G6cU4ud8Fhhe4deS4F3cw9KTAb8dLcuk"),
     ("[smtp.fastmail.com]:465 alerts@acme.io:qzvxkwpmtrbnyhgd", "qzvxkwpmtrbnyhgd"),
     ("gpg --batch --passphrase 'copper lantern meadow frost' -c notes.txt", "copper lantern meadow frost"),
-    ("tool sync --target prod --x-key Zq8mK2xLv7Tp4Rn9Wb3Yc6", "Zq8mK2xLv7Tp4Rn9Wb3Yc6"),  # any option, no word
+    ("tool sync --target prod --x-key Zq8mK2xLv7Tp4Rn9Wb3Yc6", "Zq8mK2xLv7Tp4Rn9Wb3Yc6"),  # a fragment of a word
+    ("cli upload -s Wq8zN3kLm5Vt7Rx2Pb4Yc6 ./dist", "Wq8zN3kLm5Vt7Rx2Pb4Yc6"),  # an opaque one-letter option
     ("php -r \"echo env('APP_SALT', 'Vq7mK2zXL9pTw4Rn8b');\"", "Vq7mK2zXL9pTw4Rn8b"),
     # webhook URLs: the path after the hook, the key in its query, a path segment named key
     ("curl -X POST https://open.larksuite.com/open-apis/bot/v2/hook/5e2a9c1f-7b3d-4e8a-9c6f-1d2b3a4c5e6f",
@@ -377,6 +378,8 @@ def test_positional_forms_in_more_places(text, value):
     "https://github.com/acme/app/tree/main/hooks/precommit2",
     "password reset: sends email link twice",
     "aws ec2 run-instances --key-name Kq7mZ2xLv9Tp4Wn8bYc3 --count 1",
+    "gh run rerun --job Kq7mZ2xLv9Tp4Wn8bYc3",  # an option named for a resource takes its id
+    "docker run -e GITHUB_SHA=3f9a2c1e7b5d4f608a9c2e1b3d5f7a9c -e RUN_ID=Kq7mZ2xLv9Tp4Wn8bYc3 app",
     "NEXT_PUBLIC_ALGOLIA_SEARCH_KEY=Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1",
 ])
 def test_look_alikes_of_the_positional_forms_in_more_places(text):

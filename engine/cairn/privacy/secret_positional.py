@@ -258,10 +258,16 @@ def _passphrases(line: str) -> Iterator[tuple[int, int]]:
 
 
 # -- a generated token as a command option's value ---------------------------------------------------------
-# Any option's value, no credential word needed (`--x-key Zq8...`, `-k Zq8...`): the value must be a token a
-# machine generated (secret_values.generated_token), not in a URL, not after a word that makes it an id, a
-# hash, a nonce, a cursor or a public value.
-_OPTION_VALUE = re.compile(r"""(?<!\S)--?([A-Za-z][\w-]*)(?:=|\s+)['"]?([A-Za-z0-9+/_.~=-]{16,200})['"]?(?!\S)""")
+# An option's value that a machine generated (secret_values.generated_token), the credential word not needed
+# beside it: under a one-letter option (`-p`, `-k`, `-w`, `-K`: opaque, and the usual place of a password or
+# key; not the letters that take a file, a name, a tag, a user ...), or under an option whose name holds a
+# fragment of one (`--x-api-key`, `--mgmt-tok`, `--dsn`), or as NAME=VALUE (`-e`, `--build-arg`, `--set`)
+# whose NAME does; never under an option named for an id, a hash, a cursor, a public value (_NOT_A_SECRET_OPTION).
+# An option named for a resource (`--job`, `--run`, `--image`) takes ids that look the same.
+_OPTION_VALUE = re.compile(r"""(?<!\S)--?([A-Za-z][\w-]*)(?:=|\s+)['"]?(?:([A-Za-z_][\w.]*)=)?"""
+                           r"""([A-Za-z0-9+/_.~=-]{16,200})['"]?(?!\S)""")
+_OPAQUE_LETTERS = frozenset("pPkKwWaAsSxXyYzZjJ")
+_CREDENTIAL_FRAGMENT = re.compile(r"(?i)key|tok|pass|pw|secret|auth|cred|sig|cookie|session|dsn|licen|bearer|otp|cert")
 _NOT_A_SECRET_OPTION = re.compile(
     r"(?i)\b(?:id|ids|identifier|uid|uuid|hash|digest|sha\d*|commit|ref|revision|fingerprint|nonce|signature|etag"
     r"|integrity|checksum|md5|request|trace|cursor|page|pagination|continuation|next|marker|sync|resume|state"
@@ -271,10 +277,14 @@ _NOT_A_SECRET_OPTION = re.compile(
 
 def _option_tokens(line: str) -> Iterator[tuple[int, int]]:
     for match in _OPTION_VALUE.finditer(line):
-        value, start = match.group(2), match.start(2)
+        option, name, value, start = match.group(1), match.group(2), match.group(3), match.start(3)
         if "://" in value or not generated_token(value.rstrip(".")):
             continue
-        if _NOT_A_SECRET_OPTION.search(match.group(1).replace("_", "-")):
+        named = name or option
+        opaque = len(option) == 1 and option in _OPAQUE_LETTERS and not name
+        if not opaque and not _CREDENTIAL_FRAGMENT.search(named):
+            continue
+        if any(_NOT_A_SECRET_OPTION.search(n.replace("_", "-")) for n in (named, option)):
             continue
         yield start, start + len(value.rstrip("."))
 
