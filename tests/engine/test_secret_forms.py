@@ -254,3 +254,157 @@ def test_placeholder_words_hashes_and_public_keys_are_told_apart():
     # a public key (SubjectPublicKeyInfo) and a private one (PKCS#8) of the same algorithm
     assert secret_values.der_public_key("MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=")
     assert not secret_values.der_public_key("MC4CAQAwBQYDK2VwBCIEINTuctv5E1hK1bbY8fdp+K06/nwoy/HU++CXqI9EdVhC")
+
+
+# -- holdout6's causes: credentials given by their place, words for a password, what is public ----------------
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a password after a user name among a call's arguments; a signing call's literal key
+    ('$conn = mysqli_connect("db.internal", "shop_rw", "Qv7mK2zLx9Tp", "shop");', "Qv7mK2zLx9Tp"),
+    ('conn = pymysql.connect("10.0.3.7", "reporter", "Hz8!kLm2Qx", "metrics")', "Hz8!kLm2Qx"),
+    ('Session s = jsch.getSession("deploy", "build.acme.io"); ds.setup("jdbc:pg://db/x", "ops", "Wq8zN3kLm5Vt")',
+     "Wq8zN3kLm5Vt"),
+    ('sequelize = new Sequelize("shop", "shop_app", "Lm4qZ8wXk2Tv", { dialect: "mysql" })', "Lm4qZ8wXk2Tv"),
+    ("const t = jwt.sign({ sub: id }, 'Rk9vQ2mXz7LpT4nW8bYc', { expiresIn: '1h' })", "Rk9vQ2mXz7LpT4nW8bYc"),
+    ('mac = hmac.new(b"Tq7LmZ2kXv9Rp4Nc", body, hashlib.sha256)', "Tq7LmZ2kXv9Rp4Nc"),
+    # the same in commands: a user option then a password option, a comma, a positional credential
+    ("mosquitto_sub -h mqtt.lan -u panel -P Zk4mQ9xLv2Tp -t 'house/#'", "Zk4mQ9xLv2Tp"),
+    ("lftp -u backup,Hq4mZ8kLx2pW sftp://nas.lan", "Hq4mZ8kLx2pW"),
+    ("poetry config http-basic.internal deployer Xk8mQ2zLv7pRt4Wn", "Xk8mQ2zLv7pRt4Wn"),
+    ("bitcoin-cli importprivkey LMASi45ub7Qe4ZE36UT5G6cU4ud8Fhhe4deS4F3cw9KTAb8dLcuk \"hot\" false",
+     "LMASi45ub7Qe4ZE36UT5G6cU4ud8Fhhe4deS4F3cw9KTAb8dLcuk"),
+    ("[smtp.fastmail.com]:465 alerts@acme.io:qzvxkwpmtrbnyhgd", "qzvxkwpmtrbnyhgd"),
+    ("gpg --batch --passphrase 'copper lantern meadow frost' -c notes.txt", "copper lantern meadow frost"),
+    ("tool sync --target prod --x-key Zq8mK2xLv7Tp4Rn9Wb3Yc6", "Zq8mK2xLv7Tp4Rn9Wb3Yc6"),  # a fragment of a word
+    ("cli upload -s Wq8zN3kLm5Vt7Rx2Pb4Yc6 ./dist", "Wq8zN3kLm5Vt7Rx2Pb4Yc6"),  # an opaque one-letter option
+    ("php -r \"echo env('APP_SALT', 'Vq7mK2zXL9pTw4Rn8b');\"", "Vq7mK2zXL9pTw4Rn8b"),
+    # webhook URLs: the path after the hook, the key in its query, a path segment named key
+    ("curl -X POST https://open.larksuite.com/open-apis/bot/v2/hook/5e2a9c1f-7b3d-4e8a-9c6f-1d2b3a4c5e6f",
+     "5e2a9c1f-7b3d-4e8a-9c6f-1d2b3a4c5e6f"),
+    ("POST https://hooks.zapier.com/hooks/catch/4417206/b7k2mq9/", "b7k2mq9"),
+    ("https://qyapi.weixin.qq.com/cgi-bin/webhook/send?key=7c3e9a1f-5b2d-4f6e-8a0c-9d1b3e5f7a2c",
+     "7c3e9a1f-5b2d-4f6e-8a0c-9d1b3e5f7a2c"),
+    ("https://maker.ifttt.com/trigger/door_open/with/key/bK7mQ2zLx9Tp4Rn8Wc3Yd", "bK7mQ2zLx9Tp4Rn8Wc3Yd"),
+    # across lines: expect's answer to a password prompt, a value under a user line, what a command printed
+    ('spawn sftp ops@files\nexpect "Password:"\nsend "Kq7!mZ2xLp\\r"', "Kq7!mZ2xLp"),
+    ("VPN login\nusuario: contabilidad\nWm4zQ8kLp2Tx", "Wm4zQ8kLp2Tx"),
+    ("$ gh auth token\ngho_Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0Aq9", "gho_Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0Aq9"),
+    # private keys in other forms than PEM
+    ("<RSAKeyValue><P>3q8mK2zLx7Tp4Rn9Wb3Yc6Hd1Jg5Ks0Aa2Bb4Cc6Dd8=</P></RSAKeyValue>",
+     "3q8mK2zLx7Tp4Rn9Wb3Yc6Hd1Jg5Ks0Aa2Bb4Cc6Dd8="),
+    ("nats user seed SAAKQ7ZMW3XLR5TPV2NYB6CHD4JGK8SEA2BF4CG6DH8EJ2FK4GL6HM8IN",
+     "SAAKQ7ZMW3XLR5TPV2NYB6CHD4JGK8SEA2BF4CG6DH8EJ2FK4GL6HM8IN"),
+    # config names and the word for a password in other languages
+    ("[domain/lab]\nldap_default_authtok = Tz9kQ2mLx7Vp", "Tz9kQ2mLx7Vp"),
+    ("mail.smtp.password=wxqz pmvk trnb lhgd", "wxqz pmvk trnb lhgd"),
+    ("lykilorðið fyrir póstinn er Hv4mQ9zLk2Tx", "Hv4mQ9zLk2Tx"),
+    ("kata laluan pelayan ialah Qz7mK2xLv9Tp", "Qz7mK2xLv9Tp"),
+    ("பயனர் கடவுச்சொல்: Xq8!vLm2Tz", "Xq8!vLm2Tz"),
+    ("Cyfrinair y gweinydd: Rv8Lq2mXk7Tp", "Rv8Lq2mXk7Tp"),  # Welsh, from the same list
+    ("mật khẩu ví lạnh: orbit canyon velvet ember pilot", "orbit canyon velvet ember pilot"),
+])
+def test_holdout6_forms_are_redacted(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    # calls: no literal password, a word, an algorithm's name, arguments that are not a login
+    'new mysqli("localhost", "app", getenv("DB_PASS"), "shop");',
+    "const t = jwt.sign(payload, process.env.JWT_SECRET, { algorithm: 'HS256' })",
+    "jwt.decode(token, key, algorithms=['HS256'])",
+    'mac = hmac.new(b"webhook", body, hashlib.sha256)',
+    'logger.info("user %s logged in from %s", "alice", "10.0.0.4")',
+    # commands: references, ports, a word for a password, ids as option values
+    'mosquitto_pub -u sensor -P "$MQTT_PASS" -t t -m 1',
+    "lftp -u anonymous,guest ftp.example.org",
+    "bundle config --local gems.contribsys.com $SIDEKIQ_CREDENTIALS",
+    "gpg --passphrase-file ~/.config/pw -c notes.txt",
+    "aws s3api get-object --bucket b --key k --version-id Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6 out.bin",
+    "gdrive download --folder 1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms",
+    "aws s3api list-objects-v2 --bucket b --continuation-token 1Qx8mK2zLv7Tp4Rn9Wb3Yc6Hd",
+    "git clone git@github.com:acme/api.git",
+    "ssh -p 2222 admin@files.acme.io:2222",
+    # webhook URLs without a secret in them
+    "see https://api.github.com/repos/acme/app/hooks/41827730/deliveries",
+    "docs: https://docs.acme.io/webhooks/v2/payloads",
+    # across lines: a reference sent, a user line then prose, a command's output that is an id
+    'expect "password:"\nsend "$env(DB_PASS)\\r"',
+    "user: alice\nsee you at the standup",
+    "$ docker run -d -e POSTGRES_PASSWORD -p 5432:5432 postgres\n"
+    "7f3e9a1c5b2d8e4f6a0c9b1d3e5f7a2c4b6d8e0f1a3c5e7b9d2f4a6c8e0b1d3f",
+    "password: same as the staging one",
+    # public keys and ids, prose about a key's format, spec samples, code as a value
+    "the script pasted -----BEGIN OPENSSH PRIVATE KEY----- into the wrong field, nothing after it",
+    "SecretId: AKIDz8krbsJ5yKBZQpn74WFkmLPx3gnPhESA",
+    "PUSHER_KEY_PUBLIC=8f2c4a6e1b3d5f7a9c0e",
+    'Razorpay({ key: "rzp_test_Kq7mZ2xLvT4pWn", amount: 4900 })',
+    "per RFC 7636 the example code_verifier is dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk",
+    "smtp_password: Rails.application.credentials.dig(:mail, :password)",
+])
+def test_holdout6_look_alikes_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+def test_the_words_for_a_password_come_from_one_list():
+    from cairn.privacy import secret_words
+
+    assert len(secret_words.PASSWORD_WORDS) >= 70 and "kata laluan" in secret_words.PASSWORD_WORDS
+    for word in ("lykilorðið", "salasõnaga", "passwords", "gronidło"):
+        assert secret_rules.WORD.search(word), word
+    assert not secret_rules.WORD.search("sandwich")
+
+
+def test_a_generated_token_is_told_from_encoded_data_and_ids():
+    assert secret_values.generated_token("Zq8mK2xLv7Tp4Rn9Wb3Yc6")
+    for value in ("dGhpcyBpcyBqdXN0IHRleHQgaW4gYmFzZTY0",  # base64 of text
+                  "eyJhbGciOiJIUzI1NiJ9",  # a JWT header
+                  "3f9a2c1e7b5d4f608a9c2e1b3d5f7a9c",  # hex
+                  "userAccountBalanceReport2024",  # words
+                  "cus_Lm4qZ8wXk2Tv9Rn5Pb7Y"):  # an object id
+        assert not secret_values.generated_token(value), value
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ('server.login("alerts@acme.io", "wxqz pmvk trnb lhgd")', "wxqz pmvk trnb lhgd"),
+    ('auth.signInWithEmailAndPassword(auth, "qa@acme.io", "Hq4#mZ8kLx2p")', "Hq4#mZ8kLx2p"),
+    ("$ ngrok config add-authtoken 2Qx8mK2zLv7Tp4Rn9Wb3Yc6Hd1Jg5", "2Qx8mK2zLv7Tp4Rn9Wb3Yc6Hd1Jg5"),
+])
+def test_positional_forms_in_more_places(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "see https://github.com/acme/hooks/commit/3f9a2c1e7b5d9a0c",
+    "https://github.com/acme/app/tree/main/hooks/precommit2",
+    "password reset: sends email link twice",
+    "aws ec2 run-instances --key-name Kq7mZ2xLv9Tp4Wn8bYc3 --count 1",
+    "gh run rerun --job Kq7mZ2xLv9Tp4Wn8bYc3",  # an option named for a resource takes its id
+    "docker run -e GITHUB_SHA=3f9a2c1e7b5d4f608a9c2e1b3d5f7a9c -e RUN_ID=Kq7mZ2xLv9Tp4Wn8bYc3 app",
+    "NEXT_PUBLIC_ALGOLIA_SEARCH_KEY=Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1",
+])
+def test_look_alikes_of_the_positional_forms_in_more_places(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("Heslo k serveru: Wq8;zN3kL,m5Vt (uživatel ops)", "Wq8;zN3kL,m5Vt"),  # a password holding ";" and ","
+    ("contents of the replica set's keyfile:\nZq8mK2xLv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4Hh6Ii8",
+     "Zq8mK2xLv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0Aa2Bb4Cc6Dd8Ee0Ff2Gg4Hh6Ii8"),
+])
+def test_punctuated_passwords_and_key_files(text, value):
+    assert value not in scrub(text).text
+
+
+def test_a_value_cut_at_its_comma_is_still_tried():
+    text = "rclone ls :s3,access_key_id=K1,secret_access_key=Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0A,endpoint=http://x"
+    assert "Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd6Jg1Ks0A" not in scrub(text).text
+    prose = "the key list: alpha,beta,gamma,delta for the cache"
+    assert scrub(prose).text == prose
+
+
+@pytest.mark.parametrize("text", [
+    'candidates = [shutil.which(n) for n in ("python3.13", "python3.12", "python3.11")]',
+    'ssh.connect("bastion.acme.io", "deploy", key_filename="~/.ssh/id_ed25519")',
+])
+def test_a_tuple_and_a_keyword_argument_are_no_call_password(text):
+    assert scrub(text).text == text

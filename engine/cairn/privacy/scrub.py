@@ -19,7 +19,10 @@ index keys and its vector all come from the scrubbed text):
    name, a literal its line's comment names a secret), on what detect-secrets left; and, on the whole
    text, a credential whose name and value stand on different lines (secret_blocks.block_findings: a
    Terraform variable's default, a container's env name/value, an option and its value as two
-   argument items). Measured on a labelled set of credential sentences and innocent look-alikes
+   argument items); and a credential its place gives away with no credential word beside it
+   (secret_positional: a password after a user name in a call or a command, a signing call's key, a
+   webhook URL's token, expect's answer to a password prompt, a generated token as an option's value).
+   Measured on a labelled set of credential sentences and innocent look-alikes
    (bench/secrets_compare.py; figures in docs/benchmarks.md).
 4. Whatever found it, a value is kept when it is a placeholder (`your-token-here`, `mypassword`, a
    short lower-case word such as `test`, a Basic credential that decodes to one), cut short
@@ -42,7 +45,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import secret_blocks, secret_rules, secret_values
+from . import secret_blocks, secret_positional, secret_rules, secret_values
 
 PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -53,6 +56,11 @@ _PEM_END = re.compile(r"-----END[ A-Z0-9]*PRIVATE KEY( BLOCK)?-----|-----END Ope
 _KEY_BEGIN = re.compile(r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"
                         r"|-----BEGIN OpenVPN Static key V\d-----|PuTTY-User-Key-File-\d+:")
 _PUTTY_END = re.compile(r"Private-MAC:\s*\S+|\Z")
+# What follows a PEM BEGIN line when a key is pasted: its base64 (after a newline, a JSON "\\n" or a
+# space) or its headers (Proc-Type: ...). A BEGIN line in prose with no body ("the file starts with
+# -----BEGIN ENCRYPTED PRIVATE KEY----- so ...") names a format; there is nothing to redact.
+_PEM_MARKER = re.compile(r"-----BEGIN[^\n]*?-----")
+_KEY_BODY = re.compile(r"""(?:\s|\\[nr]|["'])*(?:[A-Za-z0-9+/=]{16,}|[A-Z][A-Za-z-]+:[ \t])""")
 # Encrypted values, safe to store and random-looking: a SOPS value (ENC[AES256_GCM,data:...,type:str]),
 # an Ansible Vault block ($ANSIBLE_VAULT;1.1;AES256 and its hex lines), a SealedSecret's encryptedData.
 _SOPS = re.compile(r"ENC\[[A-Z0-9_]+,data:[^\]]*\]")
@@ -165,10 +173,12 @@ _GENERIC_RULES = ("Generic Api Key", "Credential In Prose")
 
 
 def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str, list[tuple[int, int]]]]:
-    """gitleaks' rules and Cairn's (secret_rules.py) on `line`: what detect-secrets did not already
-    find, one detection per span (a vendor's rule before the generic ones)."""
+    """gitleaks' rules, Cairn's (secret_rules.py) and the positional forms (secret_positional.py) on `line`:
+    what detect-secrets did not already find, one detection per span (a vendor's rule before the generic ones)."""
     found = []
-    for kind, span, _ in sorted(secret_rules.find(line), key=lambda f: f.kind in _GENERIC_RULES):
+    positional = [secret_rules.Finding(kind, span, "positional")
+                  for kind, span in secret_positional.line_findings(line)]  # a password after a user name ...
+    for kind, span, _ in sorted(secret_rules.find(line) + positional, key=lambda f: f.kind in _GENERIC_RULES):
         # The whole token: a prose value stops at its clause's length limit, and what a rule leaves
         # of a longer key is as secret as what it matched.
         span = _whole_token(line, *span)
@@ -177,10 +187,14 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             continue
         # A generic rule's value (a credential word, then a value) faces prose's look-alike tests, and
         # what its line's trailing comment says of it ("// cache key", "# reCAPTCHA site key, public").
-        if kind in _GENERIC_RULES and (secret_rules.commented_public(line, span[1]) or _paging_name(line, span[0])):
+        if kind in _GENERIC_RULES and secret_rules.commented_public(line, span[1]):
             continue
-        if kind == "Generic Api Key" and secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]],
-                                                                _generic_word(line, span[0])):
+        # A pagination cursor (`next_page_token=...`, `--continuation-token ...`), named so by what it is assigned to.
+        if kind in (*_GENERIC_RULES, "Command Line Secret") and _paging_name(line, span[0]):
+            continue
+        if kind == "Generic Api Key" and (
+                secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]], _generic_word(line, span[0]))
+                or _generic_word(line, span[0]).lower() in _NOT_SECRET_LAST_WORDS or _named_public(line, span[0])):
             continue
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
@@ -189,12 +203,23 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
 
 
 _NAME_BEFORE = re.compile(r"([A-Za-z][\w.-]*)\W{0,5}$")
+# The last word of a name that makes its value no secret: an id (Tencent's SecretId, AccessKeyId), a key
+# named public (Mailjet's MJ_APIKEY_PUBLIC).
+_NOT_SECRET_LAST_WORDS = frozenset(("id", "ids", "public", "publishable"))
 
 
 def _generic_word(line: str, start: int) -> str:
     """The last word of the name a generic rule's value is assigned to (`API_TOKEN = ...`: "TOKEN")."""
     match = _NAME_BEFORE.search(line, max(0, start - 60), start)
     return re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))[-1] if match else ""
+
+
+def _named_public(line: str, start: int) -> bool:
+    """Whether the name a value is assigned to says it is public and not private (`NEXT_PUBLIC_ALGOLIA_KEY`,
+    `MJ_APIKEY_PUBLIC`; Next.js, Expo and Nuxt ship `*_PUBLIC_*` variables in the client bundle)."""
+    match = _NAME_BEFORE.search(line, max(0, start - 60), start)
+    words = {w.lower() for w in re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))} if match else set()
+    return bool(words & {"public", "publishable"}) and not words & {"secret", "private", "server", "admin"}
 
 
 def _paging_name(line: str, start: int) -> bool:
@@ -329,12 +354,17 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
     # and ships in every copy of the app (firebase.google.com/docs/projects/api-keys): public there.
     firebase = _FIREBASE_CONFIG.search(text) is not None
     # A name on one line and its value on another (secret_blocks.block_findings): found on the whole text.
-    blocks = secret_blocks.block_findings(text) if len(text) < 200_000 else []
+    # And a credential given by its place across lines (secret_positional.text_findings: expect/send ...).
+    blocks = secret_blocks.block_findings(text) + secret_positional.text_findings(text) if len(text) < 200_000 else []
     i, offset = 0, 0  # offset: where lines[i] starts in text
     while i < len(lines):
         line = lines[i]
         detections = _line_detections(line, offset, blocks, firebase=firebase, encrypted=encrypted)
         begin = _KEY_BEGIN.search(line)
+        marker = _PEM_MARKER.search(line) if begin or any(kind == "Private Key" for kind, _ in detections) else None
+        if marker and not _KEY_BODY.match(text, offset + marker.end()):
+            begin = None  # a key's format named in prose, no body
+            detections = [(kind, spans) for kind, spans in detections if kind != "Private Key"]
         if any(kind == "Private Key" for kind, _ in detections) or begin:
             # The whole PEM block, to its END line (or the end of the text); a PuTTY file to its MAC.
             rest = "\n".join(lines[i:])

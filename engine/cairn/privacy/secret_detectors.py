@@ -52,7 +52,8 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
 # Words of a variable name that make it a secret's ("DB_PASS", "pgpassword", "GITHUB_TOKEN"), and
 # words that say the variable holds something about a secret rather than the secret itself.
 _SECRET_WORDS = ("secret", "password", "passwd", "passphrase", "pass", "pwd", "token", "apikey", "credential",
-                 "credentials", "privatekey", "accesskey")
+                 "credentials", "privatekey", "accesskey", "authtok", "bindpw", "rootpw",
+                 "encrypt")  # Consul's gossip key (`encrypt = "..."`); a boolean or a cipher's name is a setting
 _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length len expiry expires expiration timeout
     url uri path file dir name type id ids endpoint host port enabled enable disabled max min num tokens
     rotation policy hint prompt field param length version format mode store backend provider lifetime
@@ -73,9 +74,13 @@ def _secret_name(name: str) -> bool:
     words = [w for w in re.split(r"_+", name.lower()) if w]
     if not words or words[0] in ("max", "min", "num") or words[-1] in _ABOUT_WORDS or PAGING_WORDS & set(words):
         return False
+    if {"public", "publishable"} & set(words) and not {"private", "secret"} & set(words):
+        return False  # MJ_APIKEY_PUBLIC, NEXT_PUBLIC_SUPABASE_ANON_KEY: named public
     joined = "".join(words)
     return any(w in _SECRET_WORDS for w in words) or joined.endswith(
-        ("password", "passwd", "secret", "token", "apikey", "accesskey", "privatekey", "secretkey"))
+        ("password", "passwd", "secret", "token", "apikey", "accesskey", "privatekey", "secretkey",
+         # Agora's App Certificate, the secret half of its app id (docs.agora.io, "App Certificate").
+         "appcertificate"))
 
 
 def about_name(name: str) -> bool:

@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 from .rule_filters import compile_filter, entropy, fails_token_efficiency, go_regex
 from .secret_values import (PLACEHOLDER, SEQUENCE, base64_like, password_like, placeholder, public_key, random_letters,
                             random_looking, repetitive, short_random)
+from .secret_words import PASSWORD_WORDS, SUFFIX, alternation
 
 ASSETS = Path(__file__).parent.parent / "assets"
 BETTERLEAKS_FILE = ASSETS / "betterleaks.toml"
@@ -328,8 +329,9 @@ def find(line: str) -> list[Finding]:
 # users most often write to Claude in) and the introducers are Cairn's; what follows must look like
 # a credential (credential_value), which is where the look-alikes (hashes, ids, versions, paths,
 # placeholders, code) are turned away.
-WORDS = (r"api[ _-]?keys?|keys?|tokens?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
-          r"|auth|bearer|signing[ _-]?key|seed|erlang[ ._-]?cookie|community[ _-]?string|pre-?shared[ _-]?key|psk"
+WORDS = (r"api[ _-]?keys?|key[ _-]?files?|keys?|secrets?|passwords?|passwd|pass|passphrases?|pwd|credentials?|creds"
+          r"|tokens?|auth|bearer|signing[ _-]?key|seed|erlang[ ._-]?cookie|community[ _-]?string|pre-?shared[ _-]?key"
+          r"|psk"
           r"|passwort|kennwort|schlüssel|api-schlüssel|mot de passe|jeton"
           r"|clé|contraseña|contrasena|clave|senha|chave|chiave|parola d'ordine|wachtwoord|sleutel|hasło|haslo|klucz"
           r"|şifre|sifre|parola|anahtar|lösenord|nyckel|adgangskode|salasana|mật khẩu|пароль|ключ|токен|authtoken"
@@ -356,20 +358,27 @@ _COMPOUND = (r"[a-zäöüåæøß]*(?:" + _COMPOUND_WORDS + r")(?:et|en|er|erne|
              r"|na|nak|a)?")
 # A word on its own, or the last part of a name: DB_PASSWORD, apiKey, client-secret; "PAT" (a
 # personal access token) in capitals only.
+# The word for a password in 73 languages (secret_words: Django's translations), with a short suffix.
+_TRANSLATED = r"(?<![^\W\d_])(?:" + alternation(PASSWORD_WORDS) + ")" + SUFFIX + r"(?![^\W\d_])"
 WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + WORDS + "|" + _COMPOUND
-                   + r")(?![a-z0-9])|(?:" + CJK_WORDS + r")|(?<![A-Za-z0-9])PATs?(?![A-Za-z0-9])")
+                   + r")(?![a-z0-9])|(?:" + CJK_WORDS + r")|(?<![A-Za-z0-9])PATs?(?![A-Za-z0-9])|" + _TRANSLATED)
 # The words that name a password (not a key or token, which also name ids): after one, a value
 # made like a password people choose ("Cobalt-tundra6469") is one.
-_PASSWORD_WORD = re.compile(
+PASSWORD_WORD = re.compile(
     r"(?i)pass|pw|pwd|erlang[ ._-]?cookie"
     r"|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
     r"|salasana|mật khẩu|пароль|парола|гасло|κωδικός|συνθηματικό|סיסמה|كلمة|पासवर्ड|heslo|sandi|jelsz|clau|lozink"
     r"|parool|parole|slaptažodis|geslo|lykilorð|identifiants|credencial|credenzial|zugangsdaten|パスワード|暗証番号"
-    r"|密码|密碼|口令|비밀번호|암호|รหัสผ่าน")
+    r"|密码|密碼|口令|비밀번호|암호|รหัสผ่าน|" + alternation(PASSWORD_WORDS))
 # A candidate value in the clause after the word: preceded by a space or an introducer (":", "=", a
 # CJK particle), up to the end of the clause (", " "; " ". " or 100 characters).
 _CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为為>「『“(])|(?<=\s=))['"`]?"""
                         r"""([^\s'"`,;()<>\[\]{}|\x80-\U0010ffff]{8,300})""")  # ASCII: "1Passwordの保管庫" is a name
+# ... and the same with a "," or ";" inside the token (not before a space, which ends a clause): a generated
+# password's symbols (`Sk02+;uEW^z0xgGN`), tried beside the candidate cut at them (`key=...,endpoint=...`).
+_PUNCTUATED = re.compile(_CANDIDATE.pattern.replace(r"""{}|\x80-\U0010ffff]{8,300})""",
+                                                    r"""{}|\x80-\U0010ffff]|[,;](?=[^\s,;])){8,300})""")
+                         .replace(r"""['"`]?([^""", r"""['"`]?((?:[^""", 1))
 # A clause ends at a comma, a stop or a line's end; not at the comma of a quoted pair in code
 # (`define('DB_PASSWORD', '...')`).
 _CLAUSE_END = re.compile(r"(?<!['\"])[,;.?!]\s|[，。；]|\n|$")
@@ -392,7 +401,7 @@ _HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")
 # The words that introduce a credential's value ("the token is ...", "Das Passwort lautet ...", "hasło
 # jest ...", "mật khẩu là ..."), in the languages of WORDS: one list for both tests below.
 _INTRODUCERS = ("is are was ist lautet est es är er era è é to jest je on wynosi adalah ni là olan dır dir será sera"
-                " wordt zijn jsou е это value equals reads").split()
+                " wordt zijn jsou е это value equals reads ialah yra ir ay estas").split()
 _INTRODUCER = (r"(?:[:=：]|\b(?:" + "|".join(_INTRODUCERS) + r")|[は是为為는은이가]|\s[-–—]|—)"
                r"(?:\s+(?:still|now|currently|just|also|actually|always))?\s*['\"`]?$")
 # A value introduced as the credential: an introducer at the end of what stands between the word and
@@ -407,7 +416,12 @@ _GIVEN = re.compile(r"^(?:\W*\w+){0,3}\W*$|" + _INTRODUCER)
 _PUBLIC_CONTEXT = re.compile(
     r"(?i)\b(?:firebase(?:Config)?|initializeApp|mixpanel|amplitude|analytics\.load|algolia\s+search"
     r"|search[ _-]?only|searchOnly|recaptcha|hcaptcha|data-sitekey|sitekey|client[ _-]?side|clientToken"
-    r"|client[ _-]token|clientKey|measurement[ _-]?id)\b")
+    r"|client[ _-]token|clientKey|measurement[ _-]?id"
+    # Rollbar's post_client_item token, which its browser snippet (_rollbarConfig) ships in every page
+    # (docs.rollbar.com/docs/access-tokens: "post_client_item ... only if the item has a client-side platform").
+    r"|post_client_item|_rollbarConfig"
+    # A value an RFC publishes as its sample or test vector ("per RFC 6455 the sample handshake sends ...").
+    r"|RFC[ -]?\d{3,5}\b[^.;\n]{0,40}?\b(?:samples?|examples?|test[ -]vectors?|appendix))\b")
 # ... unless a word after it says the key is the private one ("reCAPTCHA secret key"), or the sentence
 # names the key a server's or an admin's ("the FCM server key from the Firebase console").
 _PRIVATE_AFTER = re.compile(r"(?i)\b(?:secret|private|server|admin|service[ _-]?account)")
@@ -425,10 +439,10 @@ _BEFORE = re.compile(r"(?i)(?:^|\s)['\"]?([^\s'\"`,;()<>\[\]{}|]{8,300})['\"]?\s
 # app password ("abcd efgh ijkl mnop"); a list of 2FA recovery codes.
 _PASSPHRASE = re.compile(r"(?i)\b(?:password|passphrase|passwort|pass phrase)\b[^\n]{0,60}?\b(?:is|ist|lautet|:)\s*"
                          r"(['\"]((?:[a-z]+|\d+)(?:[ .-](?:[a-z]+|\d+)){2,})['\"]"
-                         r"|([a-z]+(?:([-.])[a-z]+)(?:\4[a-z]+){2,}))(?![\w-])")
+                         r"|([a-z]+(?:([-.])[a-z]+)(?:\4[a-z]+){2,}))(?![\w(\[-])")
 _SEED_PHRASE = re.compile(r"(?i)\b(?:recovery|seed|mnemonic|backup|secret)[ _-]?(?:phrase|words|seed)?\b[^\n]{0,50}?"
                           r"[:=]\s*['\"]?((?-i:[a-z]{3,8})(?:\s+(?-i:[a-z]{3,8})){11,23})\b")
-_APP_PASSWORD = re.compile(r"(?i)\bapp[ -]?passwor[dt]\b[^\n]{0,60}?[:=]?\s"
+_APP_PASSWORD = re.compile(r"(?i)(?:\bapp[ -]?passwor[dt]\b[^\n]{0,60}?[:=]?\s|passw(?:or)?d\w*['\"]?\s*[:=]\s*['\"]?)"
                            r"((?-i:[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}))\b")
 _CODES = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa)[ _-]?codes?\b[^\n]{0,60}?:\s*"
                     r"((?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10})(?:[ ,]+(?:[a-z0-9]{4,6}-[a-z0-9]{4,6}|\d{8,10}))+)")
@@ -436,7 +450,7 @@ _CODES = re.compile(r"(?i)\b(?:recovery|backup|2fa|mfa)[ _-]?codes?\b[^\n]{0,60}
 NOT_A_SECRET_CONTEXT = re.compile(
     r"(?i)\b(?:md5|sha-?(?:1|224|256|384|512)|hash(?:es|ed)?|digest|checksum|commit|fingerprint|etag|integrity"
     r"|trace[ _-]?id|request[ _-]?id|uuid|public[ _-]?key|BEGIN PUBLIC|BEGIN CERTIFICATE|ssh-(?:rsa|ed25519|dss)"
-    r"|ecdsa-sha2|signature|accessor)\b")
+    r"|ecdsa-sha2|signature|accessor|nonce|sec-websocket-(?:key|accept))\b")
 # Base64 of a file by its magic bytes (PNG, JPEG, GIF, PDF, gzip, zip, WebP/RIFF): encoded data.
 _ENCODED_FILE = re.compile(r"iVBORw0KGgo|/9j/|R0lGODlh|R0lGODdh|JVBERi0|H4sI|UEsDB|UklGR")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
@@ -481,15 +495,15 @@ def credential_value(value: str, before: str, word: str = "", *, introduced: boo
         return True
     if not introduced:
         return False
-    if _PASSWORD_WORD.search(word) and (password_like(value) or random_letters(value)):
+    if PASSWORD_WORD.search(word) and (password_like(value) or random_letters(value)):
         return True
     # Introduced as a password, a token or a secret (not a key, which also names ids): a generated value
     # shorter than random_looking's 20 characters (`y454z6czmze3`, `hpVfSRDdERxQ`, 16 hex digits).
-    return bool(_PASSWORD_WORD.search(word) or _SECRET_WORD.search(word)) and (
+    return bool(PASSWORD_WORD.search(word) or _SECRET_WORD.search(word)) and (
         short_random(value) or random_letters(value))
 
 
-# Words for a token or a secret (with _PASSWORD_WORD, the words after which a short generated value is one).
+# Words for a token or a secret (with PASSWORD_WORD, the words after which a short generated value is one).
 _SECRET_WORD = re.compile(r"(?i)token|secret|jeton|токен|令牌|토큰|トークン|geheimnis|segreto|secreto|segredo|sekret")
 
 
@@ -503,7 +517,7 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
             or repetitive(value) or SEQUENCE.search(value)):
         return True
     if _UUID.fullmatch(value):
-        return (not (_UUID_WORDS.match(word.strip()) or _PASSWORD_WORD.search(word) or _UUID_KEY_BEFORE.search(before))
+        return (not (_UUID_WORDS.match(word.strip()) or PASSWORD_WORD.search(word) or _UUID_KEY_BEFORE.search(before))
                 or bool(NOT_A_SECRET_CONTEXT.search(before)))
     if _NOT_A_VALUE.match(value) and not base64_like(value):
         return True
@@ -600,7 +614,9 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         clause = line[word.end():word.end() + 100]
         clause_end = _CLAUSE_END.search(clause)
         clause = clause[:clause_end.start() if clause_end else len(clause)]
-        for match in _CANDIDATE.finditer(line, word.end(), word.end() + len(clause)):
+        punctuated = [m for m in _PUNCTUATED.finditer(line, word.end(), word.end() + len(clause))
+                      if "," in m.group(1) or ";" in m.group(1)]
+        for match in [*_CANDIDATE.finditer(line, word.end(), word.end() + len(clause)), *punctuated]:
             value = match.group(1).rstrip(".,:!?")
             if line.startswith(("(", "["), match.end(1)):
                 continue  # a call or a subscript: code (Encoding.UTF8.GetBytes(...), config[...])

@@ -43,6 +43,44 @@ def short_random(value: str) -> bool:
     return entropy(value) >= 2.8 and not fails_token_efficiency(value)
 
 
+def generated_token(value: str) -> bool:
+    """Whether `value` is a token a machine generated, judged on the value alone (no credential word): 16
+    to 200 characters holding upper case, lower case and digits; not hex or a UUID (hashes, ids); not
+    prefixed like an object id (`cus_`, `req_`); of high entropy (3.8 bits a character under 24
+    characters, 4.2 from 24; a random base62 token has about 5) and not in words (camelCase, Betterleaks'
+    token-efficiency test); not a published example, a placeholder, a public key; not base64 of text,
+    JSON (`eyJ...`), an SSH key blob (`AAAA...`) or DER. Measured on the spent splits of
+    tests/data/credentials, where it alone, as a command option's value, finds 23 of their secrets and
+    flags none of their innocent texts (docs/benchmarks.md, branch secrets5)."""
+    if not 16 <= len(value) <= 200 or not _THREE_CLASSES.match(value):
+        return False
+    if re.fullmatch(r"(?:0x)?[0-9a-fA-F-]+", value) or _UUID_IN.search(value) or re.match(r"[a-z]{2,8}_", value):
+        return False
+    if value.startswith(("eyJ", "AAAA")) or entropy(value) < (3.8 if len(value) < 24 else 4.2):
+        return False
+    if sum(len(w) for w in _WORDLIKE.findall(value)) / len(value) >= 0.4 or placeholder(value) or public_key(value):
+        return False
+    return not _decodes_to_data(value) and not fails_token_efficiency(value)
+
+
+_THREE_CLASSES = re.compile(r"(?=[^a-z]*[a-z])(?=[^A-Z]*[A-Z])(?=[^0-9]*[0-9])")
+_UUID_IN = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def _decodes_to_data(value: str) -> bool:
+    """Whether `value` is base64 (or base64url) of text (90% printable bytes) or of DER (a certificate, a
+    public key): encoded data, not a generated secret."""
+    if not re.fullmatch(r"[A-Za-z0-9+/_-]+={0,2}", value):
+        return False
+    try:
+        decoded = base64.b64decode(value.rstrip("=") + "=" * (-len(value.rstrip("=")) % 4),
+                                   altchars=b"-_" if ("-" in value or "_" in value) else None)
+    except (binascii.Error, ValueError):
+        return False
+    printable = sum(32 <= c < 127 for c in decoded) / max(1, len(decoded))
+    return printable > 0.9 or decoded[:1] == b"\x30"
+
+
 def base64_like(value: str) -> bool:
     """A value that a path pattern matches but that is base64 (`/Djtbn7UEYM...+t+LCHGi3w4=`)."""
     return len(value) >= 20 and ("+" in value or value.endswith("=")) and entropy(value) >= 4.0
@@ -225,7 +263,11 @@ def repetitive(value: str) -> bool:
 PUBLIC_KEY_FORMATS = re.compile(r"pk_(?:live|test)_[A-Za-z0-9_-]{10,120}|phc_[A-Za-z0-9_-]{30,60}"
                                 r"|sb_publishable_[A-Za-z0-9_-]{20,60}|0x4AAAAAAA[A-Za-z0-9_-]{12,16}"
                                 r"|pk\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}|pub[0-9a-f]{32}|AC[0-9a-f]{32}"
-                                r"|NRJS-[0-9a-f]{19}")
+                                r"|NRJS-[0-9a-f]{19}"
+                                # Razorpay's key id (rzp_live_/rzp_test_ + 14): the `key` of Checkout's options in
+                                # the page's script (razorpay.com/docs/payments/payment-gateway/web-integration/
+                                # standard); its key_secret, unprefixed, stays on the server.
+                                r"|rzp_(?:live|test)_[A-Za-z0-9]{14}")
 
 
 # Values published as examples, in vendors' documentation and specifications: AWS's example key
@@ -237,7 +279,14 @@ _PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e15162
                        # node` and `anvil` under "these accounts, and their private keys, are publicly known".
                        "ac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80",
                        "59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d",
-                       "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a")
+                       "5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
+                       # RFC 6749's sample access, refresh and code values and client credentials (sections
+                       # 4.1-5.1); RFC 6455's sample Sec-WebSocket-Key and -Accept (1.3); RFC 7636's PKCE
+                       # verifier and challenge (appendix B); RFC 7617's Basic sample (Aladdin:open sesame).
+                       "2YotnFZFEjr1zCsicMWpAA", "tGzv3JOkF0XG5Qx2TlKWIA", "SplxlOBeZQQYbYS6WxSbIA",
+                       "czZCaGRSa3F0MzpnWDFmQmF0M2JW", "dGhlIHNhbXBsZSBub25jZQ==", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
+                       "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+                       "QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
 
 
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(eyJ[A-Za-z0-9_-]{5,})\.[A-Za-z0-9_-]*")

@@ -1,0 +1,356 @@
+"""Credentials that their place gives away, with no credential word beside them.
+
+A password is often written where only its position says what it is: the argument after a user
+name in a call (`new mysqli(host, user, PASS, db)`, `DriverManager.getConnection(url, user, PASS)`),
+the literal key of a signing call (`jwt.sign(payload, 'SECRET')`), the value after a user option
+(`-u USER -P PASS`, `lftp -u USER,PASS`), the positional argument of a command that takes one
+(`poetry config http-basic.REPO USER PASS`, `snyk auth TOKEN`, `importprivkey KEY`), a mail account's
+`user@host:PASS`, the segment of a webhook URL after its hook (`.../bot/v2/hook/UUID`,
+`hooks.zapier.com/hooks/catch/ID/HOOK/`), the `send` that answers an `expect`ed password prompt, and a
+value on its own line under a `user:` line. The place is the signal; the value must still be made
+like a secret (credential_like: generated or chosen as a password, not a name, a number, a path, a
+version or a placeholder). Pure functions of strings; scrub runs line_findings on each line beside the
+rule sets (secret_rules.find) and text_findings on a whole text beside secret_blocks.block_findings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .secret_blocks import secret_setting
+from .secret_rules import NOT_A_SECRET_CONTEXT, PASSWORD_WORD, WORD, look_alike
+from .secret_values import (generated_token, password_like, placeholder, public_key, random_letters, random_looking,
+                            short_random)
+from .secret_words import USER_WORDS, alternation
+
+KIND = "Positional Credential"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def credential_like(value: str, *, uuid: bool = False) -> bool:
+    """Whether `value`, found where a credential stands, is made like one: generated (random_looking,
+    short_random, random_letters) or a password people choose with a symbol (password_like); not a
+    placeholder, a public key, a reference or another look-alike (secret_rules.look_alike). A bare
+    UUID counts only where the place says it is a token (uuid=True)."""
+    if len(value) < 6 or placeholder(value) or public_key(value):
+        return False
+    if _UUID.fullmatch(value):
+        return uuid
+    if look_alike(value, ""):
+        return False
+    symbol = any(not c.isalnum() for c in value)
+    return (random_looking(value) or short_random(value) or random_letters(value)
+            or (password_like(value) and symbol))
+
+
+# -- a call's arguments --------------------------------------------------------------------------------------
+# A string literal among a call's arguments.
+_LITERAL = re.compile(r"""(?<![\w\\])(?:[bru]?)(['"])((?:(?!\1)[^\n\\]){1,200})\1""")
+# A call that opens a connection or a client with a user and a password, by its name.
+_CONNECT_CALL = re.compile(r"(?i)(?:connect|connection|login|logon|signin|sign_in|auth|credential|client|session"
+                           r"|open|bind|database|password|passwd|mysqli|pdo|sequelize|engine|pool|ftp|smtp|imap|pop3"
+                           r"|ldap|__construct)\w*$")
+# A literal that names where to connect: a URL, a JDBC/ODBC/DSN string, an IP, localhost, a host:port, a host.
+_HOST_LITERAL = re.compile(r"(?i)^(?:[a-z][\w+.-]*:(?://|[a-z]+:)|localhost\b|\d{1,3}(?:\.\d{1,3}){3}\b"
+                           r"|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?::\d+)?$|[\w.-]+:\d{2,5}$|(?:host|server|data source)=)")
+# A user name: a name, an e-mail address, DOMAIN\\user, an account id (Twilio's AC...).
+_USER_LITERAL = re.compile(r"[A-Za-z_][\w.@\\+-]{0,63}")
+# A URL or a DSN (user:password@host ...): the URL rules judge its password.
+_LOCATOR = re.compile(r"://|^[^\s:@]+:[^\s@]*@|@\w*\(")
+_CALL_REACH = 300
+# Words before "(" that open no call.
+_NOT_CALLEES = frozenset("if elif while for in and or not return yield await assert print with except lambda".split())
+# A Google app password as Gmail shows it, four groups of four letters (`server.login(user, "abcd efgh ijkl mnop")`).
+_APP_PASSWORD = re.compile(r"[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4}")
+# A signing algorithm's or an encoding's name, an argument of signing calls beside the key.
+_ALGORITHM = re.compile(r"(?i)(?:HS|RS|ES|PS)\d{3}|sha-?\d+|md5|hex|base64|utf-?8")
+# A call that signs or verifies with a key given as a literal: JWT libraries, HMAC, a secret key spec.
+_SIGNING_CALL = re.compile(r"(?i)(?:\b(?:jwt|jws|jose|jsonwebtoken|JWT)\s*\.\s*(?:sign|encode|verify|decode)"
+                           r"|\bcreateHmac|\bhmac\s*\.\s*new|\bHMAC(?:SHA\d+)?|\bSecretKeySpec|\bsignWith"
+                           r"|\bHS\d{3}\s*\.\s*(?:sign|verify))\s*$")
+
+
+def _call_of(line: str, position: int) -> tuple[str, int, int] | None:
+    """(callee name, start, end) of the innermost call whose parentheses hold `position` on `line`, looked
+    for at most _CALL_REACH characters either side (a call's arguments; a minified line is not read whole)."""
+    depth = 0
+    for at in range(position - 1, max(-1, position - _CALL_REACH - 1), -1):
+        c = line[at]
+        if c in ")]}":
+            depth += 1
+        elif c in "([{":
+            if depth:
+                depth -= 1
+                continue
+            if c != "(":
+                continue  # an object or a list literal inside the call: keep going out
+            # The callee, right before "(" (a tuple after `in (` or `= (` is no call).
+            name = re.search(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|->|::)\s*[A-Za-z_$][\w$]*)*)$", line[max(0, at - 120):at])
+            end, depth2, stop = at + 1, 0, min(len(line), position + _CALL_REACH)
+            while end < stop and (depth2 or line[end] != ")"):
+                depth2 += {"(": 1, ")": -1}.get(line[end], 0)
+                end += 1
+            if name is None or name.group(1) in _NOT_CALLEES:
+                return None
+            return name.group(1), at + 1, end
+    return None
+
+
+def _call_findings(line: str) -> Iterator[tuple[int, int]]:
+    """Spans of the passwords given positionally in calls: the literal after a user name's literal in a
+    call that connects (by its name, or by a host literal among its arguments); a signing call's key."""
+    literals = list(_LITERAL.finditer(line))
+    for i, literal in enumerate(literals):
+        value = literal.group(2)
+        spaced = _APP_PASSWORD.fullmatch(value) is not None
+        if (" " in value and not spaced) or _LOCATOR.search(value) or _ALGORITHM.fullmatch(value):
+            continue
+        if not (spaced or credential_like(value)):
+            continue
+        call = _call_of(line, literal.start())
+        if call is None:
+            continue
+        name, start, end = call
+        if _SIGNING_CALL.search(name):
+            yield literal.span(2)
+            continue
+        previous = literals[i - 1] if i else None
+        if (previous is None or previous.start() < start or not _USER_LITERAL.fullmatch(previous.group(2))
+                or not re.fullmatch(r"\s*,\s*", line[previous.end():literal.start()])):
+            continue  # not right after a user name's literal in the same call
+        others = [m.group(2) for m in literals if start <= m.start() < end and m is not literal]
+        if _CONNECT_CALL.search(re.split(r"\.|->|::", name)[-1]) or any(_HOST_LITERAL.match(o) for o in others):
+            yield literal.span(2)
+
+
+# -- commands ------------------------------------------------------------------------------------------------
+# A user option, then (a few options later) a password option: `-u sensor01 -P SECRET`, `--user ci --password X`.
+_USER_THEN_PASSWORD = re.compile(
+    r"""(?<!\S)(?:-u|-U|--user(?:name)?)[=\s]+['"]?[^\s'",]+['"]?"""
+    r"""(?:\s+(?!-[pP]\b|--pass)-{1,2}[\w-]+(?:[=\s]+(?!-)\S+)?){0,4}"""  # other options between
+    r"""\s+(?:-[pP]|--pass(?:word|wd)?|--pw)(?:=|\s+)['"]?([^\s'"]{4,200})""")
+# A user and a password joined by a comma in a user option (`lftp -u USER,SECRET`).
+_USER_COMMA_PASSWORD = re.compile(r"""(?<!\S)(?:-u|--user)\s+['"]?[\w.@\\-]+,([^\s'",]{4,200})""")
+# Commands and config lines that take a credential as a positional argument, each with the text a line
+# must hold for it to be tried (most lines of prose hold none).
+_POSITIONAL_FORMS = (
+    (("http-basic",), re.compile(r"""\bpoetry\s+config\s+http-basic\.\S+\s+(?!-)\S+\s+['"]?([^\s'"]{4,200})""")),
+    (("bundle",), re.compile(  # bundle config HOST USER:PASS
+        r"""\bbundle\s+config\s+(?:--\w+\s+)*(?!-)[\w.-]+\.[\w.-]+\s+['"]?[^\s:'"]+:([^\s'"]{4,200})""")),
+    (("privkey", "importwallet"), re.compile(  # a WIF key
+        r"""\b(?:importprivkey|importwallet|dumpprivkey)\s+['"]?([1-9A-HJ-NP-Za-km-z]{50,52})""")),
+    (("auth", "set-token"), re.compile(  # a command's subcommand: snyk auth TOKEN, ngrok config add-authtoken
+        r"""(?m)(?:^|(?<=[$>;&|]))\s*(?:sudo\s+)?(?!(?:the|a|an|my|our|your|this|that|new|old)\s)[\w.-]+"""
+        r"""(?:\s+[\w.-]+)?\s+(?:auth|(?:add-)?authtoken|auth-token|set-token)\s+['"]?([^\s'"-][^\s'"]{15,200})""")),
+    (("community", "com2sec"), re.compile(  # snmpd.conf
+        r"""\b(?:ro|rw)community6?\s+([^\s'"]{4,200})|\bcom2sec6?\s+\S+\s+\S+\s+([^\s'"]{4,200})""")),
+    ((" 0 ",), re.compile(r"""\b(?:password|secret)\s+0\s+(\S{4,200})""")),  # Cisco IOS's type 0 (clear text)
+    (('" "',), re.compile(r"""^\s*"[\w.@-]+"\s+"([^"\n]{4,200})"\s*$""")),  # PgBouncer's userlist: "user" "password"
+)
+# A password's hash in PgBouncer's userlist (md5 + 32 hex, SCRAM-SHA-256$...), not the password.
+_USERLIST_HASH = re.compile(r"md5[0-9a-f]{32}|SCRAM-SHA-256\$\S+")
+# A mail account's login in a credentials map (Postfix's sasl_passwd, msmtp, fetchmail): user@host:PASS.
+_MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]{8,64})(?!\S)")
+
+# The default of an environment lookup named for a secret: env('SECURITY_SALT', '...'), os.getenv("API_TOKEN",
+# "..."), ENV.fetch("SECRET_KEY_BASE", "..."), ${DB_PASSWORD:-...}, Spring's ${jwt.secret:...}.
+_ENV_DEFAULT = re.compile(r"""(?:\benv|getenv|environ\.get|ENV\.fetch|getProperty|Env\.get)\s*\(\s*"""
+                          r"""['"]([\w.-]+)['"]\s*,\s*['"]([^'"\n$]{8,200})['"]"""
+                          r"""|\$\{([\w.-]+):-?([^}\s'"$]{8,200})\}""")
+
+
+# What a line must hold for each of the other patterns to have a chance.
+_COMMAND_CUES = ((("-u", "-U", "--user"), _USER_THEN_PASSWORD), (("-u", "--user"), _USER_COMMA_PASSWORD),
+                 (("@",), _MAIL_LOGIN))
+
+
+def _command_findings(line: str) -> Iterator[tuple[int, int]]:
+    for cues, pattern in (*_COMMAND_CUES, *_POSITIONAL_FORMS):
+        if not any(cue in line for cue in cues):
+            continue
+        for match in pattern.finditer(line):
+            group = next(g for g in range(1, (match.lastindex or 0) + 1) if match.group(g))
+            value = match.group(group)
+            if (not value.startswith(("$", "%", "<", "{")) and not _USERLIST_HASH.fullmatch(value)
+                    and credential_like(value, uuid=(cues, pattern) in _POSITIONAL_FORMS)):
+                yield match.span(group)
+    if any(cue in line for cue in ("env", "Env", "ENV", "getProperty", "${")):
+        for match in _ENV_DEFAULT.finditer(line):
+            name, value = match.group(1) or match.group(3), match.group(2) or match.group(4)
+            if (secret_setting(name) or name.lower().endswith("salt")) and credential_like(value):
+                yield match.span(2 if match.group(2) else 4)
+
+
+# -- webhook URLs --------------------------------------------------------------------------------------------
+# A URL whose host or path names a hook or a bot: its secret is the path after the hook, or a query's key.
+_URL = re.compile(r"""https?://([^\s/'"<>?#]+)(/[^\s'"<>?#]*)?(\?[^\s'"<>#]*)?""")
+_HOOK_SEGMENT = re.compile(r"(?i)^(?:web)?hooks?$|^(?:incoming-?)?webhooks?$|^robot$")
+_HOOK_HOST = re.compile(r"(?i)^(?:hooks?|webhooks?)\.")
+# A path segment that names what the next one is (IFTTT's maker URL: /trigger/EVENT/with/key/KEY).
+_NAMED_SEGMENT = re.compile(r"(?i)key|token|secret|apikey|api_key|password")
+_HOOK_QUERY = re.compile(r"[?&](?:key|token|access_token|secret|sign)=([^&\s'\"#]{6,200})")
+_BROWSING = re.compile(r"/(?:tree|blob|commit|commits|raw|src|edit|pull|pulls|issues|releases|tags?|wiki)(?:/|$)")
+# Segments between the hook and its secret: a number (an account), a short word (catch, send, services).
+_HOOK_PASSING = re.compile(r"\d+|[a-z]{1,12}|v\d+")
+
+
+def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
+    for url in _URL.finditer(line):
+        path = url.group(2) or ""
+        segments = path.split("/")
+        hooked = bool(_HOOK_HOST.match(url.group(1)))
+        browsing = _BROWSING.search(path) is not None  # github.com/acme/hooks/commit/3f9a...: a repository's page
+        offset = url.start(2)
+        for i, segment in enumerate(segments[:-1]):
+            following = segments[i + 1]
+            if _NAMED_SEGMENT.fullmatch(segment) and credential_like(following):
+                start = offset + sum(len(s) + 1 for s in segments[:i + 1])
+                yield start, start + len(following)
+        for i, segment in enumerate(segments if not browsing else ()):
+            if not hooked:
+                hooked = bool(_HOOK_SEGMENT.match(segment))
+            elif segment and not _HOOK_PASSING.fullmatch(segment):
+                if _UUID.fullmatch(segment) or (re.fullmatch(r"[A-Za-z0-9_-]{6,200}", segment)
+                                                 and re.search(r"\d", segment) and re.search(r"[A-Za-z]", segment)
+                                                 and not re.match(r"[a-z]{2,6}_", segment)):
+                    start = offset + sum(len(s) + 1 for s in segments[:i])
+                    yield start, url.start(2) + len(path.rstrip("/"))
+                break
+        if hooked and url.group(3):
+            for query in _HOOK_QUERY.finditer(url.group(3)):
+                value = query.group(1)
+                if _UUID.fullmatch(value) or credential_like(value):
+                    yield url.start(3) + query.start(1), url.start(3) + query.end(1)
+
+
+# -- passphrases of words -----------------------------------------------------------------------------------
+# A quoted value of words after an option named for a password (`gpg --passphrase 'violet timber ...'`).
+_QUOTED_OPTION = re.compile(r"""(?<!\S)--?[\w-]*(?:pass(?:phrase|word|wd)?|pw|secret|token)(?:=|\s+)"""
+                            r"""(['"])([^'"\n$<{%]{4,200})\1""")
+# Words after a password word and a colon, to the end of the line (`mật khẩu ví: bridge ledger needle jungle`).
+_WORDS_TO_END = re.compile(r"[:=：]\s*((?:[a-z]{3,9}[ .-]){3,11}[a-z]{3,9})\s*$")
+# Words after a password word that make the line about passwords, not one: "password reset: ...".
+_ABOUT_PASSWORD = re.compile(r"(?i)\s*(?:reset|resets|change[sd]?|expiry|expires|expired|hints?|rules?|requirements?"
+                             r"|manager|prompt|policy|strength|length|field|form|page|flow|link|e-?mail)\b")
+# Words of prose that a generated passphrase (diceware, BIP-39) does not string together.
+_FUNCTION_WORDS = frozenset("""the and for are was not you your our its with from that this have has into onto
+    then than when what which who use see ask same set get our out off per via any all new old one two""".split())
+
+
+def _passphrases(line: str) -> Iterator[tuple[int, int]]:
+    for quoted in _QUOTED_OPTION.finditer(line):
+        words = quoted.group(2).split()
+        if len(words) >= 3 and not _FUNCTION_WORDS.intersection(w.lower() for w in words):
+            yield quoted.span(2)
+    if _WORDS_TO_END.search(line) is None:
+        return  # most lines: WORD's scan below is the costly part
+    for word in WORD.finditer(line):
+        if not PASSWORD_WORD.search(word.group(0)):
+            continue
+        match = _WORDS_TO_END.search(line, word.end())
+        if (match is None or match.start() - word.end() > 12 or len(line) > 100
+                or _ABOUT_PASSWORD.match(line, word.end())):
+            continue  # a short line "password: ...", not prose that runs on after the word ("password reset: ...")
+        words = re.split(r"[ .-]", match.group(1))
+        if len(words) >= 4 and not _FUNCTION_WORDS.intersection(words):
+            yield match.span(1)
+
+
+# -- a generated token as a command option's value ---------------------------------------------------------
+# An option's value that a machine generated (secret_values.generated_token), the credential word not needed
+# beside it: under a one-letter option (`-p`, `-k`, `-w`, `-K`: opaque, and the usual place of a password or
+# key; not the letters that take a file, a name, a tag, a user ...), or under an option whose name holds a
+# fragment of one (`--x-api-key`, `--mgmt-tok`, `--dsn`), or as NAME=VALUE (`-e`, `--build-arg`, `--set`)
+# whose NAME does; never under an option named for an id, a hash, a cursor, a public value (_NOT_A_SECRET_OPTION).
+# An option named for a resource (`--job`, `--run`, `--image`) takes ids that look the same.
+_OPTION_VALUE = re.compile(r"""(?<!\S)--?([A-Za-z][\w-]*)(?:=|\s+)['"]?(?:([A-Za-z_][\w.]*)=)?"""
+                           r"""([A-Za-z0-9+/_.~=-]{16,200})['"]?(?!\S)""")
+_OPAQUE_LETTERS = frozenset("pPkKwWaAsSxXyYzZjJ")
+_CREDENTIAL_FRAGMENT = re.compile(r"(?i)key|tok|pass|pw|secret|auth|cred|sig|cookie|session|dsn|licen|bearer|otp|cert")
+_NOT_A_SECRET_OPTION = re.compile(
+    r"(?i)\b(?:id|ids|identifier|uid|uuid|hash|digest|sha\d*|commit|ref|revision|fingerprint|nonce|signature|etag"
+    r"|integrity|checksum|md5|request|trace|cursor|page|pagination|continuation|next|marker|sync|resume|state"
+    r"|challenge|verifier|public|pub|site|anon|publishable|client"
+    r"|file|folder|sheet|doc|video|channel|playlist|device|lineage|serial|address|salt|iv|name|cache|starting|since)\b")
+
+
+def _option_tokens(line: str) -> Iterator[tuple[int, int]]:
+    for match in _OPTION_VALUE.finditer(line):
+        option, name, value, start = match.group(1), match.group(2), match.group(3), match.start(3)
+        if "://" in value or not generated_token(value.rstrip(".")):
+            continue
+        named = name or option
+        opaque = len(option) == 1 and option in _OPAQUE_LETTERS and not name
+        if not opaque and not _CREDENTIAL_FRAGMENT.search(named):
+            continue
+        if any(_NOT_A_SECRET_OPTION.search(n.replace("_", "-")) for n in (named, option)):
+            continue
+        yield start, start + len(value.rstrip("."))
+
+
+def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
+    """(kind, span) of each credential `line` gives by its place (the module docstring)."""
+    spans: set[tuple[int, int]] = set()
+    if "(" in line and ("'" in line or '"' in line):
+        spans.update(_call_findings(line))
+    if " " in line:
+        spans.update(_command_findings(line))
+    if "://" in line:
+        spans.update(_webhook_findings(line))
+    if " " in line:
+        spans.update(_passphrases(line))
+    if " -" in line:
+        spans.update(_option_tokens(line))
+    return [(KIND, span) for span in sorted(spans)]
+
+
+# -- across lines --------------------------------------------------------------------------------------------
+# An expect script's answer to a password prompt: `expect "password:"` then `send "SECRET\r"`.
+_EXPECT_SEND = re.compile(r"""(?im)^[ \t]*expect\s+(?:-\w+\s+)*[{"']?([^\n]*)\n(?:[ \t]*\n)?[ \t]*"""
+                          r"""send\s+(?:--\s+)?["{]([^"}\n\\$]{4,200})(?:\\[rn])*["}]""")
+# A line that names a user, then a value alone on the next line (a chat message's login and password).
+_USER_LINE = re.compile(r"(?im)^[ \t]*[-*•]?[ \t]*(?:" + alternation(USER_WORDS) + r")[ \t]*[:=：][ \t]*"
+                        r"[^\s:][^\n:]{0,60}\n(?:[ \t]*\n)?[ \t]*([^\s'\"`:]{8,64})[ \t]*$")
+# A value alone on its line, then a line that says it was the password ("(that's the password, ...)").
+_SAID_AFTER = re.compile(r"(?im)^[ \t]*([^\s'\"`:]{8,64})[ \t]*\n(?:[ \t]*\n)?[ \t]*\(?\s*"
+                         r"(?:that'?s|that is|this is|it'?s)\s+the\s+(?:[\w-]+\s+)?"
+                         r"(?:password|passphrase|passcode|pin|token|secret|key)\b")
+
+
+# A shell prompt's command, then one value alone on the next line: what the command printed.
+_PROMPT_OUTPUT = re.compile(r"(?m)^[ \t]*[$#>][ \t]+([^\n]{3,200})\n[ \t]*([^\s'\"`]{8,200})[ \t]*$")
+
+
+def _printed_credentials(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of what a command printed whose own name or subcommand names a credential (`argocd admin
+    initial-password`, `gh auth token`: the words before its first option); not a word in an option or an
+    assignment (`docker run -e DB_PASSWORD=... postgres` prints a container's id) nor in a file's name
+    (`cat credentials.yml.enc`)."""
+    for match in _PROMPT_OUTPUT.finditer(text):
+        words = []  # the command and its subcommands: the words before its first option
+        for word in match.group(1).split():
+            if word.startswith("-") or word in ("|", "&&", ";"):
+                break
+            words.append(word)
+        parts = [part for w in words if not any(c in w for c in "=./$") for part in re.split(r"[-_]", w)]
+        if any(WORD.fullmatch(part) for part in parts) and credential_like(match.group(2)):
+            yield match.span(2)
+
+
+def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """(kind, span in `text`) of each credential a whole text gives by its place across lines."""
+    out = []
+    if "send" in text:
+        for match in _EXPECT_SEND.finditer(text):
+            prompt = match.group(1)
+            if WORD.search(prompt) and not placeholder(match.group(2)):
+                out.append((KIND, match.span(2)))
+    if "\n" in text:
+        out += [(KIND, span) for span in _printed_credentials(text)]
+    for pattern in (_USER_LINE, _SAID_AFTER):
+        for match in pattern.finditer(text):
+            value = match.group(1).rstrip(".,;")
+            if credential_like(value) and not NOT_A_SECRET_CONTEXT.search(match.group(0)):
+                out.append((KIND, (match.start(1), match.start(1) + len(value))))
+    return out
