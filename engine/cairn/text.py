@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from difflib import SequenceMatcher
 from functools import lru_cache
 
 # Han, Hiragana, Katakana (and phonetic extensions), Hangul syllables and jamo, CJK compatibility.
@@ -260,3 +261,22 @@ def stem_word(word: str) -> str:
     import snowballstemmer
 
     return snowballstemmer.stemmer("english").stemWord(word)
+
+
+def swapped_spans(old_text: str, new_text: str) -> int:
+    """How many content words `new_text` swaps one for one in `old_text`'s frame, when nothing else
+    differs and at least half of the words are the same, in order: "The redis component is owned by
+    team 1" / "The billing component is owned by team 2" -> 2 (another fact in one template), "Prefer
+    small PRs" / "Prefer large PRs" -> 1 (another value of one thing); 0 when the texts are not one
+    frame filled twice: words added or dropped ("Run the linter before every push" / "Please run the
+    linter before pushing") or a phrase reworded ("tests run against a real PostgreSQL, never SQLite"
+    / "tests must use a real PostgreSQL instead of SQLite")."""
+    old = [stem_word(w) for w in content_words(old_text)]
+    new = [stem_word(w) for w in content_words(new_text)]
+    ops = SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
+    if any(tag != "equal" and (tag != "replace" or i2 - i1 != 1 or j2 - j1 != 1) for tag, i1, i2, j1, j2 in ops):
+        return 0
+    same = sum(i2 - i1 for tag, i1, i2, _j1, _j2 in ops if tag == "equal")
+    if 2 * same < max(len(old), len(new)):
+        return 0
+    return sum(tag == "replace" for tag, *_ in ops)

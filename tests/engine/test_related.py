@@ -242,11 +242,18 @@ def test_slot_changes_relate_through_remember_keyword_only(kw_memory):
     ("Errors are reported to Sentry.", "Our logs go to Papertrail."),  # two slots, no change
     ("Run `make test` before pushing.", "Use pnpm to install packages."),
     ("The team uses Python 3.12 for scripts.", "Node 22 runs the web app."),
+    ("The mailer component is owned by team 8.", "The cache component is owned by team 9."),  # a template
 ])
 def test_values_of_different_slots_are_not_a_slot_change(old, new):
     from cairn.memories.slots import changed_slot
 
     assert changed_slot(old, new) is None
+
+
+def test_another_version_of_one_name_is_a_slot_change():
+    from cairn.memories.slots import changed_slot
+
+    assert changed_slot("CI runs on Python 3.11.", "CI runs on Python 3.12.") == "another version of python (3.11 -> 3.12)"
 
 
 def test_one_clock_per_write_a_replaced_memory_ends_when_its_successor_begins(engine):

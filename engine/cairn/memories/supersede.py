@@ -121,11 +121,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from collections.abc import Sequence
 from typing import Literal
 
-from ..text import content_words, normalise, stem_text, stem_word
+from ..text import normalise, stem_text, swapped_spans
 from .supersede_words import (
     _ADDITIVE, _ANAPHORA, _APPROX, _DROPPED, _HEDGE, _ONE_OFF, _PREFER_OVER, _PRESENT_ONLY, _REPLACE, _RETIRE,
     _TOKEN, _and_split, _canonical, _clauses, _dice, _has_marker, _in_voice_of, _is_change_statement, _news,
@@ -182,25 +181,6 @@ def restates(verdict: Verdict, old_text: str, new_text: str) -> bool:
 
 def _numbers(text: str) -> set[str]:
     return set(re.findall(r"\d+(?:[.,]\d+)*", text))
-
-
-def swapped_spans(old_text: str, new_text: str) -> int:
-    """How many content words `new_text` swaps one for one in `old_text`'s frame, when nothing else
-    differs and at least half of the words are the same, in order: "The redis component is owned by
-    team 1" / "The billing component is owned by team 2" -> 2 (another fact in one template), "Prefer
-    small PRs" / "Prefer large PRs" -> 1 (another value of one thing); 0 when the texts are not one
-    frame filled twice: words added or dropped ("Run the linter before every push" / "Please run the
-    linter before pushing") or a phrase reworded ("tests run against a real PostgreSQL, never SQLite"
-    / "tests must use a real PostgreSQL instead of SQLite")."""
-    old = [stem_word(w) for w in content_words(old_text)]
-    new = [stem_word(w) for w in content_words(new_text)]
-    ops = SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes()
-    if any(tag != "equal" and (tag != "replace" or i2 - i1 != 1 or j2 - j1 != 1) for tag, i1, i2, j1, j2 in ops):
-        return 0
-    same = sum(i2 - i1 for tag, i1, i2, _j1, _j2 in ops if tag == "equal")
-    if 2 * same < max(len(old), len(new)):
-        return 0
-    return sum(tag == "replace" for tag, *_ in ops)
 
 
 def _one_word_swapped(old_text: str, new_text: str) -> bool:
