@@ -253,7 +253,8 @@ def test_values_of_different_slots_are_not_a_slot_change(old, new):
 def test_another_version_of_one_name_is_a_slot_change():
     from cairn.memories.slots import changed_slot
 
-    assert changed_slot("CI runs on Python 3.11.", "CI runs on Python 3.12.") == "another version of python (3.11 -> 3.12)"
+    reason = changed_slot("CI runs on Python 3.11.", "CI runs on Python 3.12.")
+    assert reason == "another version of python (3.11 -> 3.12)"
 
 
 def test_one_clock_per_write_a_replaced_memory_ends_when_its_successor_begins(engine):
