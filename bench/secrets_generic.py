@@ -7,8 +7,9 @@ a UUID, words, base64 of text or DER ...). This script tries it, with no credent
 value positions on every labelled split (tests/data/credentials) and prints, per split and position:
 how many secrets it finds alone (a token that is or holds the item's value) and how many innocent
 texts it would change. Positions: `option` (a command-line option's value, as secret_positional uses
-it: a one-letter option or one named with a fragment of a credential word), `literal` (a quoted argument inside a call's parentheses), `colon` (the last thing on a line
-after "name: "). A position is worth using only where it flags no innocent text.
+it: a one-letter option or one named with a fragment of a credential word), `literal` (a quoted
+argument inside a call's parentheses), `colon` (the last thing on a line after "name: "). A position
+is worth using only where it flags no innocent text.
 """
 
 from __future__ import annotations
