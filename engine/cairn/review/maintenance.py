@@ -44,7 +44,7 @@ STALE_DAYS = 90                 # demote: not recorded in the last 90 days, ...
 DEMOTE_MAX_IMPORTANCE = 2       # ... importance 1-2, never injected by a hook nor cited
 MAX_POSTING = 200               # keyword-only: words in more memories than this do not make pairs
 BLOCK = 512                     # rows of the cosine matrix computed at once
-TOP_K = 10                      # nearest neighbours per memory that can make a pair
+TOP_K = 20  # nearest neighbours per memory that can make a pair (10 missed paraphrases: benchmarks.md)
 PROPOSAL_KEYS = ("duplicate", "near_duplicate", "summarise", "demote", "conflict")
 # Proposals of these types one run queues at most, strongest first (the rest wait for a later run,
 # counted in "deferred"): a queue of thousands is not one anybody reviews.
