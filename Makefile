@@ -70,3 +70,5 @@ lock: setup
 	$(UV_COMPILE) engine/runtime-requirements.in -o engine/runtime-requirements.txt
 	$(UV_COMPILE) engine/runtime-extras/multilingual.in -c engine/runtime-requirements.txt \
 		-o engine/runtime-extras/multilingual.txt
+	$(VENV)/bin/python -c "import hashlib; print(hashlib.sha256(open('engine/runtime-requirements.txt', 'rb').read()).hexdigest())" \
+		> engine/runtime-requirements.sha256

@@ -14,6 +14,7 @@ Set CAIRN_PIP_ARGS for extra pip arguments (e.g. an index serving CPU-only PyTor
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -153,6 +154,9 @@ def install() -> int:
                  *extra])
             run([python, "-c", IMPORT_CHECK])
             shutil.copyfile(LOCK, staging / "requirements.txt")
+            # The launcher compares this line with the plugin's engine/runtime-requirements.sha256 by
+            # a shell builtin (no cmp process on every hook); computed here, from the lock installed.
+            (staging / "requirements.sha256").write_text(hashlib.sha256(LOCK.read_bytes()).hexdigest() + "\n")
             old = DATA / f"venv.old-{os.getpid()}"
             if VENV.exists():
                 VENV.rename(old)  # processes still running from it keep their open files

@@ -9,8 +9,14 @@ data=${CLAUDE_PLUGIN_DATA:-${CAIRN_PLUGIN_DATA:-$HOME/.cairn-plugin}}
 [ -d "$data" ] || mkdir -p "$data" 2>/dev/null || data=${TMPDIR:-/tmp}
 python=${CAIRN_RUNTIME_PYTHON:-}
 if [ -z "$python" ]; then
+  # The lock's sha256, read by the `read` builtin on both sides: no process on a hook's path. A venv
+  # installed before the venv kept its hash, or a hash file out of date, falls back to cmp.
+  want=- have=
+  [ -r "$plugin_root/engine/runtime-requirements.sha256" ] && read -r want < "$plugin_root/engine/runtime-requirements.sha256"
+  [ -r "$data/venv/requirements.sha256" ] && read -r have < "$data/venv/requirements.sha256"
   for candidate in "$data/venv/bin/python" "$data/venv/Scripts/python.exe"; do
-    if [ -x "$candidate" ] && cmp -s "$plugin_root/engine/runtime-requirements.txt" "$data/venv/requirements.txt"; then
+    if [ -x "$candidate" ] && { [ "$want" = "$have" ] ||
+        cmp -s "$plugin_root/engine/runtime-requirements.txt" "$data/venv/requirements.txt"; }; then
       python=$candidate
       break
     fi
