@@ -254,6 +254,9 @@ def test_real_bootstrap_installs_the_runtime(claude_env: ClaudeHarness, runner: 
     assert f"pip install --disable-pip-version-check --no-compile -r {LOCK}" in log.replace("'", ""), log[-4000:]
     assert not list(data.glob("venv.tmp-*")) and not list(data.glob("venv.old-*")), list(data.iterdir())
     assert not (data / "install-failed.json").exists()
+    # What the launcher reads instead of comparing the locks on every hook.
+    assert (data / "venv" / "requirements.sha256").read_text() == \
+        (REPO_ROOT / "engine" / "runtime-requirements.sha256").read_text()
     du = subprocess.run(["du", "-sk", str(data / "venv")], capture_output=True, text=True, check=True)
     venv_mb = int(du.stdout.split()[0]) / 1024
     report = (f"bootstrap: runtime installed in {install_s:.0f} s; venv {venv_mb:.0f} MB on disk "
