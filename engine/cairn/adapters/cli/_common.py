@@ -268,6 +268,9 @@ def argument(arg: ops.Arg, **changes: Any) -> Callable[[Callable[..., Any]], Cal
 @click.version_option(package_name="cairn-memory")
 @click.option("-v", "--verbose", is_flag=True, help="Log to stderr.")
 def cli(verbose: bool) -> None:
-    """Cairn: local-first, long-term memory for Claude Code."""
+    """Cairn: local-first, long-term memory for Claude Code.
+
+    Wherever a command takes a memory's ID, its first 6 or more characters will do (any case).
+    """
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="cairn: %(levelname)s: %(message)s")
