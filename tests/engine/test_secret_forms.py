@@ -408,3 +408,76 @@ def test_a_value_cut_at_its_comma_is_still_tried():
 ])
 def test_a_tuple_and_a_keyword_argument_are_no_call_password(text):
     assert scrub(text).text == text
+
+
+# -- holdout7's causes (branch secrets6): sentences written for each cause, none taken from a split ------------
+@pytest.mark.parametrize(("text", "value"), [
+    # a URL's password holding a raw "@" (parsers take the last "@" before the host)
+    ("MONGO_URI=mongodb://reporter:Tq9@vZ#2mLx@mongo-3.db.acme.io:27017/stats", "Tq9@vZ#2mLx"),
+    ("amqp://worker:p@ss!Kq72z@rabbit.acme.io:5672/", "p@ss!Kq72z"),
+    # the second literal of a call whose result is named a client or a connection
+    ("smsClient = vonage('ab12cd34', 'Rv8Lq2mXk7Tp4Nc9Wb3Yz6Hd', {region: 'eu'})", "Rv8Lq2mXk7Tp4Nc9Wb3Yz6Hd"),
+    ("$conn = open_link('svc_report', 'Hz7!kQ2mLx9v');", "Hz7!kQ2mLx9v"),
+    # a password of digits under a name that says password
+    ("docker run -e MEMCACHED_PASSWORD=50718263 bitnami/memcached", "50718263"),
+    ("mqtt:\n  brokerPassword: '92047361'", "92047361"),
+    # a generated key in quotes that starts with "%" (Django's alphabet holds % ^ $ @ ...)
+    ("DJANGO_SECRET_KEY='%w8k^z2!qv$7m@x0p3r_t9&l4n6b+c1d5f=g8h2j0k7'", "%w8k^z2!qv$7m@x0p3r_t9&l4n6b+c1d5f=g8h2j0k7"),
+    # an environment lookup's default given as a keyword, across lines
+    ('JWT_SECRET = env.str(\n    "JWT_SECRET",\n    default="Xq8mK2zLv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0A",\n)',
+     "Xq8mK2zLv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0A"),
+    ("API_TOKEN = config('API_TOKEN', default='Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd')", "Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd"),
+    # the value in the next clause, taken up again by a copula
+    ("das WLAN-Passwort im Büro, das ist Qw7-zLm2Kx9, frag nicht nochmal", "Qw7-zLm2Kx9"),
+    ("the jenkins password on the old box, it's r4Tq9_mZk2Lx, same user as before", "r4Tq9_mZk2Lx"),
+    # base64 that starts with "/" (a key, not a path: one segment, random)
+    ("mail.smtp.password=/Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0AaBb", "/Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0AaBb"),
+])
+def test_holdout7_forms_are_redacted(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    # placeholders made of words, one of them a stand-in (your, my, actual, here, example, test ...)
+    "OPENAI_API_KEY=sk-proj-yourRealKeyGoesHere",
+    "token: glpat-insertYourTokenHere",
+    "--client-secret myAppRegistrationSecret --tenant contoso",
+    "'SMTP_PASSWORD' => 'MyMailPassword!!',",
+    "STRIPE_SECRET_KEY=sk_test_yourSecretKeyHere12345",
+    "registry_password = example-registry-password",
+    # documented samples: the shape a reader will get, or "e.g." after the form with placeholders
+    "The generated key should look something like this: Zk8mQ2xLv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0",
+    "Format: redis://<user>:<password>@<host>:<port>, for example redis://cache:Fq7kL2mXz9@cache.local:6379",
+    # generators and command substitution as the value
+    "export SESSION_SECRET=`head -c 32 /dev/urandom | base64`",
+    "JWT_SECRET=$(openssl rand -hex 32)",
+    "Create a strong secret: `pwgen -s 48 1`",
+    # code that passes a variable, a tuple of type and default
+    "client = Anthropic(api_key=anthropic_key, max_retries=3)",
+    "app.config.update(SECRET_KEY=secret_key, DEBUG=debug)",
+    "    token=access_token)",
+    "env = environ.Env(API_TOKEN=(str, 'unset'))",
+    # an option's ordinary value after a password option on the same line
+    'vault write auth/userpass/users/ci password="$CI_PASS" policies="deployer"',
+    'openstack user create --password=$OS_PASSWORD --project="analytics" ci-bot',
+    # digits after a name about a password, a run, a port
+    "PASSWORD_RESET_TIMEOUT=259200",
+    "password: 123456",
+    "REDIS_PORT=6379 REDIS_PASSWORD=$REDIS_PASSWORD",
+    # the search-only key of a client, named public by its comment
+    "const search = algoliasearch('Q8ZK2M', '4f1e9c2a7b3d5e6f8a9c0b1d2e3f4a5b'); // search-only, public",
+])
+def test_holdout7_look_alikes_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+def test_a_stand_in_is_words_with_a_stand_in_word_and_no_generated_part():
+    for value in ("ghp_yourActualTokenHere123456789", "myServicePrincipalPassword", "YourSecretKey!!!",
+                  "sample_api_key_here", "pypi-YourActualTokenHere"):
+        assert secret_values.stand_in(value), value
+    for value in ("CorrectHorseBatteryStaple",  # words, none a stand-in
+                  "Harbor-Lantern-Myrtle-92", "Someday-Orchard-44",  # a stand-in's letters inside a longer word
+                  "nR0qptGt9fUw2s0l1vuBosorZxLkufBC",  # random
+                  "yourToken83920174",  # a generated part
+                  "postgres://myuser:Kq8mL2zXv7@db.acme.io/app"):  # a URL's words are its host's
+        assert not secret_values.stand_in(value), value

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import secret_blocks, secret_positional, secret_rules, secret_values
+from .rule_filters import fails_token_efficiency
 
 PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -187,10 +188,12 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             continue
         # A generic rule's value (a credential word, then a value) faces prose's look-alike tests, and
         # what its line's trailing comment says of it ("// cache key", "# reCAPTCHA site key, public").
-        if kind in _GENERIC_RULES and secret_rules.commented_public(line, span[1]):
+        if kind in (*_GENERIC_RULES, secret_positional.KIND) and secret_rules.commented_public(line, span[1]):
             continue
         # A pagination cursor (`next_page_token=...`, `--continuation-token ...`), named so by what it is assigned to.
         if kind in (*_GENERIC_RULES, "Command Line Secret") and _paging_name(line, span[0]):
+            continue
+        if _other_option(line, span[0], value):
             continue
         if kind == "Generic Api Key" and (
                 secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]], _generic_word(line, span[0]))
@@ -200,6 +203,20 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             found.append((kind, [span]))
             taken.append(span)
     return found
+
+
+# A long option right before a value (`--role="`, `--name `): the value is that option's. (A one-letter
+# option is opaque: `-p` is a password's.)
+_OPTION_BEFORE = re.compile(r"""(?<!\S)--([A-Za-z][\w-]+)(?:=|\s+)['"]?$""")
+
+
+def _other_option(line: str, start: int, value: str) -> bool:
+    """Whether a rule's value is a word given to another option than a credential's, later on the line of one
+    (`--password=$SP_PASSWORD --role="Contributor"`): the long option before it names no credential
+    (secret_positional.CREDENTIAL_FRAGMENT) and the value reads as text (Betterleaks' token-efficiency test)."""
+    option = _OPTION_BEFORE.search(line, max(0, start - 60), start)
+    return (option is not None and not secret_positional.CREDENTIAL_FRAGMENT.search(option.group(1))
+            and fails_token_efficiency(value.strip("'\"`")))
 
 
 _NAME_BEFORE = re.compile(r"([A-Za-z][\w.-]*)\W{0,5}$")

@@ -380,8 +380,10 @@ _PUNCTUATED = re.compile(_CANDIDATE.pattern.replace(r"""{}|\x80-\U0010ffff]{8,30
                                                     r"""{}|\x80-\U0010ffff]|[,;](?=[^\s,;])){8,300})""")
                          .replace(r"""['"`]?([^""", r"""['"`]?((?:[^""", 1))
 # A clause ends at a comma, a stop or a line's end; not at the comma of a quoted pair in code
-# (`define('DB_PASSWORD', '...')`).
-_CLAUSE_END = re.compile(r"(?<!['\"])[,;.?!]\s|[，。；]|\n|$")
+# (`define('DB_PASSWORD', '...')`), nor at a comma before a copula that takes the subject up again ("the VPN
+# password, it's ...", "le mot de passe du VPN, c'est ...", "das Passwort, das ist ...").
+_CLAUSE_END = re.compile(r"(?<!['\"])(?:,\s(?!(?:c['’]est|it['’]s|it is|that['’]s|that is|das ist|es ist|es|è|é|это"
+                         r"|to je|ini|adalah)\s)|[;.?!]\s)|[，。；]|\n|$")
 # Where the clause of a credential word starts: what was said before it is about something else
 # ("commit 4f1e9c2: drop the AWS secret ...").
 _BOUNDARY = re.compile(r"[,;.?!:]\s|[，。；：]|\n")
@@ -539,10 +541,33 @@ def _clause_start(line: str, position: int) -> int:
 _SENTENCE_END = re.compile(r"[.;!?]\s|[。；]|\n")
 
 
+# A value shown as a sample, in a tutorial's own words: right after "will look (something) like (this):" (the
+# shape of what the reader will get), or after "e.g." / "for example" in a sentence that first gave the
+# form with placeholders (`mongodb://[username:password@]host...`, `<token>`). "e.g." alone is no sign:
+# people write it before their own values ("a URL with basic auth, e.g. https://AC...:...@...").
+_SHAPE_BEFORE = re.compile(r"(?i)\b(?:(?:will|would|should|might|may|could|can)\s+look\s+(?:something\s+|roughly\s+)?"
+                           r"like|looks?\s+(?:something|roughly)\s+like)(?:\s+(?:this|that|so))?\s*[:,]?\s*[`'\"]?\S*$")
+_SAMPLE_BEFORE = re.compile(r"(?i)(?:\be\.g\.|\bfor (?:example|instance)\b|\bsuch as\b)[\s:,]*[`'\"]?\S*$")
+_TEMPLATE = re.compile(r"\[[^\]\n]*(?i:user|name|pass|host|key|token)[^\]\n]*\]|<[A-Za-z][\w -]*>|\{[A-Za-z][\w-]*\}"
+                       r"|(?i:\b(?:user(?:name)?|login):(?:password|pass|pwd)\b)")
+
+
+def sample_context(line: str, position: int) -> bool:
+    """Whether the value at `position` of `line` is shown as a sample (_SHAPE_BEFORE, or _SAMPLE_BEFORE after
+    a template in the same text, 200 characters back at most)."""
+    before = line[max(0, position - 200):position]
+    if _SHAPE_BEFORE.search(before):
+        return True
+    sample = _SAMPLE_BEFORE.search(before)
+    return sample is not None and _TEMPLATE.search(before, 0, sample.start()) is not None
+
+
 def public_context(line: str, position: int) -> bool:
     """Whether the sentence of `line` up to `position` (120 characters at most) names a key its
     vendor documents as public (_PUBLIC_CONTEXT) and no word after that name says the key is the
-    private one."""
+    private one; or shows the value as a sample (sample_context)."""
+    if sample_context(line, position):
+        return True
     start = max(0, position - 120)
     for end in _SENTENCE_END.finditer(line, start, position):
         start = end.end()

@@ -82,8 +82,16 @@ def _decodes_to_data(value: str) -> bool:
 
 
 def base64_like(value: str) -> bool:
-    """A value that a path pattern matches but that is base64 (`/Djtbn7UEYM...+t+LCHGi3w4=`)."""
-    return len(value) >= 20 and ("+" in value or value.endswith("=")) and entropy(value) >= 4.0
+    """A value that a path pattern matches but that is base64 (`/Djtbn7UEYM...+t+LCHGi3w4=`): with a "+" or a
+    closing "=", or one "/" before a single segment of 20 characters or more in both cases and digits, not in
+    words (`/ReywoTQRXURPWAmTCsWHEUJPl4oNfGGN1rU9fdh`: base64 draws on "/", a path's segments are names)."""
+    if len(value) < 20 or entropy(value) < 4.0:
+        return False
+    if "+" in value or value.endswith("="):
+        return True
+    segment = value[1:] if value.startswith("/") else ""
+    return (len(segment) >= 20 and re.fullmatch(r"[A-Za-z0-9]+", segment) is not None
+            and _THREE_CLASSES.match(segment) is not None and not fails_token_efficiency(segment))
 
 
 _STRONG_SYMBOLS = frozenset("!@#$%^&*+=~?")
@@ -171,7 +179,60 @@ def placeholder(value: str) -> bool:
     `user:password` is one of those."""
     return bool(PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
                 or re.fullmatch(r"\[[A-Za-z _-]+\]", value)  # [masked], [hidden]
-                or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value))
+                or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value)
+                or stand_in(value))
+
+
+# Words a person writes in a value to say what goes there instead of it (`yourActualTokenHere`,
+# `myServicePrincipalPassword`, `YourSecretKey!!!`): a stand-in, an example, a test.
+_STAND_IN_WORDS = frozenset("""your yours my our actual real here example sample dummy fake test changeme change
+    placeholder replace insert enter put some foo bar baz todo fixme""".split())
+_STAND_IN_CUE = re.compile(r"(?i)your|my|our|actual|real|here|exampl|sampl|dumm|fake|test|chang|placeholder|replac"
+                           r"|insert|enter|put|some|foo|bar|baz|todo|fixme")
+# Short words of such a value that the word list (5 letters or more, mostly) leaves out.
+_SHORT_WORDS = _STAND_IN_WORDS | frozenset("""a an the to of for and or in on is it me us key keys api app apps db id
+    pw pwd pass auth new old own one two get set use via no not""".split())
+_LETTER_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def _words_of(run: str) -> list[str] | None:
+    """`run` (letters in one case) as words of Betterleaks' list (4 letters or more) or _SHORT_WORDS, the
+    fewest of them; None when it is not words (`qpt`, `jvqpwmzlkx`)."""
+    from .rule_filters import is_word
+
+    run = run.lower()
+    best: list[list[str] | None] = [[]] + [None] * len(run)
+    for end in range(1, len(run) + 1):
+        for start in range(max(0, end - 24), end):
+            head, piece = best[start], run[start:end]
+            if head is not None and (piece in _SHORT_WORDS or (len(piece) >= 4 and is_word(piece))):
+                if best[end] is None or len(head) + 1 < len(best[end] or ()):
+                    best[end] = [*head, piece]
+    return best[-1]
+
+
+def stand_in(value: str) -> bool:
+    """Whether `value` is words that say what goes in its place rather than a secret: two words or more,
+    covering three quarters of its letters or more (a vendor's prefix may stand before them: `ghp_`,
+    `pypi-`), one of them a stand-in (_STAND_IN_WORDS: your, my, actual, here, example, test ...),
+    and no generated part (digits but a run such as 123456789, or four at most): `ghp_yourActualTokenHere123`,
+    `myServicePrincipalPassword`, `YourSecretKey!!!`; not a password of words chosen with no
+    stand-in (`CorrectHorseBatteryStaple`), nor a random token (whose runs of letters are not words)."""
+    if len(value) > 80 or "://" in value or "@" in value or not _STAND_IN_CUE.search(value):
+        return False  # a URL's or an address's words are its host's and user's
+    digits = "".join(c for c in value if c.isdigit())
+    if len(digits) > 4 and not all((int(b) - int(a)) % 10 in (0, 1, 9) for a, b in zip(digits, digits[1:])):
+        return False
+    letters = sum(c.isalpha() for c in value)
+    words: list[str] = []
+    covered = 0
+    for run in _LETTER_RUN.findall(value):
+        found = _words_of(run)
+        if found:
+            words += found
+            covered += len(run)
+    return (len(words) >= 2 and covered * 4 >= letters * 3 and letters >= 6
+            and any(w in _STAND_IN_WORDS for w in words))
 
 
 # The name of a credential standing for its value: `mypassword`, `your_token`, `myusername`, `password`.
