@@ -481,3 +481,40 @@ def test_a_stand_in_is_words_with_a_stand_in_word_and_no_generated_part():
                   "yourToken83920174",  # a generated part
                   "postgres://myuser:Kq8mL2zXv7@db.acme.io/app"):  # a URL's words are its host's
         assert not secret_values.stand_in(value), value
+
+
+@pytest.mark.parametrize("text", [
+    # the commonest passwords, as documentation writes them; values that only name a secret
+    "kubectl create secret generic pg --from-literal=password=Passw0rd!",
+    "DB_PASS=admin123",
+    "JWT_SECRET=topsecretkey",
+    "SESSION_SECRET=change-me",
+    # dummies: runs of the alphabet or of digits, a phrase of two words
+    "API_KEY=abcd1234",
+    "TOKEN=xyz789",
+    "app.use(session({ secret: 'purple monkey', resave: false }))",
+    # a login that is its own password or a service's default
+    "curl -u guest:guest http://localhost:15672/api/overview",
+    # the shape of a vendor's token, described in a tutorial's words
+    "A personal access token looks like this: ghp_R4nd0mL00k1ngT0k3nV4lu3F0rD0cs12345",
+])
+def test_common_passwords_dummies_and_shapes_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("const client = require('vonage')('ab12cd34', 'Hq8mK2zLx7Tp4Nc9Rb3Yw6');", "Hq8mK2zLx7Tp4Nc9Rb3Yw6"),
+    ("my token looks like this: ghp_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0AaBb2", "ghp_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0AaBb2"),
+    ("the vpn password is Harbor-Testament-2931, don't share it", "Harbor-Testament-2931"),
+])
+def test_credentials_beside_those_look_alikes_are_still_redacted(text, value):
+    assert value not in scrub(text).text
+
+
+def test_common_passwords_and_runs_are_told_from_chosen_ones():
+    for value in ("P@ssw0rd", "S3cr3t", "admin123", "Welcome1!"):
+        assert secret_values.common_password(value), value
+    for value in ("Summer2024!", "Tr0ub4dor&3", "hunter2x9Q"):
+        assert not secret_values.common_password(value), value
+    assert secret_values.in_runs("abc123") and secret_values.in_runs("abcd1234")
+    assert not secret_values.in_runs("abd124") and not secret_values.in_runs("Kq8mL2zXv7")

@@ -163,7 +163,8 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
             spans = [span for span in spans if not _about_name_before(line, span[0])
                      and not _setting_value(line[slice(*span)])]
         if secret.type in ("Secret Keyword", "Secret Assignment"):  # `TOKEN=...  # project token, public`
-            spans = [span for span in spans if not secret_rules.commented_public(line, span[1])]
+            spans = [span for span in spans if not secret_rules.commented_public(line, span[1])
+                     and not _dummy(line[slice(*span)])]
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
@@ -278,10 +279,31 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
             or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value))
 
 
+# Two words of text in lower case (express-session's documented `secret: 'keyboard cat'`): a phrase, where a
+# generated passphrase draws three words or more.
+_TWO_WORDS = re.compile(r"([a-z]{3,12}) ([a-z]{3,12})")
+
+
+def _dummy(value: str) -> bool:
+    """Whether a keyword's or an assignment's value (no vendor's format) is a dummy: an alphabet's or a
+    keyboard's run (`abcdefg`, `1234567`: secret_values.SEQUENCE), letters and digits in runs alone
+    (`abc123`, `abcd1234`), or a phrase of two words of text (_TWO_WORDS)."""
+    value = value.strip("'\"`")
+    if secret_values.SEQUENCE.search(value) or secret_values.in_runs(value):
+        return True
+    pair = _TWO_WORDS.fullmatch(value)
+    return pair is not None and all(fails_token_efficiency(w) for w in pair.groups())
+
+
 def _placeholder_login(value: str) -> bool:
-    """Whether `value` is a URL (a connection string) whose password is a placeholder (`myusername:mypassword@`)."""
-    login = _USER_INFO.search(value) if "://" in value else None
-    return login is not None and secret_values.placeholder(login.group(2))
+    """Whether `value` is a URL (a connection string) or a bare `user:password` (curl -u admin:admin) whose
+    password is a placeholder (`myusername:mypassword@`), its user name, or a service's default."""
+    login = _USER_INFO.search(value) if "://" in value else _LOGIN_PAIR.fullmatch(value)
+    return login is not None and (secret_values.placeholder(login.group(2)) or login.group(1) == login.group(2)
+                                  or login.group(2).lower() in _DEFAULT_PASSWORDS)
+
+
+_LOGIN_PAIR = re.compile(r"([^\s:/@]+):([^\s:/@]+)")
 
 
 # A key its prefix names a client's or a public one (Statsig's `client-...`, documented as safe in an app;

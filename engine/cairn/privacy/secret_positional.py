@@ -73,9 +73,11 @@ _SIGNING_CALL = re.compile(r"(?i)(?:\b(?:jwt|jws|jose|jsonwebtoken|JWT)\s*\.\s*(
                            r"|\bHS\d{3}\s*\.\s*(?:sign|verify))\s*$")
 
 
-def _call_of(line: str, position: int) -> tuple[str, int, int] | None:
-    """(callee name, start, end) of the innermost call whose parentheses hold `position` on `line`, looked
-    for at most _CALL_REACH characters either side (a call's arguments; a minified line is not read whole)."""
+def _call_of(line: str, position: int) -> tuple[str, int, int, int] | None:
+    """(callee name, start, end, where the callee starts) of the innermost call whose parentheses hold
+    `position` on `line`, looked for at most _CALL_REACH characters either side (a call's arguments; a
+    minified line is not read whole). A call of a call's result (`require('twilio')(...)`) is named by the
+    first call."""
     depth = 0
     for at in range(position - 1, max(-1, position - _CALL_REACH - 1), -1):
         c = line[at]
@@ -88,14 +90,18 @@ def _call_of(line: str, position: int) -> tuple[str, int, int] | None:
             if c != "(":
                 continue  # an object or a list literal inside the call: keep going out
             # The callee, right before "(" (a tuple after `in (` or `= (` is no call).
-            name = re.search(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|->|::)\s*[A-Za-z_$][\w$]*)*)$", line[max(0, at - 120):at])
+            callee_end = at
+            if line[:at].endswith(")") and "(" in line[max(0, at - 60):at - 1]:
+                callee_end = line.rfind("(", max(0, at - 60), at - 1)  # require('twilio')(...): require
+            name = re.search(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|->|::)\s*[A-Za-z_$][\w$]*)*)$",
+                             line[max(0, callee_end - 120):callee_end])
             end, depth2, stop = at + 1, 0, min(len(line), position + _CALL_REACH)
             while end < stop and (depth2 or line[end] != ")"):
                 depth2 += {"(": 1, ")": -1}.get(line[end], 0)
                 end += 1
             if name is None or name.group(1) in _NOT_CALLEES:
                 return None
-            return name.group(1), at + 1, end
+            return name.group(1), at + 1, end, callee_end - len(name.group(1))
     return None
 
 
@@ -113,7 +119,7 @@ def _call_findings(line: str) -> Iterator[tuple[int, int]]:
         call = _call_of(line, literal.start())
         if call is None:
             continue
-        name, start, end = call
+        name, start, end, callee_start = call
         if _SIGNING_CALL.search(name):
             yield literal.span(2)
             continue
@@ -123,7 +129,7 @@ def _call_findings(line: str) -> Iterator[tuple[int, int]]:
             continue  # not right after a user name's literal in the same call
         others = [m.group(2) for m in literals if start <= m.start() < end and m is not literal]
         # The call's own name, or the name its result is given (`twilioClient = twilio(sid, secret)`).
-        assigned = _ASSIGNED_TO.search(line, 0, start - 1 - len(name))
+        assigned = _ASSIGNED_TO.search(line, 0, callee_start)
         callee = re.split(r"\.|->|::", name)[-1]
         if (_CONNECT_CALL.search(callee) or (assigned is not None and _CONNECT_CALL.search(assigned.group(1)))
                 or any(_HOST_LITERAL.match(o) for o in others)):

@@ -477,6 +477,9 @@ _NOT_A_VALUE = re.compile(
     r")$")
 
 
+_OPTION_ASSIGNMENT = re.compile(r"--?[A-Za-z][\w-]*=")
+
+
 def credential_value(value: str, before: str, word: str = "", *, introduced: bool = True) -> bool:
     """Whether `value`, introduced by the credential `word` (as written; "" when unknown), looks like
     a credential: not a placeholder, a code reference, a version, a date, a number, a path, a URL, a
@@ -525,6 +528,8 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
         return True
     if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
         return True
+    if _OPTION_ASSIGNMENT.match(value):  # `--from-literal=password=...`: the command-line rules judge its value
+        return True
     # A hash, an id or a public key; another name's assignment (max_tokens=1024 temperature=0.2).
     return bool(NOT_A_SECRET_CONTEXT.search(before) or _ASSIGNMENT.match(value))
 
@@ -546,7 +551,10 @@ _SENTENCE_END = re.compile(r"[.;!?]\s|[。；]|\n")
 # form with placeholders (`mongodb://[username:password@]host...`, `<token>`). "e.g." alone is no sign:
 # people write it before their own values ("a URL with basic auth, e.g. https://AC...:...@...").
 _SHAPE_BEFORE = re.compile(r"(?i)\b(?:(?:will|would|should|might|may|could|can)\s+look\s+(?:something\s+|roughly\s+)?"
-                           r"like|looks?\s+(?:something|roughly)\s+like)(?:\s+(?:this|that|so))?\s*[:,]?\s*[`'\"]?\S*$")
+                           r"like|looks?\s+(?:something|roughly)\s+like"
+                           # "The access token looks like this:", "A key looks like:" (not "my token looks like")
+                           r"|\b(?:a|an|the|your|each|every)\s+(?:[\w-]+\s+){0,3}?looks?\s+like(?=(?:\s+(?:this|so))?\s*:))"
+                           r"(?:\s+(?:this|that|so))?\s*[:,]?\s*[`'\"]?\S*$")
 _SAMPLE_BEFORE = re.compile(r"(?i)(?:\be\.g\.|\bfor (?:example|instance)\b|\bsuch as\b)[\s:,]*[`'\"]?\S*$")
 _TEMPLATE = re.compile(r"\[[^\]\n]*(?i:user|name|pass|host|key|token)[^\]\n]*\]|<[A-Za-z][\w -]*>|\{[A-Za-z][\w-]*\}"
                        r"|(?i:\b(?:user(?:name)?|login):(?:password|pass|pwd)\b)")

@@ -20,7 +20,8 @@ from .rule_filters import entropy, fails_token_efficiency
 
 
 PLACEHOLDER = re.compile(
-    r"(?i:x{6,}|(?<![a-z0-9])x{3,5}(?![a-z0-9])|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)"
+    r"(?i:x{6,}|(?<![a-z0-9])x{3,5}(?![a-z0-9])|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted"
+    r"|(?:change|replace|fill)[-_ ](?:me|this|it)\b)"
     r"|example|sample|dummy|EXAMPLE|"
     r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
     r"|^%\(?\w+\)?[%s]?$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME%
@@ -180,7 +181,7 @@ def placeholder(value: str) -> bool:
     return bool(PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
                 or re.fullmatch(r"\[[A-Za-z _-]+\]", value)  # [masked], [hidden]
                 or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value)
-                or stand_in(value))
+                or stand_in(value) or common_password(value))
 
 
 # Words a person writes in a value to say what goes there instead of it (`yourActualTokenHere`,
@@ -188,10 +189,10 @@ def placeholder(value: str) -> bool:
 _STAND_IN_WORDS = frozenset("""your yours my our actual real here example sample dummy fake test changeme change
     placeholder replace insert enter put some foo bar baz todo fixme""".split())
 _STAND_IN_CUE = re.compile(r"(?i)your|my|our|actual|real|here|exampl|sampl|dumm|fake|test|chang|placeholder|replac"
-                           r"|insert|enter|put|some|foo|bar|baz|todo|fixme")
+                           r"|insert|enter|put|some|foo|bar|baz|todo|fixme|secret|pass|key|token")
 # Short words of such a value that the word list (5 letters or more, mostly) leaves out.
 _SHORT_WORDS = _STAND_IN_WORDS | frozenset("""a an the to of for and or in on is it me us key keys api app apps db id
-    pw pwd pass auth new old own one two get set use via no not""".split())
+    pw pwd pass auth new old own one two get set use via no not jwt top""".split())
 _LETTER_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
@@ -232,12 +233,33 @@ def stand_in(value: str) -> bool:
             words += found
             covered += len(run)
     return (len(words) >= 2 and covered * 4 >= letters * 3 and letters >= 6
-            and any(w in _STAND_IN_WORDS for w in words))
+            and (any(w in _STAND_IN_WORDS for w in words) or all(w in _NAMING_WORDS for w in words)))
+
+
+# Words that only name a secret, and how much of one (`supersecretkey`, `secret-password`, `topsecret`): a value
+# of these alone says what goes there.
+_NAMING_WORDS = frozenset("""secret secrets key keys password passwd pass token api jwt auth session app super
+    top very ultra mega extra strong private""".split())
 
 
 # The name of a credential standing for its value: `mypassword`, `your_token`, `myusername`, `password`.
 _NAMED_PLACEHOLDER = re.compile(r"(?i)(?:my|your|the|some|a)?[-_]?(?:user[-_]?name|user|login|password|passwd|pass"
                                 r"|pwd|secret|token|api[-_]?key|access[-_]?key|key|credentials?)")
+
+
+# The commonest passwords, the ones documentation and tutorials write as a stand-in (`P@ssw0rd`, `S3cr3t`,
+# `admin123`, `Welcome1!`): a credential's or a default account's word, in any case and with the usual
+# letter-for-digit swaps, then digits or symbols at most.
+_COMMON_PASSWORDS = frozenset("password passw0rd passwd pass secret admin root letmein welcome qwerty changeme default"
+                              " test guest".split())
+_LEET = str.maketrans("0134$@57", "oieasast")
+
+
+def common_password(value: str) -> bool:
+    """Whether `value` is one of _COMMON_PASSWORDS, written in any case, with 0/1/3/4/$/@/5/7 for letters
+    (`P@ssw0rd`, `S3cr3t`), and digits or symbols after it (`admin123`, `Password1!`)."""
+    core = re.sub(r"[\d!#%^&*.?_-]+$", "", value)
+    return len(core) >= 4 and core.lower().translate(_LEET) in _COMMON_PASSWORDS
 
 
 def lower_case_word(value: str) -> bool:
@@ -297,6 +319,22 @@ def _capitals_name(value: str) -> bool:
 # A documented example's run (`AbCdEfGh...`, `...1234567890`): in prose a look-alike, while a key in a
 # vendor's format with such a body is still redacted (tests and fixtures write them so).
 SEQUENCE = re.compile(r"(?i)abcdefg|1234567")
+
+
+def in_runs(value: str) -> bool:
+    """Whether `value` (4 to 20 letters and digits) is made of runs alone, each of 3 characters or more that
+    step by one (`abc123`, `abcd1234`, `123abc`, `xyz789`): what a person types as a dummy."""
+    if not 4 <= len(value) <= 20 or not value.isalnum():
+        return False
+    runs, length = 0, 1
+    for a, b in zip(value.lower(), value.lower()[1:]):
+        if ord(b) - ord(a) == 1:
+            length += 1
+            continue
+        if length < 3:
+            return False
+        runs, length = runs + 1, 1
+    return length >= 3
 
 
 def repetitive(value: str) -> bool:
