@@ -168,8 +168,8 @@ _MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]
 # The default of an environment lookup named for a secret: env('SECURITY_SALT', '...'), os.getenv("API_TOKEN",
 # "..."), ENV.fetch("SECRET_KEY_BASE", "..."), ${DB_PASSWORD:-...}, Spring's ${jwt.secret:...}; as a keyword
 # and across lines too (django-environ's env("SECRET_KEY",\n default="..."), python-decouple's config(...)).
-_ENV_DEFAULT = re.compile(r"""(?:\benv(?:\.\w+)?|getenv|environ\.get|ENV\.fetch|getProperty|Env\.get|\bconfig)\s*\(\s*"""
-                          r"""['"]([\w.-]+)['"]\s*,\s*(?:default\s*=\s*)?['"]([^'"\n$]{8,200})['"]"""
+_ENV_DEFAULT = re.compile(r"""(?:\benv(?:\.\w+)?|getenv|environ\.get|ENV\.fetch|getProperty|Env\.get|\bconfig)"""
+                          r"""\s*\(\s*['"]([\w.-]+)['"]\s*,\s*(?:default\s*=\s*)?['"]([^'"\n$]{8,200})['"]"""
                           r"""|\$\{([\w.-]+):-?([^}\s'"$]{8,200})\}""")
 
 
@@ -301,8 +301,8 @@ def _option_tokens(line: str) -> Iterator[tuple[int, int]]:
 # A value of digits only under a name whose last word is a password's (`--set redisPassword=73870879`,
 # `DB_PASS: "48291736"`): the assignment rules take digits for a setting (a port, a timeout), but a name
 # that says password holds a password, a PIN-like one; not a name about one (`PASSWORD_MIN_LENGTH=12`).
-_DIGITS_PASSWORD = re.compile(r"""(?i)(?<![\w.-])([a-z][\w.-]*?(?:pass(?:word|wd|phrase)?|pwd|requirepass|masterauth))"""
-                              r"""['"]?\s*(?:=|:)\s*['"]?(\d{6,32})(?![\w.:/-])""")
+_DIGITS_PASSWORD = re.compile(r"""(?i)(?<![\w.-])([a-z][\w.-]*?"""
+                              r"""(?:pass(?:word|wd|phrase)?|pwd|requirepass|masterauth))['"]?\s*(?:=|:)\s*['"]?(\d{6,32})(?![\w.:/-])""")
 _PASSWORD_SETTING = re.compile(r"(?i)(?:pass(?:word|wd|phrase)?|pwd|requirepass|masterauth)$")
 
 
