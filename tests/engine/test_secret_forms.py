@@ -518,3 +518,17 @@ def test_common_passwords_and_runs_are_told_from_chosen_ones():
         assert not secret_values.common_password(value), value
     assert secret_values.in_runs("abc123") and secret_values.in_runs("abcd1234")
     assert not secret_values.in_runs("abd124") and not secret_values.in_runs("Kq8mL2zXv7")
+
+
+def test_a_tutorial_describing_a_token_is_told_from_a_person_describing_theirs():
+    described = "the bot token looks like 4839201756:AAHq8mK2zLx7Tp4Nc9Rb3Yw6Jd1Vg5Ks0Ae"
+    assert scrub(described).text == described
+    own = "my bot token looks like 4839201756:AAHq8mK2zLx7Tp4Nc9Rb3Yw6Jd1Vg5Ks0Ae and polling fails"
+    assert "AAHq8mK2zLx7Tp4Nc9Rb3Yw6Jd1Vg5Ks0Ae" not in scrub(own).text
+
+
+def test_a_mercado_pago_access_token_is_redacted_and_its_zeroed_sample_kept():
+    token = "APP_USR-5820193746152038-120612-3b9d4c6ea0f15d7b8c3e1f7a2e9c2a4f-582019374"
+    assert token not in scrub(f'sdk = mercadopago.SDK("{token}")').text
+    sample = "MP_ACCESS_TOKEN=TEST-0000000000000000-000000-00000000000000000000000000000000-000000000"
+    assert scrub(sample).text == sample

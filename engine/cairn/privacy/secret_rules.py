@@ -552,9 +552,11 @@ _SENTENCE_END = re.compile(r"[.;!?]\s|[。；]|\n")
 # people write it before their own values ("a URL with basic auth, e.g. https://AC...:...@...").
 _SHAPE_BEFORE = re.compile(r"(?i)\b(?:(?:will|would|should|might|may|could|can)\s+look\s+(?:something\s+|roughly\s+)?"
                            r"like|looks?\s+(?:something|roughly)\s+like"
-                           # "The access token looks like this:", "A key looks like:" (not "my token looks like")
-                           r"|\b(?:a|an|the|your|each|every)\s+(?:[\w-]+\s+){0,3}?looks?\s+like(?=(?:\s+(?:this|so))?\s*:))"
-                           r"(?:\s+(?:this|that|so))?\s*[:,]?\s*[`'\"]?\S*$")
+                           # "The access token looks like this:", "bot token looks like ..." (sample_context: not
+                           # "my token looks like")
+                           r"|(?P<present>\blooks?\s+like))(?:\s+(?:this|that|so))?\s*[:,]?\s*[`'\"]?\S*$")
+# Words that make "... looks like" a person's own value: "my token looks like", "ours looks like", "I get".
+_FIRST_PERSON = re.compile(r"(?i)\b(?:my|mine|our|ours|i|i'm|i've|we|me)\b")
 _SAMPLE_BEFORE = re.compile(r"(?i)(?:\be\.g\.|\bfor (?:example|instance)\b|\bsuch as\b)[\s:,]*[`'\"]?\S*$")
 _TEMPLATE = re.compile(r"\[[^\]\n]*(?i:user|name|pass|host|key|token)[^\]\n]*\]|<[A-Za-z][\w -]*>|\{[A-Za-z][\w-]*\}"
                        r"|(?i:\b(?:user(?:name)?|login):(?:password|pass|pwd)\b)")
@@ -564,7 +566,9 @@ def sample_context(line: str, position: int) -> bool:
     """Whether the value at `position` of `line` is shown as a sample (_SHAPE_BEFORE, or _SAMPLE_BEFORE after
     a template in the same text, 200 characters back at most)."""
     before = line[max(0, position - 200):position]
-    if _SHAPE_BEFORE.search(before):
+    shape = _SHAPE_BEFORE.search(before)
+    if shape is not None and not (shape.group("present") and _FIRST_PERSON.search(before, max(0, shape.start() - 40),
+                                                                                  shape.start())):
         return True
     sample = _SAMPLE_BEFORE.search(before)
     return sample is not None and _TEMPLATE.search(before, 0, sample.start()) is not None
