@@ -532,3 +532,13 @@ def test_a_mercado_pago_access_token_is_redacted_and_its_zeroed_sample_kept():
     assert token not in scrub(f'sdk = mercadopago.SDK("{token}")').text
     sample = "MP_ACCESS_TOKEN=TEST-0000000000000000-000000-00000000000000000000000000000000-000000000"
     assert scrub(sample).text == sample
+
+
+@pytest.mark.parametrize("text", [
+    'Stripe::setApiKey("sk_test_4eC39HqLyjWDarjtT1zdp7dc");',  # Stripe's API reference
+    "BOT_TOKEN=123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11",  # Telegram's Bot API docs
+    '{"access_token": "ghu_16C7e42F292c6912E7710c838347Ae178B4a", "expires_in": 28800}',  # GitHub's docs
+    'token = "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy"',  # Slack's oauth.v2.access sample
+])
+def test_vendors_documentation_samples_are_left_alone(text):
+    assert scrub(text).text == text

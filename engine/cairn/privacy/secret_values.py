@@ -385,7 +385,15 @@ _PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e15162
                        "2YotnFZFEjr1zCsicMWpAA", "tGzv3JOkF0XG5Qx2TlKWIA", "SplxlOBeZQQYbYS6WxSbIA",
                        "czZCaGRSa3F0MzpnWDFmQmF0M2JW", "dGhlIHNhbXBsZSBub25jZQ==", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
                        "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-                       "QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
+                       "QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
+                       # Vendors' documentation samples, pasted into tutorials and READMEs by the thousand: Stripe's
+                       # API reference test keys (docs.stripe.com/api), the Bot API's sample token
+                       # (core.telegram.org/bots/api, "Authorizing your bot"), the body of GitHub's token samples
+                       # (docs.github.com: gho_/ghu_/ghs_/ghp_ 16C7e42F..., ghr_ 1B4a2e77...), Slack's
+                       # oauth.v2.access response sample (api.slack.com/methods/oauth.v2.access).
+                       "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "sk_test_BQokikJOvBiI2HlWgH4olfQ2",
+                       "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11", "16C7e42F292c6912E7710c838347Ae178B4a",
+                       "1B4a2e77838347a7E420ce178F2E7c6912E169246c34E1ccbF", "17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy")
 
 
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(eyJ[A-Za-z0-9_-]{5,})\.[A-Za-z0-9_-]*")
