@@ -542,3 +542,20 @@ def test_a_mercado_pago_access_token_is_redacted_and_its_zeroed_sample_kept():
 ])
 def test_vendors_documentation_samples_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    '{"msg":"token rejected","token_id":"tok_5d7b3e9c2a4f8c3e","exp":1709288553}',  # a name about a token
+    "data:\n  password: cGFzc3dvcmQ=",  # base64 of "password"
+])
+def test_a_name_about_a_credential_and_an_encoded_placeholder_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("data:\n  password: JXFSN2tNMnpYdjlMcA==", "JXFSN2tNMnpYdjlMcA=="),  # base64 of a password that starts with "%"
+    ("DB_PASSWORD='%qR7kM2zXv9Lp'", "%qR7kM2zXv9Lp"),
+])
+def test_a_password_that_starts_with_a_percent_sign_is_no_reference(text, value):
+    assert value not in scrub(text).text
+    assert secret_values.placeholder("%(db_password)s") and secret_values.placeholder("%DB_PASSWORD%")

@@ -617,7 +617,10 @@ def _other_name(between: str) -> bool:
     name = match.group(1) or match.group(2)
     if re.search(r":\s*[&*]?\s*$", between[:match.start(2 if match.group(2) else 1)]):
         return False  # a type annotation: `API_TOKEN: &str = "..."`, `secret: string = "..."`
-    return name.lower() not in _INTRODUCERS and not WORD.search(name)
+    from .secret_detectors import about_name  # detect-secrets' plugin module: imported when first needed
+
+    # A name about a credential (`token_id`, `secret_name`) is another name too.
+    return name.lower() not in _INTRODUCERS and (not WORD.search(name) or about_name(name))
 
 
 def _in_locator(line: str, start: int, end: int) -> bool:

@@ -24,7 +24,7 @@ PLACEHOLDER = re.compile(
     r"|(?:change|replace|fill)[-_ ](?:me|this|it)\b)"
     r"|example|sample|dummy|EXAMPLE|"
     r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
-    r"|^%\(?\w+\)?[%s]?$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME%
+    r"|^%\(\w+\)[sd]$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME% (not "%pBVY7...", a password)
 
 
 def short_random(value: str) -> bool:
@@ -271,7 +271,8 @@ def lower_case_word(value: str) -> bool:
 
 def _placeholder_pair(value: str) -> bool:
     """Whether `value` is base64 of `user:password` (a Basic credential) whose password is a placeholder,
-    a service's default or the user name itself (`dXNlcjpwYXNzd29yZA==`, base64 of "user:password")."""
+    a service's default or the user name itself (`dXNlcjpwYXNzd29yZA==`, base64 of "user:password"), or
+    base64 of a placeholder or one of the commonest passwords alone."""
 
     if not 8 <= len(value) <= 200 or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", value):
         return False
@@ -280,8 +281,10 @@ def _placeholder_pair(value: str) -> bool:
     except (binascii.Error, UnicodeDecodeError):
         return False
     user, colon, password = decoded.partition(":")
-    if not colon or not decoded.isprintable():
+    if not decoded.isprintable():
         return False
+    if not colon:  # base64 of the value alone (a Kubernetes Secret's data: `cGFzc3dvcmQ=`, "password")
+        return bool(_NAMED_PLACEHOLDER.fullmatch(decoded) or PLACEHOLDER.search(decoded) or common_password(decoded))
     return password == user or bool(_NAMED_PLACEHOLDER.fullmatch(password) or PLACEHOLDER.search(password)
                                     or lower_case_word(password))
 
