@@ -34,7 +34,7 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
                            # Quoted, in a shell (PGPASSWORD='=*mW...' psql): any first character but a
                            # reference's ($, {, <); a "%" only when no reference follows (%(name)s, %NAME%,
                            # Symfony's %env(X)%): Django's generated keys draw on "%" too.
-                           r"|(?P<quote>['\"])(?P<quoted>(?!%(?:\(?\w+\)?[%s]?|env\([^)]*\)%)['\"])"
+                           r"|(?P<quote>['\"])(?P<quoted>(?!%(?:\(\w+\)[sd]|\w+%|env\([^)]*\)%)['\"])"
                            r"[^\s'\"$<{][^\s'\"]{3,})(?P=quote))")]
 
     def analyze_string(self, string: str) -> Generator[str, None, None]:
@@ -66,7 +66,7 @@ _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length le
 # URL; a call or an expression (`getpass.getpass(`, `timedelta(days=14)`, `sha256(token).hexdigest()`);
 # a Windows `%VAR%` or Python `%(VAR)s` reference.
 _SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|yes|no|on|off|none|null|nil"
-                            r"|(?:/|~[\w.-]*/|\.{1,2}/)\S*|\.(?-i:[a-z])[\w.-]*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.:]*[(\[].*|%\(?\w+\)?[%s]?)$")
+                            r"|(?:/|~[\w.-]*/|\.{1,2}/)\S*|\.(?-i:[a-z])[\w.-]*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.:]*[(\[].*|%\(\w+\)[sd]|%\w+%)$")
 
 
 # Words of a token's name that make it a pagination cursor, not a credential (next_page_token, NextToken).
