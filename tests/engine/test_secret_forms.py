@@ -559,3 +559,14 @@ def test_a_name_about_a_credential_and_an_encoded_placeholder_are_left_alone(tex
 def test_a_password_that_starts_with_a_percent_sign_is_no_reference(text, value):
     assert value not in scrub(text).text
     assert secret_values.placeholder("%(db_password)s") and secret_values.placeholder("%DB_PASSWORD%")
+
+
+@pytest.mark.parametrize("text", [
+    'docker run -e "MSSQL_SA_PASSWORD=MyStrong@Passw0rd" -p 1433:1433 mcr.microsoft.com/mssql/server',
+    "OPENAI_API_KEY=sk-abc123def456",
+    "JWT_SECRET=thisisnotasecret",
+    "STRIPE_WEBHOOK_SECRET=whsec_test_secret",
+    "REDIS_PASSWORD=redis_password",
+])
+def test_more_placeholders_said_in_words_are_left_alone(text):
+    assert scrub(text).text == text

@@ -192,7 +192,7 @@ _STAND_IN_CUE = re.compile(r"(?i)your|my|our|actual|real|here|exampl|sampl|dumm|
                            r"|insert|enter|put|some|foo|bar|baz|todo|fixme|secret|pass|key|token")
 # Short words of such a value that the word list (5 letters or more, mostly) leaves out.
 _SHORT_WORDS = _STAND_IN_WORDS | frozenset("""a an the to of for and or in on is it me us key keys api app apps db id
-    pw pwd pass auth new old own one two get set use via no not jwt top""".split())
+    pw pwd pass auth new old own one two get set use via no not jwt top this that""".split())
 _LETTER_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
@@ -215,15 +215,33 @@ def _words_of(run: str) -> list[str] | None:
 def stand_in(value: str) -> bool:
     """Whether `value` is words that say what goes in its place rather than a secret: two words or more,
     covering three quarters of its letters or more (a vendor's prefix may stand before them: `ghp_`,
-    `pypi-`), one of them a stand-in (_STAND_IN_WORDS: your, my, actual, here, example, test ...),
-    and no generated part (digits but a run such as 123456789, or four at most): `ghp_yourActualTokenHere123`,
-    `myServicePrincipalPassword`, `YourSecretKey!!!`; not a password of words chosen with no
-    stand-in (`CorrectHorseBatteryStaple`), nor a random token (whose runs of letters are not words)."""
-    if len(value) > 80 or "://" in value or "@" in value or not _STAND_IN_CUE.search(value):
+    `pypi-`, `whsec_`), one of them a stand-in (_STAND_IN_WORDS: your, my, actual, here, example, test ...)
+    or all of them words that name a secret (_NAMING_WORDS, with a, is, this, not ...: `supersecretkey`,
+    `thisisnotasecret`), and no generated part (digits but a run such as 123456789, or four at most):
+    `ghp_yourActualTokenHere123`, `myServicePrincipalPassword`, `YourSecretKey!!!`, `YourStrong@Passw0rd` (a
+    digit between letters read as the letter it stands for); or a name in snake or kebab case that ends in a
+    credential's word (`redis_password`, `db-secret`). Not a password of words chosen with no stand-in
+    (`CorrectHorseBatteryStaple`), a random token (whose runs of letters are not words), a URL or an address."""
+    if len(value) > 80 or "://" in value or _ADDRESS.search(value) or not _STAND_IN_CUE.search(value):
         return False  # a URL's or an address's words are its host's and user's
+    if _CREDENTIAL_NAME.fullmatch(value):
+        return True
     digits = "".join(c for c in value if c.isdigit())
     if len(digits) > 4 and not all((int(b) - int(a)) % 10 in (0, 1, 9) for a, b in zip(digits, digits[1:])):
         return False
+    value = _LEET_DIGIT.sub(lambda m: m.group(0).translate(_LEET), value)
+    prefix = _VENDOR_PREFIX.match(value)
+    return _said_in_words(value) or (prefix is not None and _said_in_words(value[prefix.end():]))
+
+
+_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+_CREDENTIAL_NAME = re.compile(r"[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*[_-](?:password|passwd|pass|pwd|secret|token|key)")
+_VENDOR_PREFIX = re.compile(r"[A-Za-z]{2,8}[-_](?=[A-Za-z])")
+# A digit between two letters, written for the letter it looks like (`Passw0rd`, `S3cret`).
+_LEET_DIGIT = re.compile(r"(?<=[A-Za-z])[01345](?=[A-Za-z])")
+
+
+def _said_in_words(value: str) -> bool:
     letters = sum(c.isalpha() for c in value)
     words: list[str] = []
     covered = 0
@@ -233,7 +251,12 @@ def stand_in(value: str) -> bool:
             words += found
             covered += len(run)
     return (len(words) >= 2 and covered * 4 >= letters * 3 and letters >= 6
-            and (any(w in _STAND_IN_WORDS for w in words) or all(w in _NAMING_WORDS for w in words)))
+            and (any(w in _STAND_IN_WORDS for w in words)
+                 or (all(w in _NAMING_WORDS or w in _FUNCTION_WORDS for w in words)
+                     and any(w in _NAMING_WORDS for w in words))))
+
+
+_FUNCTION_WORDS = frozenset("a an the this that is it not no".split())
 
 
 # Words that only name a secret, and how much of one (`supersecretkey`, `secret-password`, `topsecret`): a value
@@ -326,7 +349,10 @@ SEQUENCE = re.compile(r"(?i)abcdefg|1234567")
 
 def in_runs(value: str) -> bool:
     """Whether `value` (4 to 20 letters and digits) is made of runs alone, each of 3 characters or more that
-    step by one (`abc123`, `abcd1234`, `123abc`, `xyz789`): what a person types as a dummy."""
+    step by one (`abc123`, `abcd1234`, `123abc`, `xyz789`), a vendor's prefix before them or not (`sk-abc123def456`):
+    what a person types as a dummy."""
+    prefix = _VENDOR_PREFIX.match(value)
+    value = value[prefix.end():] if prefix else value
     if not 4 <= len(value) <= 20 or not value.isalnum():
         return False
     runs, length = 0, 1
