@@ -475,7 +475,7 @@ def test_a_stand_in_is_words_with_a_stand_in_word_and_no_generated_part():
     for value in ("ghp_yourActualTokenHere123456789", "myServicePrincipalPassword", "YourSecretKey!!!",
                   "sample_api_key_here", "pypi-YourActualTokenHere"):
         assert secret_values.stand_in(value), value
-    for value in ("CorrectHorseBatteryStaple",  # words, none a stand-in
+    for value in ("CorrectHorseBatteryStaple", "purple-monkey-dishwasher",  # words, none a stand-in or about a secret
                   "Harbor-Lantern-Myrtle-92", "Someday-Orchard-44",  # a stand-in's letters inside a longer word
                   "nR0qptGt9fUw2s0l1vuBosorZxLkufBC",  # random
                   "yourToken83920174",  # a generated part
@@ -567,6 +567,10 @@ def test_a_password_that_starts_with_a_percent_sign_is_no_reference(text, value)
     "JWT_SECRET=thisisnotasecret",
     "STRIPE_WEBHOOK_SECRET=whsec_test_secret",
     "REDIS_PASSWORD=redis_password",
+    "SESSION_SECRET=generate-a-long-random-string",
+    'NEXTAUTH_SECRET="random-secret-32-chars"',
+    "SECRET_KEY=insecure-dev-key-do-not-use-in-production",
+    'password = "correct horse battery staple"',  # xkcd 936
 ])
 def test_more_placeholders_said_in_words_are_left_alone(text):
     assert scrub(text).text == text

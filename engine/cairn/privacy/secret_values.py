@@ -189,10 +189,10 @@ def placeholder(value: str) -> bool:
 _STAND_IN_WORDS = frozenset("""your yours my our actual real here example sample dummy fake test changeme change
     placeholder replace insert enter put some foo bar baz todo fixme""".split())
 _STAND_IN_CUE = re.compile(r"(?i)your|my|our|actual|real|here|exampl|sampl|dumm|fake|test|chang|placeholder|replac"
-                           r"|insert|enter|put|some|foo|bar|baz|todo|fixme|secret|pass|key|token")
+                           r"|insert|enter|put|some|foo|bar|baz|todo|fixme|secret|pass|key|token|random|string|generat|secur|value")
 # Short words of such a value that the word list (5 letters or more, mostly) leaves out.
 _SHORT_WORDS = _STAND_IN_WORDS | frozenset("""a an the to of for and or in on is it me us key keys api app apps db id
-    pw pwd pass auth new old own one two get set use via no not jwt top this that""".split())
+    pw pwd pass auth new old own one two get set use via no not jwt top this that do dev""".split())
 _LETTER_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
@@ -250,19 +250,24 @@ def _said_in_words(value: str) -> bool:
         if found:
             words += found
             covered += len(run)
-    return (len(words) >= 2 and covered * 4 >= letters * 3 and letters >= 6
-            and (any(w in _STAND_IN_WORDS for w in words)
-                 or (all(w in _NAMING_WORDS or w in _FUNCTION_WORDS for w in words)
-                     and any(w in _NAMING_WORDS for w in words))))
+    if len(words) < 2 or covered * 4 < letters * 3 or letters < 6:
+        return False
+    naming = any(w in _NAMING_WORDS for w in words)
+    # A stand-in; or words that only name a secret (`supersecretkey`, `thisisnotasecret`); or a phrase of three
+    # words or more, every letter in words, that speaks of the secret (`generate-a-long-random-string`).
+    return (any(w in _STAND_IN_WORDS for w in words)
+            or (naming and all(w in _NAMING_WORDS or w in _FUNCTION_WORDS for w in words))
+            or (naming and len(words) >= 3 and covered == letters))
 
 
-_FUNCTION_WORDS = frozenset("a an the this that is it not no".split())
+_FUNCTION_WORDS = frozenset("a an the this that is it not no do to in of for use".split())
 
 
 # Words that only name a secret, and how much of one (`supersecretkey`, `secret-password`, `topsecret`): a value
 # of these alone says what goes there.
-_NAMING_WORDS = frozenset("""secret secrets key keys password passwd pass token api jwt auth session app super
-    top very ultra mega extra strong private""".split())
+_NAMING_WORDS = frozenset("""secret secrets key keys password passwd pass passphrase token api jwt auth session app
+    super top very ultra mega extra strong private secure insecure random long generate generated string value chars
+    characters dev local""".split())
 
 
 # The name of a credential standing for its value: `mypassword`, `your_token`, `myusername`, `password`.
@@ -422,7 +427,9 @@ _PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e15162
                        # oauth.v2.access response sample (api.slack.com/methods/oauth.v2.access).
                        "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "sk_test_BQokikJOvBiI2HlWgH4olfQ2",
                        "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11", "16C7e42F292c6912E7710c838347Ae178B4a",
-                       "1B4a2e77838347a7E420ce178F2E7c6912E169246c34E1ccbF", "17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy")
+                       "1B4a2e77838347a7E420ce178F2E7c6912E169246c34E1ccbF", "17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
+                       # xkcd 936's passphrase, the example of a strong password written everywhere.
+                       "correct horse battery staple")
 
 
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(eyJ[A-Za-z0-9_-]{5,})\.[A-Za-z0-9_-]*")
