@@ -574,3 +574,12 @@ def test_a_password_that_starts_with_a_percent_sign_is_no_reference(text, value)
 ])
 def test_more_placeholders_said_in_words_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("数据库账号root，密码Wq8mZ2xLv7", "Wq8mZ2xLv7"),  # a value right after the word, no space (Chinese)
+    ("API anahtarım Lq8mK2zXv7Tp4Rn9Wb3Yc6 ama 401 dönüyor", "Lq8mK2zXv7Tp4Rn9Wb3Yc6"),  # Turkish "my key"
+    ("şifrem Tq8m!L2zXv ama girmiyor", "Tq8m!L2zXv"),
+])
+def test_a_value_joined_to_its_word_and_a_possessive_word(text, value):
+    assert value not in scrub(text).text

@@ -355,7 +355,7 @@ CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|�
 _COMPOUND_WORDS = (r"passwort|kennwort|schlüssel|token|lösenord|nyckel|passord|nøkkel|nøgle|adgangskode|wachtwoord"
                    r"|sleutel|salasana|avain|şifre|sifre|parola|anahtar|heslo|jelszó|jelszo")
 _COMPOUND = (r"[a-zäöüåæøß]*(?:" + _COMPOUND_WORDS + r")(?:et|en|er|erne|ene|a|n|s|si|sı|nız|niz|in|ın|u|ü|ot"
-             r"|na|nak|a)?")
+             r"|na|nak|a|m|ım|im|um|üm|ımız|imiz)?")  # ... and Turkish "my" (anahtarım, şifrem: -m, -ım)
 # A word on its own, or the last part of a name: DB_PASSWORD, apiKey, client-secret; "PAT" (a
 # personal access token) in capitals only.
 # The word for a password in 73 languages (secret_words: Django's translations), with a short suffix.
@@ -372,7 +372,8 @@ PASSWORD_WORD = re.compile(
     r"|密码|密碼|口令|비밀번호|암호|รหัสผ่าน|" + alternation(PASSWORD_WORDS))
 # A candidate value in the clause after the word: preceded by a space or an introducer (":", "=", a
 # CJK particle), up to the end of the clause (", " "; " ". " or 100 characters).
-_CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为為>「『“(])|(?<=\s=))['"`]?"""
+# A value right after a word in a script written without spaces ("密码Zx8q...", "パスワードKq8m...") counts too.
+_CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为為>「『“(\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|(?<=\s=))['"`]?"""
                         r"""([^\s'"`,;()<>\[\]{}|\x80-\U0010ffff]{8,300})""")  # ASCII: "1Passwordの保管庫" is a name
 # ... and the same with a "," or ";" inside the token (not before a space, which ends a clause): a generated
 # password's symbols (`Sk02+;uEW^z0xgGN`), tried beside the candidate cut at them (`key=...,endpoint=...`).
