@@ -427,7 +427,8 @@ _PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e15162
                        # oauth.v2.access response sample (api.slack.com/methods/oauth.v2.access).
                        "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "sk_test_BQokikJOvBiI2HlWgH4olfQ2",
                        "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11", "16C7e42F292c6912E7710c838347Ae178B4a",
-                       "1B4a2e77838347a7E420ce178F2E7c6912E169246c34E1ccbF", "17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
+                       "1B4a2e77838347a7E420ce178F2E7c6912E169246c34E1ccbF",
+                       "17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
                        # xkcd 936's passphrase, the example of a strong password written everywhere.
                        "correct horse battery staple")
 
