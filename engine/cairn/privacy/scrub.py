@@ -25,14 +25,19 @@ index keys and its vector all come from the scrubbed text):
    Measured on a labelled set of credential sentences and innocent look-alikes
    (bench/secrets_compare.py; figures in docs/benchmarks.md).
 4. Whatever found it, a value is kept when it is a placeholder (`your-token-here`, `mypassword`, a
-   short lower-case word such as `test`, a Basic credential that decodes to one), cut short
-   ("sk-..."), a key its vendor documents as public, a public key's DER or a published example
-   (secret_values.public_key), named public by its sentence (secret_rules.public_context) or by its
+   short lower-case word such as `test`, a Basic credential that decodes to one, words that say what
+   goes there: `ghp_yourActualTokenHere`, `myServicePrincipalPassword`, one of the commonest passwords:
+   `P@ssw0rd`; secret_values.stand_in, common_password), cut short ("sk-..."), a key its vendor
+   documents as public, a public key's DER or a published example (secret_values.public_key), shown as
+   a sample by its sentence ("will look something like this:", "e.g." after the form with
+   placeholders: secret_rules.sample_context), named public by its sentence (secret_rules.public_context) or by its
    prefix (`client-...`), a Google API key in a Firebase app's config, a password's hash
    (secret_values.hashed), ciphertext (SOPS, Ansible Vault, a SealedSecret, Jasypt's ENC(...), Druid's
    encrypted password), or a URL's default or placeholder login (postgres:postgres), or said public,
    an example or a cache key by its line's trailing comment; a generic rule's value faces the prose
-   look-alike tests.
+   look-alike tests. An assignment's value that is code (a generator such as `openssl rand -hex 32` or
+   `$(...)`, a variable passed to a call, a tuple) or a dummy (`abc123`, a two-word phrase) is no secret,
+   nor a word given to another option than a credential's (`--role="Contributor"`).
 
 Only counts leave this module (by detector type), never a value.
 """
