@@ -276,9 +276,9 @@ _NAMED_PLACEHOLDER = re.compile(r"(?i)(?:my|your|the|some|a)?[-_]?(?:user[-_]?na
 
 
 # The commonest passwords, the ones documentation and tutorials write as a stand-in (`P@ssw0rd`, `S3cr3t`,
-# `admin123`, `Welcome1!`): a credential's or a default account's word, in any case and with the usual
+# `admin123`, `Password1!`): a credential's or a default account's word, in any case and with the usual
 # letter-for-digit swaps, then digits or symbols at most.
-_COMMON_PASSWORDS = frozenset("password passw0rd passwd pass secret admin root letmein welcome qwerty changeme default"
+_COMMON_PASSWORDS = frozenset("password passw0rd passwd pass secret admin root letmein qwerty changeme default"
                               " test guest".split())
 _LEET = str.maketrans("0134$@57", "oieasast")
 
