@@ -583,3 +583,8 @@ def test_more_placeholders_said_in_words_are_left_alone(text):
 ])
 def test_a_value_joined_to_its_word_and_a_possessive_word(text, value):
     assert value not in scrub(text).text
+
+
+def test_an_image_name_and_tag_after_a_password_option_is_no_password():
+    text = "docker run -e DB_USER=app -e DB_PASS=app -p 5432:5432 acme/postgis:16-3.4"
+    assert scrub(text).text == text

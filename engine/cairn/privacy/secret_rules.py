@@ -473,6 +473,7 @@ _NOT_A_VALUE = re.compile(
     r"|(?:arn|urn):.*|(?:/|~[\w.-]*/|\.{1,2}/)[^\s]*|\.(?-i:[a-z])[\w.-]*"  # a path, a dotfile (not `.4_*xMi`)
     r"|[a-z][a-z0-9+.-]*://.*|[\w.+-]+@[\w-]+\.[\w.-]+"  # a URL, an e-mail address
     r"|(?-i:[a-z0-9_.-]+(?:/[a-z0-9_.-]*)+)"  # a relative path
+    r"|(?-i:[a-z][a-z0-9_.-]*(?:/[a-z][a-z0-9_.-]*)+:[\w.-]{1,20})"  # an image's name and tag
     r"|[\w-]+(?:\.[a-z]{1,5})+"  # a file name or a host name
     r"|0x[0-9a-f]{8,40}"  # a key id, an address or a hash in hex (a private key in hex is 64 digits)
     r")$")
