@@ -479,6 +479,7 @@ def test_a_stand_in_is_words_with_a_stand_in_word_and_no_generated_part():
                   "Harbor-Lantern-Myrtle-92", "Someday-Orchard-44",  # a stand-in's letters inside a longer word
                   "nR0qptGt9fUw2s0l1vuBosorZxLkufBC",  # random
                   "yourToken83920174",  # a generated part
+                  "s3cr3tpass",  # naming words spelled in leetspeak: a password someone made
                   "postgres://myuser:Kq8mL2zXv7@db.acme.io/app"):  # a URL's words are its host's
         assert not secret_values.stand_in(value), value
 

@@ -229,9 +229,17 @@ def stand_in(value: str) -> bool:
     digits = "".join(c for c in value if c.isdigit())
     if len(digits) > 4 and not all((int(b) - int(a)) % 10 in (0, 1, 9) for a, b in zip(digits, digits[1:])):
         return False
-    value = _LEET_DIGIT.sub(lambda m: m.group(0).translate(_LEET), value)
+    # A digit read as its letter only beside a stand-in's word (`YourStrong@Passw0rd`): a value that spells
+    # only naming words in leetspeak (`s3cr3tpass`) is a password someone made.
+    unleet = _LEET_DIGIT.sub(lambda m: m.group(0).translate(_LEET), value)
+    return any(_said_in_words(body, naming=text == value)
+               for text in {value, unleet} for body in _bodies(text))
+
+
+def _bodies(value: str) -> list[str]:
+    """`value`, and `value` after a vendor's prefix when it has one (`ghp_`, `pypi-`, `whsec_`)."""
     prefix = _VENDOR_PREFIX.match(value)
-    return _said_in_words(value) or (prefix is not None and _said_in_words(value[prefix.end():]))
+    return [value, value[prefix.end():]] if prefix else [value]
 
 
 _ADDRESS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
@@ -241,7 +249,8 @@ _VENDOR_PREFIX = re.compile(r"[A-Za-z]{2,8}[-_](?=[A-Za-z])")
 _LEET_DIGIT = re.compile(r"(?<=[A-Za-z])[01345](?=[A-Za-z])")
 
 
-def _said_in_words(value: str) -> bool:
+def _said_in_words(value: str, *, naming: bool = True) -> bool:
+    """Whether `value`'s words say what goes there (stand_in); naming=False: only by a stand-in's word."""
     letters = sum(c.isalpha() for c in value)
     words: list[str] = []
     covered = 0
@@ -252,12 +261,13 @@ def _said_in_words(value: str) -> bool:
             covered += len(run)
     if len(words) < 2 or covered * 4 < letters * 3 or letters < 6:
         return False
-    naming = any(w in _NAMING_WORDS for w in words)
     # A stand-in; or words that only name a secret (`supersecretkey`, `thisisnotasecret`); or a phrase of three
     # words or more, every letter in words, that speaks of the secret (`generate-a-long-random-string`).
-    return (any(w in _STAND_IN_WORDS for w in words)
-            or (naming and all(w in _NAMING_WORDS or w in _FUNCTION_WORDS for w in words))
-            or (naming and len(words) >= 3 and covered == letters))
+    if any(w in _STAND_IN_WORDS for w in words):
+        return True
+    names = naming and any(w in _NAMING_WORDS for w in words)
+    return names and (all(w in _NAMING_WORDS or w in _FUNCTION_WORDS for w in words)
+                      or (len(words) >= 3 and covered == letters))
 
 
 _FUNCTION_WORDS = frozenset("a an the this that is it not no do to in of for use".split())
