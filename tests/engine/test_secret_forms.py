@@ -408,3 +408,184 @@ def test_a_value_cut_at_its_comma_is_still_tried():
 ])
 def test_a_tuple_and_a_keyword_argument_are_no_call_password(text):
     assert scrub(text).text == text
+
+
+# -- holdout7's causes (branch secrets6): sentences written for each cause, none taken from a split ------------
+@pytest.mark.parametrize(("text", "value"), [
+    # a URL's password holding a raw "@" (parsers take the last "@" before the host)
+    ("MONGO_URI=mongodb://reporter:Tq9@vZ#2mLx@mongo-3.db.acme.io:27017/stats", "Tq9@vZ#2mLx"),
+    ("amqp://worker:p@ss!Kq72z@rabbit.acme.io:5672/", "p@ss!Kq72z"),
+    # the second literal of a call whose result is named a client or a connection
+    ("smsClient = vonage('ab12cd34', 'Rv8Lq2mXk7Tp4Nc9Wb3Yz6Hd', {region: 'eu'})", "Rv8Lq2mXk7Tp4Nc9Wb3Yz6Hd"),
+    ("$conn = open_link('svc_report', 'Hz7!kQ2mLx9v');", "Hz7!kQ2mLx9v"),
+    # a password of digits under a name that says password
+    ("docker run -e MEMCACHED_PASSWORD=50718263 bitnami/memcached", "50718263"),
+    ("mqtt:\n  brokerPassword: '92047361'", "92047361"),
+    # a generated key in quotes that starts with "%" (Django's alphabet holds % ^ $ @ ...)
+    ("DJANGO_SECRET_KEY='%w8k^z2!qv$7m@x0p3r_t9&l4n6b+c1d5f=g8h2j0k7'", "%w8k^z2!qv$7m@x0p3r_t9&l4n6b+c1d5f=g8h2j0k7"),
+    # an environment lookup's default given as a keyword, across lines
+    ('JWT_SECRET = env.str(\n    "JWT_SECRET",\n    default="Xq8mK2zLv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0A",\n)',
+     "Xq8mK2zLv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0A"),
+    ("API_TOKEN = config('API_TOKEN', default='Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd')", "Lm4qZ8wXk2Tv9Rn5Pb7Yc3Hd"),
+    # the value in the next clause, taken up again by a copula
+    ("das WLAN-Passwort im Büro, das ist Qw7-zLm2Kx9, frag nicht nochmal", "Qw7-zLm2Kx9"),
+    ("the jenkins password on the old box, it's r4Tq9_mZk2Lx, same user as before", "r4Tq9_mZk2Lx"),
+    # base64 that starts with "/" (a key, not a path: one segment, random)
+    ("mail.smtp.password=/Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0AaBb", "/Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0AaBb"),
+])
+def test_holdout7_forms_are_redacted(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    # placeholders made of words, one of them a stand-in (your, my, actual, here, example, test ...)
+    "OPENAI_API_KEY=sk-proj-yourRealKeyGoesHere",
+    "token: glpat-insertYourTokenHere",
+    "--client-secret myAppRegistrationSecret --tenant contoso",
+    "'SMTP_PASSWORD' => 'MyMailPassword!!',",
+    "STRIPE_SECRET_KEY=sk_test_yourSecretKeyHere12345",
+    "registry_password = example-registry-password",
+    # documented samples: the shape a reader will get, or "e.g." after the form with placeholders
+    "The generated key should look something like this: Zk8mQ2xLv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0",
+    "Format: redis://<user>:<password>@<host>:<port>, for example redis://cache:Fq7kL2mXz9@cache.local:6379",
+    # generators and command substitution as the value
+    "export SESSION_SECRET=`head -c 32 /dev/urandom | base64`",
+    "JWT_SECRET=$(openssl rand -hex 32)",
+    "Create a strong secret: `pwgen -s 48 1`",
+    # code that passes a variable, a tuple of type and default
+    "client = Anthropic(api_key=anthropic_key, max_retries=3)",
+    "app.config.update(SECRET_KEY=secret_key, DEBUG=debug)",
+    "    token=access_token)",
+    "env = environ.Env(API_TOKEN=(str, 'unset'))",
+    # an option's ordinary value after a password option on the same line
+    'vault write auth/userpass/users/ci password="$CI_PASS" policies="deployer"',
+    'openstack user create --password=$OS_PASSWORD --project="analytics" ci-bot',
+    # digits after a name about a password, a run, a port
+    "PASSWORD_RESET_TIMEOUT=259200",
+    "password: 123456",
+    "REDIS_PORT=6379 REDIS_PASSWORD=$REDIS_PASSWORD",
+    # the search-only key of a client, named public by its comment
+    "const search = algoliasearch('Q8ZK2M', '4f1e9c2a7b3d5e6f8a9c0b1d2e3f4a5b'); // search-only, public",
+])
+def test_holdout7_look_alikes_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+def test_a_stand_in_is_words_with_a_stand_in_word_and_no_generated_part():
+    for value in ("ghp_yourActualTokenHere123456789", "myServicePrincipalPassword", "YourSecretKey!!!",
+                  "sample_api_key_here", "pypi-YourActualTokenHere"):
+        assert secret_values.stand_in(value), value
+    for value in ("CorrectHorseBatteryStaple", "purple-monkey-dishwasher",  # words, none a stand-in or about a secret
+                  "Harbor-Lantern-Myrtle-92", "Someday-Orchard-44",  # a stand-in's letters inside a longer word
+                  "nR0qptGt9fUw2s0l1vuBosorZxLkufBC",  # random
+                  "yourToken83920174",  # a generated part
+                  "s3cr3tpass",  # naming words spelled in leetspeak: a password someone made
+                  "postgres://myuser:Kq8mL2zXv7@db.acme.io/app"):  # a URL's words are its host's
+        assert not secret_values.stand_in(value), value
+
+
+@pytest.mark.parametrize("text", [
+    # the commonest passwords, as documentation writes them; values that only name a secret
+    "kubectl create secret generic pg --from-literal=password=Passw0rd!",
+    "DB_PASS=admin123",
+    "JWT_SECRET=topsecretkey",
+    "SESSION_SECRET=change-me",
+    # dummies: runs of the alphabet or of digits, a phrase of two words
+    "API_KEY=abcd1234",
+    "TOKEN=xyz789",
+    "app.use(session({ secret: 'purple monkey', resave: false }))",
+    # a login that is its own password or a service's default
+    "curl -u guest:guest http://localhost:15672/api/overview",
+    # the shape of a vendor's token, described in a tutorial's words
+    "A personal access token looks like this: ghp_R4nd0mL00k1ngT0k3nV4lu3F0rD0cs12345",
+])
+def test_common_passwords_dummies_and_shapes_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("const client = require('vonage')('ab12cd34', 'Hq8mK2zLx7Tp4Nc9Rb3Yw6');", "Hq8mK2zLx7Tp4Nc9Rb3Yw6"),
+    ("my token looks like this: ghp_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0AaBb2", "ghp_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0AaBb2"),
+    ("the vpn password is Harbor-Testament-2931, don't share it", "Harbor-Testament-2931"),
+])
+def test_credentials_beside_those_look_alikes_are_still_redacted(text, value):
+    assert value not in scrub(text).text
+
+
+def test_common_passwords_and_runs_are_told_from_chosen_ones():
+    for value in ("P@ssw0rd", "S3cr3t", "admin123", "Password1!"):
+        assert secret_values.common_password(value), value
+    for value in ("Summer2024!", "Welcome2024!", "Tr0ub4dor&3", "hunter2x9Q"):
+        assert not secret_values.common_password(value), value
+    assert secret_values.in_runs("abc123") and secret_values.in_runs("abcd1234")
+    assert not secret_values.in_runs("abd124") and not secret_values.in_runs("Kq8mL2zXv7")
+
+
+def test_a_tutorial_describing_a_token_is_told_from_a_person_describing_theirs():
+    described = "the bot token looks like 4839201756:AAHq8mK2zLx7Tp4Nc9Rb3Yw6Jd1Vg5Ks0Ae"
+    assert scrub(described).text == described
+    own = "my bot token looks like 4839201756:AAHq8mK2zLx7Tp4Nc9Rb3Yw6Jd1Vg5Ks0Ae and polling fails"
+    assert "AAHq8mK2zLx7Tp4Nc9Rb3Yw6Jd1Vg5Ks0Ae" not in scrub(own).text
+
+
+def test_a_mercado_pago_access_token_is_redacted_and_its_zeroed_sample_kept():
+    token = "APP_USR-5820193746152038-120612-3b9d4c6ea0f15d7b8c3e1f7a2e9c2a4f-582019374"
+    assert token not in scrub(f'sdk = mercadopago.SDK("{token}")').text
+    sample = "MP_ACCESS_TOKEN=TEST-0000000000000000-000000-00000000000000000000000000000000-000000000"
+    assert scrub(sample).text == sample
+
+
+@pytest.mark.parametrize("text", [
+    'Stripe::setApiKey("sk_test_4eC39HqLyjWDarjtT1zdp7dc");',  # Stripe's API reference
+    "BOT_TOKEN=123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11",  # Telegram's Bot API docs
+    '{"access_token": "ghu_16C7e42F292c6912E7710c838347Ae178B4a", "expires_in": 28800}',  # GitHub's docs
+    'token = "xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy"',  # Slack's oauth.v2.access sample
+])
+def test_vendors_documentation_samples_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    '{"msg":"token rejected","token_id":"tok_5d7b3e9c2a4f8c3e","exp":1709288553}',  # a name about a token
+    "data:\n  password: cGFzc3dvcmQ=",  # base64 of "password"
+])
+def test_a_name_about_a_credential_and_an_encoded_placeholder_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("data:\n  password: JXFSN2tNMnpYdjlMcA==", "JXFSN2tNMnpYdjlMcA=="),  # base64 of a password that starts with "%"
+    ("DB_PASSWORD='%qR7kM2zXv9Lp'", "%qR7kM2zXv9Lp"),
+])
+def test_a_password_that_starts_with_a_percent_sign_is_no_reference(text, value):
+    assert value not in scrub(text).text
+    assert secret_values.placeholder("%(db_password)s") and secret_values.placeholder("%DB_PASSWORD%")
+
+
+@pytest.mark.parametrize("text", [
+    'docker run -e "MSSQL_SA_PASSWORD=MyStrong@Passw0rd" -p 1433:1433 mcr.microsoft.com/mssql/server',
+    "OPENAI_API_KEY=sk-abc123def456",
+    "JWT_SECRET=thisisnotasecret",
+    "STRIPE_WEBHOOK_SECRET=whsec_test_secret",
+    "REDIS_PASSWORD=redis_password",
+    "SESSION_SECRET=generate-a-long-random-string",
+    'NEXTAUTH_SECRET="random-secret-32-chars"',
+    "SECRET_KEY=insecure-dev-key-do-not-use-in-production",
+    'password = "correct horse battery staple"',  # xkcd 936
+])
+def test_more_placeholders_said_in_words_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("数据库账号root，密码Wq8mZ2xLv7", "Wq8mZ2xLv7"),  # a value right after the word, no space (Chinese)
+    ("API anahtarım Lq8mK2zXv7Tp4Rn9Wb3Yc6 ama 401 dönüyor", "Lq8mK2zXv7Tp4Rn9Wb3Yc6"),  # Turkish "my key"
+    ("şifrem Tq8m!L2zXv ama girmiyor", "Tq8m!L2zXv"),
+])
+def test_a_value_joined_to_its_word_and_a_possessive_word(text, value):
+    assert value not in scrub(text).text
+
+
+def test_an_image_name_and_tag_after_a_password_option_is_no_password():
+    text = "docker run -e DB_USER=app -e DB_PASS=app -p 5432:5432 acme/postgis:16-3.4"
+    assert scrub(text).text == text

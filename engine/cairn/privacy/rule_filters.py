@@ -181,6 +181,11 @@ def token_count(text: str) -> int:
     return sum(_bpe_count(m.group(0).encode("utf-8"), ranks) for m in _PRETOKEN.finditer(text))
 
 
+def is_word(text: str) -> bool:
+    """Whether `text` (lower case) is a word of Betterleaks' list (NLTK's English words)."""
+    return text in _word_list()
+
+
 def dictionary_words(text: str, min_len: int) -> list[str]:
     """The words of Betterleaks' list (NLTK's English words) of at least `min_len` letters in `text`,
     case-insensitively, as substrings."""

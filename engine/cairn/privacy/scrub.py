@@ -25,14 +25,19 @@ index keys and its vector all come from the scrubbed text):
    Measured on a labelled set of credential sentences and innocent look-alikes
    (bench/secrets_compare.py; figures in docs/benchmarks.md).
 4. Whatever found it, a value is kept when it is a placeholder (`your-token-here`, `mypassword`, a
-   short lower-case word such as `test`, a Basic credential that decodes to one), cut short
-   ("sk-..."), a key its vendor documents as public, a public key's DER or a published example
-   (secret_values.public_key), named public by its sentence (secret_rules.public_context) or by its
+   short lower-case word such as `test`, a Basic credential that decodes to one, words that say what
+   goes there: `ghp_yourActualTokenHere`, `myServicePrincipalPassword`, one of the commonest passwords:
+   `P@ssw0rd`; secret_values.stand_in, common_password), cut short ("sk-..."), a key its vendor
+   documents as public, a public key's DER or a published example (secret_values.public_key), shown as
+   a sample by its sentence ("will look something like this:", "e.g." after the form with
+   placeholders: secret_rules.sample_context), named public by its sentence (secret_rules.public_context) or by its
    prefix (`client-...`), a Google API key in a Firebase app's config, a password's hash
    (secret_values.hashed), ciphertext (SOPS, Ansible Vault, a SealedSecret, Jasypt's ENC(...), Druid's
    encrypted password), or a URL's default or placeholder login (postgres:postgres), or said public,
    an example or a cache key by its line's trailing comment; a generic rule's value faces the prose
-   look-alike tests.
+   look-alike tests. An assignment's value that is code (a generator such as `openssl rand -hex 32` or
+   `$(...)`, a variable passed to a call, a tuple) or a dummy (`abc123`, a two-word phrase) is no secret,
+   nor a word given to another option than a credential's (`--role="Contributor"`).
 
 Only counts leave this module (by detector type), never a value.
 """
@@ -46,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import secret_blocks, secret_positional, secret_rules, secret_values
+from .rule_filters import fails_token_efficiency
 
 PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
 _PRIVATE = re.compile(r"<private\b[^>]*>.*?(?:</private\s*>|\Z)", re.IGNORECASE | re.DOTALL)
@@ -162,7 +168,8 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
             spans = [span for span in spans if not _about_name_before(line, span[0])
                      and not _setting_value(line[slice(*span)])]
         if secret.type in ("Secret Keyword", "Secret Assignment"):  # `TOKEN=...  # project token, public`
-            spans = [span for span in spans if not secret_rules.commented_public(line, span[1])]
+            spans = [span for span in spans if not secret_rules.commented_public(line, span[1])
+                     and not _dummy(line[slice(*span)])]
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
@@ -187,10 +194,12 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             continue
         # A generic rule's value (a credential word, then a value) faces prose's look-alike tests, and
         # what its line's trailing comment says of it ("// cache key", "# reCAPTCHA site key, public").
-        if kind in _GENERIC_RULES and secret_rules.commented_public(line, span[1]):
+        if kind in (*_GENERIC_RULES, secret_positional.KIND) and secret_rules.commented_public(line, span[1]):
             continue
         # A pagination cursor (`next_page_token=...`, `--continuation-token ...`), named so by what it is assigned to.
         if kind in (*_GENERIC_RULES, "Command Line Secret") and _paging_name(line, span[0]):
+            continue
+        if _other_option(line, span[0], value):
             continue
         if kind == "Generic Api Key" and (
                 secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]], _generic_word(line, span[0]))
@@ -200,6 +209,20 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             found.append((kind, [span]))
             taken.append(span)
     return found
+
+
+# A long option right before a value (`--role="`, `--name `): the value is that option's. (A one-letter
+# option is opaque: `-p` is a password's.)
+_OPTION_BEFORE = re.compile(r"""(?<!\S)--([A-Za-z][\w-]+)(?:=|\s+)['"]?$""")
+
+
+def _other_option(line: str, start: int, value: str) -> bool:
+    """Whether a rule's value is a word given to another option than a credential's, later on the line of one
+    (`--password=$SP_PASSWORD --role="Contributor"`): the long option before it names no credential
+    (secret_positional.CREDENTIAL_FRAGMENT) and the value reads as text (Betterleaks' token-efficiency test)."""
+    option = _OPTION_BEFORE.search(line, max(0, start - 60), start)
+    return (option is not None and not secret_positional.CREDENTIAL_FRAGMENT.search(option.group(1))
+            and fails_token_efficiency(value.strip("'\"`")))
 
 
 _NAME_BEFORE = re.compile(r"([A-Za-z][\w.-]*)\W{0,5}$")
@@ -261,10 +284,31 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
             or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value))
 
 
+# Two words of text in lower case (express-session's documented `secret: 'keyboard cat'`): a phrase, where a
+# generated passphrase draws three words or more.
+_TWO_WORDS = re.compile(r"([a-z]{3,12}) ([a-z]{3,12})")
+
+
+def _dummy(value: str) -> bool:
+    """Whether a keyword's or an assignment's value (no vendor's format) is a dummy: an alphabet's or a
+    keyboard's run (`abcdefg`, `1234567`: secret_values.SEQUENCE), letters and digits in runs alone
+    (`abc123`, `abcd1234`), or a phrase of two words of text (_TWO_WORDS)."""
+    value = value.strip("'\"`")
+    if secret_values.SEQUENCE.search(value) or secret_values.in_runs(value):
+        return True
+    pair = _TWO_WORDS.fullmatch(value)
+    return pair is not None and all(fails_token_efficiency(w) for w in pair.groups())
+
+
 def _placeholder_login(value: str) -> bool:
-    """Whether `value` is a URL (a connection string) whose password is a placeholder (`myusername:mypassword@`)."""
-    login = _USER_INFO.search(value) if "://" in value else None
-    return login is not None and secret_values.placeholder(login.group(2))
+    """Whether `value` is a URL (a connection string) or a bare `user:password` (curl -u admin:admin) whose
+    password is a placeholder (`myusername:mypassword@`), its user name, or a service's default."""
+    login = _USER_INFO.search(value) if "://" in value else _LOGIN_PAIR.fullmatch(value)
+    return login is not None and (secret_values.placeholder(login.group(2)) or login.group(1) == login.group(2)
+                                  or login.group(2).lower() in _DEFAULT_PASSWORDS)
+
+
+_LOGIN_PAIR = re.compile(r"([^\s:/@]+):([^\s:/@]+)")
 
 
 # A key its prefix names a client's or a public one (Statsig's `client-...`, documented as safe in an app;

@@ -13,6 +13,7 @@ from collections.abc import Generator
 from detect_secrets.plugins.base import RegexBasedDetector
 
 from cairn.privacy import secret_values
+from cairn.privacy.rule_filters import fails_token_efficiency
 
 # A value that is a secret rather than a setting: not only digits, not a boolean or a null.
 _NOT_A_SETTING = r"(?!(?:\d+|true|false|yes|no|on|off|none|null|nil)(?![^\s'\";,]))"
@@ -31,8 +32,10 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
     denylist = [re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z][A-Za-z0-9_]*)(?: ?= ?| = )"
                            r"(?:(?P<value>[^\s'\"$;<{-][^\s'\";]{3,})"
                            # Quoted, in a shell (PGPASSWORD='=*mW...' psql): any first character but a
-                           # reference's ($, {, <, %).
-                           r"|(?P<quote>['\"])(?P<quoted>[^\s'\"$<{%][^\s'\"]{3,})(?P=quote))")]
+                           # reference's ($, {, <); a "%" only when no reference follows (%(name)s, %NAME%,
+                           # Symfony's %env(X)%): Django's generated keys draw on "%" too.
+                           r"|(?P<quote>['\"])(?P<quoted>(?!%(?:\(\w+\)[sd]|\w+%|env\([^)]*\)%)['\"])"
+                           r"[^\s'\"$<{][^\s'\"]{3,})(?P=quote))")]
 
     def analyze_string(self, string: str) -> Generator[str, None, None]:
         for match in self.denylist[0].finditer(string):
@@ -63,7 +66,7 @@ _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length le
 # URL; a call or an expression (`getpass.getpass(`, `timedelta(days=14)`, `sha256(token).hexdigest()`);
 # a Windows `%VAR%` or Python `%(VAR)s` reference.
 _SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|yes|no|on|off|none|null|nil"
-                            r"|(?:/|~[\w.-]*/|\.{1,2}/)\S*|\.(?-i:[a-z])[\w.-]*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.:]*[(\[].*|%\(?\w+\)?[%s]?)$")
+                            r"|(?:/|~[\w.-]*/|\.{1,2}/)\S*|\.(?-i:[a-z])[\w.-]*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.:]*[(\[].*|%\(\w+\)[sd]|%\w+%)$")
 
 
 # Words of a token's name that make it a pagination cursor, not a credential (next_page_token, NextToken).
@@ -90,10 +93,21 @@ def about_name(name: str) -> bool:
     return bool(words) and words[-1].lower() in _ABOUT_WORDS
 
 
+# Code that makes the value rather than the value: a shell's command substitution (`uuidgen`, $(openssl rand
+# -hex 32)), a tuple or an expression in parentheses (django-environ's `SECRET_KEY=(str, "...")`), a command
+# line with an option (`openssl rand -base64 32`, `head -c 32 /dev/urandom`): a generator, not its output.
+_GENERATOR = re.compile(r"^(?:`|\$\(|\()|^[a-z][\w.-]*(?:\s+[\w.:/-]+)*?\s+(?:--?[A-Za-z][\w-]*|/dev/\w+)(?:\s|$)")
+# A variable passed to a call (`OpenAI(api_key=api_key, base_url=...)`): a name of code, then the argument
+# list's "," or ")".
+_ARGUMENT_NAME = re.compile(r"^[A-Za-z_][\w.]*(?:\[[\w'\"]+\])?[,)]+;?$")
+
+
 def not_secret_value(value: str) -> bool:
-    """Whether a value given to a secret's name is a setting, code, a reference, or a value cut short on
-    purpose (`sk-lf-...`, `xapp-…`) rather than a secret."""
-    return bool(_SETTING_VALUE.match(value.rstrip(".,"))) or value.endswith(("...", "…"))
+    """Whether a value given to a secret's name is a setting, code (a generator, a variable passed to a
+    call), a reference, or a value cut short on purpose (`sk-lf-...`, `xapp-…`) rather than a secret."""
+    return (bool(_SETTING_VALUE.match(value.rstrip(".,")) and not secret_values.base64_like(value)
+                 or _GENERATOR.match(value)) or value.endswith(("...", "…"))
+            or (_ARGUMENT_NAME.match(value) is not None and fails_token_efficiency(value.rstrip(",);"))))
 
 
 class PasswordProseDetector(RegexBasedDetector):

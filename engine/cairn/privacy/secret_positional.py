@@ -51,6 +51,8 @@ _LITERAL = re.compile(r"""(?<![\w\\])(?:[bru]?)(['"])((?:(?!\1)[^\n\\]){1,200})\
 _CONNECT_CALL = re.compile(r"(?i)(?:connect|connection|login|logon|signin|sign_in|auth|credential|client|session"
                            r"|open|bind|database|password|passwd|mysqli|pdo|sequelize|engine|pool|ftp|smtp|imap|pop3"
                            r"|ldap|__construct)\w*$")
+# The name a call's result is assigned to: `client = `, `const conn = new `, `$db := `.
+_ASSIGNED_TO = re.compile(r"([A-Za-z_$][\w$]*)\s*(?::=|=)\s*(?:new\s+|await\s+)?$")
 # A literal that names where to connect: a URL, a JDBC/ODBC/DSN string, an IP, localhost, a host:port, a host.
 _HOST_LITERAL = re.compile(r"(?i)^(?:[a-z][\w+.-]*:(?://|[a-z]+:)|localhost\b|\d{1,3}(?:\.\d{1,3}){3}\b"
                            r"|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?::\d+)?$|[\w.-]+:\d{2,5}$|(?:host|server|data source)=)")
@@ -71,9 +73,11 @@ _SIGNING_CALL = re.compile(r"(?i)(?:\b(?:jwt|jws|jose|jsonwebtoken|JWT)\s*\.\s*(
                            r"|\bHS\d{3}\s*\.\s*(?:sign|verify))\s*$")
 
 
-def _call_of(line: str, position: int) -> tuple[str, int, int] | None:
-    """(callee name, start, end) of the innermost call whose parentheses hold `position` on `line`, looked
-    for at most _CALL_REACH characters either side (a call's arguments; a minified line is not read whole)."""
+def _call_of(line: str, position: int) -> tuple[str, int, int, int] | None:
+    """(callee name, start, end, where the callee starts) of the innermost call whose parentheses hold
+    `position` on `line`, looked for at most _CALL_REACH characters either side (a call's arguments; a
+    minified line is not read whole). A call of a call's result (`require('twilio')(...)`) is named by the
+    first call."""
     depth = 0
     for at in range(position - 1, max(-1, position - _CALL_REACH - 1), -1):
         c = line[at]
@@ -86,14 +90,18 @@ def _call_of(line: str, position: int) -> tuple[str, int, int] | None:
             if c != "(":
                 continue  # an object or a list literal inside the call: keep going out
             # The callee, right before "(" (a tuple after `in (` or `= (` is no call).
-            name = re.search(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|->|::)\s*[A-Za-z_$][\w$]*)*)$", line[max(0, at - 120):at])
+            callee_end = at
+            if line[:at].endswith(")") and "(" in line[max(0, at - 60):at - 1]:
+                callee_end = line.rfind("(", max(0, at - 60), at - 1)  # require('twilio')(...): require
+            name = re.search(r"([A-Za-z_$][\w$]*(?:\s*(?:\.|->|::)\s*[A-Za-z_$][\w$]*)*)$",
+                             line[max(0, callee_end - 120):callee_end])
             end, depth2, stop = at + 1, 0, min(len(line), position + _CALL_REACH)
             while end < stop and (depth2 or line[end] != ")"):
                 depth2 += {"(": 1, ")": -1}.get(line[end], 0)
                 end += 1
             if name is None or name.group(1) in _NOT_CALLEES:
                 return None
-            return name.group(1), at + 1, end
+            return name.group(1), at + 1, end, callee_end - len(name.group(1))
     return None
 
 
@@ -111,7 +119,7 @@ def _call_findings(line: str) -> Iterator[tuple[int, int]]:
         call = _call_of(line, literal.start())
         if call is None:
             continue
-        name, start, end = call
+        name, start, end, callee_start = call
         if _SIGNING_CALL.search(name):
             yield literal.span(2)
             continue
@@ -120,7 +128,11 @@ def _call_findings(line: str) -> Iterator[tuple[int, int]]:
                 or not re.fullmatch(r"\s*,\s*", line[previous.end():literal.start()])):
             continue  # not right after a user name's literal in the same call
         others = [m.group(2) for m in literals if start <= m.start() < end and m is not literal]
-        if _CONNECT_CALL.search(re.split(r"\.|->|::", name)[-1]) or any(_HOST_LITERAL.match(o) for o in others):
+        # The call's own name, or the name its result is given (`twilioClient = twilio(sid, secret)`).
+        assigned = _ASSIGNED_TO.search(line, 0, callee_start)
+        callee = re.split(r"\.|->|::", name)[-1]
+        if (_CONNECT_CALL.search(callee) or (assigned is not None and _CONNECT_CALL.search(assigned.group(1)))
+                or any(_HOST_LITERAL.match(o) for o in others)):
             yield literal.span(2)
 
 
@@ -154,9 +166,10 @@ _USERLIST_HASH = re.compile(r"md5[0-9a-f]{32}|SCRAM-SHA-256\$\S+")
 _MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]{8,64})(?!\S)")
 
 # The default of an environment lookup named for a secret: env('SECURITY_SALT', '...'), os.getenv("API_TOKEN",
-# "..."), ENV.fetch("SECRET_KEY_BASE", "..."), ${DB_PASSWORD:-...}, Spring's ${jwt.secret:...}.
-_ENV_DEFAULT = re.compile(r"""(?:\benv|getenv|environ\.get|ENV\.fetch|getProperty|Env\.get)\s*\(\s*"""
-                          r"""['"]([\w.-]+)['"]\s*,\s*['"]([^'"\n$]{8,200})['"]"""
+# "..."), ENV.fetch("SECRET_KEY_BASE", "..."), ${DB_PASSWORD:-...}, Spring's ${jwt.secret:...}; as a keyword
+# and across lines too (django-environ's env("SECRET_KEY",\n default="..."), python-decouple's config(...)).
+_ENV_DEFAULT = re.compile(r"""(?:\benv(?:\.\w+)?|getenv|environ\.get|ENV\.fetch|getProperty|Env\.get|\bconfig)"""
+                          r"""\s*\(\s*['"]([\w.-]+)['"]\s*,\s*(?:default\s*=\s*)?['"]([^'"\n$]{8,200})['"]"""
                           r"""|\$\{([\w.-]+):-?([^}\s'"$]{8,200})\}""")
 
 
@@ -175,11 +188,6 @@ def _command_findings(line: str) -> Iterator[tuple[int, int]]:
             if (not value.startswith(("$", "%", "<", "{")) and not _USERLIST_HASH.fullmatch(value)
                     and credential_like(value, uuid=(cues, pattern) in _POSITIONAL_FORMS)):
                 yield match.span(group)
-    if any(cue in line for cue in ("env", "Env", "ENV", "getProperty", "${")):
-        for match in _ENV_DEFAULT.finditer(line):
-            name, value = match.group(1) or match.group(3), match.group(2) or match.group(4)
-            if (secret_setting(name) or name.lower().endswith("salt")) and credential_like(value):
-                yield match.span(2 if match.group(2) else 4)
 
 
 # -- webhook URLs --------------------------------------------------------------------------------------------
@@ -267,7 +275,7 @@ def _passphrases(line: str) -> Iterator[tuple[int, int]]:
 _OPTION_VALUE = re.compile(r"""(?<!\S)--?([A-Za-z][\w-]*)(?:=|\s+)['"]?(?:([A-Za-z_][\w.]*)=)?"""
                            r"""([A-Za-z0-9+/_.~=-]{16,200})['"]?(?!\S)""")
 _OPAQUE_LETTERS = frozenset("pPkKwWaAsSxXyYzZjJ")
-_CREDENTIAL_FRAGMENT = re.compile(r"(?i)key|tok|pass|pw|secret|auth|cred|sig|cookie|session|dsn|licen|bearer|otp|cert")
+CREDENTIAL_FRAGMENT = re.compile(r"(?i)key|tok|pass|pw|secret|auth|cred|sig|cookie|session|dsn|licen|bearer|otp|cert")
 _NOT_A_SECRET_OPTION = re.compile(
     r"(?i)\b(?:id|ids|identifier|uid|uuid|hash|digest|sha\d*|commit|ref|revision|fingerprint|nonce|signature|etag"
     r"|integrity|checksum|md5|request|trace|cursor|page|pagination|continuation|next|marker|sync|resume|state"
@@ -282,11 +290,29 @@ def _option_tokens(line: str) -> Iterator[tuple[int, int]]:
             continue
         named = name or option
         opaque = len(option) == 1 and option in _OPAQUE_LETTERS and not name
-        if not opaque and not _CREDENTIAL_FRAGMENT.search(named):
+        if not opaque and not CREDENTIAL_FRAGMENT.search(named):
             continue
         if any(_NOT_A_SECRET_OPTION.search(n.replace("_", "-")) for n in (named, option)):
             continue
         yield start, start + len(value.rstrip("."))
+
+
+# -- a password of digits ------------------------------------------------------------------------------------
+# A value of digits only under a name whose last word is a password's (`--set redisPassword=73870879`,
+# `DB_PASS: "48291736"`): the assignment rules take digits for a setting (a port, a timeout), but a name
+# that says password holds a password, a PIN-like one; not a name about one (`PASSWORD_MIN_LENGTH=12`).
+_DIGITS_PASSWORD = re.compile(r"""(?i)(?<![\w.-])([a-z][\w.-]*?"""
+                              r"""(?:pass(?:word|wd|phrase)?|pwd|requirepass|masterauth))['"]?\s*(?:=|:)\s*['"]?(\d{6,32})(?![\w.:/-])""")
+_PASSWORD_SETTING = re.compile(r"(?i)(?:pass(?:word|wd|phrase)?|pwd|requirepass|masterauth)$")
+
+
+def _digit_passwords(line: str) -> Iterator[tuple[int, int]]:
+    for match in _DIGITS_PASSWORD.finditer(line):
+        name, digits = match.group(1), match.group(2)
+        # Six digits or more, not a run or a repeat (123456, 000000, 654321: a placeholder or a default).
+        run = all((int(b) - int(a)) % 10 in (0, 1, 9) for a, b in zip(digits, digits[1:]))
+        if secret_setting(name) and _PASSWORD_SETTING.search(name) and not run and len(set(digits)) >= 4:
+            yield match.span(2)
 
 
 def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
@@ -302,6 +328,9 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         spans.update(_passphrases(line))
     if " -" in line:
         spans.update(_option_tokens(line))
+    if ("ass" in line or "ASS" in line or "wd" in line or "WD" in line or "auth" in line) and (
+            _DIGITS_PASSWORD.search(line)):
+        spans.update(_digit_passwords(line))
     return [(KIND, span) for span in sorted(spans)]
 
 
@@ -338,9 +367,19 @@ def _printed_credentials(text: str) -> Iterator[tuple[int, int]]:
             yield match.span(2)
 
 
+def _env_defaults(text: str) -> Iterator[tuple[int, int]]:
+    for match in _ENV_DEFAULT.finditer(text):
+        name, value = match.group(1) or match.group(3), match.group(2) or match.group(4)
+        if (secret_setting(name) or name.lower().endswith("salt")) and credential_like(value):
+            yield match.span(2 if match.group(2) else 4)
+
+
 def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
-    """(kind, span in `text`) of each credential a whole text gives by its place across lines."""
+    """(kind, span in `text`) of each credential a whole text gives by its place across lines, or on one
+    (an environment lookup's default)."""
     out = []
+    if any(cue in text for cue in ("env", "Env", "ENV", "getProperty", "${", "config")):
+        out += [(KIND, span) for span in _env_defaults(text)]
     if "send" in text:
         for match in _EXPECT_SEND.finditer(text):
             prompt = match.group(1)

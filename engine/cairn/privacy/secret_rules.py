@@ -355,7 +355,7 @@ CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|�
 _COMPOUND_WORDS = (r"passwort|kennwort|schlüssel|token|lösenord|nyckel|passord|nøkkel|nøgle|adgangskode|wachtwoord"
                    r"|sleutel|salasana|avain|şifre|sifre|parola|anahtar|heslo|jelszó|jelszo")
 _COMPOUND = (r"[a-zäöüåæøß]*(?:" + _COMPOUND_WORDS + r")(?:et|en|er|erne|ene|a|n|s|si|sı|nız|niz|in|ın|u|ü|ot"
-             r"|na|nak|a)?")
+             r"|na|nak|a|m|ım|im|um|üm|ımız|imiz)?")  # ... and Turkish "my" (anahtarım, şifrem: -m, -ım)
 # A word on its own, or the last part of a name: DB_PASSWORD, apiKey, client-secret; "PAT" (a
 # personal access token) in capitals only.
 # The word for a password in 73 languages (secret_words: Django's translations), with a short suffix.
@@ -372,7 +372,8 @@ PASSWORD_WORD = re.compile(
     r"|密码|密碼|口令|비밀번호|암호|รหัสผ่าน|" + alternation(PASSWORD_WORDS))
 # A candidate value in the clause after the word: preceded by a space or an introducer (":", "=", a
 # CJK particle), up to the end of the clause (", " "; " ". " or 100 characters).
-_CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为為>「『“(])|(?<=\s=))['"`]?"""
+# A value right after a word in a script written without spaces ("密码Zx8q...", "パスワードKq8m...") counts too.
+_CANDIDATE = re.compile(r"""(?:(?<=[\s:=：は是为為>「『“(\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])|(?<=\s=))['"`]?"""
                         r"""([^\s'"`,;()<>\[\]{}|\x80-\U0010ffff]{8,300})""")  # ASCII: "1Passwordの保管庫" is a name
 # ... and the same with a "," or ";" inside the token (not before a space, which ends a clause): a generated
 # password's symbols (`Sk02+;uEW^z0xgGN`), tried beside the candidate cut at them (`key=...,endpoint=...`).
@@ -380,8 +381,10 @@ _PUNCTUATED = re.compile(_CANDIDATE.pattern.replace(r"""{}|\x80-\U0010ffff]{8,30
                                                     r"""{}|\x80-\U0010ffff]|[,;](?=[^\s,;])){8,300})""")
                          .replace(r"""['"`]?([^""", r"""['"`]?((?:[^""", 1))
 # A clause ends at a comma, a stop or a line's end; not at the comma of a quoted pair in code
-# (`define('DB_PASSWORD', '...')`).
-_CLAUSE_END = re.compile(r"(?<!['\"])[,;.?!]\s|[，。；]|\n|$")
+# (`define('DB_PASSWORD', '...')`), nor at a comma before a copula that takes the subject up again ("the VPN
+# password, it's ...", "le mot de passe du VPN, c'est ...", "das Passwort, das ist ...").
+_CLAUSE_END = re.compile(r"(?<!['\"])(?:,\s(?!(?:c['’]est|it['’]s|it is|that['’]s|that is|das ist|es ist|es|è|é|это"
+                         r"|to je|ini|adalah)\s)|[;.?!]\s)|[，。；]|\n|$")
 # Where the clause of a credential word starts: what was said before it is about something else
 # ("commit 4f1e9c2: drop the AWS secret ...").
 _BOUNDARY = re.compile(r"[,;.?!:]\s|[，。；：]|\n")
@@ -470,9 +473,13 @@ _NOT_A_VALUE = re.compile(
     r"|(?:arn|urn):.*|(?:/|~[\w.-]*/|\.{1,2}/)[^\s]*|\.(?-i:[a-z])[\w.-]*"  # a path, a dotfile (not `.4_*xMi`)
     r"|[a-z][a-z0-9+.-]*://.*|[\w.+-]+@[\w-]+\.[\w.-]+"  # a URL, an e-mail address
     r"|(?-i:[a-z0-9_.-]+(?:/[a-z0-9_.-]*)+)"  # a relative path
+    r"|(?-i:[a-z][a-z0-9_.-]*(?:/[a-z][a-z0-9_.-]*)+:[\w.-]{1,20})"  # an image's name and tag
     r"|[\w-]+(?:\.[a-z]{1,5})+"  # a file name or a host name
     r"|0x[0-9a-f]{8,40}"  # a key id, an address or a hash in hex (a private key in hex is 64 digits)
     r")$")
+
+
+_OPTION_ASSIGNMENT = re.compile(r"--?[A-Za-z][\w-]*=")
 
 
 def credential_value(value: str, before: str, word: str = "", *, introduced: bool = True) -> bool:
@@ -523,6 +530,8 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
         return True
     if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
         return True
+    if _OPTION_ASSIGNMENT.match(value):  # `--from-literal=password=...`: the command-line rules judge its value
+        return True
     # A hash, an id or a public key; another name's assignment (max_tokens=1024 temperature=0.2).
     return bool(NOT_A_SECRET_CONTEXT.search(before) or _ASSIGNMENT.match(value))
 
@@ -539,10 +548,40 @@ def _clause_start(line: str, position: int) -> int:
 _SENTENCE_END = re.compile(r"[.;!?]\s|[。；]|\n")
 
 
+# A value shown as a sample, in a tutorial's own words: right after "will look (something) like (this):" (the
+# shape of what the reader will get), or after "e.g." / "for example" in a sentence that first gave the
+# form with placeholders (`mongodb://[username:password@]host...`, `<token>`). "e.g." alone is no sign:
+# people write it before their own values ("a URL with basic auth, e.g. https://AC...:...@...").
+_SHAPE_BEFORE = re.compile(r"(?i)\b(?:(?:will|would|should|might|may|could|can)\s+look\s+(?:something\s+|roughly\s+)?"
+                           r"like|looks?\s+(?:something|roughly)\s+like"
+                           # "The access token looks like this:", "bot token looks like ..." (sample_context: not
+                           # "my token looks like")
+                           r"|(?P<present>\blooks?\s+like))(?:\s+(?:this|that|so))?\s*[:,]?\s*[`'\"]?\S*$")
+# Words that make "... looks like" a person's own value: "my token looks like", "ours looks like", "I get".
+_FIRST_PERSON = re.compile(r"(?i)\b(?:my|mine|our|ours|i|i'm|i've|we|me)\b")
+_SAMPLE_BEFORE = re.compile(r"(?i)(?:\be\.g\.|\bfor (?:example|instance)\b|\bsuch as\b)[\s:,]*[`'\"]?\S*$")
+_TEMPLATE = re.compile(r"\[[^\]\n]*(?i:user|name|pass|host|key|token)[^\]\n]*\]|<[A-Za-z][\w -]*>|\{[A-Za-z][\w-]*\}"
+                       r"|(?i:\b(?:user(?:name)?|login):(?:password|pass|pwd)\b)")
+
+
+def sample_context(line: str, position: int) -> bool:
+    """Whether the value at `position` of `line` is shown as a sample (_SHAPE_BEFORE, or _SAMPLE_BEFORE after
+    a template in the same text, 200 characters back at most)."""
+    before = line[max(0, position - 200):position]
+    shape = _SHAPE_BEFORE.search(before)
+    if shape is not None and not (shape.group("present") and _FIRST_PERSON.search(before, max(0, shape.start() - 40),
+                                                                                  shape.start())):
+        return True
+    sample = _SAMPLE_BEFORE.search(before)
+    return sample is not None and _TEMPLATE.search(before, 0, sample.start()) is not None
+
+
 def public_context(line: str, position: int) -> bool:
     """Whether the sentence of `line` up to `position` (120 characters at most) names a key its
     vendor documents as public (_PUBLIC_CONTEXT) and no word after that name says the key is the
-    private one."""
+    private one; or shows the value as a sample (sample_context)."""
+    if sample_context(line, position):
+        return True
     start = max(0, position - 120)
     for end in _SENTENCE_END.finditer(line, start, position):
         start = end.end()
@@ -580,7 +619,10 @@ def _other_name(between: str) -> bool:
     name = match.group(1) or match.group(2)
     if re.search(r":\s*[&*]?\s*$", between[:match.start(2 if match.group(2) else 1)]):
         return False  # a type annotation: `API_TOKEN: &str = "..."`, `secret: string = "..."`
-    return name.lower() not in _INTRODUCERS and not WORD.search(name)
+    from .secret_detectors import about_name  # detect-secrets' plugin module: imported when first needed
+
+    # A name about a credential (`token_id`, `secret_name`) is another name too.
+    return name.lower() not in _INTRODUCERS and (not WORD.search(name) or about_name(name))
 
 
 def _in_locator(line: str, start: int, end: int) -> bool:

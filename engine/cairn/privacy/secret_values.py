@@ -20,10 +20,11 @@ from .rule_filters import entropy, fails_token_efficiency
 
 
 PLACEHOLDER = re.compile(
-    r"(?i:x{6,}|(?<![a-z0-9])x{3,5}(?![a-z0-9])|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted)"
+    r"(?i:x{6,}|(?<![a-z0-9])x{3,5}(?![a-z0-9])|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted"
+    r"|(?:change|replace|fill)[-_ ](?:me|this|it)\b)"
     r"|example|sample|dummy|EXAMPLE|"
     r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
-    r"|^%\(?\w+\)?[%s]?$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME%
+    r"|^%\(\w+\)[sd]$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME% (not "%pBVY7...", a password)
 
 
 def short_random(value: str) -> bool:
@@ -82,8 +83,16 @@ def _decodes_to_data(value: str) -> bool:
 
 
 def base64_like(value: str) -> bool:
-    """A value that a path pattern matches but that is base64 (`/Djtbn7UEYM...+t+LCHGi3w4=`)."""
-    return len(value) >= 20 and ("+" in value or value.endswith("=")) and entropy(value) >= 4.0
+    """A value that a path pattern matches but that is base64 (`/Djtbn7UEYM...+t+LCHGi3w4=`): with a "+" or a
+    closing "=", or one "/" before a single segment of 20 characters or more in both cases and digits, not in
+    words (`/ReywoTQRXURPWAmTCsWHEUJPl4oNfGGN1rU9fdh`: base64 draws on "/", a path's segments are names)."""
+    if len(value) < 20 or entropy(value) < 4.0:
+        return False
+    if "+" in value or value.endswith("="):
+        return True
+    segment = value[1:] if value.startswith("/") else ""
+    return (len(segment) >= 20 and re.fullmatch(r"[A-Za-z0-9]+", segment) is not None
+            and _THREE_CLASSES.match(segment) is not None and not fails_token_efficiency(segment))
 
 
 _STRONG_SYMBOLS = frozenset("!@#$%^&*+=~?")
@@ -171,12 +180,124 @@ def placeholder(value: str) -> bool:
     `user:password` is one of those."""
     return bool(PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
                 or re.fullmatch(r"\[[A-Za-z _-]+\]", value)  # [masked], [hidden]
-                or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value))
+                or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value)
+                or stand_in(value) or common_password(value))
+
+
+# Words a person writes in a value to say what goes there instead of it (`yourActualTokenHere`,
+# `myServicePrincipalPassword`, `YourSecretKey!!!`): a stand-in, an example, a test.
+_STAND_IN_WORDS = frozenset("""your yours my our actual real here example sample dummy fake test changeme change
+    placeholder replace insert enter put some foo bar baz todo fixme""".split())
+_STAND_IN_CUE = re.compile(r"(?i)your|my|our|actual|real|here|exampl|sampl|dumm|fake|test|chang|placeholder|replac"
+                           r"|insert|enter|put|some|foo|bar|baz|todo|fixme|secret|pass|key|token|random|string|generat|secur|value")
+# Short words of such a value that the word list (5 letters or more, mostly) leaves out.
+_SHORT_WORDS = _STAND_IN_WORDS | frozenset("""a an the to of for and or in on is it me us key keys api app apps db id
+    pw pwd pass auth new old own one two get set use via no not jwt top this that do dev""".split())
+_LETTER_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def _words_of(run: str) -> list[str] | None:
+    """`run` (letters in one case) as words of Betterleaks' list (4 letters or more) or _SHORT_WORDS, the
+    fewest of them; None when it is not words (`qpt`, `jvqpwmzlkx`)."""
+    from .rule_filters import is_word
+
+    run = run.lower()
+    best: list[list[str] | None] = [[]] + [None] * len(run)
+    for end in range(1, len(run) + 1):
+        for start in range(max(0, end - 24), end):
+            head, piece = best[start], run[start:end]
+            if head is not None and (piece in _SHORT_WORDS or (len(piece) >= 4 and is_word(piece))):
+                if best[end] is None or len(head) + 1 < len(best[end] or ()):
+                    best[end] = [*head, piece]
+    return best[-1]
+
+
+def stand_in(value: str) -> bool:
+    """Whether `value` is words that say what goes in its place rather than a secret: two words or more,
+    covering three quarters of its letters or more (a vendor's prefix may stand before them: `ghp_`,
+    `pypi-`, `whsec_`), one of them a stand-in (_STAND_IN_WORDS: your, my, actual, here, example, test ...)
+    or all of them words that name a secret (_NAMING_WORDS, with a, is, this, not ...: `supersecretkey`,
+    `thisisnotasecret`), and no generated part (digits but a run such as 123456789, or four at most):
+    `ghp_yourActualTokenHere123`, `myServicePrincipalPassword`, `YourSecretKey!!!`, `YourStrong@Passw0rd` (a
+    digit between letters read as the letter it stands for); or a name in snake or kebab case that ends in a
+    credential's word (`redis_password`, `db-secret`). Not a password of words chosen with no stand-in
+    (`CorrectHorseBatteryStaple`), a random token (whose runs of letters are not words), a URL or an address."""
+    if len(value) > 80 or "://" in value or _ADDRESS.search(value) or not _STAND_IN_CUE.search(value):
+        return False  # a URL's or an address's words are its host's and user's
+    if _CREDENTIAL_NAME.fullmatch(value):
+        return True
+    digits = "".join(c for c in value if c.isdigit())
+    if len(digits) > 4 and not all((int(b) - int(a)) % 10 in (0, 1, 9) for a, b in zip(digits, digits[1:])):
+        return False
+    # A digit read as its letter only beside a stand-in's word (`YourStrong@Passw0rd`): a value that spells
+    # only naming words in leetspeak (`s3cr3tpass`) is a password someone made.
+    unleet = _LEET_DIGIT.sub(lambda m: m.group(0).translate(_LEET), value)
+    return any(_said_in_words(body, naming=text == value)
+               for text in {value, unleet} for body in _bodies(text))
+
+
+def _bodies(value: str) -> list[str]:
+    """`value`, and `value` after a vendor's prefix when it has one (`ghp_`, `pypi-`, `whsec_`)."""
+    prefix = _VENDOR_PREFIX.match(value)
+    return [value, value[prefix.end():]] if prefix else [value]
+
+
+_ADDRESS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+_CREDENTIAL_NAME = re.compile(r"[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*[_-](?:password|passwd|pass|pwd|secret|token|key)")
+_VENDOR_PREFIX = re.compile(r"[A-Za-z]{2,8}[-_](?=[A-Za-z])")
+# A digit between two letters, written for the letter it looks like (`Passw0rd`, `S3cret`).
+_LEET_DIGIT = re.compile(r"(?<=[A-Za-z])[01345](?=[A-Za-z])")
+
+
+def _said_in_words(value: str, *, naming: bool = True) -> bool:
+    """Whether `value`'s words say what goes there (stand_in); naming=False: only by a stand-in's word."""
+    letters = sum(c.isalpha() for c in value)
+    words: list[str] = []
+    covered = 0
+    for run in _LETTER_RUN.findall(value):
+        found = _words_of(run)
+        if found:
+            words += found
+            covered += len(run)
+    if len(words) < 2 or covered * 4 < letters * 3 or letters < 6:
+        return False
+    # A stand-in; or words that only name a secret (`supersecretkey`, `thisisnotasecret`); or a phrase of three
+    # words or more, every letter in words, that speaks of the secret (`generate-a-long-random-string`).
+    if any(w in _STAND_IN_WORDS for w in words):
+        return True
+    names = naming and any(w in _NAMING_WORDS for w in words)
+    return names and (all(w in _NAMING_WORDS or w in _FUNCTION_WORDS for w in words)
+                      or (len(words) >= 3 and covered == letters))
+
+
+_FUNCTION_WORDS = frozenset("a an the this that is it not no do to in of for use".split())
+
+
+# Words that only name a secret, and how much of one (`supersecretkey`, `secret-password`, `topsecret`): a value
+# of these alone says what goes there.
+_NAMING_WORDS = frozenset("""secret secrets key keys password passwd pass passphrase token api jwt auth session app
+    super top very ultra mega extra strong private secure insecure random long generate generated string value chars
+    characters dev local""".split())
 
 
 # The name of a credential standing for its value: `mypassword`, `your_token`, `myusername`, `password`.
 _NAMED_PLACEHOLDER = re.compile(r"(?i)(?:my|your|the|some|a)?[-_]?(?:user[-_]?name|user|login|password|passwd|pass"
                                 r"|pwd|secret|token|api[-_]?key|access[-_]?key|key|credentials?)")
+
+
+# The commonest passwords, the ones documentation and tutorials write as a stand-in (`P@ssw0rd`, `S3cr3t`,
+# `admin123`, `Password1!`): a credential's or a default account's word, in any case and with the usual
+# letter-for-digit swaps, then digits or symbols at most.
+_COMMON_PASSWORDS = frozenset("password passw0rd passwd pass secret admin root letmein qwerty changeme default"
+                              " test guest".split())
+_LEET = str.maketrans("0134$@57", "oieasast")
+
+
+def common_password(value: str) -> bool:
+    """Whether `value` is one of _COMMON_PASSWORDS, written in any case, with 0/1/3/4/$/@/5/7 for letters
+    (`P@ssw0rd`, `S3cr3t`), and digits or symbols after it (`admin123`, `Password1!`)."""
+    core = re.sub(r"[\d!#%^&*.?_-]+$", "", value)
+    return len(core) >= 4 and core.lower().translate(_LEET) in _COMMON_PASSWORDS
 
 
 def lower_case_word(value: str) -> bool:
@@ -188,7 +309,8 @@ def lower_case_word(value: str) -> bool:
 
 def _placeholder_pair(value: str) -> bool:
     """Whether `value` is base64 of `user:password` (a Basic credential) whose password is a placeholder,
-    a service's default or the user name itself (`dXNlcjpwYXNzd29yZA==`, base64 of "user:password")."""
+    a service's default or the user name itself (`dXNlcjpwYXNzd29yZA==`, base64 of "user:password"), or
+    base64 of a placeholder or one of the commonest passwords alone."""
 
     if not 8 <= len(value) <= 200 or not re.fullmatch(r"[A-Za-z0-9+/]+={0,2}", value):
         return False
@@ -197,8 +319,10 @@ def _placeholder_pair(value: str) -> bool:
     except (binascii.Error, UnicodeDecodeError):
         return False
     user, colon, password = decoded.partition(":")
-    if not colon or not decoded.isprintable():
+    if not decoded.isprintable():
         return False
+    if not colon:  # base64 of the value alone (a Kubernetes Secret's data: `cGFzc3dvcmQ=`, "password")
+        return bool(_NAMED_PLACEHOLDER.fullmatch(decoded) or PLACEHOLDER.search(decoded) or common_password(decoded))
     return password == user or bool(_NAMED_PLACEHOLDER.fullmatch(password) or PLACEHOLDER.search(password)
                                     or lower_case_word(password))
 
@@ -236,6 +360,25 @@ def _capitals_name(value: str) -> bool:
 # A documented example's run (`AbCdEfGh...`, `...1234567890`): in prose a look-alike, while a key in a
 # vendor's format with such a body is still redacted (tests and fixtures write them so).
 SEQUENCE = re.compile(r"(?i)abcdefg|1234567")
+
+
+def in_runs(value: str) -> bool:
+    """Whether `value` (4 to 20 letters and digits) is made of runs alone, each of 3 characters or more that
+    step by one (`abc123`, `abcd1234`, `123abc`, `xyz789`), a vendor's prefix before them or not (`sk-abc123def456`):
+    what a person types as a dummy."""
+    prefix = _VENDOR_PREFIX.match(value)
+    value = value[prefix.end():] if prefix else value
+    if not 4 <= len(value) <= 20 or not value.isalnum():
+        return False
+    runs, length = 0, 1
+    for a, b in zip(value.lower(), value.lower()[1:]):
+        if ord(b) - ord(a) == 1:
+            length += 1
+            continue
+        if length < 3:
+            return False
+        runs, length = runs + 1, 1
+    return length >= 3
 
 
 def repetitive(value: str) -> bool:
@@ -286,7 +429,18 @@ _PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e15162
                        "2YotnFZFEjr1zCsicMWpAA", "tGzv3JOkF0XG5Qx2TlKWIA", "SplxlOBeZQQYbYS6WxSbIA",
                        "czZCaGRSa3F0MzpnWDFmQmF0M2JW", "dGhlIHNhbXBsZSBub25jZQ==", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=",
                        "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-                       "QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
+                       "QWxhZGRpbjpvcGVuIHNlc2FtZQ==",
+                       # Vendors' documentation samples, pasted into tutorials and READMEs by the thousand: Stripe's
+                       # API reference test keys (docs.stripe.com/api), the Bot API's sample token
+                       # (core.telegram.org/bots/api, "Authorizing your bot"), the body of GitHub's token samples
+                       # (docs.github.com: gho_/ghu_/ghs_/ghp_ 16C7e42F..., ghr_ 1B4a2e77...), Slack's
+                       # oauth.v2.access response sample (api.slack.com/methods/oauth.v2.access).
+                       "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "sk_test_BQokikJOvBiI2HlWgH4olfQ2",
+                       "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11", "16C7e42F292c6912E7710c838347Ae178B4a",
+                       "1B4a2e77838347a7E420ce178F2E7c6912E169246c34E1ccbF",
+                       "17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
+                       # xkcd 936's passphrase, the example of a strong password written everywhere.
+                       "correct horse battery staple")
 
 
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]{5,}\.(eyJ[A-Za-z0-9_-]{5,})\.[A-Za-z0-9_-]*")
