@@ -164,6 +164,13 @@ def password_like(value: str) -> bool:
     return symbol or mixed
 
 
+def stated_password(value: str) -> bool:
+    """Whether `value`, stated as a password on both sides (a word and its particle before, a copula
+    after), is made like one: 8 to 64 characters, no space, letters with a digit or a symbol."""
+    return (8 <= len(value) <= 64 and any(c.isalpha() for c in value) and not any(c.isspace() for c in value)
+            and any(not c.isalpha() for c in value))
+
+
 def random_letters(value: str) -> bool:
     """Letters in one case from 10, no English word of 5 letters in them and not text to cl100k's BPE
     (a generated password such as an app password, `jvqpwmzlkxrtybnd`; an Erlang cookie, 20 capitals)."""
