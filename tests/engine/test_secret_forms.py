@@ -589,3 +589,38 @@ def test_a_value_joined_to_its_word_and_a_possessive_word(text, value):
 def test_an_image_name_and_tag_after_a_password_option_is_no_password():
     text = "docker run -e DB_USER=app -e DB_PASS=app -p 5432:5432 acme/postgis:16-3.4"
     assert scrub(text).text == text
+
+
+# -- forms read on holdout8 (branch secrets7), each with sentences written for it -----------------------------
+@pytest.mark.parametrize(("text", "value"), [
+    ('export SSHPASS="Hq7mL2zXv9Kp4Tn"\nsshpass -e rsync -a ./site deploy@10.0.4.7:/srv', "Hq7mL2zXv9Kp4Tn"),
+    ("DBPASS='Rz8kQ2mLx7Vn' ./migrate.sh", "Rz8kQ2mLx7Vn"),
+    ("java -jar codegen.jar -h10.1.1.9 -P3306 -uadmin -pWm4zQ8kLp2 -dshop", "Wm4zQ8kLp2"),
+    ('mvn exec:java -Dexec.args="-ureporter -pTq7!Lm2zX9 -dsales"', "Tq7!Lm2zX9"),
+    ("headers: { Authorization: 'Bearer ' + 'Kq8mL2zXv7Tp4Rn9Wb3Yc6' }", "Kq8mL2zXv7Tp4Rn9Wb3Yc6"),
+    ("'Authorization': `Basic `+`AcmeClientId01`+`:`+`Zx9Lq2mK7vTp4Rn8Wb3Yc6Hd`", "Zx9Lq2mK7vTp4Rn8Wb3Yc6Hd"),
+    ('kubectl get secret grafana -o jsonpath="{.data.admin-password}" | base64 --decode\nVt6qLm2zXk-R', "Vt6qLm2zXk-R"),
+    ("vault kv get -field=token secret/ci\nhvs.Kq8mL2zXv7Tp4Rn9Wb3Yc6", "hvs.Kq8mL2zXv7Tp4Rn9Wb3Yc6"),
+    ("스테이징 계정은 deploy, 비밀번호는 TqwerMnbvZx7 입니다.", "TqwerMnbvZx7"),
+    ("ステージングのパスワードは Hoshizora7x です。", "Hoshizora7x"),
+])
+def test_forms_read_on_holdout8_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    # Kubernetes' "Managing Secrets using kubectl" sample password, and its earlier one
+    "kubectl create secret generic app-db --from-literal=username=admin --from-literal=password='S!B\\*d$zDsb='",
+    "echo -n '1f2d1e2e67df' > ./password.txt",
+    "rsync -e \"sshpass -p [접속 계정의 비밀번호] ssh\" ./out admin@10.2.0.8:/data",  # a bracketed description
+    "sshpass -p [mot de passe du compte] ssh ops@10.0.0.12",
+    'client = OpenAI(api_key="sk-proj-Q8mxxxxxxx")',  # masked by hand
+    "token: ghp_4fK2****",
+    "deploy_key: |  # -----BEGIN OPENSSH PRIVATE KEY----- ...",  # a header, its body left out
+    "az login --service-principal -u 3f1a7c9e-2b4d-4e8f-9a6c-1d2e3f4a5b6c --tenant 7c2e9a1f-4b3d-4c8e-8f1a-2b3c4d5e6f7a",
+    "the password is in the vault; scp backup.tar.gz root@192.168.10.4:/var/backups",
+    "비밀번호는 8자 이상 입니다",
+    'kubectl get secret db -o jsonpath="{.data.username}" | base64 -d\nadministrator01',
+])
+def test_look_alikes_read_on_holdout8_are_left_alone(text):
+    assert scrub(text).text == text

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from .secret_rules import (CJK_WORDS, NAMES_BEFORE_VALUE, NEGATING_BEFORE, NOT_A_SECRET_CONTEXT, NOT_THE_VALUE, WORD,
                            WORDS, credential_value, public_context)
-from .secret_values import placeholder, public_key
+from .secret_values import placeholder, public_key, stated_password
 
 
 # -- a credential's name and value on different lines --------------------------------------------------------
@@ -126,13 +126,14 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
                  and not NEGATING_BEFORE.search(text, m.start(), m.start(1))
                  and not NOT_THE_VALUE.match(text, m.end(1))
                  and not NAMES_BEFORE_VALUE.search(text, m.end(1), m.start(2))]
-    if "base64" in low or "-field=" in low:
-        found += [(m.group(1) or m.group(2), m.group(3), m.start(3)) for m in _PRINTED.finditer(text)
-                  if secret_setting(m.group(1) or m.group(2))]
+    # What such a command printed is the secret itself: made like a password is enough (stated_password).
+    printed = [("Credential In Prose", m.span(3)) for m in _PRINTED.finditer(text)
+               if secret_setting(m.group(1) or m.group(2)) and stated_password(m.group(3))
+               and not placeholder(m.group(3))] if "base64" in low or "-field=" in low else []
     if "variable" in low or "value" in low or "- -" in text or found:  # else none of their forms is in the text
         found += _block_pairs(text)
     found += announced
-    return _judge_pairs(found)
+    return _judge_pairs(found) + printed
 
 
 def _block_pairs(text: str) -> list[tuple[str, str, int]]:
