@@ -617,7 +617,8 @@ def test_forms_read_on_holdout8_are_found(text, value):
     'client = OpenAI(api_key="sk-proj-Q8mxxxxxxx")',  # masked by hand
     "token: ghp_4fK2****",
     "deploy_key: |  # -----BEGIN OPENSSH PRIVATE KEY----- ...",  # a header, its body left out
-    "az login --service-principal -u 3f1a7c9e-2b4d-4e8f-9a6c-1d2e3f4a5b6c --tenant 7c2e9a1f-4b3d-4c8e-8f1a-2b3c4d5e6f7a",
+    "az login --service-principal -u 3f1a7c9e-2b4d-4e8f-9a6c-1d2e3f4a5b6c"
+    " --tenant 7c2e9a1f-4b3d-4c8e-8f1a-2b3c4d5e6f7a",
     "the password is in the vault; scp backup.tar.gz root@192.168.10.4:/var/backups",
     "비밀번호는 8자 이상 입니다",
     'kubectl get secret db -o jsonpath="{.data.username}" | base64 -d\nadministrator01',

@@ -179,7 +179,8 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
 
 # An ssh or scp destination, user@host[:path] (`scp f root@192.168.0.1:/home`): an address, where a password
 # holding "@" has no IPv4 address nor a remote path after it.
-_REMOTE_TARGET = re.compile(r"[\w.-]+@(?:\d{1,3}(?:\.\d{1,3}){3}(?::[\w./~-]*)?|[a-z0-9-]+(?:\.[a-z0-9-]+)+:[/~][\w./~-]*)")
+_REMOTE_TARGET = re.compile(r"[\w.-]+@(?:\d{1,3}(?:\.\d{1,3}){3}(?::[\w./~-]*)?"
+                            r"|[a-z0-9-]+(?:\.[a-z0-9-]+)+:[/~][\w./~-]*)")
 
 
 # A PEM header followed on its line by an ellipsis, not a body: what a comment or a doc writes of a key.
@@ -296,7 +297,8 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
     value = line[slice(*span)]
     truncated = line.startswith(("...", "…"), span[1])
     return (truncated or secret_values.masked(value) or secret_values.bracketed(line, span[0])
-            or _REMOTE_TARGET.fullmatch(value) is not None or secret_values.placeholder(value) or secret_values.public_key(value)
+            or _REMOTE_TARGET.fullmatch(value) is not None
+            or secret_values.placeholder(value) or secret_values.public_key(value)
             or secret_rules.public_context(line, span[0]) or secret_values.hashed(line, *span)
             or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value))
 

@@ -101,8 +101,9 @@ def _announced(text: str) -> Iterator[re.Match]:
 # A command that prints a stored secret's field, then what it printed alone on the next line: `kubectl get
 # secret S -o jsonpath="{.data.password}" | base64 -d` (a Secret's data is base64: kubernetes.io/docs/concepts/
 # configuration/secret), `vault kv get -field=password secret/db`.
-_PRINTED = re.compile(r"""(?m)^[^\n]*?(?:\bget\s+secrets?\b[^\n]*?\.data\.([\w-]+)[^\n]*?\|\s*base64\s+(?:-d|-D|--decode)\b"""
-                      r"""|\bvault\s+(?:kv\s+get|read)\b[^\n]*?-field=([\w-]+))[^\n]*\n[ \t]*([^\s'"`$]{8,300})[ \t]*$""")
+_PRINTED = re.compile(r"""(?m)^[^\n]*?(?:\bget\s+secrets?\b[^\n]*?\.data\.([\w-]+)[^\n]*?"""
+                      r"""\|\s*base64\s+(?:-d|-D|--decode)\b|\bvault\s+(?:kv\s+get|read)\b[^\n]*?-field=([\w-]+))"""
+                      r"""[^\n]*\n[ \t]*([^\s'"`$]{8,300})[ \t]*$""")
 
 
 # Words that make an announced value ciphertext ("Encrypted password:", "ciphertext of the token:").
@@ -111,9 +112,10 @@ _CIPHERTEXT_WORD = re.compile(r"(?i)\b(?:encrypted|encryption of|ciphertext|ciph
 
 def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span in `text`) of each credential whose name and value stand apart, on different lines
-    or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR), printed by a command that reads it (_PRINTED) or under a Markdown table's
-    column named as a credential (_table_cells): a name that secret_setting accepts, a value that
-    credential_value accepts as introduced by it."""
+    or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR), printed by a command that reads
+    it (_PRINTED) or under a Markdown table's column named as a credential (_table_cells): a name that
+    secret_setting accepts, a value that credential_value accepts as introduced by it (a printed one:
+    made like a password, stated_password)."""
     found = []
     low = text.lower()
     if "|" in text:

@@ -634,7 +634,8 @@ def _in_locator(line: str, start: int, end: int) -> bool:
     return inside_name or "://" in token or token.lower().startswith(("arn:", "urn:"))
 
 
-# A copula after the value ("비밀번호는 X 입니다", "パスワードは X です"): with the particle before, the sentence states it.
+# A copula after the value ("비밀번호는 X 입니다", "パスワードは X です"): with the particle before, the
+# sentence states it.
 _COPULA_AFTER = re.compile(r"\s*(?:입니다|이에요|예요|이다|です|である)")
 
 
@@ -686,7 +687,8 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             before = line[clause_start:match.start(1)]
             if credential_value(value, before, word.group(0), introduced=bool(_INTRODUCED.search(between))) or (
                     _COPULA_AFTER.match(line, match.start(1) + len(value)) and _INTRODUCED.search(between)
-                    and PASSWORD_WORD.search(word.group(0)) and stated_password(value) and not look_alike(value, before)):
+                    and PASSWORD_WORD.search(word.group(0)) and stated_password(value)
+                    and not look_alike(value, before)):
                 spans.add((match.start(1), match.start(1) + len(value)))
     return [("Credential In Prose", span) for span in sorted(spans | _other_prose_forms(line))]
 
