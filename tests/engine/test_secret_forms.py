@@ -625,3 +625,24 @@ def test_forms_read_on_holdout8_are_found(text, value):
 ])
 def test_look_alikes_read_on_holdout8_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("username ops privilege 15 password 0 Vq3!xLm8,2T\nline con 0", "Vq3!xLm8,2T"),  # Cisco IOS, clear text
+    ("enable password 7 0822455D0A16544541", "0822455D0A16544541"),  # type 7: reversible
+    ("rwcommunity Hz7kQ2mLx9Tp 192.168.0.0/24", "Hz7kQ2mLx9Tp"),  # net-snmp
+    ("snmp-server community Wq8mZ2xLv7 RO", "Wq8mZ2xLv7"),
+    ("bundle config set --global gems.graphql.pro 4f9c2e71:Kq8mL2zXv7", "4f9c2e71:Kq8mL2zXv7"),  # a gem source
+])
+def test_network_device_and_gem_source_credentials_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "rocommunity public default -V systemonly",  # net-snmp's default community
+    "username admin privilege 15 secret 9 $9$nhEmQVczB7dqsO$X.HsgL6x1il0RxkOSSvyQYwucySCt7qFm4v7pqCxkKM",  # a hash
+    "remind users to change the password 7 days before it expires",
+    "bundle config set --global gems.acme.io ${BUNDLE_USER}:${BUNDLE_PASS}",
+])
+def test_network_device_and_gem_source_look_alikes_are_left_alone(text):
+    assert scrub(text).text == text
