@@ -646,3 +646,13 @@ def test_network_device_and_gem_source_credentials_are_found(text, value):
 ])
 def test_network_device_and_gem_source_look_alikes_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("I rotated the staging password, the new one is Lq8m.K2zXv7 — tell Ana", "Lq8m.K2zXv7"),
+    ("Das WLAN-Passwort wurde geändert, das neue: Tq7!mK2zXv9", "Tq7!mK2zXv9"),
+    ("VPN şifresi değişti, yenisi: Wz4.kQ8mLx2", "Wz4.kQ8mLx2"),
+])
+def test_the_new_one_takes_the_password_up_after_a_comma(text, value):
+    assert value not in scrub(text).text
+    assert scrub("password changed, the new one is in 1Password").text == "password changed, the new one is in 1Password"
