@@ -589,3 +589,71 @@ def test_a_value_joined_to_its_word_and_a_possessive_word(text, value):
 def test_an_image_name_and_tag_after_a_password_option_is_no_password():
     text = "docker run -e DB_USER=app -e DB_PASS=app -p 5432:5432 acme/postgis:16-3.4"
     assert scrub(text).text == text
+
+
+# -- forms read on holdout8 (branch secrets7), each with sentences written for it -----------------------------
+@pytest.mark.parametrize(("text", "value"), [
+    ('export SSHPASS="Hq7mL2zXv9Kp4Tn"\nsshpass -e rsync -a ./site deploy@10.0.4.7:/srv', "Hq7mL2zXv9Kp4Tn"),
+    ("DBPASS='Rz8kQ2mLx7Vn' ./migrate.sh", "Rz8kQ2mLx7Vn"),
+    ("java -jar codegen.jar -h10.1.1.9 -P3306 -uadmin -pWm4zQ8kLp2 -dshop", "Wm4zQ8kLp2"),
+    ('mvn exec:java -Dexec.args="-ureporter -pTq7!Lm2zX9 -dsales"', "Tq7!Lm2zX9"),
+    ("headers: { Authorization: 'Bearer ' + 'Kq8mL2zXv7Tp4Rn9Wb3Yc6' }", "Kq8mL2zXv7Tp4Rn9Wb3Yc6"),
+    ("'Authorization': `Basic `+`AcmeClientId01`+`:`+`Zx9Lq2mK7vTp4Rn8Wb3Yc6Hd`", "Zx9Lq2mK7vTp4Rn8Wb3Yc6Hd"),
+    ('kubectl get secret grafana -o jsonpath="{.data.admin-password}" | base64 --decode\nVt6qLm2zXk-R', "Vt6qLm2zXk-R"),
+    ("vault kv get -field=token secret/ci\nhvs.Kq8mL2zXv7Tp4Rn9Wb3Yc6", "hvs.Kq8mL2zXv7Tp4Rn9Wb3Yc6"),
+    ("스테이징 계정은 deploy, 비밀번호는 TqwerMnbvZx7 입니다.", "TqwerMnbvZx7"),
+    ("ステージングのパスワードは Hoshizora7x です。", "Hoshizora7x"),
+])
+def test_forms_read_on_holdout8_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    # Kubernetes' "Managing Secrets using kubectl" sample password, and its earlier one
+    "kubectl create secret generic app-db --from-literal=username=admin --from-literal=password='S!B\\*d$zDsb='",
+    "echo -n '1f2d1e2e67df' > ./password.txt",
+    "rsync -e \"sshpass -p [접속 계정의 비밀번호] ssh\" ./out admin@10.2.0.8:/data",  # a bracketed description
+    "sshpass -p [mot de passe du compte] ssh ops@10.0.0.12",
+    'client = OpenAI(api_key="sk-proj-Q8mxxxxxxx")',  # masked by hand
+    "token: ghp_4fK2****",
+    "deploy_key: |  # -----BEGIN OPENSSH PRIVATE KEY----- ...",  # a header, its body left out
+    "az login --service-principal -u 3f1a7c9e-2b4d-4e8f-9a6c-1d2e3f4a5b6c"
+    " --tenant 7c2e9a1f-4b3d-4c8e-8f1a-2b3c4d5e6f7a",
+    "the password is in the vault; scp backup.tar.gz root@192.168.10.4:/var/backups",
+    "비밀번호는 8자 이상 입니다",
+    'kubectl get secret db -o jsonpath="{.data.username}" | base64 -d\nadministrator01',
+])
+def test_look_alikes_read_on_holdout8_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("username ops privilege 15 password 0 Vq3!xLm8,2T\nline con 0", "Vq3!xLm8,2T"),  # Cisco IOS, clear text
+    ("enable password 7 0822455D0A16544541", "0822455D0A16544541"),  # type 7: reversible
+    ("rwcommunity Hz7kQ2mLx9Tp 192.168.0.0/24", "Hz7kQ2mLx9Tp"),  # net-snmp
+    ("snmp-server community Wq8mZ2xLv7 RO", "Wq8mZ2xLv7"),
+    ("bundle config set --global gems.graphql.pro 4f9c2e71:Kq8mL2zXv7", "4f9c2e71:Kq8mL2zXv7"),  # a gem source
+])
+def test_network_device_and_gem_source_credentials_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "rocommunity public default -V systemonly",  # net-snmp's default community
+    "username admin privilege 15 secret 9 $9$nhEmQVczB7dqsO$X.HsgL6x1il0RxkOSSvyQYwucySCt7qFm4v7pqCxkKM",  # a hash
+    "remind users to change the password 7 days before it expires",
+    "bundle config set --global gems.acme.io ${BUNDLE_USER}:${BUNDLE_PASS}",
+])
+def test_network_device_and_gem_source_look_alikes_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("I rotated the staging password, the new one is Lq8m.K2zXv7 — tell Ana", "Lq8m.K2zXv7"),
+    ("Das WLAN-Passwort wurde geändert, das neue: Tq7!mK2zXv9", "Tq7!mK2zXv9"),
+    ("VPN şifresi değişti, yenisi: Wz4.kQ8mLx2", "Wz4.kQ8mLx2"),
+])
+def test_the_new_one_takes_the_password_up_after_a_comma(text, value):
+    assert value not in scrub(text).text
+    left = "password changed, the new one is in 1Password"
+    assert scrub(left).text == left

@@ -162,6 +162,8 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
             spans = [_whole_token(line, start, end) for start, end in spans]
         if secret.type != "Private Key":  # "ghp_XXXX...", "USER:PASSWORD", os.environ[...]: not secrets
             spans = [span for span in spans if not _not_a_secret(line, span)]
+        elif _ELIDED_PEM.search(line):  # `# -----BEGIN RSA PRIVATE KEY----- ...`: a header, its body left out
+            spans = []
         if secret.type == "Basic Auth Credentials" and _default_credentials(line, value):
             spans = []
         if secret.type == "Secret Keyword":  # `api_key_header = "X-API-Key"`: a name about a secret
@@ -173,6 +175,16 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
         if spans:
             found.append((secret.type, spans))
     return found + _rule_detections(line, [span for _, spans in found for span in spans])
+
+
+# An ssh or scp destination, user@host[:path] (`scp f root@192.168.0.1:/home`): an address, where a password
+# holding "@" has no IPv4 address nor a remote path after it.
+_REMOTE_TARGET = re.compile(r"[\w.-]+@(?:\d{1,3}(?:\.\d{1,3}){3}(?::[\w./~-]*)?"
+                            r"|[a-z0-9-]+(?:\.[a-z0-9-]+)+:[/~][\w./~-]*)")
+
+
+# A PEM header followed on its line by an ellipsis, not a body: what a comment or a doc writes of a key.
+_ELIDED_PEM = re.compile(r"PRIVATE KEY\s*-{2,}\s*(?:\.{3}|…)\s*$")
 
 
 # The rules that say least about what a secret is: a more specific rule's finding on the same span wins.
@@ -221,8 +233,13 @@ def _other_option(line: str, start: int, value: str) -> bool:
     (`--password=$SP_PASSWORD --role="Contributor"`): the long option before it names no credential
     (secret_positional.CREDENTIAL_FRAGMENT) and the value reads as text (Betterleaks' token-efficiency test)."""
     option = _OPTION_BEFORE.search(line, max(0, start - 60), start)
+    value = value.strip("'\"`")
+    # A UUID given to such an option (`az login ... --tenant <uuid>`) is the id of what it names.
     return (option is not None and not secret_positional.CREDENTIAL_FRAGMENT.search(option.group(1))
-            and fails_token_efficiency(value.strip("'\"`")))
+            and (fails_token_efficiency(value) or _UUID.fullmatch(value) is not None))
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 
 
 _NAME_BEFORE = re.compile(r"([A-Za-z][\w.-]*)\W{0,5}$")
@@ -279,7 +296,9 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
     "xapp-…": what follows the span says so)."""
     value = line[slice(*span)]
     truncated = line.startswith(("...", "…"), span[1])
-    return (truncated or secret_values.placeholder(value) or secret_values.public_key(value)
+    return (truncated or secret_values.masked(value) or secret_values.bracketed(line, span[0])
+            or _REMOTE_TARGET.fullmatch(value) is not None
+            or secret_values.placeholder(value) or secret_values.public_key(value)
             or secret_rules.public_context(line, span[0]) or secret_values.hashed(line, *span)
             or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value))
 

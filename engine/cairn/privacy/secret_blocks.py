@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from .secret_rules import (CJK_WORDS, NAMES_BEFORE_VALUE, NEGATING_BEFORE, NOT_A_SECRET_CONTEXT, NOT_THE_VALUE, WORD,
                            WORDS, credential_value, public_context)
-from .secret_values import placeholder, public_key
+from .secret_values import placeholder, public_key, stated_password
 
 
 # -- a credential's name and value on different lines --------------------------------------------------------
@@ -98,15 +98,24 @@ def _announced(text: str) -> Iterator[re.Match]:
             yield match
 
 
+# A command that prints a stored secret's field, then what it printed alone on the next line: `kubectl get
+# secret S -o jsonpath="{.data.password}" | base64 -d` (a Secret's data is base64: kubernetes.io/docs/concepts/
+# configuration/secret), `vault kv get -field=password secret/db`.
+_PRINTED = re.compile(r"""(?m)^[^\n]*?(?:\bget\s+secrets?\b[^\n]*?\.data\.([\w-]+)[^\n]*?"""
+                      r"""\|\s*base64\s+(?:-d|-D|--decode)\b|\bvault\s+(?:kv\s+get|read)\b[^\n]*?-field=([\w-]+))"""
+                      r"""[^\n]*\n[ \t]*([^\s'"`$]{8,300})[ \t]*$""")
+
+
 # Words that make an announced value ciphertext ("Encrypted password:", "ciphertext of the token:").
 _CIPHERTEXT_WORD = re.compile(r"(?i)\b(?:encrypted|encryption of|ciphertext|cipher text|sealed|wrapped)\b")
 
 
 def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span in `text`) of each credential whose name and value stand apart, on different lines
-    or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR) or under a Markdown table's
-    column named as a credential (_table_cells): a name that secret_setting accepts, a value that
-    credential_value accepts as introduced by it."""
+    or in a name/value pair (_HCL_VARIABLE, _NAME_VALUE, _ARGUMENT_PAIR), printed by a command that reads
+    it (_PRINTED) or under a Markdown table's column named as a credential (_table_cells): a name that
+    secret_setting accepts, a value that credential_value accepts as introduced by it (a printed one:
+    made like a password, stated_password)."""
     found = []
     low = text.lower()
     if "|" in text:
@@ -119,10 +128,14 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
                  and not NEGATING_BEFORE.search(text, m.start(), m.start(1))
                  and not NOT_THE_VALUE.match(text, m.end(1))
                  and not NAMES_BEFORE_VALUE.search(text, m.end(1), m.start(2))]
+    # What such a command printed is the secret itself: made like a password is enough (stated_password).
+    printed = [("Credential In Prose", m.span(3)) for m in _PRINTED.finditer(text)
+               if secret_setting(m.group(1) or m.group(2)) and stated_password(m.group(3))
+               and not placeholder(m.group(3))] if "base64" in low or "-field=" in low else []
     if "variable" in low or "value" in low or "- -" in text or found:  # else none of their forms is in the text
         found += _block_pairs(text)
     found += announced
-    return _judge_pairs(found)
+    return _judge_pairs(found) + printed
 
 
 def _block_pairs(text: str) -> list[tuple[str, str, int]]:

@@ -73,6 +73,9 @@ _SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|y
 PAGING_WORDS = frozenset("page pagination continuation cursor next sync resume".split())
 
 
+_PASS_WORDS = ("bypass", "compass", "surpass", "overpass", "underpass", "trespass", "encompass")
+
+
 def _secret_name(name: str) -> bool:
     words = [w for w in re.split(r"_+", name.lower()) if w]
     if not words or words[0] in ("max", "min", "num") or words[-1] in _ABOUT_WORDS or PAGING_WORDS & set(words):
@@ -80,6 +83,9 @@ def _secret_name(name: str) -> bool:
     if {"public", "publishable"} & set(words) and not {"private", "secret"} & set(words):
         return False  # MJ_APIKEY_PUBLIC, NEXT_PUBLIC_SUPABASE_ANON_KEY: named public
     joined = "".join(words)
+    # A name joined to "pass" (sshpass(1)'s SSHPASS, read by `sshpass -e`; DBPASS), not a word ending in it.
+    if joined.endswith("pass") and not joined.endswith(_PASS_WORDS):
+        return True
     return any(w in _SECRET_WORDS for w in words) or joined.endswith(
         ("password", "passwd", "secret", "token", "apikey", "accesskey", "privatekey", "secretkey",
          # Agora's App Certificate, the secret half of its app id (docs.agora.io, "App Certificate").

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 from .rule_filters import compile_filter, entropy, fails_token_efficiency, go_regex
 from .secret_values import (PLACEHOLDER, SEQUENCE, base64_like, password_like, placeholder, public_key, random_letters,
-                            random_looking, repetitive, short_random)
+                            random_looking, repetitive, short_random, stated_password)
 from .secret_words import PASSWORD_WORDS, SUFFIX, alternation
 
 ASSETS = Path(__file__).parent.parent / "assets"
@@ -382,9 +382,11 @@ _PUNCTUATED = re.compile(_CANDIDATE.pattern.replace(r"""{}|\x80-\U0010ffff]{8,30
                          .replace(r"""['"`]?([^""", r"""['"`]?((?:[^""", 1))
 # A clause ends at a comma, a stop or a line's end; not at the comma of a quoted pair in code
 # (`define('DB_PASSWORD', '...')`), nor at a comma before a copula that takes the subject up again ("the VPN
-# password, it's ...", "le mot de passe du VPN, c'est ...", "das Passwort, das ist ...").
+# password, it's ...", "le mot de passe du VPN, c'est ...", "das Passwort, das ist ...") or "the new one" ("şifresi
+# değişti, yenisi: ...", "the password changed, the new one is ...").
 _CLAUSE_END = re.compile(r"(?<!['\"])(?:,\s(?!(?:c['’]est|it['’]s|it is|that['’]s|that is|das ist|es ist|es|è|é|это"
-                         r"|to je|ini|adalah)\s)|[;.?!]\s)|[，。；]|\n|$")
+                         r"|to je|ini|adalah)\s|(?:yenisi|the new one|new one|der neue|das neue|el nuevo|la nueva"
+                         r"|le nouveau|il nuovo|новый)[\s:])|[;.?!]\s)|[，。；]|\n|$")
 # Where the clause of a credential word starts: what was said before it is about something else
 # ("commit 4f1e9c2: drop the AWS secret ...").
 _BOUNDARY = re.compile(r"[,;.?!:]\s|[，。；：]|\n")
@@ -634,6 +636,11 @@ def _in_locator(line: str, start: int, end: int) -> bool:
     return inside_name or "://" in token or token.lower().startswith(("arn:", "urn:"))
 
 
+# A copula after the value ("비밀번호는 X 입니다", "パスワードは X です"): with the particle before, the
+# sentence states it.
+_COPULA_AFTER = re.compile(r"\s*(?:입니다|이에요|예요|이다|です|である)")
+
+
 def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span) of each credential introduced in prose in `line`: every candidate in the clause
     after a credential word that credential_value accepts (not after a word that makes the
@@ -679,8 +686,11 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             # After "(" only as the argument of a call the word names: set_api_key('...'), not "(4c24...)".
             if line[match.start() - 1] == "(" and not _CALL.fullmatch(line, word.end(), match.start()):
                 continue
-            if credential_value(value, line[clause_start:match.start(1)], word.group(0),
-                                introduced=bool(_INTRODUCED.search(between))):
+            before = line[clause_start:match.start(1)]
+            if credential_value(value, before, word.group(0), introduced=bool(_INTRODUCED.search(between))) or (
+                    _COPULA_AFTER.match(line, match.start(1) + len(value)) and _INTRODUCED.search(between)
+                    and PASSWORD_WORD.search(word.group(0)) and stated_password(value)
+                    and not look_alike(value, before)):
                 spans.add((match.start(1), match.start(1) + len(value)))
     return [("Credential In Prose", span) for span in sorted(spans | _other_prose_forms(line))]
 

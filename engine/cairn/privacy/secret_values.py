@@ -164,6 +164,13 @@ def password_like(value: str) -> bool:
     return symbol or mixed
 
 
+def stated_password(value: str) -> bool:
+    """Whether `value`, stated as a password on both sides (a word and its particle before, a copula
+    after), is made like one: 8 to 64 characters, no space, letters with a digit or a symbol."""
+    return (8 <= len(value) <= 64 and any(c.isalpha() for c in value) and not any(c.isspace() for c in value)
+            and any(not c.isalpha() for c in value))
+
+
 def random_letters(value: str) -> bool:
     """Letters in one case from 10, no English word of 5 letters in them and not text to cl100k's BPE
     (a generated password such as an app password, `jvqpwmzlkxrtybnd`; an Erlang cookie, 20 capitals)."""
@@ -182,6 +189,26 @@ def placeholder(value: str) -> bool:
                 or re.fullmatch(r"\[[A-Za-z _-]+\]", value)  # [masked], [hidden]
                 or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value)
                 or stand_in(value) or common_password(value))
+
+
+# The end of a value masked by hand or by a console (`sk-D57rVxxxxx`, `ghp_ab12****`, `AKIA••••`): a key shown
+# in part, its rest replaced by a run of x, X, * or •.
+_MASKED_END = re.compile(r"(?:x{4,}|X{4,}|\*{3,}|•{3,})$")
+# A description in square brackets, in any script (`[your password]`, `[원격지 접속 계정의 암호]`): letters,
+# spaces, "_", "-" and "'", no digit, closed on the line.
+_BRACKETED = re.compile(r"\[(?:[^\W\d]|[ _'-])+\]")
+
+
+def masked(value: str) -> bool:
+    """Whether `value` ends in a run of masking characters (_MASKED_END): what is left of a key is no key."""
+    return _MASKED_END.search(value.strip("'\"`")) is not None
+
+
+def bracketed(line: str, start: int) -> bool:
+    """Whether the value at `start` of `line` begins a description in square brackets (_BRACKETED), which
+    stands for a value in any language, as `<your-password>` does."""
+    start -= line[start - 1:start] == "["  # the bracket left out of the value's span
+    return _BRACKETED.match(line, start) is not None
 
 
 # Words a person writes in a value to say what goes there instead of it (`yourActualTokenHere`,
@@ -439,6 +466,10 @@ _PUBLISHED_EXAMPLES = ("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c", "2b7e15162
                        "123456:ABC-DEF1234ghIkl-zyx57W2v1u123ew11", "16C7e42F292c6912E7710c838347Ae178B4a",
                        "1B4a2e77838347a7E420ce178F2E7c6912E169246c34E1ccbF",
                        "17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
+                       # The sample password of Kubernetes' "Managing Secrets using kubectl" page
+                       # (kubernetes.io/docs/tasks/configmap-secret/managing-secret-using-kubectl/, `S!B\*d$zDsb=`)
+                       # and of its earlier version, still in translations (`1f2d1e2e67df`).
+                       "S!B\\*d$zDsb", "1f2d1e2e67df",
                        # xkcd 936's passphrase, the example of a strong password written everywhere.
                        "correct horse battery staple")
 
