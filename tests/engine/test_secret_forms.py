@@ -657,3 +657,47 @@ def test_the_new_one_takes_the_password_up_after_a_comma(text, value):
     assert value not in scrub(text).text
     left = "password changed, the new one is in 1Password"
     assert scrub(left).text == left
+
+
+@pytest.mark.parametrize("text", [
+    # a value that is the credential's own name, or a description of it in words of any script
+    'db.connect("db01", user="user", password="password")',
+    "client.login(login='login', passwd='passwd')",
+    'final String PASSWORD = "su_contraseña_aquí";',
+    'ANTHROPIC_API_KEY="Anthropic APIキー"',
+    'DB_PASSWORD="ваш пароль"',
+    'SECRET_TOKEN = "votre-clé-secrète"',
+    # a reference: a Symfony parameter beginning a path, a property read ending in a variable's name
+    "JWT_PUBLIC_KEY=%kernel.project_dir%/var/keys/public.pem",
+    "const cfg = { STRIPE_SECRET_KEY: globalThis.CONFIG?.STRIPE_SECRET_KEY ?? '' };",
+    # an option set to a flag whose name holds a credential's word
+    'JAAS=com.example.LoginModule required storeKey=false useTicketCache=true principal="svc@EXAMPLE.ORG";',
+])
+def test_stand_ins_read_on_holdout9_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ('password="Qz7mK2xLv9Tp"', "Qz7mK2xLv9Tp"),  # a value, not its own name
+    ('DB_PASSWORD="Mañana7#Kq2"', "Mañana7#Kq2"),  # an accented letter in a password with digits
+])
+def test_values_beside_stand_ins_are_still_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("$ openssl rand -base64 24\nKq8mL2zXv7Tp4Rn9Wb3Yc6Hd\n$ export APP_KEY=...", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd"),
+    (">>> secrets.token_hex(16)\n'9e2b7c41f0a85d36c1e4b7a92f0d3c58'", "9e2b7c41f0a85d36c1e4b7a92f0d3c58"),
+    ("php > echo bin2hex(random_bytes(16));\n4f1c9a7e2b8d3065f9e1a2c7b4d8e3f0", "4f1c9a7e2b8d3065f9e1a2c7b4d8e3f0"),
+    ("$ cat storage/oauth-private.key.secret\nb7e3f91c2a4d6058e1f7c3a9b2d4e6f8", "b7e3f91c2a4d6058e1f7c3a9b2d4e6f8"),
+])
+def test_what_a_generator_prints_is_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "$ cat README.md\n4f1c9a7e2b8d3065f9e1a2c7b4d8e3f0",
+    "$ openssl rand -hex 16\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+])
+def test_what_other_commands_print_is_left_alone(text):
+    assert scrub(text).text == text
