@@ -701,3 +701,25 @@ def test_what_a_generator_prints_is_found(text, value):
 ])
 def test_what_other_commands_print_is_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("echo 'Wq7#mK2zLx9' | saslpasswd2 -a imap -c -p mailuser", "Wq7#mK2zLx9"),  # piped into a *passwd command
+    ('mosquitto_pub -h iot.lan -t v1/devices/me/telemetry -u "Zq8mK2xLv7Tp4Rn9Wb3Y" -m "{}"',
+     "Zq8mK2xLv7Tp4Rn9Wb3Y"),  # a device's access token as the MQTT user name
+    ('tok = Api.AccessToken.issue(client, "1654871234", "7b3e9f1c2a4d6058e1f7c3a9b2d4e6f8")',
+     "7b3e9f1c2a4d6058e1f7c3a9b2d4e6f8"),  # a token call given an id, then its secret
+    ("アクセストークンを発行しました。サーバーに設定してください: Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze2Xc9Vb4Nm8=",
+     "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze2Xc9Vb4Nm8="),  # issued, then given after a colon
+])
+def test_forms_read_on_holdout9_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "ssh -u deploy_user_production_01 build01",  # a user name, not a token
+    "az login --service-principal -u 3f1a7c9e-2b4d-4e8f-9a6c-1d2e3f4a5b6c --tenant acme",
+    "The token was rotated. The commit that did it: 9e2b7c41f0a85d36c1e4b7a92f0d3c589e2b7c41",  # hex: a commit
+])
+def test_look_alikes_read_on_holdout9_are_left_alone(text):
+    assert scrub(text).text == text

@@ -108,9 +108,11 @@ _PRINTED = re.compile(r"""(?m)^[^\n]*?(?:\bget\s+secrets?\b[^\n]*?\.data\.([\w-]
 
 # A key generator's command, then what it printed alone on the next line: what a generator prints is a
 # secret (`openssl rand -hex 16`, PHP's `bin2hex(random_bytes(20))`, Python's `secrets.token_hex()`, `pwgen`,
-# `head -c 32 /dev/urandom | base64`; a REPL quotes it), as is what `cat` prints of a key's or a secret's file (`cat config/master.key`).
-_GENERATED = re.compile(r"""(?m)^[^\n]*?(?:\bopenssl\s+rand\b|\brandom_bytes\s*\(|\bsecrets\.token_(?:hex|urlsafe|bytes)\b"""
-                        r"""|\bpwgen\b|/dev/u?random\b|\bcat\s+\S*(?:\.key|secret|token|passw(?:or)?d)[\w.-]*[ \t]*$)"""
+# `head -c 32 /dev/urandom | base64`; a REPL quotes it), as is what `cat` prints of a key's or a secret's
+# file (`cat config/master.key`).
+_GENERATED = re.compile(r"""(?m)^[^\n]*?(?:\bopenssl\s+rand\b|\brandom_bytes\s*\("""
+                        r"""|\bsecrets\.token_(?:hex|urlsafe|bytes)\b|\bpwgen\b|/dev/u?random\b"""
+                        r"""|\bcat\s+\S*(?:\.key|secret|token|passw(?:or)?d)[\w.-]*[ \t]*$)"""
                         r"""[^\n]*\n[ \t]*(['"]?)([A-Za-z0-9+/=_-]{16,300})\1[ \t]*$""")
 
 
