@@ -723,3 +723,11 @@ def test_forms_read_on_holdout9_are_found(text, value):
 ])
 def test_look_alikes_read_on_holdout9_are_left_alone(text):
     assert scrub(text).text == text
+
+
+def test_a_connecting_calls_password_one_argument_a_line_is_found():
+    text = ("const db = new Sequelize(\n    'shop', // имя базы\n    'admin', // пользователь\n"
+            "    'Kq8mL2zXv7Tp', // пароль\n    { host: 'localhost' }\n);")
+    assert "Kq8mL2zXv7Tp" not in scrub(text).text
+    other = 'print(\n  "hello",\n  "world",\n  "Wz8#qK2mLx7"\n)'  # not a connecting call
+    assert scrub(other).text == other

@@ -402,6 +402,28 @@ def _env_defaults(text: str) -> Iterator[tuple[int, int]]:
             yield match.span(2 if match.group(2) else 4)
 
 
+# A connecting call's arguments one a line, each line's comment after it (`new Sequelize(\n 'db', // ...\n
+# 'root', // ...\n 'SECRET', // ...`): the literal after the user name's, as on one line (_call_findings).
+_CALL_OPENS = re.compile(r"([A-Za-z_$][\w$]*)\s*\([ \t]*\n")
+_ARG_LINE = re.compile(r"""[ \t]*(['"])([^'"\n]{1,200})\1[ \t]*,?[ \t]*(?:(?://|#|--)[^\n]*)?(?:\n|$)""")
+
+
+def _call_lines(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of the passwords of connecting calls whose literal arguments stand one a line, each maybe with a
+    comment in any language (`new Sequelize(\n 'db', // ...\n 'root',\n 'SECRET',`): the literal after a
+    user name's, as _call_findings judges one line."""
+    for call in _CALL_OPENS.finditer(text):
+        if not _CONNECT_CALL.search(call.group(1)):
+            continue
+        at, args = call.end(), []
+        while len(args) < 6 and (arg := _ARG_LINE.match(text, at)):
+            args.append(arg)
+            at = arg.end()
+        for user, password in zip(args, args[1:]):
+            if _USER_LITERAL.fullmatch(user.group(2)) and credential_like(password.group(2)):
+                yield password.span(2)
+
+
 def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span in `text`) of each credential a whole text gives by its place across lines, or on one
     (an environment lookup's default)."""
@@ -415,6 +437,8 @@ def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
                 out.append((KIND, match.span(2)))
     if "\n" in text:
         out += [(KIND, span) for span in _printed_credentials(text)]
+    if "(\n" in text or "( \n" in text:
+        out += [(KIND, span) for span in _call_lines(text)]
     for pattern in (_USER_LINE, _SAID_AFTER):
         for match in pattern.finditer(text):
             value = match.group(1).rstrip(".,;")
