@@ -415,7 +415,7 @@ def _call_lines(text: str) -> Iterator[tuple[int, int]]:
     for call in _CALL_OPENS.finditer(text):
         if not _CONNECT_CALL.search(call.group(1)):
             continue
-        at, args = call.end(), []
+        at, args = call.end(), list[re.Match[str]]()
         while len(args) < 6 and (arg := _ARG_LINE.match(text, at)):
             args.append(arg)
             at = arg.end()
