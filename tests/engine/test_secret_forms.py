@@ -731,3 +731,10 @@ def test_a_connecting_calls_password_one_argument_a_line_is_found():
     assert "Kq8mL2zXv7Tp" not in scrub(text).text
     other = 'print(\n  "hello",\n  "world",\n  "Wz8#qK2mLx7"\n)'  # not a connecting call
     assert scrub(other).text == other
+
+
+def test_a_login_variable_for_a_registry_holds_its_secret():
+    assert "Kq8%mL_zXv7TpRnWb3" not in scrub("export DOCKER_LOGIN_ACME_REGISTRY=Kq8%mL_zXv7TpRnWb3").text
+    for text in ("export DOCKER_LOGIN_USER=ci-bot", "DB_LOGIN=admin",
+                 "export DOCKER_LOGIN_ACME=$(cat /run/secrets/reg)"):
+        assert scrub(text).text == text
