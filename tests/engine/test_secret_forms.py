@@ -657,3 +657,84 @@ def test_the_new_one_takes_the_password_up_after_a_comma(text, value):
     assert value not in scrub(text).text
     left = "password changed, the new one is in 1Password"
     assert scrub(left).text == left
+
+
+@pytest.mark.parametrize("text", [
+    # a value that is the credential's own name, or a description of it in words of any script
+    'db.connect("db01", user="user", password="password")',
+    "client.login(login='login', passwd='passwd')",
+    'final String PASSWORD = "su_contraseña_aquí";',
+    'ANTHROPIC_API_KEY="Anthropic APIキー"',
+    'DB_PASSWORD="ваш пароль"',
+    'SECRET_TOKEN = "votre-clé-secrète"',
+    # a reference: a Symfony parameter beginning a path, a property read ending in a variable's name
+    "JWT_PUBLIC_KEY=%kernel.project_dir%/var/keys/public.pem",
+    "const cfg = { STRIPE_SECRET_KEY: globalThis.CONFIG?.STRIPE_SECRET_KEY ?? '' };",
+    # an option set to a flag whose name holds a credential's word
+    'JAAS=com.example.LoginModule required storeKey=false useTicketCache=true principal="svc@EXAMPLE.ORG";',
+])
+def test_stand_ins_read_on_holdout9_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ('password="Qz7mK2xLv9Tp"', "Qz7mK2xLv9Tp"),  # a value, not its own name
+    ('DB_PASSWORD="Mañana7#Kq2"', "Mañana7#Kq2"),  # an accented letter in a password with digits
+])
+def test_values_beside_stand_ins_are_still_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("$ openssl rand -base64 24\nKq8mL2zXv7Tp4Rn9Wb3Yc6Hd\n$ export APP_KEY=...", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd"),
+    (">>> secrets.token_hex(16)\n'9e2b7c41f0a85d36c1e4b7a92f0d3c58'", "9e2b7c41f0a85d36c1e4b7a92f0d3c58"),
+    ("php > echo bin2hex(random_bytes(16));\n4f1c9a7e2b8d3065f9e1a2c7b4d8e3f0", "4f1c9a7e2b8d3065f9e1a2c7b4d8e3f0"),
+    ("$ cat storage/oauth-private.key.secret\nb7e3f91c2a4d6058e1f7c3a9b2d4e6f8", "b7e3f91c2a4d6058e1f7c3a9b2d4e6f8"),
+])
+def test_what_a_generator_prints_is_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "$ cat README.md\n4f1c9a7e2b8d3065f9e1a2c7b4d8e3f0",
+    "$ openssl rand -hex 16\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+])
+def test_what_other_commands_print_is_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("echo 'Wq7#mK2zLx9' | saslpasswd2 -a imap -c -p mailuser", "Wq7#mK2zLx9"),  # piped into a *passwd command
+    ('mosquitto_pub -h iot.lan -t v1/devices/me/telemetry -u "Zq8mK2xLv7Tp4Rn9Wb3Y" -m "{}"',
+     "Zq8mK2xLv7Tp4Rn9Wb3Y"),  # a device's access token as the MQTT user name
+    ('tok = Api.AccessToken.issue(client, "1654871234", "7b3e9f1c2a4d6058e1f7c3a9b2d4e6f8")',
+     "7b3e9f1c2a4d6058e1f7c3a9b2d4e6f8"),  # a token call given an id, then its secret
+    ("アクセストークンを発行しました。サーバーに設定してください: Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze2Xc9Vb4Nm8=",
+     "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze2Xc9Vb4Nm8="),  # issued, then given after a colon
+])
+def test_forms_read_on_holdout9_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "ssh -u deploy_user_production_01 build01",  # a user name, not a token
+    "az login --service-principal -u 3f1a7c9e-2b4d-4e8f-9a6c-1d2e3f4a5b6c --tenant acme",
+    "The token was rotated. The commit that did it: 9e2b7c41f0a85d36c1e4b7a92f0d3c589e2b7c41",  # hex: a commit
+])
+def test_look_alikes_read_on_holdout9_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+def test_a_connecting_calls_password_one_argument_a_line_is_found():
+    text = ("const db = new Sequelize(\n    'shop', // имя базы\n    'admin', // пользователь\n"
+            "    'Kq8mL2zXv7Tp', // пароль\n    { host: 'localhost' }\n);")
+    assert "Kq8mL2zXv7Tp" not in scrub(text).text
+    other = 'print(\n  "hello",\n  "world",\n  "Wz8#qK2mLx7"\n)'  # not a connecting call
+    assert scrub(other).text == other
+
+
+def test_a_login_variable_for_a_registry_holds_its_secret():
+    assert "Kq8%mL_zXv7TpRnWb3" not in scrub("export DOCKER_LOGIN_ACME_REGISTRY=Kq8%mL_zXv7TpRnWb3").text
+    for text in ("export DOCKER_LOGIN_USER=ci-bot", "DB_LOGIN=admin",
+                 "export DOCKER_LOGIN_ACME=$(cat /run/secrets/reg)"):
+        assert scrub(text).text == text

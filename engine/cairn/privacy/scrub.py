@@ -168,7 +168,7 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
             spans = []
         if secret.type == "Secret Keyword":  # `api_key_header = "X-API-Key"`: a name about a secret
             spans = [span for span in spans if not _about_name_before(line, span[0])
-                     and not _setting_value(line[slice(*span)])]
+                     and not _setting_value(line[slice(*span)]) and not _NAME_AT.fullmatch(line[slice(*span)])]
         if secret.type in ("Secret Keyword", "Secret Assignment"):  # `TOKEN=...  # project token, public`
             spans = [span for span in spans if not secret_rules.commented_public(line, span[1])
                      and not _dummy(line[slice(*span)])]
@@ -181,6 +181,11 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
 # holding "@" has no IPv4 address nor a remote path after it.
 _REMOTE_TARGET = re.compile(r"[\w.-]+@(?:\d{1,3}(?:\.\d{1,3}){3}(?::[\w./~-]*)?"
                             r"|[a-z0-9-]+(?:\.[a-z0-9-]+)+:[/~][\w./~-]*)")
+
+
+# A keyword's value found again where it stands as the name (`password="password"`: the name `password=`
+# too): the name, not a value.
+_NAME_AT = re.compile(r"[\w.-]+\s*[:=]")
 
 
 # A PEM header followed on its line by an ellipsis, not a body: what a comment or a doc writes of a key.

@@ -106,6 +106,24 @@ _PRINTED = re.compile(r"""(?m)^[^\n]*?(?:\bget\s+secrets?\b[^\n]*?\.data\.([\w-]
                       r"""[^\n]*\n[ \t]*([^\s'"`$]{8,300})[ \t]*$""")
 
 
+# A key generator's command, then what it printed alone on the next line: what a generator prints is a
+# secret (`openssl rand -hex 16`, PHP's `bin2hex(random_bytes(20))`, Python's `secrets.token_hex()`, `pwgen`,
+# `head -c 32 /dev/urandom | base64`; a REPL quotes it), as is what `cat` prints of a key's or a secret's
+# file (`cat config/master.key`).
+_GENERATED = re.compile(r"""(?m)^[^\n]*?(?:\bopenssl\s+rand\b|\brandom_bytes\s*\("""
+                        r"""|\bsecrets\.token_(?:hex|urlsafe|bytes)\b|\bpwgen\b|/dev/u?random\b"""
+                        r"""|\bcat\s+\S*(?:\.key|secret|token|passw(?:or)?d)[\w.-]*[ \t]*$)"""
+                        r"""[^\n]*\n[ \t]*(['"]?)([A-Za-z0-9+/=_-]{16,300})\1[ \t]*$""")
+
+
+def _generated(text: str, low: str) -> list[tuple[str, tuple[int, int]]]:
+    """Spans of what a generator printed (_GENERATED): a token, not a placeholder nor a sequence of words."""
+    if "rand" not in low and "pwgen" not in low and "cat " not in low and "token_" not in low:
+        return []
+    return [("Credential In Prose", m.span(2)) for m in _GENERATED.finditer(text)
+            if not placeholder(m.group(2)) and not public_key(m.group(2)) and len(set(m.group(2))) >= 8]
+
+
 # Words that make an announced value ciphertext ("Encrypted password:", "ciphertext of the token:").
 _CIPHERTEXT_WORD = re.compile(r"(?i)\b(?:encrypted|encryption of|ciphertext|cipher text|sealed|wrapped)\b")
 
@@ -135,7 +153,7 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     if "variable" in low or "value" in low or "- -" in text or found:  # else none of their forms is in the text
         found += _block_pairs(text)
     found += announced
-    return _judge_pairs(found) + printed
+    return _judge_pairs(found) + printed + _generated(text, low)
 
 
 def _block_pairs(text: str) -> list[tuple[str, str, int]]:

@@ -48,7 +48,9 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
             if match["quoted"] is not None and not (secret_values.random_looking(value)
                                                     or secret_values.password_like(value)):
                 continue
-            if _secret_name(match["name"]) and not not_secret_value(value) and not prose:
+            named = _secret_name(match["name"]) or (_login_for(match["name"]) and secret_values.password_like(value)
+                                                    and secret_values.random_looking(value))
+            if named and not not_secret_value(value) and not prose:
                 yield value
 
 
@@ -90,6 +92,14 @@ def _secret_name(name: str) -> bool:
         ("password", "passwd", "secret", "token", "apikey", "accesskey", "privatekey", "secretkey",
          # Agora's App Certificate, the secret half of its app id (docs.agora.io, "App Certificate").
          "appcertificate"))
+
+
+def _login_for(name: str) -> bool:
+    """Whether `name` is a login for something it names after the word (`DOCKER_LOGIN_MY_REGISTRY`): given a
+    value made like a password and random, a login's secret; a name that ends in "login" (`DB_LOGIN=admin`) or
+    in a user's word (`DOCKER_LOGIN_USER`) holds a user name."""
+    words = [w for w in re.split(r"_+", name.lower()) if w]
+    return "login" in words[:-1] and words[-1] not in _ABOUT_WORDS and words[-1] not in ("user", "username", "name")
 
 
 def about_name(name: str) -> bool:

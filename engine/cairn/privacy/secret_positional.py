@@ -56,8 +56,10 @@ _ASSIGNED_TO = re.compile(r"([A-Za-z_$][\w$]*)\s*(?::=|=)\s*(?:new\s+|await\s+)?
 # A literal that names where to connect: a URL, a JDBC/ODBC/DSN string, an IP, localhost, a host:port, a host.
 _HOST_LITERAL = re.compile(r"(?i)^(?:[a-z][\w+.-]*:(?://|[a-z]+:)|localhost\b|\d{1,3}(?:\.\d{1,3}){3}\b"
                            r"|[\w-]+(?:\.[\w-]+)*\.[a-z]{2,}(?::\d+)?$|[\w.-]+:\d{2,5}$|(?:host|server|data source)=)")
-# A user name: a name, an e-mail address, DOMAIN\\user, an account id (Twilio's AC...).
-_USER_LITERAL = re.compile(r"[A-Za-z_][\w.@\\+-]{0,63}")
+# A user name: a name, an e-mail address, DOMAIN\\user, an account id (Twilio's AC...), a numeric id (a channel's).
+_USER_LITERAL = re.compile(r"[A-Za-z_][\w.@\\+-]{0,63}|\d{4,20}")
+# A call that issues or makes a token from an id and a secret (`ChannelAccessToken.issue_stateless(c, ID, SECRET)`).
+_TOKEN_CALL = re.compile(r"(?i)token|credential")
 # A URL or a DSN (user:password@host ...): the URL rules judge its password.
 _LOCATOR = re.compile(r"://|^[^\s:@]+:[^\s@]*@|@\w*\(")
 _CALL_REACH = 300
@@ -131,7 +133,8 @@ def _call_findings(line: str) -> Iterator[tuple[int, int]]:
         # The call's own name, or the name its result is given (`twilioClient = twilio(sid, secret)`).
         assigned = _ASSIGNED_TO.search(line, 0, callee_start)
         callee = re.split(r"\.|->|::", name)[-1]
-        if (_CONNECT_CALL.search(callee) or (assigned is not None and _CONNECT_CALL.search(assigned.group(1)))
+        if (_CONNECT_CALL.search(callee) or _TOKEN_CALL.search(name)
+                or (assigned is not None and _CONNECT_CALL.search(assigned.group(1)))
                 or any(_HOST_LITERAL.match(o) for o in others)):
             yield literal.span(2)
 
@@ -171,6 +174,28 @@ _MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]
 _ENV_DEFAULT = re.compile(r"""(?:\benv(?:\.\w+)?|getenv|environ\.get|ENV\.fetch|getProperty|Env\.get|\bconfig)"""
                           r"""\s*\(\s*['"]([\w.-]+)['"]\s*,\s*(?:default\s*=\s*)?['"]([^'"\n$]{8,200})['"]"""
                           r"""|\$\{([\w.-]+):-?([^}\s'"$]{8,200})\}""")
+
+
+# A user option given a generated token (`mosquitto_pub -u TOKEN`: ThingsBoard's device access token is the MQTT
+# user name, thingsboard.io/docs/reference/mqtt-api): the token is the credential.
+_TOKEN_USER = re.compile(r"""(?<!\S)(?:-u|--username)[=\s]+['"]?([A-Za-z0-9_-]{16,64})['"]?(?!\S)""")
+
+
+# A long generated token that ends its line after a colon, a credential's word earlier on the line though a
+# sentence ends between (`トークンを発行しました。サーバーに入れてください: TOKEN`): what was issued, given.
+_GIVEN_AT_END = re.compile(r"[:：][ \t]*([A-Za-z0-9+/_-]{32,200}={0,2})[ \t]*$")
+
+
+_SENTENCE_END = re.compile(r"[。．！？]|[.!?]\s")
+
+
+def _given_at_end(line: str) -> Iterator[tuple[int, int]]:
+    """The span of _GIVEN_AT_END's token when a sentence ends between the credential's word and the colon (in
+    one clause, secret_rules.prose_findings judges it; a cache's `key: macOS-gradle-...` is no such line)."""
+    match = _GIVEN_AT_END.search(line)
+    ends = [m.start() for m in _SENTENCE_END.finditer(line, 0, match.start())] if match else []
+    if match and ends and WORD.search(line, 0, ends[-1]) and generated_token(match.group(1)):
+        yield match.span(1)
 
 
 # What a line must hold for each of the other patterns to have a chance.
@@ -328,6 +353,9 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         spans.update(_passphrases(line))
     if " -" in line:
         spans.update(_option_tokens(line))
+        spans.update(m.span(1) for m in _TOKEN_USER.finditer(line) if generated_token(m.group(1)))
+    if ":" in line or "：" in line:
+        spans.update(_given_at_end(line))
     if ("ass" in line or "ASS" in line or "wd" in line or "WD" in line or "auth" in line) and (
             _DIGITS_PASSWORD.search(line)):
         spans.update(_digit_passwords(line))
@@ -374,6 +402,28 @@ def _env_defaults(text: str) -> Iterator[tuple[int, int]]:
             yield match.span(2 if match.group(2) else 4)
 
 
+# A connecting call's arguments one a line, each line's comment after it (`new Sequelize(\n 'db', // ...\n
+# 'root', // ...\n 'SECRET', // ...`): the literal after the user name's, as on one line (_call_findings).
+_CALL_OPENS = re.compile(r"([A-Za-z_$][\w$]*)\s*\([ \t]*\n")
+_ARG_LINE = re.compile(r"""[ \t]*(['"])([^'"\n]{1,200})\1[ \t]*,?[ \t]*(?:(?://|#|--)[^\n]*)?(?:\n|$)""")
+
+
+def _call_lines(text: str) -> Iterator[tuple[int, int]]:
+    """Spans of the passwords of connecting calls whose literal arguments stand one a line, each maybe with a
+    comment in any language (`new Sequelize(\n 'db', // ...\n 'root',\n 'SECRET',`): the literal after a
+    user name's, as _call_findings judges one line."""
+    for call in _CALL_OPENS.finditer(text):
+        if not _CONNECT_CALL.search(call.group(1)):
+            continue
+        at, args = call.end(), list[re.Match[str]]()
+        while len(args) < 6 and (arg := _ARG_LINE.match(text, at)):
+            args.append(arg)
+            at = arg.end()
+        for user, password in zip(args, args[1:]):
+            if _USER_LITERAL.fullmatch(user.group(2)) and credential_like(password.group(2)):
+                yield password.span(2)
+
+
 def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span in `text`) of each credential a whole text gives by its place across lines, or on one
     (an environment lookup's default)."""
@@ -387,6 +437,8 @@ def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
                 out.append((KIND, match.span(2)))
     if "\n" in text:
         out += [(KIND, span) for span in _printed_credentials(text)]
+    if "(\n" in text or "( \n" in text:
+        out += [(KIND, span) for span in _call_lines(text)]
     for pattern in (_USER_LINE, _SAID_AFTER):
         for match in pattern.finditer(text):
             value = match.group(1).rstrip(".,;")

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 from .rule_filters import compile_filter, entropy, fails_token_efficiency, go_regex
 from .secret_values import (PLACEHOLDER, SEQUENCE, base64_like, password_like, placeholder, public_key, random_letters,
-                            random_looking, repetitive, short_random, stated_password)
+                            random_looking, repetitive, setting_pair, short_random, stated_password)
 from .secret_words import PASSWORD_WORDS, SUFFIX, alternation
 
 ASSETS = Path(__file__).parent.parent / "assets"
@@ -681,7 +681,7 @@ def prose_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             if (_HEX.fullmatch(value) and not _GIVEN.search(between)) or (
                     _UUID.fullmatch(value) and not _INTRODUCED.search(between)):
                 continue
-            if public_context(line, match.start(1)):
+            if public_context(line, match.start(1)) or setting_pair(value):
                 continue
             # After "(" only as the argument of a call the word names: set_api_key('...'), not "(4c24...)".
             if line[match.start() - 1] == "(" and not _CALL.fullmatch(line, word.end(), match.start()):

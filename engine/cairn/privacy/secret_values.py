@@ -24,7 +24,10 @@ PLACEHOLDER = re.compile(
     r"|(?:change|replace|fill)[-_ ](?:me|this|it)\b)"
     r"|example|sample|dummy|EXAMPLE|"
     r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
-    r"|^%\(\w+\)[sd]$|^%\w+%$")  # Python's %(NAME)s and a Windows %NAME% (not "%pBVY7...", a password)
+    r"|^%\(\w+\)[sd]$|^%\w+%$"  # Python's %(NAME)s and a Windows %NAME% (not "%pBVY7...", a password)
+    # A Symfony parameter or a Windows variable that begins a path (`%kernel.project_dir%/config/jwt/private.pem`);
+    # a property read that ends in a variable's name (`window.ENV?.OPENAI_API_KEY`, `import.meta.env.API_KEY`).
+    r"|^%[\w.]+%[/\\]|^[A-Za-z_$][\w$]*(?:\??\.[\w$]+)*\??\.[A-Z][A-Z0-9]*_[A-Z0-9_]+$")
 
 
 def short_random(value: str) -> bool:
@@ -188,7 +191,24 @@ def placeholder(value: str) -> bool:
     return bool(PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
                 or re.fullmatch(r"\[[A-Za-z _-]+\]", value)  # [masked], [hidden]
                 or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value)
-                or stand_in(value) or common_password(value))
+                or stand_in(value) or common_password(value) or described(value))
+
+
+# Words of any script but Latin (`APIキー`, `パスワード`, `비밀번호`, `пароль`): what a person writes to describe
+# a value; a generated secret draws from ASCII.
+_OTHER_SCRIPT = re.compile(r"[^\W\da-zA-Z\u00c0-\u024f_]")
+_WORD_SEPARATED = re.compile(r"[^\W\d_]{2,}(?:[ _-][^\W\d_]{2,})+")
+
+
+def described(value: str) -> bool:
+    """Whether `value` describes what goes there in words rather than being it: letters of a script other
+    than Latin beside no digit (`OpenAI APIキー`, `ваш пароль`), or two words or more of letters alone, one
+    of them with a letter outside ASCII (`tu_contraseña`, `votre-clé`). Not a password with one accented
+    letter in a random run (`Qx9ñ...`: digits), nor words in ASCII (stand_in judges those)."""
+    value = value.strip("'\"`")
+    if any(c.isdigit() for c in value) or not any(ord(c) > 127 and c.isalpha() for c in value):
+        return False
+    return _OTHER_SCRIPT.search(value) is not None or _WORD_SEPARATED.fullmatch(value) is not None
 
 
 # The end of a value masked by hand or by a console (`sk-D57rVxxxxx`, `ghp_ab12****`, `AKIA••••`): a key shown
@@ -197,6 +217,16 @@ _MASKED_END = re.compile(r"(?:x{4,}|X{4,}|\*{3,}|•{3,})$")
 # A description in square brackets, in any script (`[your password]`, `[원격지 접속 계정의 암호]`): letters,
 # spaces, "_", "-" and "'", no digit, closed on the line.
 _BRACKETED = re.compile(r"\[(?:[^\W\d]|[ _'-])+\]")
+
+
+# An option set to a flag or a number (`useKeyTab=true`, `storeKey=false`, `retries=3`): a setting whose name holds
+# a credential's word, not a credential.
+_SETTING_PAIR = re.compile(r"(?i)[A-Za-z][\w.-]*=(?:true|false|yes|no|on|off|none|null|\d{1,6})")
+
+
+def setting_pair(value: str) -> bool:
+    """Whether `value` is `name=flag` or `name=number` (_SETTING_PAIR): an option's setting."""
+    return _SETTING_PAIR.fullmatch(value) is not None
 
 
 def masked(value: str) -> bool:
