@@ -740,6 +740,9 @@ def test_a_login_variable_for_a_registry_holds_its_secret():
         assert scrub(text).text == text
 
 
+_ANTHROPIC_BODY = "api03-Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze2Xc9Vb4Nm8Lk3Jh6Gf5Ds4Ap1Mo0Ni9Bu8Vy7Tr6Ew5Qx4Zc3"
+
+
 @pytest.mark.parametrize(("text", "value"), [
     ("# /etc/redis/redis.conf\nrequirepass Tq8mK2zXv7Lp4Rn9", "Tq8mK2zXv7Lp4Rn9"),  # a directive ending in pass
     ("masterauth Wz7qL2mKx9Pv", "Wz7qL2mKx9Pv"),  # ... or in auth
@@ -751,8 +754,7 @@ def test_a_login_variable_for_a_registry_holds_its_secret():
     ("echo -n Vb4kT9qLm2Xz | gh secret set DEPLOY_TOKEN", "Vb4kT9qLm2Xz"),
     ("drone secret add --repository acme/web --name npm_token --data Mz8qK2xLv7Tp", "Mz8qK2xLv7Tp"),
     ("woodpecker-cli secret add \\\n  --name registry_pw \\\n  --value Pq7!zLm2Kx9", "Pq7!zLm2Kx9"),
-    ("without the prefix: api03-" + "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze2Xc9Vb4Nm8Lk3Jh6Gf5Ds4Ap1Mo0Ni9Bu8Vy7Tr6Ew5Qx4Zc3",
-     "api03-Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze2Xc9Vb4Nm8Lk3Jh6Gf5Ds4Ap1Mo0Ni9Bu8Vy7Tr6Ew5Qx4Zc3"),
+    ("without the prefix: " + _ANTHROPIC_BODY, _ANTHROPIC_BODY),  # an Anthropic key pasted without sk-ant-
     ("Logging in...\n  Mz4kQ9xLv2Tp7Rn3Wb8Yc1Hd.Gx7Lq2.Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5\nError: invalid token",
      "Mz4kQ9xLv2Tp7Rn3Wb8Yc1Hd.Gx7Lq2.Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),  # a Discord bot token, bare
 ])
@@ -767,6 +769,7 @@ def test_forms_read_on_holdout10_are_found(text, value):
     "# requirepass foobared",  # Redis' sample config, commented
     "--value ${{ secrets.TOKEN }}",  # a reference
     "you shall not pass",
+    'DB_PASSWORD="op://Staging/billing-db/password"',  # a 1Password reference
 ])
 def test_look_alikes_read_on_holdout10_are_left_alone(text):
     assert scrub(text).text == text
