@@ -758,6 +758,8 @@ _ANTHROPIC_BODY = "api03-Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze2Xc9Vb4Nm8Lk3Jh6Gf5
     ("Logging in...\n  Mz4kQ9xLv2Tp7Rn3Wb8Yc1Hd.Gx7Lq2.Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5\nError: invalid token",
      "Mz4kQ9xLv2Tp7Rn3Wb8Yc1Hd.Gx7Lq2.Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),  # a Discord bot token, bare
     ('db:\n  password: ";Wq7mK2zLx9Tp"', "Wq7mK2zLx9Tp"),  # quoted for YAML, a leading semicolon
+    ("Das Token für Prod, bitte nicht teilen: Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze",
+     "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze"),  # a comma's clause between the word and the colon
 ])
 def test_forms_read_on_holdout10_are_found(text, value):
     assert value not in scrub(text).text
@@ -772,6 +774,7 @@ def test_forms_read_on_holdout10_are_found(text, value):
     "you shall not pass",
     'DB_PASSWORD="op://Staging/billing-db/password"',  # a 1Password reference
     'password: ",,,,,,,"',  # punctuation only
+    "The key length was raised, then we ran: Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze",  # a word about the key
     "The token cache was cleared, then the build restored: macOS-gradle-4f2a9c1e7b3d5f8a0c6e2b4d9f1a3c5e",
 ])
 def test_look_alikes_read_on_holdout10_are_left_alone(text):
