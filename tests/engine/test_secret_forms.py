@@ -738,3 +738,44 @@ def test_a_login_variable_for_a_registry_holds_its_secret():
     for text in ("export DOCKER_LOGIN_USER=ci-bot", "DB_LOGIN=admin",
                  "export DOCKER_LOGIN_ACME=$(cat /run/secrets/reg)"):
         assert scrub(text).text == text
+
+
+_ANTHROPIC_BODY = "api03-Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze2Xc9Vb4Nm8Lk3Jh6Gf5Ds4Ap1Mo0Ni9Bu8Vy7Tr6Ew5Qx4Zc3"
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("# /etc/redis/redis.conf\nrequirepass Tq8mK2zXv7Lp4Rn9", "Tq8mK2zXv7Lp4Rn9"),  # a directive ending in pass
+    ("masterauth Wz7qL2mKx9Pv", "Wz7qL2mKx9Pv"),  # ... or in auth
+    ("127.0.0.1:6379> AUTH Lq9mK2zXv7Tp\nOK", "Lq9mK2zXv7Tp"),  # redis-cli's AUTH line
+    ("const t = createTransport({ auth: { user: 'ops@acme.io', pass: 'Zq8.mKx2Lv' } });", "Zq8.mKx2Lv"),
+    ('creds = {"username": "ops", "pass": "Hz7kQ2mLx9"}', "Hz7kQ2mLx9"),  # pass beside user in a dict
+    ('the mailer now uses an app password: MAIL_PASS="qwmz kfpt ralx voeb"', "qwmz kfpt ralx voeb"),
+    ('printf "Rk7#mQ2zLx9" | docker secret create api_password -', "Rk7#mQ2zLx9"),
+    ("echo -n Vb4kT9qLm2Xz | gh secret set DEPLOY_TOKEN", "Vb4kT9qLm2Xz"),
+    ("drone secret add --repository acme/web --name npm_token --data Mz8qK2xLv7Tp", "Mz8qK2xLv7Tp"),
+    ("woodpecker-cli secret add \\\n  --name registry_pw \\\n  --value Pq7!zLm2Kx9", "Pq7!zLm2Kx9"),
+    ("without the prefix: " + _ANTHROPIC_BODY, _ANTHROPIC_BODY),  # an Anthropic key pasted without sk-ant-
+    ("Logging in...\n  Mz4kQ9xLv2Tp7Rn3Wb8Yc1Hd.Gx7Lq2.Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5\nError: invalid token",
+     "Mz4kQ9xLv2Tp7Rn3Wb8Yc1Hd.Gx7Lq2.Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),  # a Discord bot token, bare
+    ('db:\n  password: ";Wq7mK2zLx9Tp"', "Wq7mK2zLx9Tp"),  # quoted for YAML, a leading semicolon
+    ("Das Token für Prod, bitte nicht teilen: Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze",
+     "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze"),  # a comma's clause between the word and the colon
+])
+def test_forms_read_on_holdout10_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "spring:\n  datasource:\n    password: @db.password@",  # Maven resource filtering fills it in at build
+    "Der Client-Key darf im Browser stehen: test_ck_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs",  # Toss' client key
+    "auth required pam_unix.so",  # PAM's auth line: words, not a password
+    "# requirepass foobared",  # Redis' sample config, commented
+    "--value ${{ secrets.TOKEN }}",  # a reference
+    "you shall not pass",
+    'DB_PASSWORD="op://Staging/billing-db/password"',  # a 1Password reference
+    'password: ",,,,,,,"',  # punctuation only
+    "The key length was raised, then we ran: Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze",  # a word about the key
+    "The token cache was cleared, then the build restored: macOS-gradle-4f2a9c1e7b3d5f8a0c6e2b4d9f1a3c5e",
+])
+def test_look_alikes_read_on_holdout10_are_left_alone(text):
+    assert scrub(text).text == text

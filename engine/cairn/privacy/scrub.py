@@ -336,8 +336,9 @@ _LOGIN_PAIR = re.compile(r"([^\s:/@]+):([^\s:/@]+)")
 
 
 # A key its prefix names a client's or a public one (Statsig's `client-...`, documented as safe in an app;
-# `public-`, `publishable-`): a secret's prefix says so instead (`secret-...`).
-_CLIENT_PREFIX = re.compile(r"(?i)(?:client|public|publishable)[-_](?!secret|private|server)")
+# `public-`, `publishable-`; Toss Payments' client keys live_ck_/test_ck_ and widget keys gck_, which Toss
+# documents for the browser beside its secret keys sk_): a secret's prefix says so instead (`secret-...`).
+_CLIENT_PREFIX = re.compile(r"(?i)(?:client|public|publishable)[-_](?!secret|private|server)|(?:live|test)_g?ck_")
 
 
 # Passwords that are a service's documented default, written in local setups and examples.

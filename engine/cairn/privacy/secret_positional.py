@@ -187,15 +187,40 @@ _GIVEN_AT_END = re.compile(r"[:：][ \t]*([A-Za-z0-9+/_-]{32,200}={0,2})[ \t]*$"
 
 
 _SENTENCE_END = re.compile(r"[。．！？]|[.!?]\s")
+# A clause's comma (`der API-Key für Staging, bitte nicht weitergeben: TOKEN`): the one clause that
+# secret_rules.prose_findings reads stops short of the credential's word, which names the thing itself when no
+# word about it follows (`token cache`, `key length`: secret_detectors.about_name).
+_CLAUSE_COMMA = re.compile(r"[，]|,\s")
+_WORD_THEN = re.compile(r"[\w-]*(?:[\s_-]+([^\W\d_]+))?")
 
 
 def _given_at_end(line: str) -> Iterator[tuple[int, int]]:
-    """The span of _GIVEN_AT_END's token when a sentence ends between the credential's word and the colon (in
-    one clause, secret_rules.prose_findings judges it; a cache's `key: macOS-gradle-...` is no such line)."""
+    """The span of _GIVEN_AT_END's token when a sentence ends between the credential's word and the colon, or a
+    clause's comma after a word naming the credential itself (in one clause, secret_rules.prose_findings judges
+    it; a cache's `key: macOS-gradle-...` is no such line)."""
     match = _GIVEN_AT_END.search(line)
-    ends = [m.start() for m in _SENTENCE_END.finditer(line, 0, match.start())] if match else []
-    if match and ends and WORD.search(line, 0, ends[-1]) and generated_token(match.group(1)):
+    if not match or not generated_token(match.group(1)):
+        return
+    ends = [m.start() for m in _SENTENCE_END.finditer(line, 0, match.start())]
+    if ends and WORD.search(line, 0, ends[-1]):
         yield match.span(1)
+        return
+    commas = [m.start() for m in _CLAUSE_COMMA.finditer(line, 0, match.start())]
+    words = list(WORD.finditer(line, 0, commas[-1])) if commas else []
+    if words and not any(_about_word(line, w.end()) for w in words):
+        yield match.span(1)
+
+
+def _about_word(line: str, end: int) -> bool:
+    from .secret_detectors import about_name  # secret_detectors imports detect-secrets: loaded when used
+
+    following = _WORD_THEN.match(line, end)
+    word = following.group(1) if following is not None else None
+    return word is not None and (word.lower() in _HOLDERS or about_name("x_" + word))
+
+
+# What holds credentials rather than being one (`token cache`, `key store`, `secret list`).
+_HOLDERS = frozenset("cache caches cached store stores storage list lists table vault vaults ring chain".split())
 
 
 # What a line must hold for each of the other patterns to have a chance.
