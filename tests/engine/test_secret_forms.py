@@ -779,3 +779,33 @@ def test_forms_read_on_holdout10_are_found(text, value):
 ])
 def test_look_alikes_read_on_holdout10_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("Sent: AUTH LOGIN\nGot: 334 VXNlcm5hbWU6\nSent: Ym9iQGV4YW1wbGUub3Jn\nGot: 334 UGFzc3dvcmQ6\n"
+     "Sent: S3E4bUwyelh2N1Rw\nGot: 235 ok", "S3E4bUwyelh2N1Rw"),  # SMTP AUTH LOGIN: the line after Password:
+    ("C: AUTH LOGIN\nS: 334 VXNlcm5hbWU6\nC: Ym9i\nS: 334 UGFzc3dvcmQ6\nC: UXc3bUsyekx4OQ==\n", "UXc3bUsyekx4OQ=="),
+    ("mail.smtp.host=smtp.example.org\nmail.smtp.userpassword=Qw7!mK2zLx9", "Qw7!mK2zLx9"),  # a dotted name
+    ("nodemailer.createTransport({\n  auth: {\n    user: 'ops@gmail.com',\n    pass: 'qwmz kfpt ralx voeb'\n  }\n})",
+     "qwmz kfpt ralx voeb"),  # an app password under user: on its own line
+    ('plink -ssh admin@10.0.0.3 -pw Kx7-mQ2zLp9 "uptime"', "Kx7-mQ2zLp9"),  # PuTTY's password option
+    ("firebase deploy --token 1//0gKq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7ZeKq8mL2zXv7Tp4Rn9Wb3",
+     "1//0gKq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7ZeKq8mL2zXv7Tp4Rn9Wb3"),  # a Google OAuth refresh token
+    ("ASAAS_API_KEY=$aact_hmlg_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7ZeKq8mL2zX",
+     "$aact_hmlg_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7ZeKq8mL2zX"),  # an Asaas key
+])
+def test_forms_read_on_holdout11_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "mail.smtp.password=${SMTP_PASSWORD}",  # a reference
+    "spring.datasource.password=changeme",  # a stand-in word
+    "user: 'a@b.c',\npass: process.env.PASS",  # read from the environment
+    "plink -ssh host -pw $PW",  # a variable
+    "see 1//0 for docs",
+    "S: 334 UGFzc3dvcmQ6\nC: *\n",  # a masked dialogue
+    "Firebase API key for the web app, --token not needed: AIzaSy is its prefix",
+])
+def test_look_alikes_read_on_holdout11_are_left_alone(text):
+    assert scrub(text).text == text

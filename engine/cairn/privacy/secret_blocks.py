@@ -153,7 +153,25 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     if "variable" in low or "value" in low or "- -" in text or found:  # else none of their forms is in the text
         found += _block_pairs(text)
     found += announced
-    return _judge_pairs(found) + printed + _generated(text, low)
+    return _judge_pairs(found) + printed + _generated(text, low) + _next_line_values(text)
+
+
+# A credential on the line after what names it: an SMTP AUTH LOGIN dialogue's password line (the base64
+# sent after the server's `334 UGFzc3dvcmQ6`, base64 of "Password:", RFC 4954 / draft-murchison-sasl-login),
+# and the pass of a user/pass object literal spread over lines (nodemailer's `auth: {user: ..., pass: ...}`).
+_NEXT_LINE_FORMS = (
+    re.compile(r"334 UGFzc3dvcmQ6[ \t]*\r?\n(?:[^\n]{0,20}?[\s:>])?(?P<v>[A-Za-z0-9+/]{4,300}={0,2})[ \t\r]*(?=\n|$)"),
+    re.compile(r"""(?i)\buser\s*:\s*(['"`])[^'"`\n]{1,200}\1\s*,?[ \t]*\r?\n[ \t]*pass(?:word)?\s*:\s*"""
+               r"""(['"`])(?P<v>[^'"`\n$]{4,200})\2"""),
+)
+
+
+def _next_line_values(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """(kind, span) of each _NEXT_LINE_FORMS value that is no placeholder ("your app password", "<pass>")."""
+    if "334 UGFzc3dvcmQ6" not in text and "pass" not in text.lower():
+        return []
+    return [("Credential In Prose", m.span("v")) for form in _NEXT_LINE_FORMS for m in form.finditer(text)
+            if not placeholder(m.group("v")) and not re.match(r"[<{%]|(?i:your|my|the|enter)\b", m.group("v"))]
 
 
 def _block_pairs(text: str) -> list[tuple[str, str, int]]:

@@ -429,7 +429,7 @@ _PUBLIC_CONTEXT = re.compile(
     r"|RFC[ -]?\d{3,5}\b[^.;\n]{0,40}?\b(?:samples?|examples?|test[ -]vectors?|appendix))\b")
 # ... unless a word after it says the key is the private one ("reCAPTCHA secret key"), or the sentence
 # names the key a server's or an admin's ("the FCM server key from the Firebase console").
-_PRIVATE_AFTER = re.compile(r"(?i)\b(?:secret|private|server|admin|service[ _-]?account)")
+_PRIVATE_AFTER = re.compile(r"(?i)\b(?:secret|private|server|admin|service[ _-]?account)|(?<!\S)--token\b")
 _PRIVATE_NAME = re.compile(r"(?i)\b(?:secret|private|server|admin)[ _-]?(?:api[ _-]?)?(?:keys?|tokens?)\b")
 # Words between a credential word and its value that make the value something else than the
 # credential: "GPG key id 0x...", "the token name is ...", "the password hash is ...".
