@@ -809,3 +809,26 @@ def test_forms_read_on_holdout11_are_found(text, value):
 ])
 def test_look_alikes_read_on_holdout11_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    "PAYMENTS_KEY=sk_live_* is what the docs show; rk_live_* is the restricted one",  # a wildcard after a prefix
+    "ANTHROPIC_API_KEY=sk-ant-xxx  # then restart",  # a prefix then x's, cut short on purpose
+    "if the key were `sk-AbCdEfGhIjKlMnOpQrStUvWxYz0123`, the header would read so",  # the alphabet in order
+    "decode eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 and you get the header only",  # a JWT header alone
+    "  token: {{ b64enc .Values.apiToken }}",  # a template's expression
+    "    secret = base64encode(var.client_secret)",  # a call over a reference
+])
+def test_stand_in_shapes_read_on_holdout11_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("api_key = sk_live_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd", "sk_live_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd"),  # a key, no wildcard
+    ("the key is Qm8xAbcdK2zLv7Tp4Rn9W", "Qm8xAbcdK2zLv7Tp4Rn9W"),  # a short run of the alphabet only
+    ("token = eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze",
+     "eyJzdWIiOiIxMjM0In0.Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze"),  # a whole JWT
+    ('    password = "Kq8mL2zXv7Tp"  # was base64encode(var.x)', "Kq8mL2zXv7Tp"),
+])
+def test_keys_beside_the_stand_in_shapes_are_still_found(text, value):
+    assert value not in scrub(text).text

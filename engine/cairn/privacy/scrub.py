@@ -305,7 +305,12 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
             or _REMOTE_TARGET.fullmatch(value) is not None
             or secret_values.placeholder(value) or secret_values.public_key(value)
             or secret_rules.public_context(line, span[0]) or secret_values.hashed(line, *span)
-            or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value))
+            or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value)
+            or _IN_TEMPLATE.search(line, max(0, span[0] - 80), span[0]) is not None)
+
+
+# Inside a template's expression (`{{ Base64Encode .Secrets.x }}`, `${{ secrets.X }}`): what a renderer fills in.
+_IN_TEMPLATE = re.compile(r"\{\{-?[^{}]*$")
 
 
 # Two words of text in lower case (express-session's documented `secret: 'keyboard cat'`): a phrase, where a

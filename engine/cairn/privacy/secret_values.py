@@ -191,7 +191,7 @@ def placeholder(value: str) -> bool:
     return bool(PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
                 or re.fullmatch(r"\[[A-Za-z _-]+\]", value)  # [masked], [hidden]
                 or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value)
-                or stand_in(value) or common_password(value) or described(value))
+                or stand_in(value) or common_password(value) or described(value) or stand_in_shape(value))
 
 
 # Words of any script but Latin (`APIキー`, `パスワード`, `비밀번호`, `пароль`): what a person writes to describe
@@ -548,3 +548,37 @@ def der_public_key(value: str) -> bool:
     except binascii.Error:
         return False
     return head[:1] == b"\x30" and _SPKI.search(head[:32]) is not None
+
+
+# Shapes that stand for a key rather than being one: a prefix then a wildcard (`sk_test_*`, `whsec_*`), a
+# prefix then x's (`sk-xx`, a truncated example), a call over a reference (`base64encode(var.root_password)`,
+# `b64enc(.Values.x)`: what a template or Terraform fills in), and a JWT's header alone (base64url of
+# {"alg": ...}, no payload nor signature: it grants nothing).
+_WILDCARD = re.compile(r"[\w-]*[_-]\*+")
+_PREFIX_XS = re.compile(r"[A-Za-z]{1,8}[_-](?:x+|X+)")
+_CALL_OVER_REFERENCE = re.compile(r"[A-Za-z_][\w.]*\(\s*\.?[A-Za-z_][\w.]*(?:\[[\w\"'.-]+\])*\s*\)")
+_ALPHABET = "abcdefghijklmnopqrstuvwxyz"
+
+
+def stand_in_shape(value: str) -> bool:
+    """Whether `value` has a shape that stands for a key (_WILDCARD, _PREFIX_XS, _CALL_OVER_REFERENCE), is a
+    JWT's header alone, or holds a run of 8 letters of the alphabet in order, each letter's capital beside it
+    or not (`sk-AaBbCcDd...`, `abcdefghij`: a documented stand-in; a random key draws one about never)."""
+    value = value.strip("'\"`")
+    if _WILDCARD.fullmatch(value) or _PREFIX_XS.fullmatch(value) or _CALL_OVER_REFERENCE.fullmatch(value):
+        return True
+    collapsed = re.sub(r"([a-z])\1", r"\1", value.lower())
+    if any(_ALPHABET[i:i + 8] in collapsed for i in range(len(_ALPHABET) - 7)):
+        return True
+    return jwt_header_alone(value)
+
+
+def jwt_header_alone(value: str) -> bool:
+    """Whether `value` is a JWT's first part only: base64url of a JSON object with an "alg" (RFC 7515 §4.1.1)."""
+    if not value.startswith("eyJ") or "." in value or len(value) > 400:
+        return False
+    try:
+        header = json.loads(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
+    except (binascii.Error, ValueError):
+        return False
+    return isinstance(header, dict) and "alg" in header
