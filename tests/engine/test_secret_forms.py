@@ -832,3 +832,17 @@ def test_stand_in_shapes_read_on_holdout11_are_left_alone(text):
 ])
 def test_keys_beside_the_stand_in_shapes_are_still_found(text, value):
     assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("Пароль от базы поменял, теперь такой: Kq8m_L2zX9vT", "Kq8m_L2zX9vT"),  # "changed it, now it is:"
+    ("I rotated the DB password, now it is Kq8m_L2zX9vT", "Kq8m_L2zX9vT"),
+    ("La contraseña cambió, ahora es: Kq8m!L2zX9vT", "Kq8m!L2zX9vT"),
+])
+def test_a_clause_that_takes_the_word_up_again_with_now_keeps_the_value(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", ["the password changed, now what?", "the token expired, now we use OAuth"])
+def test_now_after_a_credential_word_without_a_value_is_left_alone(text):
+    assert scrub(text).text == text

@@ -383,10 +383,10 @@ _PUNCTUATED = re.compile(_CANDIDATE.pattern.replace(r"""{}|\x80-\U0010ffff]{8,30
 # A clause ends at a comma, a stop or a line's end; not at the comma of a quoted pair in code
 # (`define('DB_PASSWORD', '...')`), nor at a comma before a copula that takes the subject up again ("the VPN
 # password, it's ...", "le mot de passe du VPN, c'est ...", "das Passwort, das ist ...") or "the new one" ("şifresi
-# değişti, yenisi: ...", "the password changed, the new one is ...").
+# değişti, yenisi: ...", "the password changed, the new one is ...", "поменял, теперь такой: ...").
 _CLAUSE_END = re.compile(r"(?<!['\"])(?:,\s(?!(?:c['’]est|it['’]s|it is|that['’]s|that is|das ist|es ist|es|è|é|это"
                          r"|to je|ini|adalah)\s|(?:yenisi|the new one|new one|der neue|das neue|el nuevo|la nueva"
-                         r"|le nouveau|il nuovo|новый)[\s:])|[;.?!]\s)|[，。；]|\n|$")
+                         r"|le nouveau|il nuovo|новый|теперь|now|ahora|agora|jetzt)[\s:])|[;.?!]\s)|[，。；]|\n|$")
 # Where the clause of a credential word starts: what was said before it is about something else
 # ("commit 4f1e9c2: drop the AWS secret ...").
 _BOUNDARY = re.compile(r"[,;.?!:]\s|[，。；：]|\n")
