@@ -846,3 +846,9 @@ def test_a_clause_that_takes_the_word_up_again_with_now_keeps_the_value(text, va
 @pytest.mark.parametrize("text", ["the password changed, now what?", "the token expired, now we use OAuth"])
 def test_now_after_a_credential_word_without_a_value_is_left_alone(text):
     assert scrub(text).text == text
+
+
+def test_a_key_that_begins_with_a_dollar_by_its_format_is_no_variable():
+    value = "$aact_prod_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7ZeKq8mL2zXv7Tp4Rn9Wb3"
+    assert value not in scrub(f"A chave da API de produção é {value}, não comita isso.").text
+    assert scrub("A chave da API fica em $ASAAS_API_KEY, não comita isso.").text.endswith("isso.")

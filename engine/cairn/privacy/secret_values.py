@@ -181,6 +181,10 @@ def random_letters(value: str) -> bool:
             and not fails_token_efficiency(value))
 
 
+# Keys that begin with "$" by their vendor's format, not a shell variable: Asaas' ($aact_prod_, $aact_hmlg_).
+DOLLAR_KEY_PREFIXES = ("$aact_",)
+
+
 def placeholder(value: str) -> bool:
     """Whether a detected value is a placeholder or a reference rather than a secret: `xxx`,
     `***`, `your-token-here`, `<...>`, an all-capitals name (`USER:PASSWORD`), code that reads
@@ -188,7 +192,8 @@ def placeholder(value: str) -> bool:
     (`mypassword`, `your_token`), a short word in lower case (`test`, `testing`, `minio`: what
     tests, local emulators and documentation write), or a Basic credential whose decoded
     `user:password` is one of those."""
-    return bool(PLACEHOLDER.search(value) or _capitals_name(value) or value.startswith(("<", "$"))
+    return bool(PLACEHOLDER.search(value) or _capitals_name(value)
+                or (value.startswith(("<", "$")) and not value.startswith(DOLLAR_KEY_PREFIXES))
                 or re.fullmatch(r"\[[A-Za-z _-]+\]", value)  # [masked], [hidden]
                 or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value)
                 or stand_in(value) or common_password(value) or described(value) or stand_in_shape(value))
