@@ -852,3 +852,56 @@ def test_a_key_that_begins_with_a_dollar_by_its_format_is_no_variable():
     value = "$aact_prod_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7ZeKq8mL2zXv7Tp4Rn9Wb3"
     assert value not in scrub(f"A chave da API de produção é {value}, não comita isso.").text
     assert scrub("A chave da API fica em $ASAAS_API_KEY, não comita isso.").text.endswith("isso.")
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # abbreviations of "password" as a name's last word, in YAML, .env and code
+    ('mysql_user: wp\nmysql_pswd: "Vt3-kQz9#mLx2Rp"', "Vt3-kQz9#mLx2Rp"),
+    ("REDIS_PSWD=Lq7mK2zXv9Tp", "Lq7mK2zXv9Tp"),
+    ('db_pword = "Hn4#kQz8mLx2"', "Hn4#kQz8mLx2"),
+    ("SMTP_PW=Zr8mK3qXv7Lp", "Zr8mK3qXv7Lp"),
+    # key/value pair arrays whose key names a credential: PHP/Ruby `=>`, CloudFormation, a `user:pass` auth
+    ("array(\n  'key' => 'DEPLOY_PASS',\n  'value' => 'Wq7mK2zLx9Tp4Rn8',\n)", "Wq7mK2zLx9Tp4Rn8"),
+    ("{ :key => 'SMTP_PASSWORD', :value => 'Kq8m#L2zXv7Tp' }", "Kq8m#L2zXv7Tp"),
+    ('[{"ParameterKey": "DBPassword", "ParameterValue": "Mz7#kQ2xLv9Tp"}]', "Mz7#kQ2xLv9Tp"),
+    ("'key' => 'REGISTRY_AUTH',\n'value' => 'deployer:Tq8mK2zXv7Lp4Rn9'", "Tq8mK2zXv7Lp4Rn9"),
+    # webhook URLs whose path carries the secret: Teams' connector URL (GROUP@TENANT/IncomingWebhook/KEY/ID)
+    ("https://outlook.office.com/webhook/1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d@6f5e4d3c-2b1a-4c9d-8e7f-6a5b4c3d2e1f"
+     "/IncomingWebhook/9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a49/3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7",
+     "9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a49"),
+    ("https://acme.webhook.office.com/webhook/1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d@6f5e4d3c-2b1a-4c9d-8e7f-6a5b4c3d2e1f"
+     "/IncomingWebhook/9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a49/3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7",
+     "9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a49"),
+    # credentials files: rsync's secrets file, pppd's chap-secrets, s3fs' passwd file, written by echo
+    ("# /etc/rsyncd.secrets\nmirror:Kv8mQ2zLx7Tp\nbackup:Rz9#kL2mXq7", "Rz9#kL2mXq7"),
+    ("# /etc/rsyncd.secrets\nmirror:Kv8mQ2zLx7Tp\nbackup:Rz9#kL2mXq7", "Kv8mQ2zLx7Tp"),
+    ('# /etc/ppp/chap-secrets\n"vpn1" pptpd "Hq7mK2zXv9Lp" *', "Hq7mK2zXv9Lp"),
+    ("$ cat ~/.passwd-s3fs\nAKIAQ7MK2ZXV9LP4RN8W:Tq8mK2zXv7Lp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze", "Tq8mK2zXv7Lp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze"),
+    ("echo 'mirror:Jw7mK2zQx9Lp' > /etc/rsyncd.secrets && chmod 600 /etc/rsyncd.secrets", "Jw7mK2zQx9Lp"),
+    # Oracle's user/password@host connect strings: JDBC thin URL, sqlplus, Data Pump
+    ("java.sql.SQLException: (url=jdbc:oracle:thin:hr/Kz7*mQ2xLv9T@//db7:1521/PDB1)", "Kz7*mQ2xLv9T"),
+    ("sqlplus app_owner/Wq8mK2zLx7Tp@ORCLPDB1 @install.sql", "Wq8mK2zLx7Tp"),
+    ("expdp hr/Tz9kQ2mLx7Vn@xepdb1 directory=dp dumpfile=hr.dmp", "Tz9kQ2mLx7Vn"),
+])
+def test_forms_read_on_holdout12_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "pswd_length: 16",  # about a password
+    "DB_PSWD=${DB_PSWD}",  # a reference
+    "array('key' => 'DEPLOY_USER', 'value' => 'deployer')",  # a user's key
+    "array('key' => 'DEPLOY_PASS', 'value' => getenv('DEPLOY_PASS'))",  # read from the environment
+    "{ key: 'BASIC_AUTH', value: 'admin:admin' }",  # a default login
+    "see https://learn.microsoft.com/en-us/microsoftteams/platform/webhooks-and-connectors/how-to/add-incoming-webhook",
+    "https://outlook.office.com/webhook/{group-id}@{tenant-id}/IncomingWebhook/{key}/{connector-id}",
+    "secrets file = /etc/rsyncd.secrets\nauth users = backup",  # the file named, no login line
+    "# /etc/rsyncd.secrets\nbackup:<password>",  # a placeholder
+    "# /etc/ppp/chap-secrets\n# client server secret IP addresses",
+    "# /etc/passwd\nbackup:x:34:34:backup:/var/backups:/usr/sbin/nologin",  # not a secrets file, no password
+    "git@github.com:acme/repo.git and feature/login@main",  # a ref, not a connect string
+    "sqlplus scott/tiger@orcl",  # Oracle's documented sample login
+    "sqlplus app/$APP_PASSWORD@db",  # a variable
+])
+def test_look_alikes_read_on_holdout12_are_left_alone(text):
+    assert scrub(text).text == text

@@ -26,15 +26,18 @@ _HCL_VARIABLE = re.compile(r'\bvariable\s+"([\w-]+)"\s*\{([^{}]{0,800})\}')
 _HCL_DEFAULT = re.compile(r'\bdefault\s*=\s*"([^"\n]{4,300})"')
 
 
-_NAME_VALUE = re.compile(r"""(?i)["']?\b(?:name|key)["']?\s*[:=]\s*["']?([A-Za-z_][\w.-]*)["']?\s*,?\s*"""
-                         r"""(?:\n[ \t]*-?[ \t]*)?["']?value["']?\s*[:=]\s*["']?([^\s'",}]{4,300})""")
+# ... in any language's map syntax (`=>` in PHP and Ruby), and CloudFormation's ParameterKey/ParameterValue,
+# Elastic Beanstalk's OptionName/Value.
+_NAME_VALUE = re.compile(r"""(?i)["']?\b(?:parameter|option)?(?:name|key)["']?\s*(?:=>|[:=])\s*["']?([A-Za-z_][\w.-]*)"""
+                         r"""["']?\s*,?\s*(?:\n[ \t]*-?[ \t]*)?["']?(?:parameter)?value["']?\s*(?:=>|[:=])\s*["']?"""
+                         r"""([^\s'",}]{4,300})""")
 
 
 _ARGUMENT_PAIR = re.compile(r"""(?m)^[ \t]*-[ \t]+["']?--?([\w-]+)["']?[ \t]*\n[ \t]*-[ \t]+["']?([^\s'"]{4,300})""")
 
 
-_SECRET_SETTING_WORDS = frozenset("password passwd pass passphrase pwd token secret credential credentials requirepass"
-                                  " masterauth apikey".split())
+_SECRET_SETTING_WORDS = frozenset("password passwd pass passphrase pwd pswd pswrd pword pw token secret credential"
+                                  " credentials requirepass masterauth apikey".split())
 
 
 _SECRET_SETTING_PAIRS = frozenset("apikey authkey accesskey secretkey privatekey signingkey encryptionkey masterkey"
@@ -45,7 +48,7 @@ def secret_setting(name: str) -> bool:
     """Whether a setting's, variable's or option's name says it holds a credential: its last word is
     one (DB_PASSWORD, api_token, --requirepass, postgresPassword) or its last two make one
     (SECRET_KEY, signingKey); not a name about one (DB_PASSWORD_FILE, ssh_key_name)."""
-    words = [w.lower() for w in re.split(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
+    words = [w.lower() for w in re.split(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", name) if w]
     return bool(words) and (words[-1] in _SECRET_SETTING_WORDS or "".join(words[-2:]) in _SECRET_SETTING_PAIRS)
 
 
@@ -174,6 +177,10 @@ def _next_line_values(text: str) -> list[tuple[str, tuple[int, int]]]:
             if not placeholder(m.group("v")) and not re.match(r"[<{%]|(?i:your|my|the|enter)\b", m.group("v"))]
 
 
+_AUTH_NAME = re.compile(r"(?i)(?:^|[-_.])(?:auth|basic_?auth|credentials?|login)$")
+_USER_PASS = re.compile(r"[\w.@+-]{1,64}:([^\s:@]{6,200})")
+
+
 def _block_pairs(text: str) -> list[tuple[str, str, int]]:
     """(name, value, start of value) of each Terraform default, name/value pair and argument pair in `text`."""
     found = []
@@ -186,6 +193,9 @@ def _block_pairs(text: str) -> list[tuple[str, str, int]]:
         for match in pattern.finditer(text):
             if secret_setting(match.group(1)):
                 found.append((match.group(1), match.group(2), match.start(2)))
+            elif _AUTH_NAME.search(match.group(1)) and (login := _USER_PASS.fullmatch(match.group(2))):
+                # An auth setting given `user:password` (Basic auth's pair): the password is the secret.
+                found.append(("password", login.group(1), match.start(2) + login.start(1)))
     return found
 
 

@@ -251,6 +251,9 @@ _HOOK_QUERY = re.compile(r"[?&](?:key|token|access_token|secret|sign)=([^&\s'\"#
 _BROWSING = re.compile(r"/(?:tree|blob|commit|commits|raw|src|edit|pull|pulls|issues|releases|tags?|wiki)(?:/|$)")
 # Segments between the hook and its secret: a number (an account), a short word (catch, send, services).
 _HOOK_PASSING = re.compile(r"\d+|[a-z]{1,12}|v\d+")
+# A hook's first segment that pairs two ids (Microsoft Teams' connector URL: /webhook/GROUP@TENANT/IncomingWebhook/
+# KEY/CONNECTOR, learn.microsoft.com "Create an Incoming Webhook"): the rest of the path is its secret.
+_ID_PAIR = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}@[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}", re.I)
 
 
 def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
@@ -269,7 +272,7 @@ def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
             if not hooked:
                 hooked = bool(_HOOK_SEGMENT.match(segment))
             elif segment and not _HOOK_PASSING.fullmatch(segment):
-                if _UUID.fullmatch(segment) or (re.fullmatch(r"[A-Za-z0-9_-]{6,200}", segment)
+                if _UUID.fullmatch(segment) or _ID_PAIR.fullmatch(segment) or (re.fullmatch(r"[A-Za-z0-9_-]{6,200}", segment)
                                                  and re.search(r"\d", segment) and re.search(r"[A-Za-z]", segment)
                                                  and not re.match(r"[a-z]{2,6}_", segment)):
                     start = offset + sum(len(s) + 1 for s in segments[:i])
@@ -374,6 +377,8 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         spans.update(_command_findings(line))
     if "://" in line:
         spans.update(_webhook_findings(line))
+    if "/" in line and "@" in line:
+        spans.update(_connect_strings(line))
     if " " in line:
         spans.update(_passphrases(line))
     if " -" in line:
@@ -449,10 +454,50 @@ def _call_lines(text: str) -> Iterator[tuple[int, int]]:
                 yield password.span(2)
 
 
+# -- credentials files and connect strings -------------------------------------------------------------------
+# A file that holds logins one a line as `user:password` (rsync's secrets file, rsyncd.conf(5) "secrets file";
+# pppd's chap-secrets/pap-secrets; s3fs' passwd-s3fs `KEY:SECRET`): named on a line (a comment, a `cat`), then
+# its lines; or written by an `echo "user:pass" > FILE`.
+_SECRETS_FILE = r"""[\w./~-]*(?:[.-]secrets|passwd-s3fs|\.rsync[\w.-]*\.pass(?:word)?)(?![\w-])"""
+_NAMED_FILE = re.compile(r"(?m)^[^\n]*?" + _SECRETS_FILE + r"[^\n]*\n")
+_LOGIN_LINE = re.compile(r"""[ \t]*[\w.@+-]{1,64}:([^\s:'"`]{6,200})[ \t]*(?:\n|$)""")
+# pppd's chap-secrets and pap-secrets line: client, server, secret, addresses (pppd(8) "AUTHENTICATION").
+_PPP_LINE = re.compile(r"""[ \t]*"?[\w.@+-]{1,64}"?[ \t]+(?:\*|"?[\w.-]+"?)[ \t]+"?([^\s"]{6,200})"?[^\n]*(?:\n|$)""")
+_ECHO_INTO = re.compile(r"""\becho\s+(?:-\w+\s+)?(['"]?)(?:[\w.@+-]{1,64}:)?([^\s:'"`$]{6,200})\1\s*>>?\s*"""
+                        + _SECRETS_FILE)
+# Oracle's user/password@host connect string (sqlplus scott/PASS@db, jdbc:oracle:thin:scott/PASS@//host:1521/SID,
+# impdp, exp, rman target sys/PASS@cdb): the password between the "/" and the "@".
+_USER_SLASH_PASS = re.compile(r"""(?:(?<=jdbc:oracle:thin:)|(?<=jdbc:oracle:oci:)|(?<![\w/@:.-]))"""
+                              r"""[A-Za-z_][\w$#]{0,29}/([^\s/@'"]{4,128})@(?://)?[\w.-]+(?::\d+)?""")
+
+
+def _credentials_files(text: str) -> Iterator[tuple[int, int]]:
+    for named in _NAMED_FILE.finditer(text):
+        at = named.end()
+        form = _PPP_LINE if "ap-secrets" in named.group(0) else _LOGIN_LINE
+        while (line := form.match(text, at)) is not None:
+            if credential_like(line.group(1)):
+                yield line.span(1)
+            if line.end() == at or not text.endswith("\n", 0, line.end()):
+                break  # the end of the text
+            at = line.end()
+    for echo in _ECHO_INTO.finditer(text):
+        if credential_like(echo.group(2)):
+            yield echo.span(2)
+
+
+def _connect_strings(line: str) -> Iterator[tuple[int, int]]:
+    for match in _USER_SLASH_PASS.finditer(line):
+        if credential_like(match.group(1)) and not match.group(1).startswith(("$", "<", "{", "%")):
+            yield match.span(1)
+
+
 def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span in `text`) of each credential a whole text gives by its place across lines, or on one
     (an environment lookup's default)."""
     out = []
+    if "secrets" in text or ".pass" in text or "passwd-s3fs" in text:
+        out += [(KIND, span) for span in _credentials_files(text)]
     if any(cue in text for cue in ("env", "Env", "ENV", "getProperty", "${", "config")):
         out += [(KIND, span) for span in _env_defaults(text)]
     if "send" in text:
