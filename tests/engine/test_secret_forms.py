@@ -876,7 +876,8 @@ def test_a_key_that_begins_with_a_dollar_by_its_format_is_no_variable():
     ("# /etc/rsyncd.secrets\nmirror:Kv8mQ2zLx7Tp\nbackup:Rz9#kL2mXq7", "Rz9#kL2mXq7"),
     ("# /etc/rsyncd.secrets\nmirror:Kv8mQ2zLx7Tp\nbackup:Rz9#kL2mXq7", "Kv8mQ2zLx7Tp"),
     ('# /etc/ppp/chap-secrets\n"vpn1" pptpd "Hq7mK2zXv9Lp" *', "Hq7mK2zXv9Lp"),
-    ("$ cat ~/.passwd-s3fs\nAKIAQ7MK2ZXV9LP4RN8W:Tq8mK2zXv7Lp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze", "Tq8mK2zXv7Lp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze"),
+    ("$ cat ~/.passwd-s3fs\nAKIAQ7MK2ZXV9LP4RN8W:Tq8mK2zXv7Lp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze",
+     "Tq8mK2zXv7Lp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze"),
     ("echo 'mirror:Jw7mK2zQx9Lp' > /etc/rsyncd.secrets && chmod 600 /etc/rsyncd.secrets", "Jw7mK2zQx9Lp"),
     # Oracle's user/password@host connect strings: JDBC thin URL, sqlplus, Data Pump
     ("java.sql.SQLException: (url=jdbc:oracle:thin:hr/Kz7*mQ2xLv9T@//db7:1521/PDB1)", "Kz7*mQ2xLv9T"),

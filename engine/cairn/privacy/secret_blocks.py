@@ -26,11 +26,11 @@ _HCL_VARIABLE = re.compile(r'\bvariable\s+"([\w-]+)"\s*\{([^{}]{0,800})\}')
 _HCL_DEFAULT = re.compile(r'\bdefault\s*=\s*"([^"\n]{4,300})"')
 
 
-# ... in any language's map syntax (`=>` in PHP and Ruby), and CloudFormation's ParameterKey/ParameterValue,
-# Elastic Beanstalk's OptionName/Value.
-_NAME_VALUE = re.compile(r"""(?i)["']?\b(?:parameter|option)?(?:name|key)["']?\s*(?:=>|[:=])\s*["']?([A-Za-z_][\w.-]*)"""
-                         r"""["']?\s*,?\s*(?:\n[ \t]*-?[ \t]*)?["']?(?:parameter)?value["']?\s*(?:=>|[:=])\s*["']?"""
-                         r"""([^\s'",}]{4,300})""")
+# ... in any language's map syntax (`=>` in PHP and Ruby, a Ruby symbol's `:value`), and CloudFormation's
+# ParameterKey/ParameterValue, Elastic Beanstalk's OptionName/Value.
+_NAME_VALUE = re.compile(r"""(?i)["']?\b(?:parameter|option)?(?:name|key)["']?\s*(?:=>|[:=])\s*["']?"""
+                         r"""([A-Za-z_][\w.-]*)["']?\s*,?\s*(?:\n[ \t]*-?[ \t]*)?:?["']?(?:parameter)?value["']?"""
+                         r"""\s*(?:=>|[:=])\s*["']?([^\s'",}]{4,300})""")
 
 
 _ARGUMENT_PAIR = re.compile(r"""(?m)^[ \t]*-[ \t]+["']?--?([\w-]+)["']?[ \t]*\n[ \t]*-[ \t]+["']?([^\s'"]{4,300})""")

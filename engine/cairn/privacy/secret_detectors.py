@@ -58,7 +58,8 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
 # words that say the variable holds something about a secret rather than the secret itself.
 # The abbreviations of "password" people write as a name's last word (compose_mysql_pswd, DB_PW, db_pword).
 _SECRET_WORDS = ("secret", "password", "passwd", "passphrase", "pass", "pwd", "pswd", "pswrd", "psw", "pword", "pw",
-                 "token", "apikey", "credential", "credentials", "privatekey", "accesskey", "authtok", "bindpw", "rootpw",
+                 "token", "apikey", "credential", "credentials", "privatekey", "accesskey", "authtok", "bindpw",
+                 "rootpw",
                  "encrypt")  # Consul's gossip key (`encrypt = "..."`); a boolean or a cipher's name is a setting
 _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length len expiry expires expiration timeout
     url uri path file dir name type id ids endpoint host port enabled enable disabled max min num tokens

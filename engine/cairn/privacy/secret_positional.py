@@ -272,9 +272,10 @@ def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
             if not hooked:
                 hooked = bool(_HOOK_SEGMENT.match(segment))
             elif segment and not _HOOK_PASSING.fullmatch(segment):
-                if _UUID.fullmatch(segment) or _ID_PAIR.fullmatch(segment) or (re.fullmatch(r"[A-Za-z0-9_-]{6,200}", segment)
-                                                 and re.search(r"\d", segment) and re.search(r"[A-Za-z]", segment)
-                                                 and not re.match(r"[a-z]{2,6}_", segment)):
+                if _UUID.fullmatch(segment) or _ID_PAIR.fullmatch(segment) or (
+                        re.fullmatch(r"[A-Za-z0-9_-]{6,200}", segment)
+                        and re.search(r"\d", segment) and re.search(r"[A-Za-z]", segment)
+                        and not re.match(r"[a-z]{2,6}_", segment)):
                     start = offset + sum(len(s) + 1 for s in segments[:i])
                     yield start, url.start(2) + len(path.rstrip("/"))
                 break

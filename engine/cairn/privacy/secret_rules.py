@@ -343,9 +343,9 @@ WORDS = (r"api[ _-]?keys?|key[ _-]?files?|keys?|secrets?|passwords?|passwd|pass|
           r"|kulcsa|contrasenya|clau|passord|nøkkel|nøgle|avain|salasanan|lozinka|lozinku|ključ|kljuc|парола"
           r"|ключът|гасло|токена|رمز عبور|رمز|کلید|پاس ورڈ|পাসওয়ার্ড|গোপন শব্দ|susi|susian|nenosiri|ufunguo"
           r"|parool|võti|parole|atslēga|slaptažodis|raktas|geslo|lykilorð|κλειδί|συνθηματικό"
-          # Short and plural forms people type: "pw", "auth key", "identifiants", "Zugangsdaten".
-          r"|pw|pws|pswd|pswrd|psw|pword|passcodes?|auth[ _-]?keys?|identifiants|credenciales|credenziali|zugangsdaten|anmeldedaten"
-          r"|inloggegevens|dane logowania|учетные данные|учётные данные")
+          # Short and plural forms people type: "pw", "pswd", "auth key", "identifiants", "Zugangsdaten".
+          r"|pw|pws|pswd|pswrd|psw|pword|passcodes?|auth[ _-]?keys?|identifiants|credenciales|credenziali"
+          r"|zugangsdaten|anmeldedaten|inloggegevens|dane logowania|учетные данные|учётные данные")
 # Scripts written without spaces between words (Japanese, Chinese, Korean particles, Thai, Lao, Khmer).
 CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|비번|암호|토큰|키"
               r"|รหัสผ่าน|รหัส|คีย์|โทเค็น|ລະຫັດຜ່ານ|ពាក្យសម្ងាត់")
