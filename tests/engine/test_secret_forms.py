@@ -906,3 +906,29 @@ def test_forms_read_on_holdout12_are_found(text, value):
 ])
 def test_look_alikes_read_on_holdout12_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    # identifiers documented as no secret: a Twilio account SID in an API URL, OAuth client ids (RFC 6749 2.2)
+    "TwilioRestException: HTTP 401\n https://api.twilio.com/2010-04-01/Accounts/AC5e8f1a9c7b2d4c6e8a1f9d3b5c7e2a4f/Calls.json",
+    "DISCORD_TOKEN=...\nDISCORD_CLIENT_ID=571938246015837294\nDISCORD_GUILD_ID=803716594283750162",
+    "discord_client_id: 628174930561827345",
+    # a lookup table or a file that holds the passwords, not a password (Postfix's maps, a typed path)
+    "smtp_sasl_password_maps = hash:/etc/postfix/sasl_passwd",
+    "smtpd_sasl_password_maps = proxy:mysql:/etc/postfix/mysql-sasl.cf",
+    "DB_PASSWORD=file:/run/secrets/db_password",
+])
+def test_identifiers_and_references_read_on_holdout12_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("curl https://api.twilio.com/2010-04-01/Accounts/AC5e8f1a9c7b2d4c6e8a1f9d3b5c7e2a4f/Calls.json"
+     " -u AC5e8f1a9c7b2d4c6e8a1f9d3b5c7e2a4f:7c1e9a3f5b2d8e4a6c0f9b1d3e5a7c2f", "7c1e9a3f5b2d8e4a6c0f9b1d3e5a7c2f"),
+    ("DISCORD_CLIENT_ID=571938246015837294\nDISCORD_CLIENT_SECRET=Wq8mK2zLx7Tp4Rn9Yb3Vc6Hd1Jg5Fs0Q",
+     "Wq8mK2zLx7Tp4Rn9Yb3Vc6Hd1Jg5Fs0Q"),
+    ("smtp_sasl_password = Kq8m#L2zXv7T", "Kq8m#L2zXv7T"),
+    ("DB_PASSWORD=hash:Kq8mL2zXv7Tp", "hash:Kq8mL2zXv7Tp"),  # no path after the type: a value
+])
+def test_secrets_beside_identifiers_and_references_are_still_found(text, value):
+    assert value not in scrub(text).text

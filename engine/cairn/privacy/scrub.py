@@ -158,6 +158,8 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
                  if m.group(0) != value and m.group(0).startswith(value)]
         if whole and secret.type != "Private Key":
             spans = whole
+        if secret_values.public_key(value):
+            spans = []  # a Twilio account SID (AC...) in an API URL: public as reported, not widened into the path
         if spans and secret.type != "Private Key":
             spans = [_whole_token(line, start, end) for start, end in spans]
         if secret.type != "Private Key":  # "ghp_XXXX...", "USER:PASSWORD", os.environ[...]: not secrets

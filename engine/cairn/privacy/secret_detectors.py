@@ -65,12 +65,14 @@ _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length le
     url uri path file dir name type id ids endpoint host port enabled enable disabled max min num tokens
     rotation policy hint prompt field param length version format mode store backend provider lifetime
     duration age context ctx hash hashed digest validator manager class cls schemes scheme algorithm
-    algo""".split())
+    algo map maps table tables lookup""".split())  # Postfix's smtp_sasl_password_maps: a lookup table of them
 # A value that is a setting or code rather than a secret: a number (with a unit), a boolean, a path, a
 # URL; a call or an expression (`getpass.getpass(`, `timedelta(days=14)`, `sha256(token).hexdigest()`);
-# a Windows `%VAR%` or Python `%(VAR)s` reference.
+# a Windows `%VAR%` or Python `%(VAR)s` reference; a typed path (Postfix's `hash:/etc/postfix/sasl_passwd`,
+# `proxy:mysql:/etc/...`, `file:./x`): a table or a file that holds the secret.
 _SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|yes|no|on|off|none|null|nil"
-                            r"|(?:/|~[\w.-]*/|\.{1,2}/)\S*|\.(?-i:[a-z])[\w.-]*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.:]*[(\[].*|%\(\w+\)[sd]|%\w+%)$")
+                            r"|(?:/|~[\w.-]*/|\.{1,2}/)\S*|(?:[a-z][\w+-]*:)+(?:/|~/|\.{1,2}/)[^/]\S*"
+                            r"|\.(?-i:[a-z])[\w.-]*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.:]*[(\[].*|%\(\w+\)[sd]|%\w+%)$")
 
 
 # Words of a token's name that make it a pagination cursor, not a credential (next_page_token, NextToken).

@@ -55,7 +55,7 @@ GITLEAKS_FILE = ASSETS / "gitleaks.toml"
 # sets, written for files, do not find.
 OWN_RULES_FILE = ASSETS / "cairn-rules.toml"
 DEFAULT_FILES = (BETTERLEAKS_FILE, MICROSOFT_FILE, OWN_RULES_FILE)
-# Betterleaks' skipReport parts that name a resource rather than hold a secret.
+# Parts that name a resource, no secret: Betterleaks' skipReport ones; OAuth client ids (RFC 6749 2.2, Cairn's scrub).
 _IDENTIFIER_PART = re.compile(r"-(?:id|url|host|name|address)(?:\.\d+)?$")
 
 __all__ = ["Finding", "Rule", "RuleSet", "entropy", "fails_token_efficiency", "find", "go_regex", "load", "look_alike",
@@ -245,7 +245,8 @@ class RuleSet:
     def reports(self, rule: Rule) -> bool:
         if self.composite:
             return not rule.skip_report
-        return not (rule.skip_report and _IDENTIFIER_PART.search(rule.id))
+        return not ((rule.skip_report or not self.faithful and rule.id.endswith("-client-id"))
+                    and _IDENTIFIER_PART.search(rule.id))
 
     def run(self, rule: Rule, text: str) -> list[Finding]:
         """The findings of one rule in `text`, its filters applied."""
