@@ -932,3 +932,38 @@ def test_identifiers_and_references_read_on_holdout12_are_left_alone(text):
 ])
 def test_secrets_beside_identifiers_and_references_are_still_found(text, value):
     assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a password led by a symbol, quoted or after a word in another language
+    ("db:\n  user: app\n  password: '#q7#^Lm2zXv%!'", "#q7#^Lm2zXv"),
+    ("пароль от панели: ^Kq8mZ2xLvT41 (логин admin)", "^Kq8mZ2xLvT41"),
+    ('SMTP_PASSWORD="#Wz8qK2m!Lx7"', "#Wz8qK2m!Lx7"),
+    # a literal written into a variable named for a credential, in prose of any language
+    ("Hola, prueba escribiendo 'K_RmQp7zX' en la variable $password de db.php", "K_RmQp7zX"),
+    ("put 'Tq8#mK2zLv' into $db_pass and retry", "Tq8#mK2zLv"),
+    ("mets 'Vn7kQ2zLx9' dans la variable $password", "Vn7kQ2zLx9"),
+    # a tool's positional host, system account and password
+    ('SharpSQLTools.exe 10.0.0.7 sa "Hq7^+mK2zLx" master', "Hq7^+mK2zLx"),
+    ("python3 mssqlclient.py 10.10.10.9 sa Kq8m#L2zXv7 -windows-auth", "Kq8m#L2zXv7"),
+    ("dbtool db01.acme.io:1433 root Wq8mK2zLx7Tp4Rn9", "Wq8mK2zLx7Tp4Rn9"),
+])
+def test_symbols_literals_and_positional_accounts_read_on_holdout12_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "color: '#ff8800'",  # a colour
+    'token: "#{ENV}"',  # Ruby's interpolation
+    "password: '#release2024'",  # a name after "#"
+    'pattern: "^[a-z0-9]{32}$"',  # a regular expression
+    "\"dependencies\": {\"jsonwebtoken\": \"^9.0.2\"}",  # a version range
+    "password: $DB_PASSWORD",  # a reference
+    "write 'changeme' to $password",  # a stand-in
+    "compare 'Kq8mL2zXv7' with $password_hash",  # about a password, not one
+    "set 'localhost' in $db_host",
+    "ssh 10.0.0.5 root uptime",  # a command, not a password
+    "SharpSQLTools.exe 10.0.0.7 sa <password> master",
+])
+def test_symbol_literal_and_account_look_alikes_read_on_holdout12_are_left_alone(text):
+    assert scrub(text).text == text

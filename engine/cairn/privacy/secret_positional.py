@@ -19,9 +19,9 @@ import re
 from collections.abc import Iterator
 
 from .secret_blocks import secret_setting
-from .secret_rules import NOT_A_SECRET_CONTEXT, PASSWORD_WORD, WORD, look_alike
+from .secret_rules import ACCOUNT, NOT_A_SECRET_CONTEXT, PASSWORD_WORD, WORD, look_alike
 from .secret_values import (generated_token, password_like, placeholder, public_key, random_letters, random_looking,
-                            short_random)
+                            short_random, stated_password)
 from .secret_words import USER_WORDS, alternation
 
 KIND = "Positional Credential"
@@ -380,6 +380,10 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         spans.update(_webhook_findings(line))
     if "/" in line and "@" in line:
         spans.update(_connect_strings(line))
+    if "$" in line or "@" in line:
+        spans.update(_literals_into(line))
+    if "." in line and " " in line:
+        spans.update(_host_account_passwords(line))
     if " " in line:
         spans.update(_passphrases(line))
     if " -" in line:
@@ -485,6 +489,32 @@ def _credentials_files(text: str) -> Iterator[tuple[int, int]]:
     for echo in _ECHO_INTO.finditer(text):
         if credential_like(echo.group(2)):
             yield echo.span(2)
+
+
+# A literal given to a code variable named for a credential, in prose of any language ("escribiendo 'X' en la
+# variable $password", "put 'X' into $db_pass", "mets 'X' dans $password"): the sigil makes it the variable.
+_LITERAL_INTO = re.compile(r"""(['"`])([^\s'"`]{6,64})\1[^\n'"`$@]{1,40}?[$@]([A-Za-z_][\w.]{0,40})\b""")
+
+
+# A tool's positional host, system account and password (`SharpSQLTools.exe 10.0.0.5 sa PASS master`, `mssqlclient
+# HOST sa PASS`, `tool db01.acme.io:1433 root PASS`): after an address and an account that comes with a system.
+_HOST_ACCOUNT_PASSWORD = re.compile(r"""(?i)(?<!\S)(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][\w-]*(?:\.[\w-]+)+)"""
+                                    r"""(?::\d{1,5})?\s+""" + ACCOUNT + r"""\s+(['"]?)(\S{6,128}?)\1(?=\s|$)""")
+
+
+def _host_account_passwords(line: str) -> Iterator[tuple[int, int]]:
+    for match in _HOST_ACCOUNT_PASSWORD.finditer(line):
+        value = match.group(2)
+        if not value.startswith(("-", "$", "%", "<", "{")) and (credential_like(value) or password_like(value)):
+            yield match.span(2)
+
+
+def _literals_into(line: str) -> Iterator[tuple[int, int]]:
+    for match in _LITERAL_INTO.finditer(line):
+        value = match.group(2)  # stated as the credential by the sentence: made like a password is enough
+        if secret_setting(match.group(3)) and (credential_like(value) or stated_password(value) and not placeholder(
+                value) and not look_alike(value, "")):
+            yield match.span(2)
 
 
 def _connect_strings(line: str) -> Iterator[tuple[int, int]]:

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 from .rule_filters import compile_filter, entropy, fails_token_efficiency, go_regex
 from .secret_values import (PLACEHOLDER, SEQUENCE, base64_like, password_like, placeholder, public_key, random_letters,
-                            random_looking, repetitive, setting_pair, short_random, stated_password)
+                            random_looking, reference_lead, repetitive, setting_pair, short_random, stated_password)
 from .secret_words import PASSWORD_WORDS, SUFFIX, alternation
 
 ASSETS = Path(__file__).parent.parent / "assets"
@@ -531,7 +531,7 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
                 or bool(NOT_A_SECRET_CONTEXT.search(before)))
     if _NOT_A_VALUE.match(value) and not base64_like(value):
         return True
-    if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
+    if reference_lead(value) or value.endswith("="*3):
         return True
     if _OPTION_ASSIGNMENT.match(value):  # `--from-literal=password=...`: the command-line rules judge its value
         return True
@@ -722,14 +722,14 @@ def _other_prose_forms(line: str) -> set[tuple[int, int]]:
 # Accounts that come with a system or a service (and the service accounts people name svc-...): "admin /
 # Thistle-Tango24", "| prod | root | Lq9#mK2zXv |", "root:Kq7...". After one, a value made like a password
 # is its password even with no credential word in the sentence.
-_ACCOUNT = (r"(?:admin|administrator|root|sa|superuser|postgres|ubuntu|ec2-user|elastic|kibana|guest|operator"
+ACCOUNT = (r"(?:admin|administrator|root|sa|superuser|postgres|ubuntu|ec2-user|elastic|kibana|guest|operator"
             r"|deploy|deployer|sysadmin|ftpuser|svc[_-][\w-]+|service[_-][\w-]+)")
-_ACCOUNT_PAIR = re.compile(r"(?i)(?<![\w/.@:-])" + _ACCOUNT + r"(?:(\s+/\s+|\s+:\s+|\s*\|\s*)|(/)|(:))['\"`]?"
+_ACCOUNT_PAIR = re.compile(r"(?i)(?<![\w/.@:-])" + ACCOUNT + r"(?:(\s+/\s+|\s+:\s+|\s*\|\s*)|(/)|(:))['\"`]?"
                            r"([^\s'\"`,;:()<>\[\]{}|]{8,64})(?![\w/@:])")
 
 
 def _account_pairs(line: str) -> list[tuple[int, int]]:
-    """Spans of the passwords given beside an account's name (_ACCOUNT): after " / ", " : " or a table's
+    """Spans of the passwords given beside an account's name (ACCOUNT): after " / ", " : " or a table's
     "|", a value made like a password (password_like) or a generated one; right after "/" (which also
     joins paths), a password with a symbol and neither "." nor "/"; after ":" (which also tags images,
     postgres:16-alpine), a generated one (random_looking)."""
