@@ -936,7 +936,7 @@ def test_secrets_beside_identifiers_and_references_are_still_found(text, value):
 
 @pytest.mark.parametrize(("text", "value"), [
     # a password led by a symbol, quoted or after a word in another language
-    ("db:\n  user: app\n  password: '#q7#^Lm2zXv%!'", "#q7#^Lm2zXv"),
+    ("db:\n  user: app\n  password: '#q7#^Lm2zXv%!'", "#q7#^Lm2zXv%!"),
     ("пароль от панели: ^Kq8mZ2xLvT41 (логин admin)", "^Kq8mZ2xLvT41"),
     ('SMTP_PASSWORD="#Wz8qK2m!Lx7"', "#Wz8qK2m!Lx7"),
     # a literal written into a variable named for a credential, in prose of any language
@@ -966,4 +966,29 @@ def test_symbols_literals_and_positional_accounts_read_on_holdout12_are_found(te
     "SharpSQLTools.exe 10.0.0.7 sa <password> master",
 ])
 def test_symbol_literal_and_account_look_alikes_read_on_holdout12_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("DB_PSSWD=Hq7mK2zXv9Lp", "Hq7mK2zXv9Lp"),  # more spellings of "password"
+    ('admin_passwrd: "Tq8#mK2zLv7"', "Tq8#mK2zLv7"),
+    ('mqtt_passw = "Vn7#kQ2zLx9"', "Vn7#kQ2zLx9"),
+    ('"parameters": {\n  "adminPassword": {\n    "value": "Wz8#qK2mLx7T"\n  }\n}', "Wz8#qK2mLx7T"),  # ARM parameters
+    ("alice@acme.io:{PLAIN}Kq8m#L2zXv7::::::", "Kq8m#L2zXv7"),  # Dovecot passwd-file, plain scheme
+    ("# /etc/davfs2/secrets\nhttps://dav.acme.io/remote.php/webdav alice Lq7mK2zXv9Tp", "Lq7mK2zXv9Tp"),
+    ("sqlldr userid=scott/Rz9#kL2mXq7@orcl control=load.ctl", "Rz9#kL2mXq7"),  # Oracle's tools
+    ("rman target sys/Jw7mK2zQx9Lp@cdb1", "Jw7mK2zQx9Lp"),
+])
+def test_neighbouring_forms_of_holdout12s_causes_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "the passw field is required",
+    '"adminUsername": {"value": "azureuser"}',  # a user name's parameter
+    '"adminPassword": {"reference": {"keyVault": {"id": "/subscriptions/x"}, "secretName": "vmpw"}}',  # a reference
+    "bob:{SHA512-CRYPT}$6$Kq8mL2zX$v7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze::::",  # a hashed scheme
+    '# /etc/davfs2/secrets\n/media/dav alice "<password>"',  # a placeholder
+])
+def test_neighbouring_look_alikes_of_holdout12s_causes_are_left_alone(text):
     assert scrub(text).text == text

@@ -207,7 +207,7 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
     for kind, span, _ in sorted(secret_rules.find(line) + positional, key=lambda f: f.kind in _GENERIC_RULES):
         # The whole token: a prose value stops at its clause's length limit, and what a rule leaves
         # of a longer key is as secret as what it matched.
-        span = _whole_token(line, *span)
+        span = _to_closing_quote(line, *_whole_token(line, *span))
         value = line[slice(*span)]
         if _not_a_secret(line, span) or (kind == "Url Password" and _default_credentials(line, value)):
             continue
@@ -383,6 +383,16 @@ def _encrypted_spans(text: str) -> list[tuple[int, int]]:
                 spans.append((offset, offset + len(line)))
         offset += len(line) + 1
     return spans
+
+
+_QUOTED_TAIL = re.compile(r"[.,:!?]+(?=['\"`])")
+
+
+def _to_closing_quote(line: str, start: int, end: int) -> tuple[int, int]:
+    """The span to its closing quote when it stands in quotes and stops short at punctuation (`'#u#^Kq8m%!'`: the
+    prose rules leave a sentence's "!" off a value, but a quoted literal holds its last character)."""
+    tail = _QUOTED_TAIL.match(line, end) if start > 0 and line[start - 1] in "'\"`" else None
+    return (start, tail.end()) if tail and line[tail.end()] == line[start - 1] else (start, end)
 
 
 def _whole_token(line: str, start: int, end: int) -> tuple[int, int]:

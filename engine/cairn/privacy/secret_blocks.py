@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from .secret_rules import (CJK_WORDS, NAMES_BEFORE_VALUE, NEGATING_BEFORE, NOT_A_SECRET_CONTEXT, NOT_THE_VALUE, WORD,
                            WORDS, credential_value, public_context)
 from .secret_values import placeholder, public_key, stated_password
+from .secret_words import PASSWORD_ABBREVIATIONS
 
 
 # -- a credential's name and value on different lines --------------------------------------------------------
@@ -33,11 +34,14 @@ _NAME_VALUE = re.compile(r"""(?i)["']?\b(?:parameter|option)?(?:name|key)["']?\s
                          r"""\s*(?:=>|[:=])\s*["']?([^\s'",}]{4,300})""")
 
 
+# A parameter given as an object whose "value" holds it (an Azure Resource Manager parameters file: `"adminPassword":
+# {"value": "..."}`, learn.microsoft.com "Create Resource Manager parameter file").
+_OBJECT_VALUE = re.compile(r"""["']([A-Za-z_][\w.-]*)["']\s*:\s*\{\s*["']value["']\s*:\s*["']([^\s'"]{4,300})["']""")
 _ARGUMENT_PAIR = re.compile(r"""(?m)^[ \t]*-[ \t]+["']?--?([\w-]+)["']?[ \t]*\n[ \t]*-[ \t]+["']?([^\s'"]{4,300})""")
 
 
-_SECRET_SETTING_WORDS = frozenset("password passwd pass passphrase pwd pswd pswrd pword pw token secret credential"
-                                  " credentials requirepass masterauth apikey".split())
+_SECRET_SETTING_WORDS = frozenset(("password passwd pass passphrase pwd pw token secret credential credentials"
+                                   " requirepass masterauth apikey").split() + list(PASSWORD_ABBREVIATIONS))
 
 
 _SECRET_SETTING_PAIRS = frozenset("apikey authkey accesskey secretkey privatekey signingkey encryptionkey masterkey"
@@ -189,7 +193,7 @@ def _block_pairs(text: str) -> list[tuple[str, str, int]]:
         if default and secret_setting(variable.group(1)):
             start = variable.start(2) + default.start(1)
             found.append((variable.group(1), default.group(1), start))
-    for pattern in (_NAME_VALUE, _ARGUMENT_PAIR):
+    for pattern in (_NAME_VALUE, _OBJECT_VALUE, _ARGUMENT_PAIR):
         for match in pattern.finditer(text):
             if secret_setting(match.group(1)):
                 found.append((match.group(1), match.group(2), match.start(2)))

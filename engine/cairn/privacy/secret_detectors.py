@@ -14,6 +14,7 @@ from detect_secrets.plugins.base import RegexBasedDetector
 
 from cairn.privacy import secret_values
 from cairn.privacy.rule_filters import fails_token_efficiency
+from cairn.privacy.secret_words import PASSWORD_ABBREVIATIONS
 
 # A value that is a secret rather than a setting: not only digits, not a boolean or a null.
 _NOT_A_SETTING = r"(?!(?:\d+|true|false|yes|no|on|off|none|null|nil)(?![^\s'\";,]))"
@@ -56,10 +57,8 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
 
 # Words of a variable name that make it a secret's ("DB_PASS", "pgpassword", "GITHUB_TOKEN"), and
 # words that say the variable holds something about a secret rather than the secret itself.
-# The abbreviations of "password" people write as a name's last word (compose_mysql_pswd, DB_PW, db_pword).
-_SECRET_WORDS = ("secret", "password", "passwd", "passphrase", "pass", "pwd", "pswd", "pswrd", "psw", "pword", "pw",
-                 "token", "apikey", "credential", "credentials", "privatekey", "accesskey", "authtok", "bindpw",
-                 "rootpw",
+_SECRET_WORDS = ("secret", "password", "passwd", "passphrase", "pass", "pwd", "pw", *PASSWORD_ABBREVIATIONS, "token",
+                 "apikey", "credential", "credentials", "privatekey", "accesskey", "authtok", "bindpw", "rootpw",
                  "encrypt")  # Consul's gossip key (`encrypt = "..."`); a boolean or a cipher's name is a setting
 _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length len expiry expires expiration timeout
     url uri path file dir name type id ids endpoint host port enabled enable disabled max min num tokens

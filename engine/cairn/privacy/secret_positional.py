@@ -165,6 +165,9 @@ _POSITIONAL_FORMS = (
 )
 # A password's hash in PgBouncer's userlist (md5 + 32 hex, SCRAM-SHA-256$...), not the password.
 _USERLIST_HASH = re.compile(r"md5[0-9a-f]{32}|SCRAM-SHA-256\$\S+")
+# A password stored under a plain-text scheme (Dovecot's passwd-file `user:{PLAIN}SECRET:...`, doc.dovecot.org
+# "Password Schemes": PLAIN, CLEAR, CLEARTEXT, PLAIN-TRUNC), not hashed.
+_PLAIN_SCHEME = re.compile(r"""\{(?:PLAIN|CLEAR|CLEARTEXT|PLAIN-TRUNC)\}([^\s:'"]{4,200})""")
 # A mail account's login in a credentials map (Postfix's sasl_passwd, msmtp, fetchmail): user@host:PASS.
 _MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]{8,64})(?!\S)")
 
@@ -225,7 +228,7 @@ _HOLDERS = frozenset("cache caches cached store stores storage list lists table 
 
 # What a line must hold for each of the other patterns to have a chance.
 _COMMAND_CUES = ((("-u", "-U", "--user"), _USER_THEN_PASSWORD), (("-u", "--user"), _USER_COMMA_PASSWORD),
-                 (("@",), _MAIL_LOGIN))
+                 (("@",), _MAIL_LOGIN), (("{PLAIN", "{CLEAR"), _PLAIN_SCHEME))
 
 
 def _command_findings(line: str) -> Iterator[tuple[int, int]]:
@@ -374,7 +377,7 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     spans: set[tuple[int, int]] = set()
     if "(" in line and ("'" in line or '"' in line):
         spans.update(_call_findings(line))
-    if " " in line:
+    if " " in line or "}" in line:
         spans.update(_command_findings(line))
     if "://" in line:
         spans.update(_webhook_findings(line))
@@ -463,11 +466,13 @@ def _call_lines(text: str) -> Iterator[tuple[int, int]]:
 # A file that holds logins one a line as `user:password` (rsync's secrets file, rsyncd.conf(5) "secrets file";
 # pppd's chap-secrets/pap-secrets; s3fs' passwd-s3fs `KEY:SECRET`): named on a line (a comment, a `cat`), then
 # its lines; or written by an `echo "user:pass" > FILE`.
-_SECRETS_FILE = r"""[\w./~-]*(?:[.-]secrets|passwd-s3fs|\.rsync[\w.-]*\.pass(?:word)?)(?![\w-])"""
+_SECRETS_FILE = r"""[\w./~-]*(?:[.-]secrets|davfs2/secrets|passwd-s3fs|\.rsync[\w.-]*\.pass(?:word)?)(?![\w-])"""
 _NAMED_FILE = re.compile(r"(?m)^[^\n]*?" + _SECRETS_FILE + r"[^\n]*\n")
 _LOGIN_LINE = re.compile(r"""[ \t]*[\w.@+-]{1,64}:([^\s:'"`]{6,200})[ \t]*(?:\n|$)""")
-# pppd's chap-secrets and pap-secrets line: client, server, secret, addresses (pppd(8) "AUTHENTICATION").
+# pppd's chap-secrets and pap-secrets line: client, server, secret, addresses (pppd(8) "AUTHENTICATION"); davfs2's
+# secrets line: a URL or mount point, a user, a password (davfs2.conf(5)).
 _PPP_LINE = re.compile(r"""[ \t]*"?[\w.@+-]{1,64}"?[ \t]+(?:\*|"?[\w.-]+"?)[ \t]+"?([^\s"]{6,200})"?[^\n]*(?:\n|$)""")
+_DAVFS_LINE = re.compile(r"""[ \t]*\S+[ \t]+"?[\w.@+\\-]{1,64}"?[ \t]+"?([^\s"]{6,200})"?[ \t]*(?:\n|$)""")
 _ECHO_INTO = re.compile(r"""\becho\s+(?:-\w+\s+)?(['"]?)(?:[\w.@+-]{1,64}:)?([^\s:'"`$]{6,200})\1\s*>>?\s*"""
                         + _SECRETS_FILE)
 # Oracle's user/password@host connect string (sqlplus scott/PASS@db, jdbc:oracle:thin:scott/PASS@//host:1521/SID,
@@ -479,7 +484,8 @@ _USER_SLASH_PASS = re.compile(r"""(?:(?<=jdbc:oracle:thin:)|(?<=jdbc:oracle:oci:
 def _credentials_files(text: str) -> Iterator[tuple[int, int]]:
     for named in _NAMED_FILE.finditer(text):
         at = named.end()
-        form = _PPP_LINE if "ap-secrets" in named.group(0) else _LOGIN_LINE
+        form = (_PPP_LINE if "ap-secrets" in named.group(0) else _DAVFS_LINE if "davfs2/" in named.group(0)
+                else _LOGIN_LINE)
         while (line := form.match(text, at)) is not None:
             if credential_like(line.group(1)):
                 yield line.span(1)

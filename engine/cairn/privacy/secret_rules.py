@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 from .rule_filters import compile_filter, entropy, fails_token_efficiency, go_regex
 from .secret_values import (PLACEHOLDER, SEQUENCE, base64_like, password_like, placeholder, public_key, random_letters,
                             random_looking, reference_lead, repetitive, setting_pair, short_random, stated_password)
-from .secret_words import PASSWORD_WORDS, SUFFIX, alternation
+from .secret_words import PASSWORD_ABBREVIATIONS, PASSWORD_WORDS, SUFFIX, alternation
 
 ASSETS = Path(__file__).parent.parent / "assets"
 BETTERLEAKS_FILE = ASSETS / "betterleaks.toml"
@@ -345,8 +345,8 @@ WORDS = (r"api[ _-]?keys?|key[ _-]?files?|keys?|secrets?|passwords?|passwd|pass|
           r"|ключът|гасло|токена|رمز عبور|رمز|کلید|پاس ورڈ|পাসওয়ার্ড|গোপন শব্দ|susi|susian|nenosiri|ufunguo"
           r"|parool|võti|parole|atslēga|slaptažodis|raktas|geslo|lykilorð|κλειδί|συνθηματικό"
           # Short and plural forms people type: "pw", "pswd", "auth key", "identifiants", "Zugangsdaten".
-          r"|pw|pws|pswd|pswrd|psw|pword|passcodes?|auth[ _-]?keys?|identifiants|credenciales|credenziali"
-          r"|zugangsdaten|anmeldedaten|inloggegevens|dane logowania|учетные данные|учётные данные")
+          r"|pw|pws|" + "|".join(PASSWORD_ABBREVIATIONS) + r"|passcodes?|auth[ _-]?keys?|identifiants|credenciales"
+          r"|credenziali|zugangsdaten|anmeldedaten|inloggegevens|dane logowania|учетные данные|учётные данные")
 # Scripts written without spaces between words (Japanese, Chinese, Korean particles, Thai, Lao, Khmer).
 CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|비번|암호|토큰|키"
               r"|รหัสผ่าน|รหัส|คีย์|โทเค็น|ລະຫັດຜ່ານ|ពាក្យសម្ងាត់")
@@ -366,7 +366,7 @@ WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + WORDS 
 # The words that name a password (not a key or token, which also name ids): after one, a value
 # made like a password people choose ("Cobalt-tundra6469") is one.
 PASSWORD_WORD = re.compile(
-    r"(?i)pass|pw|pwd|psw|erlang[ ._-]?cookie"
+    r"(?i)pass|pw|pwd|psw|pssw|erlang[ ._-]?cookie"
     r"|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
     r"|salasana|mật khẩu|пароль|парола|гасло|κωδικός|συνθηματικό|סיסמה|كلمة|पासवर्ड|heslo|sandi|jelsz|clau|lozink"
     r"|parool|parole|slaptažodis|geslo|lykilorð|identifiants|credencial|credenzial|zugangsdaten|パスワード|暗証番号"
