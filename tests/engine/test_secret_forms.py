@@ -939,6 +939,8 @@ def test_secrets_beside_identifiers_and_references_are_still_found(text, value):
     ("db:\n  user: app\n  password: '#q7#^Lm2zXv%!'", "#q7#^Lm2zXv%!"),
     ("пароль от панели: ^Kq8mZ2xLvT41 (логин admin)", "^Kq8mZ2xLvT41"),
     ('SMTP_PASSWORD="#Wz8qK2m!Lx7"', "#Wz8qK2m!Lx7"),
+    ("password: '&9Tq8mK2zLv7!'", "&9Tq8mK2zLv7!"),  # "&" then no anchor's name
+    ("password: '%!Hq7mK2zXv9Lp'", "%!Hq7mK2zXv9Lp"),  # "%" then no reference
     # a literal written into a variable named for a credential, in prose of any language
     ("Hola, prueba escribiendo 'K_RmQp7zX' en la variable $password de db.php", "K_RmQp7zX"),
     ("put 'Tq8#mK2zLv' into $db_pass and retry", "Tq8#mK2zLv"),
@@ -959,6 +961,11 @@ def test_symbols_literals_and_positional_accounts_read_on_holdout12_are_found(te
     'pattern: "^[a-z0-9]{32}$"',  # a regular expression
     "\"dependencies\": {\"jsonwebtoken\": \"^9.0.2\"}",  # a version range
     "password: $DB_PASSWORD",  # a reference
+    'password: "$$DB_PASS"',  # docker compose's escaped reference
+    'token: "%env(API_TOKEN)%"',  # Symfony's
+    'password: "%(db_password)s"',  # Python's
+    'password: "@db.password@"',  # Maven's filtering
+    "password: &pw Hunter2xTq",  # a YAML anchor
     "write 'changeme' to $password",  # a stand-in
     "compare 'Kq8mL2zXv7' with $password_hash",  # about a password, not one
     "set 'localhost' in $db_host",

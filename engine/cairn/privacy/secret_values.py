@@ -234,11 +234,13 @@ def setting_pair(value: str) -> bool:
     return _SETTING_PAIR.fullmatch(value) is not None
 
 
-# What a value that starts with a symbol is when it is no secret: `$VAR`, `%VAR%`, `@var@`, `&anchor` (any value
-# so led); after "#" a name, a colour, an issue or a fragment (`#main-nav`, `#ff8800`, `#123`), `#{...}`, `#!`;
-# after "^" a version range (`^1.2.3`) or a regular expression (`^[a-z]+$`). A generated password draws on the
-# same symbols (`#u#^I5ndWi%!`, `^XPXSyhuOdhS37`): past "#" or "^", the rest of it says which.
-_REFERENCE_LEAD = re.compile(r"[$%@&]|#(?:[\w-]*$|[{!\[])|\^(?:[\d.x*]+$|.*[\\\[\](){}|*+?]|.*\$$)")
+# What a value that starts with a symbol is when it is no secret: a reference (`$VAR`, `${VAR}`, `$(cmd)`, `$$VAR`,
+# `%VAR%`, `%(name)s`, `@var@`, `@Annotation`, `&anchor`); after "#" a name, a colour, an issue or a fragment
+# (`#main-nav`, `#ff8800`, `#123`), `#{...}`, `#!`; after "^" a version range (`^1.2.3`) or a regular expression
+# (`^[a-z]+$`). A generated password draws on the same symbols (`#u#^I5ndWi%!`, `^XPXSyhuOdhS37`, `$#Kq8m...`):
+# the characters after the first say which.
+_REFERENCE_LEAD = re.compile(r"\$(?:[\w{($]|$)|%(?:[\w({%]|$)|@(?:[\w{.]|$)|&(?:[A-Za-z_]|$)|#(?:[\w-]*$|[{!\[])"
+                             r"|\^(?:[\d.x*]+$|.*[\\\[\](){}|*+?]|.*\$$)")
 
 
 def reference_lead(value: str) -> bool:
