@@ -999,3 +999,32 @@ def test_neighbouring_forms_of_holdout12s_causes_are_found(text, value):
 ])
 def test_neighbouring_look_alikes_of_holdout12s_causes_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a literal written into a variable named by a word for one or by its shape, not only by a sigil
+    ("pon 'Wq8#mK2zLx7' en la variable DB_PASSWORD", "Wq8#mK2zLx7"),
+    ("put 'Tz9#kQ2mLx7' in the SMTP_PASSWORD variable", "Tz9#kQ2mLx7"),
+    ("escribe 'Hn4#kQz8mLx2' en spring.datasource.password", "Hn4#kQz8mLx2"),
+    # Windows-style password options, a login before a host with no scheme
+    ("xfreerdp /v:10.0.0.8 /u:administrator /p:'Rz9#kL2mXq7' /cert:ignore", "Rz9#kL2mXq7"),
+    ("cmdkey /add:srv01 /user:acme\\ops /pass:Vn7#kQ2zLx9", "Vn7#kQ2zLx9"),
+    ("schtasks /create /tn nightly /ru svc_backup /rp Kq8mL2zXv7Tp /tr backup.cmd", "Kq8mL2zXv7Tp"),
+    ("impacket-psexec administrator:'Jw7#mK2zQx9'@10.0.0.8", "Jw7#mK2zQx9"),
+    ("mssqlclient.py sa:Lq7mK2zXv9Tp@10.0.0.8", "Lq7mK2zXv9Tp"),
+])
+def test_more_neighbouring_forms_of_holdout12s_causes_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "see 'docs/README.md' for the DB_PASSWORD variable",  # a path
+    "the value 'abc' in the password field",  # too short
+    "use 'HEAD~3' for the REF_TOKEN_NAME",
+    "robocopy C:\\src D:\\dst /purge /r:3 /w:5",  # other slash options
+    "cd /p/projects",
+    "mailto:john@example.com and git@github.com:acme/x.git",
+    "xfreerdp /v:10.0.0.8 /u:admin /p:$RDP_PASSWORD",  # a variable
+])
+def test_more_neighbouring_look_alikes_of_holdout12s_causes_are_left_alone(text):
+    assert scrub(text).text == text

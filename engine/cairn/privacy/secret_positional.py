@@ -168,6 +168,11 @@ _USERLIST_HASH = re.compile(r"md5[0-9a-f]{32}|SCRAM-SHA-256\$\S+")
 # A password stored under a plain-text scheme (Dovecot's passwd-file `user:{PLAIN}SECRET:...`, doc.dovecot.org
 # "Password Schemes": PLAIN, CLEAR, CLEARTEXT, PLAIN-TRUNC), not hashed.
 _PLAIN_SCHEME = re.compile(r"""\{(?:PLAIN|CLEAR|CLEARTEXT|PLAIN-TRUNC)\}([^\s:'"]{4,200})""")
+# A Windows-style password option (xfreerdp's /p:, cmdkey's /pass:, schtasks' /rp, net user's /password:).
+_SLASH_PASSWORD = re.compile(r"""(?<!\S)/(?:p|pass|password|rp)(?::|(?<=rp)\s+)['"]?([^\s'"]{4,200})['"]?(?!\S)""")
+# A login before a host with no scheme (impacket's `sa:PASS@10.0.0.5`, `user:PASS@db01.acme.io`): its password.
+_LOGIN_AT_HOST = re.compile(r"""(?<![\w/:@.%-])[\w.\\-]{1,64}:['"]?([^\s:@/'"]{4,128})['"]?@"""
+                            r"""(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*(?:\.[\w-]+)+)(?![\w@])""")
 # A mail account's login in a credentials map (Postfix's sasl_passwd, msmtp, fetchmail): user@host:PASS.
 _MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]{8,64})(?!\S)")
 
@@ -228,7 +233,8 @@ _HOLDERS = frozenset("cache caches cached store stores storage list lists table 
 
 # What a line must hold for each of the other patterns to have a chance.
 _COMMAND_CUES = ((("-u", "-U", "--user"), _USER_THEN_PASSWORD), (("-u", "--user"), _USER_COMMA_PASSWORD),
-                 (("@",), _MAIL_LOGIN), (("{PLAIN", "{CLEAR"), _PLAIN_SCHEME))
+                 (("@",), _MAIL_LOGIN), (("{PLAIN", "{CLEAR"), _PLAIN_SCHEME), (("/p", "/rp"), _SLASH_PASSWORD),
+                 (("@",), _LOGIN_AT_HOST))
 
 
 def _command_findings(line: str) -> Iterator[tuple[int, int]]:
@@ -383,7 +389,7 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         spans.update(_webhook_findings(line))
     if "/" in line and "@" in line:
         spans.update(_connect_strings(line))
-    if "$" in line or "@" in line:
+    if "'" in line or '"' in line or "`" in line:
         spans.update(_literals_into(line))
     if "." in line and " " in line:
         spans.update(_host_account_passwords(line))
@@ -498,8 +504,12 @@ def _credentials_files(text: str) -> Iterator[tuple[int, int]]:
 
 
 # A literal given to a code variable named for a credential, in prose of any language ("escribiendo 'X' en la
-# variable $password", "put 'X' into $db_pass", "mets 'X' dans $password"): the sigil makes it the variable.
-_LITERAL_INTO = re.compile(r"""(['"`])([^\s'"`]{6,64})\1[^\n'"`$@]{1,40}?[$@]([A-Za-z_][\w.]{0,40})\b""")
+# variable $password", "put 'X' into $db_pass", "mets 'X' dans $password"). The variable is one by its sigil, by a
+# word for a variable before it ("la variable DB_PASSWORD"), or by its shape (an environment variable's UPPER_SNAKE
+# name, a dotted property: spring.datasource.password).
+_LITERAL_INTO = re.compile(r"""(['"`])([^\s'"`]{6,64})\1[^\n'"`$@]{1,40}?(?:[$@]|(?<=\s)(?=(?:[A-Z][A-Z0-9]*_"""
+                           r"""[A-Z0-9_]+|[a-z][\w-]*(?:\.[\w-]+)+)\b)|\b(?i:variable|var|champ|campo|feld|field)\s+)"""
+                           r"""([A-Za-z_][\w.-]{0,60})\b""")
 
 
 # A tool's positional host, system account and password (`SharpSQLTools.exe 10.0.0.5 sa PASS master`, `mssqlclient
@@ -519,7 +529,7 @@ def _literals_into(line: str) -> Iterator[tuple[int, int]]:
     for match in _LITERAL_INTO.finditer(line):
         value = match.group(2)  # stated as the credential by the sentence: made like a password is enough
         if secret_setting(match.group(3)) and (credential_like(value) or stated_password(value) and not placeholder(
-                value) and not look_alike(value, "")):
+                value) and not look_alike(value, "") and not any(c in value for c in "./\\~")):
             yield match.span(2)
 
 
