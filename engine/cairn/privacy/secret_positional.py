@@ -1,19 +1,19 @@
 """Credentials that their place gives away, with no credential word beside them.
 
-A password is often written where only its position says what it is: the argument after a user
-name in a call (`new mysqli(host, user, PASS, db)`, `DriverManager.getConnection(url, user, PASS)`),
-the literal key of a signing call (`jwt.sign(payload, 'SECRET')`), the value after a user option
-(`-u USER -P PASS`, `lftp -u USER,PASS`), the positional argument of a command that takes one
-(`poetry config http-basic.REPO USER PASS`, `snyk auth TOKEN`, `importprivkey KEY`), a mail account's
-`user@host:PASS`, the segment of a webhook URL after its hook (`.../bot/v2/hook/UUID`,
-`hooks.zapier.com/hooks/catch/ID/HOOK/`, Teams' `/webhook/GROUP@TENANT/IncomingWebhook/...`), the `send`
-that answers an `expect`ed password prompt, a value on its own line under a `user:` line, a credentials
-file's `user:PASS` lines (rsyncd.secrets, chap-secrets, passwd-s3fs, davfs2), an Oracle `user/PASS@host`
-connect string, a login before a host (`sa:PASS@10.0.0.5`), a tool's `HOST sa PASS` arguments, Windows'
-`/p:PASS`, Dovecot's `{PLAIN}PASS`, and a literal written into a `$password` variable in prose. The place is
-the signal; the value must still be made like a secret (credential_like: generated or chosen as a password, not a name, a number, a path, a
-version or a placeholder). Pure functions of strings; scrub runs line_findings on each line beside the
-rule sets (secret_rules.find) and text_findings on a whole text beside secret_blocks.block_findings.
+A password is often written where only its position says what it is: the argument after a user name in a call
+(`new mysqli(host, user, PASS, db)`, `DriverManager.getConnection(url, user, PASS)`), the literal key of a
+signing call (`jwt.sign(payload, 'SECRET')`), the value after a user option (`-u USER -P PASS`, `lftp -u
+USER,PASS`), the positional argument of a command that takes one (`poetry config http-basic.REPO USER PASS`,
+`snyk auth TOKEN`, `importprivkey KEY`), a mail account's `user@host:PASS`, the segment of a webhook URL after
+its hook (`.../bot/v2/hook/UUID`, `hooks.zapier.com/hooks/catch/ID/HOOK/`, Teams'
+`/webhook/GROUP@TENANT/IncomingWebhook/...`), the `send` that answers an `expect`ed password prompt, a value
+on its own line under a `user:` line, a credentials file's `user:PASS` lines (rsyncd.secrets, chap-secrets,
+passwd-s3fs, davfs2), an Oracle `user/PASS@host` connect string, a login before a host (`sa:PASS@10.0.0.5`), a
+tool's `HOST sa PASS` arguments, Windows' `/p:PASS`, Dovecot's `{PLAIN}PASS`, and a literal written into a
+`$password` variable in prose. The place is the signal; the value must still be made like a secret
+(credential_like: generated or chosen as a password, not a name, a number, a path, a version or a
+placeholder). Pure functions of strings; scrub runs line_findings on each line beside the rule sets
+(secret_rules.find) and text_findings on a whole text beside secret_blocks.block_findings.
 """
 
 from __future__ import annotations
