@@ -852,3 +852,179 @@ def test_a_key_that_begins_with_a_dollar_by_its_format_is_no_variable():
     value = "$aact_prod_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7ZeKq8mL2zXv7Tp4Rn9Wb3"
     assert value not in scrub(f"A chave da API de produção é {value}, não comita isso.").text
     assert scrub("A chave da API fica em $ASAAS_API_KEY, não comita isso.").text.endswith("isso.")
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # abbreviations of "password" as a name's last word, in YAML, .env and code
+    ('mysql_user: wp\nmysql_pswd: "Vt3-kQz9#mLx2Rp"', "Vt3-kQz9#mLx2Rp"),
+    ("REDIS_PSWD=Lq7mK2zXv9Tp", "Lq7mK2zXv9Tp"),
+    ('db_pword = "Hn4#kQz8mLx2"', "Hn4#kQz8mLx2"),
+    ("SMTP_PW=Zr8mK3qXv7Lp", "Zr8mK3qXv7Lp"),
+    # key/value pair arrays whose key names a credential: PHP/Ruby `=>`, CloudFormation, a `user:pass` auth
+    ("array(\n  'key' => 'DEPLOY_PASS',\n  'value' => 'Wq7mK2zLx9Tp4Rn8',\n)", "Wq7mK2zLx9Tp4Rn8"),
+    ("{ :key => 'SMTP_PASSWORD', :value => 'Kq8m#L2zXv7Tp' }", "Kq8m#L2zXv7Tp"),
+    ('[{"ParameterKey": "DBPassword", "ParameterValue": "Mz7#kQ2xLv9Tp"}]', "Mz7#kQ2xLv9Tp"),
+    ("'key' => 'REGISTRY_AUTH',\n'value' => 'deployer:Tq8mK2zXv7Lp4Rn9'", "Tq8mK2zXv7Lp4Rn9"),
+    # webhook URLs whose path carries the secret: Teams' connector URL (GROUP@TENANT/IncomingWebhook/KEY/ID)
+    ("https://outlook.office.com/webhook/1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d@6f5e4d3c-2b1a-4c9d-8e7f-6a5b4c3d2e1f"
+     "/IncomingWebhook/9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a49/3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7",
+     "9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a49"),
+    ("https://acme.webhook.office.com/webhook/1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d@6f5e4d3c-2b1a-4c9d-8e7f-6a5b4c3d2e1f"
+     "/IncomingWebhook/9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a49/3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7",
+     "9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a49"),
+    # credentials files: rsync's secrets file, pppd's chap-secrets, s3fs' passwd file, written by echo
+    ("# /etc/rsyncd.secrets\nmirror:Kv8mQ2zLx7Tp\nbackup:Rz9#kL2mXq7", "Rz9#kL2mXq7"),
+    ("# /etc/rsyncd.secrets\nmirror:Kv8mQ2zLx7Tp\nbackup:Rz9#kL2mXq7", "Kv8mQ2zLx7Tp"),
+    ('# /etc/ppp/chap-secrets\n"vpn1" pptpd "Hq7mK2zXv9Lp" *', "Hq7mK2zXv9Lp"),
+    ("$ cat ~/.passwd-s3fs\nAKIAQ7MK2ZXV9LP4RN8W:Tq8mK2zXv7Lp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze",
+     "Tq8mK2zXv7Lp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze"),
+    ("echo 'mirror:Jw7mK2zQx9Lp' > /etc/rsyncd.secrets && chmod 600 /etc/rsyncd.secrets", "Jw7mK2zQx9Lp"),
+    # Oracle's user/password@host connect strings: JDBC thin URL, sqlplus, Data Pump
+    ("java.sql.SQLException: (url=jdbc:oracle:thin:hr/Kz7*mQ2xLv9T@//db7:1521/PDB1)", "Kz7*mQ2xLv9T"),
+    ("sqlplus app_owner/Wq8mK2zLx7Tp@ORCLPDB1 @install.sql", "Wq8mK2zLx7Tp"),
+    ("expdp hr/Tz9kQ2mLx7Vn@xepdb1 directory=dp dumpfile=hr.dmp", "Tz9kQ2mLx7Vn"),
+])
+def test_forms_read_on_holdout12_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "pswd_length: 16",  # about a password
+    "DB_PSWD=${DB_PSWD}",  # a reference
+    "array('key' => 'DEPLOY_USER', 'value' => 'deployer')",  # a user's key
+    "array('key' => 'DEPLOY_PASS', 'value' => getenv('DEPLOY_PASS'))",  # read from the environment
+    "{ key: 'BASIC_AUTH', value: 'admin:admin' }",  # a default login
+    "see https://learn.microsoft.com/en-us/microsoftteams/platform/webhooks-and-connectors/how-to/add-incoming-webhook",
+    "https://outlook.office.com/webhook/{group-id}@{tenant-id}/IncomingWebhook/{key}/{connector-id}",
+    "secrets file = /etc/rsyncd.secrets\nauth users = backup",  # the file named, no login line
+    "# /etc/rsyncd.secrets\nbackup:<password>",  # a placeholder
+    "# /etc/ppp/chap-secrets\n# client server secret IP addresses",
+    "# /etc/passwd\nbackup:x:34:34:backup:/var/backups:/usr/sbin/nologin",  # not a secrets file, no password
+    "git@github.com:acme/repo.git and feature/login@main",  # a ref, not a connect string
+    "sqlplus scott/tiger@orcl",  # Oracle's documented sample login
+    "sqlplus app/$APP_PASSWORD@db",  # a variable
+])
+def test_look_alikes_read_on_holdout12_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    # identifiers documented as no secret: a Twilio account SID in an API URL, OAuth client ids (RFC 6749 2.2)
+    "TwilioRestException: HTTP 401\n https://api.twilio.com/2010-04-01/Accounts/AC5e8f1a9c7b2d4c6e8a1f9d3b5c7e2a4f/Calls.json",
+    "DISCORD_TOKEN=...\nDISCORD_CLIENT_ID=571938246015837294\nDISCORD_GUILD_ID=803716594283750162",
+    "discord_client_id: 628174930561827345",
+    # a lookup table or a file that holds the passwords, not a password (Postfix's maps, a typed path)
+    "smtp_sasl_password_maps = hash:/etc/postfix/sasl_passwd",
+    "smtpd_sasl_password_maps = proxy:mysql:/etc/postfix/mysql-sasl.cf",
+    "DB_PASSWORD=file:/run/secrets/db_password",
+])
+def test_identifiers_and_references_read_on_holdout12_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("curl https://api.twilio.com/2010-04-01/Accounts/AC5e8f1a9c7b2d4c6e8a1f9d3b5c7e2a4f/Calls.json"
+     " -u AC5e8f1a9c7b2d4c6e8a1f9d3b5c7e2a4f:7c1e9a3f5b2d8e4a6c0f9b1d3e5a7c2f", "7c1e9a3f5b2d8e4a6c0f9b1d3e5a7c2f"),
+    ("DISCORD_CLIENT_ID=571938246015837294\nDISCORD_CLIENT_SECRET=Wq8mK2zLx7Tp4Rn9Yb3Vc6Hd1Jg5Fs0Q",
+     "Wq8mK2zLx7Tp4Rn9Yb3Vc6Hd1Jg5Fs0Q"),
+    ("smtp_sasl_password = Kq8m#L2zXv7T", "Kq8m#L2zXv7T"),
+    ("DB_PASSWORD=hash:Kq8mL2zXv7Tp", "hash:Kq8mL2zXv7Tp"),  # no path after the type: a value
+])
+def test_secrets_beside_identifiers_and_references_are_still_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a password led by a symbol, quoted or after a word in another language
+    ("db:\n  user: app\n  password: '#q7#^Lm2zXv%!'", "#q7#^Lm2zXv%!"),
+    ("пароль от панели: ^Kq8mZ2xLvT41 (логин admin)", "^Kq8mZ2xLvT41"),
+    ('SMTP_PASSWORD="#Wz8qK2m!Lx7"', "#Wz8qK2m!Lx7"),
+    ("password: '&9Tq8mK2zLv7!'", "&9Tq8mK2zLv7!"),  # "&" then no anchor's name
+    ("password: '%!Hq7mK2zXv9Lp'", "%!Hq7mK2zXv9Lp"),  # "%" then no reference
+    # a literal written into a variable named for a credential, in prose of any language
+    ("Hola, prueba escribiendo 'K_RmQp7zX' en la variable $password de db.php", "K_RmQp7zX"),
+    ("put 'Tq8#mK2zLv' into $db_pass and retry", "Tq8#mK2zLv"),
+    ("mets 'Vn7kQ2zLx9' dans la variable $password", "Vn7kQ2zLx9"),
+    # a tool's positional host, system account and password
+    ('SharpSQLTools.exe 10.0.0.7 sa "Hq7^+mK2zLx" master', "Hq7^+mK2zLx"),
+    ("python3 mssqlclient.py 10.10.10.9 sa Kq8m#L2zXv7 -windows-auth", "Kq8m#L2zXv7"),
+    ("dbtool db01.acme.io:1433 root Wq8mK2zLx7Tp4Rn9", "Wq8mK2zLx7Tp4Rn9"),
+])
+def test_symbols_literals_and_positional_accounts_read_on_holdout12_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "color: '#ff8800'",  # a colour
+    'token: "#{ENV}"',  # Ruby's interpolation
+    "password: '#release2024'",  # a name after "#"
+    'pattern: "^[a-z0-9]{32}$"',  # a regular expression
+    "\"dependencies\": {\"jsonwebtoken\": \"^9.0.2\"}",  # a version range
+    "password: $DB_PASSWORD",  # a reference
+    'password: "$$DB_PASS"',  # docker compose's escaped reference
+    'token: "%env(API_TOKEN)%"',  # Symfony's
+    'password: "%(db_password)s"',  # Python's
+    'password: "@db.password@"',  # Maven's filtering
+    "password: &pw Hunter2xTq",  # a YAML anchor
+    "write 'changeme' to $password",  # a stand-in
+    "compare 'Kq8mL2zXv7' with $password_hash",  # about a password, not one
+    "set 'localhost' in $db_host",
+    "ssh 10.0.0.5 root uptime",  # a command, not a password
+    "SharpSQLTools.exe 10.0.0.7 sa <password> master",
+])
+def test_symbol_literal_and_account_look_alikes_read_on_holdout12_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("DB_PSSWD=Hq7mK2zXv9Lp", "Hq7mK2zXv9Lp"),  # more spellings of "password"
+    ('admin_passwrd: "Tq8#mK2zLv7"', "Tq8#mK2zLv7"),
+    ('mqtt_passw = "Vn7#kQ2zLx9"', "Vn7#kQ2zLx9"),
+    ('"parameters": {\n  "adminPassword": {\n    "value": "Wz8#qK2mLx7T"\n  }\n}', "Wz8#qK2mLx7T"),  # ARM parameters
+    ("alice@acme.io:{PLAIN}Kq8m#L2zXv7::::::", "Kq8m#L2zXv7"),  # Dovecot passwd-file, plain scheme
+    ("# /etc/davfs2/secrets\nhttps://dav.acme.io/remote.php/webdav alice Lq7mK2zXv9Tp", "Lq7mK2zXv9Tp"),
+    ("sqlldr userid=scott/Rz9#kL2mXq7@orcl control=load.ctl", "Rz9#kL2mXq7"),  # Oracle's tools
+    ("rman target sys/Jw7mK2zQx9Lp@cdb1", "Jw7mK2zQx9Lp"),
+])
+def test_neighbouring_forms_of_holdout12s_causes_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "the passw field is required",
+    '"adminUsername": {"value": "azureuser"}',  # a user name's parameter
+    '"adminPassword": {"reference": {"keyVault": {"id": "/subscriptions/x"}, "secretName": "vmpw"}}',  # a reference
+    "bob:{SHA512-CRYPT}$6$Kq8mL2zX$v7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze::::",  # a hashed scheme
+    '# /etc/davfs2/secrets\n/media/dav alice "<password>"',  # a placeholder
+])
+def test_neighbouring_look_alikes_of_holdout12s_causes_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a literal written into a variable named by a word for one or by its shape, not only by a sigil
+    ("pon 'Wq8#mK2zLx7' en la variable DB_PASSWORD", "Wq8#mK2zLx7"),
+    ("put 'Tz9#kQ2mLx7' in the SMTP_PASSWORD variable", "Tz9#kQ2mLx7"),
+    ("escribe 'Hn4#kQz8mLx2' en spring.datasource.password", "Hn4#kQz8mLx2"),
+    # Windows-style password options, a login before a host with no scheme
+    ("xfreerdp /v:10.0.0.8 /u:administrator /p:'Rz9#kL2mXq7' /cert:ignore", "Rz9#kL2mXq7"),
+    ("cmdkey /add:srv01 /user:acme\\ops /pass:Vn7#kQ2zLx9", "Vn7#kQ2zLx9"),
+    ("schtasks /create /tn nightly /ru svc_backup /rp Kq8mL2zXv7Tp /tr backup.cmd", "Kq8mL2zXv7Tp"),
+    ("impacket-psexec administrator:'Jw7#mK2zQx9'@10.0.0.8", "Jw7#mK2zQx9"),
+    ("mssqlclient.py sa:Lq7mK2zXv9Tp@10.0.0.8", "Lq7mK2zXv9Tp"),
+])
+def test_more_neighbouring_forms_of_holdout12s_causes_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "see 'docs/README.md' for the DB_PASSWORD variable",  # a path
+    "the value 'abc' in the password field",  # too short
+    "use 'HEAD~3' for the REF_TOKEN_NAME",
+    "robocopy C:\\src D:\\dst /purge /r:3 /w:5",  # other slash options
+    "cd /p/projects",
+    "mailto:john@example.com and git@github.com:acme/x.git",
+    "xfreerdp /v:10.0.0.8 /u:admin /p:$RDP_PASSWORD",  # a variable
+])
+def test_more_neighbouring_look_alikes_of_holdout12s_causes_are_left_alone(text):
+    assert scrub(text).text == text

@@ -21,7 +21,8 @@ index keys and its vector all come from the scrubbed text):
    Terraform variable's default, a container's env name/value, an option and its value as two
    argument items); and a credential its place gives away with no credential word beside it
    (secret_positional: a password after a user name in a call or a command, a signing call's key, a
-   webhook URL's token, expect's answer to a password prompt, a generated token as an option's value).
+   webhook URL's token, expect's answer to a password prompt, a generated token as an option's value, a
+   credentials file's lines, an Oracle connect string).
    Measured on a labelled set of credential sentences and innocent look-alikes
    (bench/secrets_compare.py; figures in docs/benchmarks.md).
 4. Whatever found it, a value is kept when it is a placeholder (`your-token-here`, `mypassword`, a
@@ -158,6 +159,8 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
                  if m.group(0) != value and m.group(0).startswith(value)]
         if whole and secret.type != "Private Key":
             spans = whole
+        if secret_values.public_key(value):
+            spans = []  # a Twilio account SID (AC...) in an API URL: public as reported, not widened into the path
         if spans and secret.type != "Private Key":
             spans = [_whole_token(line, start, end) for start, end in spans]
         if secret.type != "Private Key":  # "ghp_XXXX...", "USER:PASSWORD", os.environ[...]: not secrets
@@ -205,7 +208,7 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
     for kind, span, _ in sorted(secret_rules.find(line) + positional, key=lambda f: f.kind in _GENERIC_RULES):
         # The whole token: a prose value stops at its clause's length limit, and what a rule leaves
         # of a longer key is as secret as what it matched.
-        span = _whole_token(line, *span)
+        span = _to_closing_quote(line, *_whole_token(line, *span))
         value = line[slice(*span)]
         if _not_a_secret(line, span) or (kind == "Url Password" and _default_credentials(line, value)):
             continue
@@ -381,6 +384,16 @@ def _encrypted_spans(text: str) -> list[tuple[int, int]]:
                 spans.append((offset, offset + len(line)))
         offset += len(line) + 1
     return spans
+
+
+_QUOTED_TAIL = re.compile(r"[.,:!?]+(?=['\"`])")
+
+
+def _to_closing_quote(line: str, start: int, end: int) -> tuple[int, int]:
+    """The span to its closing quote when it stands in quotes and stops short at punctuation (`'#u#^Kq8m%!'`: the
+    prose rules leave a sentence's "!" off a value, but a quoted literal holds its last character)."""
+    tail = _QUOTED_TAIL.match(line, end) if start > 0 and line[start - 1] in "'\"`" else None
+    return (start, tail.end()) if tail and line[tail.end()] == line[start - 1] else (start, end)
 
 
 def _whole_token(line: str, start: int, end: int) -> tuple[int, int]:

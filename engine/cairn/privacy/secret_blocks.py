@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from .secret_rules import (CJK_WORDS, NAMES_BEFORE_VALUE, NEGATING_BEFORE, NOT_A_SECRET_CONTEXT, NOT_THE_VALUE, WORD,
                            WORDS, credential_value, public_context)
 from .secret_values import placeholder, public_key, stated_password
+from .secret_words import PASSWORD_ABBREVIATIONS
 
 
 # -- a credential's name and value on different lines --------------------------------------------------------
@@ -26,15 +27,21 @@ _HCL_VARIABLE = re.compile(r'\bvariable\s+"([\w-]+)"\s*\{([^{}]{0,800})\}')
 _HCL_DEFAULT = re.compile(r'\bdefault\s*=\s*"([^"\n]{4,300})"')
 
 
-_NAME_VALUE = re.compile(r"""(?i)["']?\b(?:name|key)["']?\s*[:=]\s*["']?([A-Za-z_][\w.-]*)["']?\s*,?\s*"""
-                         r"""(?:\n[ \t]*-?[ \t]*)?["']?value["']?\s*[:=]\s*["']?([^\s'",}]{4,300})""")
+# ... in any language's map syntax (`=>` in PHP and Ruby, a Ruby symbol's `:value`), and CloudFormation's
+# ParameterKey/ParameterValue, Elastic Beanstalk's OptionName/Value.
+_NAME_VALUE = re.compile(r"""(?i)["']?\b(?:parameter|option)?(?:name|key)["']?\s*(?:=>|[:=])\s*["']?"""
+                         r"""([A-Za-z_][\w.-]*)["']?\s*,?\s*(?:\n[ \t]*-?[ \t]*)?:?["']?(?:parameter)?value["']?"""
+                         r"""\s*(?:=>|[:=])\s*["']?([^\s'",}]{4,300})""")
 
 
+# A parameter given as an object whose "value" holds it (an Azure Resource Manager parameters file: `"adminPassword":
+# {"value": "..."}`, learn.microsoft.com "Create Resource Manager parameter file").
+_OBJECT_VALUE = re.compile(r"""["']([A-Za-z_][\w.-]*)["']\s*:\s*\{\s*["']value["']\s*:\s*["']([^\s'"]{4,300})["']""")
 _ARGUMENT_PAIR = re.compile(r"""(?m)^[ \t]*-[ \t]+["']?--?([\w-]+)["']?[ \t]*\n[ \t]*-[ \t]+["']?([^\s'"]{4,300})""")
 
 
-_SECRET_SETTING_WORDS = frozenset("password passwd pass passphrase pwd token secret credential credentials requirepass"
-                                  " masterauth apikey".split())
+_SECRET_SETTING_WORDS = frozenset(("password passwd pass passphrase pwd pw token secret credential credentials"
+                                   " requirepass masterauth apikey").split() + list(PASSWORD_ABBREVIATIONS))
 
 
 _SECRET_SETTING_PAIRS = frozenset("apikey authkey accesskey secretkey privatekey signingkey encryptionkey masterkey"
@@ -45,7 +52,7 @@ def secret_setting(name: str) -> bool:
     """Whether a setting's, variable's or option's name says it holds a credential: its last word is
     one (DB_PASSWORD, api_token, --requirepass, postgresPassword) or its last two make one
     (SECRET_KEY, signingKey); not a name about one (DB_PASSWORD_FILE, ssh_key_name)."""
-    words = [w.lower() for w in re.split(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])", name) if w]
+    words = [w.lower() for w in re.split(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", name) if w]
     return bool(words) and (words[-1] in _SECRET_SETTING_WORDS or "".join(words[-2:]) in _SECRET_SETTING_PAIRS)
 
 
@@ -174,6 +181,10 @@ def _next_line_values(text: str) -> list[tuple[str, tuple[int, int]]]:
             if not placeholder(m.group("v")) and not re.match(r"[<{%]|(?i:your|my|the|enter)\b", m.group("v"))]
 
 
+_AUTH_NAME = re.compile(r"(?i)(?:^|[-_.])(?:auth|basic_?auth|credentials?|login)$")
+_USER_PASS = re.compile(r"[\w.@+-]{1,64}:([^\s:@]{6,200})")
+
+
 def _block_pairs(text: str) -> list[tuple[str, str, int]]:
     """(name, value, start of value) of each Terraform default, name/value pair and argument pair in `text`."""
     found = []
@@ -182,10 +193,13 @@ def _block_pairs(text: str) -> list[tuple[str, str, int]]:
         if default and secret_setting(variable.group(1)):
             start = variable.start(2) + default.start(1)
             found.append((variable.group(1), default.group(1), start))
-    for pattern in (_NAME_VALUE, _ARGUMENT_PAIR):
+    for pattern in (_NAME_VALUE, _OBJECT_VALUE, _ARGUMENT_PAIR):
         for match in pattern.finditer(text):
             if secret_setting(match.group(1)):
                 found.append((match.group(1), match.group(2), match.start(2)))
+            elif _AUTH_NAME.search(match.group(1)) and (login := _USER_PASS.fullmatch(match.group(2))):
+                # An auth setting given `user:password` (Basic auth's pair): the password is the secret.
+                found.append(("password", login.group(1), match.start(2) + login.start(1)))
     return found
 
 

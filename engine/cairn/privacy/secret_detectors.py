@@ -14,6 +14,7 @@ from detect_secrets.plugins.base import RegexBasedDetector
 
 from cairn.privacy import secret_values
 from cairn.privacy.rule_filters import fails_token_efficiency
+from cairn.privacy.secret_words import PASSWORD_ABBREVIATIONS
 
 # A value that is a secret rather than a setting: not only digits, not a boolean or a null.
 _NOT_A_SETTING = r"(?!(?:\d+|true|false|yes|no|on|off|none|null|nil)(?![^\s'\";,]))"
@@ -56,19 +57,21 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
 
 # Words of a variable name that make it a secret's ("DB_PASS", "pgpassword", "GITHUB_TOKEN"), and
 # words that say the variable holds something about a secret rather than the secret itself.
-_SECRET_WORDS = ("secret", "password", "passwd", "passphrase", "pass", "pwd", "token", "apikey", "credential",
-                 "credentials", "privatekey", "accesskey", "authtok", "bindpw", "rootpw",
+_SECRET_WORDS = ("secret", "password", "passwd", "passphrase", "pass", "pwd", "pw", *PASSWORD_ABBREVIATIONS, "token",
+                 "apikey", "credential", "credentials", "privatekey", "accesskey", "authtok", "bindpw", "rootpw",
                  "encrypt")  # Consul's gossip key (`encrypt = "..."`); a boolean or a cipher's name is a setting
 _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length len expiry expires expiration timeout
     url uri path file dir name type id ids endpoint host port enabled enable disabled max min num tokens
     rotation policy hint prompt field param length version format mode store backend provider lifetime
     duration age context ctx hash hashed digest validator manager class cls schemes scheme algorithm
-    algo""".split())
+    algo map maps table tables lookup""".split())  # Postfix's smtp_sasl_password_maps: a lookup table of them
 # A value that is a setting or code rather than a secret: a number (with a unit), a boolean, a path, a
 # URL; a call or an expression (`getpass.getpass(`, `timedelta(days=14)`, `sha256(token).hexdigest()`);
-# a Windows `%VAR%` or Python `%(VAR)s` reference.
+# a Windows `%VAR%` or Python `%(VAR)s` reference; a typed path (Postfix's `hash:/etc/postfix/sasl_passwd`,
+# `proxy:mysql:/etc/...`, `file:./x`): a table or a file that holds the secret.
 _SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|yes|no|on|off|none|null|nil"
-                            r"|(?:/|~[\w.-]*/|\.{1,2}/)\S*|\.(?-i:[a-z])[\w.-]*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.:]*[(\[].*|%\(\w+\)[sd]|%\w+%)$")
+                            r"|(?:/|~[\w.-]*/|\.{1,2}/)\S*|(?:[a-z][\w+-]*:)+(?:/|~/|\.{1,2}/)[^/]\S*"
+                            r"|\.(?-i:[a-z])[\w.-]*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.:]*[(\[].*|%\(\w+\)[sd]|%\w+%)$")
 
 
 # Words of a token's name that make it a pagination cursor, not a credential (next_page_token, NextToken).

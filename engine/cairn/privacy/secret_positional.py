@@ -1,16 +1,19 @@
 """Credentials that their place gives away, with no credential word beside them.
 
-A password is often written where only its position says what it is: the argument after a user
-name in a call (`new mysqli(host, user, PASS, db)`, `DriverManager.getConnection(url, user, PASS)`),
-the literal key of a signing call (`jwt.sign(payload, 'SECRET')`), the value after a user option
-(`-u USER -P PASS`, `lftp -u USER,PASS`), the positional argument of a command that takes one
-(`poetry config http-basic.REPO USER PASS`, `snyk auth TOKEN`, `importprivkey KEY`), a mail account's
-`user@host:PASS`, the segment of a webhook URL after its hook (`.../bot/v2/hook/UUID`,
-`hooks.zapier.com/hooks/catch/ID/HOOK/`), the `send` that answers an `expect`ed password prompt, and a
-value on its own line under a `user:` line. The place is the signal; the value must still be made
-like a secret (credential_like: generated or chosen as a password, not a name, a number, a path, a
-version or a placeholder). Pure functions of strings; scrub runs line_findings on each line beside the
-rule sets (secret_rules.find) and text_findings on a whole text beside secret_blocks.block_findings.
+A password is often written where only its position says what it is: the argument after a user name in a call
+(`new mysqli(host, user, PASS, db)`, `DriverManager.getConnection(url, user, PASS)`), the literal key of a
+signing call (`jwt.sign(payload, 'SECRET')`), the value after a user option (`-u USER -P PASS`, `lftp -u
+USER,PASS`), the positional argument of a command that takes one (`poetry config http-basic.REPO USER PASS`,
+`snyk auth TOKEN`, `importprivkey KEY`), a mail account's `user@host:PASS`, the segment of a webhook URL after
+its hook (`.../bot/v2/hook/UUID`, `hooks.zapier.com/hooks/catch/ID/HOOK/`, Teams'
+`/webhook/GROUP@TENANT/IncomingWebhook/...`), the `send` that answers an `expect`ed password prompt, a value
+on its own line under a `user:` line, a credentials file's `user:PASS` lines (rsyncd.secrets, chap-secrets,
+passwd-s3fs, davfs2), an Oracle `user/PASS@host` connect string, a login before a host (`sa:PASS@10.0.0.5`), a
+tool's `HOST sa PASS` arguments, Windows' `/p:PASS`, Dovecot's `{PLAIN}PASS`, and a literal written into a
+`$password` variable in prose. The place is the signal; the value must still be made like a secret
+(credential_like: generated or chosen as a password, not a name, a number, a path, a version or a
+placeholder). Pure functions of strings; scrub runs line_findings on each line beside the rule sets
+(secret_rules.find) and text_findings on a whole text beside secret_blocks.block_findings.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ import re
 from collections.abc import Iterator
 
 from .secret_blocks import secret_setting
-from .secret_rules import NOT_A_SECRET_CONTEXT, PASSWORD_WORD, WORD, look_alike
+from .secret_rules import ACCOUNT, NOT_A_SECRET_CONTEXT, PASSWORD_WORD, WORD, look_alike
 from .secret_values import (generated_token, password_like, placeholder, public_key, random_letters, random_looking,
-                            short_random)
+                            short_random, stated_password)
 from .secret_words import USER_WORDS, alternation
 
 KIND = "Positional Credential"
@@ -165,6 +168,14 @@ _POSITIONAL_FORMS = (
 )
 # A password's hash in PgBouncer's userlist (md5 + 32 hex, SCRAM-SHA-256$...), not the password.
 _USERLIST_HASH = re.compile(r"md5[0-9a-f]{32}|SCRAM-SHA-256\$\S+")
+# A password stored under a plain-text scheme (Dovecot's passwd-file `user:{PLAIN}SECRET:...`, doc.dovecot.org
+# "Password Schemes": PLAIN, CLEAR, CLEARTEXT, PLAIN-TRUNC), not hashed.
+_PLAIN_SCHEME = re.compile(r"""\{(?:PLAIN|CLEAR|CLEARTEXT|PLAIN-TRUNC)\}([^\s:'"]{4,200})""")
+# A Windows-style password option (xfreerdp's /p:, cmdkey's /pass:, schtasks' /rp, net user's /password:).
+_SLASH_PASSWORD = re.compile(r"""(?<!\S)/(?:p|pass|password|rp)(?::|(?<=rp)\s+)['"]?([^\s'"]{4,200})['"]?(?!\S)""")
+# A login before a host with no scheme (impacket's `sa:PASS@10.0.0.5`, `user:PASS@db01.acme.io`): its password.
+_LOGIN_AT_HOST = re.compile(r"""(?<![\w/:@.%-])[\w.\\-]{1,64}:['"]?([^\s:@/'"]{4,128})['"]?@"""
+                            r"""(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][\w-]*(?:\.[\w-]+)+)(?![\w@])""")
 # A mail account's login in a credentials map (Postfix's sasl_passwd, msmtp, fetchmail): user@host:PASS.
 _MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]{8,64})(?!\S)")
 
@@ -225,7 +236,8 @@ _HOLDERS = frozenset("cache caches cached store stores storage list lists table 
 
 # What a line must hold for each of the other patterns to have a chance.
 _COMMAND_CUES = ((("-u", "-U", "--user"), _USER_THEN_PASSWORD), (("-u", "--user"), _USER_COMMA_PASSWORD),
-                 (("@",), _MAIL_LOGIN))
+                 (("@",), _MAIL_LOGIN), (("{PLAIN", "{CLEAR"), _PLAIN_SCHEME), (("/p", "/rp"), _SLASH_PASSWORD),
+                 (("@",), _LOGIN_AT_HOST))
 
 
 def _command_findings(line: str) -> Iterator[tuple[int, int]]:
@@ -251,6 +263,9 @@ _HOOK_QUERY = re.compile(r"[?&](?:key|token|access_token|secret|sign)=([^&\s'\"#
 _BROWSING = re.compile(r"/(?:tree|blob|commit|commits|raw|src|edit|pull|pulls|issues|releases|tags?|wiki)(?:/|$)")
 # Segments between the hook and its secret: a number (an account), a short word (catch, send, services).
 _HOOK_PASSING = re.compile(r"\d+|[a-z]{1,12}|v\d+")
+# A hook's first segment that pairs two ids (Microsoft Teams' connector URL: /webhook/GROUP@TENANT/IncomingWebhook/
+# KEY/CONNECTOR, learn.microsoft.com "Create an Incoming Webhook"): the rest of the path is its secret.
+_ID_PAIR = re.compile(r"[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}@[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}", re.I)
 
 
 def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
@@ -269,9 +284,10 @@ def _webhook_findings(line: str) -> Iterator[tuple[int, int]]:
             if not hooked:
                 hooked = bool(_HOOK_SEGMENT.match(segment))
             elif segment and not _HOOK_PASSING.fullmatch(segment):
-                if _UUID.fullmatch(segment) or (re.fullmatch(r"[A-Za-z0-9_-]{6,200}", segment)
-                                                 and re.search(r"\d", segment) and re.search(r"[A-Za-z]", segment)
-                                                 and not re.match(r"[a-z]{2,6}_", segment)):
+                if _UUID.fullmatch(segment) or _ID_PAIR.fullmatch(segment) or (
+                        re.fullmatch(r"[A-Za-z0-9_-]{6,200}", segment)
+                        and re.search(r"\d", segment) and re.search(r"[A-Za-z]", segment)
+                        and not re.match(r"[a-z]{2,6}_", segment)):
                     start = offset + sum(len(s) + 1 for s in segments[:i])
                     yield start, url.start(2) + len(path.rstrip("/"))
                 break
@@ -370,10 +386,16 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     spans: set[tuple[int, int]] = set()
     if "(" in line and ("'" in line or '"' in line):
         spans.update(_call_findings(line))
-    if " " in line:
+    if " " in line or "}" in line:
         spans.update(_command_findings(line))
     if "://" in line:
         spans.update(_webhook_findings(line))
+    if "/" in line and "@" in line:
+        spans.update(_connect_strings(line))
+    if "'" in line or '"' in line or "`" in line:
+        spans.update(_literals_into(line))
+    if "." in line and " " in line:
+        spans.update(_host_account_passwords(line))
     if " " in line:
         spans.update(_passphrases(line))
     if " -" in line:
@@ -449,10 +471,83 @@ def _call_lines(text: str) -> Iterator[tuple[int, int]]:
                 yield password.span(2)
 
 
+# -- credentials files and connect strings -------------------------------------------------------------------
+# A file that holds logins one a line as `user:password` (rsync's secrets file, rsyncd.conf(5) "secrets file";
+# pppd's chap-secrets/pap-secrets; s3fs' passwd-s3fs `KEY:SECRET`): named on a line (a comment, a `cat`), then
+# its lines; or written by an `echo "user:pass" > FILE`.
+_SECRETS_FILE = r"""[\w./~-]*(?:[.-]secrets|davfs2/secrets|passwd-s3fs|\.rsync[\w.-]*\.pass(?:word)?)(?![\w-])"""
+_NAMED_FILE = re.compile(r"(?m)^[^\n]*?" + _SECRETS_FILE + r"[^\n]*\n")
+_LOGIN_LINE = re.compile(r"""[ \t]*[\w.@+-]{1,64}:([^\s:'"`]{6,200})[ \t]*(?:\n|$)""")
+# pppd's chap-secrets and pap-secrets line: client, server, secret, addresses (pppd(8) "AUTHENTICATION"); davfs2's
+# secrets line: a URL or mount point, a user, a password (davfs2.conf(5)).
+_PPP_LINE = re.compile(r"""[ \t]*"?[\w.@+-]{1,64}"?[ \t]+(?:\*|"?[\w.-]+"?)[ \t]+"?([^\s"]{6,200})"?[^\n]*(?:\n|$)""")
+_DAVFS_LINE = re.compile(r"""[ \t]*\S+[ \t]+"?[\w.@+\\-]{1,64}"?[ \t]+"?([^\s"]{6,200})"?[ \t]*(?:\n|$)""")
+_ECHO_INTO = re.compile(r"""\becho\s+(?:-\w+\s+)?(['"]?)(?:[\w.@+-]{1,64}:)?([^\s:'"`$]{6,200})\1\s*>>?\s*"""
+                        + _SECRETS_FILE)
+# Oracle's user/password@host connect string (sqlplus scott/PASS@db, jdbc:oracle:thin:scott/PASS@//host:1521/SID,
+# impdp, exp, rman target sys/PASS@cdb): the password between the "/" and the "@".
+_USER_SLASH_PASS = re.compile(r"""(?:(?<=jdbc:oracle:thin:)|(?<=jdbc:oracle:oci:)|(?<![\w/@:.-]))"""
+                              r"""[A-Za-z_][\w$#]{0,29}/([^\s/@'"]{4,128})@(?://)?[\w.-]+(?::\d+)?""")
+
+
+def _credentials_files(text: str) -> Iterator[tuple[int, int]]:
+    for named in _NAMED_FILE.finditer(text):
+        at = named.end()
+        form = (_PPP_LINE if "ap-secrets" in named.group(0) else _DAVFS_LINE if "davfs2/" in named.group(0)
+                else _LOGIN_LINE)
+        while (line := form.match(text, at)) is not None:
+            if credential_like(line.group(1)):
+                yield line.span(1)
+            if line.end() == at or not text.endswith("\n", 0, line.end()):
+                break  # the end of the text
+            at = line.end()
+    for echo in _ECHO_INTO.finditer(text):
+        if credential_like(echo.group(2)):
+            yield echo.span(2)
+
+
+# A literal given to a code variable named for a credential, in prose of any language ("escribiendo 'X' en la
+# variable $password", "put 'X' into $db_pass", "mets 'X' dans $password"). The variable is one by its sigil, by a
+# word for a variable before it ("la variable DB_PASSWORD"), or by its shape (an environment variable's UPPER_SNAKE
+# name, a dotted property: spring.datasource.password).
+_LITERAL_INTO = re.compile(r"""(['"`])([^\s'"`]{6,64})\1[^\n'"`$@]{1,40}?(?:[$@]|(?<=\s)(?=(?:[A-Z][A-Z0-9]*_"""
+                           r"""[A-Z0-9_]+|[a-z][\w-]*(?:\.[\w-]+)+)\b)|\b(?i:variable|var|champ|campo|feld|field)\s+)"""
+                           r"""([A-Za-z_][\w.-]{0,60})\b""")
+
+
+# A tool's positional host, system account and password (`SharpSQLTools.exe 10.0.0.5 sa PASS master`, `mssqlclient
+# HOST sa PASS`, `tool db01.acme.io:1433 root PASS`): after an address and an account that comes with a system.
+_HOST_ACCOUNT_PASSWORD = re.compile(r"""(?i)(?<!\S)(?:\d{1,3}(?:\.\d{1,3}){3}|[a-z][\w-]*(?:\.[\w-]+)+)"""
+                                    r"""(?::\d{1,5})?\s+""" + ACCOUNT + r"""\s+(['"]?)(\S{6,128}?)\1(?=\s|$)""")
+
+
+def _host_account_passwords(line: str) -> Iterator[tuple[int, int]]:
+    for match in _HOST_ACCOUNT_PASSWORD.finditer(line):
+        value = match.group(2)
+        if not value.startswith(("-", "$", "%", "<", "{")) and (credential_like(value) or password_like(value)):
+            yield match.span(2)
+
+
+def _literals_into(line: str) -> Iterator[tuple[int, int]]:
+    for match in _LITERAL_INTO.finditer(line):
+        value = match.group(2)  # stated as the credential by the sentence: made like a password is enough
+        if secret_setting(match.group(3)) and (credential_like(value) or stated_password(value) and not placeholder(
+                value) and not look_alike(value, "") and not any(c in value for c in "./\\~")):
+            yield match.span(2)
+
+
+def _connect_strings(line: str) -> Iterator[tuple[int, int]]:
+    for match in _USER_SLASH_PASS.finditer(line):
+        if credential_like(match.group(1)) and not match.group(1).startswith(("$", "<", "{", "%")):
+            yield match.span(1)
+
+
 def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span in `text`) of each credential a whole text gives by its place across lines, or on one
     (an environment lookup's default)."""
     out = []
+    if "secrets" in text or ".pass" in text or "passwd-s3fs" in text:
+        out += [(KIND, span) for span in _credentials_files(text)]
     if any(cue in text for cue in ("env", "Env", "ENV", "getProperty", "${", "config")):
         out += [(KIND, span) for span in _env_defaults(text)]
     if "send" in text:

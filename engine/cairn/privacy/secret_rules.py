@@ -44,8 +44,8 @@ from typing import Any, NamedTuple
 
 from .rule_filters import compile_filter, entropy, fails_token_efficiency, go_regex
 from .secret_values import (PLACEHOLDER, SEQUENCE, base64_like, password_like, placeholder, public_key, random_letters,
-                            random_looking, repetitive, setting_pair, short_random, stated_password)
-from .secret_words import PASSWORD_WORDS, SUFFIX, alternation
+                            random_looking, reference_lead, repetitive, setting_pair, short_random, stated_password)
+from .secret_words import PASSWORD_ABBREVIATIONS, PASSWORD_WORDS, SUFFIX, alternation
 
 ASSETS = Path(__file__).parent.parent / "assets"
 BETTERLEAKS_FILE = ASSETS / "betterleaks.toml"
@@ -55,7 +55,7 @@ GITLEAKS_FILE = ASSETS / "gitleaks.toml"
 # sets, written for files, do not find.
 OWN_RULES_FILE = ASSETS / "cairn-rules.toml"
 DEFAULT_FILES = (BETTERLEAKS_FILE, MICROSOFT_FILE, OWN_RULES_FILE)
-# Betterleaks' skipReport parts that name a resource rather than hold a secret.
+# Parts that name a resource, no secret: Betterleaks' skipReport ones; OAuth client ids (RFC 6749 2.2, Cairn's scrub).
 _IDENTIFIER_PART = re.compile(r"-(?:id|url|host|name|address)(?:\.\d+)?$")
 
 __all__ = ["Finding", "Rule", "RuleSet", "entropy", "fails_token_efficiency", "find", "go_regex", "load", "look_alike",
@@ -245,7 +245,8 @@ class RuleSet:
     def reports(self, rule: Rule) -> bool:
         if self.composite:
             return not rule.skip_report
-        return not (rule.skip_report and _IDENTIFIER_PART.search(rule.id))
+        return not ((rule.skip_report or not self.faithful and rule.id.endswith("-client-id"))
+                    and _IDENTIFIER_PART.search(rule.id))
 
     def run(self, rule: Rule, text: str) -> list[Finding]:
         """The findings of one rule in `text`, its filters applied."""
@@ -343,9 +344,9 @@ WORDS = (r"api[ _-]?keys?|key[ _-]?files?|keys?|secrets?|passwords?|passwd|pass|
           r"|kulcsa|contrasenya|clau|passord|nøkkel|nøgle|avain|salasanan|lozinka|lozinku|ključ|kljuc|парола"
           r"|ключът|гасло|токена|رمز عبور|رمز|کلید|پاس ورڈ|পাসওয়ার্ড|গোপন শব্দ|susi|susian|nenosiri|ufunguo"
           r"|parool|võti|parole|atslēga|slaptažodis|raktas|geslo|lykilorð|κλειδί|συνθηματικό"
-          # Short and plural forms people type: "pw", "auth key", "identifiants", "Zugangsdaten".
-          r"|pw|pws|passcodes?|auth[ _-]?keys?|identifiants|credenciales|credenziali|zugangsdaten|anmeldedaten"
-          r"|inloggegevens|dane logowania|учетные данные|учётные данные")
+          # Short and plural forms people type: "pw", "pswd", "auth key", "identifiants", "Zugangsdaten".
+          r"|pw|pws|" + "|".join(PASSWORD_ABBREVIATIONS) + r"|passcodes?|auth[ _-]?keys?|identifiants|credenciales"
+          r"|credenziali|zugangsdaten|anmeldedaten|inloggegevens|dane logowania|учетные данные|учётные данные")
 # Scripts written without spaces between words (Japanese, Chinese, Korean particles, Thai, Lao, Khmer).
 CJK_WORDS = (r"パスワード|暗証番号|キー|トークン|密码|密碼|令牌|密钥|密鑰|口令|비밀번호|비번|암호|토큰|키"
               r"|รหัสผ่าน|รหัส|คีย์|โทเค็น|ລະຫັດຜ່ານ|ពាក្យសម្ងាត់")
@@ -365,7 +366,7 @@ WORD = re.compile(r"(?i)(?:(?<![a-z0-9])|(?-i:(?<=[a-z])(?=[A-Z])))(?:" + WORDS 
 # The words that name a password (not a key or token, which also name ids): after one, a value
 # made like a password people choose ("Cobalt-tundra6469") is one.
 PASSWORD_WORD = re.compile(
-    r"(?i)pass|pw|pwd|erlang[ ._-]?cookie"
+    r"(?i)pass|pw|pwd|psw|pssw|erlang[ ._-]?cookie"
     r"|kennwort|mot de passe|contrase|senha|parol|wachtwoord|has[łl]o|[şs]ifre|lösenord|adgangskode"
     r"|salasana|mật khẩu|пароль|парола|гасло|κωδικός|συνθηματικό|סיסמה|كلمة|पासवर्ड|heslo|sandi|jelsz|clau|lozink"
     r"|parool|parole|slaptažodis|geslo|lykilorð|identifiants|credencial|credenzial|zugangsdaten|パスワード|暗証番号"
@@ -530,7 +531,7 @@ def look_alike(value: str, before: str, word: str = "") -> bool:
                 or bool(NOT_A_SECRET_CONTEXT.search(before)))
     if _NOT_A_VALUE.match(value) and not base64_like(value):
         return True
-    if value.startswith(("$", "%", "@", "#", "&", "^")) or value.endswith("="*3):
+    if reference_lead(value) or value.endswith("="*3):
         return True
     if _OPTION_ASSIGNMENT.match(value):  # `--from-literal=password=...`: the command-line rules judge its value
         return True
@@ -721,14 +722,14 @@ def _other_prose_forms(line: str) -> set[tuple[int, int]]:
 # Accounts that come with a system or a service (and the service accounts people name svc-...): "admin /
 # Thistle-Tango24", "| prod | root | Lq9#mK2zXv |", "root:Kq7...". After one, a value made like a password
 # is its password even with no credential word in the sentence.
-_ACCOUNT = (r"(?:admin|administrator|root|sa|superuser|postgres|ubuntu|ec2-user|elastic|kibana|guest|operator"
+ACCOUNT = (r"(?:admin|administrator|root|sa|superuser|postgres|ubuntu|ec2-user|elastic|kibana|guest|operator"
             r"|deploy|deployer|sysadmin|ftpuser|svc[_-][\w-]+|service[_-][\w-]+)")
-_ACCOUNT_PAIR = re.compile(r"(?i)(?<![\w/.@:-])" + _ACCOUNT + r"(?:(\s+/\s+|\s+:\s+|\s*\|\s*)|(/)|(:))['\"`]?"
+_ACCOUNT_PAIR = re.compile(r"(?i)(?<![\w/.@:-])" + ACCOUNT + r"(?:(\s+/\s+|\s+:\s+|\s*\|\s*)|(/)|(:))['\"`]?"
                            r"([^\s'\"`,;:()<>\[\]{}|]{8,64})(?![\w/@:])")
 
 
 def _account_pairs(line: str) -> list[tuple[int, int]]:
-    """Spans of the passwords given beside an account's name (_ACCOUNT): after " / ", " : " or a table's
+    """Spans of the passwords given beside an account's name (ACCOUNT): after " / ", " : " or a table's
     "|", a value made like a password (password_like) or a generated one; right after "/" (which also
     joins paths), a password with a symbol and neither "." nor "/"; after ":" (which also tags images,
     postgres:16-alpine), a generated one (random_looking)."""

@@ -234,6 +234,21 @@ def setting_pair(value: str) -> bool:
     return _SETTING_PAIR.fullmatch(value) is not None
 
 
+# What a value that starts with a symbol is when it is no secret: a reference (`$VAR`, `${VAR}`, `$(cmd)`, `$$VAR`,
+# `%VAR%`, `%(name)s`, `@var@`, `@Annotation`, `&anchor`); after "#" a name, a colour, an issue or a fragment
+# (`#main-nav`, `#ff8800`, `#123`), `#{...}`, `#!`; after "^" a version range (`^1.2.3`) or a regular expression
+# (`^[a-z]+$`). A generated password draws on the same symbols (`#u#^I5ndWi%!`, `^XPXSyhuOdhS37`, `$#Kq8m...`):
+# the characters after the first say which.
+_REFERENCE_LEAD = re.compile(r"\$(?:[\w{($]|$)|%(?:[\w({%]|$)|@(?:[\w{.]|$)|&(?:[A-Za-z_]|$)|#(?:[\w-]*$|[{!\[])"
+                             r"|\^(?:[\d.x*]+$|.*[\\\[\](){}|*+?]|.*\$$)")
+
+
+def reference_lead(value: str) -> bool:
+    """Whether `value`, led by a symbol, is a reference, a name or a pattern rather than a secret (_REFERENCE_LEAD);
+    a value led by "#" or "^" whose rest is made like a password (`#u#^I5ndWi%!`) is not."""
+    return _REFERENCE_LEAD.match(value) is not None
+
+
 def masked(value: str) -> bool:
     """Whether `value` ends in a run of masking characters (_MASKED_END): what is left of a key is no key."""
     return _MASKED_END.search(value.strip("'\"`")) is not None

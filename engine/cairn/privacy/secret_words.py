@@ -23,6 +23,10 @@ PASSWORD_WORDS = (
     "পাসওয়ার্ড", "ਪਾਸਵਰਡ", "கடவுச்சொல்", "సంకేతపదం", "ಪ್ರವೇಶಪದ", "പാസ്സ്\u200cവേഡ്", "รหัสผ่าน", "პაროლი",
     "ពាក្យសំងាត់", "パスワード", "密码", "密碼", "비밀번호")
 
+# Abbreviations of "password" people write in a setting's name (compose_mysql_pswd, DB_PSSWD, admin_passwrd), beside
+# the common pass, pwd, passwd and pw that each module's word list already holds.
+PASSWORD_ABBREVIATIONS = ("pswd", "pswrd", "psw", "pword", "psswd", "psswrd", "passwrd", "passw")
+
 USER_WORDS = (
     "ainm úsáideoir", "ainm-cleachdaiche", "användarnamn", "benutzername", "brugernavn", "brukarnamn",
     "brukernavn", "emër përdoruesi", "enw defnyddiwr", "erabiltzailea", "felhasználónév", "gebruikernaam",
