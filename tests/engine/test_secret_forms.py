@@ -1028,3 +1028,41 @@ def test_more_neighbouring_forms_of_holdout12s_causes_are_found(text, value):
 ])
 def test_more_neighbouring_look_alikes_of_holdout12s_causes_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    # a YAML tag that names where the secret is (Home Assistant's and ESPHome's `!secret name`), quoted in prose
+    "- Password: `!secret wifi_pw_garage`",
+    "* password: '!secret zigbee_mqtt_pass'",
+    # the word itself as the value: a stand-in
+    'MQTT_PASSWORD = "password"',
+    "db_pass = 'passwd'",
+    # a run of one letter to a key's end, a name in angle brackets after a vendor's prefix
+    "MAPS_API_KEY=AIzaSyBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
+    "PAYMENT_WEBHOOK_SECRET=whsec_<signing_secret>",
+    "STRIPE_KEY=sk_test_<your key>",
+    # a Google API key in google-services.json (Firebase documents it as shipped in the app)
+    '"api_key": [ { "current_key": "AIzaQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2Ek" } ]',
+    # Pusher's app key is the client's
+    "PUSHER_APP_KEY=7e2c9a4b1d8f3e6a0c5b\nPUSHER_APP_CLUSTER=eu",
+    "MIX_PUSHER_APP_KEY: 9a3f1c7e5b2d8a4c6e0f",
+    # a value its line notes as the documented default
+    "  - ADMIN_PASS: Sw0rdf1shX (->default)",
+    "password: Adm1nPa55 (default)",
+])
+def test_look_alikes_of_holdout13s_false_positives_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # the counterparts: a real value beside each look-alike's cue
+    ("- Password: `Kq8#mL2zXv7`", "Kq8#mL2zXv7"),
+    ('MQTT_PASSWORD = "Tz9kQ2mLx7Wp"', "Tz9kQ2mLx7Wp"),
+    ("PAYMENT_WEBHOOK_SECRET=whsec_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Q", "whsec_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Q"),
+    ("TWITTER_BEARER=AAAAAAAAAAAAAAAAAAAAAKq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze"),
+    ("PUSHER_APP_SECRET=4d8b2f6a0e9c3a7b1f5d", "4d8b2f6a0e9c3a7b1f5d"),
+    ("MAPS_API_KEY=AIzaQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2Ek", "AIzaQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2Ek"),
+    ("  - ADMIN_PASS: Sw0rdf1shX", "Sw0rdf1shX"),
+])
+def test_counterparts_of_holdout13s_false_positives_are_found(text, value):
+    assert value not in scrub(text).text

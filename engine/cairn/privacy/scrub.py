@@ -74,7 +74,7 @@ _SOPS = re.compile(r"ENC\[[A-Z0-9_]+,data:[^\]]*\]")
 _VAULT_HEADER = re.compile(r"\$ANSIBLE_VAULT;\d")
 _SEALED_HEADER = re.compile(r"^(\s*)encryptedData:\s*$")
 _FIREBASE_CONFIG = re.compile(r"firebaseapp\.com|firebaseio\.com|firebase\.initializeApp|initializeApp\("
-                              r"|mobilesdk_app_id|firebase_url|\bfirebaseConfig\b")
+                              r"|mobilesdk_app_id|firebase_url|\bfirebaseConfig\b|[\"']current_key[\"']\s*:")
 _GOOGLE_API_KEY = re.compile(r"AIza[\w-]{35}")
 # Jasypt's encrypted property, ENC(base64) (jasypt.org/encrypting-configuration.html).
 _JASYPT = re.compile(r"ENC\([A-Za-z0-9+/=_-]{8,}\)")
@@ -223,7 +223,9 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             continue
         if kind == "Generic Api Key" and (
                 secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]], _generic_word(line, span[0]))
-                or _generic_word(line, span[0]).lower() in _NOT_SECRET_LAST_WORDS or _named_public(line, span[0])):
+                or _generic_word(line, span[0]).lower() in _NOT_SECRET_LAST_WORDS):
+            continue
+        if kind in _GENERIC_RULES and _named_public(line, span[0]):
             continue
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
@@ -267,7 +269,10 @@ def _named_public(line: str, start: int) -> bool:
     `MJ_APIKEY_PUBLIC`; Next.js, Expo and Nuxt ship `*_PUBLIC_*` variables in the client bundle)."""
     match = _NAME_BEFORE.search(line, max(0, start - 60), start)
     words = {w.lower() for w in re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))} if match else set()
-    return bool(words & {"public", "publishable"}) and not words & {"secret", "private", "server", "admin"}
+    # Pusher's app key (PUSHER_APP_KEY, VITE_PUSHER_APP_KEY) is the client's, beside its app secret
+    # (pusher.com/docs/channels/server_api/http-api: "key" is public, "secret" signs).
+    public = words & {"public", "publishable"} or {"pusher", "key"} <= words
+    return bool(public) and not words & {"secret", "private", "server", "admin"}
 
 
 def _paging_name(line: str, start: int) -> bool:
@@ -303,13 +308,19 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
     clause names as public (secret_rules.public_context), or was cut short on purpose ("sk-lf-...",
     "xapp-…": what follows the span says so)."""
     value = line[slice(*span)]
-    truncated = line.startswith(("...", "…"), span[1])
+    truncated = line.startswith(("...", "…"), span[1]) or _NOTED_DEFAULT.match(line, span[1]) is not None
     return (truncated or secret_values.masked(value) or secret_values.bracketed(line, span[0])
             or _REMOTE_TARGET.fullmatch(value) is not None
             or secret_values.placeholder(value) or secret_values.public_key(value)
+            or secret_values.placeholder(value.strip("'\"`"))
             or secret_rules.public_context(line, span[0]) or secret_values.hashed(line, *span)
             or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value)
             or _IN_TEMPLATE.search(line, max(0, span[0] - 80), span[0]) is not None)
+
+
+# A value its line notes as the documented default (`DB_PASS: P4ssb0lt (->default)`, `pass: admin (default)`):
+# what the software's documentation prints, not a secret of this setup.
+_NOTED_DEFAULT = re.compile(r"['\"`]?[ \t]*[(\[][ \t]*(?:->|→|=>)?[ \t]*(?:the[ \t]+)?default\b", re.IGNORECASE)
 
 
 # Inside a template's expression (`{{ Base64Encode .Secrets.x }}`, `${{ secrets.X }}`): what a renderer fills in.

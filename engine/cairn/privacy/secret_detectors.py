@@ -133,11 +133,11 @@ class PasswordProseDetector(RegexBasedDetector):
     """A password given in prose: "the password is hunter22", "password: Tr0ub4dor&3", "the DB
     password for staging is Xy7!qPz9". The value must hold a letter and a digit or symbol, so "the
     password is required" is left alone, and not be a path ("pwd" is also the shell's folder), a
-    YAML tag (`password: !vault |`), a Maven resource-filtering reference (`@db.password@`, replaced
+    YAML tag (`password: !vault |`, Home Assistant's `` `!secret mqtt_password` ``), a Maven resource-filtering reference (`@db.password@`, replaced
     at build time), nor the name of an assignment (`password: SMTP_PASS="..."`, whose value follows)."""
 
     secret_type = "Password In Prose"
     denylist = [re.compile(
         r"(?i)\b(?:password|passwd|passphrase)(?: for (?:the )?[\w-]+(?: [\w-]+)?)?\s*(?:is|was|:|=)\s*"
-        r"(?![/~])(?!![A-Za-z][\w:]*(?:\s|$))(?!@[\w.-]+@(?:\s|$))(?![A-Za-z_]\w*=['\"])"
+        r"(?![/~])(?![`'\"]?![A-Za-z][\w:]*(?:\s|$))(?!@[\w.-]+@(?:\s|$))(?![A-Za-z_]\w*=['\"])"
         r"(?=[^\s'\"]*[A-Za-z])(?=[^\s'\"]*[0-9!@#%^&*+=?~])([^\s'\"]{6,})")]
