@@ -1059,10 +1059,70 @@ def test_look_alikes_of_holdout13s_false_positives_are_left_alone(text):
     ("- Password: `Kq8#mL2zXv7`", "Kq8#mL2zXv7"),
     ('MQTT_PASSWORD = "Tz9kQ2mLx7Wp"', "Tz9kQ2mLx7Wp"),
     ("PAYMENT_WEBHOOK_SECRET=whsec_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Q", "whsec_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Q"),
-    ("TWITTER_BEARER=AAAAAAAAAAAAAAAAAAAAAKq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze"),
+    ("TWITTER_BEARER=AAAAAAAAAAAAAAAAAAAAAKq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),
     ("PUSHER_APP_SECRET=4d8b2f6a0e9c3a7b1f5d", "4d8b2f6a0e9c3a7b1f5d"),
     ("MAPS_API_KEY=AIzaQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2Ek", "AIzaQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2Ek"),
     ("  - ADMIN_PASS: Sw0rdf1shX", "Sw0rdf1shX"),
 ])
 def test_counterparts_of_holdout13s_false_positives_are_found(text, value):
     assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a host option, then a password option (no user option): RCON and Redis clients
+    ('./mcrcon -H 10.0.0.4 -P 25575 -p Rz8-kLq2mXv7Tp "say hi"', "Rz8-kLq2mXv7Tp"),
+    ("rcon-cli --host mc.local --port 25575 --password Wq8#mK2zLx7", "Wq8#mK2zLx7"),
+    # the one literal argument of a call named for taking the secret
+    ('rcon.authenticate("Tz9#kQ2mLx7");', "Tz9#kQ2mLx7"),
+    ("client.setPassword('Vn7#kQ2zLx9Wp')", "Vn7#kQ2zLx9Wp"),
+    ('api.with_token("Kq8mL2zXv7Tp4Rn9Wb3Yc6")', "Kq8mL2zXv7Tp4Rn9Wb3Yc6"),
+    # a Google app password joined, in a call beside a Gmail address and in prose in other languages
+    ('MailSettings cfg("ops.team@gmail.com", "qmzvbtrkwlxpyhnd");', "qmzvbtrkwlxpyhnd"),
+    ("la contraseña de aplicación es vkqwzmtrbxplnhyd y no funciona", "vkqwzmtrbxplnhyd"),
+    ("App-Passwort für SMTP: ztkqbvmwrplxnhyd", "ztkqbvmwrplxnhyd"),
+    ("mot de passe d'application wqzkmbvtrlxpnhyd refusé", "wqzkmbvtrlxpnhyd"),
+    # Telegram's api_hash as an option, an assignment and a keyword argument
+    ("tg-bot-api --api-id=1234567 --api-hash=9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b", "9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b"),
+    ("TG_API_HASH=4e8b2f6a0c9d3e7b1f5a8c2d6e0b4f9a", "4e8b2f6a0c9d3e7b1f5a8c2d6e0b4f9a"),
+    ('Client("bot", api_id=1234567, api_hash="7d3a9e1c5b8f2d6a0e4c7b9f1a3d5e8c")', "7d3a9e1c5b8f2d6a0e4c7b9f1a3d5e8c"),
+    # an abbreviation of "secret" as a setting's name
+    ("SRCT=9f2c7a1e4b8d3f6a0c5e9b2d7f1a4c8e3b6d0f5a", "9f2c7a1e4b8d3f6a0c5e9b2d7f1a4c8e3b6d0f5a"),
+    ("JWT_SCRT: Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),
+    ('"smtp_pswd": "Tz9kQ2mLx7Wp4R"', "Tz9kQ2mLx7Wp4R"),
+    # a Redis directive inside a sentence, ended by a full-width comma or by an ideographic full stop
+    ("配置文件里写的是 requirepass Kq8#mL2zXv7，重启后生效。", "Kq8#mL2zXv7"),
+    ("replica 上也要设置 masterauth Tz9kQ2mLx7Wp。", "Tz9kQ2mLx7Wp"),
+    ("I had set requirepass Vn7#kQ2zLx9 in the wrong file", "Vn7#kQ2zLx9"),
+    # a value in brackets right after a credential word
+    ("jwt-auth secret [Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5] set successfully.", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),
+    ("avec mon mot de passe (Rz8-kLq#2mXv7) la connexion échoue", "Rz8-kLq#2mXv7"),
+    ("I reset the password (Wq8#mK2zLx7) twice", "Wq8#mK2zLx7"),
+    # a value a copula then names
+    ("im Log steht Kq8mL2zXv7Tp, das ist mein REDIS_PASSWORD.", "Kq8mL2zXv7Tp"),
+    ("the output shows Tz9kQ2mLx7Wp, which is my DB_PASS", "Tz9kQ2mLx7Wp"),
+    # a quoted value led by a symbol under a secret's name
+    ("  db:\n    password: '#Kq8mL2zXv7!'", "#Kq8mL2zXv7!"),
+    ('smtp_pass = "!Tz9kQ2mLx7Wp"', "!Tz9kQ2mLx7Wp"),
+])
+def test_forms_of_holdout13s_misses_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "mysql -h db01 -P 3306 -p appdb",  # -p without a value made like a password: mysql prompts, appdb is a name
+    "./mcrcon -H 127.0.0.1 -P 25575 -p $RCON_PASSWORD",  # a variable
+    'rcon.authenticate(password);',  # a variable, no literal
+    'user.authenticate("password")',  # the word itself
+    "la contraseña de aplicación tiene dieciséis letras",  # words, not a password
+    "the SMTP server said authenticationfailed",  # one word
+    "git log --format=%H | head  # commit_hash=9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b",  # a hash, not Telegram's
+    "SRCT_LENGTH=64",  # a size
+    "db_pswd: ${DB_PSWD}",  # a reference
+    "requirepass is commented out in redis.conf",  # the directive named, no value
+    "see the secret [docs] and the password (optional)",  # words in brackets
+    "the version 2024.11.03, which is my favourite release",  # not a password's name
+    "  db:\n    password: '#{DB_PASSWORD}'",  # a Ruby interpolation
+    "  color: '#ff8800'",  # not a secret's name
+])
+def test_look_alikes_of_holdout13s_misses_are_left_alone(text):
+    assert scrub(text).text == text

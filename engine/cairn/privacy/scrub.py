@@ -420,12 +420,20 @@ def _whole_token(line: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+# CJK text's clause and sentence marks (full-width comma, ideographic comma and full stop, semicolon, marks of
+# exclamation and question), one character each: read as a space, offsets unchanged.
+_CLAUSE_MARKS = str.maketrans(dict.fromkeys("，、。；！？", " "))
+
+
 def _line_detections(line: str, offset: int, blocks: list[tuple[str, tuple[int, int]]], *, firebase: bool,
                      encrypted: list[tuple[int, int]]) -> list[tuple[str, list[tuple[int, int]]]]:
     """What _detections finds in `line` (which starts at `offset` of its text) with the text's block
     findings on it, less a Firebase config's Google API key and what lies inside an encrypted span."""
     # JSON inside a string (a log's request body): its escaped quotes read as quotes, same offsets.
-    detections = _detections(line.replace('\\"', ' "') if '\\"' in line else line) if len(line) < 20_000 else []
+    scanned = line.replace('\\"', ' "') if '\\"' in line else line
+    if not scanned.isascii():  # a clause's full-width mark ends a value as a space does (`requirepass X，把...`)
+        scanned = scanned.translate(_CLAUSE_MARKS)
+    detections = _detections(scanned) if len(line) < 20_000 else []
     detections += [(kind, [(a - offset, b - offset)]) for kind, (a, b) in blocks
                    if offset <= a and b <= offset + len(line) and not _not_a_secret(line, (a - offset, b - offset))]
     if firebase:

@@ -427,7 +427,12 @@ def hashed(line: str, start: int, end: int) -> bool:
     if any(_PASSWORD_HASH.fullmatch(line[at:end].strip("'\"")) for at in {start, left}):
         return True
     before = line[max(0, start - 60):start]
-    return "hash" in before.lower() and _HASHED_NAME.search(before) is not None
+    named = _HASHED_NAME.search(before) if "hash" in before.lower() else None
+    # Telegram's api_hash is an app's secret, not a hash of one (core.telegram.org/api/obtaining_api_id).
+    return named is not None and _API_HASH.search(named.group()) is None
+
+
+_API_HASH = re.compile(r"(?i)(?<![a-z])api[_-]?hash\b")
 
 
 def _capitals_name(value: str) -> bool:
