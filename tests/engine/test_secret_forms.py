@@ -1126,3 +1126,20 @@ def test_forms_of_holdout13s_misses_are_found(text, value):
 ])
 def test_look_alikes_of_holdout13s_misses_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    "$ python demo_server.py\nRead key: 9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b\nListening for connection ...",
+    "Server host key: 4e8b2f6a0c9d3e7b1f5a8c2d6e0b4f9a",
+    "ED25519 key fingerprint is 3f:2a:9c:1e:7b:4d:8a:6f:0c:5e:9b:2d:7f:1a:4c:8e.",
+])
+def test_a_host_keys_fingerprint_is_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("API key: 9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b", "9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b"),  # a key, not its fingerprint
+    ("read the key: Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),  # not a digest
+])
+def test_a_key_beside_fingerprint_words_is_found(text, value):
+    assert value not in scrub(text).text

@@ -225,7 +225,7 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
                 secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]], _generic_word(line, span[0]))
                 or _generic_word(line, span[0]).lower() in _NOT_SECRET_LAST_WORDS):
             continue
-        if kind in _GENERIC_RULES and _named_public(line, span[0]):
+        if kind in _GENERIC_RULES and (_named_public(line, span[0]) or _key_fingerprint(line, span[0], value)):
             continue
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
@@ -273,6 +273,19 @@ def _named_public(line: str, start: int) -> bool:
     # (pusher.com/docs/channels/server_api/http-api: "key" is public, "secret" signs).
     public = words & {"public", "publishable"} or {"pusher", "key"} <= words
     return bool(public) and not words & {"secret", "private", "server", "admin"}
+
+
+# A host key's fingerprint as SSH tools print it: paramiko's demo server `Read key: <hex>`, `Host key: ...`,
+# `key fingerprint is ...`; an MD5 (32 hex, or 16 pairs with colons) or a SHA-1/SHA-256 digest in hex.
+_FINGERPRINT_CUE = re.compile(r"(?i)(?:\bread key|\bhost[ _-]?key|\bserver key|fingerprint(?: is)?)\W{0,5}$")
+_HEX_DIGEST = re.compile(r"(?i)[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{2}(?::[0-9a-f]{2}){15}")
+
+
+def _key_fingerprint(line: str, start: int, value: str) -> bool:
+    """Whether `value` is a key's fingerprint its line names (_FINGERPRINT_CUE, _HEX_DIGEST): a digest of a
+    public key, which identifies it and opens nothing."""
+    return (_HEX_DIGEST.fullmatch(value.strip("'\"`")) is not None
+            and _FINGERPRINT_CUE.search(line, max(0, start - 40), start) is not None)
 
 
 def _paging_name(line: str, start: int) -> bool:
