@@ -1143,3 +1143,21 @@ def test_a_host_keys_fingerprint_is_left_alone(text):
 ])
 def test_a_key_beside_fingerprint_words_is_found(text, value):
     assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    'window.Echo = new Echo({ broadcaster: "pusher", key: "7e2c9a4b1d8f3e6a0c5b", cluster: "eu" });',
+    "RECAPTCHA_SITE_KEY=6LcQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2EkA",
+    "TURNSTILE_SITEKEY=0x4AAAAAAAFI_1GbSiLWDb4B",
+])
+def test_keys_their_vendor_documents_for_the_browser_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("RECAPTCHA_SECRET_KEY=6LcQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2EkA", "6LcQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2EkA"),
+    ("ALGOLIA_ADMIN_KEY=4e8b2f6a0c9d3e7b1f5a8c2d6e0b4f9a", "4e8b2f6a0c9d3e7b1f5a8c2d6e0b4f9a"),
+    ("PUSHER_APP_SECRET=4d8b2f6a0e9c3a7b1f5d", "4d8b2f6a0e9c3a7b1f5d"),
+])
+def test_the_secret_beside_a_browser_key_is_found(text, value):
+    assert value not in scrub(text).text

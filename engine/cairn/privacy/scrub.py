@@ -269,10 +269,13 @@ def _named_public(line: str, start: int) -> bool:
     `MJ_APIKEY_PUBLIC`; Next.js, Expo and Nuxt ship `*_PUBLIC_*` variables in the client bundle)."""
     match = _NAME_BEFORE.search(line, max(0, start - 60), start)
     words = {w.lower() for w in re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))} if match else set()
-    # Pusher's app key (PUSHER_APP_KEY, VITE_PUSHER_APP_KEY) is the client's, beside its app secret
-    # (pusher.com/docs/channels/server_api/http-api: "key" is public, "secret" signs).
-    public = words & {"public", "publishable"} or {"pusher", "key"} <= words
-    return bool(public) and not words & {"secret", "private", "server", "admin"}
+    # Keys their vendor documents for the browser, beside a secret that signs: Pusher's app key
+    # (PUSHER_APP_KEY, VITE_PUSHER_APP_KEY, Laravel Echo's `broadcaster: "pusher", key: ...`;
+    # pusher.com/docs/channels/server_api/http-api: "key" is public, "secret" signs), a CAPTCHA's site key
+    # (RECAPTCHA_SITE_KEY, TURNSTILE_SITEKEY: reCAPTCHA's, hCaptcha's and Turnstile's docs put it in the page).
+    pusher = {"pusher", "key"} <= words or (words == {"key"} and "pusher" in line.lower())
+    public = words & {"public", "publishable"} or pusher or {"site", "key"} <= words or "sitekey" in words
+    return bool(public) and not words & {"secret", "private", "server", "admin", "write"}
 
 
 # A host key's fingerprint as SSH tools print it: paramiko's demo server `Read key: <hex>`, `Host key: ...`,
