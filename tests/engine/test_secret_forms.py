@@ -1100,6 +1100,11 @@ def test_counterparts_of_holdout13s_false_positives_are_found(text, value):
     # a value a copula then names
     ("im Log steht Kq8mL2zXv7Tp, das ist mein REDIS_PASSWORD.", "Kq8mL2zXv7Tp"),
     ("the output shows Tz9kQ2mLx7Wp, which is my DB_PASS", "Tz9kQ2mLx7Wp"),
+    ("je vois Vn7kQ2zLx9Wp, c'est mon mot de passe", "Vn7kQ2zLx9Wp"),
+    ("en el log aparece Hq4kT9zLm2Xw, esa es mi contraseña", "Hq4kT9zLm2Xw"),
+    # full-width brackets after a credential word in CJK text
+    ("数据库密码（Kq8#mL2zXv7）已经改过了", "Kq8#mL2zXv7"),
+    ("パスワード【Tz9kQ2mLx7Wp】でログインできません", "Tz9kQ2mLx7Wp"),
     # a quoted value led by a symbol under a secret's name
     ("  db:\n    password: '#Kq8mL2zXv7!'", "#Kq8mL2zXv7!"),
     ('smtp_pass = "!Tz9kQ2mLx7Wp"', "!Tz9kQ2mLx7Wp"),
@@ -1121,6 +1126,9 @@ def test_forms_of_holdout13s_misses_are_found(text, value):
     "requirepass is commented out in redis.conf",  # the directive named, no value
     "see the secret [docs] and the password (optional)",  # words in brackets
     "the version 2024.11.03, which is my favourite release",  # not a password's name
+    "Bitwarden, which is my password manager",  # a name, then a word that is no password's name
+    "Kq8mL2zXv7Tp, which is my password manager's id",  # the clause goes on: the value is not the password
+    "数据库密码（见配置文件）已经改过了",  # words in full-width brackets
     "  db:\n    password: '#{DB_PASSWORD}'",  # a Ruby interpolation
     "  color: '#ff8800'",  # not a secret's name
 ])

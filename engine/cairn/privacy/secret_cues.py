@@ -63,8 +63,10 @@ _VENDOR_SECRET = re.compile(r"""(?i)(?<![\w-])-{0,2}(?:tg[_-]?|telegram[_-]?)?ap
 
 
 # -- a value in brackets after a credential word --------------------------------------------------------------
-_BRACKETED_AFTER_WORD = re.compile(r"""(?:""" + WORD.pattern.removeprefix("(?i)") + r""")[ \t]*[(\[][ \t]*"""
-                                   r"""['"`]?([^\s()\[\]'"`]{6,200})['"`]?[ \t]*[)\]]""", re.IGNORECASE)
+# ASCII's and CJK's full-width brackets: `密码（VALUE）`, `パスワード【VALUE】`.
+_BRACKETED_AFTER_WORD = re.compile(r"""(?:""" + WORD.pattern.removeprefix("(?i)") + r""")[ \t]*[(\[（【「][ \t]*"""
+                                   r"""['"`]?([^\s()\[\]（）【】「」'"`]{6,200})['"`]?[ \t]*[)\]）】」]""",
+                                   re.IGNORECASE)
 
 
 # -- a value named afterwards --------------------------------------------------------------------------------
@@ -72,9 +74,10 @@ _BRACKETED_AFTER_WORD = re.compile(r"""(?:""" + WORD.pattern.removeprefix("(?i)"
 # optional possessive, then a name that says password (PASSWORD_WORD) or a secret setting's name.
 _NAMED_AFTER = re.compile(
     r"""(?<![\w/.@:-])([^\s,;:()'"`]{8,64})[ \t]*[,;:–—-]?[ \t]+(?i:das ist|dies ist|ist|that is|that's|which is"""
-    r"""|this is|is|c'est|c’est|es|è|é|is het|dat is|to jest|это)[ \t]+(?i:(?:mein|meine|unser|unsere|das|der|die"""
-    r"""|my|our|the|mon|ma|notre|le|la|mi|el|nuestro|nuestra|il mio|la mia|il|o meu|a minha|o|a|mijn|moje|мой)"""
-    r"""[ \t]+)?([\w.-]{3,64}(?:[ \t][\w.-]{3,32})?)""")
+    r"""|this is|is|c'est|c’est|esa es|ese es|esta es|es|questa è|questo è|è|essa é|esse é|isso é|é|is het|dat is"""
+    r"""|to jest|это)[ \t]+(?i:(?:mein|meine|unser|unsere|das|der|die|my|our|the|mon|ma|notre|le|la|mi|el|nuestro"""
+    r"""|nuestra|il mio|la mia|il|o meu|a minha|o|a|mijn|moje|мой)[ \t]+)?((?i:""" + alternation(PASSWORD_WORDS)
+    + r""")(?![\w-])|[\w.-]{3,64}?)(?=[ \t]*(?:[,;:!?)。，]|\.(?!\w)|$))""")  # the name ends its clause
 
 
 # -- a directive of Redis' named in prose --------------------------------------------------------------------
@@ -120,14 +123,14 @@ def _vendor_secrets(line: str) -> Iterator[tuple[int, int]]:
 
 
 def _bracketed_after_word(line: str) -> Iterator[tuple[int, int]]:
-    if "(" in line or "[" in line:
+    if "(" in line or "[" in line or not line.isascii():
         yield from (m.span(1) for m in _BRACKETED_AFTER_WORD.finditer(line))
 
 
 def _named_after(line: str) -> Iterator[tuple[int, int]]:
     for match in _NAMED_AFTER.finditer(line):
-        last = match.group(2).split()[-1]  # "POSTGRES_PASSWORD", "Passwort": not "password manager"
-        if secret_setting(last) or last.lower() in _WORDS_FOR_PASSWORD:
+        name = " ".join(match.group(2).split())  # "POSTGRES_PASSWORD", "Passwort", "mot de passe"
+        if secret_setting(name) or name.lower() in _WORDS_FOR_PASSWORD:
             yield match.span(1)
 
 
