@@ -1072,6 +1072,10 @@ def test_counterparts_of_holdout13s_false_positives_are_found(text, value):
     # a host option, then a password option (no user option): RCON and Redis clients
     ('./mcrcon -H 10.0.0.4 -P 25575 -p Rz8-kLq2mXv7Tp "say hi"', "Rz8-kLq2mXv7Tp"),
     ("rcon-cli --host mc.local --port 25575 --password Wq8#mK2zLx7", "Wq8#mK2zLx7"),
+    ('rcon -a 127.0.0.1:25575 -p Hz7#kQ2mLx9 "list"', "Hz7#kQ2mLx9"),
+    # a client with no user, given a host and its password
+    ('with MCRcon("127.0.0.1", "Kq8#mL2zXv7") as mcr:', "Kq8#mL2zXv7"),
+    ('r = redis.StrictRedis("cache", 6379, 0, "Tz9#kQ2mLx7")', "Tz9#kQ2mLx7"),
     # the one literal argument of a call named for taking the secret
     ('rcon.authenticate("Tz9#kQ2mLx7");', "Tz9#kQ2mLx7"),
     ("client.setPassword('Vn7#kQ2zLx9Wp')", "Vn7#kQ2zLx9Wp"),
@@ -1117,6 +1121,9 @@ def test_forms_of_holdout13s_misses_are_found(text, value):
     "mysql -h db01 -P 3306 -p appdb",  # -p without a value made like a password: mysql prompts, appdb is a name
     "./mcrcon -H 127.0.0.1 -P 25575 -p $RCON_PASSWORD",  # a variable
     'rcon.authenticate(password);',  # a variable, no literal
+    'with MCRcon("127.0.0.1", "list") as mcr:',  # a word
+    'r = redis.Redis("cache", 6379, 0, "utf-8")',  # an encoding
+    'rcon -a 127.0.0.1:25575 -p $RCON_PASS "list"',  # a variable
     'user.authenticate("password")',  # the word itself
     "la contraseña de aplicación tiene dieciséis letras",  # words, not a password
     "the SMTP server said authenticationfailed",  # one word

@@ -6,6 +6,8 @@ inside a sentence, a quoted value led by a symbol.
 - `mcrcon -H host -P 25575 -p PASS`, `rcon-cli --host h --port 25575 --password PASS`: a host option, a few
   options, then a password option (secret_positional reads a user option before one; an RCON or a Redis
   client has no user).
+- `MCRcon("127.0.0.1", "PASS")`, `redis.StrictRedis("cache", 6379, 0, "PASS")`: a client with no user, given a
+  host literal, perhaps numbers, then the password.
 - `rcon.authenticate("PASS")`, `client.setPassword('PASS')`, `withToken("...")`: the one literal argument of a
   call whose name says it takes the secret.
 - A Google app password, 16 lower-case letters (support.google.com/accounts/answer/185833 shows it as four
@@ -35,9 +37,9 @@ from .secret_values import random_letters, reference_lead
 from .secret_words import PASSWORD_ABBREVIATIONS, PASSWORD_WORDS, SECRET_ABBREVIATIONS, alternation
 
 # -- a host option, then a password option --------------------------------------------------------------------
-# Lower-case -p only: -P is a port to mcrcon, mysql and redis-cli alike.
+# Lower-case -p only: -P is a port to mcrcon, mysql and redis-cli alike. gorcon's rcon takes `-a host:port`.
 _HOST_THEN_PASSWORD = re.compile(
-    r"""(?<!\S)(?:-[hH]|--host(?:name)?)[=\s]+['"]?[^\s'",]+['"]?"""
+    r"""(?<!\S)(?:-[hH]|--host(?:name)?|--server|-a(?=\s+[\w.-]+:\d))[=\s]+['"]?[^\s'",]+['"]?"""
     r"""(?:\s+(?!-p\b|--pass)-{1,2}[\w-]+(?:[=\s]+(?!-)\S+)?){0,4}"""  # other options between
     r"""\s+(?:-p|--pass(?:word|wd)?|--pw|--rcon-password)(?:=|\s+)['"]?([^\s'"]{4,200})""")
 
@@ -47,6 +49,14 @@ _SECRET_CALL = re.compile(
     r"""(?i)(?<![\w$])(?:authenticate|auth|set_?password|with_?password|set_?pass|set_?secret|with_?secret"""
     r"""|set_?token|with_?token|set_?api_?key|with_?api_?key|login_?with_?token|unlock)"""
     r"""\s*\(\s*(['"])([^'"\n\\]{6,200})\1\s*\)""")
+
+
+# -- a client without a user, given a host then its password -------------------------------------------------
+# `MCRcon("127.0.0.1", "PASS")`, `redis.StrictRedis("cache", 6379, 0, "PASS")`: RCON and Redis clients take no user,
+# so secret_positional's user-then-password reading does not apply; numbers (a port, a database) may sit between.
+_HOST_THEN_SECRET_CALL = re.compile(
+    r"""(?i)(?<![\w$])[\w.]*(?:rcon|redis|sentinel)[\w]*\s*\(\s*(['"])[\w.:-]+\1(?:\s*,\s*\d+){0,3}\s*,\s*"""
+    r"""(['"])([^'"\n\\]{6,200})\2""")
 
 
 # -- a Google app password -----------------------------------------------------------------------------------
@@ -101,13 +111,18 @@ _WORDS_FOR_PASSWORD = frozenset(PASSWORD_WORDS) | {"kennwort", "passwd", "pwd", 
 
 
 def _host_passwords(line: str) -> Iterator[tuple[int, int]]:
-    if "-h" in line or "-H" in line:
+    if "-h" in line or "-H" in line or "-a" in line or "--server" in line:
         yield from (m.span(1) for m in _HOST_THEN_PASSWORD.finditer(line))
 
 
 def _secret_calls(line: str) -> Iterator[tuple[int, int]]:
     if "(" in line:
         yield from (m.span(2) for m in _SECRET_CALL.finditer(line))
+
+
+def _host_secret_calls(line: str) -> Iterator[tuple[int, int]]:
+    if "(" in line:
+        yield from (m.span(3) for m in _HOST_THEN_SECRET_CALL.finditer(line))
 
 
 def _app_passwords(line: str) -> Iterator[tuple[int, int]]:
@@ -152,8 +167,8 @@ def _symbol_led(line: str) -> Iterator[tuple[int, int]]:
 
 
 _FORMS: tuple[Callable[[str], Iterator[tuple[int, int]]], ...] = (
-    _host_passwords, _secret_calls, _app_passwords, _vendor_secrets, _bracketed_after_word, _named_after,
-    _redis_directives, _abbreviated, _symbol_led)
+    _host_passwords, _secret_calls, _host_secret_calls, _app_passwords, _vendor_secrets, _bracketed_after_word,
+    _named_after, _redis_directives, _abbreviated, _symbol_led)
 
 
 def line_findings(line: str, made_like_one: Callable[[str], bool]) -> set[tuple[int, int]]:
