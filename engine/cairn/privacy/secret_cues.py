@@ -104,7 +104,8 @@ _ABBREVIATED = re.compile(r"""(?i)(?<![\w.-])["']?([A-Za-z_][\w.-]*?[_.-]?(?:"""
 
 
 # -- a quoted value led by a symbol -------------------------------------------------------------------------
-_SYMBOL_LED = re.compile(r"""([A-Za-z_][\w.-]*)['"]?[ \t]*(?::|=|=>)[ \t]*(['"])([^\w\s'"][^'"\n]{5,199})\2""")
+_SYMBOL_LED = re.compile(r"""(?<![\w.-])([A-Za-z_][\w.-]*)['"]?[ \t]*(?::|=|=>)[ \t]*"""
+                         r"""(['"])([^\w\s'"][^'"\n]{5,199})\2""")
 
 
 _WORDS_FOR_PASSWORD = frozenset(PASSWORD_WORDS) | {"kennwort", "passwd", "pwd", "pw"}
