@@ -117,7 +117,8 @@ def test_values_the_cli_quotes_itself_are_read(memory, project, folder):
 
 
 def test_secrets_and_private_spans_are_scrubbed(memory, project, folder):
-    key = "sk-ant-api03-" + "A" * 90
+    # A key's body made up at random: a run of one letter to the end is a placeholder (secret_values.PLACEHOLDER).
+    key = "sk-ant-api03-" + "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Qa7Ze" * 2 + "Xw4Nc9Rb3Yw6Hd1Jg5Fs0QaLm2-AbCd"
     native_file(folder, "creds", "The staging key", f"Use {key} <private>my home address</private> for staging.")
     sync(memory, native_memory(project))
     text = next(iter(current(memory)))

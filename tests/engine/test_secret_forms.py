@@ -1028,3 +1028,151 @@ def test_more_neighbouring_forms_of_holdout12s_causes_are_found(text, value):
 ])
 def test_more_neighbouring_look_alikes_of_holdout12s_causes_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    # a YAML tag that names where the secret is (Home Assistant's and ESPHome's `!secret name`), quoted in prose
+    "- Password: `!secret wifi_pw_garage`",
+    "* password: '!secret zigbee_mqtt_pass'",
+    # the word itself as the value: a stand-in
+    'MQTT_PASSWORD = "password"',
+    "db_pass = 'passwd'",
+    # a run of one letter to a key's end, a name in angle brackets after a vendor's prefix
+    "MAPS_API_KEY=AIzaSyBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB",
+    "PAYMENT_WEBHOOK_SECRET=whsec_<signing_secret>",
+    "STRIPE_KEY=sk_test_<your key>",
+    # a Google API key in google-services.json (Firebase documents it as shipped in the app)
+    '"api_key": [ { "current_key": "AIzaQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2Ek" } ]',
+    # Pusher's app key is the client's
+    "PUSHER_APP_KEY=7e2c9a4b1d8f3e6a0c5b\nPUSHER_APP_CLUSTER=eu",
+    "MIX_PUSHER_APP_KEY: 9a3f1c7e5b2d8a4c6e0f",
+    # a value its line notes as the documented default
+    "  - ADMIN_PASS: Sw0rdf1shX (->default)",
+    "password: Adm1nPa55 (default)",
+])
+def test_look_alikes_of_holdout13s_false_positives_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # the counterparts: a real value beside each look-alike's cue
+    ("- Password: `Kq8#mL2zXv7`", "Kq8#mL2zXv7"),
+    ('MQTT_PASSWORD = "Tz9kQ2mLx7Wp"', "Tz9kQ2mLx7Wp"),
+    ("PAYMENT_WEBHOOK_SECRET=whsec_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Q", "whsec_Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Fs0Q"),
+    ("TWITTER_BEARER=AAAAAAAAAAAAAAAAAAAAAKq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),
+    ("PUSHER_APP_SECRET=4d8b2f6a0e9c3a7b1f5d", "4d8b2f6a0e9c3a7b1f5d"),
+    ("MAPS_API_KEY=AIzaQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2Ek", "AIzaQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2Ek"),
+    ("  - ADMIN_PASS: Sw0rdf1shX", "Sw0rdf1shX"),
+])
+def test_counterparts_of_holdout13s_false_positives_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a host option, then a password option (no user option): RCON and Redis clients
+    ('./mcrcon -H 10.0.0.4 -P 25575 -p Rz8-kLq2mXv7Tp "say hi"', "Rz8-kLq2mXv7Tp"),
+    ("rcon-cli --host mc.local --port 25575 --password Wq8#mK2zLx7", "Wq8#mK2zLx7"),
+    ('rcon -a 127.0.0.1:25575 -p Hz7#kQ2mLx9 "list"', "Hz7#kQ2mLx9"),
+    # a client with no user, given a host and its password
+    ('with MCRcon("127.0.0.1", "Kq8#mL2zXv7") as mcr:', "Kq8#mL2zXv7"),
+    ('r = redis.StrictRedis("cache", 6379, 0, "Tz9#kQ2mLx7")', "Tz9#kQ2mLx7"),
+    # the one literal argument of a call named for taking the secret
+    ('rcon.authenticate("Tz9#kQ2mLx7");', "Tz9#kQ2mLx7"),
+    ("client.setPassword('Vn7#kQ2zLx9Wp')", "Vn7#kQ2zLx9Wp"),
+    ('api.with_token("Kq8mL2zXv7Tp4Rn9Wb3Yc6")', "Kq8mL2zXv7Tp4Rn9Wb3Yc6"),
+    # a Google app password joined, in a call beside a Gmail address and in prose in other languages
+    ('MailSettings cfg("ops.team@gmail.com", "qmzvbtrkwlxpyhnd");', "qmzvbtrkwlxpyhnd"),
+    ("la contraseña de aplicación es vkqwzmtrbxplnhyd y no funciona", "vkqwzmtrbxplnhyd"),
+    ("App-Passwort für SMTP: ztkqbvmwrplxnhyd", "ztkqbvmwrplxnhyd"),
+    ("mot de passe d'application wqzkmbvtrlxpnhyd refusé", "wqzkmbvtrlxpnhyd"),
+    # Telegram's api_hash as an option, an assignment and a keyword argument
+    ("tg-bot-api --api-id=1234567 --api-hash=9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b", "9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b"),
+    ("TG_API_HASH=4e8b2f6a0c9d3e7b1f5a8c2d6e0b4f9a", "4e8b2f6a0c9d3e7b1f5a8c2d6e0b4f9a"),
+    ('Client("bot", api_id=1234567, api_hash="7d3a9e1c5b8f2d6a0e4c7b9f1a3d5e8c")', "7d3a9e1c5b8f2d6a0e4c7b9f1a3d5e8c"),
+    # an abbreviation of "secret" as a setting's name
+    ("SRCT=9f2c7a1e4b8d3f6a0c5e9b2d7f1a4c8e3b6d0f5a", "9f2c7a1e4b8d3f6a0c5e9b2d7f1a4c8e3b6d0f5a"),
+    ("JWT_SCRT: Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),
+    ('"smtp_pswd": "Tz9kQ2mLx7Wp4R"', "Tz9kQ2mLx7Wp4R"),
+    # a Redis directive inside a sentence, ended by a full-width comma or by an ideographic full stop
+    ("配置文件里写的是 requirepass Kq8#mL2zXv7，重启后生效。", "Kq8#mL2zXv7"),
+    ("replica 上也要设置 masterauth Tz9kQ2mLx7Wp。", "Tz9kQ2mLx7Wp"),
+    ("I had set requirepass Vn7#kQ2zLx9 in the wrong file", "Vn7#kQ2zLx9"),
+    # a value in brackets right after a credential word
+    ("jwt-auth secret [Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5] set successfully.", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),
+    ("avec mon mot de passe (Rz8-kLq#2mXv7) la connexion échoue", "Rz8-kLq#2mXv7"),
+    ("I reset the password (Wq8#mK2zLx7) twice", "Wq8#mK2zLx7"),
+    # a value a copula then names
+    ("im Log steht Kq8mL2zXv7Tp, das ist mein REDIS_PASSWORD.", "Kq8mL2zXv7Tp"),
+    ("the output shows Tz9kQ2mLx7Wp, which is my DB_PASS", "Tz9kQ2mLx7Wp"),
+    ("je vois Vn7kQ2zLx9Wp, c'est mon mot de passe", "Vn7kQ2zLx9Wp"),
+    ("en el log aparece Hq4kT9zLm2Xw, esa es mi contraseña", "Hq4kT9zLm2Xw"),
+    # full-width brackets after a credential word in CJK text
+    ("数据库密码（Kq8#mL2zXv7）已经改过了", "Kq8#mL2zXv7"),
+    ("パスワード【Tz9kQ2mLx7Wp】でログインできません", "Tz9kQ2mLx7Wp"),
+    # a quoted value led by a symbol under a secret's name
+    ("  db:\n    password: '#Kq8mL2zXv7!'", "#Kq8mL2zXv7!"),
+    ('smtp_pass = "!Tz9kQ2mLx7Wp"', "!Tz9kQ2mLx7Wp"),
+])
+def test_forms_of_holdout13s_misses_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "mysql -h db01 -P 3306 -p appdb",  # -p without a value made like a password: mysql prompts, appdb is a name
+    "./mcrcon -H 127.0.0.1 -P 25575 -p $RCON_PASSWORD",  # a variable
+    'rcon.authenticate(password);',  # a variable, no literal
+    'with MCRcon("127.0.0.1", "list") as mcr:',  # a word
+    'r = redis.Redis("cache", 6379, 0, "utf-8")',  # an encoding
+    'rcon -a 127.0.0.1:25575 -p $RCON_PASS "list"',  # a variable
+    'user.authenticate("password")',  # the word itself
+    "la contraseña de aplicación tiene dieciséis letras",  # words, not a password
+    "the SMTP server said authenticationfailed",  # one word
+    "git log --format=%H | head  # commit_hash=9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b",  # a hash, not Telegram's
+    "SRCT_LENGTH=64",  # a size
+    "db_pswd: ${DB_PSWD}",  # a reference
+    "requirepass is commented out in redis.conf",  # the directive named, no value
+    "see the secret [docs] and the password (optional)",  # words in brackets
+    "the version 2024.11.03, which is my favourite release",  # not a password's name
+    "Bitwarden, which is my password manager",  # a name, then a word that is no password's name
+    "Kq8mL2zXv7Tp, which is my password manager's id",  # the clause goes on: the value is not the password
+    "数据库密码（见配置文件）已经改过了",  # words in full-width brackets
+    "  db:\n    password: '#{DB_PASSWORD}'",  # a Ruby interpolation
+    "  color: '#ff8800'",  # not a secret's name
+])
+def test_look_alikes_of_holdout13s_misses_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    "$ python demo_server.py\nRead key: 9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b\nListening for connection ...",
+    "Server host key: 4e8b2f6a0c9d3e7b1f5a8c2d6e0b4f9a",
+    "ED25519 key fingerprint is 3f:2a:9c:1e:7b:4d:8a:6f:0c:5e:9b:2d:7f:1a:4c:8e.",
+])
+def test_a_host_keys_fingerprint_is_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("API key: 9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b", "9c1e7a4b2d8f3e6a0c5b7d9e1f3a5c7b"),  # a key, not its fingerprint
+    ("read the key: Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5", "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),  # not a digest
+])
+def test_a_key_beside_fingerprint_words_is_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    'window.Echo = new Echo({ broadcaster: "pusher", key: "7e2c9a4b1d8f3e6a0c5b", cluster: "eu" });',
+    "RECAPTCHA_SITE_KEY=6LcQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2EkA",
+    "TURNSTILE_SITEKEY=0x4AAAAAAAFI_1GbSiLWDb4B",
+])
+def test_keys_their_vendor_documents_for_the_browser_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("RECAPTCHA_SECRET_KEY=6LcQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2EkA", "6LcQm7Kx2Lp9Zt4Vb8Nc3Wr6Yh1Jd5Gf0Sa2EkA"),
+    ("ALGOLIA_ADMIN_KEY=4e8b2f6a0c9d3e7b1f5a8c2d6e0b4f9a", "4e8b2f6a0c9d3e7b1f5a8c2d6e0b4f9a"),
+    ("PUSHER_APP_SECRET=4d8b2f6a0e9c3a7b1f5d", "4d8b2f6a0e9c3a7b1f5d"),
+])
+def test_the_secret_beside_a_browser_key_is_found(text, value):
+    assert value not in scrub(text).text

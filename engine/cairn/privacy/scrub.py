@@ -74,7 +74,7 @@ _SOPS = re.compile(r"ENC\[[A-Z0-9_]+,data:[^\]]*\]")
 _VAULT_HEADER = re.compile(r"\$ANSIBLE_VAULT;\d")
 _SEALED_HEADER = re.compile(r"^(\s*)encryptedData:\s*$")
 _FIREBASE_CONFIG = re.compile(r"firebaseapp\.com|firebaseio\.com|firebase\.initializeApp|initializeApp\("
-                              r"|mobilesdk_app_id|firebase_url|\bfirebaseConfig\b")
+                              r"|mobilesdk_app_id|firebase_url|\bfirebaseConfig\b|[\"']current_key[\"']\s*:")
 _GOOGLE_API_KEY = re.compile(r"AIza[\w-]{35}")
 # Jasypt's encrypted property, ENC(base64) (jasypt.org/encrypting-configuration.html).
 _JASYPT = re.compile(r"ENC\([A-Za-z0-9+/=_-]{8,}\)")
@@ -223,7 +223,9 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             continue
         if kind == "Generic Api Key" and (
                 secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]], _generic_word(line, span[0]))
-                or _generic_word(line, span[0]).lower() in _NOT_SECRET_LAST_WORDS or _named_public(line, span[0])):
+                or _generic_word(line, span[0]).lower() in _NOT_SECRET_LAST_WORDS):
+            continue
+        if kind in _GENERIC_RULES and (_named_public(line, span[0]) or _key_fingerprint(line, span[0], value)):
             continue
         if not any(span[0] < end and start < span[1] for start, end in taken):
             found.append((kind, [span]))
@@ -267,7 +269,26 @@ def _named_public(line: str, start: int) -> bool:
     `MJ_APIKEY_PUBLIC`; Next.js, Expo and Nuxt ship `*_PUBLIC_*` variables in the client bundle)."""
     match = _NAME_BEFORE.search(line, max(0, start - 60), start)
     words = {w.lower() for w in re.split(r"[_.-]|(?<=[a-z])(?=[A-Z])", match.group(1))} if match else set()
-    return bool(words & {"public", "publishable"}) and not words & {"secret", "private", "server", "admin"}
+    # Keys their vendor documents for the browser, beside a secret that signs: Pusher's app key
+    # (PUSHER_APP_KEY, VITE_PUSHER_APP_KEY, Laravel Echo's `broadcaster: "pusher", key: ...`;
+    # pusher.com/docs/channels/server_api/http-api: "key" is public, "secret" signs), a CAPTCHA's site key
+    # (RECAPTCHA_SITE_KEY, TURNSTILE_SITEKEY: reCAPTCHA's, hCaptcha's and Turnstile's docs put it in the page).
+    pusher = {"pusher", "key"} <= words or (words == {"key"} and "pusher" in line.lower())
+    public = words & {"public", "publishable"} or pusher or {"site", "key"} <= words or "sitekey" in words
+    return bool(public) and not words & {"secret", "private", "server", "admin", "write"}
+
+
+# A host key's fingerprint as SSH tools print it: paramiko's demo server `Read key: <hex>`, `Host key: ...`,
+# `key fingerprint is ...`; an MD5 (32 hex, or 16 pairs with colons) or a SHA-1/SHA-256 digest in hex.
+_FINGERPRINT_CUE = re.compile(r"(?i)(?:\bread key|\bhost[ _-]?key|\bserver key|fingerprint(?: is)?)\W{0,5}$")
+_HEX_DIGEST = re.compile(r"(?i)[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{2}(?::[0-9a-f]{2}){15}")
+
+
+def _key_fingerprint(line: str, start: int, value: str) -> bool:
+    """Whether `value` is a key's fingerprint its line names (_FINGERPRINT_CUE, _HEX_DIGEST): a digest of a
+    public key, which identifies it and opens nothing."""
+    return (_HEX_DIGEST.fullmatch(value.strip("'\"`")) is not None
+            and _FINGERPRINT_CUE.search(line, max(0, start - 40), start) is not None)
 
 
 def _paging_name(line: str, start: int) -> bool:
@@ -303,13 +324,19 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
     clause names as public (secret_rules.public_context), or was cut short on purpose ("sk-lf-...",
     "xapp-…": what follows the span says so)."""
     value = line[slice(*span)]
-    truncated = line.startswith(("...", "…"), span[1])
+    truncated = line.startswith(("...", "…"), span[1]) or _NOTED_DEFAULT.match(line, span[1]) is not None
     return (truncated or secret_values.masked(value) or secret_values.bracketed(line, span[0])
             or _REMOTE_TARGET.fullmatch(value) is not None
             or secret_values.placeholder(value) or secret_values.public_key(value)
+            or secret_values.placeholder(value.strip("'\"`"))
             or secret_rules.public_context(line, span[0]) or secret_values.hashed(line, *span)
             or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value)
             or _IN_TEMPLATE.search(line, max(0, span[0] - 80), span[0]) is not None)
+
+
+# A value its line notes as the documented default (`DB_PASS: P4ssb0lt (->default)`, `pass: admin (default)`):
+# what the software's documentation prints, not a secret of this setup.
+_NOTED_DEFAULT = re.compile(r"['\"`]?[ \t]*[(\[][ \t]*(?:->|→|=>)?[ \t]*(?:the[ \t]+)?default\b", re.IGNORECASE)
 
 
 # Inside a template's expression (`{{ Base64Encode .Secrets.x }}`, `${{ secrets.X }}`): what a renderer fills in.
@@ -409,12 +436,20 @@ def _whole_token(line: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+# CJK text's clause and sentence marks (full-width comma, ideographic comma and full stop, semicolon, marks of
+# exclamation and question), one character each: read as a space, offsets unchanged.
+_CLAUSE_MARKS = str.maketrans(dict.fromkeys("，、。；！？", " "))
+
+
 def _line_detections(line: str, offset: int, blocks: list[tuple[str, tuple[int, int]]], *, firebase: bool,
                      encrypted: list[tuple[int, int]]) -> list[tuple[str, list[tuple[int, int]]]]:
     """What _detections finds in `line` (which starts at `offset` of its text) with the text's block
     findings on it, less a Firebase config's Google API key and what lies inside an encrypted span."""
     # JSON inside a string (a log's request body): its escaped quotes read as quotes, same offsets.
-    detections = _detections(line.replace('\\"', ' "') if '\\"' in line else line) if len(line) < 20_000 else []
+    scanned = line.replace('\\"', ' "') if '\\"' in line else line
+    if not scanned.isascii():  # a clause's full-width mark ends a value as a space does (`requirepass X，把...`)
+        scanned = scanned.translate(_CLAUSE_MARKS)
+    detections = _detections(scanned) if len(line) < 20_000 else []
     detections += [(kind, [(a - offset, b - offset)]) for kind, (a, b) in blocks
                    if offset <= a and b <= offset + len(line) and not _not_a_secret(line, (a - offset, b - offset))]
     if firebase:

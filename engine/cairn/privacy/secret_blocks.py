@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from .secret_rules import (CJK_WORDS, NAMES_BEFORE_VALUE, NEGATING_BEFORE, NOT_A_SECRET_CONTEXT, NOT_THE_VALUE, WORD,
                            WORDS, credential_value, public_context)
 from .secret_values import placeholder, public_key, stated_password
-from .secret_words import PASSWORD_ABBREVIATIONS
+from .secret_words import PASSWORD_ABBREVIATIONS, SECRET_ABBREVIATIONS
 
 
 # -- a credential's name and value on different lines --------------------------------------------------------
@@ -41,7 +41,8 @@ _ARGUMENT_PAIR = re.compile(r"""(?m)^[ \t]*-[ \t]+["']?--?([\w-]+)["']?[ \t]*\n[
 
 
 _SECRET_SETTING_WORDS = frozenset(("password passwd pass passphrase pwd pw token secret credential credentials"
-                                   " requirepass masterauth apikey").split() + list(PASSWORD_ABBREVIATIONS))
+                                   " requirepass masterauth apikey").split() + list(PASSWORD_ABBREVIATIONS)
+                                  + list(SECRET_ABBREVIATIONS))
 
 
 _SECRET_SETTING_PAIRS = frozenset("apikey authkey accesskey secretkey privatekey signingkey encryptionkey masterkey"

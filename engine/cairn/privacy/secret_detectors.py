@@ -14,7 +14,7 @@ from detect_secrets.plugins.base import RegexBasedDetector
 
 from cairn.privacy import secret_values
 from cairn.privacy.rule_filters import fails_token_efficiency
-from cairn.privacy.secret_words import PASSWORD_ABBREVIATIONS
+from cairn.privacy.secret_words import PASSWORD_ABBREVIATIONS, SECRET_ABBREVIATIONS
 
 # A value that is a secret rather than a setting: not only digits, not a boolean or a null.
 _NOT_A_SETTING = r"(?!(?:\d+|true|false|yes|no|on|off|none|null|nil)(?![^\s'\";,]))"
@@ -58,6 +58,7 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
 # Words of a variable name that make it a secret's ("DB_PASS", "pgpassword", "GITHUB_TOKEN"), and
 # words that say the variable holds something about a secret rather than the secret itself.
 _SECRET_WORDS = ("secret", "password", "passwd", "passphrase", "pass", "pwd", "pw", *PASSWORD_ABBREVIATIONS, "token",
+                 *SECRET_ABBREVIATIONS,
                  "apikey", "credential", "credentials", "privatekey", "accesskey", "authtok", "bindpw", "rootpw",
                  "encrypt")  # Consul's gossip key (`encrypt = "..."`); a boolean or a cipher's name is a setting
 _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length len expiry expires expiration timeout
@@ -133,11 +134,12 @@ class PasswordProseDetector(RegexBasedDetector):
     """A password given in prose: "the password is hunter22", "password: Tr0ub4dor&3", "the DB
     password for staging is Xy7!qPz9". The value must hold a letter and a digit or symbol, so "the
     password is required" is left alone, and not be a path ("pwd" is also the shell's folder), a
-    YAML tag (`password: !vault |`), a Maven resource-filtering reference (`@db.password@`, replaced
-    at build time), nor the name of an assignment (`password: SMTP_PASS="..."`, whose value follows)."""
+    YAML tag (`password: !vault |`, Home Assistant's `` `!secret mqtt_password` ``), a Maven
+    resource-filtering reference (`@db.password@`, replaced at build time), nor the name of an
+    assignment (`password: SMTP_PASS="..."`, whose value follows)."""
 
     secret_type = "Password In Prose"
     denylist = [re.compile(
         r"(?i)\b(?:password|passwd|passphrase)(?: for (?:the )?[\w-]+(?: [\w-]+)?)?\s*(?:is|was|:|=)\s*"
-        r"(?![/~])(?!![A-Za-z][\w:]*(?:\s|$))(?!@[\w.-]+@(?:\s|$))(?![A-Za-z_]\w*=['\"])"
+        r"(?![/~])(?![`'\"]?![A-Za-z][\w:]*(?:\s|$))(?!@[\w.-]+@(?:\s|$))(?![A-Za-z_]\w*=['\"])"
         r"(?=[^\s'\"]*[A-Za-z])(?=[^\s'\"]*[0-9!@#%^&*+=?~])([^\s'\"]{6,})")]

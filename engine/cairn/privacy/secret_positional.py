@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from . import secret_cues
 from .secret_blocks import secret_setting
 from .secret_rules import ACCOUNT, NOT_A_SECRET_CONTEXT, PASSWORD_WORD, WORD, look_alike
 from .secret_values import (generated_token, password_like, placeholder, public_key, random_letters, random_looking,
@@ -406,6 +407,7 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
     if ("ass" in line or "ASS" in line or "wd" in line or "WD" in line or "auth" in line) and (
             _DIGITS_PASSWORD.search(line)):
         spans.update(_digit_passwords(line))
+    spans.update(secret_cues.line_findings(line, credential_like))
     return [(KIND, span) for span in sorted(spans)]
 
 

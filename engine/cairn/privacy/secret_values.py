@@ -23,6 +23,10 @@ PLACEHOLDER = re.compile(
     r"(?i:x{6,}|(?<![a-z0-9])x{3,5}(?![a-z0-9])|\*{3,}|\.{3}|…|your[-_ ]|-here\b|placeholder|changeme|redacted"
     r"|(?:change|replace|fill)[-_ ](?:me|this|it)\b)"
     r"|example|sample|dummy|EXAMPLE|"
+    # A run of one letter to the token's end (`AIzaSyAAAAAAAAAAAAAAAA`; X's bearer tokens begin with a run of
+    # A's, then the key), or a name in angle brackets after a vendor's prefix
+    # (`whsec_<webhook_secret>`, `sk_live_<key>`): what is filled in later.
+    r"([A-Za-z])\1{7,}(?![\w+/=-])|<[A-Za-z][\w .-]{2,}>|"
     r"^(?i:os\.environ|os\.getenv|process\.env|system\.getenv|env\[|getenv|environ|config\.|settings\.|secrets\.)"
     r"|^%\(\w+\)[sd]$|^%\w+%$"  # Python's %(NAME)s and a Windows %NAME% (not "%pBVY7...", a password)
     # A Symfony parameter or a Windows variable that begins a path (`%kernel.project_dir%/config/jwt/private.pem`);
@@ -423,7 +427,12 @@ def hashed(line: str, start: int, end: int) -> bool:
     if any(_PASSWORD_HASH.fullmatch(line[at:end].strip("'\"")) for at in {start, left}):
         return True
     before = line[max(0, start - 60):start]
-    return "hash" in before.lower() and _HASHED_NAME.search(before) is not None
+    named = _HASHED_NAME.search(before) if "hash" in before.lower() else None
+    # Telegram's api_hash is an app's secret, not a hash of one (core.telegram.org/api/obtaining_api_id).
+    return named is not None and _API_HASH.search(named.group()) is None
+
+
+_API_HASH = re.compile(r"(?i)(?<![a-z])api[_-]?hash\b")
 
 
 def _capitals_name(value: str) -> bool:

@@ -27,6 +27,9 @@ PASSWORD_WORDS = (
 # the common pass, pwd, passwd and pw that each module's word list already holds.
 PASSWORD_ABBREVIATIONS = ("pswd", "pswrd", "psw", "pword", "psswd", "psswrd", "passwrd", "passw")
 
+# Abbreviations of "secret" in a setting's name (SRCT, JWT_SCRT, APP_SECRT): its consonants.
+SECRET_ABBREVIATIONS = ("srct", "scrt", "secrt", "sekret")
+
 USER_WORDS = (
     "ainm úsáideoir", "ainm-cleachdaiche", "användarnamn", "benutzername", "brugernavn", "brukarnamn",
     "brukernavn", "emër përdoruesi", "enw defnyddiwr", "erabiltzailea", "felhasználónév", "gebruikernaam",
