@@ -51,7 +51,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import secret_blocks, secret_positional, secret_rules, secret_values
+from . import secret_blocks, secret_judge, secret_positional, secret_rules, secret_values
 from .rule_filters import fails_token_efficiency
 
 PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
@@ -459,6 +459,8 @@ def _line_detections(line: str, offset: int, blocks: list[tuple[str, tuple[int, 
         detections = [(kind, kept) for kind, spans in detections
                       if (kept := [(a, b) for a, b in spans
                                    if not any(s <= offset + a and offset + b <= e for s, e in encrypted)])]
+    if detections and secret_judge.enabled():  # a learned veto of a look-alike (secret_judge; the asset says if on)
+        detections = secret_judge.veto(line, detections)
     return detections
 
 
