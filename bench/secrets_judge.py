@@ -18,8 +18,10 @@ candidates (in-sample and blind-era), score the held-out split's items with the 
 below a threshold; pooled over the 15 splits, recall and false-positive rate as bench/secrets_compare.py
 counts them (a secret item is caught when its value no longer appears; an innocent item is a false
 positive when anything in it is redacted), on the current detector's findings and on the blind designs'.
-C, class weighting and the threshold are chosen on the pooled LOSO figures (CHOICES, THRESHOLDS); the
-asset is then fitted on every split. Deterministic: the solver is lbfgs, the data order fixed.
+C, class weighting and the threshold are chosen on the pooled LOSO figures (CHOICES, THRESHOLDS: the lowest
+blind-era false-positive rate whose recall loss stays within CHOICE_RECALL_LOSS); the judge ships on when that
+cuts blind-era false positives by a third with recall down by at most MAX_RECALL_LOSS. The asset is then fitted
+on every split. Deterministic: the solver is lbfgs, the data order fixed.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ THRESHOLDS = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8]
 VETOABLE = [f for f in secret_judge.FAMILIES if f != "vendor"]
 # The bar for shipping the judge on: pooled LOSO false positives down by a third, recall down by at most this.
 MAX_RECALL_LOSS = 0.005
+# The choice of a setting (C, weighting, threshold) keeps its recall loss within half the bar: picking the best of
+# 28 settings on the same pooled figures makes the chosen one's figures optimistic.
+CHOICE_RECALL_LOSS = MAX_RECALL_LOSS / 2
 
 _SCRUB = """
 import json, sys
@@ -132,6 +137,7 @@ def candidates(items: list[dict]) -> list[dict]:
             found = _line_span(text, start, end)
             vetoable = found is not None and kind != "Private Key" and secret_judge.family(kind) in VETOABLE
             vector = secret_judge.features(found[0], found[1], kind) if found and vetoable else None
+            vetoable = vetoable and vector is not None and not secret_judge.exempt(vector)
             out.append({"item": index, "kind": kind, "span": (start, end), "label": label, "vetoable": vetoable,
                         "x": [vector[name] for name in secret_judge.FEATURES] if vector else None})
     return out
@@ -243,11 +249,11 @@ def main() -> None:
                   f"{blind[0]:.4f} | {blind[1]:.4f} |")
             # The choice: the largest blind-era FP drop whose recall loss (either era) stays within the bar.
             loss = max(off_cur[0] - cur[0], off_blind[0] - blind[0])
-            if t and loss <= MAX_RECALL_LOSS and (best is None or blind[1] < best[0]):
-                best = (blind[1], c, weight, t, off_blind[1])
+            if t and loss <= CHOICE_RECALL_LOSS and (best is None or blind[1] < best[0]):
+                best = (blind[1], c, weight, t, off_blind[1], loss)
     assert best is not None
-    fp, c, weight, t, off_fp = best
-    ship = fp <= off_fp * 2 / 3
+    fp, c, weight, t, off_fp, loss = best
+    ship = fp <= off_fp * 2 / 3 and loss <= MAX_RECALL_LOSS
     print(f"\nchosen: C={c} {weight or 'unweighted'} threshold {t}: blind-era LOSO FP {off_fp:.4f} -> {fp:.4f}; "
           f"judge {'ON' if ship else 'OFF'} by default (bar: FP down by a third, recall loss <= {MAX_RECALL_LOSS})")
     print("\n| split | era | off recall | off FP | judge recall | judge FP |")

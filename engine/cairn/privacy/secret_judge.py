@@ -58,7 +58,8 @@ _DIGEST_CONTEXT = re.compile(r"(?i)fingerprint|sha-?\d*\b|digest|hash|checksum|m
                              r"|version|build")
 _CIPHER_CONTEXT = re.compile(r"(?i)cipher|encrypt|masked|redacted|vault|\bkms\b")
 _CREDENTIAL_WORDS = re.compile(r"(?i)" + "|".join(re.escape(w) for w in PASSWORD_WORDS)
-                               + r"|secret|token|api[_ -]?key|apikey|auth|credential|passwd|pwd|\bpass\b|private[_ -]?key"
+                               + r"|secret|token|api[_ -]?key|apikey|auth|credential|passwd|pwd|\bpass(?:phrase)?\b|private[_ -]?key"
+                               + r"|mnemonic|seed phrase|recovery phrase"
                                + r"|access[_ -]?key|bearer")
 _ASSIGNED = re.compile(r"""(?:[:=]|=>|:=)\s*['"`]?$""")
 _QUOTED = re.compile(r"""['"`]$""")
@@ -68,6 +69,9 @@ _COMMAND_LINE = re.compile(r"^\s*(?:\$|#|>|PS>)?\s*[a-z][\w.-]*\s+-")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+# A value made of words joined by spaces, hyphens or underscores (a passphrase, or prose and an identifier).
+_PHRASE = re.compile(r"[^\W\d_]+(?:[ _-]+[^\W\d_]+)+")
+_PHRASE_WORD = re.compile(r"[^\W\d_]+")
 _BEFORE, _AFTER = 60, 40  # the context window around a value, in characters of its line
 
 
@@ -109,6 +113,9 @@ def features(line: str, span: tuple[int, int], kind: str) -> dict[str, float]:
         "digits_only": float(value.isdigit()),
         "letters_only": float(value.isalpha()),
         "run_fraction": _longest_run(value) / n,
+        # A passphrase (diceware's "violet timber basket needle") is words of text, as prose is: their count tells.
+        "phrase_words": min(len(words), 6) / 6 if (words := _PHRASE_WORD.findall(value))
+        and _PHRASE.fullmatch(value) else 0.0,
         "uuid": float(_UUID.search(value) is not None),
         "english_word": float(is_word(value.lower())),
         "placeholder_word": float(_PLACEHOLDER_WORDS.search(value) is not None),
@@ -168,11 +175,25 @@ def probability(line: str, span: tuple[int, int], kind: str) -> float:
     return score(features(line, span, kind))
 
 
+# A passphrase of this many words or more is never vetoed: diceware's "violet timber basket needle" has the
+# shape and the context of prose to these features (LOSO's only vetoed credentials of a kind, no look-alike of it).
+PHRASE_KEPT = 3
+
+
+def exempt(vector: dict[str, float]) -> bool:
+    """Whether a finding with features `vector` is out of the judge's reach: a phrase of PHRASE_KEPT words or more."""
+    return vector["phrase_words"] * 6 >= PHRASE_KEPT
+
+
 def vetoed(line: str, span: tuple[int, int], kind: str) -> bool:
-    """Whether the judge removes this finding: its family is one the asset lists as vetoable and its
-    probability is below the asset's threshold (chosen by leave-one-split-out cross-validation)."""
+    """Whether the judge removes this finding: its family is one the asset lists as vetoable, it is not
+    `exempt`, and its probability is below the asset's threshold (chosen by leave-one-split-out
+    cross-validation)."""
     model = _model()
-    return family(kind) in model["vetoable"] and probability(line, span, kind) < model["threshold"]
+    if family(kind) not in model["vetoable"]:
+        return False
+    vector = features(line, span, kind)
+    return not exempt(vector) and score(vector, model) < model["threshold"]
 
 
 def veto(line: str, detections: list[tuple[str, list[tuple[int, int]]]]) -> list[tuple[str, list[tuple[int, int]]]]:
