@@ -69,8 +69,8 @@ _COMMAND_LINE = re.compile(r"^\s*(?:\$|#|>|PS>)?\s*[a-z][\w.-]*\s+-")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
-# A value made of words joined by spaces, hyphens or underscores (a passphrase, or prose and an identifier).
-_PHRASE = re.compile(r"[^\W\d_]+(?:[ _-]+[^\W\d_]+)+")
+# A value made of words joined by spaces or hyphens (a passphrase, or prose; an identifier joins by underscores).
+_PHRASE = re.compile(r"[^\W\d_]+(?:[ -]+[^\W\d_]+)+")
 _PHRASE_WORD = re.compile(r"[^\W\d_]+")
 _BEFORE, _AFTER = 60, 40  # the context window around a value, in characters of its line
 
