@@ -131,7 +131,8 @@ def candidates(items: list[dict]) -> list[dict]:
     out = []
     for index, item in enumerate(items):
         value, text = item["value"], item["text"]
-        occurrences = [] if value is None else [(i, i + len(value)) for i in range(len(text)) if text.startswith(value, i)]
+        occurrences = ([] if value is None
+                       else [(i, i + len(value)) for i in range(len(text)) if text.startswith(value, i)])
         for kind, start, end in item["places"]:
             label = 0 if value is None else (1 if any(start < e and s < end for s, e in occurrences) else None)
             found = _line_span(text, start, end)
@@ -261,7 +262,8 @@ def main() -> None:
     for era in ("current", "blind"):
         for split, v in results[(c, weight)][era].items():
             a, b = v[0.0], v[t]
-            print(f"| {split} | {era} | {a[0] / a[1]:.3f} | {a[2] / a[3]:.3f} | {b[0] / b[1]:.3f} | {b[2] / b[3]:.3f} |")
+            print(f"| {split} | {era} | {a[0] / a[1]:.3f} | {a[2] / a[3]:.3f} | "
+                  f"{b[0] / b[1]:.3f} | {b[2] / b[3]:.3f} |")
     model = _fit(_training_rows(data, cand, None), c, weight)
     model.update({"threshold": t, "vetoable": VETOABLE, "enabled": ship, "C": c, "class_weight": weight,
                   "trained_on": sorted(data["current"]), "blind_designs": BLIND_DESIGNS})

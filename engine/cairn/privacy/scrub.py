@@ -39,6 +39,9 @@ index keys and its vector all come from the scrubbed text):
    look-alike tests. An assignment's value that is code (a generator such as `openssl rand -hex 32` or
    `$(...)`, a variable passed to a call, a tuple) or a dummy (`abc123`, a two-word phrase) is no secret,
    nor a word given to another option than a credential's (`--role="Contributor"`).
+5. Last, a learned judge (secret_judge: a logistic regression on the finding's rule family, value shape and
+   context, chosen by leave-one-split-out) may veto what a keyword, prose, positional, URL or command rule found;
+   never a vendor's format. Its asset says whether it is on.
 
 Only counts leave this module (by detector type), never a value.
 """

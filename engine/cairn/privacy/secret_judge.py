@@ -8,7 +8,11 @@ bench/secrets_judge.py, which writes them to assets/secret-judge.json with the f
 splits trained on, the date, the veto threshold and whether the judge is on by default. Both the
 coefficients' regularisation and the threshold were chosen there by leave-one-split-out
 cross-validation (train on all spent splits but one, score that one, rotate, pool), the honest
-estimate of a split written later by another labeller.
+estimate of a split written later by another labeller. The candidates are the current detector's findings on
+every spent split and, for holdout7-14, the findings of the design frozen when each was scored blind (the
+look-alikes a detector flags before it is tuned on a split). Shipped setting (C=1, threshold 0.3), pooled LOSO,
+2026-12-06: on the blind designs' findings, false positives 0.0371 -> 0.0229 with recall 0.9464 -> 0.9457 (one item
+of 1,400); on the current detector's, recall 0.9924 -> 0.9916, false positives 0.0041 -> 0.0037.
 
 The judge only removes findings (`veto`), never adds one, and only of the families the asset lists as
 vetoable: a vendor's format (a fixed prefix, a checksum) is never vetoed. It is a dot product in plain
@@ -58,7 +62,8 @@ _DIGEST_CONTEXT = re.compile(r"(?i)fingerprint|sha-?\d*\b|digest|hash|checksum|m
                              r"|version|build")
 _CIPHER_CONTEXT = re.compile(r"(?i)cipher|encrypt|masked|redacted|vault|\bkms\b")
 _CREDENTIAL_WORDS = re.compile(r"(?i)" + "|".join(re.escape(w) for w in PASSWORD_WORDS)
-                               + r"|secret|token|api[_ -]?key|apikey|auth|credential|passwd|pwd|\bpass(?:phrase)?\b|private[_ -]?key"
+                               + r"|secret|token|api[_ -]?key|apikey|auth|credential|passwd|pwd|\bpass(?:phrase)?\b"
+                               + r"|private[_ -]?key"
                                + r"|mnemonic|seed phrase|recovery phrase"
                                + r"|access[_ -]?key|bearer")
 _ASSIGNED = re.compile(r"""(?:[:=]|=>|:=)\s*['"`]?$""")
