@@ -39,6 +39,9 @@ index keys and its vector all come from the scrubbed text):
    look-alike tests. An assignment's value that is code (a generator such as `openssl rand -hex 32` or
    `$(...)`, a variable passed to a call, a tuple) or a dummy (`abc123`, a two-word phrase) is no secret,
    nor a word given to another option than a credential's (`--role="Contributor"`).
+5. Last, a learned judge (secret_judge: a logistic regression on the finding's rule family, value shape and
+   context, chosen by leave-one-split-out) may veto what a keyword, prose, positional, URL or command rule found;
+   never a vendor's format. Its asset says whether it is on.
 
 Only counts leave this module (by detector type), never a value.
 """
@@ -51,7 +54,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import secret_blocks, secret_positional, secret_rules, secret_values
+from . import secret_blocks, secret_judge, secret_positional, secret_rules, secret_values
 from .rule_filters import fails_token_efficiency
 
 PRIVATE_KIND = "<private>"  # the kind a removed private span has in a write's redaction report
@@ -459,6 +462,8 @@ def _line_detections(line: str, offset: int, blocks: list[tuple[str, tuple[int, 
         detections = [(kind, kept) for kind, spans in detections
                       if (kept := [(a, b) for a, b in spans
                                    if not any(s <= offset + a and offset + b <= e for s, e in encrypted)])]
+    if detections and secret_judge.enabled():  # a learned veto of a look-alike (secret_judge; the asset says if on)
+        detections = secret_judge.veto(line, detections)
     return detections
 
 
