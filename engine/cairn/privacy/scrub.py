@@ -71,6 +71,9 @@ _KEY_BODY = re.compile(r"""(?:\s|\\[nr]|["'])*(?:[A-Za-z0-9+/=]{16,}|[A-Z][A-Za-
 # Encrypted values, safe to store and random-looking: a SOPS value (ENC[AES256_GCM,data:...,type:str]),
 # an Ansible Vault block ($ANSIBLE_VAULT;1.1;AES256 and its hex lines), a SealedSecret's encryptedData.
 _SOPS = re.compile(r"ENC\[[A-Z0-9_]+,data:[^\]]*\]")
+# Spring Cloud Config's encrypted property, `{cipher}` then hex or base64 (docs.spring.io/spring-cloud-config,
+# "Encryption and Decryption"; an optional `{key:name}` prefix names the key), decrypted by the config server.
+_SPRING_CIPHER = re.compile(r"\{cipher\}(?:\{[\w:.-]+\})*[A-Za-z0-9+/=]+")
 _VAULT_HEADER = re.compile(r"\$ANSIBLE_VAULT;\d")
 _SEALED_HEADER = re.compile(r"^(\s*)encryptedData:\s*$")
 _FIREBASE_CONFIG = re.compile(r"firebaseapp\.com|firebaseio\.com|firebase\.initializeApp|initializeApp\("
@@ -328,6 +331,7 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
     return (truncated or secret_values.masked(value) or secret_values.bracketed(line, span[0])
             or _REMOTE_TARGET.fullmatch(value) is not None
             or secret_values.placeholder(value) or secret_values.public_key(value)
+            or secret_values.public_by_place(line, *span)
             or secret_values.placeholder(value.strip("'\"`"))
             or secret_rules.public_context(line, span[0]) or secret_values.hashed(line, *span)
             or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value)
@@ -343,9 +347,9 @@ _NOTED_DEFAULT = re.compile(r"['\"`]?[ \t]*[(\[][ \t]*(?:->|→|=>)?[ \t]*(?:the
 _IN_TEMPLATE = re.compile(r"\{\{-?[^{}]*$")
 
 
-# Two words of text in lower case (express-session's documented `secret: 'keyboard cat'`): a phrase, where a
-# generated passphrase draws three words or more.
-_TWO_WORDS = re.compile(r"([a-z]{3,12}) ([a-z]{3,12})")
+# Two words of text in lower case (express-session's documented `secret: 'keyboard cat'`, `'clave_bacan'`): a
+# phrase, where a generated passphrase draws three words or more.
+_TWO_WORDS = re.compile(r"([a-z]{3,12})[ _-]([a-z]{3,12})")
 
 
 def _dummy(value: str) -> bool:
@@ -392,6 +396,7 @@ def _encrypted_spans(text: str) -> list[tuple[int, int]]:
     SealedSecret's encryptedData): what is found inside is ciphertext, not a secret."""
     spans = [m.span() for m in _SOPS.finditer(text)]
     spans += [m.span() for m in _JASYPT.finditer(text)]
+    spans += [m.span() for m in _SPRING_CIPHER.finditer(text)]
     if _DRUID_DECRYPT.search(text):  # Druid's ConfigFilter: the data source's password is ciphertext
         spans += [m.span(1) for m in _DRUID_PASSWORD.finditer(text)]
     offset = 0

@@ -538,8 +538,17 @@ def _literals_into(line: str) -> Iterator[tuple[int, int]]:
             yield match.span(2)
 
 
+# What follows the "@" of an image's, a package's or an action's reference, where a connect string has its host:
+# a digest (`grafana/grafana:11.2.0@sha256:...`), a version (`actions/checkout@v4`, `org/pkg@1.2.3`: not an IPv4
+# address), a tag or a branch.
+_NOT_A_HOST = re.compile(r"@(?:(?:sha\d+|sha|md5|blake\d*):|v\d|\d+(?:\.\d+){0,2}(?!\.?\d)"
+                         r"|(?:latest|main|master|next|stable|beta|canary|head|dev)\b)", re.IGNORECASE)
+
+
 def _connect_strings(line: str) -> Iterator[tuple[int, int]]:
     for match in _USER_SLASH_PASS.finditer(line):
+        if _NOT_A_HOST.match(line, match.end(1)):
+            continue
         if credential_like(match.group(1)) and not match.group(1).startswith(("$", "<", "{", "%")):
             yield match.span(1)
 
