@@ -230,7 +230,10 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             continue
         if kind in _GENERIC_RULES and (_named_public(line, span[0]) or _key_fingerprint(line, span[0], value)):
             continue
-        if not any(span[0] < end and start < span[1] for start, end in taken):
+        # A span that holds a shorter one already found (a URL's password to its last "@", where a detector
+        # stopped at the first) is taken whole.
+        if not any(span[0] < end and start < span[1] and not (span[0] <= start and end <= span[1])
+                   for start, end in taken):
             found.append((kind, [span]))
             taken.append(span)
     return found
@@ -511,6 +514,10 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
             offset += len("\n".join(lines[i:i + block_lines])) + 1
             i += block_lines
             continue
+        every = {s for _, ss in detections for s in ss}
+        # A span inside a longer one (a URL's password to its first "@" and to its last) is counted once, as the longer.
+        detections = [(kind, kept) for kind, ss in detections
+                      if (kept := [s for s in ss if not any(o != s and o[0] <= s[0] and s[1] <= o[1] for o in every)])]
         spans = sorted({s for _, ss in detections for s in ss})
         for kind, _ in detections:
             counts[kind] += 1

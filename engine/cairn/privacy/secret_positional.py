@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from . import secret_cues
+from . import secret_cues, secret_named
 from .secret_blocks import secret_setting
 from .secret_rules import ACCOUNT, NOT_A_SECRET_CONTEXT, PASSWORD_WORD, WORD, look_alike
 from .secret_values import (generated_token, password_like, placeholder, public_key, random_letters, random_looking,
@@ -408,6 +408,7 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             _DIGITS_PASSWORD.search(line)):
         spans.update(_digit_passwords(line))
     spans.update(secret_cues.line_findings(line, credential_like))
+    spans.update(secret_named.line_findings(line, credential_like))
     return [(KIND, span) for span in sorted(spans)]
 
 
@@ -532,8 +533,8 @@ def _host_account_passwords(line: str) -> Iterator[tuple[int, int]]:
 
 def _literals_into(line: str) -> Iterator[tuple[int, int]]:
     for match in _LITERAL_INTO.finditer(line):
-        value = match.group(2)  # stated as the credential by the sentence: made like a password is enough
-        if secret_setting(match.group(3)) and (credential_like(value) or stated_password(value) and not placeholder(
+        value = match.group(2)  # stated as the credential by the sentence: made like a password is enough (`grupo87`)
+        if secret_setting(match.group(3)) and (credential_like(value) or stated_password(value, 6) and not placeholder(
                 value) and not look_alike(value, "") and not any(c in value for c in "./\\~")):
             yield match.span(2)
 
@@ -570,6 +571,7 @@ def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
         out += [(KIND, span) for span in _printed_credentials(text)]
     if "(\n" in text or "( \n" in text:
         out += [(KIND, span) for span in _call_lines(text)]
+    out += [(KIND, span) for span in sorted(secret_named.text_findings(text, credential_like))]
     for pattern in (_USER_LINE, _SAID_AFTER):
         for match in pattern.finditer(text):
             value = match.group(1).rstrip(".,;")

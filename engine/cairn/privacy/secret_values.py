@@ -171,10 +171,10 @@ def password_like(value: str) -> bool:
     return symbol or mixed
 
 
-def stated_password(value: str) -> bool:
+def stated_password(value: str, shortest: int = 8) -> bool:
     """Whether `value`, stated as a password on both sides (a word and its particle before, a copula
-    after), is made like one: 8 to 64 characters, no space, letters with a digit or a symbol."""
-    return (8 <= len(value) <= 64 and any(c.isalpha() for c in value) and not any(c.isspace() for c in value)
+    after), is made like one: `shortest` (8) to 64 characters, no space, letters with a digit or a symbol."""
+    return (shortest <= len(value) <= 64 and any(c.isalpha() for c in value) and not any(c.isspace() for c in value)
             and any(not c.isalpha() for c in value))
 
 
