@@ -358,9 +358,9 @@ _TWO_WORDS = re.compile(r"([a-z]{3,12})[ _-]([a-z]{3,12})")
 def _dummy(value: str) -> bool:
     """Whether a keyword's or an assignment's value (no vendor's format) is a dummy: an alphabet's or a
     keyboard's run (`abcdefg`, `1234567`: secret_values.SEQUENCE), letters and digits in runs alone
-    (`abc123`, `abcd1234`), or a phrase of two words of text (_TWO_WORDS)."""
+    (`abc123`, `abcd1234`), a validation rule (`required|min:8`), or a phrase of two words of text (_TWO_WORDS)."""
     value = value.strip("'\"`")
-    if secret_values.SEQUENCE.search(value) or secret_values.in_runs(value):
+    if secret_values.SEQUENCE.search(value) or secret_values.in_runs(value) or secret_values.validation_rule(value):
         return True
     pair = _TWO_WORDS.fullmatch(value)
     return pair is not None and all(fails_token_efficiency(w) for w in pair.groups())

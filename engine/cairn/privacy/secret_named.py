@@ -37,7 +37,8 @@ from collections.abc import Callable, Iterator
 
 from .rule_filters import fails_token_efficiency
 from .secret_blocks import secret_setting
-from .secret_values import placeholder, reference_lead
+from .secret_rules import WORD
+from .secret_values import placeholder, reference_lead, validation_rule
 from .secret_words import PASSWORD_ABBREVIATIONS, PASSWORD_WORDS, alternation
 
 Check = Callable[[str], bool]
@@ -55,20 +56,22 @@ def _short_password(value: str) -> bool:
 
 
 # -- an option named for a password ----------------------------------------------------------------------------
-_PASSWORD_OPTION = re.compile(r"""(?i)(?<!\S)--?([a-z][\w-]*?)""" + _PASSWORD_END
+_PASSWORD_OPTION = re.compile(r"""(?i)(?<!\S)--?([a-z][\w-]*?)?""" + _PASSWORD_END
                               + r"""(?:=|\s+)(['"]?)([^\s'"]{4,200})\2(?!\S)""")
 
 
 # -- a quoted name and its quoted value --------------------------------------------------------------------------
-_QUOTED_PAIR = re.compile(r"""(['"])([A-Za-z_][\w.-]{1,63})\1\s*(?:,|=>|:)\s*(['"])((?:(?!\3)[^\s\\]){4,200})\3""")
-# A validation rule's or a schema's words (`required|min:8`, `string`, `confirmed`): not a value.
-_RULE_LIKE = re.compile(r"(?i)[a-z_]+(?::[\w,.]+)?(?:\|[a-z_]+(?::[\w,.]+)?)+")
+_QUOTED_PAIR = re.compile(r"""(['"])([A-Za-z_][\w.-]{1,63})\1\s*(?:,|=>|:|\]\s*=)\s*"""
+                          r"""(['"])((?:(?!\3)[^\s\\]){4,200})\3""")
+# ... and `NAME=VALUE` inside one literal (`putenv('SMTP_PASSWORD=...')`, `"DB_PASS=..."` in a list of env entries).
+_QUOTED_ASSIGNMENT = re.compile(r"""(['"])([A-Za-z_][\w.-]{1,63})=((?:(?!\1)[^\s\\]){4,200})\1""")
 
 
 # -- an application's salt -----------------------------------------------------------------------------------
 _APP_SALT = re.compile(r"""(?i)(?<![\w.-])['"]?((?:[\w.-]*[._-])?(?:security|secure[_-]?auth|auth|logged[_-]?in"""
-                       r"""|nonce|app|hashids?|session|cookie|secret|encryption|signing|jwt|password)[._-]?salt)['"]?"""
-                       r"""(?:\s*(?:[:=,]|=>)\s*|[ \t]+)['"]?([^\s'",;)]{16,200})""")
+                       r"""|nonce|app|session|cookie|secret|encryption|signing|jwt|password|hash)[._-]?salt)['"]?"""
+                       r"""(?:\s*(?:[:=,]|=>|\]\s*=)\s*|[ \t]+)"""
+                       r"""(?:(['"])((?:(?!\2)[^\n]){16,200})\2|([^\s'",;)]{16,200}))""")
 
 
 # -- a web API's key in a query string ---------------------------------------------------------------------------
@@ -81,7 +84,8 @@ _HEX32 = re.compile(r"[0-9A-Fa-f]{32,128}")
 # Source's dedicated server (developer.valvesoftware.com "Command line options", "Steam Game Server Account
 # Management"): +sv_setsteamaccount takes the login token, -authkey the Web API key; the password cvars alike.
 _GAME_SERVER = re.compile(r"""(?i)(?:(?<![\w+-])[+]?|(?<![\w-])(?:set|seta|sets)\s+)(sv_setsteamaccount|sv_password"""
-                          r"""|rcon_password|sv_rcon_password|g_password|rconpassword|-authkey)[ \t]+"?([^\s"]{4,200})"?""")
+                          r"""|rcon_password|sv_rcon_password|g_password|rconpassword|-authkey|(?:[\w]+_)?gslt)"""
+                          r"""(?:[ \t]+|=)"?([^\s"]{4,200})"?""")
 
 
 # -- a login after "as" on a line that connects --------------------------------------------------------------
@@ -91,16 +95,21 @@ _AS_LOGIN = re.compile(r"""(?<!\S)as\s+['"]?[\w.@\\-]{1,64}['"]?\s*/\s*['"]?([^\
 
 
 # -- a URL's password holding "@" ----------------------------------------------------------------------------
-_AT_PASSWORD_URL = re.compile(r"""://[^\s:/@'"]+:([^\s/?#'"]*@[^\s/?#'"]*)@[\w-]+(?:\.[\w-]+)*(?::\d+)?(?![\w@])""")
+_AT_PASSWORD_URL = re.compile(r"""://[^\s:/@'"]*:([^\s/?#'"]*@[^\s/?#'"]*)@[\w-]+(?:\.[\w-]+)*(?::\d+)?(?![\w@])""")
 
 
 # -- a Tuya device's local key -------------------------------------------------------------------------------
-_LOCAL_KEY = re.compile(r"""(?i)['"]?(?:local[_-]?key|localKey)['"]?\s*[:=]\s*(['"]?)([^\s'",]{10,64})\1""")
+_LOCAL_KEY = re.compile(r"""(?i)['"]?(?:local[_-]?key|localKey)['"]?\s*(?:[:=]|=>)\s*(['"]?)([^\s'",]{10,64})\1"""
+                        # tuya-cli's and tinytuya's command lines: `--key KEY` beside `--id`.
+                        r"""|\b(?:tuya[\w-]*|tinytuya)\b[^\n]*?--key[=\s]+(['"]?)([^\s'"]{10,64})\3""")
 _TUYA_CALL = re.compile(r"""\b(?:tinytuya\.)?(?:Outlet|Bulb|Cover)?Device\(\s*(?:dev_id\s*=\s*)?(['"])[\w]+\1\s*,\s*"""
                         r"""(?:address\s*=\s*)?(['"])[\w.]+\2\s*,\s*(?:local_key\s*=\s*)?(['"])([^'"\n]{10,64})\3""")
 _RECORD_KEY = re.compile(r""""key"\s*:\s*"([^"\n]{10,64})\"""")
 _DEVICE_RECORD = re.compile(r""""(?:id|gwId|devId|dev_id)"\s*:""")
 _DEVICE_ADDRESS = re.compile(r""""(?:ip|address|mac)"\s*:""")
+_YAML_DEVICE_KEY = re.compile(r"""(?m)^[ \t]*-?[ \t]*(?:local_)?key:[ \t]*['"]?([^\s'"]{10,64}?)['"]?[ \t]*$""")
+_YAML_DEVICE_ID = re.compile(r"(?m)^[ \t]*-?[ \t]*(?:id|dev_id|device_id|gwId|devId):")
+_YAML_DEVICE_ADDRESS = re.compile(r"(?m)^[ \t]*-?[ \t]*(?:ip|address|host|mac):")
 
 
 def _options(line: str, check: Check) -> Iterator[tuple[int, int]]:
@@ -113,15 +122,19 @@ def _options(line: str, check: Check) -> Iterator[tuple[int, int]]:
 def _quoted_pairs(line: str, check: Check) -> Iterator[tuple[int, int]]:
     for match in _QUOTED_PAIR.finditer(line):
         name, value = match.group(2), match.group(4)
-        if not secret_setting(name) or _RULE_LIKE.fullmatch(value) or reference_lead(value):
+        if not secret_setting(name) or validation_rule(value) or reference_lead(value):
             continue
         password = _PASSWORD_NAME.search(re.split(r"[-_.]|(?<=[a-z])(?=[A-Z])", name)[-1]) is not None
         if check(value) or (password and _short_password(value)):
             yield match.span(4)
+    for match in _QUOTED_ASSIGNMENT.finditer(line):
+        value = match.group(3)
+        if secret_setting(match.group(2)) and not reference_lead(value) and check(value):
+            yield match.span(3)
 
 
-_KEYED = re.compile(r"""(?<![\w.-])['"]?([A-Za-z_][\w.-]{0,63})['"]?[ \t]*(?::|=|=>)[ \t]*(['"]?)([A-Za-z0-9]{5,64})\2"""
-                    r"""[ \t]*(?:[,;}]|$)""")
+_KEYED = re.compile(r"""(?<![\w.-])['"]?([A-Za-z_][\w.-]{0,63})['"]?[ \t]*(?::|=|=>)[ \t]*"""
+                    r"""(['"]?)([A-Za-z0-9]{5,64})\2[ \t]*(?:[,;}]|$)""")
 
 
 def _short_passwords(line: str, check: Check) -> Iterator[tuple[int, int]]:
@@ -134,9 +147,11 @@ def _short_passwords(line: str, check: Check) -> Iterator[tuple[int, int]]:
 
 def _salts(line: str, check: Check) -> Iterator[tuple[int, int]]:
     for match in _APP_SALT.finditer(line):
-        value = match.group(2)
-        if not reference_lead(value) and not placeholder(value) and (_HEX32.fullmatch(value) or check(value)):
-            yield match.span(2)
+        group = 3 if match.group(3) else 4  # quoted (WordPress' salts hold any symbol) or bare
+        value = match.group(group)
+        if (" " not in value and not reference_lead(value) and not placeholder(value)
+                and (_HEX32.fullmatch(value) or check(value))):
+            yield match.span(group)
 
 
 def _queries(line: str, check: Check) -> Iterator[tuple[int, int]]:
@@ -170,8 +185,9 @@ def _at_passwords(line: str, check: Check) -> Iterator[tuple[int, int]]:
 
 def _local_keys(line: str, check: Check) -> Iterator[tuple[int, int]]:
     for match in _LOCAL_KEY.finditer(line):
-        if check(match.group(2)):
-            yield match.span(2)
+        group = 2 if match.group(2) else 4
+        if check(match.group(group)):
+            yield match.span(group)
     for match in _TUYA_CALL.finditer(line):
         if check(match.group(4)):
             yield match.span(4)
@@ -179,8 +195,9 @@ def _local_keys(line: str, check: Check) -> Iterator[tuple[int, int]]:
 
 _FORMS: tuple[tuple[tuple[str, ...], Callable[[str, Check], Iterator[tuple[int, int]]]], ...] = (
     (("-",), _options), (("'", '"'), _quoted_pairs), ((":", "="), _short_passwords), (("alt", "ALT", "Salt"), _salts),
-    (("?", "&"), _queries), (("sv_", "rcon", "authkey", "g_password"), _game_servers), ((" as ",), _as_logins),
-    (("://",), _at_passwords), (("ocal", "Device("), _local_keys))
+    (("?", "&"), _queries), (("sv_", "rcon", "authkey", "g_password", "gslt", "GSLT"), _game_servers),
+    ((" as ",), _as_logins),
+    (("://",), _at_passwords), (("ocal", "Device(", "tuya"), _local_keys))
 
 
 def line_findings(line: str, made_like_one: Check) -> set[tuple[int, int]]:
@@ -200,13 +217,22 @@ _AUTH_FILE = (r"""(?:auth-user-pass\s+\S+|[\w./~-]*(?<![\w-])(?:auth|pass|passwd
               r"""|credentials|userpass|up)\.(?:txt|conf|cfg))""")
 _AUTH_FILE_LINES = re.compile(r"(?m)^[^\n]*?" + _AUTH_FILE + r"""[^\n]*\n[ \t]*[\w.@+\\-]{1,64}[ \t]*\n[ \t]*"""
                               r"""([^\s'"`]{6,200})[ \t]*$""")
-_PRINTF_LOGIN = re.compile(r"""\b(?:printf|echo\s+-e)\s+(['"])[\w.@+-]{1,64}\\n([^\s'"\\]{6,200})(?:\\n)?\1\s*>>?\s*\S""")
+_PRINTF_LOGIN = re.compile(r"""\b(?:printf|echo\s+-e)\s+(['"])[\w.@+-]{1,64}\\n([^\s'"\\]{6,200})(?:\\n)?\1"""
+                           r"""\s*>>?\s*\S""")
 # A value put into a field ("When I insert `VALUE` into that field", "type 'VALUE' in the box"): a password's when
 # a password word stands in the sentences before it (the field's name) or in the field's own words.
-_INTO_FIELD = re.compile(r"""(?i)\b(?:insert|enter|type|put|paste|fill\s+in|write)\s+(?:in\s+)?([`'"])([^\s`'"]{4,64})\1"""
-                         r"""\s+(?:in|into|as)\s+(?:that|the|this|my|your)\s+(?:[\w-]+\s+){0,2}?(?:field|box|input|prompt"""
+_INTO_FIELD = re.compile(r"""(?i)\b(?:insert|enter|type|put|paste|fill\s+in|write|wrote)(?:s|ed|d|ing)?\s+"""
+                         r"""(?:in\s+)?([`'"])([^\s`'"]{4,64})\1\s+(?:in|into|as)\s+(?:that|the|this|my|your)\s+(?:[\w-]+\s+){0,2}?(?:field|box|input|prompt"""
                          r"""|textbox)\b""")
+# ... and the field first: "In the API Key field I pasted `VALUE`", "in the password box, type 'VALUE'".
+_FIELD_THEN_VALUE = re.compile(r"""(?i)\bin\s+(?:the|that|this|my)\s+([^\n.;,]{1,40}?)\s+"""
+                               r"""(?:field|box|input|prompt|textbox)\b[\s,]+(?:I\s+|we\s+|you\s+)?(?:then\s+)?(?:insert|enter|type|put|paste|write|wrote)"""
+                               r"""(?:s|ed|d|ing)?\s+([`'"])([^\s`'"]{4,64})\2""")
 _PASSWORD_MENTION = re.compile(r"(?i)\b(?:" + _PASSWORD_END + r"|" + alternation(PASSWORD_WORDS) + r")\b")
+
+
+_AUTH_USER_PASS = re.compile(r"\bauth-user-pass[ \t]+['\"]?([^\s'\"]+)")
+_TWO_LINES = r"""[^\n]*\n[ \t]*[\w.@+\\-]{1,64}[ \t]*\n[ \t]*([^\s'"`]{6,200})[ \t]*$"""
 
 
 def text_findings(text: str, made_like_one: Check) -> set[tuple[int, int]]:
@@ -214,6 +240,10 @@ def text_findings(text: str, made_like_one: Check) -> set[tuple[int, int]]:
     spans: set[tuple[int, int]] = set()
     if "\n" in text:
         spans.update(m.span(1) for m in _AUTH_FILE_LINES.finditer(text) if made_like_one(m.group(1)))
+        # The file an OpenVPN config's auth-user-pass names, named again on a later line (`# /etc/openvpn/creds:`).
+        for named in _AUTH_USER_PASS.finditer(text):
+            again = re.compile(r"(?m)^[^\n]*" + re.escape(named.group(1).rsplit("/", 1)[-1]) + _TWO_LINES)
+            spans.update(m.span(1) for m in again.finditer(text, named.end()) if made_like_one(m.group(1)))
     if "\\n" in text:
         spans.update(m.span(2) for m in _PRINTF_LOGIN.finditer(text) if made_like_one(m.group(2)))
     for match in _INTO_FIELD.finditer(text):
@@ -221,6 +251,15 @@ def text_findings(text: str, made_like_one: Check) -> set[tuple[int, int]]:
         if ((made_like_one(value) or _short_password(value))
                 and _PASSWORD_MENTION.search(text, max(0, match.start() - 300), match.end())):
             spans.add(match.span(2))
+    for match in _FIELD_THEN_VALUE.finditer(text):
+        value, field = match.group(3), match.group(1)
+        if ((made_like_one(value) and WORD.search(field))
+                or (_short_password(value) and _PASSWORD_MENTION.search(field))):
+            spans.add(match.span(3))
+    for match in _YAML_DEVICE_KEY.finditer(text):  # a device list in YAML: `- id: ...`, `key: ...`, `ip: ...`
+        around = text[max(0, match.start() - 200):match.end() + 200]
+        if _YAML_DEVICE_ID.search(around) and _YAML_DEVICE_ADDRESS.search(around) and made_like_one(match.group(1)):
+            spans.add(match.span(1))
     for match in _RECORD_KEY.finditer(text):  # a device record: {"id": ..., "key": ..., "ip": ...}
         start, end = text.rfind("{", 0, match.start()), text.find("}", match.end())
         record = text[start:end] if start >= 0 and end > 0 else ""

@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from . import secret_cues, secret_named
 from .secret_blocks import secret_setting
 from .secret_rules import ACCOUNT, NOT_A_SECRET_CONTEXT, PASSWORD_WORD, WORD, look_alike
-from .secret_values import (generated_token, password_like, placeholder, public_key, random_letters, random_looking,
-                            short_random, stated_password)
+from .secret_values import (generated_token, in_runs, password_like, placeholder, public_key, random_letters,
+                            random_looking, short_random, stated_password)
 from .secret_words import USER_WORDS, alternation
 
 KIND = "Positional Credential"
@@ -534,8 +534,9 @@ def _host_account_passwords(line: str) -> Iterator[tuple[int, int]]:
 def _literals_into(line: str) -> Iterator[tuple[int, int]]:
     for match in _LITERAL_INTO.finditer(line):
         value = match.group(2)  # stated as the credential by the sentence: made like a password is enough (`grupo87`)
-        if secret_setting(match.group(3)) and (credential_like(value) or stated_password(value, 6) and not placeholder(
-                value) and not look_alike(value, "") and not any(c in value for c in "./\\~")):
+        stated = (stated_password(value, 6) and not in_runs(value) and not placeholder(value)
+                  and not look_alike(value, "") and not any(c in value for c in "./\\~"))
+        if secret_setting(match.group(3)) and (credential_like(value) or stated):
             yield match.span(2)
 
 

@@ -448,7 +448,8 @@ def hashed(line: str, start: int, end: int) -> bool:
     return named is not None and _API_HASH.search(named.group()) is None
 
 
-_API_HASH = re.compile(r"(?i)(?<![a-z])api[_-]?hash\b")
+# Drupal's hash_salt likewise: the site's secret salt for one-time login links and form tokens (default.settings.php).
+_API_HASH = re.compile(r"(?i)(?<![a-z])(?:api[_-]?hash|hash[_-]?salt)\b")
 
 
 def _capitals_name(value: str) -> bool:
@@ -634,7 +635,7 @@ def jwt_header_alone(value: str) -> bool:
 _TAILSCALE_PUBLIC = re.compile(r"(?:nodekey|discokey|mkey|machinekey):$")
 # An HTML element's data attribute named for a key (`data-client-key="..."`, `data-key="pk_..."`, `data-sitekey`):
 # what a page ships to every browser, a client key by its vendor's design (Midtrans Snap, Stripe Checkout, CAPTCHAs).
-_DATA_ATTRIBUTE = re.compile(r"""<[^<>]*\sdata-([\w-]*key)\s*=\s*["']?$""", re.IGNORECASE)
+_DATA_ATTRIBUTE = re.compile(r"""(?:^|[\s<])data-([\w-]*key)\s*=\s*["']?$""", re.IGNORECASE)
 # WireGuard's keys (PrivateKey, PresharedKey; wg(8) "CONFIGURATION FILE FORMAT"): base64 of 32 bytes, 44 characters
 # with their "=". A shorter value is a key cut short to show a config's shape, not a key.
 _WIREGUARD_KEY = re.compile(r"^[ \t]*(?:PrivateKey|PresharedKey)[ \t]*=[ \t]*$")
@@ -653,3 +654,12 @@ def public_by_place(line: str, start: int, end: int) -> bool:
     value = line[start:end].strip("'\"")
     return (_WIREGUARD_KEY.match(before) is not None and re.fullmatch(r"[A-Za-z0-9+/]+=?", value) is not None
             and len(value) != 44)
+
+
+# A validation rule's words joined by "|" (Laravel's `required|string|min:8|confirmed`): what a password must be.
+_VALIDATION_RULE = re.compile(r"(?i)[a-z_]+(?::[\w,.]+)?(?:\|[a-z_]+(?::[\w,.]+)?)+")
+
+
+def validation_rule(value: str) -> bool:
+    """Whether `value` is a validation rule's words joined by "|" (_VALIDATION_RULE), not a value."""
+    return _VALIDATION_RULE.fullmatch(value.strip("'\"")) is not None
