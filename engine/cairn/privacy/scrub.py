@@ -22,7 +22,9 @@ index keys and its vector all come from the scrubbed text):
    argument items); and a credential its place gives away with no credential word beside it
    (secret_positional: a password after a user name in a call or a command, a signing call's key, a
    webhook URL's token, expect's answer to a password prompt, a generated token as an option's value, a
-   credentials file's lines, an Oracle connect string).
+   credentials file's lines, an Oracle connect string; and, through it, secret_cues' and secret_named's forms: an
+   option or a quoted pair named for a password, an application's salt, a web API's key in a query, a game
+   server's token, a login after "as", an auth file's lines).
    Measured on a labelled set of credential sentences and innocent look-alikes
    (bench/secrets_compare.py; figures in docs/benchmarks.md).
 4. Whatever found it, a value is kept when it is a placeholder (`your-token-here`, `mypassword`, a
