@@ -182,7 +182,17 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
                      and not _dummy(line[slice(*span)])]
         if spans:
             found.append((secret.type, spans))
-    return found + _rule_detections(line, [span for _, spans in found for span in spans])
+    found += _rule_detections(line, [span for _, spans in found for span in spans])
+    every = [span for _, spans in found for span in spans]
+    return [(kind, kept) for kind, spans in found
+            if (kept := [s for s in spans if not any(_past_at(line, o, s) for o in every)])]
+
+
+def _past_at(line: str, longer: tuple[int, int], shorter: tuple[int, int]) -> bool:
+    """Whether `longer` holds `shorter` and goes on past the "@" that ends it: a URL's password holding "@"
+    (`mysql://root:Kq8@I3@localhost`), which a detector stopped at the first "@" and another read to the last."""
+    return (longer != shorter and longer[0] <= shorter[0] and shorter[1] < longer[1]
+            and line.startswith("@", shorter[1]))
 
 
 # An ssh or scp destination, user@host[:path] (`scp f root@192.168.0.1:/home`): an address, where a password
@@ -232,9 +242,7 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             continue
         if kind in _GENERIC_RULES and (_named_public(line, span[0]) or _key_fingerprint(line, span[0], value)):
             continue
-        # A span that holds a shorter one already found (a URL's password to its last "@", where a detector
-        # stopped at the first) is taken whole.
-        if not any(span[0] < end and start < span[1] and not (span[0] <= start and end <= span[1])
+        if not any(span[0] < end and start < span[1] and not _past_at(line, span, (start, end))
                    for start, end in taken):
             found.append((kind, [span]))
             taken.append(span)
@@ -516,10 +524,6 @@ def _redact(text: str) -> tuple[str, Counter, list[tuple[str, int, int]]]:
             offset += len("\n".join(lines[i:i + block_lines])) + 1
             i += block_lines
             continue
-        every = {s for _, ss in detections for s in ss}
-        # A span inside a longer one (a URL's password to its first "@" and to its last) is counted once, as the longer.
-        detections = [(kind, kept) for kind, ss in detections
-                      if (kept := [s for s in ss if not any(o != s and o[0] <= s[0] and s[1] <= o[1] for o in every)])]
         spans = sorted({s for _, ss in detections for s in ss})
         for kind, _ in detections:
             counts[kind] += 1
