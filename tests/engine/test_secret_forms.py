@@ -1191,6 +1191,8 @@ def test_the_secret_beside_a_browser_key_is_found(text, value):
     # ciphertext, public keys, keys shipped to the browser, keys cut short
     "spring.datasource.password={cipher}7c4a8d09ca3762af61e59520943dc26494f8941b0e9c3d7b1f5a8c3b9f1e7a5c",
     "spring.datasource.password={cipher}{key:prod}AQBx9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+    "db.password=vault:v1:8SDd3WHDOjf7mq69CyCqYjBXAiQQAVZRkFM13ok481zoCmHnSeDX9vyf7w==",
+    "db.password=![Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5==]",
     "nodekey:3f9c1e7a4b2d8f6e0a5c7b9d1e3f5a7c9b2d4f6e8a0c1e3f5a7b9c2d4e6f8a0c",
     '<script src="https://pay.example/snap.js" data-client-key="SB-Mid-client-Kq8mL2zXv7Tp4Rn9"></script>',
     '<div class="g" data-key="pk_live_51Hq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0"></div>',
@@ -1217,6 +1219,7 @@ def test_look_alikes_of_holdout14s_false_positives_are_left_alone(text):
     ('<div data-secret-key="sk_live_51Hq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0"></div>',
      "sk_live_51Hq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0"),
     ("sqlplus scott/Kq8mZ2vX9p@db01:1521/ORCL", "Kq8mZ2vX9p"),
+    ("db.password=Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5==", "Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5=="),  # no cipher's mark
     ("sqlplus scott/Kq8mZ2vX9p@10.0.0.5:1521/ORCL", "Kq8mZ2vX9p"),
 ])
 def test_counterparts_of_holdout14s_false_positives_are_found(text, value):
@@ -1317,6 +1320,7 @@ def test_a_url_password_holding_at_is_redacted_whole_and_counted_once():
     "https://api.acme.io/items?key=uploads/2024/report.pdf",
     "https://maps.googleapis.com/maps/api/js?key=YOUR_API_KEY",
     "https://example.com/?key=${API_KEY}",
+    "https://cache.acme.io/?key=5d41402abc4b2a76b9719d911017c592",  # a digest as a cache's key
     "./srcds_run -game csgo +sv_setsteamaccount YOURLOGINTOKEN +map de_dust2",
     "./srcds_run -game csgo +sv_setsteamaccount <token>",
     "GSLT=${GSLT}",

@@ -76,6 +76,9 @@ _SOPS = re.compile(r"ENC\[[A-Z0-9_]+,data:[^\]]*\]")
 # Spring Cloud Config's encrypted property, `{cipher}` then hex or base64 (docs.spring.io/spring-cloud-config,
 # "Encryption and Decryption"; an optional `{key:name}` prefix names the key), decrypted by the config server.
 _SPRING_CIPHER = re.compile(r"\{cipher\}(?:\{[\w:.-]+\})*[A-Za-z0-9+/=]+")
+# HashiCorp Vault's transit ciphertext (`vault:v1:<base64>`, developer.hashicorp.com/vault/docs/secrets/transit) and
+# Mule's secure property placeholder value (`![<base64>]`, docs.mulesoft.com "Secure Configuration Properties").
+_VAULT_TRANSIT = re.compile(r"vault:v\d+:[A-Za-z0-9+/=]{16,}|!\[[A-Za-z0-9+/=]{16,}\]")
 _VAULT_HEADER = re.compile(r"\$ANSIBLE_VAULT;\d")
 _SEALED_HEADER = re.compile(r"^(\s*)encryptedData:\s*$")
 _FIREBASE_CONFIG = re.compile(r"firebaseapp\.com|firebaseio\.com|firebase\.initializeApp|initializeApp\("
@@ -410,6 +413,7 @@ def _encrypted_spans(text: str) -> list[tuple[int, int]]:
     spans = [m.span() for m in _SOPS.finditer(text)]
     spans += [m.span() for m in _JASYPT.finditer(text)]
     spans += [m.span() for m in _SPRING_CIPHER.finditer(text)]
+    spans += [m.span() for m in _VAULT_TRANSIT.finditer(text)]
     if _DRUID_DECRYPT.search(text):  # Druid's ConfigFilter: the data source's password is ciphertext
         spans += [m.span(1) for m in _DRUID_PASSWORD.finditer(text)]
     offset = 0

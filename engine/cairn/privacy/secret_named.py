@@ -78,6 +78,7 @@ _APP_SALT = re.compile(r"""(?i)(?<![\w.-])['"]?((?:[\w.-]*[._-])?(?:security|sec
 _QUERY_CREDENTIAL = re.compile(r"""(?i)[?&](?:key|api[_-]?key|apikey|access[_-]?key|access[_-]?token|auth[_-]?token"""
                                r"""|token|secret|client[_-]?secret|password|passwd|pwd)=([^&\s'"#<>]{16,200})""")
 _HEX32 = re.compile(r"[0-9A-Fa-f]{32,128}")
+_DIGEST_CONTEXT = re.compile(r"(?i)cach|hash|md5|sha-?\d|checksum|digest|etag|integrity|fingerprint")
 
 
 # -- a game server's credentials ---------------------------------------------------------------------------------
@@ -157,6 +158,9 @@ def _salts(line: str, check: Check) -> Iterator[tuple[int, int]]:
 def _queries(line: str, check: Check) -> Iterator[tuple[int, int]]:
     for match in _QUERY_CREDENTIAL.finditer(line):
         value = match.group(1)
+        # A digest as a cache's or an object's key (`/cache?key=<md5>`): its line says hash, checksum, cache.
+        if _DIGEST_CONTEXT.search(line) and _HEX32.fullmatch(value):
+            continue
         if not placeholder(value) and (check(value) or _HEX32.fullmatch(value)):
             yield match.span(1)
 
