@@ -1343,6 +1343,8 @@ def test_a_url_password_holding_at_is_redacted_whole_and_counted_once():
     "In the Name field I typed 'Johnathan' and saved",
     "put 'abc123' into $password",
     "escribe 'hola' en la variable $password",
+    'tok = re.findall("token=([a-z0-9]+)", url)[0]',  # a pattern
+    "re.compile('password=(\\S+)')",
 ])
 def test_look_alikes_of_holdout14s_misses_are_left_alone(text):
     assert scrub(text).text == text

@@ -204,13 +204,18 @@ _FORMS: tuple[tuple[tuple[str, ...], Callable[[str, Check], Iterator[tuple[int, 
     (("://",), _at_passwords), (("ocal", "Device(", "tuya"), _local_keys))
 
 
+# A regular expression's marks (`([a-z0-9]+)`, `\d{6}`, `(?:...)`, `.*`): a pattern that matches a secret, not one.
+_PATTERN = re.compile(r"\[[^\]]*-[^\]]*\][+*?{]|\\[dwsSbB]|\(\?|\)[+*?]|\.\*|\.\+")
+
+
 def line_findings(line: str, made_like_one: Check) -> set[tuple[int, int]]:
     """Spans of `line` (start, end: character offsets) that each form above gives, whose value `made_like_one`
-    accepts (secret_positional.credential_like) or, under a password's name, _short_password."""
+    accepts (secret_positional.credential_like) or, under a password's name, _short_password; not a regular
+    expression's pattern (`token=([a-z0-9]+)`)."""
     spans: set[tuple[int, int]] = set()
     for cues, form in _FORMS:
         if any(cue in line for cue in cues):
-            spans.update(form(line, made_like_one))
+            spans.update(span for span in form(line, made_like_one) if not _PATTERN.search(line[slice(*span)]))
     return spans
 
 
