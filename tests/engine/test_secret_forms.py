@@ -1176,3 +1176,175 @@ def test_keys_their_vendor_documents_for_the_browser_are_left_alone(text):
 ])
 def test_the_secret_beside_a_browser_key_is_found(text, value):
     assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    # a connection string's Name=value; run is settings; its password a placeholder
+    'dotnet user-secrets set "Db:Conn" "Server=.;Database=Orders;User ID=sa;Password=YOUR_PASSWORD;Encrypt=False;"',
+    "Server=db01;Database=Shop;User Id=app;Password=<password>;",
+    # Markdown emphasis after a credential word
+    "la contraseña es un riesgo. **Deben** cambiar la contraseña hoy",
+    "the password is __required__ here",
+    # two words of text joined by "_" or "-"
+    "ALTER USER app WITH PASSWORD 'nueva_clave';",
+    "secret: 'keyboard-kitten'",
+    # ciphertext, public keys, keys shipped to the browser, keys cut short
+    "spring.datasource.password={cipher}7c4a8d09ca3762af61e59520943dc26494f8941b0e9c3d7b1f5a8c3b9f1e7a5c",
+    "spring.datasource.password={cipher}{key:prod}AQBx9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+    "db.password=vault:v1:8SDd3WHDOjf7mq69CyCqYjBXAiQQAVZRkFM13ok481zoCmHnSeDX9vyf7w==",
+    "db.password=![Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5==]",
+    "nodekey:3f9c1e7a4b2d8f6e0a5c7b9d1e3f5a7c9b2d4f6e8a0c1e3f5a7b9c2d4e6f8a0c",
+    '<script src="https://pay.example/snap.js" data-client-key="SB-Mid-client-Kq8mL2zXv7Tp4Rn9"></script>',
+    '<div class="g" data-key="pk_live_51Hq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0"></div>',
+    "[Interface]\nPrivateKey = Kq8mL2zXv7Tp4Rn9Wb3=\n[Peer]\nPresharedKey = Hd1Jg5Ks0Aa2+Bb4=",
+    # an image's, an action's or a package's reference after "@" (not an Oracle connect string)
+    "grafana/grafana:11.2.0@sha256:1f0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e",
+    "image: ghcr.io/acme/api:2.4.1@sha256:0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d",
+    "uses: acme/Kq8mZ2vX9p@v4",
+    "npm i acme/Kq8mZ2vX9p@1.2.3",
+])
+def test_look_alikes_of_holdout14s_false_positives_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # the counterparts: a real password in the same places
+    ('dotnet user-secrets set "Db:Conn" "Server=.;Database=Orders;User ID=sa;Password=$@Kq8mZ2vX9p$Tq7L;"',
+     "$@Kq8mZ2vX9p$Tq7L"),
+    ("ALTER USER app WITH PASSWORD 'Kq8_mZ2vX9p';", "Kq8_mZ2vX9p"),
+    ("[Interface]\nPrivateKey = Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0Aa2Bb4Cc6Dd8=",
+     "Kq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0Aa2Bb4Cc6Dd8="),
+    ("tailscale: privkey:3f9c1e7a4b2d8f6e0a5c7b9d1e3f5a7c9b2d4f6e8a0c1e3f5a7b9c2d4e6f8a0c",
+     "3f9c1e7a4b2d8f6e0a5c7b9d1e3f5a7c9b2d4f6e8a0c1e3f5a7b9c2d4e6f8a0c"),
+    ('<div data-secret-key="sk_live_51Hq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0"></div>',
+     "sk_live_51Hq8mL2zXv7Tp4Rn9Wb3Yc6Hd1Jg5Ks0"),
+    ("sqlplus scott/Kq8mZ2vX9p@db01:1521/ORCL", "Kq8mZ2vX9p"),
+    ("db.password=Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5==", "Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5=="),  # no cipher's mark
+    ("sqlplus scott/Kq8mZ2vX9p@10.0.0.5:1521/ORCL", "Kq8mZ2vX9p"),
+])
+def test_counterparts_of_holdout14s_false_positives_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # an option whose name ends in a word for password
+    ("./bin/db init --dbhost localhost --dbuser root --dbpassword Qm7vK2xLp9", "Qm7vK2xLp9"),
+    ("install.php --admin-pass=Vz8kQ2mLx7 --admin-user=root", "Vz8kQ2mLx7"),
+    ("setup.sh --smtp-pwd Hz7kQ2mLx9 --smtp-user mailer", "Hz7kQ2mLx9"),
+    ("mysql --host=db --user=root --password=Kq8(mZ2&vX9p shop", "Kq8(mZ2&vX9p"),
+    ('./valheim_server.x86_64 -name "My server" -port 2456 -password "Hz7kQ2mLx9"', "Hz7kQ2mLx9"),
+    # a quoted name and its quoted value, symbols and all
+    ("define( 'DB_PASSWORD', 'Tq7Lm&Z2k(Xv9R' );", "Tq7Lm&Z2k(Xv9R"),
+    ("'password' => 'Qz7(mK2&xLv9',", "Qz7(mK2&xLv9"),
+    ('os.Setenv("DB_PASSWORD", "Wm4(zQ8&kLp")', "Wm4(zQ8&kLp"),
+    ("$config['db_pass'] = 'Np3(kT9&qLm2';", "Np3(kT9&qLm2"),
+    ("putenv('SMTP_PASSWORD=Lq8m(K2&zXv7');", "Lq8m(K2&zXv7"),
+    # a short random password under a password's name
+    ("      basicAuthUser: admin\n      basicAuthPassword: qvtzk", "qvtzk"),
+    ('{"user": "admin", "pwd": "zkqvb"}', "zkqvb"),
+    # an application's salt
+    ("SetEnv APP_SECURITY_SALT 7c4a8d09ca3762af61e59520943dc26494f8941b", "7c4a8d09ca3762af61e59520943dc26494f8941b"),
+    ("define('NONCE_SALT', 'Lq8m;K2zXv7Tp4Rn9Wb3Yc6Hd1Jg5');", "Lq8m;K2zXv7Tp4Rn9Wb3Yc6Hd1Jg5"),
+    ("Configure::write('Security.salt', '9f8e7d6c5b4a39281706f5e4d3c2b1a0aa');", "9f8e7d6c5b4a39281706f5e4d3c2b1a0aa"),
+    ("$settings['hash_salt'] = 'Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6';", "Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6"),
+    # a web API's key in a query string
+    ("https://api.steampowered.com/IPlayerService/GetOwnedGames/v1/?key=0A1B2C3D4E5F60718293A4B5C6D7E8F9&steamid=1",
+     "0A1B2C3D4E5F60718293A4B5C6D7E8F9"),
+    ("curl 'https://www.omdbapi.com/?t=Heat&apikey=Kq8mL2zXv7Tp4Rn9'", "Kq8mL2zXv7Tp4Rn9"),
+    # a game server's login token, Web API key and passwords
+    ("./srcds_run -game tf +map ctf_2fort +sv_setsteamaccount 9C8B7A6F5E4D3C2B1A0F9E8D7C6B5A49",
+     "9C8B7A6F5E4D3C2B1A0F9E8D7C6B5A49"),
+    ("srcds.exe -console -game csgo -authkey 1A2B3C4D5E6F708192A3B4C5D6E7F809 +map de_mirage",
+     "1A2B3C4D5E6F708192A3B4C5D6E7F809"),
+    ('sv_setsteamaccount "7F6E5D4C3B2A190817F6E5D4C3B2A190"', "7F6E5D4C3B2A190817F6E5D4C3B2A190"),
+    ("GSLT=5D4C3B2A190817F6E5D4C3B2A1908F7E ./start.sh", "5D4C3B2A190817F6E5D4C3B2A1908F7E"),
+    ("+set rcon_password Tq7Lm2Zk9x +set sv_hostname test", "Tq7Lm2Zk9x"),
+    # a login after "as" on a line that connects
+    ("INFO Connecting to jdbc:postgresql://pg:5432/app as app_rw / Lq8mK2zXv7Tp", "Lq8mK2zXv7Tp"),
+    ("logged in to ftp.acme.io as deploy/Hz7kQ2mLx9", "Hz7kQ2mLx9"),
+    # a URL's password holding "@"
+    ("DATABASE_URL=postgres://app:Kq8@mL2zXv7@db.internal:5432/app", "Kq8@mL2zXv7"),
+    ("database_url: mysql://opensips:@Vz8kQ2mLx7@localhost", "@Vz8kQ2mLx7"),
+    ("redis://:@Kq8mZ2vX9p@cache:6379/0", "@Kq8mZ2vX9p"),
+    # a Tuya device's local key
+    ('d = tinytuya.OutletDevice("bf6hq0jyqtzp38r5xvzz", "192.168.1.60", "Kq8]mL2z{Xv7Tp4R")', "Kq8]mL2z{Xv7Tp4R"),
+    ("    local_key: 'Wb3}Yc6[Hd1=Jg5K'", "Wb3}Yc6[Hd1=Jg5K"),
+    ('{\n  "name": "Lamp",\n  "id": "bf0a1b2c3d4e5f6g7h8i9j",\n  "key": "x7M]k2{Q=9pLvT4r",\n  "ip": "10.0.0.41"\n}',
+     "x7M]k2{Q=9pLvT4r"),
+    ("devices:\n  - id: bf6hq0jyqtzp38r5xvzz\n    key: Wb3}Yc6[Hd1=Jg5K\n    ip: 10.0.0.7", "Wb3}Yc6[Hd1=Jg5K"),
+    ("tuya-cli get --id bf6hq0jyqtzp38r5xvzz --key 'Wb3}Yc6[Hd1=Jg5K'", "Wb3}Yc6[Hd1=Jg5K"),
+    # an auth file's user line, then its password line
+    ("cat /etc/openvpn/client/auth.txt\nvpn-office\nKq8mL2zXv7Tp", "Kq8mL2zXv7Tp"),
+    ("auth-user-pass /etc/openvpn/creds\n# /etc/openvpn/creds:\nvpnuser\nHz7kQ2mLx9Vb", "Hz7kQ2mLx9Vb"),
+    ("printf 'office-vpn\\nXr7kQ2mLz9Tp\\n' > /etc/openvpn/auth.txt", "Xr7kQ2mLz9Tp"),
+    # a value put into a field a password word names
+    ("The field `Password` is empty. When I insert `zqvkt` into that field and test again, it works", "zqvkt"),
+    ("Enter `Lq8mK2zXv7` in the password field and press Save.", "Lq8mK2zXv7"),
+    ("In the API Key field I pasted `Kq8mZ2vX9pTq7Lm2` and it worked", "Kq8mZ2vX9pTq7Lm2"),
+    # a literal written into a $password variable, word and digits
+    ("Hola, prueba escribiendo 'clave42' en la variable $password", "clave42"),
+])
+def test_forms_of_holdout14s_misses_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+def test_a_url_password_holding_at_is_redacted_whole_and_counted_once():
+    out = scrub("database_admin_url: mysql://root:Kq8mZ2v@X9@localhost")
+    assert "X9@localhost" not in out.text and "Kq8mZ2v" not in out.text
+    assert sum(out.redactions.values()) == 1
+
+
+@pytest.mark.parametrize("text", [
+    "--password-file /run/secrets/db --dbuser root",
+    "docker login --password-stdin registry.acme.io",
+    "./bin/db init --dbpassword $DB_PASSWORD",
+    "./bin/db init --dbpassword=<password>",
+    "ansible-playbook --ask-vault-pass site.yml",
+    "the `-password` flag is deprecated, use --password-file",
+    "define( 'DB_PASSWORD', getenv('DB_PASSWORD') );",
+    "define( 'DB_PASSWORD', 'password_here' );",
+    "'password' => 'required|string|min:8|confirmed',",
+    "'password' => env('DB_PASSWORD'),",
+    "'password_confirmation' => 'same:password',",
+    "      basicAuthPassword: admin",
+    "      basicAuthPassword: ${GRAFANA_PW}",
+    "passwordMinLength: 12345",
+    "pwd: /home/ivan",
+    '"salt": "9f8e7d6c5b4a39281706f5e4d3c2b1a0",',  # a password hash's own salt
+    "'salt' => 'Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6',",
+    "SECURITY_SALT_LENGTH=32",
+    "define('AUTH_SALT', 'put your unique phrase here');",
+    "SECURITY_SALT=${SECURITY_SALT}",
+    "$settings['hash_salt'] = file_get_contents('/home/salt.txt');",
+    "https://cdn.acme.io/assets/app.js?key=v2",
+    "https://api.acme.io/items?key=uploads/2024/report.pdf",
+    "https://maps.googleapis.com/maps/api/js?key=YOUR_API_KEY",
+    "https://example.com/?key=${API_KEY}",
+    "https://cache.acme.io/?key=5d41402abc4b2a76b9719d911017c592",  # a digest as a cache's key
+    "./srcds_run -game csgo +sv_setsteamaccount YOURLOGINTOKEN +map de_dust2",
+    "./srcds_run -game csgo +sv_setsteamaccount <token>",
+    "GSLT=${GSLT}",
+    'sv_password ""',
+    "Connecting to broker as read/write client",
+    "logged in as admin/operator role",
+    "https://user@host.io/path@v2",
+    "postgres://user:@db:5432/app",
+    "https://host.io/?email=a@b.com&x=y@z.com",
+    '{"name": "lamp", "key": "living-room-lamp", "id": 3, "ip": "10.0.0.4"}',
+    '{"id": 1, "key": "ctrl+shift+p", "ip": "10.0.0.5"}',
+    "- id: 3\n  key: sort_by_name_desc\n  ip: 10.0.0.3",
+    "    local_key: ${TUYA_LOCAL_KEY}",
+    "tuya-cli list --key name",
+    "cat /etc/openvpn/client/auth.txt\nvpnuser\nmypassword",
+    "cat auth.txt\nthe file holds two lines\nthen it continues",
+    "When I insert `localhost` into that field it works",
+    "I typed 'admin' into the password field",
+    "Enter `Kq8mL2zXv7` in the search box and press Enter.",
+    "In the Name field I typed 'Johnathan' and saved",
+    "put 'abc123' into $password",
+    "escribe 'hola' en la variable $password",
+    'tok = re.findall("token=([a-z0-9]+)", url)[0]',  # a pattern
+    "re.compile('password=(\\S+)')",
+])
+def test_look_alikes_of_holdout14s_misses_are_left_alone(text):
+    assert scrub(text).text == text

@@ -22,7 +22,9 @@ index keys and its vector all come from the scrubbed text):
    argument items); and a credential its place gives away with no credential word beside it
    (secret_positional: a password after a user name in a call or a command, a signing call's key, a
    webhook URL's token, expect's answer to a password prompt, a generated token as an option's value, a
-   credentials file's lines, an Oracle connect string).
+   credentials file's lines, an Oracle connect string; and, through it, secret_cues' and secret_named's forms: an
+   option or a quoted pair named for a password, an application's salt, a web API's key in a query, a game
+   server's token, a login after "as", an auth file's lines).
    Measured on a labelled set of credential sentences and innocent look-alikes
    (bench/secrets_compare.py; figures in docs/benchmarks.md).
 4. Whatever found it, a value is kept when it is a placeholder (`your-token-here`, `mypassword`, a
@@ -74,6 +76,12 @@ _KEY_BODY = re.compile(r"""(?:\s|\\[nr]|["'])*(?:[A-Za-z0-9+/=]{16,}|[A-Z][A-Za-
 # Encrypted values, safe to store and random-looking: a SOPS value (ENC[AES256_GCM,data:...,type:str]),
 # an Ansible Vault block ($ANSIBLE_VAULT;1.1;AES256 and its hex lines), a SealedSecret's encryptedData.
 _SOPS = re.compile(r"ENC\[[A-Z0-9_]+,data:[^\]]*\]")
+# Spring Cloud Config's encrypted property, `{cipher}` then hex or base64 (docs.spring.io/spring-cloud-config,
+# "Encryption and Decryption"; an optional `{key:name}` prefix names the key), decrypted by the config server.
+_SPRING_CIPHER = re.compile(r"\{cipher\}(?:\{[\w:.-]+\})*[A-Za-z0-9+/=]+")
+# HashiCorp Vault's transit ciphertext (`vault:v1:<base64>`, developer.hashicorp.com/vault/docs/secrets/transit) and
+# Mule's secure property placeholder value (`![<base64>]`, docs.mulesoft.com "Secure Configuration Properties").
+_VAULT_TRANSIT = re.compile(r"vault:v\d+:[A-Za-z0-9+/=]{16,}|!\[[A-Za-z0-9+/=]{16,}\]")
 _VAULT_HEADER = re.compile(r"\$ANSIBLE_VAULT;\d")
 _SEALED_HEADER = re.compile(r"^(\s*)encryptedData:\s*$")
 _FIREBASE_CONFIG = re.compile(r"firebaseapp\.com|firebaseio\.com|firebase\.initializeApp|initializeApp\("
@@ -180,7 +188,17 @@ def _detections(line: str) -> list[tuple[str, list[tuple[int, int]]]]:
                      and not _dummy(line[slice(*span)])]
         if spans:
             found.append((secret.type, spans))
-    return found + _rule_detections(line, [span for _, spans in found for span in spans])
+    found += _rule_detections(line, [span for _, spans in found for span in spans])
+    every = [span for _, spans in found for span in spans]
+    return [(kind, kept) for kind, spans in found
+            if (kept := [s for s in spans if not any(_past_at(line, o, s) for o in every)])]
+
+
+def _past_at(line: str, longer: tuple[int, int], shorter: tuple[int, int]) -> bool:
+    """Whether `longer` holds `shorter` and goes on past the "@" that ends it: a URL's password holding "@"
+    (`mysql://root:Kq8@I3@localhost`), which a detector stopped at the first "@" and another read to the last."""
+    return (longer != shorter and longer[0] <= shorter[0] and shorter[1] < longer[1]
+            and line.startswith("@", shorter[1]))
 
 
 # An ssh or scp destination, user@host[:path] (`scp f root@192.168.0.1:/home`): an address, where a password
@@ -230,7 +248,8 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
             continue
         if kind in _GENERIC_RULES and (_named_public(line, span[0]) or _key_fingerprint(line, span[0], value)):
             continue
-        if not any(span[0] < end and start < span[1] for start, end in taken):
+        if not any(span[0] < end and start < span[1] and not _past_at(line, span, (start, end))
+                   for start, end in taken):
             found.append((kind, [span]))
             taken.append(span)
     return found
@@ -331,6 +350,7 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
     return (truncated or secret_values.masked(value) or secret_values.bracketed(line, span[0])
             or _REMOTE_TARGET.fullmatch(value) is not None
             or secret_values.placeholder(value) or secret_values.public_key(value)
+            or secret_values.public_by_place(line, *span)
             or secret_values.placeholder(value.strip("'\"`"))
             or secret_rules.public_context(line, span[0]) or secret_values.hashed(line, *span)
             or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value)
@@ -346,17 +366,17 @@ _NOTED_DEFAULT = re.compile(r"['\"`]?[ \t]*[(\[][ \t]*(?:->|→|=>)?[ \t]*(?:the
 _IN_TEMPLATE = re.compile(r"\{\{-?[^{}]*$")
 
 
-# Two words of text in lower case (express-session's documented `secret: 'keyboard cat'`): a phrase, where a
-# generated passphrase draws three words or more.
-_TWO_WORDS = re.compile(r"([a-z]{3,12}) ([a-z]{3,12})")
+# Two words of text in lower case (express-session's documented `secret: 'keyboard cat'`, `'clave_bacan'`): a
+# phrase, where a generated passphrase draws three words or more.
+_TWO_WORDS = re.compile(r"([a-z]{3,12})[ _-]([a-z]{3,12})")
 
 
 def _dummy(value: str) -> bool:
     """Whether a keyword's or an assignment's value (no vendor's format) is a dummy: an alphabet's or a
     keyboard's run (`abcdefg`, `1234567`: secret_values.SEQUENCE), letters and digits in runs alone
-    (`abc123`, `abcd1234`), or a phrase of two words of text (_TWO_WORDS)."""
+    (`abc123`, `abcd1234`), a validation rule (`required|min:8`), or a phrase of two words of text (_TWO_WORDS)."""
     value = value.strip("'\"`")
-    if secret_values.SEQUENCE.search(value) or secret_values.in_runs(value):
+    if secret_values.SEQUENCE.search(value) or secret_values.in_runs(value) or secret_values.validation_rule(value):
         return True
     pair = _TWO_WORDS.fullmatch(value)
     return pair is not None and all(fails_token_efficiency(w) for w in pair.groups())
@@ -395,6 +415,8 @@ def _encrypted_spans(text: str) -> list[tuple[int, int]]:
     SealedSecret's encryptedData): what is found inside is ciphertext, not a secret."""
     spans = [m.span() for m in _SOPS.finditer(text)]
     spans += [m.span() for m in _JASYPT.finditer(text)]
+    spans += [m.span() for m in _SPRING_CIPHER.finditer(text)]
+    spans += [m.span() for m in _VAULT_TRANSIT.finditer(text)]
     if _DRUID_DECRYPT.search(text):  # Druid's ConfigFilter: the data source's password is ciphertext
         spans += [m.span(1) for m in _DRUID_PASSWORD.finditer(text)]
     offset = 0

@@ -21,11 +21,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from . import secret_cues
+from . import secret_cues, secret_named
 from .secret_blocks import secret_setting
 from .secret_rules import ACCOUNT, NOT_A_SECRET_CONTEXT, PASSWORD_WORD, WORD, look_alike
-from .secret_values import (generated_token, password_like, placeholder, public_key, random_letters, random_looking,
-                            short_random, stated_password)
+from .secret_values import (generated_token, in_runs, password_like, placeholder, public_key, random_letters,
+                            random_looking, short_random, stated_password)
 from .secret_words import USER_WORDS, alternation
 
 KIND = "Positional Credential"
@@ -408,6 +408,7 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
             _DIGITS_PASSWORD.search(line)):
         spans.update(_digit_passwords(line))
     spans.update(secret_cues.line_findings(line, credential_like))
+    spans.update(secret_named.line_findings(line, credential_like))
     return [(KIND, span) for span in sorted(spans)]
 
 
@@ -532,14 +533,24 @@ def _host_account_passwords(line: str) -> Iterator[tuple[int, int]]:
 
 def _literals_into(line: str) -> Iterator[tuple[int, int]]:
     for match in _LITERAL_INTO.finditer(line):
-        value = match.group(2)  # stated as the credential by the sentence: made like a password is enough
-        if secret_setting(match.group(3)) and (credential_like(value) or stated_password(value) and not placeholder(
-                value) and not look_alike(value, "") and not any(c in value for c in "./\\~")):
+        value = match.group(2)  # stated as the credential by the sentence: made like a password is enough (`grupo87`)
+        stated = (stated_password(value, 6) and not in_runs(value) and not placeholder(value)
+                  and not look_alike(value, "") and not any(c in value for c in "./\\~"))
+        if secret_setting(match.group(3)) and (credential_like(value) or stated):
             yield match.span(2)
+
+
+# What follows the "@" of an image's, a package's or an action's reference, where a connect string has its host:
+# a digest (`grafana/grafana:11.2.0@sha256:...`), a version (`actions/checkout@v4`, `org/pkg@1.2.3`: not an IPv4
+# address), a tag or a branch.
+_NOT_A_HOST = re.compile(r"@(?:(?:sha\d+|sha|md5|blake\d*):|v\d|\d+(?:\.\d+){0,2}(?!\.?\d)"
+                         r"|(?:latest|main|master|next|stable|beta|canary|head|dev)\b)", re.IGNORECASE)
 
 
 def _connect_strings(line: str) -> Iterator[tuple[int, int]]:
     for match in _USER_SLASH_PASS.finditer(line):
+        if _NOT_A_HOST.match(line, match.end(1)):
+            continue
         if credential_like(match.group(1)) and not match.group(1).startswith(("$", "<", "{", "%")):
             yield match.span(1)
 
@@ -561,6 +572,7 @@ def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
         out += [(KIND, span) for span in _printed_credentials(text)]
     if "(\n" in text or "( \n" in text:
         out += [(KIND, span) for span in _call_lines(text)]
+    out += [(KIND, span) for span in sorted(secret_named.text_findings(text, credential_like))]
     for pattern in (_USER_LINE, _SAID_AFTER):
         for match in pattern.finditer(text):
             value = match.group(1).rstrip(".,;")

@@ -171,10 +171,10 @@ def password_like(value: str) -> bool:
     return symbol or mixed
 
 
-def stated_password(value: str) -> bool:
+def stated_password(value: str, shortest: int = 8) -> bool:
     """Whether `value`, stated as a password on both sides (a word and its particle before, a copula
-    after), is made like one: 8 to 64 characters, no space, letters with a digit or a symbol."""
-    return (8 <= len(value) <= 64 and any(c.isalpha() for c in value) and not any(c.isspace() for c in value)
+    after), is made like one: `shortest` (8) to 64 characters, no space, letters with a digit or a symbol."""
+    return (shortest <= len(value) <= 64 and any(c.isalpha() for c in value) and not any(c.isspace() for c in value)
             and any(not c.isalpha() for c in value))
 
 
@@ -197,10 +197,22 @@ def placeholder(value: str) -> bool:
     tests, local emulators and documentation write), or a Basic credential whose decoded
     `user:password` is one of those."""
     return bool(PLACEHOLDER.search(value) or _capitals_name(value)
-                or (value.startswith(("<", "$")) and not value.startswith(DOLLAR_KEY_PREFIXES))
+                or value.startswith("<") or _emphasis(value)
+                # `$VAR`, `${VAR}`, `$(cmd)`: a reference; `$@vYH...`, `$#Kq8...`: a password led by "$"
+                or (value.startswith("$") and not value.startswith(DOLLAR_KEY_PREFIXES)
+                    and (reference_lead(value) or len(value) < 6))
                 or re.fullmatch(r"\[[A-Za-z _-]+\]", value)  # [masked], [hidden]
                 or _NAMED_PLACEHOLDER.fullmatch(value) or lower_case_word(value) or _placeholder_pair(value)
                 or stand_in(value) or common_password(value) or described(value) or stand_in_shape(value))
+
+
+# Markdown's emphasis around words (`**Deben**`, `_todos_`, `~~old~~`): text set off, not a value.
+_EMPHASIS = re.compile(r"(\*{1,3}|_{1,3}|~~)[^\W\d_]+(?:[ '-][^\W\d_]+)*[.,:!?]?\1[.,:!?]?")
+
+
+def _emphasis(value: str) -> bool:
+    """Whether `value` is words in Markdown's emphasis (_EMPHASIS), letters alone."""
+    return _EMPHASIS.fullmatch(value) is not None
 
 
 # Words of any script but Latin (`APIキー`, `パスワード`, `비밀번호`, `пароль`): what a person writes to describe
@@ -231,11 +243,15 @@ _BRACKETED = re.compile(r"\[(?:[^\W\d]|[ _'-])+\]")
 # An option set to a flag or a number (`useKeyTab=true`, `storeKey=false`, `retries=3`): a setting whose name holds
 # a credential's word, not a credential.
 _SETTING_PAIR = re.compile(r"(?i)[A-Za-z][\w.-]*=(?:true|false|yes|no|on|off|none|null|\d{1,6})")
+# A connection string's run of `Name=value;` pairs (`Server=.;Database=Shop;User`): several settings, whose
+# password stands under its own name (Password=...), not one value.
+_SETTING_LIST = re.compile(r"(?:[A-Za-z][\w .-]{2,}=[^;,=]*[;,]\s*)+[A-Za-z][\w .-]{2,}(?:=[^;,=]*)?[;,]?")
 
 
 def setting_pair(value: str) -> bool:
-    """Whether `value` is `name=flag` or `name=number` (_SETTING_PAIR): an option's setting."""
-    return _SETTING_PAIR.fullmatch(value) is not None
+    """Whether `value` is `name=flag` or `name=number` (_SETTING_PAIR): an option's setting; or a connection
+    string's `Name=value;Name=...` run (_SETTING_LIST)."""
+    return _SETTING_PAIR.fullmatch(value) is not None or _SETTING_LIST.fullmatch(value) is not None
 
 
 # What a value that starts with a symbol is when it is no secret: a reference (`$VAR`, `${VAR}`, `$(cmd)`, `$$VAR`,
@@ -432,7 +448,8 @@ def hashed(line: str, start: int, end: int) -> bool:
     return named is not None and _API_HASH.search(named.group()) is None
 
 
-_API_HASH = re.compile(r"(?i)(?<![a-z])api[_-]?hash\b")
+# Drupal's hash_salt likewise: the site's secret salt for one-time login links and form tokens (default.settings.php).
+_API_HASH = re.compile(r"(?i)(?<![a-z])(?:api[_-]?hash|hash[_-]?salt)\b")
 
 
 def _capitals_name(value: str) -> bool:
@@ -611,3 +628,38 @@ def jwt_header_alone(value: str) -> bool:
     except (binascii.Error, ValueError):
         return False
     return isinstance(header, dict) and "alg" in header
+
+
+# Tailscale's public keys as its CLI prints them (`tailscale status --json`, `tailscale debug`: `nodekey:<hex>`,
+# `discokey:`, `mkey:`; tailscale.com/kb/1010/machine-key): a private key prints as `privkey:`.
+_TAILSCALE_PUBLIC = re.compile(r"(?:nodekey|discokey|mkey|machinekey):$")
+# An HTML element's data attribute named for a key (`data-client-key="..."`, `data-key="pk_..."`, `data-sitekey`):
+# what a page ships to every browser, a client key by its vendor's design (Midtrans Snap, Stripe Checkout, CAPTCHAs).
+_DATA_ATTRIBUTE = re.compile(r"""(?:^|[\s<])data-([\w-]*key)\s*=\s*["']?$""", re.IGNORECASE)
+# WireGuard's keys (PrivateKey, PresharedKey; wg(8) "CONFIGURATION FILE FORMAT"): base64 of 32 bytes, 44 characters
+# with their "=". A shorter value is a key cut short to show a config's shape, not a key.
+_WIREGUARD_KEY = re.compile(r"^[ \t]*(?:PrivateKey|PresharedKey)[ \t]*=[ \t]*$")
+
+
+def public_by_place(line: str, start: int, end: int) -> bool:
+    """Whether the value at line[start:end] is no secret by what stands right before it: a Tailscale public
+    key (`nodekey:`), a key in an HTML element's data attribute (what the page ships; not one named secret or
+    private), or a WireGuard key shorter than a key's 44 characters (cut short for the reader)."""
+    before = line[max(0, start - 200):start]
+    if _TAILSCALE_PUBLIC.search(before):
+        return True
+    data = _DATA_ATTRIBUTE.search(before)
+    if data and not re.search(r"(?i)secret|private|server", data.group(1)):
+        return True
+    value = line[start:end].strip("'\"")
+    return (_WIREGUARD_KEY.match(before) is not None and re.fullmatch(r"[A-Za-z0-9+/]+=?", value) is not None
+            and len(value) != 44)
+
+
+# A validation rule's words joined by "|" (Laravel's `required|string|min:8|confirmed`): what a password must be.
+_VALIDATION_RULE = re.compile(r"(?i)[a-z_]+(?::[\w,.]+)?(?:\|[a-z_]+(?::[\w,.]+)?)+")
+
+
+def validation_rule(value: str) -> bool:
+    """Whether `value` is a validation rule's words joined by "|" (_VALIDATION_RULE), not a value."""
+    return _VALIDATION_RULE.fullmatch(value.strip("'\"")) is not None
