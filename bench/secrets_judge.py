@@ -20,7 +20,7 @@ counts them (a secret item is caught when its value no longer appears; an innoce
 positive when anything in it is redacted), on the current detector's findings and on the blind designs'.
 C, class weighting and the threshold are chosen on the pooled LOSO figures (CHOICES, THRESHOLDS: the lowest
 blind-era false-positive rate whose recall loss stays within CHOICE_RECALL_LOSS); the judge ships on when that
-cuts blind-era false positives by a third with recall down by at most MAX_RECALL_LOSS. The asset is then fitted
+cuts blind-era false positives by a third with recall down by at most CHOICE_RECALL_LOSS. The asset is then fitted
 on every split. Deterministic: the solver is lbfgs, the data order fixed.
 """
 
@@ -50,11 +50,11 @@ BLIND_DESIGNS = {"holdout7": "62ecbce", "holdout8": "e9d0922", "holdout9": "cf46
 CHOICES = [(0.1, None), (1.0, None), (10.0, None), (0.1, "balanced"), (1.0, "balanced")]
 THRESHOLDS = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8]
 VETOABLE = [f for f in secret_judge.FAMILIES if f != "vendor"]
-# The bar for shipping the judge on: pooled LOSO false positives down by a third, recall down by at most this.
+# The recall a setting may give up, pooled by LOSO in either era: a fifth of the 0.005 between splits' recall
+# figures, about one credential in 1,000 (a weak real password the judge takes for a stand-in is one that reaches
+# disk); picking the best of 40 settings on the same pooled figures makes the chosen one's figures optimistic.
 MAX_RECALL_LOSS = 0.005
-# The choice of a setting (C, weighting, threshold) keeps its recall loss within half the bar: picking the best of
-# 28 settings on the same pooled figures makes the chosen one's figures optimistic.
-CHOICE_RECALL_LOSS = MAX_RECALL_LOSS / 2
+CHOICE_RECALL_LOSS = MAX_RECALL_LOSS / 5
 
 _SCRUB = """
 import json, sys
@@ -261,9 +261,9 @@ def main() -> None:
                 best = (blind[1], c, weight, t, off_blind[1], loss)
     assert best is not None
     fp, c, weight, t, off_fp, loss = best
-    ship = fp <= off_fp * 2 / 3 and loss <= MAX_RECALL_LOSS
+    ship = fp <= off_fp * 2 / 3 and loss <= CHOICE_RECALL_LOSS
     print(f"\nchosen: C={c} {weight or 'unweighted'} threshold {t}: blind-era LOSO FP {off_fp:.4f} -> {fp:.4f}; "
-          f"judge {'ON' if ship else 'OFF'} by default (bar: FP down by a third, recall loss <= {MAX_RECALL_LOSS})")
+          f"judge {'ON' if ship else 'OFF'} by default (bar: FP down by a third, recall loss <= {CHOICE_RECALL_LOSS})")
     print("\n| split | era | off recall | off FP | judge recall | judge FP |")
     print("|---|---|---|---|---|---|")
     for era in ("current", "blind"):

@@ -57,22 +57,28 @@ def test_a_findings_probability_is_the_shipped_assets_dot_product():
     assert secret_judge.probability(line, (19, len(line)), "Secret Assignment") == pytest.approx(1 / (1 + math.exp(-z)))
 
 
-def test_a_look_alike_the_judge_vetoes_stays_and_a_credential_beside_it_goes(judge_on):
-    # A placeholder in Spanish ("your password here") no rule of the value knows; the judge scores it low.
+def test_the_judge_vetoes_only_what_shows_a_stand_in(judge_on, monkeypatch):
+    everything = dict(secret_judge._model(), threshold=1.01)  # every probability is below it
+    monkeypatch.setattr(secret_judge, "_model", lambda: everything)
+    # A placeholder in Spanish ("your password here") names what it stands for: in the judge's reach.
     text = "password = tu_contrasena_aqui"
-    secret_judge.set_enabled(False)
-    assert scrub(text).text != text  # the rules flag it
-    secret_judge.set_enabled(True)
     assert scrub(text).text == text
-    assert "Sup3rS3cr3tValue9" not in scrub("export DB_PASSWORD=Sup3rS3cr3tValue9").text
+    secret_judge.set_enabled(False)
+    assert scrub(text).text != text  # the rules alone flag it
+    secret_judge.set_enabled(True)
+    # Weak real passwords show no stand-in: shape alone never vetoes, whatever the threshold.
+    for line, value in [("the password is hunter22 for now", "hunter22"),
+                        ("export DB_PASSWORD=Sup3rS3cr3tValue9", "Sup3rS3cr3tValue9"),
+                        ("the vpn password is Harbor-Tempest-2931, don't share it", "Harbor-Tempest-2931")]:
+        assert value not in scrub(line).text
 
 
 def test_a_vendors_key_is_never_vetoed_even_by_a_judge_that_vetoes_everything_else(judge_on, monkeypatch):
     everything = dict(secret_judge._model(), threshold=1.01)  # every probability is below it
     monkeypatch.setattr(secret_judge, "_model", lambda: everything)
     assert GITHUB_TOKEN not in scrub(f"the CI token is {GITHUB_TOKEN}").text
-    line = "export DB_PASSWORD=Sup3rS3cr3tValue9"
-    assert scrub(line).text == line  # a keyword rule's finding: vetoed at that threshold
+    line = "export DB_PASSWORD=Sup3rSecretValue9"
+    assert scrub(line).text == line  # a keyword rule's finding naming a stand-in word: vetoed at that threshold
 
 
 def test_a_passphrase_of_words_is_out_of_the_judges_reach():

@@ -27,6 +27,7 @@ import functools
 import json
 import math
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,15 @@ def family(kind: str) -> str:
     return FAMILY_OF.get(kind, "vendor")
 
 
+def _folded(text: str) -> str:
+    """`text` lower-cased, accents dropped, spaces and underscores as hyphens (contraseña ~ contrasena)."""
+    plain = unicodedata.normalize("NFKD", text.lower())
+    return re.sub(r"[\s_]+", "-", "".join(c for c in plain if not unicodedata.combining(c)))
+
+
+_FOLDED_PASSWORD_WORDS = tuple({_folded(w) for w in PASSWORD_WORDS if len(w) >= 4})
+
+
 def _longest_run(value: str) -> int:
     best = run = 0
     for i, c in enumerate(value):
@@ -124,6 +134,8 @@ def features(line: str, span: tuple[int, int], kind: str) -> dict[str, float]:
         "uuid": float(_UUID.search(value) is not None),
         "english_word": float(is_word(value.lower())),
         "placeholder_word": float(_PLACEHOLDER_WORDS.search(value) is not None),
+        # "tu_contrasena_aqui", "mot_de_passe_ici": a stand-in names what it stands for, in the writer's language.
+        "password_word": float(any(w in _folded(value) for w in _FOLDED_PASSWORD_WORDS)),
         "context_sample": float(_SAMPLE_CONTEXT.search(window) is not None),
         "context_public": float(_PUBLIC_CONTEXT.search(window) is not None),
         "context_digest": float(_DIGEST_CONTEXT.search(window) is not None),
@@ -183,11 +195,18 @@ def probability(line: str, span: tuple[int, int], kind: str) -> float:
 # A passphrase of this many words or more is never vetoed: diceware's "violet timber basket needle" has the
 # shape and the context of prose to these features (LOSO's only vetoed credentials of a kind, no look-alike of it).
 PHRASE_KEPT = 3
+# What may tell a stand-in from a credential: the value holds a placeholder or a dictionary word, or is a digest's
+# or a number's shape, or the words around it say sample, public, digest or ciphertext. A weak real password
+# ("the password is hunter22") differs from a placeholder ("pass1234") by none of the shape features, so shape
+# alone never vetoes: without one of these the finding stays.
+STAND_IN_EVIDENCE = ("placeholder_word", "password_word", "english_word", "context_sample", "context_public",
+                     "context_digest", "context_cipher", "uuid", "all_hex", "digits_only")
 
 
 def exempt(vector: dict[str, float]) -> bool:
-    """Whether a finding with features `vector` is out of the judge's reach: a phrase of PHRASE_KEPT words or more."""
-    return vector["phrase_words"] * 6 >= PHRASE_KEPT
+    """Whether a finding with features `vector` is out of the judge's reach: a phrase of PHRASE_KEPT words or
+    more, or a value with none of STAND_IN_EVIDENCE."""
+    return vector["phrase_words"] * 6 >= PHRASE_KEPT or not any(vector[f] for f in STAND_IN_EVIDENCE)
 
 
 def vetoed(line: str, span: tuple[int, int], kind: str) -> bool:
