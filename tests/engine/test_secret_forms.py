@@ -1350,6 +1350,9 @@ def test_look_alikes_of_holdout14s_misses_are_left_alone(text):
     assert scrub(text).text == text
 
 
+_DEEPL = "3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93"  # a UUID made up for these tests
+
+
 @pytest.mark.parametrize(("text", "value"), [
     # a quoted value given to a command's option runs to its closing quote, "@", "#" and ";" inside it
     ("redis-cli -h cache.acme.io -p 6380 -a 'Qm@Z7#kvLp@x2Rt9' --no-auth-warning PING", "Qm@Z7#kvLp@x2Rt9"),
@@ -1373,14 +1376,16 @@ def test_look_alikes_of_holdout14s_misses_are_left_alone(text):
     ('headers = {"Authorization": "Basic " + btoa("api:Kq8m#zP2vLx9")}', "Kq8m#zP2vLx9"),
     ('base64.b64encode(b"Zq7mKx2vLp9Rt4")', "Zq7mKx2vLp9Rt4"),
     # DeepL's API Free key: a UUID then ":fx"
-    ("Hier der API-Schlüssel für DeepL: 3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93:fx", "3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93:fx"),
-    ("DEEPL_AUTH_KEY=3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93:fx", "3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93:fx"),
-    ("translator = deepl.Translator('3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93:fx')", "3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93"),
+    (f"Hier der API-Schlüssel für DeepL: {_DEEPL}:fx", _DEEPL + ":fx"),
+    (f"DEEPL_AUTH_KEY={_DEEPL}:fx", _DEEPL + ":fx"),
+    (f"translator = deepl.Translator('{_DEEPL}:fx')", _DEEPL),
     # values beside the look-alikes below are still found
     ("SigningConfig{name=release, storePassword=Kq8mZ2vX9pTq, keyPassword=null}", "Kq8mZ2vX9pTq"),
-    ("ASAAS_API_KEY=$aact_prod_000MzkwODA2MWY2OGM3MWRlMDU2NWM3MzJlNzZmNGZhZGY6OjQ2", "MzkwODA2MWY2OGM3MWRlMDU2NWM3MzJlNzZmNGZhZGY6OjQ2"),
+    ("ASAAS_API_KEY=$aact_prod_000MzkwODA2MWY2OGM3MWRlMDU2NWM3MzJlNzZmNGZhZGY6OjQ2",
+     "MzkwODA2MWY2OGM3MWRlMDU2NWM3MzJlNzZmNGZhZGY6OjQ2"),
     ("{'broker': '10.0.0.2', 'password': 'Vq7#kLm2zXp9', 'username': 'hass'}", "Vq7#kLm2zXp9"),
-    ('npmrc = "//registry.npmjs.org/:_authToken=" + "npm_Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5Fs0Q"', "npm_Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5Fs0Q"),
+    ('npmrc = "//registry.npmjs.org/:_authToken=" + "npm_Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5Fs0Q"',
+     "npm_Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5Fs0Q"),
 ])
 def test_forms_of_holdout15s_misses_are_found(text, value):
     assert value not in scrub(text).text
@@ -1420,9 +1425,21 @@ def test_forms_of_holdout15s_misses_are_found(text, value):
     "echo $TOKEN | base64",
     "echo -n 'password123' | base64",
     "cat secret.txt | base64 -d > key.bin",
+    "assert b64encode(b'\\x00\\x7f\\xfe') == b'AH/+'",  # bytes by their escapes
     # a UUID alone, with no ":fx"
     "request id 3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93:fxd failed",
     "trace: 3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93",
 ])
 def test_look_alikes_of_holdout15s_misses_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("value", ["twoje_haslo_tutaj", "vase_heslo_zde", "ditt_losenord_har", "sifreniz_buraya",
+                                   "kata_sandi_anda", "SuaChaveAqui", "tu-contrasena-aqui"])
+def test_a_stand_in_said_in_another_language_is_a_placeholder(value):
+    assert secret_values.placeholder(value)
+
+
+@pytest.mark.parametrize("value", ["Kq8mZ2vX9pTq", "harvest2024pw", "sua9Xq2LmZ7kV", "Hq7-zLmV2pKx"])
+def test_a_value_with_no_stand_in_words_is_no_placeholder(value):
+    assert not secret_values.placeholder(value)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 _B64 = r"""['"]?([A-Za-z0-9+/]{8,400}={0,2})['"]?"""
 # A shell pipes the literal into a decoder, or feeds it as a here-string.
@@ -31,12 +31,14 @@ _CALL = re.compile(r"""(?:\b(?:urlsafe_|standard_)?b64decode|\batob|\bdecode64|\
                    r"""|\bBuffer\.from\s*\(\s*(['"])([A-Za-z0-9+/]{8,400}={0,2})\3\s*,\s*['"]base64['"]""")
 
 # The other way: a plain literal piped into an encoder or passed to one (`echo -n 'X' | base64` to fill a
-# Kubernetes Secret's data, `btoa("user:X")`, `base64.b64encode(b"X")`): the literal is the secret as typed.
+# Kubernetes Secret's data, `btoa("user:X")`, `base64.b64encode(b"X")`): the literal is the secret as typed; not one
+# holding a backslash (`b64encode(b'\x00\x01')`: bytes by their escapes, no typed secret).
 _SHELL_ENCODE = re.compile(r"""(?<![\w-])(?:echo(?:\s+-[neE]+)*|printf(?:\s+['"]?%s(?:\\n)?['"]?)?)\s+"""
-                           r"""(['"]?)([^\s'"|]{6,200})\1\s*\|\s*(?:base64|openssl\s+(?:base64|enc\s+-base64))(?![\w-])"""
+                           r"""(['"]?)([^\s'"|\\]{6,200})\1\s*\|\s*(?:base64|openssl\s+(?:base64|enc\s+-base64))(?![\w-])"""
                            r"""(?!\s+(?:-d|-D|--decode)\b)""")
-_ENCODE_CALL = re.compile(r"""(?:\b(?:urlsafe_|standard_)?b64encode|\bbtoa|\bencode64|\bbase64_encode|\bstrict_encode64)"""
-                          r"""\s*\(\s*b?(['"])([^\s'"]{6,200})\1\s*\)""")
+_ENCODE_CALL = re.compile(r"""(?:\b(?:urlsafe_|standard_)?b64encode|\bbtoa|\bencode64|\bbase64_encode"""
+                          r"""|\bstrict_encode64)"""
+                          r"""\s*\(\s*b?(['"])([^\s'"\\]{6,200})\1\s*\)""")
 
 
 def _decoded(value: str) -> str | None:

@@ -283,19 +283,23 @@ def bracketed(line: str, start: int) -> bool:
 
 # Words a person writes in a value to say what goes there instead of it (`yourActualTokenHere`,
 # `myServicePrincipalPassword`, `YourSecretKey!!!`): a stand-in, an example, a test.
-# The same said in Portuguese, Spanish, French, German, Italian and Dutch, accents dropped as ASCII names drop them
-# (`sua_chave_aqui`, "your key here"; `tu_clave_aqui`, `votre_cle_ici`, `dein_schluessel_hier`, `la_tua_chiave`).
+# The same said in Portuguese, Spanish, French, German, Italian, Dutch, Polish, Czech, Swedish, Turkish and
+# Indonesian, accents dropped as ASCII names drop them (`sua_chave_aqui`, "your key here"; `tu_clave_aqui`,
+# `votre_cle_ici`, `dein_schluessel_hier`, `la_tua_chiave`, `twoje_haslo_tutaj`, `ditt_losenord_har`).
 _OTHER_STAND_INS = """sua seu suas seus tua teu minha meu aqui exemplo coloque insira tu su mi ejemplo ponga pon
     votre vos ton ta mon ma ici exemple dein deine ihr ihre mein meine hier beispiel tuo mio mia qui esempio
-    inserisci jouw uw mijn voorbeeld""".split()
+    inserisci jouw uw mijn voorbeeld twoj twoje twoja tutaj przyklad vase vas tvoje tvuj zde priklad din ditt
+    har exempel senin sizin buraya ornek anda disini contoh""".split()
 # Their words for a credential, which name one as the English `secret`, `password`, `key` do.
 _OTHER_NAMING = """chave senha segredo secreta secreto clave llave contrasena cle jeton motdepasse mot passe
-    schluessel schlussel passwort kennwort geheim chiave segreto segreta parola sleutel wachtwoord""".split()
+    schluessel schlussel passwort kennwort geheim chiave segreto segreta parola sleutel wachtwoord haslo klucz
+    heslo klic losenord nyckel sifre sifreniz anahtar sandi kunci rahasia""".split()
 _STAND_IN_WORDS = frozenset("""your yours my our actual real here example sample dummy fake test changeme change
     placeholder replace insert enter put some foo bar baz todo fixme""".split() + _OTHER_STAND_INS)
 _STAND_IN_CUE = re.compile(r"(?i)your|my|our|actual|real|here|exampl|sampl|dumm|fake|test|chang|placeholder|replac"
                            r"|insert|enter|put|some|foo|bar|baz|todo|fixme|secret|pass|key|token|random|string|generat|secur"
-                           r"|value|pwd|pw|psw|" + "|".join(sorted(_OTHER_STAND_INS + _OTHER_NAMING, key=len, reverse=True)))
+                           r"|value|pwd|pw|psw|"
+                           + "|".join(sorted(_OTHER_STAND_INS + _OTHER_NAMING, key=len, reverse=True)))
 # Short words of such a value that the word list (5 letters or more, mostly) leaves out.
 _SHORT_WORDS = _STAND_IN_WORDS | frozenset("""a an the to of for and or in on is it me us key keys api app apps db id
     pw pwd pass auth new old own one two get set use via no not jwt top this that do dev clear text""".split()
@@ -350,8 +354,8 @@ def _bodies(value: str) -> list[str]:
 
 
 _ADDRESS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_CREDENTIAL_NAME = re.compile(r"[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*[_-](?:password|passwd|pass|pwd|pswd|psw|pw|secret|token|key"
-                              r"|passphrase|apikey)")
+_CREDENTIAL_NAME = re.compile(r"[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*[_-](?:password|passwd|pass|pwd|pswd|psw|pw|secret"
+                              r"|token|key|passphrase|apikey)")
 _VENDOR_PREFIX = re.compile(r"[A-Za-z]{2,8}[-_](?=[A-Za-z])")
 # A digit between two letters, written for the letter it looks like (`Passw0rd`, `S3cret`).
 _LEET_DIGIT = re.compile(r"(?<=[A-Za-z])[01345](?=[A-Za-z])")
