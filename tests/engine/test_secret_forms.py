@@ -1357,6 +1357,8 @@ _DEEPL = "3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93"  # a UUID made up for these test
     # a quoted value given to a command's option runs to its closing quote, "@", "#" and ";" inside it
     ("redis-cli -h cache.acme.io -p 6380 -a 'Qm@Z7#kvLp@x2Rt9' --no-auth-warning PING", "Qm@Z7#kvLp@x2Rt9"),
     ('valkey-cli --pass "Wz;8@qLm#Tx2vKp7" INFO', "Wz;8@qLm#Tx2vKp7"),
+    ("redis-cli -a Qm@Z7#kvLp@x2Rt9 ping", "Qm@Z7#kvLp@x2Rt9"),  # unquoted: the shell passes "@" and "#" too
+    ("keydb-cli -h 10.0.0.3 -p 6379 -a Kq8m@zP2#vLx9 INFO", "Kq8m@zP2#vLx9"),
     ("mongosh -u admin -p 'zR7@kq#Vm2Lx9p' --authenticationDatabase admin", "zR7@kq#Vm2Lx9p"),
     ("keytool -list -keystore app.jks -storepass 'Tq4@mZ#8vLx2Kp'", "Tq4@mZ#8vLx2Kp"),
     # a comma-separated option list: each value ends at the next `,name=`
@@ -1426,6 +1428,11 @@ def test_forms_of_holdout15s_misses_are_found(text, value):
     "echo -n 'password123' | base64",
     "cat secret.txt | base64 -d > key.bin",
     "assert b64encode(b'\\x00\\x7f\\xfe') == b'AH/+'",  # bytes by their escapes
+    # redis-cli's -a given a reference or a placeholder, and sqlplus' connect string (its "@" ends the password)
+    "redis-cli -a $REDIS_PASSWORD ping",
+    "redis-cli -a yourpassword ping",
+    "redis-cli -a <password> --no-auth-warning ping",
+    "redis-cli -h cache.acme.io -p 6379 --user default --askpass",
     # a UUID alone, with no ":fx"
     "request id 3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93:fxd failed",
     "trace: 3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93",
