@@ -1419,6 +1419,12 @@ def test_forms_of_holdout15s_misses_are_found(text, value):
     '{"npmrc-auth-token", join("//registry.npmjs.org/:_authToken=", syntheticToken(32)), "x"},',
     "url = 'https://api.acme.io/v1?token=' + make_token() + '&page=2'",
     'line = "password=" + ", ".join(parts)',
+    "line = 'token=' .. ngx.var.token .. '&x=1'",
+    'sb.append("&secret=").append(secret).append("&x=")',
+    # an option list's placeholders and references
+    "output mqtt://HOST:PORT,user=USER,pass=PASSWORD,retain=1",
+    "output mqtt://localhost:1883,user=rtl,pass=$MQTT_PASS,retain=1",
+    "mount -t cifs //nas/share /mnt -o username=bob,password=<password>,vers=3.0",
     # base64 of no credential, decoded or encoded
     "echo 'aGVsbG8gd29ybGQ=' | base64 -d",  # hello world
     'echo "cGFzc3dvcmQ=" | base64 -d',  # password
