@@ -15,7 +15,7 @@ it comes from an innocent item; a finding in a secret item away from its value i
 Model: sklearn's LogisticRegression on secret_judge.features, standardised, on the candidates of the
 families the judge may veto (not a vendor's format). LOSO: for each split, train on every other split's
 candidates (in-sample and blind-era), score the held-out split's items with the judge vetoing what scores
-below a threshold; pooled over the 15 splits, recall and false-positive rate as bench/secrets_compare.py
+below a threshold; pooled over the 16 splits, recall and false-positive rate as bench/secrets_compare.py
 counts them (a secret item is caught when its value no longer appears; an innocent item is a false
 positive when anything in it is redacted), on the current detector's findings and on the blind designs'.
 C, class weighting and the threshold are chosen on the pooled LOSO figures (CHOICES, THRESHOLDS: the lowest
@@ -45,7 +45,8 @@ DATA = REPO / "tests" / "data" / "credentials"
 # The design frozen for each blind split: main's commit when the split was scored once (docs/benchmarks.md,
 # "Credentials in prose: blind holdoutN"; the figures this script's blind-era rows reproduce).
 BLIND_DESIGNS = {"holdout7": "62ecbce", "holdout8": "e9d0922", "holdout9": "cf46714", "holdout10": "6577741",
-                 "holdout11": "5755084", "holdout12": "7486fe3", "holdout13": "f896199", "holdout14": "275e48f"}
+                 "holdout11": "5755084", "holdout12": "7486fe3", "holdout13": "f896199", "holdout14": "275e48f",
+                 "holdout15": "0df1e31"}
 # (C, class_weight) tried by LOSO; thresholds tried on the probability a finding is a credential.
 CHOICES = [(0.1, None), (1.0, None), (10.0, None), (0.1, "balanced"), (1.0, "balanced")]
 THRESHOLDS = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8]
@@ -69,7 +70,7 @@ print(json.dumps([r.places for r in scrub_many(texts)]))
 # the design frozen for it (tests/data/credentials/README.md), never by being merged: a split merged to be
 # scored must not be in the asset it is scored with.
 SPENT = ("dev", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6", "holdout7", "holdout8",
-         "holdout9", "holdout10", "holdout11", "holdout12", "holdout13", "holdout14")
+         "holdout9", "holdout10", "holdout11", "holdout12", "holdout13", "holdout14", "holdout15")
 
 
 def splits() -> list[str]:

@@ -1348,3 +1348,111 @@ def test_a_url_password_holding_at_is_redacted_whole_and_counted_once():
 ])
 def test_look_alikes_of_holdout14s_misses_are_left_alone(text):
     assert scrub(text).text == text
+
+
+_DEEPL = "3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93"  # a UUID made up for these tests
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a quoted value given to a command's option runs to its closing quote, "@", "#" and ";" inside it
+    ("redis-cli -h cache.acme.io -p 6380 -a 'Qm@Z7#kvLp@x2Rt9' --no-auth-warning PING", "Qm@Z7#kvLp@x2Rt9"),
+    ('valkey-cli --pass "Wz;8@qLm#Tx2vKp7" INFO', "Wz;8@qLm#Tx2vKp7"),
+    ("redis-cli -a Qm@Z7#kvLp@x2Rt9 ping", "Qm@Z7#kvLp@x2Rt9"),  # unquoted: the shell passes "@" and "#" too
+    ("keydb-cli -h 10.0.0.3 -p 6379 -a Kq8m@zP2#vLx9 INFO", "Kq8m@zP2#vLx9"),
+    ("mongosh -u admin -p 'zR7@kq#Vm2Lx9p' --authenticationDatabase admin", "zR7@kq#Vm2Lx9p"),
+    ("keytool -list -keystore app.jks -storepass 'Tq4@mZ#8vLx2Kp'", "Tq4@mZ#8vLx2Kp"),
+    # a comma-separated option list: each value ends at the next `,name=`
+    ("output      mqtt://10.0.0.7:1883,user=sensors,pass=Hq7-zLmV2pKx,retain=1", "Hq7-zLmV2pKx"),
+    ('rtl_433 -F "mqtt://broker.lan:1883,user=hass,password=Vp3-kQz9LmXw,devices=rtl/[id]"', "Vp3-kQz9LmXw"),
+    ("mount -t cifs //nas/share /mnt/share -o username=bob,password=Kx9#mQ2vLp7z,vers=3.0", "Kx9#mQ2vLp7z"),
+    # a base64 literal the line decodes, when what it decodes to is made like a credential
+    ("# decode the secret\necho 'SDd6I2tWbTJxTHA5WHc=' | base64 --decode", "SDd6I2tWbTJxTHA5WHc="),
+    ("echo -n cm9vdDpLcThtI3pQMnZMeDk= | base64 -d", "cm9vdDpLcThtI3pQMnZMeDk="),
+    ("base64 -d <<< 'SDd6I2tWbTJxTHA5WHc='", "SDd6I2tWbTJxTHA5WHc="),
+    ('pw = base64.b64decode("SDd6I2tWbTJxTHA5WHc=").decode()', "SDd6I2tWbTJxTHA5WHc="),
+    ("const key = Buffer.from('SDd6I2tWbTJxTHA5WHc=', 'base64').toString()", "SDd6I2tWbTJxTHA5WHc="),
+    ('$pw = [Text.Encoding]::UTF8.GetString([Convert]::FromBase64String("SDd6I2tWbTJxTHA5WHc="))',
+     "SDd6I2tWbTJxTHA5WHc="),
+    # ... and the other way: a plain secret piped into an encoder or passed to one
+    ('echo -n "v8^Kq2mZx#Lp7Tr" | base64\n# paste it under data.password', "v8^Kq2mZx#Lp7Tr"),
+    ('headers = {"Authorization": "Basic " + btoa("api:Kq8m#zP2vLx9")}', "Kq8m#zP2vLx9"),
+    ('base64.b64encode(b"Zq7mKx2vLp9Rt4")', "Zq7mKx2vLp9Rt4"),
+    # DeepL's API Free key: a UUID then ":fx"
+    (f"Hier der API-Schlüssel für DeepL: {_DEEPL}:fx", _DEEPL + ":fx"),
+    (f"DEEPL_AUTH_KEY={_DEEPL}:fx", _DEEPL + ":fx"),
+    (f"translator = deepl.Translator('{_DEEPL}:fx')", _DEEPL),
+    # values beside the look-alikes below are still found
+    ("SigningConfig{name=release, storePassword=Kq8mZ2vX9pTq, keyPassword=null}", "Kq8mZ2vX9pTq"),
+    ("ASAAS_API_KEY=$aact_prod_000MzkwODA2MWY2OGM3MWRlMDU2NWM3MzJlNzZmNGZhZGY6OjQ2",
+     "MzkwODA2MWY2OGM3MWRlMDU2NWM3MzJlNzZmNGZhZGY6OjQ2"),
+    ("{'broker': '10.0.0.2', 'password': 'Vq7#kLm2zXp9', 'username': 'hass'}", "Vq7#kLm2zXp9"),
+    ('npmrc = "//registry.npmjs.org/:_authToken=" + "npm_Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5Fs0Q"',
+     "npm_Kq8mZ2vX9pTq7Lm2Zk9xWb3Yc6Hd1Jg5Fs0Q"),
+])
+def test_forms_of_holdout15s_misses_are_found(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    # null and its kin are no value, whatever bracket closes the structure after them
+    "Could not get unknown property for SigningConfig_Decorated{name=release, storePassword=null, keyAlias=null, "
+    "keyPassword=null}",
+    "Config(password=None)",
+    "opts[password=nil]",
+    "{token=undefined}",
+    "creds = {password=null, token=null}",
+    # a placeholder said in words, in other languages as in English
+    "ASAAS_API_KEY=sua_chave_aqui  # pegue em Minha Conta > Integrações",
+    "DB_PASSWORD=sua-senha-aqui",
+    "API_KEY=tu_clave_aqui",
+    "SECRET_KEY=clave_secreta",
+    "API_KEY=votre_cle_ici",
+    "API_KEY=dein_schluessel_hier",
+    "API_KEY=la_tua_chiave",
+    "PASSWORD=jouw_wachtwoord_hier",
+    "password: minha_senha",
+    # a stand-in that names itself, in an abbreviation too
+    "{'broker': '192.168.1.XXX', 'password': 'clear_text_pwd', 'port': 1883, 'username': 'clear_text_userid'}",
+    "password: 'plain_text_password'",
+    "'pw': 'my_db_pw'",
+    # code that builds the value: the credential's name stands inside a literal that "=" closes
+    '{"npmrc-auth-token", join("//registry.npmjs.org/:_authToken=", syntheticToken(32)), "x"},',
+    "url = 'https://api.acme.io/v1?token=' + make_token() + '&page=2'",
+    'line = "password=" + ", ".join(parts)',
+    "line = 'token=' .. ngx.var.token .. '&x=1'",
+    'sb.append("&secret=").append(secret).append("&x=")',
+    # an option list's placeholders and references
+    "output mqtt://HOST:PORT,user=USER,pass=PASSWORD,retain=1",
+    "output mqtt://localhost:1883,user=rtl,pass=$MQTT_PASS,retain=1",
+    "mount -t cifs //nas/share /mnt -o username=bob,password=<password>,vers=3.0",
+    # base64 of no credential, decoded or encoded
+    "echo 'aGVsbG8gd29ybGQ=' | base64 -d",  # hello world
+    'echo "cGFzc3dvcmQ=" | base64 -d',  # password
+    'atob("eyJhbGciOiJIUzI1NiJ9")',  # a JWT header
+    "echo -n 'admin' | base64",
+    "echo $TOKEN | base64",
+    "echo -n 'password123' | base64",
+    "cat secret.txt | base64 -d > key.bin",
+    "assert b64encode(b'\\x00\\x7f\\xfe') == b'AH/+'",  # bytes by their escapes
+    # redis-cli's -a given a reference or a placeholder, and sqlplus' connect string (its "@" ends the password)
+    "redis-cli -a $REDIS_PASSWORD ping",
+    "redis-cli -a yourpassword ping",
+    "redis-cli -a <password> --no-auth-warning ping",
+    "redis-cli -h cache.acme.io -p 6379 --user default --askpass",
+    # a UUID alone, with no ":fx"
+    "request id 3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93:fxd failed",
+    "trace: 3f2a9c41-7d0e-4b8a-9c15-e2d47a6b0f93",
+])
+def test_look_alikes_of_holdout15s_misses_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("value", ["twoje_haslo_tutaj", "vase_heslo_zde", "ditt_losenord_har", "sifreniz_buraya",
+                                   "kata_sandi_anda", "SuaChaveAqui", "tu-contrasena-aqui"])
+def test_a_stand_in_said_in_another_language_is_a_placeholder(value):
+    assert secret_values.placeholder(value)
+
+
+@pytest.mark.parametrize("value", ["Kq8mZ2vX9pTq", "harvest2024pw", "sua9Xq2LmZ7kV", "Hq7-zLmV2pKx"])
+def test_a_value_with_no_stand_in_words_is_no_placeholder(value):
+    assert not secret_values.placeholder(value)

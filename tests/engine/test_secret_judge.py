@@ -60,8 +60,8 @@ def test_a_findings_probability_is_the_shipped_assets_dot_product():
 def test_the_judge_vetoes_only_what_shows_a_stand_in(judge_on, monkeypatch):
     everything = dict(secret_judge._model(), threshold=1.01)  # every probability is below it
     monkeypatch.setattr(secret_judge, "_model", lambda: everything)
-    # A placeholder in Spanish ("your password here") names what it stands for: in the judge's reach.
-    text = "password = tu_contrasena_aqui"
+    # A value that shows a stand-in's word ("test") the rules do not read as one: in the judge's reach.
+    text = "token = Kq8mZ2vX9pTq7Lm2_test"
     assert scrub(text).text == text
     secret_judge.set_enabled(False)
     assert scrub(text).text != text  # the rules alone flag it

@@ -343,8 +343,8 @@ def _about_name_before(line: str, start: int) -> bool:
 
 def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
     """Whether the token at `span` is a placeholder, a public key or a published example, a key its
-    clause names as public (secret_rules.public_context), or was cut short on purpose ("sk-lf-...",
-    "xapp-…": what follows the span says so)."""
+    clause names as public (secret_rules.public_context), was cut short on purpose ("sk-lf-...",
+    "xapp-…": what follows the span says so), or is an option list's next option (_NEXT_OPTION)."""
     value = line[slice(*span)]
     truncated = line.startswith(("...", "…"), span[1]) or _NOTED_DEFAULT.match(line, span[1]) is not None
     return (truncated or secret_values.masked(value) or secret_values.bracketed(line, span[0])
@@ -354,7 +354,12 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
             or secret_values.placeholder(value.strip("'\"`"))
             or secret_rules.public_context(line, span[0]) or secret_values.hashed(line, *span)
             or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value)
-            or _IN_TEMPLATE.search(line, max(0, span[0] - 80), span[0]) is not None)
+            or _IN_TEMPLATE.search(line, max(0, span[0] - 80), span[0]) is not None
+            or _NEXT_OPTION.match(value) is not None)
+
+
+# An option list's next `,name=value` (`password=<password>,vers=3.0`): read past a placeholder, the list goes on.
+_NEXT_OPTION = re.compile(r"[,;&][ \t]*[A-Za-z_][\w.-]*=")
 
 
 # A value its line notes as the documented default (`DB_PASS: P4ssb0lt (->default)`, `pass: admin (default)`):

@@ -20,7 +20,8 @@ inside a sentence, a quoted value led by a symbol.
 - `JWT_SCRT: VALUE`, `"smtp_pswd": "VALUE"`: a setting whose name ends in an abbreviation of password or secret.
 - `requirepass VALUE` inside a sentence: a Redis directive's name, wherever it stands.
 - `password: '#l17R_wxBF!'`: a quoted value under a secret's name led by a symbol (detect-secrets' keyword
-  detector wants a word character first).
+  detector wants a word character first); not where the name stands inside a literal whose quote follows "="
+  (`"...:_authToken=", makeToken()`: code joining the value).
 
 The value must still be made like a secret (secret_positional.credential_like). Pure functions of a line;
 secret_positional.line_findings runs line_findings beside its own forms.
@@ -161,9 +162,18 @@ def _abbreviated(line: str) -> Iterator[tuple[int, int]]:
             yield match.span(2)
 
 
+def _closes_a_literal(line: str, at: int) -> bool:
+    """Whether the quote at `at` closes a string literal open before it (an odd count of that quote before it):
+    `join("//registry.npmjs.org/:_authToken=", token(32))` names the secret inside a literal, whose quote after
+    "=" ends it, and what follows is code that builds the value, not a value."""
+    quote = line[at]
+    return (line.count(quote, 0, at) - line.count("\\" + quote, 0, at)) % 2 == 1
+
+
 def _symbol_led(line: str) -> Iterator[tuple[int, int]]:
     for match in _SYMBOL_LED.finditer(line):
-        if secret_setting(match.group(1)) and not reference_lead(match.group(3)):
+        if (secret_setting(match.group(1)) and not reference_lead(match.group(3))
+                and not _closes_a_literal(line, match.start(2))):
             yield match.span(3)
 
 

@@ -17,7 +17,7 @@ from cairn.privacy.rule_filters import fails_token_efficiency
 from cairn.privacy.secret_words import PASSWORD_ABBREVIATIONS, SECRET_ABBREVIATIONS
 
 # A value that is a secret rather than a setting: not only digits, not a boolean or a null.
-_NOT_A_SETTING = r"(?!(?:\d+|true|false|yes|no|on|off|none|null|nil)(?![^\s'\";,]))"
+_NOT_A_SETTING = r"(?!(?:\d+|true|false|yes|no|on|off|none|null|nil|undefined)(?![^\s'\";,]))"
 
 
 class EnvSecretAssignmentDetector(RegexBasedDetector):
@@ -27,11 +27,14 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
     files). Not a secret: a name that only sizes or points at one (`MAX_TOKENS`, `SESSION_TOKEN_TTL`,
     `CSRF_TOKEN_HEADER`, `SECRET_FILE`), or a value that is a number (with a unit), a boolean, a
     `$REFERENCE`, a `<placeholder>`, a path, a URL, or anything starting with "-" (an option, or
-    prose: "PGPASSWORD=-style assignments")."""
+    prose: "PGPASSWORD=-style assignments"). In a comma-separated option list (`user=U,pass=P,retain=1`) each
+    value ends at the next `,name=`."""
 
     secret_type = "Secret Assignment"
     denylist = [re.compile(r"(?<![A-Za-z0-9_.-])(?P<name>[A-Za-z][A-Za-z0-9_]*)(?: ?= ?| = )"
-                           r"(?:(?P<value>[^\s'\"$;<{-][^\s'\";]{3,})"
+                           # A value ends where the next `,name=` of an option list begins (rtl_433's
+                           # `mqtt://host:1883,user=U,pass=P,retain=1`, mount's `-o user=U,pass=P`).
+                           r"(?:(?P<value>[^\s'\"$;<{-](?:(?!,[A-Za-z_][\w.-]*=)[^\s'\";]){3,})"
                            # Quoted, in a shell (PGPASSWORD='=*mW...' psql): any first character but a
                            # reference's ($, {, <); a "%" only when no reference follows (%(name)s, %NAME%,
                            # Symfony's %env(X)%): Django's generated keys draw on "%" too.
@@ -70,7 +73,7 @@ _ABOUT_WORDS = frozenset("""ttl header headers limit limits count size length le
 # URL; a call or an expression (`getpass.getpass(`, `timedelta(days=14)`, `sha256(token).hexdigest()`);
 # a Windows `%VAR%` or Python `%(VAR)s` reference; a typed path (Postfix's `hash:/etc/postfix/sasl_passwd`,
 # `proxy:mysql:/etc/...`, `file:./x`): a table or a file that holds the secret.
-_SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|yes|no|on|off|none|null|nil"
+_SETTING_VALUE = re.compile(r"(?i)^(?:[0-9]+(?:\.[0-9]+)?[a-z]{0,2}|true|false|yes|no|on|off|none|null|nil|undefined"
                             r"|(?:/|~[\w.-]*/|\.{1,2}/)\S*|(?:[a-z][\w+-]*:)+(?:/|~/|\.{1,2}/)[^/]\S*"
                             r"|\.(?-i:[a-z])[\w.-]*|[a-z][a-z0-9+.-]*://.*|[a-z_][\w.:]*[(\[].*|%\(\w+\)[sd]|%\w+%)$")
 
@@ -124,8 +127,9 @@ _ARGUMENT_NAME = re.compile(r"^[A-Za-z_][\w.]*(?:\[[\w'\"]+\])?[,)]+;?$")
 
 def not_secret_value(value: str) -> bool:
     """Whether a value given to a secret's name is a setting, code (a generator, a variable passed to a
-    call), a reference, or a value cut short on purpose (`sk-lf-...`, `xapp-…`) rather than a secret."""
-    return (bool(_SETTING_VALUE.match(value.rstrip(".,")) and not secret_values.base64_like(value)
+    call), a reference, or a value cut short on purpose (`sk-lf-...`, `xapp-…`) rather than a secret. The closing
+    brackets of what the value stands in are not its own (`SigningConfig{..., keyPassword=null}`: null)."""
+    return (bool(_SETTING_VALUE.match(value.rstrip(".,)]}")) and not secret_values.base64_like(value)
                  or _GENERATOR.match(value)) or value.endswith(("...", "…"))
             or (_ARGUMENT_NAME.match(value) is not None and fails_token_efficiency(value.rstrip(",);"))))
 

@@ -47,7 +47,7 @@ FAMILY_OF: dict[str, str] = {
     "Go Sql Dsn": "url", "Mongodb Connection String": "url",
     "Command Line Secret": "command", "Command Line Password": "command", "Curl Auth User": "command",
     "Curl Auth Header": "command", "Authorization Header": "command", "Secret Command Value": "command",
-    "Config Directive Password": "command", "Network Device Password": "command",
+    "Config Directive Password": "command", "Network Device Password": "command", "Redis Cli Password": "command",
 }
 FAMILIES = ("vendor", "keyword", "generic", "prose", "positional", "url", "command")
 

@@ -10,7 +10,8 @@ its hook (`.../bot/v2/hook/UUID`, `hooks.zapier.com/hooks/catch/ID/HOOK/`, Teams
 on its own line under a `user:` line, a credentials file's `user:PASS` lines (rsyncd.secrets, chap-secrets,
 passwd-s3fs, davfs2), an Oracle `user/PASS@host` connect string, a login before a host (`sa:PASS@10.0.0.5`), a
 tool's `HOST sa PASS` arguments, Windows' `/p:PASS`, Dovecot's `{PLAIN}PASS`, and a literal written into a
-`$password` variable in prose. The place is the signal; the value must still be made like a secret
+`$password` variable in prose, a base64 literal its line decodes
+(secret_encoded). The place is the signal; the value must still be made like a secret
 (credential_like: generated or chosen as a password, not a name, a number, a path, a version or a
 placeholder). Pure functions of strings; scrub runs line_findings on each line beside the rule sets
 (secret_rules.find) and text_findings on a whole text beside secret_blocks.block_findings.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from . import secret_cues, secret_named
+from . import secret_cues, secret_encoded, secret_named
 from .secret_blocks import secret_setting
 from .secret_rules import ACCOUNT, NOT_A_SECRET_CONTEXT, PASSWORD_WORD, WORD, look_alike
 from .secret_values import (generated_token, in_runs, password_like, placeholder, public_key, random_letters,
@@ -409,6 +410,7 @@ def line_findings(line: str) -> list[tuple[str, tuple[int, int]]]:
         spans.update(_digit_passwords(line))
     spans.update(secret_cues.line_findings(line, credential_like))
     spans.update(secret_named.line_findings(line, credential_like))
+    spans.update(secret_encoded.line_findings(line, credential_like))
     return [(KIND, span) for span in sorted(spans)]
 
 

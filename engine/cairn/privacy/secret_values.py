@@ -242,7 +242,7 @@ _BRACKETED = re.compile(r"\[(?:[^\W\d]|[ _'-])+\]")
 
 # An option set to a flag or a number (`useKeyTab=true`, `storeKey=false`, `retries=3`): a setting whose name holds
 # a credential's word, not a credential.
-_SETTING_PAIR = re.compile(r"(?i)[A-Za-z][\w.-]*=(?:true|false|yes|no|on|off|none|null|\d{1,6})")
+_SETTING_PAIR = re.compile(r"(?i)[A-Za-z][\w.-]*=(?:true|false|yes|no|on|off|none|null|nil|undefined|\d{1,6})")
 # A connection string's run of `Name=value;` pairs (`Server=.;Database=Shop;User`): several settings, whose
 # password stands under its own name (Password=...), not one value.
 _SETTING_LIST = re.compile(r"(?:[A-Za-z][\w .-]{2,}=[^;,=]*[;,]\s*)+[A-Za-z][\w .-]{2,}(?:=[^;,=]*)?[;,]?")
@@ -283,13 +283,27 @@ def bracketed(line: str, start: int) -> bool:
 
 # Words a person writes in a value to say what goes there instead of it (`yourActualTokenHere`,
 # `myServicePrincipalPassword`, `YourSecretKey!!!`): a stand-in, an example, a test.
+# The same said in Portuguese, Spanish, French, German, Italian, Dutch, Polish, Czech, Swedish, Turkish and
+# Indonesian, accents dropped as ASCII names drop them (`sua_chave_aqui`, "your key here"; `tu_clave_aqui`,
+# `votre_cle_ici`, `dein_schluessel_hier`, `la_tua_chiave`, `twoje_haslo_tutaj`, `ditt_losenord_har`).
+_OTHER_STAND_INS = """sua seu suas seus tua teu minha meu aqui exemplo coloque insira tu su mi ejemplo ponga pon
+    votre vos ton ta mon ma ici exemple dein deine ihr ihre mein meine hier beispiel tuo mio mia qui esempio
+    inserisci jouw uw mijn voorbeeld twoj twoje twoja tutaj przyklad vase vas tvoje tvuj zde priklad din ditt
+    har exempel senin sizin buraya ornek anda disini contoh""".split()
+# Their words for a credential, which name one as the English `secret`, `password`, `key` do.
+_OTHER_NAMING = """chave senha segredo secreta secreto clave llave contrasena cle jeton motdepasse mot passe
+    schluessel schlussel passwort kennwort geheim chiave segreto segreta parola sleutel wachtwoord haslo klucz
+    heslo klic losenord nyckel sifre sifreniz anahtar sandi kunci rahasia""".split()
 _STAND_IN_WORDS = frozenset("""your yours my our actual real here example sample dummy fake test changeme change
-    placeholder replace insert enter put some foo bar baz todo fixme""".split())
+    placeholder replace insert enter put some foo bar baz todo fixme""".split() + _OTHER_STAND_INS)
 _STAND_IN_CUE = re.compile(r"(?i)your|my|our|actual|real|here|exampl|sampl|dumm|fake|test|chang|placeholder|replac"
-                           r"|insert|enter|put|some|foo|bar|baz|todo|fixme|secret|pass|key|token|random|string|generat|secur|value")
+                           r"|insert|enter|put|some|foo|bar|baz|todo|fixme|secret|pass|key|token|random|string|generat|secur"
+                           r"|value|pwd|pw|psw|"
+                           + "|".join(sorted(_OTHER_STAND_INS + _OTHER_NAMING, key=len, reverse=True)))
 # Short words of such a value that the word list (5 letters or more, mostly) leaves out.
 _SHORT_WORDS = _STAND_IN_WORDS | frozenset("""a an the to of for and or in on is it me us key keys api app apps db id
-    pw pwd pass auth new old own one two get set use via no not jwt top this that do dev""".split())
+    pw pwd pass auth new old own one two get set use via no not jwt top this that do dev clear text""".split()
+                                  + _OTHER_NAMING + "la le el il de del der die das".split())
 _LETTER_RUN = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
 
 
@@ -340,7 +354,8 @@ def _bodies(value: str) -> list[str]:
 
 
 _ADDRESS = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_CREDENTIAL_NAME = re.compile(r"[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*[_-](?:password|passwd|pass|pwd|secret|token|key)")
+_CREDENTIAL_NAME = re.compile(r"[a-z][a-z0-9]*(?:[_-][a-z0-9]+)*[_-](?:password|passwd|pass|pwd|pswd|psw|pw|secret"
+                              r"|token|key|passphrase|apikey)")
 _VENDOR_PREFIX = re.compile(r"[A-Za-z]{2,8}[-_](?=[A-Za-z])")
 # A digit between two letters, written for the letter it looks like (`Passw0rd`, `S3cret`).
 _LEET_DIGIT = re.compile(r"(?<=[A-Za-z])[01345](?=[A-Za-z])")
@@ -374,7 +389,7 @@ _FUNCTION_WORDS = frozenset("a an the this that is it not no do to in of for use
 # of these alone says what goes there.
 _NAMING_WORDS = frozenset("""secret secrets key keys password passwd pass passphrase token api jwt auth session app
     super top very ultra mega extra strong private secure insecure random long generate generated string value chars
-    characters dev local""".split())
+    characters dev local""".split() + _OTHER_NAMING)
 
 
 # The name of a credential standing for its value: `mypassword`, `your_token`, `myusername`, `password`.
