@@ -1456,3 +1456,42 @@ def test_a_stand_in_said_in_another_language_is_a_placeholder(value):
 @pytest.mark.parametrize("value", ["Kq8mZ2vX9pTq", "harvest2024pw", "sua9Xq2LmZ7kV", "Hq7-zLmV2pKx"])
 def test_a_value_with_no_stand_in_words_is_no_placeholder(value):
     assert not secret_values.placeholder(value)
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a quoted literal led by "$" whose name after it is generated: a password's symbol, not a variable
+    ("$dbpass = '$Qm7vTz2LkWx9';", "$Qm7vTz2LkWx9"),
+    ("        'PASSWORD': '$k4Rw9zLq2V@',", "$k4Rw9zLq2V@"),
+    ("'password' => '$Xk9mQ2vLp7',", "$Xk9mQ2vLp7"),
+    ('DB_PASSWORD: "$h8Tq3mVw2zK"', "$h8Tq3mVw2zK"),
+    ("my $db_pwd = '$Zr5kLq8mW2x';", "$Zr5kLq8mW2x"),
+    # "$" inside a lookup's default (python-decouple's, django-environ's)
+    ("SECRET_KEY = config('DJANGO_SECRET_KEY', default='7k@q2=_$vb)81!4%%mpxz!qrt&w5^uy!93h*2lz!&17c9-x40')",
+     "7k@q2=_$vb)81!4%%mpxz!qrt&w5^uy!93h*2lz!&17c9-x40"),
+    ("API_TOKEN = os.getenv('API_TOKEN', 'Lq8$mZ2vXk7Tp')", "Lq8$mZ2vXk7Tp"),
+    # a setting's value written where a lookup's variable name goes
+    ("        'Password': config('wqbt4KzpLM$$r'),", "wqbt4KzpLM$$r"),
+    ("DB_PASS = os.getenv('k9#Qz!2mWx')", "k9#Qz!2mWx"),
+    ("'secret': env('Hv7!qLm2@zXk'),", "Hv7!qLm2@zXk"),
+])
+def test_holdout16s_dollar_forms_are_caught(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    # "$" before a name: a variable, in any quotes
+    "$dbpass = '$dbPassword2';",
+    "        'PASSWORD': '$DB_PASSWORD',",
+    'password: "$mysqlRootPass"',
+    "DB_PASS='$DB_PASSWORD_VALUE'",
+    "$user = '$Xk9mQ2vLp7';",  # no credential's name
+    "$dbhost = '$Xk9mQ2vLp7';",
+    # a lookup's default that is a reference, a lookup given a name
+    "SECRET_KEY = env('DJANGO_SECRET_KEY', '${SECRET_KEY_VALUE}')",
+    "SECRET_KEY = config('DJANGO_SECRET_KEY', default='$(cat /run/secrets/key)')",
+    "'PASSWORD': config('DATABASE_PASSWORD'),",
+    "DB_PASS = os.getenv('${DB_PASSWORD}')",
+    "'USER': config('wqbt4KzpLM$$r'),",  # no credential's name
+])
+def test_look_alikes_of_holdout16s_dollar_forms_are_left_alone(text):
+    assert scrub(text).text == text

@@ -185,7 +185,9 @@ _MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]
 # "..."), ENV.fetch("SECRET_KEY_BASE", "..."), ${DB_PASSWORD:-...}, Spring's ${jwt.secret:...}; as a keyword
 # and across lines too (django-environ's env("SECRET_KEY",\n default="..."), python-decouple's config(...)).
 _ENV_DEFAULT = re.compile(r"""(?:\benv(?:\.\w+)?|getenv|environ\.get|ENV\.fetch|getProperty|Env\.get|\bconfig)"""
-                          r"""\s*\(\s*['"]([\w.-]+)['"]\s*,\s*(?:default\s*=\s*)?['"]([^'"\n$]{8,200})['"]"""
+                          r"""\s*\(\s*['"]([\w.-]+)['"]\s*,\s*(?:default\s*=\s*)?['"]((?:[^'"\n$]|\$(?![{(]))"""
+                          # "$" inside is a password's symbol (`2@c3=_$fa)19!...`) unless it opens ${...} or $(...).
+                          r"""{8,200})['"]"""
                           r"""|\$\{([\w.-]+):-?([^}\s'"$]{8,200})\}""")
 
 

@@ -263,10 +263,27 @@ _REFERENCE_LEAD = re.compile(r"\$(?:[\w{($]|$)|%(?:[\w({%]|$)|@(?:[\w{.]|$)|&(?:
                              r"|\^(?:[\d.x*]+$|.*[\\\[\](){}|*+?]|.*\$$)")
 
 
+# The name after a leading "$" (`$DB_PASSWORD`, `$y6t2iiNnV@`).
+_DOLLAR_NAME = re.compile(r"\$([A-Za-z_]\w*)")
+
+
+def generated_dollar_name(value: str) -> bool:
+    """Whether the name after `value`'s leading "$" is generated rather than named: 8 characters or more with
+    a digit or both cases, not text to Betterleaks' token-efficiency test (`$y6t2iiNnV@`, `$UiLggBuJ6c9Hu`:
+    a password led by "$" in a quoted literal; not `$DB_PASSWORD`, `$dbPassword2`, `$s3Bucket`, names)."""
+    match = _DOLLAR_NAME.match(value)
+    if match is None:
+        return False
+    name = match.group(1)
+    varied = any(c.isdigit() for c in name) or (any(c.islower() for c in name) and any(c.isupper() for c in name))
+    return len(name) >= 8 and varied and not fails_token_efficiency(name)
+
+
 def reference_lead(value: str) -> bool:
     """Whether `value`, led by a symbol, is a reference, a name or a pattern rather than a secret (_REFERENCE_LEAD);
-    a value led by "#" or "^" whose rest is made like a password (`#u#^I5ndWi%!`) is not."""
-    return _REFERENCE_LEAD.match(value) is not None
+    a value led by "#" or "^" whose rest is made like a password (`#u#^I5ndWi%!`) is not, nor one led by "$"
+    whose name is generated (generated_dollar_name)."""
+    return _REFERENCE_LEAD.match(value) is not None and not generated_dollar_name(value)
 
 
 def masked(value: str) -> bool:
