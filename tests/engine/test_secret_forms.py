@@ -1495,3 +1495,35 @@ def test_holdout16s_dollar_forms_are_caught(text, value):
 ])
 def test_look_alikes_of_holdout16s_dollar_forms_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    # a value given to what its name says is public
+    'Mercadopago.setPublishableKey("TEST-7d2e1b9a-4c3f-4a8e-b1d2-9e8f7a6c5b4d");',
+    'Stripe.setPublishableKey("Lq8mZ2vXk7Tp4Rn9Wb3Yc6");',
+    'sdk.setPublicKey("Hv7qLm2zXk9Tp4Rn8Wb3Yc");',
+    # a value its own short name labels as a request's id, after a credential word
+    "errmsg: 'invalid credential, access_token is invalid or not latest rid: 4a7c91e2-c08fd31b-92ab6e05'",
+    "errmsg: 'invalid appsecret, request_id: 7c1e9a42-b3f0d61e-82a4c5d9'",
+    "token rejected (trace-id: 9f3b2c71-e4a0d8b6-15c7f2e9)",
+    # an access key id quoted back by AWS's own error message
+    "An error occurred (InvalidClientTokenId) when calling the GetCallerIdentity operation: The security token"
+    " included in the request is invalid. (key id AKIAQ3EGRZ7V5LMX2K4P)",
+    "An error occurred (InvalidAccessKeyId) when calling the ListBuckets operation: The AWS Access Key Id you"
+    " provided does not exist in our records. AKIAW7TRXQ2LM5NZ8K3D",
+])
+def test_holdout16s_false_positive_forms_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ('Stripe.setSecretKey("Lq8mZ2vXk7Tp4Rn9Wb3Yc6");', "Lq8mZ2vXk7Tp4Rn9Wb3Yc6"),
+    ('client.setAccessToken("Hv7qLm2zXk9Tp4Rn8Wb3Yc");', "Hv7qLm2zXk9Tp4Rn8Wb3Yc"),
+    ("the access_token is 9Kq2mZ8vLx7TpR4nWb3Yc6Hd1Jg5", "9Kq2mZ8vLx7TpR4nWb3Yc6Hd1Jg5"),
+    ("aws_access_key_id = AKIAQ3EGRZ7V5LMX2K4P", "AKIAQ3EGRZ7V5LMX2K4P"),  # no error message: dev's lone key id
+    # an error message's line still gives up a secret key beside the id
+    ("An error occurred (SignatureDoesNotMatch): aws_secret_access_key = Lq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Kq8mZ2vXk7Tp",
+     "Lq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Kq8mZ2vXk7Tp"),
+])
+def test_secrets_beside_holdout16s_false_positive_forms_are_caught(text, value):
+    assert value not in scrub(text).text

@@ -695,3 +695,18 @@ _VALIDATION_RULE = re.compile(r"(?i)[a-z_]+(?::[\w,.]+)?(?:\|[a-z_]+(?::[\w,.]+)
 def validation_rule(value: str) -> bool:
     """Whether `value` is a validation rule's words joined by "|" (_VALIDATION_RULE), not a value."""
     return _VALIDATION_RULE.fullmatch(value.strip("'\"")) is not None
+
+
+# AWS's own error messages that quote the access key id a request was signed with (IAM/STS/S3 error codes,
+# docs.aws.amazon.com/STS/latest/APIReference/CommonErrors.html): `InvalidClientTokenId`, `InvalidAccessKeyId`,
+# `SignatureDoesNotMatch`, "The AWS Access Key Id you provided does not exist in our records".
+_AWS_ERROR = re.compile(r"InvalidClientTokenId|InvalidAccessKeyId|SignatureDoesNotMatch|UnrecognizedClientException"
+                        r"|(?i:security token included in the request is invalid"
+                        r"|access key id you provided does not exist)")
+_AWS_KEY_ID = re.compile(r"(?:AKIA|ASIA|AIDA|AROA|ABIA|ACCA)[A-Z0-9]{16}")
+
+
+def aws_error_key_id(line: str, value: str) -> bool:
+    """Whether `value` is an AWS access key id alone (AKIA..., 20 characters) on a `line` that is AWS's error
+    message about it (_AWS_ERROR): an identifier the service reports back (a secret on the line is still found)."""
+    return _AWS_KEY_ID.fullmatch(value) is not None and _AWS_ERROR.search(line) is not None
