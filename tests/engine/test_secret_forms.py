@@ -1527,3 +1527,36 @@ def test_holdout16s_false_positive_forms_are_left_alone(text):
 ])
 def test_secrets_beside_holdout16s_false_positive_forms_are_caught(text, value):
     assert value not in scrub(text).text
+
+
+_SESSION_TOKEN = ("IQoJb3JpZ2luX2VjEHkaCXVzLWVhc3QtMSJHMEUCIQDx7Kq2mZ8vLx7TpR4nWb3Yc6Hd1Jg5Lq8mZ2vXk7Tp4Rn9Wb3Yc6Hd1Jg5"
+                  "Kq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7Tp4Rn9Wb3Yc6Hd1Jg5Mz3vXk7Tp4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7Tp4Rn9Wb3Y"
+                  "c6Hd1Jg5+Kq8mZ2vXk7Tp4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7Tp4Rn9Wb3Yc6Hd1Jg5Nv4Xk7Tp4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7T"
+                  "p4Rn9Wb3Yc6Hd1Jg5Pq2mZ8vLx7TpR4nWb3Yc6Hd1Jg5==")
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a Terraform block named for the credential: its default, an output's literal value, the name bare (HCL1)
+    ('variable secret_key {\n  default = "Wq7vTz2LkWx9Mn4Rb8Yc3Hd6Jg1Kp5Zs0Tf2Lq"\n}',
+     "Wq7vTz2LkWx9Mn4Rb8Yc3Hd6Jg1Kp5Zs0Tf2Lq"),
+    ('variable "aws_session_token" {\n  description = "Session token"\n  type = string\n  default = "'
+     + _SESSION_TOKEN + '"\n}', _SESSION_TOKEN),
+    ('output "db_password" {\n  value     = "Qm7vTz2LkWx9#p"\n  sensitive = true\n}', "Qm7vTz2LkWx9#p"),
+    # an object named for the credential whose "value" follows other keys (terraform output -json)
+    ('"password": {\n  "sensitive": true,\n  "type": "string",\n  "value": "Hb72KqLmPZ#vx"\n}', "Hb72KqLmPZ#vx"),
+    ('{"admin_token": {"sensitive": true, "value": "Zx8Kq2mLv7Tp4Rn9"}}', "Zx8Kq2mLv7Tp4Rn9"),
+])
+def test_holdout16s_block_forms_are_caught(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    'output "db_password" {\n  value     = aws_db_instance.main.password\n  sensitive = true\n}',
+    'variable "db_password" {\n  description = "the password"\n  type = string\n  sensitive = true\n}',
+    'variable token_ttl {\n  default = "Qm7vTz2LkWx9"\n}',  # a name about a token, not one
+    'variable "admin_password" {\n  default = "changeme"\n}',
+    '"password": {\n  "sensitive": true,\n  "type": "string",\n  "value": "${var.db_password}"\n}',
+    '"instance_id": {\n  "sensitive": false,\n  "value": "i-0a7b3c9d2e1f4a5b6"\n}',
+])
+def test_look_alikes_of_holdout16s_block_forms_are_left_alone(text):
+    assert scrub(text).text == text

@@ -21,10 +21,12 @@ from .secret_words import PASSWORD_ABBREVIATIONS, SECRET_ABBREVIATIONS
 # A Terraform variable's default (`variable "db_password" {` ... `default = "..."`), a container's
 # environment as name and value (`- name: DB_PASSWORD` / `value: ...`, ECS's {"name": ..., "value": ...}),
 # an option and its value as two items of an argument list (`- --requirepass` / `- ...`).
-_HCL_VARIABLE = re.compile(r'\bvariable\s+"([\w-]+)"\s*\{([^{}]{0,800})\}')
+# The name quoted or bare (HCL1's `variable secret_key {`); a session token's default runs to about 1,000 characters;
+# an output's literal `value = "..."` as well (`output "db_password" {`; a reference to a resource is unquoted).
+_HCL_VARIABLE = re.compile(r'\b(?:variable|output)\s+"?([\w-]+)"?\s*\{([^{}]{0,3000})\}')
 
 
-_HCL_DEFAULT = re.compile(r'\bdefault\s*=\s*"([^"\n]{4,300})"')
+_HCL_DEFAULT = re.compile(r'\b(?:default|value)\s*=\s*"([^"\n]{4,2000})"')
 
 
 # ... in any language's map syntax (`=>` in PHP and Ruby, a Ruby symbol's `:value`), and CloudFormation's
@@ -35,8 +37,10 @@ _NAME_VALUE = re.compile(r"""(?i)["']?\b(?:parameter|option)?(?:name|key)["']?\s
 
 
 # A parameter given as an object whose "value" holds it (an Azure Resource Manager parameters file: `"adminPassword":
-# {"value": "..."}`, learn.microsoft.com "Create Resource Manager parameter file").
-_OBJECT_VALUE = re.compile(r"""["']([A-Za-z_][\w.-]*)["']\s*:\s*\{\s*["']value["']\s*:\s*["']([^\s'"]{4,300})["']""")
+# {"value": "..."}`, learn.microsoft.com "Create Resource Manager parameter file"); its "value" after other flat keys
+# too (`terraform output -json`: `"db_password": {"sensitive": true, "type": "string", "value": "..."}`).
+_OBJECT_VALUE = re.compile(r"""["']([A-Za-z_][\w.-]*)["']\s*:\s*\{[^{}]{0,300}?["']value["']\s*:\s*"""
+                           r"""["']([^\s'"]{4,300})["']""")
 _ARGUMENT_PAIR = re.compile(r"""(?m)^[ \t]*-[ \t]+["']?--?([\w-]+)["']?[ \t]*\n[ \t]*-[ \t]+["']?([^\s'"]{4,300})""")
 
 
