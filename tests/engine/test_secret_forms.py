@@ -1560,3 +1560,31 @@ def test_holdout16s_block_forms_are_caught(text, value):
 ])
 def test_look_alikes_of_holdout16s_block_forms_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # an SMTP AUTH LOGIN password line under a log's prefix
+    ("[2021-03-04 10:11:12] DEBUG [a81f] S: 334 UGFzc3dvcmQ6\n[2021-03-04 10:11:12] DEBUG [a81f] C: S3E5eldMbTJ6UXA3\n"
+     "[2021-03-04 10:11:13] DEBUG [a81f] S: 235 Authentication successful", "S3E5eldMbTJ6UXA3"),
+    ("2024-01-02T10:11:12.123Z smtp-client[4411] <<< 334 UGFzc3dvcmQ6\n"
+     "2024-01-02T10:11:12.124Z smtp-client[4411] >>> WnE3TG0ydlg5a1Rw", "WnE3TG0ydlg5a1Rw"),
+    # a user option's password on a command's continued line: shell "\", cmd "^", PowerShell "`"
+    ("curl -X POST https://api.twilio.com/2010-04-01/Accounts/AC3e9b1f7a2c4d6e8f0a1b3c5d7e9f2a4b/Messages.json \\\n"
+     '  --data-urlencode "Body=hi" \\\n  -u AC3e9b1f7a2c4d6e8f0a1b3c5d7e9f2a4b:7f2c9e1a4b8d3f6e0c5a9b2d7e4f1a8c',
+     "7f2c9e1a4b8d3f6e0c5a9b2d7e4f1a8c"),
+    ("curl https://api.acme.io/v1/jobs ^\n  --user deploy:Kq8!mZ2vXk7T", "Kq8!mZ2vXk7T"),
+    ("curl.exe https://api.acme.io/v1/jobs `\n  -u 'ci-bot:Wz7#qL2mXk9v'", "Wz7#qL2mXk9v"),
+])
+def test_holdout16s_line_forms_are_caught(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "[2021-03-04 10:11:12] DEBUG [a81f] S: 334 UGFzc3dvcmQ6\n[2021-03-04 10:11:12] DEBUG [a81f] S: 535 failed",
+    "curl https://api.acme.io \\\n  -u $TWILIO_ACCOUNT_SID:$TWILIO_AUTH_TOKEN",
+    'curl https://api.acme.io \\\n  -u "AC3e9b1f7a2c4d6e8f0a1b3c5d7e9f2a4b:your_auth_token"',
+    "curl https://api.acme.io \\\n  -u admin:admin",
+    "curl https://api.acme.io \\\n  -u deploy -H 'Accept: application/json'",
+])
+def test_look_alikes_of_holdout16s_line_forms_are_left_alone(text):
+    assert scrub(text).text == text

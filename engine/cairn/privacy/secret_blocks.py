@@ -172,7 +172,8 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
 # sent after the server's `334 UGFzc3dvcmQ6`, base64 of "Password:", RFC 4954 / draft-murchison-sasl-login),
 # and the pass of a user/pass object literal spread over lines (nodemailer's `auth: {user: ..., pass: ...}`).
 _NEXT_LINE_FORMS = (
-    re.compile(r"334 UGFzc3dvcmQ6[ \t]*\r?\n(?:[^\n]{0,20}?[\s:>])?(?P<v>[A-Za-z0-9+/]{4,300}={0,2})[ \t\r]*(?=\n|$)"),
+    # The client's line may carry a log's prefix (`[2018-05-16 09:12:44] DEBUG [id] C: `): the line's last token.
+    re.compile(r"334 UGFzc3dvcmQ6[ \t]*\r?\n(?:[^\n]{0,100}?[\s:>])?(?P<v>[A-Za-z0-9+/]{4,300}={0,2})[ \t\r]*(?=\n|$)"),
     re.compile(r"""(?i)\buser\s*:\s*(['"`])[^'"`\n]{1,200}\1\s*,?[ \t]*\r?\n[ \t]*pass(?:word)?\s*:\s*"""
                r"""(['"`])(?P<v>[^'"`\n$]{4,200})\2"""),
 )
