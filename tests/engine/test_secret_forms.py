@@ -1588,3 +1588,22 @@ def test_holdout16s_line_forms_are_caught(text, value):
 ])
 def test_look_alikes_of_holdout16s_line_forms_are_left_alone(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("This was the old secret access key, note the plus and slash characters: **Rq7vKz2LmWx9+Tp4Nb/8Yc3Hd6Jg1Ks5Zf0Tq2Lm**",
+     "Rq7vKz2LmWx9+Tp4Nb/8Yc3Hd6Jg1Ks5Zf0Tq2Lm"),
+    ("the AWS secret key from the console, use with care — `Kq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7T`",
+     "Kq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7T"),
+])
+def test_an_aws_secret_key_on_a_line_that_names_one_is_caught(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "secret access key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",  # AWS's documented example
+    "my secret access key was rotated, commit 4f1e9c2a7b3d5e8f0a1c2b4d6e8f0a1c3b5d7e9f",  # a digest: no capitals
+    "the secret access key lives in the vault at secret/data/ci/aws-deploy-credentials-for-the-pipeline",
+])
+def test_look_alikes_of_an_aws_secret_key_are_left_alone(text):
+    assert scrub(text).text == text
