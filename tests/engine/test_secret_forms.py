@@ -1591,7 +1591,8 @@ def test_look_alikes_of_holdout16s_line_forms_are_left_alone(text):
 
 
 @pytest.mark.parametrize(("text", "value"), [
-    ("This was the old secret access key, note the plus and slash characters: **Rq7vKz2LmWx9+Tp4Nb/8Yc3Hd6Jg1Ks5Zf0Tq2Lm**",
+    ("This was the old secret access key, note the plus and slash characters:"
+     " **Rq7vKz2LmWx9+Tp4Nb/8Yc3Hd6Jg1Ks5Zf0Tq2Lm**",
      "Rq7vKz2LmWx9+Tp4Nb/8Yc3Hd6Jg1Ks5Zf0Tq2Lm"),
     ("the AWS secret key from the console, use with care — `Kq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7T`",
      "Kq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7T"),

@@ -562,7 +562,8 @@ def _connect_strings(line: str) -> Iterator[tuple[int, int]]:
 # A command's `-u USER:PASS` on a line continued from the one before (`curl -X POST URL \` then `  -u ACsid:TOKEN`,
 # a shell's "\", cmd's "^", PowerShell's "`"): the rule sets want the command's name on the option's line. The
 # user may be public (Twilio's account SID); the password after it is the secret (an auth token: 32 hex).
-_CONTINUED_USER = re.compile(r"""(?:\\|\^|`)[ \t]*\r?\n[ \t]*(?:-u|--user)[=\s]+(['"]?)[^\s:'"]+:([^\s'"]{6,200})\1(?!\S)""")
+_CONTINUED_USER = re.compile(r"""(?:\\|\^|`)[ \t]*\r?\n[ \t]*(?:-u|--user)[=\s]+(['"]?)[^\s:'"]+:"""
+                             r"""([^\s'"]{6,200})\1(?!\S)""")
 _HEX_TOKEN = re.compile(r"[0-9a-f]{32,64}")
 
 
