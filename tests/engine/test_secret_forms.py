@@ -1456,3 +1456,155 @@ def test_a_stand_in_said_in_another_language_is_a_placeholder(value):
 @pytest.mark.parametrize("value", ["Kq8mZ2vX9pTq", "harvest2024pw", "sua9Xq2LmZ7kV", "Hq7-zLmV2pKx"])
 def test_a_value_with_no_stand_in_words_is_no_placeholder(value):
     assert not secret_values.placeholder(value)
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a quoted literal led by "$" whose name after it is generated: a password's symbol, not a variable
+    ("$dbpass = '$Qm7vTz2LkWx9';", "$Qm7vTz2LkWx9"),
+    ("        'PASSWORD': '$k4Rw9zLq2V@',", "$k4Rw9zLq2V@"),
+    ("'password' => '$Xk9mQ2vLp7',", "$Xk9mQ2vLp7"),
+    ('DB_PASSWORD: "$h8Tq3mVw2zK"', "$h8Tq3mVw2zK"),
+    ("my $db_pwd = '$Zr5kLq8mW2x';", "$Zr5kLq8mW2x"),
+    # "$" inside a lookup's default (python-decouple's, django-environ's)
+    ("SECRET_KEY = config('DJANGO_SECRET_KEY', default='7k@q2=_$vb)81!4%%mpxz!qrt&w5^uy!93h*2lz!&17c9-x40')",
+     "7k@q2=_$vb)81!4%%mpxz!qrt&w5^uy!93h*2lz!&17c9-x40"),
+    ("API_TOKEN = os.getenv('API_TOKEN', 'Lq8$mZ2vXk7Tp')", "Lq8$mZ2vXk7Tp"),
+    # a setting's value written where a lookup's variable name goes
+    ("        'Password': config('wqbt4KzpLM$$r'),", "wqbt4KzpLM$$r"),
+    ("DB_PASS = os.getenv('k9#Qz!2mWx')", "k9#Qz!2mWx"),
+    ("'secret': env('Hv7!qLm2@zXk'),", "Hv7!qLm2@zXk"),
+])
+def test_holdout16s_dollar_forms_are_caught(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    # "$" before a name: a variable, in any quotes
+    "$dbpass = '$dbPassword2';",
+    "        'PASSWORD': '$DB_PASSWORD',",
+    'password: "$mysqlRootPass"',
+    "DB_PASS='$DB_PASSWORD_VALUE'",
+    "$user = '$Xk9mQ2vLp7';",  # no credential's name
+    "$dbhost = '$Xk9mQ2vLp7';",
+    # a lookup's default that is a reference, a lookup given a name
+    "SECRET_KEY = env('DJANGO_SECRET_KEY', '${SECRET_KEY_VALUE}')",
+    "SECRET_KEY = config('DJANGO_SECRET_KEY', default='$(cat /run/secrets/key)')",
+    "'PASSWORD': config('DATABASE_PASSWORD'),",
+    "DB_PASS = os.getenv('${DB_PASSWORD}')",
+    "'USER': config('wqbt4KzpLM$$r'),",  # no credential's name
+])
+def test_look_alikes_of_holdout16s_dollar_forms_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("text", [
+    # a value given to what its name says is public
+    'Mercadopago.setPublishableKey("TEST-7d2e1b9a-4c3f-4a8e-b1d2-9e8f7a6c5b4d");',
+    'Stripe.setPublishableKey("Lq8mZ2vXk7Tp4Rn9Wb3Yc6");',
+    'sdk.setPublicKey("Hv7qLm2zXk9Tp4Rn8Wb3Yc");',
+    # a value its own short name labels as a request's id, after a credential word
+    "errmsg: 'invalid credential, access_token is invalid or not latest rid: 4a7c91e2-c08fd31b-92ab6e05'",
+    "errmsg: 'invalid appsecret, request_id: 7c1e9a42-b3f0d61e-82a4c5d9'",
+    "token rejected (trace-id: 9f3b2c71-e4a0d8b6-15c7f2e9)",
+    # an access key id quoted back by AWS's own error message
+    "An error occurred (InvalidClientTokenId) when calling the GetCallerIdentity operation: The security token"
+    " included in the request is invalid. (key id AKIAQ3EGRZ7V5LMX2K4P)",
+    "An error occurred (InvalidAccessKeyId) when calling the ListBuckets operation: The AWS Access Key Id you"
+    " provided does not exist in our records. AKIAW7TRXQ2LM5NZ8K3D",
+])
+def test_holdout16s_false_positive_forms_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ('Stripe.setSecretKey("Lq8mZ2vXk7Tp4Rn9Wb3Yc6");', "Lq8mZ2vXk7Tp4Rn9Wb3Yc6"),
+    ('client.setAccessToken("Hv7qLm2zXk9Tp4Rn8Wb3Yc");', "Hv7qLm2zXk9Tp4Rn8Wb3Yc"),
+    ("the access_token is 9Kq2mZ8vLx7TpR4nWb3Yc6Hd1Jg5", "9Kq2mZ8vLx7TpR4nWb3Yc6Hd1Jg5"),
+    ("aws_access_key_id = AKIAQ3EGRZ7V5LMX2K4P", "AKIAQ3EGRZ7V5LMX2K4P"),  # no error message: dev's lone key id
+    # an error message's line still gives up a secret key beside the id
+    ("An error occurred (SignatureDoesNotMatch): aws_secret_access_key = Lq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Kq8mZ2vXk7Tp",
+     "Lq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Kq8mZ2vXk7Tp"),
+])
+def test_secrets_beside_holdout16s_false_positive_forms_are_caught(text, value):
+    assert value not in scrub(text).text
+
+
+_SESSION_TOKEN = ("IQoJb3JpZ2luX2VjEHkaCXVzLWVhc3QtMSJHMEUCIQDx7Kq2mZ8vLx7TpR4nWb3Yc6Hd1Jg5Lq8mZ2vXk7Tp4Rn9Wb3Yc6Hd1Jg5"
+                  "Kq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7Tp4Rn9Wb3Yc6Hd1Jg5Mz3vXk7Tp4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7Tp4Rn9Wb3Y"
+                  "c6Hd1Jg5+Kq8mZ2vXk7Tp4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7Tp4Rn9Wb3Yc6Hd1Jg5Nv4Xk7Tp4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7T"
+                  "p4Rn9Wb3Yc6Hd1Jg5Pq2mZ8vLx7TpR4nWb3Yc6Hd1Jg5==")
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # a Terraform block named for the credential: its default, an output's literal value, the name bare (HCL1)
+    ('variable secret_key {\n  default = "Wq7vTz2LkWx9Mn4Rb8Yc3Hd6Jg1Kp5Zs0Tf2Lq"\n}',
+     "Wq7vTz2LkWx9Mn4Rb8Yc3Hd6Jg1Kp5Zs0Tf2Lq"),
+    ('variable "aws_session_token" {\n  description = "Session token"\n  type = string\n  default = "'
+     + _SESSION_TOKEN + '"\n}', _SESSION_TOKEN),
+    ('output "db_password" {\n  value     = "Qm7vTz2LkWx9#p"\n  sensitive = true\n}', "Qm7vTz2LkWx9#p"),
+    # an object named for the credential whose "value" follows other keys (terraform output -json)
+    ('"password": {\n  "sensitive": true,\n  "type": "string",\n  "value": "Hb72KqLmPZ#vx"\n}', "Hb72KqLmPZ#vx"),
+    ('{"admin_token": {"sensitive": true, "value": "Zx8Kq2mLv7Tp4Rn9"}}', "Zx8Kq2mLv7Tp4Rn9"),
+])
+def test_holdout16s_block_forms_are_caught(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    'output "db_password" {\n  value     = aws_db_instance.main.password\n  sensitive = true\n}',
+    'variable "db_password" {\n  description = "the password"\n  type = string\n  sensitive = true\n}',
+    'variable token_ttl {\n  default = "Qm7vTz2LkWx9"\n}',  # a name about a token, not one
+    'variable "admin_password" {\n  default = "changeme"\n}',
+    '"password": {\n  "sensitive": true,\n  "type": "string",\n  "value": "${var.db_password}"\n}',
+    '"instance_id": {\n  "sensitive": false,\n  "value": "i-0a7b3c9d2e1f4a5b6"\n}',
+])
+def test_look_alikes_of_holdout16s_block_forms_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    # an SMTP AUTH LOGIN password line under a log's prefix
+    ("[2021-03-04 10:11:12] DEBUG [a81f] S: 334 UGFzc3dvcmQ6\n[2021-03-04 10:11:12] DEBUG [a81f] C: S3E5eldMbTJ6UXA3\n"
+     "[2021-03-04 10:11:13] DEBUG [a81f] S: 235 Authentication successful", "S3E5eldMbTJ6UXA3"),
+    ("2024-01-02T10:11:12.123Z smtp-client[4411] <<< 334 UGFzc3dvcmQ6\n"
+     "2024-01-02T10:11:12.124Z smtp-client[4411] >>> WnE3TG0ydlg5a1Rw", "WnE3TG0ydlg5a1Rw"),
+    # a user option's password on a command's continued line: shell "\", cmd "^", PowerShell "`"
+    ("curl -X POST https://api.twilio.com/2010-04-01/Accounts/AC3e9b1f7a2c4d6e8f0a1b3c5d7e9f2a4b/Messages.json \\\n"
+     '  --data-urlencode "Body=hi" \\\n  -u AC3e9b1f7a2c4d6e8f0a1b3c5d7e9f2a4b:7f2c9e1a4b8d3f6e0c5a9b2d7e4f1a8c',
+     "7f2c9e1a4b8d3f6e0c5a9b2d7e4f1a8c"),
+    ("curl https://api.acme.io/v1/jobs ^\n  --user deploy:Kq8!mZ2vXk7T", "Kq8!mZ2vXk7T"),
+    ("curl.exe https://api.acme.io/v1/jobs `\n  -u 'ci-bot:Wz7#qL2mXk9v'", "Wz7#qL2mXk9v"),
+])
+def test_holdout16s_line_forms_are_caught(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "[2021-03-04 10:11:12] DEBUG [a81f] S: 334 UGFzc3dvcmQ6\n[2021-03-04 10:11:12] DEBUG [a81f] S: 535 failed",
+    "curl https://api.acme.io \\\n  -u $TWILIO_ACCOUNT_SID:$TWILIO_AUTH_TOKEN",
+    'curl https://api.acme.io \\\n  -u "AC3e9b1f7a2c4d6e8f0a1b3c5d7e9f2a4b:your_auth_token"',
+    "curl https://api.acme.io \\\n  -u admin:admin",
+    "curl https://api.acme.io \\\n  -u deploy -H 'Accept: application/json'",
+])
+def test_look_alikes_of_holdout16s_line_forms_are_left_alone(text):
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(("text", "value"), [
+    ("This was the old secret access key, note the plus and slash characters:"
+     " **Rq7vKz2LmWx9+Tp4Nb/8Yc3Hd6Jg1Ks5Zf0Tq2Lm**",
+     "Rq7vKz2LmWx9+Tp4Nb/8Yc3Hd6Jg1Ks5Zf0Tq2Lm"),
+    ("the AWS secret key from the console, use with care — `Kq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7T`",
+     "Kq8mZ2vXk7Tp/4Rn9Wb3Yc6Hd1Jg5Lq8mZ2vXk7T"),
+])
+def test_an_aws_secret_key_on_a_line_that_names_one_is_caught(text, value):
+    assert value not in scrub(text).text
+
+
+@pytest.mark.parametrize("text", [
+    "secret access key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",  # AWS's documented example
+    "my secret access key was rotated, commit 4f1e9c2a7b3d5e8f0a1c2b4d6e8f0a1c3b5d7e9f",  # a digest: no capitals
+    "the secret access key lives in the vault at secret/data/ci/aws-deploy-credentials-for-the-pipeline",
+])
+def test_look_alikes_of_an_aws_secret_key_are_left_alone(text):
+    assert scrub(text).text == text

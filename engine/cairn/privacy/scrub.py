@@ -246,7 +246,10 @@ def _rule_detections(line: str, taken: list[tuple[int, int]]) -> list[tuple[str,
                 secret_rules.look_alike(value, line[max(0, span[0] - 60):span[0]], _generic_word(line, span[0]))
                 or _generic_word(line, span[0]).lower() in _NOT_SECRET_LAST_WORDS):
             continue
-        if kind in _GENERIC_RULES and (_named_public(line, span[0]) or _key_fingerprint(line, span[0], value)):
+        # A value given to what is named public (`setPublishableKey("...")`, `PUBLIC_KEY = ...`) by any form.
+        if kind in (*_GENERIC_RULES, secret_positional.KIND) and _named_public(line, span[0]):
+            continue
+        if kind in _GENERIC_RULES and _key_fingerprint(line, span[0], value):
             continue
         if not any(span[0] < end and start < span[1] and not _past_at(line, span, (start, end))
                    for start, end in taken):
@@ -482,6 +485,9 @@ def _line_detections(line: str, offset: int, blocks: list[tuple[str, tuple[int, 
     detections = _detections(scanned) if len(line) < 20_000 else []
     detections += [(kind, [(a - offset, b - offset)]) for kind, (a, b) in blocks
                    if offset <= a and b <= offset + len(line) and not _not_a_secret(line, (a - offset, b - offset))]
+    if "AKIA" in line or "ASIA" in line:  # a key id quoted by AWS's own error message: reported back, no secret
+        detections = [(kind, kept) for kind, spans in detections
+                      if (kept := [(a, b) for a, b in spans if not secret_values.aws_error_key_id(line, line[a:b])])]
     if firebase:
         detections = [(kind, kept) for kind, spans in detections
                       if (kept := [(a, b) for a, b in spans if not _GOOGLE_API_KEY.fullmatch(line[a:b].strip("'\""))])]

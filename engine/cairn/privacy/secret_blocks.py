@@ -21,10 +21,12 @@ from .secret_words import PASSWORD_ABBREVIATIONS, SECRET_ABBREVIATIONS
 # A Terraform variable's default (`variable "db_password" {` ... `default = "..."`), a container's
 # environment as name and value (`- name: DB_PASSWORD` / `value: ...`, ECS's {"name": ..., "value": ...}),
 # an option and its value as two items of an argument list (`- --requirepass` / `- ...`).
-_HCL_VARIABLE = re.compile(r'\bvariable\s+"([\w-]+)"\s*\{([^{}]{0,800})\}')
+# The name quoted or bare (HCL1's `variable secret_key {`); a session token's default runs to about 1,000 characters;
+# an output's literal `value = "..."` as well (`output "db_password" {`; a reference to a resource is unquoted).
+_HCL_VARIABLE = re.compile(r'\b(?:variable|output)\s+"?([\w-]+)"?\s*\{([^{}]{0,3000})\}')
 
 
-_HCL_DEFAULT = re.compile(r'\bdefault\s*=\s*"([^"\n]{4,300})"')
+_HCL_DEFAULT = re.compile(r'\b(?:default|value)\s*=\s*"([^"\n]{4,2000})"')
 
 
 # ... in any language's map syntax (`=>` in PHP and Ruby, a Ruby symbol's `:value`), and CloudFormation's
@@ -35,8 +37,10 @@ _NAME_VALUE = re.compile(r"""(?i)["']?\b(?:parameter|option)?(?:name|key)["']?\s
 
 
 # A parameter given as an object whose "value" holds it (an Azure Resource Manager parameters file: `"adminPassword":
-# {"value": "..."}`, learn.microsoft.com "Create Resource Manager parameter file").
-_OBJECT_VALUE = re.compile(r"""["']([A-Za-z_][\w.-]*)["']\s*:\s*\{\s*["']value["']\s*:\s*["']([^\s'"]{4,300})["']""")
+# {"value": "..."}`, learn.microsoft.com "Create Resource Manager parameter file"); its "value" after other flat keys
+# too (`terraform output -json`: `"db_password": {"sensitive": true, "type": "string", "value": "..."}`).
+_OBJECT_VALUE = re.compile(r"""["']([A-Za-z_][\w.-]*)["']\s*:\s*\{[^{}]{0,300}?["']value["']\s*:\s*"""
+                           r"""["']([^\s'"]{4,300})["']""")
 _ARGUMENT_PAIR = re.compile(r"""(?m)^[ \t]*-[ \t]+["']?--?([\w-]+)["']?[ \t]*\n[ \t]*-[ \t]+["']?([^\s'"]{4,300})""")
 
 
@@ -168,7 +172,8 @@ def block_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
 # sent after the server's `334 UGFzc3dvcmQ6`, base64 of "Password:", RFC 4954 / draft-murchison-sasl-login),
 # and the pass of a user/pass object literal spread over lines (nodemailer's `auth: {user: ..., pass: ...}`).
 _NEXT_LINE_FORMS = (
-    re.compile(r"334 UGFzc3dvcmQ6[ \t]*\r?\n(?:[^\n]{0,20}?[\s:>])?(?P<v>[A-Za-z0-9+/]{4,300}={0,2})[ \t\r]*(?=\n|$)"),
+    # The client's line may carry a log's prefix (`[2018-05-16 09:12:44] DEBUG [id] C: `): the line's last token.
+    re.compile(r"334 UGFzc3dvcmQ6[ \t]*\r?\n(?:[^\n]{0,100}?[\s:>])?(?P<v>[A-Za-z0-9+/]{4,300}={0,2})[ \t\r]*(?=\n|$)"),
     re.compile(r"""(?i)\buser\s*:\s*(['"`])[^'"`\n]{1,200}\1\s*,?[ \t]*\r?\n[ \t]*pass(?:word)?\s*:\s*"""
                r"""(['"`])(?P<v>[^'"`\n$]{4,200})\2"""),
 )

@@ -73,6 +73,20 @@ _VENDOR_SECRET = re.compile(r"""(?i)(?<![\w-])-{0,2}(?:tg[_-]?|telegram[_-]?)?ap
                             r"""([0-9a-f]{32})(?![\w-])""")
 
 
+# -- an AWS secret access key anywhere on a line that names one -------------------------------------------------
+# 40 characters of base64's alphabet (docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_access-keys.html,
+# `wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY`), on a line that says "secret access key" however far before, in
+# another clause or set off in Markdown (`... note the characters: **KEY**`).
+_AWS_SECRET_NAMED = re.compile(r"(?i)secret[ _-]?access[ _-]?key|aws[ _-]?secret[ _-]?(?:access[ _-]?)?key")
+_AWS_SECRET_SHAPE = re.compile(r"(?<![A-Za-z0-9/+=])(?=[^\s]*[a-z])(?=[^\s]*[A-Z])(?=[^\s]*\d)[A-Za-z0-9/+]{40}"
+                               r"(?![A-Za-z0-9/+=])")
+
+
+def _aws_secret_keys(line: str) -> Iterator[tuple[int, int]]:
+    if "ecret" in line and _AWS_SECRET_NAMED.search(line):
+        yield from (m.span() for m in _AWS_SECRET_SHAPE.finditer(line))
+
+
 # -- a value in brackets after a credential word --------------------------------------------------------------
 # ASCII's and CJK's full-width brackets: `密码（VALUE）`, `パスワード【VALUE】`.
 _BRACKETED_AFTER_WORD = re.compile(r"""(?:""" + WORD.pattern.removeprefix("(?i)") + r""")[ \t]*[(\[（【「][ \t]*"""
@@ -179,7 +193,7 @@ def _symbol_led(line: str) -> Iterator[tuple[int, int]]:
 
 _FORMS: tuple[Callable[[str], Iterator[tuple[int, int]]], ...] = (
     _host_passwords, _secret_calls, _host_secret_calls, _app_passwords, _vendor_secrets, _bracketed_after_word,
-    _named_after, _redis_directives, _abbreviated, _symbol_led)
+    _named_after, _redis_directives, _abbreviated, _symbol_led, _aws_secret_keys)
 
 
 def line_findings(line: str, made_like_one: Callable[[str], bool]) -> set[tuple[int, int]]:

@@ -39,11 +39,14 @@ class EnvSecretAssignmentDetector(RegexBasedDetector):
                            # reference's ($, {, <); a "%" only when no reference follows (%(name)s, %NAME%,
                            # Symfony's %env(X)%): Django's generated keys draw on "%" too.
                            r"|(?P<quote>['\"])(?P<quoted>(?!%(?:\(\w+\)[sd]|\w+%|env\([^)]*\)%)['\"])"
-                           r"[^\s'\"$<{][^\s'\"]{3,})(?P=quote))")]
+                           # A "$" first only before a generated name (`'$UiLggBuJ6c9Hu'`), checked below.
+                           r"(?:[^\s'\"$<{]|\$(?=[A-Za-z_]))[^\s'\"]{3,})(?P=quote))")]
 
     def analyze_string(self, string: str) -> Generator[str, None, None]:
         for match in self.denylist[0].finditer(string):
             value = match["value"] or match["quoted"]
+            if value.startswith("$") and not secret_values.generated_dollar_name(value):
+                continue  # `'$DB_PASSWORD'`: a reference
             # "?token= with a 30 minute expiry": a word of prose after "= ", not a value.
             prose = (match["value"] is not None and "= " in match.group(0)
                      and value.isalpha() and value.islower())

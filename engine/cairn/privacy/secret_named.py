@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from .rule_filters import fails_token_efficiency
 from .secret_blocks import secret_setting
 from .secret_rules import WORD
-from .secret_values import placeholder, reference_lead, validation_rule
+from .secret_values import generated_dollar_name, placeholder, reference_lead, validation_rule
 from .secret_words import PASSWORD_ABBREVIATIONS, PASSWORD_WORDS, alternation
 
 Check = Callable[[str], bool]
@@ -197,11 +197,47 @@ def _local_keys(line: str, check: Check) -> Iterator[tuple[int, int]]:
             yield match.span(4)
 
 
+# -- a quoted literal led by "$" --------------------------------------------------------------------------------
+# `$dbpass = '$UiLggBuJ6c9Hu';`, `DB_PASSWORD: "$k8Qz3mVw"`: detect-secrets drops any value led by "$" as a
+# variable (its is_prefixed_with_dollar_sign filter); a generated name after the "$" makes it a password's symbol.
+_DOLLAR_LITERAL = re.compile(r"""(?<![\w.-])\$?['"]?([A-Za-z_][\w.-]{1,63})['"]?[ \t]*(?::=|=>|[:=])[ \t]*"""
+                             r"""(['"])(\$(?:(?!\2)[^\s\\]){7,200})\2""")
+
+
+def _dollar_literals(line: str, check: Check) -> Iterator[tuple[int, int]]:
+    for match in _DOLLAR_LITERAL.finditer(line):
+        value = match.group(3)
+        name = match.group(1)
+        # A name glued to its password word counts too (`$dbpass`, `mysqlpwd`).
+        password = _PASSWORD_NAME.search(re.split(r"[-_.]|(?<=[a-z])(?=[A-Z])", name)[-1]) is not None
+        if (secret_setting(name) or password) and generated_dollar_name(value) and check(value):
+            yield match.span(3)
+
+
+# -- a value where a lookup's name goes -----------------------------------------------------------------------
+# `'PASSWORD': config('icav3XfwAB$$e')`, `DB_PASS = os.getenv("k9#Qz!2mWx")`: the setting's own value written
+# into an environment lookup (python-decouple's config, django-environ's env, os.getenv ...), which takes a
+# variable's name; a literal no variable can be named (a symbol besides "_", ".", "-") is the value itself.
+_LOOKUP_GIVEN_VALUE = re.compile(r"""(?<![\w.-])\$?['"]?([A-Za-z_][\w.-]{1,63})['"]?[ \t]*(?::=|=>|[:=])[ \t]*"""
+                                 r"""(?:\w+\.)*(?:config|env|getenv|get_env|environ\.get|ENV\.fetch|getProperty)"""
+                                 r"""[ \t]*\([ \t]*(['"])((?:(?!\2)[^\s\\]){6,200})\2""")
+
+
+def _lookups_given_values(line: str, check: Check) -> Iterator[tuple[int, int]]:
+    for match in _LOOKUP_GIVEN_VALUE.finditer(line):
+        name, value = match.group(1), match.group(3)
+        password = _PASSWORD_NAME.search(re.split(r"[-_.]|(?<=[a-z])(?=[A-Z])", name)[-1]) is not None
+        if ((secret_setting(name) or password) and re.fullmatch(r"[\w.-]+", value) is None
+                and not reference_lead(value) and check(value)):
+            yield match.span(3)
+
+
 _FORMS: tuple[tuple[tuple[str, ...], Callable[[str, Check], Iterator[tuple[int, int]]]], ...] = (
     (("-",), _options), (("'", '"'), _quoted_pairs), ((":", "="), _short_passwords), (("alt", "ALT", "Salt"), _salts),
     (("?", "&"), _queries), (("sv_", "rcon", "authkey", "g_password", "gslt", "GSLT"), _game_servers),
     ((" as ",), _as_logins),
-    (("://",), _at_passwords), (("ocal", "Device(", "tuya"), _local_keys))
+    (("://",), _at_passwords), (("ocal", "Device(", "tuya"), _local_keys),
+    (("'$", '"$'), _dollar_literals), (("(",), _lookups_given_values))
 
 
 # A regular expression's marks (`([a-z0-9]+)`, `\d{6}`, `(?:...)`, `.*`): a pattern that matches a secret, not one.

@@ -185,7 +185,9 @@ _MAIL_LOGIN = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)+:([^\s:@/'\"]
 # "..."), ENV.fetch("SECRET_KEY_BASE", "..."), ${DB_PASSWORD:-...}, Spring's ${jwt.secret:...}; as a keyword
 # and across lines too (django-environ's env("SECRET_KEY",\n default="..."), python-decouple's config(...)).
 _ENV_DEFAULT = re.compile(r"""(?:\benv(?:\.\w+)?|getenv|environ\.get|ENV\.fetch|getProperty|Env\.get|\bconfig)"""
-                          r"""\s*\(\s*['"]([\w.-]+)['"]\s*,\s*(?:default\s*=\s*)?['"]([^'"\n$]{8,200})['"]"""
+                          r"""\s*\(\s*['"]([\w.-]+)['"]\s*,\s*(?:default\s*=\s*)?['"]((?:[^'"\n$]|\$(?![{(]))"""
+                          # "$" inside is a password's symbol (`2@c3=_$fa)19!...`) unless it opens ${...} or $(...).
+                          r"""{8,200})['"]"""
                           r"""|\$\{([\w.-]+):-?([^}\s'"$]{8,200})\}""")
 
 
@@ -557,6 +559,21 @@ def _connect_strings(line: str) -> Iterator[tuple[int, int]]:
             yield match.span(1)
 
 
+# A command's `-u USER:PASS` on a line continued from the one before (`curl -X POST URL \` then `  -u ACsid:TOKEN`,
+# a shell's "\", cmd's "^", PowerShell's "`"): the rule sets want the command's name on the option's line. The
+# user may be public (Twilio's account SID); the password after it is the secret (an auth token: 32 hex).
+_CONTINUED_USER = re.compile(r"""(?:\\|\^|`)[ \t]*\r?\n[ \t]*(?:-u|--user)[=\s]+(['"]?)[^\s:'"]+:"""
+                             r"""([^\s'"]{6,200})\1(?!\S)""")
+_HEX_TOKEN = re.compile(r"[0-9a-f]{32,64}")
+
+
+def _continued_users(text: str) -> Iterator[tuple[int, int]]:
+    for match in _CONTINUED_USER.finditer(text):
+        value = match.group(2)
+        if not value.startswith(("$", "<", "{", "%")) and (credential_like(value) or _HEX_TOKEN.fullmatch(value)):
+            yield match.span(2)
+
+
 def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
     """(kind, span in `text`) of each credential a whole text gives by its place across lines, or on one
     (an environment lookup's default)."""
@@ -572,6 +589,8 @@ def text_findings(text: str) -> list[tuple[str, tuple[int, int]]]:
                 out.append((KIND, match.span(2)))
     if "\n" in text:
         out += [(KIND, span) for span in _printed_credentials(text)]
+    if "-u" in text or "--user" in text:
+        out += [(KIND, span) for span in _continued_users(text)]
     if "(\n" in text or "( \n" in text:
         out += [(KIND, span) for span in _call_lines(text)]
     out += [(KIND, span) for span in sorted(secret_named.text_findings(text, credential_like))]

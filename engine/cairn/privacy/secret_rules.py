@@ -400,7 +400,7 @@ NEGATING_BEFORE = re.compile(
     r"(?:[\w.'-]+[\s_-]+){0,2})$")
 # The words just before a value that name it as something else: "... has id prod/db-Xy12", "key name: X".
 NAMES_BEFORE_VALUE = re.compile(r"(?i)(?:\b(?:id|ids|identifier|name|hash|digest|fingerprint|accessor|sha|commit"
-                                 r"|version|prefix)\s*(?:is|=|:|of)?"
+                                 r"|version|prefix|rid|req_?id|(?:request|trace|correlation)[_-]id)\s*(?:is|=|:|of)?"
                                  # An object named by the value right after it: "for request 3f2b...".
                                  r"|\b(?:request|order|trace|user|account|customer|job|build|run|event))\s*['\"`]?$")
 _HEX = re.compile(r"(?:0x)?[0-9a-fA-F]+")

@@ -263,10 +263,27 @@ _REFERENCE_LEAD = re.compile(r"\$(?:[\w{($]|$)|%(?:[\w({%]|$)|@(?:[\w{.]|$)|&(?:
                              r"|\^(?:[\d.x*]+$|.*[\\\[\](){}|*+?]|.*\$$)")
 
 
+# The name after a leading "$" (`$DB_PASSWORD`, `$y6t2iiNnV@`).
+_DOLLAR_NAME = re.compile(r"\$([A-Za-z_]\w*)")
+
+
+def generated_dollar_name(value: str) -> bool:
+    """Whether the name after `value`'s leading "$" is generated rather than named: 8 characters or more with
+    a digit or both cases, not text to Betterleaks' token-efficiency test (`$y6t2iiNnV@`, `$UiLggBuJ6c9Hu`:
+    a password led by "$" in a quoted literal; not `$DB_PASSWORD`, `$dbPassword2`, `$s3Bucket`, names)."""
+    match = _DOLLAR_NAME.match(value)
+    if match is None:
+        return False
+    name = match.group(1)
+    varied = any(c.isdigit() for c in name) or (any(c.islower() for c in name) and any(c.isupper() for c in name))
+    return len(name) >= 8 and varied and not fails_token_efficiency(name)
+
+
 def reference_lead(value: str) -> bool:
     """Whether `value`, led by a symbol, is a reference, a name or a pattern rather than a secret (_REFERENCE_LEAD);
-    a value led by "#" or "^" whose rest is made like a password (`#u#^I5ndWi%!`) is not."""
-    return _REFERENCE_LEAD.match(value) is not None
+    a value led by "#" or "^" whose rest is made like a password (`#u#^I5ndWi%!`) is not, nor one led by "$"
+    whose name is generated (generated_dollar_name)."""
+    return _REFERENCE_LEAD.match(value) is not None and not generated_dollar_name(value)
 
 
 def masked(value: str) -> bool:
@@ -678,3 +695,18 @@ _VALIDATION_RULE = re.compile(r"(?i)[a-z_]+(?::[\w,.]+)?(?:\|[a-z_]+(?::[\w,.]+)
 def validation_rule(value: str) -> bool:
     """Whether `value` is a validation rule's words joined by "|" (_VALIDATION_RULE), not a value."""
     return _VALIDATION_RULE.fullmatch(value.strip("'\"")) is not None
+
+
+# AWS's own error messages that quote the access key id a request was signed with (IAM/STS/S3 error codes,
+# docs.aws.amazon.com/STS/latest/APIReference/CommonErrors.html): `InvalidClientTokenId`, `InvalidAccessKeyId`,
+# `SignatureDoesNotMatch`, "The AWS Access Key Id you provided does not exist in our records".
+_AWS_ERROR = re.compile(r"InvalidClientTokenId|InvalidAccessKeyId|SignatureDoesNotMatch|UnrecognizedClientException"
+                        r"|(?i:security token included in the request is invalid"
+                        r"|access key id you provided does not exist)")
+_AWS_KEY_ID = re.compile(r"(?:AKIA|ASIA|AIDA|AROA|ABIA|ACCA)[A-Z0-9]{16}")
+
+
+def aws_error_key_id(line: str, value: str) -> bool:
+    """Whether `value` is an AWS access key id alone (AKIA..., 20 characters) on a `line` that is AWS's error
+    message about it (_AWS_ERROR): an identifier the service reports back (a secret on the line is still found)."""
+    return _AWS_KEY_ID.fullmatch(value) is not None and _AWS_ERROR.search(line) is not None
