@@ -260,7 +260,9 @@ def line_findings(line: str, made_like_one: Check) -> set[tuple[int, int]]:
 # then its two lines: a user, then a password.
 _AUTH_FILE = (r"""(?:auth-user-pass\s+\S+|[\w./~-]*(?<![\w-])(?:auth|pass|passwd|password|login|logins|creds?"""
               r"""|credentials|userpass|up)\.(?:txt|conf|cfg))""")
-_AUTH_FILE_LINES = re.compile(r"(?m)^[^\n]*?" + _AUTH_FILE + r"""[^\n]*\n[ \t]*[\w.@+\\-]{1,64}[ \t]*\n[ \t]*"""
+# The file's name starts where a path does (not inside a run of path characters): a long line is read once, not
+# once from each of its characters.
+_AUTH_FILE_LINES = re.compile(r"(?m)^[^\n]*?(?<![\w./~-])" + _AUTH_FILE + r"""[^\n]*\n[ \t]*[\w.@+\\-]{1,64}[ \t]*\n[ \t]*"""
                               r"""([^\s'"`]{6,200})[ \t]*$""")
 _PRINTF_LOGIN = re.compile(r"""\b(?:printf|echo\s+-e)\s+(['"])[\w.@+-]{1,64}\\n([^\s'"\\]{6,200})(?:\\n)?\1"""
                            r"""\s*>>?\s*\S""")
