@@ -262,8 +262,8 @@ _AUTH_FILE = (r"""(?:auth-user-pass\s+\S+|[\w./~-]*(?<![\w-])(?:auth|pass|passwd
               r"""|credentials|userpass|up)\.(?:txt|conf|cfg))""")
 # The file's name starts where a path does (not inside a run of path characters): a long line is read once, not
 # once from each of its characters.
-_AUTH_FILE_LINES = re.compile(r"(?m)^[^\n]*?(?<![\w./~-])" + _AUTH_FILE + r"""[^\n]*\n[ \t]*[\w.@+\\-]{1,64}[ \t]*\n[ \t]*"""
-                              r"""([^\s'"`]{6,200})[ \t]*$""")
+_AUTH_FILE_LINES = re.compile(r"(?m)^[^\n]*?(?<![\w./~-])" + _AUTH_FILE
+                              + r"""[^\n]*\n[ \t]*[\w.@+\\-]{1,64}[ \t]*\n[ \t]*([^\s'"`]{6,200})[ \t]*$""")
 _PRINTF_LOGIN = re.compile(r"""\b(?:printf|echo\s+-e)\s+(['"])[\w.@+-]{1,64}\\n([^\s'"\\]{6,200})(?:\\n)?\1"""
                            r"""\s*>>?\s*\S""")
 # A value put into a field ("When I insert `VALUE` into that field", "type 'VALUE' in the box"): a password's when
