@@ -352,9 +352,8 @@ def _not_a_secret(line: str, span: tuple[int, int]) -> bool:
     truncated = line.startswith(("...", "…"), span[1]) or _NOTED_DEFAULT.match(line, span[1]) is not None
     return (truncated or secret_values.masked(value) or secret_values.bracketed(line, span[0])
             or _REMOTE_TARGET.fullmatch(value) is not None
-            or secret_values.placeholder(value) or secret_values.public_key(value)
-            or secret_values.public_by_place(line, *span)
-            or secret_values.placeholder(value.strip("'\"`"))
+            or any(secret_values.placeholder(v) for v in {value, value.strip("'\"`")})
+            or secret_values.public_key(value) or secret_values.public_by_place(line, *span)
             or secret_rules.public_context(line, span[0]) or secret_values.hashed(line, *span)
             or _CLIENT_PREFIX.match(value) is not None or _placeholder_login(value)
             or _IN_TEMPLATE.search(line, max(0, span[0] - 80), span[0]) is not None
